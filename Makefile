@@ -1,0 +1,121 @@
+# sbx: a plain Makefile.  `make` builds the tools into bin/, `make check`
+# installs what the tests need (make deps) and runs them, `make install`
+# copies tools, configuration and man pages under $(DESTDIR)$(PREFIX).
+
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+SYSCONFDIR ?= $(PREFIX)/etc
+STATEDIR   ?= /var/lib/sbx
+MANDIR     ?= $(PREFIX)/share/man
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+BUILD   ?= build
+BINDIR  ?= bin
+
+WARN := -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wvla
+ifeq ($(CI),true)
+WARN += -Werror
+endif
+PKGS     := libseccomp sqlite3
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lseccomp -lsqlite3)
+CPPFLAGS += -Ilib -D_FILE_OFFSET_BITS=64 \
+            -DSBX_SYSCONFDIR='"$(SYSCONFDIR)"' -DSBX_STATEDIR='"$(STATEDIR)"'
+ALL_CFLAGS = $(WARN) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP
+LDLIBS  += -Wl,--as-needed -ljq $(PKG_LIBS) -lm
+
+TOOLS    := sbx-validate sbx-cap
+LIB_SRC  := $(wildcard lib/*.c)
+LIB_OBJ  := $(patsubst lib/%.c,$(BUILD)/obj/lib/%.o,$(LIB_SRC))
+UNIT_SRC := $(wildcard t/unit/*.c)
+UNITS    := $(patsubst t/unit/%.c,$(BUILD)/t/%,$(UNIT_SRC))
+MANS     := $(wildcard man/*.1)
+
+.PHONY: all check check-asan unit deps install uninstall clean fuzz fuzz-build bench
+all: $(addprefix $(BINDIR)/,$(TOOLS))
+
+$(BUILD)/obj/lib/%.o: lib/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/libsbx.a: $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BINDIR)/%: src/%.c $(BUILD)/libsbx.a
+	@mkdir -p $(BINDIR) $(BUILD)/obj/src
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MF $(BUILD)/obj/src/$*.d -o $@ $< $(BUILD)/libsbx.a $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/t/%: t/unit/%.c $(BUILD)/libsbx.a
+	@mkdir -p $(BUILD)/t $(BUILD)/obj/t
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MF $(BUILD)/obj/t/$*.d -o $@ $< $(BUILD)/libsbx.a $(LDFLAGS) $(LDLIBS)
+
+-include $(LIB_OBJ:.o=.d) $(wildcard $(BUILD)/obj/src/*.d) $(wildcard $(BUILD)/obj/t/*.d)
+
+unit: $(UNITS)
+
+# ---- dependencies from Debian's packages ---------------------------------
+# Build: compiler, libraries.  Tests: bats, jq, valgrind, clang (sanitizers,
+# fuzzing).  Only what is missing is installed; as non-root the command is
+# printed instead.
+DEPS_BUILD := gcc make pkg-config libjq-dev libseccomp-dev libsqlite3-dev
+DEPS_TEST  := bats jq valgrind clang libclang-rt-14-dev procps iproute2 python3
+DEPS       := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_EXTRA)
+
+deps:
+	@missing=$$(for p in $(DEPS); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
+	done | tr '\n' ' '); \
+	if [ -z "$${missing% }" ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+		echo "make deps: missing Debian packages; as root run: apt-get install -y $$missing" >&2; exit 1; \
+	fi; \
+	echo "make deps: installing $$missing" >&2; \
+	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; } >&2
+
+# ---- tests ----------------------------------------------------------------
+# The suite runs against the ASan+UBSan build (memory errors fail it) after
+# the unit tests; t/run prints the totals as its last line.
+ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+check: deps
+	@$(MAKE) --no-print-directory all unit
+	@$(MAKE) --no-print-directory BUILD=build/asan BINDIR=build/asan/bin CFLAGS='$(ASAN_FLAGS)' LDFLAGS='-fsanitize=address,undefined' all unit
+	@t/run
+
+check-asan: check
+
+# ---- fuzzing (clang libFuzzer) -----------------------------------------
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_TARGETS := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))
+FUZZ_SECONDS ?= 60
+
+fuzz-build: $(FUZZ_TARGETS)
+$(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRC) $(wildcard lib/*.h)
+	@mkdir -p $(BUILD)/fuzz
+	clang $(CPPFLAGS) -std=c11 $(FUZZ_FLAGS) $(PKG_CFLAGS) -o $@ $< $(LIB_SRC) -ljq $(PKG_LIBS) -lm
+
+fuzz: deps fuzz-build
+	@for f in $(FUZZ_TARGETS); do \
+		name=$$(basename $$f); mkdir -p $(BUILD)/corpus/$$name; \
+		echo "== $$name for $(FUZZ_SECONDS) s"; \
+		$$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 \
+			$(BUILD)/corpus/$$name fuzz/corpus/$$name 2>&1 | grep -E 'stat::number_of_executed_units|ERROR|SUMMARY|Done' || exit 1; \
+	done
+
+# ---- install ------------------------------------------------------------
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SYSCONFDIR)/sbx $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 $(addprefix $(BINDIR)/,$(TOOLS)) $(DESTDIR)$(PREFIX)/bin/
+	sed -e 's|^state_dir *=.*|state_dir      = "$(STATEDIR)"|' \
+	    -e 's|^history *=.*|history        = "$(STATEDIR)/sandbox_history.db"|' \
+	    etc/sandbox.conf > $(DESTDIR)$(SYSCONFDIR)/sbx/sandbox.conf
+	install -m 0644 $(MANS) $(DESTDIR)$(MANDIR)/man1/
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(TOOLS)) $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MANS)))
+	rm -rf $(DESTDIR)$(SYSCONFDIR)/sbx
+
+clean:
+	rm -rf $(BUILD) $(BINDIR)

@@ -1,0 +1,1031 @@
+#define _GNU_SOURCE
+#include "conf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "utf8.h"
+#include "util.h"
+
+#ifndef SBX_SYSCONFDIR
+#define SBX_SYSCONFDIR "/usr/local/etc"
+#endif
+#ifndef SBX_STATEDIR
+#define SBX_STATEDIR "/var/lib/sbx"
+#endif
+
+#define CONF_MAX_SIZE (1u << 20)
+
+/* ---- schema ---------------------------------------------------------- */
+
+enum ctype { T_STR, T_BOOL, T_INT, T_SIZE, T_DUR, T_FLOAT, T_STRARR, T_ERRNO };
+
+struct key {
+	const char *name;
+	enum ctype type;
+	size_t off;
+	double min, max;
+};
+
+#define KB 1024.0
+#define MB (1024.0 * 1024)
+#define GB (1024.0 * 1024 * 1024)
+#define TB (GB * 1024)
+#define LIM(f) offsetof(struct conf_limits, f)
+
+/* Limit keys, valid in [sandbox] and in [language.NAME]; offsets are into
+ * struct conf_limits and the index is the bit in conf_lang.set. */
+static const struct key limit_keys[] = {
+	{ "timeout", T_DUR, LIM(timeout_ms), 1, 86400e3 },
+	{ "memory", T_SIZE, LIM(memory), 1 * MB, TB },
+	{ "pids", T_INT, LIM(pids), 1, 1 << 22 },
+	{ "cpus", T_FLOAT, LIM(cpus), 0.01, 1024 },
+	{ "output_limit", T_SIZE, LIM(output), 0, 256 * MB },
+	{ "file_size", T_SIZE, LIM(file_size), 0, TB },
+	{ "tmpfs_size", T_SIZE, LIM(tmpfs), 64 * KB, TB },
+	{ "scratch_size", T_SIZE, LIM(scratch), 64 * KB, TB },
+	{ "nofile", T_INT, LIM(nofile), 16, 1 << 20 },
+	{ "stack", T_SIZE, LIM(stack), 64 * KB, 4 * GB },
+	{ "compile_timeout", T_DUR, LIM(compile_timeout_ms), 1, 86400e3 },
+	{ "compile_memory", T_SIZE, LIM(compile_memory), 1 * MB, TB },
+	{ "compile_pids", T_INT, LIM(compile_pids), 1, 1 << 22 },
+	{ "compile_cpus", T_FLOAT, LIM(compile_cpus), 0.01, 1024 },
+	{ NULL, 0, 0, 0, 0 },
+};
+
+#define SB(f) offsetof(struct conf, f)
+static const struct key sandbox_keys[] = {
+	{ "backend", T_STR, SB(backend), 0, 0 },
+	{ "max_timeout", T_DUR, SB(max_timeout_ms), 1, 86400e3 },
+	{ "max_memory", T_SIZE, SB(max_memory), 1 * MB, TB },
+	{ "max_pids", T_INT, SB(max_pids), 1, 1 << 22 },
+	{ "max_cpus", T_FLOAT, SB(max_cpus), 0.01, 1024 },
+	{ "max_code_size", T_SIZE, SB(max_code_size), 1, 256 * MB },
+	{ "max_stdin_size", T_SIZE, SB(max_stdin_size), 0, 256 * MB },
+	{ "max_files_size", T_SIZE, SB(max_files_size), 0, 256 * MB },
+	{ "max_files", T_INT, SB(max_files), 0, 100000 },
+	{ "max_record_size", T_SIZE, SB(max_record_size), 4 * KB, 1 * GB },
+	{ "network", T_BOOL, SB(network), 0, 0 },
+	{ "max_concurrent", T_INT, SB(max_concurrent), 1, 4096 },
+	{ "state_dir", T_STR, SB(state_dir), 0, 0 },
+	{ "history", T_STR, SB(history), 0, 0 },
+	{ "uid", T_INT, SB(uid), 1, 4294967294.0 - 2 },
+	{ "cgroup_parent", T_STR, SB(cgroup_parent), 0, 0 },
+	{ "seccomp_errno", T_ERRNO, SB(seccomp_errno), 1, 4095 },
+	{ "etc", T_STRARR, SB(etc), 0, 0 },
+	{ "compile_cache", T_BOOL, SB(compile_cache), 0, 0 },
+	{ "cache_size", T_SIZE, SB(cache_size), 0, TB },
+	{ NULL, 0, 0, 0, 0 },
+};
+
+static const struct key session_keys[] = {
+	{ "ttl", T_DUR, SB(session_ttl_ms), 1000, 365 * 86400e3 },
+	{ "max_sessions", T_INT, SB(max_sessions), 0, 100000 },
+	{ "workspace_size", T_SIZE, SB(workspace_size), 64 * KB, TB },
+	{ "install_network", T_BOOL, SB(install_network), 0, 0 },
+	{ NULL, 0, 0, 0, 0 },
+};
+
+#define LG(f) offsetof(struct conf_lang, f)
+static const struct key lang_keys[] = {
+	{ "aliases", T_STRARR, LG(aliases), 0, 0 },
+	{ "image", T_STR, LG(image), 0, 0 },
+	{ "file", T_STR, LG(file), 0, 0 },
+	{ "compile", T_STRARR, LG(compile), 0, 0 },
+	{ "run", T_STRARR, LG(run), 0, 0 },
+	{ "version", T_STRARR, LG(version), 0, 0 },
+	{ "install", T_STRARR, LG(install), 0, 0 },
+	{ "env", T_STRARR, LG(env), 0, 0 },
+	{ "binds", T_STRARR, LG(binds), 0, 0 },
+	{ "rootfs", T_STR, LG(rootfs), 0, 0 },
+	{ "hint", T_STR, LG(hint), 0, 0 },
+	{ NULL, 0, 0, 0, 0 },
+};
+
+static const struct { const char *name; int value; } errnos[] = {
+	{ "EPERM", EPERM }, { "EACCES", EACCES }, { "ENOSYS", ENOSYS },
+	{ "EINVAL", EINVAL }, { "ENOTSUP", ENOTSUP }, { "EAFNOSUPPORT", EAFNOSUPPORT },
+	{ "ENOTRECOVERABLE", ENOTRECOVERABLE }, { "EKEYREJECTED", EKEYREJECTED },
+	{ "EHWPOISON", EHWPOISON }, { NULL, 0 },
+};
+
+static const char *default_etc[] = {
+	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone",
+	"ssl", "ca-certificates", "ca-certificates.conf", "services", "protocols", "mime.types",
+	"os-release", "locale.alias", "gai.conf", NULL,
+};
+
+/* ---- lexer ----------------------------------------------------------- */
+
+enum vkind { V_STR, V_INT, V_FLOAT, V_BOOL, V_ARR };
+
+struct val {
+	enum vkind kind;
+	char *s;
+	double num;
+	bool b;
+	char **arr;
+	size_t n;
+};
+
+struct parser {
+	const char *name, *p, *end;
+	int line;
+	char *err;
+	size_t errlen;
+	bool failed;
+};
+
+static bool fail(struct parser *ps, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool fail(struct parser *ps, int line, const char *fmt, ...)
+{
+	if (ps->failed)
+		return false;
+	ps->failed = true;
+	char msg[768];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	snprintf(ps->err, ps->errlen, "%s:%d: %s", ps->name, line, msg);
+	return false;
+}
+
+static void val_free(struct val *v)
+{
+	free(v->s);
+	if (v->arr) {
+		for (size_t i = 0; i < v->n; i++)
+			free(v->arr[i]);
+		free(v->arr);
+	}
+	memset(v, 0, sizeof *v);
+}
+
+static void skip_space(struct parser *ps)
+{
+	while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\r'))
+		ps->p++;
+}
+
+static void skip_comment(struct parser *ps)
+{
+	if (ps->p < ps->end && *ps->p == '#')
+		while (ps->p < ps->end && *ps->p != '\n')
+			ps->p++;
+}
+
+/* Spaces, comments and newlines (inside arrays). */
+static void skip_all(struct parser *ps)
+{
+	for (;;) {
+		skip_space(ps);
+		skip_comment(ps);
+		if (ps->p < ps->end && *ps->p == '\n') {
+			ps->p++;
+			ps->line++;
+			continue;
+		}
+		return;
+	}
+}
+
+/* After a value or header: only a comment may follow on the line. */
+static bool end_of_line(struct parser *ps, const char *what)
+{
+	skip_space(ps);
+	skip_comment(ps);
+	if (ps->p < ps->end && *ps->p != '\n')
+		return fail(ps, ps->line, "unexpected text after %s", what);
+	return true;
+}
+
+static void put_utf8(char **buf, size_t *n, unsigned cp)
+{
+	char *b = *buf + *n;
+	if (cp < 0x80) {
+		b[0] = (char)cp;
+		*n += 1;
+	} else if (cp < 0x800) {
+		b[0] = (char)(0xC0 | cp >> 6);
+		b[1] = (char)(0x80 | (cp & 0x3F));
+		*n += 2;
+	} else if (cp < 0x10000) {
+		b[0] = (char)(0xE0 | cp >> 12);
+		b[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+		b[2] = (char)(0x80 | (cp & 0x3F));
+		*n += 3;
+	} else {
+		b[0] = (char)(0xF0 | cp >> 18);
+		b[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+		b[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+		b[3] = (char)(0x80 | (cp & 0x3F));
+		*n += 4;
+	}
+}
+
+static bool parse_string(struct parser *ps, const char *key, char **out)
+{
+	char q = *ps->p++;
+	const char *start = ps->p;
+	/* The result is never longer than the source text. */
+	size_t cap = 16;
+	for (const char *s = ps->p; s < ps->end && *s != '\n'; s++)
+		cap++;
+	char *buf = util_xalloc(cap + 4);
+	size_t n = 0;
+	while (ps->p < ps->end && *ps->p != q) {
+		char c = *ps->p;
+		if (c == '\n' || ((unsigned char)c < 0x20 && c != '\t')) {
+			free(buf);
+			return fail(ps, ps->line, "key \"%s\": unterminated string or control character in string", key);
+		}
+		if (q == '"' && c == '\\') {
+			ps->p++;
+			if (ps->p >= ps->end)
+				break;
+			char e = *ps->p++;
+			switch (e) {
+			case '"': buf[n++] = '"'; break;
+			case '\\': buf[n++] = '\\'; break;
+			case 'n': buf[n++] = '\n'; break;
+			case 't': buf[n++] = '\t'; break;
+			case 'r': buf[n++] = '\r'; break;
+			case 'u': {
+				unsigned cp = 0;
+				for (int i = 0; i < 4; i++) {
+					char h = ps->p < ps->end ? *ps->p++ : 0;
+					int d = h >= '0' && h <= '9' ? h - '0'
+						: h >= 'a' && h <= 'f' ? h - 'a' + 10
+						: h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+					if (d < 0) {
+						free(buf);
+						return fail(ps, ps->line, "key \"%s\": bad \\u escape (four hex digits)", key);
+					}
+					cp = cp << 4 | (unsigned)d;
+				}
+				if (cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF)) {
+					free(buf);
+					return fail(ps, ps->line, "key \"%s\": \\u%04X is not allowed in a string", key, cp);
+				}
+				put_utf8(&buf, &n, cp);
+				break;
+			}
+			default:
+				free(buf);
+				return fail(ps, ps->line, "key \"%s\": unknown escape \\%c (use \\\" \\\\ \\n \\t \\r \\uXXXX)", key, e);
+			}
+			continue;
+		}
+		buf[n++] = c;
+		ps->p++;
+	}
+	if (ps->p >= ps->end) {
+		free(buf);
+		return fail(ps, ps->line, "key \"%s\": unterminated string", key);
+	}
+	ps->p++; /* closing quote */
+	buf[n] = 0;
+	size_t bad;
+	if (!utf8_valid(buf, n, &bad)) {
+		free(buf);
+		return fail(ps, ps->line, "key \"%s\": invalid UTF-8 in string", key);
+	}
+	(void)start;
+	*out = buf;
+	return true;
+}
+
+static bool parse_value(struct parser *ps, const char *key, struct val *v)
+{
+	memset(v, 0, sizeof *v);
+	if (ps->p >= ps->end || *ps->p == '\n' || *ps->p == '#')
+		return fail(ps, ps->line, "key \"%s\": missing value", key);
+	char c = *ps->p;
+	if (c == '"' || c == '\'') {
+		v->kind = V_STR;
+		return parse_string(ps, key, &v->s);
+	}
+	if (c == '[') {
+		int line0 = ps->line;
+		ps->p++;
+		v->kind = V_ARR;
+		size_t cap = 4;
+		v->arr = util_xalloc(cap * sizeof *v->arr);
+		for (;;) {
+			skip_all(ps);
+			if (ps->p >= ps->end)
+				return fail(ps, line0, "key \"%s\": unterminated array", key);
+			if (*ps->p == ']') {
+				ps->p++;
+				break;
+			}
+			if (*ps->p != '"' && *ps->p != '\'')
+				return fail(ps, ps->line, "key \"%s\": arrays hold strings only (quote each element)", key);
+			if (v->n + 2 > cap) {
+				cap *= 2;
+				v->arr = util_xrealloc(v->arr, cap * sizeof *v->arr);
+			}
+			if (!parse_string(ps, key, &v->arr[v->n]))
+				return false;
+			v->n++;
+			v->arr[v->n] = NULL;
+			skip_all(ps);
+			if (ps->p < ps->end && *ps->p == ',') {
+				ps->p++;
+				continue;
+			}
+			skip_all(ps);
+			if (ps->p < ps->end && *ps->p == ']') {
+				ps->p++;
+				break;
+			}
+			return fail(ps, ps->line, "key \"%s\": expected , or ] in array", key);
+		}
+		v->arr[v->n] = NULL;
+		return true;
+	}
+	/* Bare token: boolean or number. */
+	const char *s = ps->p;
+	while (ps->p < ps->end && *ps->p != '\n' && *ps->p != '#' && *ps->p != ' ' && *ps->p != '\t' && *ps->p != '\r')
+		ps->p++;
+	size_t len = (size_t)(ps->p - s);
+	char tok[64];
+	if (len >= sizeof tok)
+		return fail(ps, ps->line, "key \"%s\": value too long (strings need quotes)", key);
+	memcpy(tok, s, len);
+	tok[len] = 0;
+	if (!strcmp(tok, "true") || !strcmp(tok, "false")) {
+		v->kind = V_BOOL;
+		v->b = tok[0] == 't';
+		return true;
+	}
+	int64_t i;
+	if (util_parse_i64(tok, INT64_MIN, INT64_MAX, &i)) {
+		v->kind = V_INT;
+		v->num = (double)i;
+		return true;
+	}
+	double d;
+	if (strspn(tok, "0123456789.eE+-") == len && util_parse_double(tok, -1e300, 1e300, &d)) {
+		v->kind = V_FLOAT;
+		v->num = d;
+		return true;
+	}
+	return fail(ps, ps->line, "key \"%s\": cannot read value %s (strings need quotes; booleans are true/false)", key, tok);
+}
+
+/* ---- assigning values ------------------------------------------------ */
+
+static const char *vkind_name(enum vkind k)
+{
+	switch (k) {
+	case V_STR: return "a string";
+	case V_INT: return "an integer";
+	case V_FLOAT: return "a number";
+	case V_BOOL: return "a boolean";
+	case V_ARR: return "an array";
+	}
+	return "?";
+}
+
+static bool range_ok(struct parser *ps, int line, const struct key *k, double v, const char *shown)
+{
+	if (v < k->min || v > k->max) {
+		if (k->type == T_SIZE) {
+			char a[32], b[32];
+			return fail(ps, line, "key \"%s\": %s is out of range (%s to %s)", k->name, shown,
+				    util_size_str((uint64_t)k->min, a, sizeof a), util_size_str((uint64_t)k->max, b, sizeof b));
+		}
+		if (k->type == T_DUR)
+			return fail(ps, line, "key \"%s\": %s is out of range (%g s to %g s)", k->name, shown,
+				    k->min / 1000, k->max / 1000);
+		return fail(ps, line, "key \"%s\": %s is out of range (%g to %g)", k->name, shown, k->min, k->max);
+	}
+	return true;
+}
+
+static bool assign(struct parser *ps, int line, const struct key *k, char *base, struct val *v)
+{
+	void *dst = base + k->off;
+	char shown[96];
+	switch (k->type) {
+	case T_STR:
+		if (v->kind != V_STR)
+			return fail(ps, line, "key \"%s\": expected a string, got %s", k->name, vkind_name(v->kind));
+		free(*(char **)dst);
+		*(char **)dst = v->s;
+		v->s = NULL;
+		return true;
+	case T_BOOL:
+		if (v->kind != V_BOOL)
+			return fail(ps, line, "key \"%s\": expected true or false, got %s", k->name, vkind_name(v->kind));
+		*(bool *)dst = v->b;
+		return true;
+	case T_INT:
+		if (v->kind != V_INT)
+			return fail(ps, line, "key \"%s\": expected an integer, got %s", k->name, vkind_name(v->kind));
+		snprintf(shown, sizeof shown, "%.0f", v->num);
+		if (!range_ok(ps, line, k, v->num, shown))
+			return false;
+		*(uint64_t *)dst = (uint64_t)v->num;
+		return true;
+	case T_FLOAT:
+		if (v->kind != V_INT && v->kind != V_FLOAT)
+			return fail(ps, line, "key \"%s\": expected a number, got %s", k->name, vkind_name(v->kind));
+		snprintf(shown, sizeof shown, "%g", v->num);
+		if (!range_ok(ps, line, k, v->num, shown))
+			return false;
+		*(double *)dst = v->num;
+		return true;
+	case T_SIZE: {
+		uint64_t b;
+		if (v->kind == V_INT && v->num >= 0) {
+			b = (uint64_t)v->num;
+			snprintf(shown, sizeof shown, "%.0f", v->num);
+		} else if (v->kind == V_STR && util_parse_size(v->s, &b)) {
+			snprintf(shown, sizeof shown, "\"%.80s\"", v->s);
+		} else
+			return fail(ps, line, "key \"%s\": expected a size such as \"256m\", \"100k\" or a byte count", k->name);
+		if (!range_ok(ps, line, k, (double)b, shown))
+			return false;
+		*(uint64_t *)dst = b;
+		return true;
+	}
+	case T_DUR: {
+		uint64_t ms;
+		if ((v->kind == V_INT || v->kind == V_FLOAT) && v->num >= 0 && v->num < 1e12) {
+			ms = (uint64_t)llround(v->num * 1000);
+			snprintf(shown, sizeof shown, "%g s", v->num);
+		} else if (v->kind == V_STR && util_parse_duration(v->s, &ms)) {
+			snprintf(shown, sizeof shown, "\"%.80s\"", v->s);
+		} else
+			return fail(ps, line, "key \"%s\": expected a duration in seconds, or a string such as \"500ms\", \"5m\"", k->name);
+		if (!range_ok(ps, line, k, (double)ms, shown))
+			return false;
+		*(uint64_t *)dst = ms;
+		return true;
+	}
+	case T_STRARR: {
+		if (v->kind != V_ARR)
+			return fail(ps, line, "key \"%s\": expected an array of strings, got %s", k->name, vkind_name(v->kind));
+		char ***arr = dst;
+		if (*arr) {
+			for (char **s = *arr; *s; s++)
+				free(*s);
+			free(*arr);
+		}
+		*arr = v->arr;
+		v->arr = NULL;
+		v->n = 0;
+		return true;
+	}
+	case T_ERRNO:
+		if (v->kind == V_INT) {
+			snprintf(shown, sizeof shown, "%.0f", v->num);
+			if (!range_ok(ps, line, k, v->num, shown))
+				return false;
+			*(int *)dst = (int)v->num;
+			return true;
+		}
+		if (v->kind == V_STR)
+			for (int i = 0; errnos[i].name; i++)
+				if (!strcmp(errnos[i].name, v->s)) {
+					*(int *)dst = errnos[i].value;
+					return true;
+				}
+		return fail(ps, line, "key \"%s\": expected an errno name (EPERM, EACCES, ENOSYS, …) or number", k->name);
+	}
+	return false;
+}
+
+static const struct key *find_key(const struct key *keys, const char *name)
+{
+	for (const struct key *k = keys; k->name; k++)
+		if (!strcmp(k->name, name))
+			return k;
+	return NULL;
+}
+
+static char *key_list(const struct key *a, const struct key *b)
+{
+	size_t n = 1;
+	for (const struct key *k = a; k && k->name; k++)
+		n += strlen(k->name) + 2;
+	for (const struct key *k = b; k && k->name; k++)
+		n += strlen(k->name) + 2;
+	char *s = util_xalloc(n);
+	for (const struct key *k = a; k && k->name; k++) {
+		if (*s)
+			strcat(s, ", ");
+		strcat(s, k->name);
+	}
+	for (const struct key *k = b; k && k->name; k++) {
+		if (*s)
+			strcat(s, ", ");
+		strcat(s, k->name);
+	}
+	return s;
+}
+
+/* ---- the file -------------------------------------------------------- */
+
+static void set_defaults(struct conf *c)
+{
+	struct conf_limits *l = &c->lim;
+	l->timeout_ms = 10000;
+	l->memory = 256u << 20;
+	l->cpus = 0.5;
+	l->pids = 64;
+	l->output = 100 * 1024;
+	l->file_size = 64u << 20;
+	l->tmpfs = 64u << 20;
+	l->scratch = 64u << 20;
+	l->nofile = 1024;
+	l->stack = 8u << 20;
+	l->compile_timeout_ms = 30000;
+	l->compile_memory = 1u << 30;
+	l->compile_pids = 128;
+	l->compile_cpus = 1;
+	c->backend = util_strdup("native");
+	c->max_timeout_ms = 60000;
+	c->max_memory = 1u << 30;
+	c->max_pids = 256;
+	c->max_cpus = 2;
+	c->max_code_size = 64 * 1024;
+	c->max_stdin_size = 1u << 20;
+	c->max_files_size = 4u << 20;
+	c->max_files = 100;
+	c->max_record_size = 16u << 20;
+	c->network = false;
+	c->max_concurrent = 4;
+	c->state_dir = util_strdup("var");
+	c->history = util_strdup("var/sandbox_history.db");
+	c->uid = 60000;
+	c->cgroup_parent = util_strdup("sbx");
+	c->seccomp_errno = EPERM;
+	size_t n = 0;
+	while (default_etc[n])
+		n++;
+	c->etc = util_xalloc((n + 1) * sizeof *c->etc);
+	for (size_t i = 0; i < n; i++)
+		c->etc[i] = util_strdup(default_etc[i]);
+	c->compile_cache = true;
+	c->cache_size = 256u << 20;
+	c->session_ttl_ms = 1800 * 1000;
+	c->max_sessions = 16;
+	c->workspace_size = 256u << 20;
+	c->install_network = true;
+}
+
+static void free_strv(char **v)
+{
+	if (!v)
+		return;
+	for (char **s = v; *s; s++)
+		free(*s);
+	free(v);
+}
+
+void conf_free(struct conf *c)
+{
+	if (!c)
+		return;
+	free(c->path);
+	free(c->root);
+	free(c->backend);
+	free(c->state_dir);
+	free(c->history);
+	free(c->cgroup_parent);
+	free_strv(c->etc);
+	for (size_t i = 0; i < c->nlangs; i++) {
+		struct conf_lang *l = &c->langs[i];
+		free(l->name);
+		free(l->image);
+		free(l->file);
+		free(l->rootfs);
+		free(l->hint);
+		free_strv(l->aliases);
+		free_strv(l->compile);
+		free_strv(l->run);
+		free_strv(l->version);
+		free_strv(l->install);
+		free_strv(l->env);
+		free_strv(l->binds);
+	}
+	free(c->langs);
+	free(c);
+}
+
+static bool valid_lang_name(const char *s)
+{
+	if (!*s || strlen(s) > 32)
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '+'))
+			return false;
+	return true;
+}
+
+static bool plain_name(const char *s)
+{
+	return *s && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..") && strlen(s) < 256;
+}
+
+/* Relative paths in the file are relative to `root`. */
+static char *absolute(const char *root, const char *p)
+{
+	if (p[0] == '/')
+		return util_strdup(p);
+	return util_fmt("%s/%s", root, p);
+}
+
+static bool check_lang(struct parser *ps, struct conf *c, struct conf_lang *l)
+{
+	if (!l->file)
+		return fail(ps, l->line, "[language.%s]: missing key \"file\" (the program's file name)", l->name);
+	if (!plain_name(l->file))
+		return fail(ps, l->line, "[language.%s] key \"file\": must be a plain file name, got \"%s\"", l->name, l->file);
+	if (!l->run || !l->run[0])
+		return fail(ps, l->line, "[language.%s]: missing key \"run\" (the command that runs the program)", l->name);
+	if (l->compile && !l->compile[0])
+		return fail(ps, l->line, "[language.%s] key \"compile\": empty command (omit the key for interpreted languages)", l->name);
+	if (l->version && !l->version[0])
+		return fail(ps, l->line, "[language.%s] key \"version\": empty command", l->name);
+	if (l->install) {
+		bool has = false;
+		for (char **s = l->install; *s; s++)
+			if (strstr(*s, "{packages}"))
+				has = true;
+		if (!has)
+			return fail(ps, l->line, "[language.%s] key \"install\": needs a \"{packages}\" element", l->name);
+	}
+	for (char **e = l->env; e && *e; e++)
+		if (!strchr(*e, '=') || **e == '=')
+			return fail(ps, l->line, "[language.%s] key \"env\": \"%s\" is not NAME=value", l->name, *e);
+	for (char **b = l->binds; b && *b; b++)
+		if ((*b)[0] != '/' || strstr(*b, "/../") || strstr(*b, "/.."))
+			return fail(ps, l->line, "[language.%s] key \"binds\": \"%s\" must be an absolute path without ..", l->name, *b);
+	if (l->rootfs) {
+		char *abs = absolute(c->root, l->rootfs);
+		free(l->rootfs);
+		l->rootfs = abs;
+	}
+	for (char **a = l->aliases; a && *a; a++)
+		if (!valid_lang_name(*a))
+			return fail(ps, l->line, "[language.%s] key \"aliases\": \"%s\" is not a valid name", l->name, *a);
+	return true;
+}
+
+static struct conf *parse(struct parser *ps, const char *path_for_root)
+{
+	struct conf *c = util_xalloc(sizeof *c);
+	set_defaults(c);
+	/* Relative paths are relative to the project root for a checkout
+	 * (ROOT/etc/sandbox.conf) and to the file's directory otherwise. */
+	{
+		char *dir = util_strdup(path_for_root);
+		char *slash = strrchr(dir, '/');
+		if (slash)
+			*slash = 0;
+		else {
+			free(dir);
+			dir = util_strdup(".");
+		}
+		char real[PATH_MAX];
+		if (realpath(dir, real)) {
+			free(dir);
+			dir = util_strdup(real);
+		}
+		const char *base = strrchr(dir, '/');
+		if (base && !strcmp(base + 1, "etc") && base != dir) {
+			c->root = util_strndup(dir, (size_t)(base - dir));
+			free(dir);
+		} else
+			c->root = dir;
+	}
+
+	enum { S_NONE, S_SANDBOX, S_SESSIONS, S_LANG } sect = S_NONE;
+	struct conf_lang *lang = NULL;
+	/* Duplicate detection: seen[] per section, reset at each header. */
+	bool seen_sandbox = false, seen_sessions = false;
+	unsigned char seen[64];
+	memset(seen, 0, sizeof seen);
+	size_t lang_cap = 0;
+
+	while (!ps->failed) {
+		skip_all(ps);
+		if (ps->p >= ps->end)
+			break;
+		int line = ps->line;
+		if (*ps->p == '[') {
+			const char *s = ++ps->p;
+			while (ps->p < ps->end && *ps->p != ']' && *ps->p != '\n')
+				ps->p++;
+			if (ps->p >= ps->end || *ps->p != ']') {
+				fail(ps, line, "unterminated section header");
+				break;
+			}
+			char *name = util_strndup(s, (size_t)(ps->p - s));
+			ps->p++;
+			if (!end_of_line(ps, "the section header")) {
+				free(name);
+				break;
+			}
+			memset(seen, 0, sizeof seen);
+			if (!strcmp(name, "sandbox")) {
+				if (seen_sandbox)
+					fail(ps, line, "section [sandbox] appears twice");
+				seen_sandbox = true;
+				sect = S_SANDBOX;
+			} else if (!strcmp(name, "sessions")) {
+				if (seen_sessions)
+					fail(ps, line, "section [sessions] appears twice");
+				seen_sessions = true;
+				sect = S_SESSIONS;
+			} else if (!strncmp(name, "language.", 9)) {
+				const char *ln = name + 9;
+				if (!valid_lang_name(ln)) {
+					fail(ps, line, "section [%s]: language names use a-z, 0-9, _, - and +", name);
+				} else {
+					for (size_t i = 0; i < c->nlangs; i++)
+						if (!strcmp(c->langs[i].name, ln))
+							fail(ps, line, "section [%s] appears twice (first on line %d)", name, c->langs[i].line);
+					if (!ps->failed) {
+						if (c->nlangs == lang_cap) {
+							lang_cap = lang_cap ? lang_cap * 2 : 8;
+							c->langs = util_xrealloc(c->langs, lang_cap * sizeof *c->langs);
+						}
+						lang = &c->langs[c->nlangs++];
+						memset(lang, 0, sizeof *lang);
+						lang->name = util_strdup(ln);
+						lang->line = line;
+						sect = S_LANG;
+					}
+				}
+			} else {
+				fail(ps, line, "unknown section [%s] (known: [sandbox], [sessions], [language.NAME])", name);
+			}
+			free(name);
+			continue;
+		}
+		/* key = value */
+		const char *ks = ps->p;
+		while (ps->p < ps->end && ((*ps->p >= 'a' && *ps->p <= 'z') || (*ps->p >= 'A' && *ps->p <= 'Z') ||
+					   (*ps->p >= '0' && *ps->p <= '9') || *ps->p == '_' || *ps->p == '-'))
+			ps->p++;
+		if (ps->p == ks) {
+			fail(ps, line, "expected a key, a [section] or a comment");
+			break;
+		}
+		char key[64];
+		size_t klen = (size_t)(ps->p - ks);
+		if (klen >= sizeof key) {
+			fail(ps, line, "key too long");
+			break;
+		}
+		memcpy(key, ks, klen);
+		key[klen] = 0;
+		skip_space(ps);
+		if (ps->p >= ps->end || *ps->p != '=') {
+			fail(ps, line, "key \"%s\": expected = after the key", key);
+			break;
+		}
+		ps->p++;
+		skip_space(ps);
+		if (sect == S_NONE) {
+			fail(ps, line, "key \"%s\" outside any section (start with [sandbox])", key);
+			break;
+		}
+		struct val v;
+		if (!parse_value(ps, key, &v)) {
+			val_free(&v);
+			break;
+		}
+		if (!end_of_line(ps, "the value")) {
+			val_free(&v);
+			break;
+		}
+		const struct key *k = NULL, *table = NULL;
+		char *base = NULL;
+		int idx = -1;
+		if ((k = find_key(limit_keys, key))) {
+			table = limit_keys;
+			base = (char *)(sect == S_LANG ? &lang->lim : &c->lim);
+			idx = (int)(k - limit_keys);
+			if (sect == S_SESSIONS)
+				k = NULL;
+		} else {
+			table = sect == S_SANDBOX ? sandbox_keys : sect == S_SESSIONS ? session_keys : lang_keys;
+			k = find_key(table, key);
+			base = sect == S_LANG ? (char *)lang : (char *)c;
+			if (k)
+				idx = 20 + (int)(k - table);
+		}
+		if (!k) {
+			const char *sname = sect == S_SANDBOX ? "[sandbox]" : sect == S_SESSIONS ? "[sessions]" : "[language.*]";
+			char *known = key_list(sect == S_SESSIONS ? NULL : limit_keys,
+					       sect == S_SANDBOX ? sandbox_keys : sect == S_SESSIONS ? session_keys : lang_keys);
+			fail(ps, line, "key \"%s\": unknown key in %s (known: %s)", key, sname, known);
+			free(known);
+			val_free(&v);
+			break;
+		}
+		if (seen[idx]) {
+			fail(ps, line, "key \"%s\" appears twice in this section", key);
+			val_free(&v);
+			break;
+		}
+		seen[idx] = 1;
+		bool ok = assign(ps, line, k, base, &v);
+		val_free(&v);
+		if (!ok)
+			break;
+		if (sect == S_LANG && table == limit_keys)
+			lang->set |= 1u << idx;
+		if (sect == S_SANDBOX && !strcmp(key, "backend") && strcmp(c->backend, "native") && strcmp(c->backend, "docker"))
+			fail(ps, line, "key \"backend\": \"%s\" is not a backend (native or docker)", c->backend);
+		if (sect == S_SANDBOX && !strcmp(key, "etc"))
+			for (char **e = c->etc; *e; e++)
+				if (!**e || (*e)[0] == '/' || strstr(*e, ".."))
+					fail(ps, line, "key \"etc\": \"%s\" must be a path relative to /etc without ..", *e);
+		if (sect == S_SANDBOX && !strcmp(key, "cgroup_parent") &&
+		    (!*c->cgroup_parent || strstr(c->cgroup_parent, "..") || c->cgroup_parent[0] == '/'))
+			fail(ps, line, "key \"cgroup_parent\": must be a relative cgroup name without ..");
+	}
+	if (!ps->failed) {
+		if (c->nlangs == 0)
+			fail(ps, ps->line, "no [language.NAME] section: nothing could run");
+		for (size_t i = 0; i < c->nlangs && !ps->failed; i++)
+			check_lang(ps, c, &c->langs[i]);
+		/* Aliases must not shadow names or each other. */
+		for (size_t i = 0; i < c->nlangs && !ps->failed; i++)
+			for (char **a = c->langs[i].aliases; a && *a && !ps->failed; a++)
+				for (size_t j = 0; j < c->nlangs; j++) {
+					if (!strcmp(c->langs[j].name, *a))
+						fail(ps, c->langs[i].line, "[language.%s]: alias \"%s\" is also a language name", c->langs[i].name, *a);
+					for (char **b = c->langs[j].aliases; j > i && b && *b; b++)
+						if (!strcmp(*a, *b))
+							fail(ps, c->langs[j].line, "[language.%s]: alias \"%s\" is also an alias of %s", c->langs[j].name, *a, c->langs[i].name);
+				}
+		struct conf_limits *l = &c->lim;
+		if (!ps->failed && l->timeout_ms > c->max_timeout_ms)
+			fail(ps, 1, "timeout (%g s) exceeds max_timeout (%g s)", l->timeout_ms / 1e3, c->max_timeout_ms / 1e3);
+		if (!ps->failed && l->memory > c->max_memory)
+			fail(ps, 1, "memory exceeds max_memory");
+		if (!ps->failed && l->cpus > c->max_cpus)
+			fail(ps, 1, "cpus exceeds max_cpus");
+		if (!ps->failed && l->pids > c->max_pids)
+			fail(ps, 1, "pids exceeds max_pids");
+	}
+	if (ps->failed) {
+		conf_free(c);
+		return NULL;
+	}
+	char *abs = absolute(c->root, c->state_dir);
+	free(c->state_dir);
+	c->state_dir = abs;
+	abs = absolute(c->root, c->history);
+	free(c->history);
+	c->history = abs;
+	return c;
+}
+
+struct conf *conf_parse(const char *name, const char *text, size_t len, char *err, size_t errlen)
+{
+	struct parser ps = { .name = name, .p = text, .end = text + len, .line = 1, .err = err, .errlen = errlen };
+	if (memchr(text, 0, len)) {
+		fail(&ps, 1, "NUL byte in configuration file");
+		return NULL;
+	}
+	struct conf *c = parse(&ps, name);
+	if (c)
+		c->path = util_strdup(name);
+	return c;
+}
+
+struct conf *conf_load(const char *path, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return NULL;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		close(fd);
+		return NULL;
+	}
+	if (st.st_size > CONF_MAX_SIZE) {
+		snprintf(err, errlen, "%s: larger than 1 MiB; not a configuration file?", path);
+		close(fd);
+		return NULL;
+	}
+	char *buf = util_xalloc((size_t)st.st_size + 1);
+	ssize_t n = util_read_full(fd, buf, (size_t)st.st_size);
+	close(fd);
+	if (n < 0) {
+		snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
+		free(buf);
+		return NULL;
+	}
+	struct conf *c = conf_parse(path, buf, (size_t)n, err, errlen);
+	free(buf);
+	return c;
+}
+
+char *conf_find(const char *explicit, char *err, size_t errlen)
+{
+	if (explicit)
+		return util_strdup(explicit);
+	const char *env = getenv("SBX_CONF");
+	if (env && *env)
+		return util_strdup(env);
+	char *dir = util_exe_dir();
+	if (dir) {
+		char *p = util_fmt("%s/../etc/sandbox.conf", dir);
+		free(dir);
+		char real[PATH_MAX];
+		if (access(p, R_OK) == 0 && realpath(p, real)) {
+			free(p);
+			return util_strdup(real);
+		}
+		free(p);
+	}
+	char *p = util_strdup(SBX_SYSCONFDIR "/sbx/sandbox.conf");
+	if (access(p, R_OK) == 0)
+		return p;
+	snprintf(err, errlen, "no configuration: none given with -c or SBX_CONF, and neither ../etc/sandbox.conf next to the binary nor %s exists", p);
+	free(p);
+	return NULL;
+}
+
+struct conf *conf_open(const char *explicit)
+{
+	char err[1024];
+	char *path = conf_find(explicit, err, sizeof err);
+	if (!path)
+		util_die(EXIT_USAGE, "%s", err);
+	struct conf *c = conf_load(path, err, sizeof err);
+	free(path);
+	if (!c)
+		util_die(EXIT_USAGE, "%s", err);
+	return c;
+}
+
+const struct conf_lang *conf_lang(const struct conf *c, const char *name)
+{
+	for (size_t i = 0; i < c->nlangs; i++)
+		if (!strcmp(c->langs[i].name, name))
+			return &c->langs[i];
+	for (size_t i = 0; i < c->nlangs; i++)
+		for (char **a = c->langs[i].aliases; a && *a; a++)
+			if (!strcmp(*a, name))
+				return &c->langs[i];
+	return NULL;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+const char *conf_lang_list(const struct conf *c)
+{
+	static char buf[2048];
+	const char *names[256];
+	size_t n = c->nlangs < 256 ? c->nlangs : 256;
+	for (size_t i = 0; i < n; i++)
+		names[i] = c->langs[i].name;
+	qsort(names, n, sizeof *names, cmp_str);
+	buf[0] = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			strncat(buf, ", ", sizeof buf - strlen(buf) - 1);
+		strncat(buf, names[i], sizeof buf - strlen(buf) - 1);
+	}
+	return buf;
+}
+
+void conf_lang_limits(const struct conf *c, const struct conf_lang *l, struct conf_limits *out)
+{
+	*out = c->lim;
+	if (!l)
+		return;
+	for (int i = 0; limit_keys[i].name; i++) {
+		if (!(l->set & (1u << i)))
+			continue;
+		size_t off = limit_keys[i].off;
+		size_t size = (limit_keys[i].type == T_FLOAT) ? sizeof(double) : sizeof(uint64_t);
+		memcpy((char *)out + off, (const char *)&l->lim + off, size);
+	}
+}

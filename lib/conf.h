@@ -1,0 +1,102 @@
+/* conf: the configuration file (etc/sandbox.conf), TOML-like and strict.
+ *
+ * Grammar: `# comments`; `[sandbox]`, `[sessions]`, `[language.NAME]`
+ * headers; `key = value` where a value is a "string" (\" \\ \n \t \uXXXX
+ * escapes) or 'literal string', an integer, a float, true/false, or an
+ * array of strings that may span lines.  Sizes are "256m"-style strings or
+ * plain byte counts; durations are seconds (10, 0.5) or "500ms"/"5m"/"1h".
+ *
+ * Every key is declared in a table in conf.c with its type and range; an
+ * unknown key, a duplicate, a value of the wrong type or out of range is an
+ * error naming the file, the line and the key.  Nothing is defaulted
+ * silently except keys that are absent, which take the built-in defaults
+ * documented in etc/sandbox.conf.
+ *
+ * conf_load returns a struct conf that owns all its strings; conf_free
+ * releases it.  The struct is read-only after loading.
+ */
+#ifndef SBX_CONF_H
+#define SBX_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Per-run limits.  A language section may override any of them; `set`
+ * records which ones it gave. */
+struct conf_limits {
+	uint64_t timeout_ms, memory, pids, output, file_size, tmpfs, scratch, nofile, stack;
+	double cpus;
+	uint64_t compile_timeout_ms, compile_memory, compile_pids;
+	double compile_cpus;
+};
+
+struct conf_lang {
+	char *name;
+	char **aliases;     /* NULL-terminated */
+	char *image;        /* docker backend */
+	char *file;         /* the program's file name in the scratch directory */
+	char **compile;     /* argv or NULL for interpreted languages */
+	char **run;         /* argv; the request's args are appended */
+	char **version;     /* argv printing the runtime's version, or NULL */
+	char **install;     /* package manager argv; "{packages}" expands to the list */
+	char **env;         /* extra "NAME=value" entries */
+	char **binds;       /* extra read-only host paths visible in the sandbox */
+	char *rootfs;       /* replaces the host's tree, or NULL */
+	char *hint;         /* how to install the runtime, for error messages */
+	struct conf_limits lim;
+	unsigned set;       /* bit per conf_limits field the section gave */
+	int line;           /* where the section starts */
+};
+
+struct conf {
+	char *path;         /* the file this came from */
+	char *root;         /* base for relative paths in the file */
+
+	/* [sandbox] */
+	char *backend;      /* "native" or "docker" */
+	struct conf_limits lim;
+	uint64_t max_timeout_ms, max_memory, max_pids;
+	double max_cpus;
+	uint64_t max_code_size, max_stdin_size, max_files_size, max_files, max_record_size;
+	bool network;
+	uint64_t max_concurrent;
+	char *state_dir;    /* absolute after loading */
+	char *history;      /* absolute after loading */
+	uint64_t uid;       /* host uid (and gid) base for sandboxes when run as root */
+	char *cgroup_parent;
+	int seccomp_errno;
+	char **etc;         /* /etc entries bound read-only into the sandbox */
+	bool compile_cache;
+	uint64_t cache_size;
+
+	/* [sessions] */
+	uint64_t session_ttl_ms, max_sessions, workspace_size;
+	bool install_network;
+
+	struct conf_lang *langs;
+	size_t nlangs;
+};
+
+/* Find the file: `explicit` (-c), then $SBX_CONF, then ../etc/sandbox.conf
+ * next to the binary, then SYSCONFDIR/sbx/sandbox.conf.  Returns a path the
+ * caller frees, or NULL (with a message in err) if none exists. */
+char *conf_find(const char *explicit, char *err, size_t errlen);
+
+/* Parse a file.  On error returns NULL and writes "FILE:LINE: message" into
+ * err. */
+struct conf *conf_load(const char *path, char *err, size_t errlen);
+/* Parse from memory (for tests and fuzzing); `name` appears in errors. */
+struct conf *conf_parse(const char *name, const char *text, size_t len, char *err, size_t errlen);
+void conf_free(struct conf *c);
+
+/* conf_find + conf_load; on failure prints the error and exits 2. */
+struct conf *conf_open(const char *explicit);
+
+const struct conf_lang *conf_lang(const struct conf *c, const char *name_or_alias);
+/* Comma-separated language names, sorted, for error messages.  Static. */
+const char *conf_lang_list(const struct conf *c);
+/* The limits a language runs with: the sandbox defaults with its overrides. */
+void conf_lang_limits(const struct conf *c, const struct conf_lang *l, struct conf_limits *out);
+
+#endif

@@ -1,0 +1,842 @@
+#define _GNU_SOURCE
+#include "job.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "b64.h"
+#include "rec.h"
+#include "util.h"
+
+#define MIN_MEMORY (4u << 20)
+#define MAX_ARGS 256
+#define MAX_ARG_BYTES (64 * 1024)
+#define MAX_PATH_LEN 1024
+#define MAX_PATH_DEPTH 32
+
+/* PATH inside the sandbox unless a language sets its own. */
+static const char default_path[] = "/usr/local/bin:/usr/bin:/bin";
+
+void job_new_id(char *buf, size_t len)
+{
+	unsigned char r[6];
+	util_random(r, sizeof r);
+	unsigned long long ms = (unsigned long long)util_epoch_ms();
+	snprintf(buf, len, "%011llx-%02x%02x%02x%02x%02x%02x", ms, r[0], r[1], r[2], r[3], r[4], r[5]);
+}
+
+bool job_path_ok(const char *p, size_t len, char *why, size_t whylen)
+{
+	const char *msg = NULL;
+	if (len == 0)
+		msg = "is empty";
+	else if (len > MAX_PATH_LEN)
+		msg = "is longer than 1024 bytes";
+	else if (memchr(p, 0, len))
+		msg = "contains a NUL byte";
+	else if (p[0] == '/')
+		msg = "is absolute (paths are relative to the working directory)";
+	else {
+		int depth = 0;
+		for (size_t i = 0; i < len && !msg;) {
+			size_t j = i;
+			while (j < len && p[j] != '/')
+				j++;
+			size_t n = j - i;
+			if (n == 0)
+				msg = "has an empty component (//) or a trailing /";
+			else if (n == 2 && p[i] == '.' && p[i + 1] == '.')
+				msg = "contains ..";
+			else if (n == 1 && p[i] == '.')
+				msg = "contains a . component";
+			else if (n > 255)
+				msg = "has a component longer than 255 bytes";
+			else if (++depth > MAX_PATH_DEPTH)
+				msg = "is nested more than 32 directories deep";
+			i = j + 1;
+			if (j == len - 1 && p[j] == '/')
+				msg = "has an empty component (//) or a trailing /";
+		}
+	}
+	if (msg) {
+		snprintf(why, whylen, "%s", msg);
+		return false;
+	}
+	return true;
+}
+
+/* ---- files: {"path": "text"} or {"path": {"content": …, "encoding": "base64"}} */
+
+static bool file_data(jv v, char **data, size_t *len, char *err, size_t errlen)
+{
+	if (jv_get_kind(v) == JV_KIND_STRING) {
+		*len = (size_t)jv_string_length_bytes(jv_copy(v));
+		*data = util_strndup(jv_string_value(v), *len);
+		return true;
+	}
+	if (jv_get_kind(v) != JV_KIND_OBJECT) {
+		snprintf(err, errlen, "must be a string or {\"content\": …, \"encoding\": \"base64\"}, got %s", rec_kind(v));
+		return false;
+	}
+	size_t clen, elen = 0;
+	const char *content = rec_str(v, "content", &clen);
+	const char *enc = rec_str(v, "encoding", &elen);
+	if (!content) {
+		snprintf(err, errlen, "\"content\" must be a string");
+		return false;
+	}
+	if (rec_has(v, "encoding") && !enc) {
+		snprintf(err, errlen, "\"encoding\" must be a string (\"utf-8\" or \"base64\")");
+		return false;
+	}
+	if (!enc || !strcmp(enc, "utf-8") || !strcmp(enc, "text")) {
+		*data = util_strndup(content, clen);
+		*len = clen;
+		return true;
+	}
+	if (strcmp(enc, "base64")) {
+		snprintf(err, errlen, "unknown encoding \"%.40s\" (\"utf-8\" or \"base64\")", enc);
+		return false;
+	}
+	*data = b64_decode(content, clen, len);
+	if (!*data) {
+		snprintf(err, errlen, "content is not valid base64");
+		return false;
+	}
+	return true;
+}
+
+static void free_files(struct job_file *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(f[i].path);
+		free(f[i].data);
+	}
+	free(f);
+}
+
+/* Decode and check the "files" object (borrowed).  `program` is the
+ * language's file name, which a file may not replace. */
+static bool load_files(const struct conf *c, jv files, const char *program, struct job_file **out, size_t *nout,
+		       char *err, size_t errlen)
+{
+	*out = NULL;
+	*nout = 0;
+	if (jv_get_kind(files) == JV_KIND_INVALID || jv_get_kind(files) == JV_KIND_NULL)
+		return true;
+	if (jv_get_kind(files) != JV_KIND_OBJECT) {
+		snprintf(err, errlen, "\"files\" must be an object of path: content, got %s", rec_kind(files));
+		return false;
+	}
+	size_t n = (size_t)jv_object_length(jv_copy(files));
+	if (n > c->max_files) {
+		snprintf(err, errlen, "%zu files exceed max_files %llu", n, (unsigned long long)c->max_files);
+		return false;
+	}
+	struct job_file *f = util_xalloc((n + 1) * sizeof *f);
+	size_t i = 0, total = 0;
+	bool ok = true;
+	jv_object_foreach(files, key, val)
+	{
+		if (ok) {
+			char why[128];
+			size_t klen = (size_t)jv_string_length_bytes(jv_copy(key));
+			const char *k = jv_string_value(key);
+			if (!job_path_ok(k, klen, why, sizeof why)) {
+				snprintf(err, errlen, "files: path \"%.100s\" %s", k, why);
+				ok = false;
+			} else if (!strcmp(k, program)) {
+				snprintf(err, errlen, "files: \"%s\" would replace the program file", k);
+				ok = false;
+			} else {
+				char ferr[256];
+				f[i].path = util_strndup(k, klen);
+				if (!file_data(val, &f[i].data, &f[i].len, ferr, sizeof ferr)) {
+					snprintf(err, errlen, "files: \"%.100s\": %s", k, ferr);
+					ok = false;
+				} else {
+					total += f[i].len;
+					i++;
+				}
+			}
+		}
+		jv_free(key);
+		jv_free(val);
+	}
+	if (ok && total > c->max_files_size) {
+		char a[32], b[32];
+		snprintf(err, errlen, "files total %s, exceeds max_files_size %s", util_size_str(total, a, sizeof a),
+			 util_size_str(c->max_files_size, b, sizeof b));
+		ok = false;
+	}
+	/* A file may not also be a directory of another ("a" and "a/b"). */
+	for (size_t x = 0; ok && x < i; x++)
+		for (size_t y = 0; ok && y < i; y++) {
+			size_t lx = strlen(f[x].path);
+			if (x != y && !strncmp(f[x].path, f[y].path, lx) && f[y].path[lx] == '/') {
+				snprintf(err, errlen, "files: \"%.100s\" is both a file and a directory", f[x].path);
+				ok = false;
+			}
+		}
+	if (!ok) {
+		free_files(f, i + 1);
+		return false;
+	}
+	*out = f;
+	*nout = i;
+	return true;
+}
+
+/* ---- sbx-validate: request -> job ------------------------------------ */
+
+jv job_limits_json(const struct job_limits *l)
+{
+	jv o = jv_object();
+	o = jv_object_set(o, jv_string("timeout_ms"), jv_number((double)l->timeout_ms));
+	o = jv_object_set(o, jv_string("memory_bytes"), jv_number((double)l->memory));
+	o = jv_object_set(o, jv_string("cpus"), jv_number(l->cpus));
+	o = jv_object_set(o, jv_string("pids"), jv_number((double)l->pids));
+	o = jv_object_set(o, jv_string("output_bytes"), jv_number((double)l->output));
+	o = jv_object_set(o, jv_string("file_bytes"), jv_number((double)l->file_size));
+	o = jv_object_set(o, jv_string("tmpfs_bytes"), jv_number((double)l->tmpfs));
+	o = jv_object_set(o, jv_string("scratch_bytes"), jv_number((double)l->scratch));
+	o = jv_object_set(o, jv_string("nofile"), jv_number((double)l->nofile));
+	o = jv_object_set(o, jv_string("stack_bytes"), jv_number((double)l->stack));
+	return o;
+}
+
+static jv strv_json(char **v)
+{
+	jv a = jv_array();
+	for (; v && *v; v++)
+		a = jv_array_append(a, jv_string(*v));
+	return a;
+}
+
+/* Is argv0 a program that exists in the sandbox's tree?  Cached per
+ * language: a stat or two per PATH entry, once per process. */
+static const char *find_missing(const struct conf_lang *l, char **argv)
+{
+	if (!argv || !argv[0] || (argv[0][0] != '/' && strchr(argv[0], '/')))
+		return NULL; /* ./main is made by the compile stage */
+	const char *root = l->rootfs ? l->rootfs : "";
+	char path[4096];
+	if (argv[0][0] == '/') {
+		snprintf(path, sizeof path, "%s%s", root, argv[0]);
+		return access(path, X_OK) == 0 ? NULL : argv[0];
+	}
+	const char *pathvar = default_path;
+	for (char **e = l->env; e && *e; e++)
+		if (!strncmp(*e, "PATH=", 5))
+			pathvar = *e + 5;
+	const char *p = pathvar;
+	while (*p) {
+		const char *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+		snprintf(path, sizeof path, "%s%.*s/%s", root, (int)n, p, argv[0]);
+		struct stat st;
+		if (n && stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111))
+			return NULL;
+		p += n + (colon ? 1 : 0);
+	}
+	return argv[0];
+}
+
+static const char *lang_missing(const struct conf *c, const struct conf_lang *l)
+{
+	/* One cache slot per language of the (single) loaded configuration. */
+	static const struct conf *cached_conf;
+	static signed char *state; /* 0 unknown, 1 present, 2 missing */
+	static const char **which;
+	size_t idx = (size_t)(l - c->langs);
+	if (cached_conf != c) {
+		free(state);
+		free(which);
+		state = util_xalloc(c->nlangs);
+		which = util_xalloc(c->nlangs * sizeof *which);
+		cached_conf = c;
+	}
+	if (!state[idx]) {
+		const char *m = find_missing(l, l->compile);
+		if (!m)
+			m = find_missing(l, l->run);
+		which[idx] = m;
+		state[idx] = m ? 2 : 1;
+	}
+	return state[idx] == 2 ? which[idx] : NULL;
+}
+
+static const char *backend_of(const struct conf *c)
+{
+	const char *b = getenv("SBX_BACKEND");
+	if (b && (!strcmp(b, "native") || !strcmp(b, "docker")))
+		return b;
+	return c->backend;
+}
+
+jv job_from_request(const struct conf *c, jv req)
+{
+	char sz1[32], sz2[32];
+	/* id */
+	jv id = rec_get(req, "id");
+	jv_kind idk = jv_get_kind(id);
+	if (idk == JV_KIND_STRING) {
+		size_t n = (size_t)jv_string_length_bytes(jv_copy(id));
+		const char *s = jv_string_value(id);
+		bool clean = n > 0 && n <= 128;
+		for (size_t i = 0; clean && i < n; i++)
+			if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+				clean = false;
+		if (!clean) {
+			jv_free(id);
+			return rec_make_invalid(req, "\"id\" must be 1 to 128 printable characters");
+		}
+	} else if (idk != JV_KIND_INVALID && idk != JV_KIND_NUMBER) {
+		jv_free(id);
+		return rec_make_invalid(req, "\"id\" must be a string or a number, got %s", rec_kind(id));
+	}
+	if (idk == JV_KIND_INVALID) {
+		char buf[64];
+		job_new_id(buf, sizeof buf);
+		/* The id goes first, for people reading the lines. */
+		jv o = jv_object_set(jv_object(), jv_string("id"), jv_string(buf));
+		req = jv_object_merge(o, req);
+	}
+	jv_free(id);
+
+	/* language */
+	jv lang = rec_get(req, "language");
+	if (jv_get_kind(lang) != JV_KIND_STRING) {
+		const char *k = rec_kind(lang);
+		jv_free(lang);
+		if (!strcmp(k, "missing"))
+			return rec_make_invalid(req, "missing \"language\" (supported: %s)", conf_lang_list(c));
+		return rec_make_invalid(req, "\"language\" must be a string, got %s (supported: %s)", k, conf_lang_list(c));
+	}
+	const struct conf_lang *l = conf_lang(c, jv_string_value(lang));
+	if (!l) {
+		char name[64];
+		snprintf(name, sizeof name, "%.40s%s", jv_string_value(lang),
+			 jv_string_length_bytes(jv_copy(lang)) > 40 ? "…" : "");
+		jv_free(lang);
+		return rec_make_invalid(req, "unsupported language \"%s\" (supported: %s)", name, conf_lang_list(c));
+	}
+	jv_free(lang);
+	req = jv_object_set(req, jv_string("language"), jv_string(l->name));
+
+	/* code */
+	size_t code_len;
+	const char *code = rec_str(req, "code", &code_len);
+	if (!code) {
+		jv v = rec_get(req, "code");
+		const char *k = rec_kind(v);
+		jv_free(v);
+		if (!strcmp(k, "missing"))
+			return rec_make_invalid(req, "missing \"code\" (the program's source, as a string)");
+		return rec_make_invalid(req, "\"code\" must be a string, got %s", k);
+	}
+	if (code_len == 0)
+		return rec_make_invalid(req, "\"code\" is empty");
+	if (code_len > c->max_code_size)
+		return rec_make_invalid(req, "code is %s, exceeds max_code_size %s", util_size_str(code_len, sz1, sizeof sz1),
+					util_size_str(c->max_code_size, sz2, sizeof sz2));
+
+	/* stdin */
+	if (rec_has(req, "stdin")) {
+		size_t n;
+		jv v = rec_get(req, "stdin");
+		jv_kind k = jv_get_kind(v);
+		jv_free(v);
+		if (k != JV_KIND_NULL) {
+			if (!rec_str(req, "stdin", &n))
+				return rec_make_invalid(req, "\"stdin\" must be a string, got %s", k == JV_KIND_NUMBER ? "number" : k == JV_KIND_ARRAY ? "array" : k == JV_KIND_OBJECT ? "object" : "boolean");
+			if (n > c->max_stdin_size)
+				return rec_make_invalid(req, "stdin is %s, exceeds max_stdin_size %s", util_size_str(n, sz1, sizeof sz1),
+							util_size_str(c->max_stdin_size, sz2, sizeof sz2));
+		}
+	}
+
+	/* args */
+	jv args = rec_get(req, "args");
+	jv_kind ak = jv_get_kind(args);
+	if (ak != JV_KIND_INVALID && ak != JV_KIND_NULL) {
+		if (ak != JV_KIND_ARRAY) {
+			jv_free(args);
+			return rec_make_invalid(req, "\"args\" must be an array of strings, got %s", rec_kind(args));
+		}
+		int n = jv_array_length(jv_copy(args));
+		size_t total = 0;
+		if (n > MAX_ARGS) {
+			jv_free(args);
+			return rec_make_invalid(req, "%d args exceed the limit of %d", n, MAX_ARGS);
+		}
+		for (int i = 0; i < n; i++) {
+			jv a = jv_array_get(jv_copy(args), i);
+			if (jv_get_kind(a) != JV_KIND_STRING) {
+				const char *k = rec_kind(a);
+				jv_free(a);
+				jv_free(args);
+				return rec_make_invalid(req, "args[%d] must be a string, got %s", i, k);
+			}
+			size_t alen = (size_t)jv_string_length_bytes(jv_copy(a));
+			bool nul = memchr(jv_string_value(a), 0, alen) != NULL;
+			total += alen;
+			jv_free(a);
+			if (nul) {
+				jv_free(args);
+				return rec_make_invalid(req, "args[%d] contains a NUL byte", i);
+			}
+		}
+		if (total > MAX_ARG_BYTES) {
+			jv_free(args);
+			return rec_make_invalid(req, "args total %zu bytes, exceed 64 KiB", total);
+		}
+	}
+
+	/* files */
+	{
+		char err[512];
+		struct job_file *f;
+		size_t nf;
+		jv files = rec_get(req, "files");
+		bool ok = load_files(c, files, l->file, &f, &nf, err, sizeof err);
+		jv_free(files);
+		if (!ok) {
+			jv_free(args);
+			return rec_make_invalid(req, "%s", err);
+		}
+		free_files(f, nf);
+	}
+
+	/* limits: language defaults over sandbox defaults; a language's own
+	 * default may exceed the global ceiling (the JVM needs more), and then is
+	 * its ceiling. */
+	struct conf_limits cl;
+	conf_lang_limits(c, l, &cl);
+	uint64_t max_timeout = c->max_timeout_ms > cl.timeout_ms ? c->max_timeout_ms : cl.timeout_ms;
+	uint64_t max_memory = c->max_memory > cl.memory ? c->max_memory : cl.memory;
+	uint64_t max_pids = c->max_pids > cl.pids ? c->max_pids : cl.pids;
+	double max_cpus = c->max_cpus > cl.cpus ? c->max_cpus : cl.cpus;
+	struct job_limits run = {
+		.timeout_ms = cl.timeout_ms, .memory = cl.memory, .pids = cl.pids, .cpus = cl.cpus,
+		.output = cl.output, .file_size = cl.file_size, .tmpfs = cl.tmpfs, .scratch = cl.scratch,
+		.nofile = cl.nofile, .stack = cl.stack,
+	};
+	jv v = rec_get(req, "timeout");
+	if (jv_get_kind(v) == JV_KIND_NUMBER) {
+		double t = jv_number_value(v);
+		if (!(t > 0) || !isfinite(t)) {
+			jv_free(v);
+			jv_free(args);
+			return rec_make_invalid(req, "timeout must be a positive number of seconds");
+		}
+		if (t * 1000 > (double)max_timeout) {
+			jv_free(v);
+			jv_free(args);
+			return rec_make_invalid(req, "timeout %g s exceeds max_timeout %g s", t, (double)max_timeout / 1000);
+		}
+		run.timeout_ms = (uint64_t)ceil(t * 1000);
+	} else if (jv_get_kind(v) != JV_KIND_INVALID && jv_get_kind(v) != JV_KIND_NULL) {
+		const char *k = rec_kind(v);
+		jv_free(v);
+		jv_free(args);
+		return rec_make_invalid(req, "\"timeout\" must be a number of seconds, got %s", k);
+	}
+	jv_free(v);
+
+	v = rec_get(req, "memory");
+	if (jv_get_kind(v) == JV_KIND_STRING || jv_get_kind(v) == JV_KIND_NUMBER) {
+		uint64_t m = 0;
+		bool ok;
+		if (jv_get_kind(v) == JV_KIND_NUMBER) {
+			double d = jv_number_value(v);
+			ok = d >= 0 && d < 9e18 && d == floor(d);
+			m = ok ? (uint64_t)d : 0;
+		} else
+			ok = util_parse_size(jv_string_value(v), &m);
+		jv_free(v);
+		if (!ok) {
+			jv_free(args);
+			return rec_make_invalid(req, "\"memory\" must be a size such as \"128m\" or a byte count");
+		}
+		if (m > max_memory) {
+			jv_free(args);
+			return rec_make_invalid(req, "memory %s exceeds max_memory %s", util_size_str(m, sz1, sizeof sz1),
+						util_size_str(max_memory, sz2, sizeof sz2));
+		}
+		if (m < MIN_MEMORY) {
+			jv_free(args);
+			return rec_make_invalid(req, "memory %s is below the minimum of %s", util_size_str(m, sz1, sizeof sz1),
+						util_size_str(MIN_MEMORY, sz2, sizeof sz2));
+		}
+		run.memory = m;
+	} else if (jv_get_kind(v) != JV_KIND_INVALID && jv_get_kind(v) != JV_KIND_NULL) {
+		const char *k = rec_kind(v);
+		jv_free(v);
+		jv_free(args);
+		return rec_make_invalid(req, "\"memory\" must be a size such as \"128m\", got %s", k);
+	} else
+		jv_free(v);
+
+	v = rec_get(req, "cpus");
+	if (jv_get_kind(v) == JV_KIND_NUMBER) {
+		double d = jv_number_value(v);
+		jv_free(v);
+		if (!(d >= 0.01) || d > max_cpus) {
+			jv_free(args);
+			return rec_make_invalid(req, "cpus %g is outside 0.01 to max_cpus %g", d, max_cpus);
+		}
+		run.cpus = d;
+	} else if (jv_get_kind(v) != JV_KIND_INVALID && jv_get_kind(v) != JV_KIND_NULL) {
+		const char *k = rec_kind(v);
+		jv_free(v);
+		jv_free(args);
+		return rec_make_invalid(req, "\"cpus\" must be a number, got %s", k);
+	} else
+		jv_free(v);
+
+	v = rec_get(req, "pids");
+	if (jv_get_kind(v) == JV_KIND_NUMBER) {
+		double d = jv_number_value(v);
+		jv_free(v);
+		if (d != floor(d) || d < 2 || d > (double)max_pids) {
+			jv_free(args);
+			return rec_make_invalid(req, "pids %g is outside 2 to max_pids %llu", d, (unsigned long long)max_pids);
+		}
+		run.pids = (uint64_t)d;
+	} else if (jv_get_kind(v) != JV_KIND_INVALID && jv_get_kind(v) != JV_KIND_NULL) {
+		const char *k = rec_kind(v);
+		jv_free(v);
+		jv_free(args);
+		return rec_make_invalid(req, "\"pids\" must be an integer, got %s", k);
+	} else
+		jv_free(v);
+
+	/* network */
+	bool network = false;
+	if (rec_has(req, "network")) {
+		jv nv = rec_get(req, "network");
+		jv_kind k = jv_get_kind(nv);
+		jv_free(nv);
+		if (k != JV_KIND_NULL && !rec_bool(req, "network", &network)) {
+			jv_free(args);
+			return rec_make_invalid(req, "\"network\" must be true or false");
+		}
+		if (network && !c->network) {
+			jv_free(args);
+			return rec_make_invalid(req, "\"network\": true is not allowed by the configuration (network = false in %s)", c->path);
+		}
+	}
+
+	/* Is the runtime there at all?  Only knowable for the native backend. */
+	const char *backend = backend_of(c);
+	if (!strcmp(backend, "native")) {
+		const char *missing = lang_missing(c, l);
+		if (missing) {
+			jv_free(args);
+			return rec_make_invalid(req, "language \"%s\" is configured but its program \"%s\" is not installed%s%s%s",
+						l->name, missing, l->hint ? " (install it: " : "", l->hint ? l->hint : "", l->hint ? ")" : "");
+		}
+	}
+
+	/* The job. */
+	jv runv = strv_json(l->run);
+	if (jv_get_kind(args) == JV_KIND_ARRAY)
+		runv = jv_array_concat(runv, args);
+	else
+		jv_free(args);
+	jv exec = jv_object();
+	exec = jv_object_set(exec, jv_string("file"), jv_string(l->file));
+	exec = jv_object_set(exec, jv_string("compile"), l->compile ? strv_json(l->compile) : jv_null());
+	exec = jv_object_set(exec, jv_string("run"), runv);
+	exec = jv_object_set(exec, jv_string("env"), strv_json(l->env));
+	exec = jv_object_set(exec, jv_string("binds"), strv_json(l->binds));
+	exec = jv_object_set(exec, jv_string("rootfs"), l->rootfs ? jv_string(l->rootfs) : jv_null());
+	exec = jv_object_set(exec, jv_string("image"), l->image ? jv_string(l->image) : jv_null());
+	exec = jv_object_set(exec, jv_string("network"), jv_bool(network));
+	req = jv_object_set(req, jv_string("backend"), jv_string(backend));
+	req = jv_object_set(req, jv_string("limits"), job_limits_json(&run));
+	if (l->compile) {
+		struct job_limits comp = run;
+		comp.timeout_ms = cl.compile_timeout_ms;
+		comp.memory = cl.compile_memory;
+		comp.pids = cl.compile_pids;
+		comp.cpus = cl.compile_cpus;
+		req = jv_object_set(req, jv_string("compile_limits"), job_limits_json(&comp));
+	} else if (rec_has(req, "compile_limits"))
+		req = jv_object_delete(req, jv_string("compile_limits"));
+	req = jv_object_set(req, jv_string("exec"), exec);
+	return req;
+}
+
+/* ---- sbx-run: job -> struct job -------------------------------------- */
+
+/* v (consumed): an array of strings without NUL -> NULL-terminated copy. */
+static char **load_strv(jv v, bool allow_null, bool need_one, const char *what, char *err, size_t errlen, bool *ok)
+{
+	char **out = NULL;
+	*ok = false;
+	jv_kind k = jv_get_kind(v);
+	if ((k == JV_KIND_NULL || k == JV_KIND_INVALID) && allow_null) {
+		*ok = true;
+		goto done;
+	}
+	if (k != JV_KIND_ARRAY) {
+		snprintf(err, errlen, "exec.%s must be an array of strings", what);
+		goto done;
+	}
+	int n = jv_array_length(jv_copy(v));
+	if (n > 4096 || (need_one && n == 0)) {
+		snprintf(err, errlen, "exec.%s has %d elements", what, n);
+		goto done;
+	}
+	out = util_xalloc(((size_t)n + 1) * sizeof *out);
+	for (int i = 0; i < n; i++) {
+		jv s = jv_array_get(jv_copy(v), i);
+		size_t len = jv_get_kind(s) == JV_KIND_STRING ? (size_t)jv_string_length_bytes(jv_copy(s)) : 0;
+		if (jv_get_kind(s) != JV_KIND_STRING || memchr(jv_string_value(s), 0, len)) {
+			snprintf(err, errlen, "exec.%s[%d] must be a string without NUL", what, i);
+			jv_free(s);
+			for (int j = 0; j < i; j++)
+				free(out[j]);
+			free(out);
+			out = NULL;
+			goto done;
+		}
+		out[i] = util_strndup(jv_string_value(s), len);
+		jv_free(s);
+	}
+	*ok = true;
+done:
+	jv_free(v);
+	return out;
+}
+
+static void free_strv(char **v)
+{
+	if (!v)
+		return;
+	for (char **s = v; *s; s++)
+		free(*s);
+	free(v);
+}
+
+static bool load_limits(jv o, const char *what, struct job_limits *l, char *err, size_t errlen)
+{
+	if (jv_get_kind(o) != JV_KIND_OBJECT) {
+		snprintf(err, errlen, "%s must be an object", what);
+		return false;
+	}
+	static const struct {
+		const char *key;
+		size_t off;
+		double min, max;
+	} f[] = {
+		{ "timeout_ms", offsetof(struct job_limits, timeout_ms), 1, 86400e3 },
+		{ "memory_bytes", offsetof(struct job_limits, memory), MIN_MEMORY, 1e13 },
+		{ "pids", offsetof(struct job_limits, pids), 2, 1 << 22 },
+		{ "output_bytes", offsetof(struct job_limits, output), 0, 256.0 * 1024 * 1024 },
+		{ "file_bytes", offsetof(struct job_limits, file_size), 0, 1e13 },
+		{ "tmpfs_bytes", offsetof(struct job_limits, tmpfs), 65536, 1e13 },
+		{ "scratch_bytes", offsetof(struct job_limits, scratch), 65536, 1e13 },
+		{ "nofile", offsetof(struct job_limits, nofile), 16, 1 << 20 },
+		{ "stack_bytes", offsetof(struct job_limits, stack), 65536, 4.0 * 1024 * 1024 * 1024 },
+	};
+	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+		double d;
+		if (!rec_num(o, f[i].key, &d) || d != floor(d) || d < f[i].min || d > f[i].max) {
+			snprintf(err, errlen, "%s.%s must be an integer from %.0f to %.0f", what, f[i].key, f[i].min, f[i].max);
+			return false;
+		}
+		*(uint64_t *)((char *)l + f[i].off) = (uint64_t)d;
+	}
+	if (!rec_num(o, "cpus", &l->cpus) || !(l->cpus >= 0.01) || l->cpus > 1024) {
+		snprintf(err, errlen, "%s.cpus must be a number from 0.01 to 1024", what);
+		return false;
+	}
+	return true;
+}
+
+/* Limits above what this configuration would ever grant mean the job did not
+ * come from sbx-validate with this configuration. */
+static bool within_ceilings(const struct conf *c, const struct job *j, char *err, size_t errlen)
+{
+	uint64_t max_t = c->max_timeout_ms, max_m = c->max_memory, max_p = c->max_pids;
+	double max_c = c->max_cpus;
+	uint64_t max_out = c->lim.output, max_tmp = c->lim.tmpfs, max_scr = c->lim.scratch, max_fs = c->lim.file_size;
+	for (size_t i = 0; i < c->nlangs; i++) {
+		struct conf_limits cl;
+		conf_lang_limits(c, &c->langs[i], &cl);
+#define UP(a, b) if ((b) > (a)) (a) = (b)
+		UP(max_t, cl.timeout_ms);
+		UP(max_t, cl.compile_timeout_ms);
+		UP(max_m, cl.memory);
+		UP(max_m, cl.compile_memory);
+		UP(max_p, cl.pids);
+		UP(max_p, cl.compile_pids);
+		UP(max_c, cl.cpus);
+		UP(max_c, cl.compile_cpus);
+		UP(max_out, cl.output);
+		UP(max_tmp, cl.tmpfs);
+		UP(max_scr, cl.scratch);
+		UP(max_fs, cl.file_size);
+#undef UP
+	}
+	const struct job_limits *ls[2] = { &j->lim, j->compile ? &j->clim : NULL };
+	for (int i = 0; i < 2; i++) {
+		const struct job_limits *l = ls[i];
+		if (!l)
+			continue;
+		if (l->timeout_ms > max_t || l->memory > max_m || l->pids > max_p || l->cpus > max_c + 1e-9 ||
+		    l->output > max_out || l->tmpfs > max_tmp || l->scratch > max_scr || l->file_size > max_fs) {
+			snprintf(err, errlen, "%s exceed the configuration's ceilings (%s); run requests through sbx-validate",
+				 i ? "compile_limits" : "limits", c->path);
+			return false;
+		}
+	}
+	return true;
+}
+
+bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t errlen)
+{
+	memset(j, 0, sizeof *j);
+	j->rec = rec;
+	jv exec = rec_get(rec, "exec");
+	jv limits = rec_get(rec, "limits");
+	bool ok = false;
+	if (jv_get_kind(exec) != JV_KIND_OBJECT || jv_get_kind(limits) != JV_KIND_OBJECT) {
+		snprintf(err, errlen, "not a job (no \"exec\" and \"limits\"): pass requests through sbx-validate first");
+		goto out;
+	}
+	jv id = rec_get(rec, "id");
+	if (jv_get_kind(id) == JV_KIND_STRING)
+		snprintf(j->id, sizeof j->id, "%.128s", jv_string_value(id));
+	else if (jv_get_kind(id) == JV_KIND_NUMBER)
+		snprintf(j->id, sizeof j->id, "%.17g", jv_number_value(id));
+	jv_free(id);
+	if (!j->id[0])
+		job_new_id(j->id, sizeof j->id);
+	j->language = rec_str(rec, "language", NULL);
+	j->code = rec_str(rec, "code", &j->code_len);
+	if (!j->language || !j->code) {
+		snprintf(err, errlen, "a job needs \"language\" and \"code\" strings");
+		goto out;
+	}
+	if (rec_has(rec, "stdin")) {
+		jv s = rec_get(rec, "stdin");
+		jv_kind k = jv_get_kind(s);
+		jv_free(s);
+		if (k != JV_KIND_NULL && !(j->stdin_data = rec_str(rec, "stdin", &j->stdin_len))) {
+			snprintf(err, errlen, "\"stdin\" must be a string");
+			goto out;
+		}
+	}
+	j->backend = rec_str(rec, "backend", NULL);
+	if (!j->backend)
+		j->backend = c->backend;
+	if (strcmp(j->backend, "native") && strcmp(j->backend, "docker")) {
+		snprintf(err, errlen, "unknown backend \"%.40s\" (native or docker)", j->backend);
+		goto out;
+	}
+	j->file = rec_str(exec, "file", NULL);
+	if (!j->file || !*j->file || strchr(j->file, '/') || !strcmp(j->file, "..") || !strcmp(j->file, ".")) {
+		snprintf(err, errlen, "exec.file must be a plain file name");
+		goto out;
+	}
+	bool sok;
+	j->run = load_strv(rec_get(exec, "run"), false, true, "run", err, errlen, &sok);
+	if (!sok)
+		goto out;
+	j->compile = load_strv(rec_get(exec, "compile"), true, true, "compile", err, errlen, &sok);
+	if (!sok)
+		goto out;
+	j->env = load_strv(rec_get(exec, "env"), true, false, "env", err, errlen, &sok);
+	if (!sok)
+		goto out;
+	for (char **e = j->env; e && *e; e++)
+		if (!strchr(*e, '=') || **e == '=') {
+			snprintf(err, errlen, "exec.env entries must be NAME=value");
+			goto out;
+		}
+	j->binds = load_strv(rec_get(exec, "binds"), true, false, "binds", err, errlen, &sok);
+	if (!sok)
+		goto out;
+	for (char **b = j->binds; b && *b; b++)
+		if ((*b)[0] != '/' || strstr(*b, "/..")) {
+			snprintf(err, errlen, "exec.binds entries must be absolute paths without ..");
+			goto out;
+		}
+	j->rootfs = rec_str(exec, "rootfs", NULL);
+	if (j->rootfs && (j->rootfs[0] != '/' || strstr(j->rootfs, "/.."))) {
+		snprintf(err, errlen, "exec.rootfs must be an absolute path without ..");
+		goto out;
+	}
+	j->image = rec_str(exec, "image", NULL);
+	j->workspace = rec_str(exec, "workspace", NULL);
+	if (j->workspace) {
+		size_t n = strlen(c->state_dir);
+		if (strncmp(j->workspace, c->state_dir, n) || strncmp(j->workspace + n, "/sessions/", 10) ||
+		    strstr(j->workspace, "/..") || strchr(j->workspace + n + 10, '/')) {
+			snprintf(err, errlen, "exec.workspace must be a session directory under %s/sessions", c->state_dir);
+			goto out;
+		}
+	}
+	if (rec_has(exec, "network") && !rec_bool(exec, "network", &j->network)) {
+		snprintf(err, errlen, "exec.network must be true or false");
+		goto out;
+	}
+	if (j->network && !c->network) {
+		snprintf(err, errlen, "network is not allowed by the configuration (%s)", c->path);
+		goto out;
+	}
+	if (!load_limits(limits, "limits", &j->lim, err, errlen))
+		goto out;
+	if (j->compile) {
+		jv cl = rec_get(rec, "compile_limits");
+		bool lok = load_limits(cl, "compile_limits", &j->clim, err, errlen);
+		jv_free(cl);
+		if (!lok)
+			goto out;
+	}
+	if (!within_ceilings(c, j, err, errlen))
+		goto out;
+	{
+		jv files = rec_get(rec, "files");
+		bool fok = load_files(c, files, j->file, &j->files, &j->nfiles, err, errlen);
+		jv_free(files);
+		if (!fok)
+			goto out;
+	}
+	if (j->code_len > c->max_code_size) {
+		snprintf(err, errlen, "code exceeds max_code_size");
+		goto out;
+	}
+	ok = true;
+out:
+	jv_free(exec);
+	jv_free(limits);
+	if (!ok) {
+		/* Keep only the record, for the caller's invalid record. */
+		jv keep = j->rec;
+		j->rec = jv_invalid();
+		job_free(j);
+		j->rec = keep;
+	}
+	return ok;
+}
+
+void job_free(struct job *j)
+{
+	free_files(j->files, j->nfiles);
+	free_strv(j->compile);
+	free_strv(j->run);
+	free_strv(j->env);
+	free_strv(j->binds);
+	jv_free(j->rec);
+	memset(j, 0, sizeof *j);
+	j->rec = jv_invalid();
+}

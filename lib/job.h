@@ -1,0 +1,76 @@
+/* job: the contract between sbx-validate and sbx-run.
+ *
+ * sbx-validate turns a request into a job: it checks every field a user may
+ * give, resolves every limit from the configuration (defaults, per-language
+ * overrides, ceilings) and writes the language's commands into the record
+ * under "limits", "compile_limits" and "exec".  sbx-run then reads only those
+ * resolved fields and the data fields (code, stdin, files), never the
+ * request's own "timeout" or "memory": policy is decided once, in one place.
+ *
+ * job_load is sbx-run's side.  It kind-checks everything again (a job can be
+ * written by hand) and refuses limits above the configuration's ceilings, so
+ * skipping sbx-validate cannot buy a bigger sandbox.
+ *
+ * A struct job owns its record and the copies it makes; job_free releases
+ * both.  Borrowed `const char *` fields point into the record.
+ */
+#ifndef SBX_JOB_H
+#define SBX_JOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jv.h>
+
+#include "conf.h"
+
+struct job_limits {
+	uint64_t timeout_ms, memory, pids, output, file_size, tmpfs, scratch, nofile, stack;
+	double cpus;
+};
+
+struct job_file {
+	char *path;
+	char *data;
+	size_t len;
+};
+
+struct job {
+	jv rec;
+	char id[160];              /* printable form of the record's id */
+	const char *language;
+	const char *code;
+	size_t code_len;
+	const char *stdin_data;
+	size_t stdin_len;
+	struct job_file *files;
+	size_t nfiles;
+	const char *file;          /* the program's file name */
+	char **compile, **run, **env, **binds; /* NULL-terminated; compile may be NULL */
+	const char *rootfs, *image, *backend, *workspace;
+	bool network;
+	struct job_limits lim, clim;
+};
+
+/* Request -> job, or an invalid record saying what is wrong and what is
+ * allowed.  Consumes req. */
+jv job_from_request(const struct conf *c, jv req);
+
+/* Job record -> struct job.  Consumes rec into j->rec.  On failure err says
+ * why and j holds only the record (for an invalid record); job_free it
+ * either way. */
+bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t errlen);
+void job_free(struct job *j);
+
+/* A relative path without "..", empty components, NUL or a leading "/";
+ * on failure `why` says which rule it broke. */
+bool job_path_ok(const char *path, size_t len, char *why, size_t whylen);
+
+/* Fresh id: millisecond time and 48 random bits, unique across processes. */
+void job_new_id(char *buf, size_t len);
+
+/* Limits as the JSON object carried by jobs. */
+jv job_limits_json(const struct job_limits *l);
+
+#endif

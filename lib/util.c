@@ -1,0 +1,344 @@
+#define _GNU_SOURCE
+#include "util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *util_prog = "sbx";
+
+void util_init(const char *prog)
+{
+	const char *slash = strrchr(prog, '/');
+	util_prog = slash ? slash + 1 : prog;
+}
+
+static void vwarn(const char *fmt, va_list ap)
+{
+	/* One fprintf per line so concurrent tools do not interleave mid-line. */
+	char line[2048];
+	int n = vsnprintf(line, sizeof line, fmt, ap);
+	if (n < 0)
+		return;
+	fprintf(stderr, "%s: %s\n", util_prog, line);
+}
+
+void util_warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vwarn(fmt, ap);
+	va_end(ap);
+}
+
+void util_die(int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vwarn(fmt, ap);
+	va_end(ap);
+	exit(code);
+}
+
+void util_usage_error(const char *synopsis, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vwarn(fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s", synopsis);
+	exit(EXIT_USAGE);
+}
+
+void *util_xalloc(size_t n)
+{
+	void *p = calloc(1, n ? n : 1);
+	if (!p)
+		util_die(EXIT_IO, "out of memory (%zu bytes)", n);
+	return p;
+}
+
+void *util_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (!q)
+		util_die(EXIT_IO, "out of memory (%zu bytes)", n);
+	return q;
+}
+
+char *util_strdup(const char *s)
+{
+	return util_strndup(s, strlen(s));
+}
+
+char *util_strndup(const char *s, size_t n)
+{
+	char *p = util_xalloc(n + 1);
+	if (n)
+		memcpy(p, s, n);
+	p[n] = 0;
+	return p;
+}
+
+char *util_fmt(const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		util_die(EXIT_IO, "out of memory");
+	return s;
+}
+
+bool util_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+	char *end;
+	if (!s || !*s)
+		return false;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || *end || end == s || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+bool util_parse_double(const char *s, double min, double max, double *out)
+{
+	char *end;
+	if (!s || !*s)
+		return false;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || *end || end == s || !isfinite(v) || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* Split "12.5ms" into a number and a unit; the number may be fractional. */
+static bool split_unit(const char *s, double *num, const char **unit)
+{
+	char *end;
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return false;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0)
+		return false;
+	*num = v;
+	*unit = end;
+	return true;
+}
+
+bool util_parse_size(const char *s, uint64_t *out)
+{
+	double v;
+	const char *u;
+	if (!split_unit(s, &v, &u))
+		return false;
+	double mult;
+	if (!*u || !strcmp(u, "b") || !strcmp(u, "B"))
+		mult = 1;
+	else if (!strcasecmp(u, "k") || !strcasecmp(u, "kb") || !strcasecmp(u, "kib"))
+		mult = 1024.0;
+	else if (!strcasecmp(u, "m") || !strcasecmp(u, "mb") || !strcasecmp(u, "mib"))
+		mult = 1024.0 * 1024;
+	else if (!strcasecmp(u, "g") || !strcasecmp(u, "gb") || !strcasecmp(u, "gib"))
+		mult = 1024.0 * 1024 * 1024;
+	else if (!strcasecmp(u, "t") || !strcasecmp(u, "tb") || !strcasecmp(u, "tib"))
+		mult = 1024.0 * 1024 * 1024 * 1024;
+	else
+		return false;
+	double b = v * mult;
+	if (b > 9.0e18 || b != floor(b))
+		return false;
+	*out = (uint64_t)b;
+	return true;
+}
+
+bool util_parse_duration(const char *s, uint64_t *out_ms)
+{
+	double v;
+	const char *u;
+	if (!split_unit(s, &v, &u))
+		return false;
+	double mult;
+	if (!*u || !strcmp(u, "s"))
+		mult = 1000;
+	else if (!strcmp(u, "ms"))
+		mult = 1;
+	else if (!strcmp(u, "m") || !strcmp(u, "min"))
+		mult = 60e3;
+	else if (!strcmp(u, "h"))
+		mult = 3600e3;
+	else if (!strcmp(u, "d"))
+		mult = 86400e3;
+	else if (!strcmp(u, "w"))
+		mult = 7 * 86400e3;
+	else
+		return false;
+	double ms = v * mult;
+	if (ms > 9.0e15)
+		return false;
+	*out_ms = (uint64_t)llround(ms);
+	return true;
+}
+
+const char *util_size_str(uint64_t b, char *buf, size_t len)
+{
+	static const char *units[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
+	int i = 0;
+	double v = (double)b;
+	while (i < 4 && v >= 1024) {
+		v /= 1024;
+		i++;
+	}
+	if (i == 0)
+		snprintf(buf, len, "%llu bytes", (unsigned long long)b);
+	else if (v == floor(v))
+		snprintf(buf, len, "%.0f %s", v, units[i]);
+	else
+		snprintf(buf, len, "%.1f %s", v, units[i]);
+	return buf;
+}
+
+int util_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+ssize_t util_read_full(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+double util_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+double util_epoch_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void util_iso8601(double epoch_ms, char *buf, size_t len)
+{
+	long long ms = llround(epoch_ms);
+	time_t secs = (time_t)(ms / 1000);
+	int frac = (int)(ms % 1000);
+	if (frac < 0) {
+		frac += 1000;
+		secs--;
+	}
+	struct tm tm;
+	gmtime_r(&secs, &tm);
+	char tmp[32];
+	strftime(tmp, sizeof tmp, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%03dZ", tmp, frac);
+}
+
+void util_random(void *buf, size_t len)
+{
+	char *p = buf;
+	while (len > 0) {
+		ssize_t n = getrandom(p, len, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			util_die(EXIT_IO, "getrandom: %s", strerror(errno));
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+char *util_exe_dir(void)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	char *slash = strrchr(buf, '/');
+	if (!slash)
+		return NULL;
+	*slash = 0;
+	return util_strdup(buf[0] ? buf : "/");
+}
+
+int util_mkdir_p(const char *path, mode_t mode)
+{
+	char *p = util_strdup(path);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = 0;
+		if (mkdir(p, mode) < 0 && errno != EEXIST) {
+			int e = errno;
+			free(p);
+			errno = e;
+			return -1;
+		}
+		*s = '/';
+	}
+	int rc = mkdir(p, mode);
+	int e = errno;
+	free(p);
+	if (rc < 0 && e != EEXIST) {
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+int util_close_stdout(void)
+{
+	bool bad = ferror(stdout);
+	if (fclose(stdout) != 0)
+		bad = true;
+	if (bad) {
+		/* EPIPE is the reader's choice (head, a closed MCP client): still an error
+		 * for the exit status, but one line is enough. */
+		util_warn("error writing output: %s", strerror(errno ? errno : EIO));
+		return EXIT_IO;
+	}
+	return EXIT_OK;
+}

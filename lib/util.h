@@ -1,0 +1,77 @@
+/* util: the small things every tool needs.
+ *
+ * Diagnostics go to stderr prefixed with the tool's name (set once with
+ * util_init).  Numbers from users and files are parsed with full checks
+ * (errno, end pointer, range) and never with atoi.  Writes loop on EINTR and
+ * short counts.  Nothing here allocates except util_strdup/util_xalloc, which
+ * exit the tool on exhaustion rather than return NULL: a tool that cannot
+ * allocate a few bytes cannot do anything useful with its records either.
+ */
+#ifndef SBX_UTIL_H
+#define SBX_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SBX_VERSION "0.1.0"
+
+/* Exit codes shared by the record tools; each man page lists the ones it uses. */
+enum sbx_exit {
+	EXIT_OK = 0,       /* every record handled */
+	EXIT_RECORDS = 1,  /* some records were invalid or failed; all were output */
+	EXIT_USAGE = 2,    /* bad options or configuration */
+	EXIT_IO = 3,       /* reading input or writing output failed */
+	EXIT_STORE = 4,    /* the history store or the backend failed; records still flowed */
+};
+
+extern const char *util_prog;
+
+void util_init(const char *prog);
+void util_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void util_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Usage error: one reason line, then the synopsis, on stderr; exit 2. */
+_Noreturn void util_usage_error(const char *synopsis, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+void *util_xalloc(size_t n);
+void *util_xrealloc(void *p, size_t n);
+char *util_strdup(const char *s);
+char *util_strndup(const char *s, size_t n);
+char *util_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Full-range number parsing: false on junk, overflow or out of [min,max]. */
+bool util_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+bool util_parse_double(const char *s, double min, double max, double *out);
+/* "256m", "100k", "1g", "4096" (bytes; k/m/g/t are powers of 1024). */
+bool util_parse_size(const char *s, uint64_t *out);
+/* "10" or "10s", "500ms", "5m", "2h", "7d" -> milliseconds. */
+bool util_parse_duration(const char *s, uint64_t *out_ms);
+/* 268435456 -> "256 MiB" (exact units when possible, for error messages). */
+const char *util_size_str(uint64_t bytes, char *buf, size_t len);
+
+/* Write all of buf, looping on EINTR and short writes. */
+int util_write_all(int fd, const void *buf, size_t len);
+/* Read up to len bytes, looping on EINTR and short reads until EOF. */
+ssize_t util_read_full(int fd, void *buf, size_t len);
+
+/* Monotonic and wall clocks. */
+double util_now_ms(void);
+/* ISO 8601 UTC with milliseconds, e.g. 2026-11-29T10:00:00.123Z. */
+void util_iso8601(double epoch_ms, char *buf, size_t len);
+double util_epoch_ms(void);
+
+/* Random bytes from getrandom(2); exits on failure (never falls back). */
+void util_random(void *buf, size_t len);
+
+/* Directory holding the running binary (from /proc/self/exe). */
+char *util_exe_dir(void);
+/* mkdir -p with mode; 0 or -1 with errno. */
+int util_mkdir_p(const char *path, mode_t mode);
+
+/* Check stdout for errors and close it; returns EXIT_OK or EXIT_IO. */
+int util_close_stdout(void);
+
+#endif

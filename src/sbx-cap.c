@@ -1,0 +1,145 @@
+/* sbx-cap: cap the output fields of results.
+ *
+ * Theory of operation: for each record, "stdout" and "stderr" (and the
+ * compiler's, under "compile") longer than the limit are cut to their head
+ * and tail around a marker that says how many bytes were cut, never inside a
+ * UTF-8 character; "*_truncated" is set, "*_bytes" (what the program really
+ * wrote) is left alone.  The limit is -n, else the record's
+ * limits.output_bytes, else the configuration's output_limit.  Records
+ * without such fields (invalid ones, say) pass through unchanged.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cap.h"
+#include "conf.h"
+#include "rec.h"
+#include "util.h"
+
+static const char synopsis[] =
+	"usage: sbx-cap [-c FILE] [-n BYTES] < results.jsonl > capped.jsonl\n";
+
+static void help(void)
+{
+	printf("%s\n"
+	       "Cap stdout/stderr of sbx-run results, keeping head and tail.\n"
+	       "\n"
+	       "  -n, --bytes BYTES  limit per field (\"100k\", \"1m\", or a byte count);\n"
+	       "                     default: the record's limits.output_bytes, then output_limit\n"
+	       "  -c, --config FILE  configuration file\n"
+	       "  -h, --help         show this help\n"
+	       "      --version      show the version\n"
+	       "\n"
+	       "Exit status: 0 ok, 1 some input lines were not records, 2 usage or\n"
+	       "configuration error, 3 input/output error.\n",
+	       synopsis);
+}
+
+/* Cap obj[field] in place (obj consumed and returned). */
+static jv cap_field(jv obj, const char *field, size_t limit)
+{
+	size_t n;
+	const char *s = rec_str(obj, field, &n);
+	if (!s || n <= limit)
+		return obj;
+	char bytes_key[64], trunc_key[64];
+	snprintf(bytes_key, sizeof bytes_key, "%s_bytes", field);
+	snprintf(trunc_key, sizeof trunc_key, "%s_truncated", field);
+	double reported = 0;
+	if (!rec_num(obj, bytes_key, &reported) || reported < 0 || reported > 1e18)
+		reported = 0;
+	bool truncated;
+	jv capped = cap_string(s, n, limit, (uint64_t)reported, &truncated);
+	obj = jv_object_set(obj, jv_string(field), capped);
+	return jv_object_set(obj, jv_string(trunc_key), jv_true());
+}
+
+static jv cap_record(jv rec, size_t forced, size_t fallback)
+{
+	size_t limit = fallback;
+	if (forced != (size_t)-1)
+		limit = forced;
+	else {
+		jv lim = rec_get(rec, "limits");
+		double d;
+		if (jv_get_kind(lim) == JV_KIND_OBJECT && rec_num(lim, "output_bytes", &d) && d >= 0 && d <= 1e12)
+			limit = (size_t)d;
+		jv_free(lim);
+	}
+	rec = cap_field(rec, "stdout", limit);
+	rec = cap_field(rec, "stderr", limit);
+	jv comp = rec_get(rec, "compile");
+	if (jv_get_kind(comp) == JV_KIND_OBJECT) {
+		comp = cap_field(comp, "stdout", limit);
+		comp = cap_field(comp, "stderr", limit);
+		rec = jv_object_set(rec, jv_string("compile"), comp);
+	} else
+		jv_free(comp);
+	return rec;
+}
+
+int main(int argc, char **argv)
+{
+	util_init(argv[0]);
+	const char *conf_path = NULL;
+	size_t forced = (size_t)-1;
+	static const struct option opts[] = {
+		{ "bytes", required_argument, NULL, 'n' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int o;
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, ":c:n:h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'c': conf_path = optarg; break;
+		case 'n': {
+			uint64_t b;
+			if (!util_parse_size(optarg, &b) || b > (1u << 30))
+				util_usage_error(synopsis, "-n: \"%s\" is not a size from 0 to 1g (\"100k\", \"1m\", bytes)", optarg);
+			forced = (size_t)b;
+			break;
+		}
+		case 'h': help(); return util_close_stdout();
+		case 'V': printf("sbx-cap %s\n", SBX_VERSION); return util_close_stdout();
+		case ':': util_usage_error(synopsis, "option %s needs an argument", argv[optind - 1]);
+		default: util_usage_error(synopsis, "unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		util_usage_error(synopsis, "unexpected argument \"%s\" (results come on stdin)", argv[optind]);
+
+	struct conf *c = conf_open(conf_path);
+	struct rec_reader r;
+	rec_reader_init(&r, STDIN_FILENO, c->max_record_size);
+	int status = EXIT_OK;
+	for (;;) {
+		jv rec;
+		enum rec_status st = rec_read(&r, &rec);
+		if (st == REC_EOF)
+			break;
+		if (st == REC_ERROR) {
+			util_warn("reading input: %s", strerror(errno));
+			status = EXIT_IO;
+			break;
+		}
+		if (st == REC_INVALID)
+			status = status == EXIT_OK ? EXIT_RECORDS : status;
+		else
+			rec = cap_record(rec, forced, c->lim.output);
+		if (!rec_write(rec)) {
+			status = EXIT_IO;
+			break;
+		}
+	}
+	rec_reader_free(&r);
+	conf_free(c);
+	int cs = util_close_stdout();
+	return status == EXIT_OK ? cs : status;
+}

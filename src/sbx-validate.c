@@ -1,0 +1,99 @@
+/* sbx-validate: requests in, jobs out.
+ *
+ * Theory of operation: each input line is parsed into a record (lib/rec); a
+ * record that already has a "status" passes through untouched; any other is
+ * checked against the configuration and either completed into a job (every
+ * limit resolved, the language's commands attached, an id generated when
+ * missing) or turned into an `invalid` record saying what is wrong and what
+ * is allowed.  Nothing is run and nothing is written but stdout.  One line
+ * out per line in, in order, flushed as produced.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <unistd.h>
+
+#include "conf.h"
+#include "job.h"
+#include "rec.h"
+#include "util.h"
+
+static const char synopsis[] =
+	"usage: sbx-validate [-c FILE] < requests.jsonl > jobs.jsonl\n";
+
+static void help(void)
+{
+	printf("%s\n"
+	       "Check sandbox requests (JSON lines) and resolve them into jobs for sbx-run.\n"
+	       "\n"
+	       "  -c, --config FILE  configuration file (default: $SBX_CONF, then\n"
+	       "                     ../etc/sandbox.conf next to the binary)\n"
+	       "  -h, --help         show this help\n"
+	       "      --version      show the version\n"
+	       "\n"
+	       "Exit status: 0 all requests valid, 1 some became invalid records,\n"
+	       "2 usage or configuration error, 3 input/output error.\n",
+	       synopsis);
+}
+
+int main(int argc, char **argv)
+{
+	util_init(argv[0]);
+	const char *conf_path = NULL;
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int o;
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'c': conf_path = optarg; break;
+		case 'h': help(); return util_close_stdout();
+		case 'V': printf("sbx-validate %s\n", SBX_VERSION); return util_close_stdout();
+		case ':': util_usage_error(synopsis, "option %s needs an argument", argv[optind - 1]);
+		default: util_usage_error(synopsis, "unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		util_usage_error(synopsis, "unexpected argument \"%s\" (requests come on stdin)", argv[optind]);
+
+	struct conf *c = conf_open(conf_path);
+	struct rec_reader r;
+	rec_reader_init(&r, STDIN_FILENO, c->max_record_size);
+	int status = EXIT_OK;
+	for (;;) {
+		jv rec;
+		enum rec_status st = rec_read(&r, &rec);
+		if (st == REC_EOF)
+			break;
+		if (st == REC_ERROR) {
+			util_warn("reading input: %s", strerror(errno));
+			status = EXIT_IO;
+			break;
+		}
+		jv out;
+		if (st == REC_INVALID || rec_has_status(rec)) {
+			/* Our own parse failures count; upstream verdicts pass through. */
+			if (st == REC_INVALID)
+				status = EXIT_RECORDS;
+			out = rec;
+		} else {
+			out = job_from_request(c, rec);
+			if (rec_has_status(out))
+				status = EXIT_RECORDS;
+		}
+		if (!rec_write(out)) {
+			status = EXIT_IO;
+			break;
+		}
+	}
+	rec_reader_free(&r);
+	conf_free(c);
+	int cs = util_close_stdout();
+	return status == EXIT_OK ? cs : status;
+}

@@ -1,0 +1,215 @@
+#!/usr/bin/env bats
+# sbx-validate: requests -> jobs or invalid records (DESIGN §2).
+load helpers
+
+v() { "$BIN/sbx-validate" "$@"; }
+
+@test "the README example: a job, an invalid line 2, an unsupported language" {
+	run --separate-stderr v < <(printf '%s\n' '{"language":"python","code":"print(1)"}' 'not json' '{"language":"cobol","code":"x"}')
+	[ "$status" -eq 1 ]
+	[ "${#lines[@]}" -eq 3 ]
+	jqe 0 '.language == "python" and .code == "print(1)" and (.id | type) == "string"'
+	jqe 0 '.limits == {"timeout_ms":10000,"memory_bytes":268435456,"cpus":0.5,"pids":64,"output_bytes":102400,"file_bytes":67108864,"tmpfs_bytes":67108864,"scratch_bytes":67108864,"nofile":1024,"stack_bytes":8388608}'
+	jqe 0 '.exec.run == ["python3","main.py"] and .exec.file == "main.py" and .exec.compile == null and .backend == "native"'
+	jqe 1 '.status == "invalid" and .line == 2 and (.error | startswith("line 2: not valid JSON"))'
+	jqe 2 '.status == "invalid" and .error == "unsupported language \"cobol\" (supported: bash, c, cpp, javascript, python)"'
+}
+
+@test "compiled languages carry compile limits and the compile command" {
+	run --separate-stderr v <<< '{"language":"cpp","code":"int main(){}"}'
+	[ "$status" -eq 0 ]
+	jqe 0 '.exec.compile[0] == "g++" and .exec.run == ["./main"]'
+	jqe 0 '.compile_limits.timeout_ms == 30000 and .compile_limits.memory_bytes == 1073741824 and .compile_limits.cpus == 1'
+}
+
+@test "hostile lines become invalid records naming the line; every line gets one output line" {
+	{
+		echo '{"code": [1,2]}'
+		echo '{"language": {}}'
+		echo '[]'
+		echo '"x"'
+		echo '{"a":1}{"b":2}'
+		printf '{"language":"python","code":"\xff\xfe"}\n'
+		printf '{"language":"python",\0"code":"x"}\n'
+		echo '{"language":"python","code":"ok"}'
+		echo 'null'
+		echo '{"language":"python","code":"x","timeout":"5"}'
+	} > in.jsonl
+	run --separate-stderr v < in.jsonl
+	[ "$status" -eq 1 ]
+	[ "${#lines[@]}" -eq 10 ]
+	jqe 0 '.status == "invalid" and (.error | test("missing \"language\""))'
+	jqe 1 '.status == "invalid" and .error == "\"language\" must be a string, got object (supported: bash, c, cpp, javascript, python)"'
+	jqe 2 '.error == "line 3: expected a JSON object, got array"'
+	jqe 3 '.error == "line 4: expected a JSON object, got string"'
+	jqe 4 '.error == "line 5: more than one JSON value on the line (one object per line; the second starts at column 8)"'
+	jqe 5 '.error | startswith("line 6: invalid UTF-8 at byte")'
+	jqe 6 '.error | startswith("line 7: NUL byte at column")'
+	jqe 7 '.status == null and .code == "ok"'
+	jqe 8 '.error == "line 9: expected a JSON object, got null"'
+	jqe 9 '.error == "\"timeout\" must be a number of seconds, got string"'
+	[ -z "$stderr" ]
+}
+
+@test "a 50 MiB line is an invalid record, and the next line is still served" {
+	{ printf '{"language":"python","code":"'; head -c 52428800 /dev/zero | tr '\0' 'a'; printf '"}\n'; echo '{"language":"python","code":"1"}'; } > big.jsonl
+	run --separate-stderr v < big.jsonl
+	[ "$status" -eq 1 ]
+	[ "${#lines[@]}" -eq 2 ]
+	jqe 0 '.error == "line 1: line of 50.0 MiB exceeds the record limit of 16 MiB"'
+	jqe 1 '.code == "1" and .limits != null'
+}
+
+@test "a parse error does not echo the input back" {
+	secret=$(head -c 3000 /dev/zero | tr '\0' 's')
+	run --separate-stderr v <<< "{\"language\": $secret"
+	[ "$status" -eq 1 ]
+	[[ $output != *sssssss* ]]
+}
+
+@test "code checks: missing, wrong kind, empty, over max_code_size" {
+	big=$(head -c 70000 /dev/zero | tr '\0' 'x')
+	run --separate-stderr v < <(printf '%s\n' '{"language":"python"}' '{"language":"python","code":7}' '{"language":"python","code":""}' "{\"language\":\"python\",\"code\":\"$big\"}")
+	jqe 0 '.error == "missing \"code\" (the program'"'"'s source, as a string)"'
+	jqe 1 '.error == "\"code\" must be a string, got number"'
+	jqe 2 '.error == "\"code\" is empty"'
+	jqe 3 '.error == "code is 68.4 KiB, exceeds max_code_size 64 KiB"'
+}
+
+@test "limits: request values within ceilings are used, above them refused with the ceiling" {
+	run --separate-stderr v < <(printf '%s\n' \
+		'{"language":"python","code":"1","timeout":2.5,"memory":"128m","cpus":1,"pids":10}' \
+		'{"language":"python","code":"1","timeout":120}' \
+		'{"language":"python","code":"1","memory":"2g"}' \
+		'{"language":"python","code":"1","memory":1048576}' \
+		'{"language":"python","code":"1","cpus":4}' \
+		'{"language":"python","code":"1","pids":1000}' \
+		'{"language":"python","code":"1","timeout":0}' \
+		'{"language":"python","code":"1","memory":"lots"}' \
+		'{"language":"python","code":"1","memory":67108864}')
+	jqe 0 '.limits.timeout_ms == 2500 and .limits.memory_bytes == 134217728 and .limits.cpus == 1 and .limits.pids == 10'
+	jqe 1 '.error == "timeout 120 s exceeds max_timeout 60 s"'
+	jqe 2 '.error == "memory 2 GiB exceeds max_memory 1 GiB"'
+	jqe 3 '.error == "memory 1 MiB is below the minimum of 4 MiB"'
+	jqe 4 '.error == "cpus 4 is outside 0.01 to max_cpus 2"'
+	jqe 5 '.error == "pids 1000 is outside 2 to max_pids 256"'
+	jqe 6 '.error == "timeout must be a positive number of seconds"'
+	jqe 7 '.error == "\"memory\" must be a size such as \"128m\" or a byte count"'
+	jqe 8 '.limits.memory_bytes == 67108864'
+}
+
+@test "network: refused unless the configuration allows it" {
+	run --separate-stderr v <<< '{"language":"python","code":"1","network":true}'
+	jqe 0 '.status == "invalid" and (.error | startswith("\"network\": true is not allowed by the configuration"))'
+	conf=$(conf_with 's/^network *=.*/network = true/')
+	run --separate-stderr v -c "$conf" <<< '{"language":"python","code":"1","network":true}'
+	[ "$status" -eq 0 ]
+	jqe 0 '.exec.network == true'
+	run --separate-stderr v <<< '{"language":"python","code":"1","network":"yes"}'
+	jqe 0 '.error == "\"network\" must be true or false"'
+}
+
+@test "files: relative paths only, no .., no NUL, not the program file, within limits" {
+	run --separate-stderr v < <(printf '%s\n' \
+		'{"language":"python","code":"1","files":{"data/in.txt":"x","b.bin":{"content":"AAEC","encoding":"base64"}}}' \
+		'{"language":"python","code":"1","files":{"../etc/passwd":"x"}}' \
+		'{"language":"python","code":"1","files":{"/etc/passwd":"x"}}' \
+		'{"language":"python","code":"1","files":{"a/../../b":"x"}}' \
+		'{"language":"python","code":"1","files":{"a\u0000b":"x"}}' \
+		'{"language":"python","code":"1","files":{"main.py":"x"}}' \
+		'{"language":"python","code":"1","files":{"a":"x","a/b":"y"}}' \
+		'{"language":"python","code":"1","files":{"a":5}}' \
+		'{"language":"python","code":"1","files":{"a":{"content":"!!","encoding":"base64"}}}' \
+		'{"language":"python","code":"1","files":[1]}' \
+		'{"language":"python","code":"1","files":{"a//b":"x"}}')
+	jqe 0 '.limits != null and .status == null'
+	jqe 1 '.error == "files: path \"../etc/passwd\" contains .."'
+	jqe 2 '.error | startswith("files: path \"/etc/passwd\" is absolute")'
+	jqe 3 '.error == "files: path \"a/../../b\" contains .."'
+	jqe 4 '.error | test("contains a NUL byte")'
+	jqe 5 '.error == "files: \"main.py\" would replace the program file"'
+	jqe 6 '.error == "files: \"a\" is both a file and a directory"'
+	jqe 7 '.error | test("must be a string or")'
+	jqe 8 '.error == "files: \"a\": content is not valid base64"'
+	jqe 9 '.error == "\"files\" must be an object of path: content, got array"'
+	jqe 10 '.error | test("empty component")'
+	big=$(head -c 3000000 /dev/zero | tr '\0' 'x')
+	printf '{"language":"python","code":"1","files":{"a":"%s","b":"%s"}}\n' "$big" "$big" > big.jsonl
+	run --separate-stderr v < big.jsonl
+	jqe 0 '.error == "files total 5.7 MiB, exceeds max_files_size 4 MiB"'
+}
+
+@test "args and stdin are checked" {
+	big=$(head -c 1100000 /dev/zero | tr '\0' 'x')
+	printf '%s\n' '{"language":"python","code":"1","args":["a","b"],"stdin":"in"}' '{"language":"python","code":"1","args":"a"}' \
+		'{"language":"python","code":"1","args":[1]}' '{"language":"python","code":"1","args":["a\u0000"]}' \
+		'{"language":"python","code":"1","stdin":5}' > in.jsonl
+	printf '{"language":"python","code":"1","stdin":"%s"}\n' "$big" >> in.jsonl
+	run --separate-stderr v < in.jsonl
+	jqe 0 '.exec.run == ["python3","main.py","a","b"] and .stdin == "in"'
+	jqe 1 '.error == "\"args\" must be an array of strings, got string"'
+	jqe 2 '.error == "args[0] must be a string, got number"'
+	jqe 3 '.error == "args[0] contains a NUL byte"'
+	jqe 4 '.error == "\"stdin\" must be a string, got number"'
+	jqe 5 '.error == "stdin is 1.0 MiB, exceeds max_stdin_size 1 MiB"'
+}
+
+@test "unknown fields pass through untouched, in order; aliases resolve" {
+	run --separate-stderr v <<< '{"task_id":"t-9","language":"py","code":"1","model":{"name":"x","n":[1,2]},"id":"r1"}'
+	[ "$status" -eq 0 ]
+	jqe 0 '.task_id == "t-9" and .model == {"name":"x","n":[1,2]} and .id == "r1" and .language == "python"'
+	[ "$(jqn 0 'keys_unsorted[0:5] | join(",")')" = "task_id,language,code,model,id" ]
+}
+
+@test "records with a final status pass through unchanged" {
+	line='{"id":"x","status":"invalid","error":"line 3: nope","language":"cobol","extra":[1,{"a":null}]}'
+	run --separate-stderr v <<< "$line"
+	[ "$status" -eq 0 ]
+	[ "$output" = "$line" ]
+}
+
+@test "ids: kept when given, generated when missing, unique across processes" {
+	run --separate-stderr v <<< '{"id":42,"language":"python","code":"1"}'
+	jqe 0 '.id == 42'
+	run --separate-stderr v <<< '{"id":{"a":1},"language":"python","code":"1"}'
+	jqe 0 '.error == "\"id\" must be a string or a number, got object"'
+	for i in $(seq 2000); do echo '{"language":"python","code":"1"}'; done > many.jsonl
+	for p in 1 2 3 4; do v < many.jsonl > out$p & done
+	wait
+	total=$(cat out? | jq -r .id | wc -l)
+	unique=$(cat out? | jq -r .id | sort -u | wc -l)
+	[ "$total" -eq 8000 ]
+	[ "$unique" -eq 8000 ]
+}
+
+@test "output is flushed per line (works behind tail -f)" {
+	coproc V { "$BIN/sbx-validate"; }
+	echo '{"language":"python","code":"1"}' >&"${V[1]}"
+	read -r -t 5 line <&"${V[0]}"
+	[[ $line == *'"limits"'* ]]
+	echo 'nope' >&"${V[1]}"
+	read -r -t 5 line <&"${V[0]}"
+	[[ $line == *'"line":2'* ]]
+	exec {V[1]}>&-
+	wait
+}
+
+@test "a configured language whose program is missing is invalid, naming it and how to install it" {
+	conf=$(conf_with '$a [language.cobol]\nfile = "main.cob"\nrun = ["cobc-not-here", "-x", "main.cob"]\nhint = "apt-get install gnucobol"')
+	run --separate-stderr v -c "$conf" <<< '{"language":"cobol","code":"x"}'
+	[ "$status" -eq 1 ]
+	jqe 0 '.error == "language \"cobol\" is configured but its program \"cobc-not-here\" is not installed (install it: apt-get install gnucobol)"'
+}
+
+@test "per-language limits override the defaults and raise their own ceiling" {
+	conf=$(conf_with '/^\[language.python\]/a memory = "1536m"\ntimeout = 20')
+	run --separate-stderr v -c "$conf" < <(printf '%s\n' '{"language":"python","code":"1"}' '{"language":"bash","code":"1"}' '{"language":"python","code":"1","memory":"1536m"}')
+	jqe 0 '.limits.memory_bytes == 1536*1048576 and .limits.timeout_ms == 20000'
+	jqe 1 '.limits.memory_bytes == 256*1048576 and .limits.timeout_ms == 10000'
+	jqe 2 '.limits.memory_bytes == 1536*1048576'
+}
+
+@test "SBX_BACKEND selects the backend written into jobs" {
+	run --separate-stderr env SBX_BACKEND=docker "$BIN/sbx-validate" <<< '{"language":"python","code":"1"}'
+	jqe 0 '.backend == "docker" and .exec.image == "python:3.12-slim"'
+}
