@@ -25,7 +25,7 @@ CPPFLAGS += -Ilib -D_FILE_OFFSET_BITS=64 \
 ALL_CFLAGS = $(WARN) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP
 LDLIBS  += -Wl,--as-needed -ljq $(PKG_LIBS) -lm
 
-TOOLS    := sbx-validate sbx-cap
+TOOLS    := sbx-validate sbx-run sbx-cap
 LIB_SRC  := $(wildcard lib/*.c)
 LIB_OBJ  := $(patsubst lib/%.c,$(BUILD)/obj/lib/%.o,$(LIB_SRC))
 UNIT_SRC := $(wildcard t/unit/*.c)

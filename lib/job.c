@@ -771,11 +771,33 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 			goto out;
 		}
 	j->rootfs = rec_str(exec, "rootfs", NULL);
-	if (j->rootfs && (j->rootfs[0] != '/' || strstr(j->rootfs, "/.."))) {
-		snprintf(err, errlen, "exec.rootfs must be an absolute path without ..");
-		goto out;
-	}
 	j->image = rec_str(exec, "image", NULL);
+	/* What a job may expose of the host is what the configuration says for
+	 * its language, nothing a hand-written job adds. */
+	{
+		const struct conf_lang *cl = conf_lang(c, j->language);
+		if (!cl) {
+			snprintf(err, errlen, "language \"%.40s\" is not in the configuration (%s)", j->language, c->path);
+			goto out;
+		}
+		for (char **b = j->binds; b && *b; b++) {
+			bool known = false;
+			for (char **k = cl->binds; k && *k && !known; k++)
+				known = !strcmp(*k, *b);
+			if (!known) {
+				snprintf(err, errlen, "exec.binds: \"%.100s\" is not among the binds the configuration gives %s", *b, cl->name);
+				goto out;
+			}
+		}
+		if ((j->rootfs || cl->rootfs) && (!j->rootfs || !cl->rootfs || strcmp(j->rootfs, cl->rootfs))) {
+			snprintf(err, errlen, "exec.rootfs differs from the configuration's rootfs for %s", cl->name);
+			goto out;
+		}
+		if ((j->image || cl->image) && (!j->image || !cl->image || strcmp(j->image, cl->image))) {
+			snprintf(err, errlen, "exec.image differs from the configuration's image for %s", cl->name);
+			goto out;
+		}
+	}
 	j->workspace = rec_str(exec, "workspace", NULL);
 	if (j->workspace) {
 		size_t n = strlen(c->state_dir);

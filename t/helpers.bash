@@ -14,7 +14,7 @@ setup() {
 
 # jqn N FILTER: apply FILTER to the Nth (0-based) stdout line of the last run.
 jqn() {
-	printf '%s\n' "${lines[$1]}" | jq -r "$2"
+	printf "%s\n" "${lines[$1]}" | jq -j "$2"
 }
 
 # jqe N FILTER: assert FILTER is true on line N, showing the line if not.
@@ -32,4 +32,36 @@ conf_with() {
 	sed -i -e "s|^state_dir *=.*|state_dir = \"$BATS_TEST_TMPDIR/var\"|" \
 		-e "s|^history *=.*|history = \"$BATS_TEST_TMPDIR/var/h.db\"|" "$BATS_TEST_TMPDIR/test.conf"
 	echo "$BATS_TEST_TMPDIR/test.conf"
+}
+
+# sbx [-c FILE] [sbx-run options] < requests: sbx-validate | sbx-run.
+sbx() {
+	local conf=()
+	if [ "${1:-}" = -c ]; then conf=(-c "$2"); shift 2; fi
+	"$BIN/sbx-validate" "${conf[@]}" | "$BIN/sbx-run" "${conf[@]}" "$@"
+}
+
+# One request (a JSON object) through sbx; the result is ${lines[0]}.
+run_req() {
+	run --separate-stderr sbx "${@:2}" <<< "$1"
+}
+
+# Host uids of the sandbox's init and program (as root): uid, uid+1.
+SBX_UID=$(sed -n 's/^uid *= *\([0-9]*\).*/\1/p' "$ROOT/etc/sandbox.conf")
+SBX_PROG_UID=$((SBX_UID + 1))
+
+# Nothing of any run may survive it: no process of the sandbox uids, no
+# run cgroup left behind.
+assert_no_leftovers() {
+	local left
+	if [ "$(id -u)" = 0 ]; then
+		left=$(ps -eo uid=,pid=,args= | awk -v a="$SBX_UID" -v b="$SBX_PROG_UID" '$1==a || $1==b')
+		if [ -n "$left" ]; then echo "processes left behind: $left" >&2; return 1; fi
+	fi
+	left=$(find /sys/fs/cgroup -path '*/sbx/r*' -maxdepth 8 -type d 2>/dev/null | head -5)
+	if [ -n "$left" ]; then echo "cgroups left behind: $left" >&2; return 1; fi
+}
+
+skip_unless_root() {
+	[ "$(id -u)" = 0 ] || skip "needs root"
 }

@@ -1,0 +1,99 @@
+/* box: the native sandbox.  One box is one stage (compile or run) of one
+ * job: a tree of processes in fresh namespaces, watched by the supervisor
+ * from an event loop.  See box.c for the theory of operation.
+ *
+ * A struct box_sys is made once per process (what the machine offers,
+ * cgroup parents, the seccomp program); boxes borrow it.  A struct box is
+ * owned by whoever started it and must be box_free'd after its done
+ * callback; its result (and the captured output in it) lives until then.
+ */
+#ifndef SBX_BOX_H
+#define SBX_BOX_H
+
+#include <linux/filter.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jv.h>
+
+#include "cap.h"
+#include "cg.h"
+#include "conf.h"
+#include "job.h"
+#include "loop.h"
+
+struct box_sys {
+	const struct conf *conf;
+	bool root;                 /* euid 0: map sandboxes to conf->uid, conf->uid+1 */
+	bool own_userns;           /* non-root: we live in a user namespace of our own */
+	struct cg_sys cg;
+	bool cg_ok;
+	struct sock_fprog filter;
+	char **argv;               /* ours, to hide in the sandbox's init */
+	char userns_why[256];      /* why user namespaces are unusable, or "" */
+};
+
+enum box_status { BOX_EXITED, BOX_SIGNALED, BOX_TIMEOUT, BOX_OOM, BOX_CANCELLED, BOX_INTERNAL };
+
+/* Which limits were enforced, for the result's "limits_enforced". */
+enum {
+	ENF_NAMESPACES = 1, ENF_SECCOMP = 2, ENF_MEMORY = 4, ENF_CPU = 8, ENF_PIDS = 16, ENF_RLIMITS = 32,
+	ENF_TIMEOUT = 64, ENF_MEMORY_RLIMIT = 128,
+};
+
+struct box_result {
+	enum box_status status;
+	int exit_code;             /* BOX_EXITED */
+	int signal;                /* BOX_SIGNALED (and OOM/timeout kills) */
+	char error[512];           /* BOX_INTERNAL */
+	struct cap_buf out, err;
+	double duration_ms;        /* program start to exit (or kill) */
+	double cpu_ms;             /* < 0 unknown */
+	int64_t mem_peak;          /* < 0 unknown */
+	unsigned enforced;
+	jv timings;                /* object of phase -> ms, or jv_null() */
+};
+
+struct box_spec {
+	char *const *argv;
+	char *const *env;          /* "NAME=value", NULL-terminated; the whole environment */
+	const struct job_limits *lim;
+	int scratch_fd;            /* detached scratch mount, or -1 */
+	const char *workspace;     /* session directory instead, or NULL */
+	bool scratch_rw;
+	const char *stdin_data;
+	size_t stdin_len;
+	bool network;
+	const char *rootfs;        /* NULL: the host's tree */
+	char *const *binds;
+	bool timings;
+};
+
+struct box;
+typedef void (*box_done_fn)(struct box *b, void *arg);
+
+/* Detect, create cgroup parents, build the filter.  As non-root this moves
+ * the calling process into a user and mount namespace of its own (needed to
+ * make tmpfs scratch directories).  On failure err says what and how to fix. */
+int box_sys_init(struct box_sys *s, const struct conf *c, char **argv, char *err, size_t errlen);
+void box_sys_free(struct box_sys *s);
+/* What the backend can do here, with fixes, as a JSON object. */
+jv box_sys_check(struct box_sys *s);
+
+/* Start a stage.  Never returns NULL: a failure to start is reported through
+ * done (called from the loop) with BOX_INTERNAL. */
+struct box *box_start(struct box_sys *s, struct loop *l, const struct box_spec *spec, box_done_fn done, void *arg);
+/* Kill the stage now (its result says BOX_CANCELLED). */
+void box_cancel(struct box *b);
+const struct box_result *box_result(const struct box *b);
+void box_free(struct box *b);
+
+/* Detached, size-limited tmpfs for a job's files, owned by the sandbox
+ * user; -1 on error.  The caller closes it after the last stage. */
+int box_scratch(struct box_sys *s, uint64_t size, char *err, size_t errlen);
+/* Write a file into the scratch (creating parent directories), owned by
+ * the sandbox user. */
+int box_scratch_write(struct box_sys *s, int scratch, const char *path, const char *data, size_t len, mode_t mode);
+
+#endif

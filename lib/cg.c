@@ -1,0 +1,440 @@
+#define _GNU_SOURCE
+#include "cg.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+enum { I_MEM, I_CPU, I_PIDS, I_ACCT };
+
+const char *cg_mode_name(enum cg_mode m)
+{
+	return m == CG_V2 ? "v2" : m == CG_V1 ? "v1" : "none";
+}
+
+static int write_file(const char *dir, const char *file, const char *val)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int rc = util_write_all(fd, val, strlen(val));
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+static ssize_t read_file(const char *dir, const char *file, char *buf, size_t len)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = util_read_full(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return n;
+}
+
+/* "key value" line in a flat-keyed file (memory.events, cpu.stat, …). */
+static bool keyed(const char *text, const char *key, uint64_t *out)
+{
+	size_t kl = strlen(key);
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (!strncmp(p, key, kl) && p[kl] == ' ') {
+			*out = strtoull(p + kl + 1, NULL, 10);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ---- detection ---------------------------------------------------------- */
+
+struct hier {
+	char *mount;   /* where the hierarchy is mounted */
+	char *root;    /* the mount's root within the hierarchy */
+	char *self;    /* our cgroup within the hierarchy */
+};
+
+static void hier_free(struct hier *h)
+{
+	free(h->mount);
+	free(h->root);
+	free(h->self);
+}
+
+/* Our directory in a hierarchy: mount + (self relative to the mount root). */
+static char *self_dir(const struct hier *h)
+{
+	const char *rel = h->self;
+	size_t rl = strlen(h->root);
+	if (strcmp(h->root, "/") && !strncmp(rel, h->root, rl))
+		rel += rl;
+	if (!strcmp(rel, "/"))
+		rel = "";
+	return util_fmt("%s%s", h->mount, rel);
+}
+
+static bool has_word(const char *list, const char *word)
+{
+	size_t wl = strlen(word);
+	for (const char *p = list; (p = strstr(p, word)); p += wl)
+		if ((p == list || p[-1] == ',' || p[-1] == ' ') && (p[wl] == ',' || p[wl] == ' ' || !p[wl] || p[wl] == '\n'))
+			return true;
+	return false;
+}
+
+/* Find the v1 hierarchy holding `ctrl` (idx into hs) and the v2 one (idx 4). */
+static void scan(struct hier hs[5])
+{
+	static const char *ctrls[4] = { "memory", "cpu", "pids", "cpuacct" };
+	memset(hs, 0, 5 * sizeof *hs);
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return;
+	char *line = NULL;
+	size_t cap = 0;
+	while (getline(&line, &cap, f) > 0) {
+		/* id parent maj:min root mountpoint opts [optional…] - fstype source superopts */
+		char *fields[6] = { 0 };
+		char *save, *tok = strtok_r(line, " ", &save);
+		for (int i = 0; tok && i < 6; i++, tok = strtok_r(NULL, " ", &save))
+			fields[i] = tok;
+		while (tok && strcmp(tok, "-"))
+			tok = strtok_r(NULL, " ", &save);
+		char *fstype = tok ? strtok_r(NULL, " ", &save) : NULL;
+		char *source = fstype ? strtok_r(NULL, " ", &save) : NULL;
+		char *super = source ? strtok_r(NULL, " \n", &save) : NULL;
+		if (!fstype || !fields[4])
+			continue;
+		if (!strcmp(fstype, "cgroup2") && !hs[4].mount) {
+			hs[4].mount = util_strdup(fields[4]);
+			hs[4].root = util_strdup(fields[3]);
+		} else if (!strcmp(fstype, "cgroup") && super) {
+			for (int i = 0; i < 4; i++)
+				if (!hs[i].mount && has_word(super, ctrls[i])) {
+					hs[i].mount = util_strdup(fields[4]);
+					hs[i].root = util_strdup(fields[3]);
+				}
+		}
+	}
+	fclose(f);
+	f = fopen("/proc/self/cgroup", "re");
+	while (f && getline(&line, &cap, f) > 0) {
+		char *c1 = strchr(line, ':');
+		char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		*c2 = 0;
+		char *path = c2 + 1;
+		path[strcspn(path, "\n")] = 0;
+		const char *list = c1 + 1;
+		if (!*list && hs[4].mount && !hs[4].self)
+			hs[4].self = util_strdup(path);
+		for (int i = 0; i < 4; i++)
+			if (hs[i].mount && !hs[i].self && has_word(list, ctrls[i]))
+				hs[i].self = util_strdup(path);
+	}
+	if (f)
+		fclose(f);
+	free(line);
+}
+
+/* Remove run groups left by supervisors that no longer exist. */
+static void remove_stale(const char *parent)
+{
+	DIR *d = opendir(parent);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		int pid;
+		unsigned long n;
+		if (sscanf(e->d_name, "r%d-%lu", &pid, &n) != 2 || pid <= 0)
+			continue;
+		if (kill(pid, 0) == 0 || errno == EPERM)
+			continue;
+		char *p = util_fmt("%s/%s", parent, e->d_name);
+		rmdir(p);
+		free(p);
+	}
+	closedir(d);
+}
+
+static bool writable_dir(const char *dir)
+{
+	return access(dir, W_OK | X_OK) == 0;
+}
+
+static int init_v2(struct cg_sys *s, struct hier *h, const char *parent, char *err, size_t errlen)
+{
+	char ctl[512] = "";
+	if (read_file(h->mount, "cgroup.controllers", ctl, sizeof ctl) < 0)
+		return -1;
+	if (!has_word(ctl, "memory") || !has_word(ctl, "pids")) {
+		snprintf(s->why, sizeof s->why, "cgroup v2 lacks the memory or pids controller");
+		return -1;
+	}
+	/* As root: a parent at the top of the hierarchy, whose subtree_control
+	 * is exempt from the no-internal-processes rule.  Otherwise: our own
+	 * group, if it was delegated to us (systemd Delegate=yes). */
+	char *base;
+	if (geteuid() == 0)
+		base = util_strdup(h->mount);
+	else {
+		base = self_dir(h);
+		if (!writable_dir(base)) {
+			snprintf(s->why, sizeof s->why,
+				 "cgroup %s is not delegated to this user: run as root, or under systemd-run --user --scope -p Delegate=yes",
+				 base);
+			free(base);
+			return -1;
+		}
+		/* Leave our group for a leaf so controllers can be enabled in it. */
+		char *leaf = util_fmt("%s/sbx-supervisor-%d", base, (int)getpid());
+		char pid[32];
+		snprintf(pid, sizeof pid, "%d", (int)getpid());
+		if ((mkdir(leaf, 0755) < 0 && errno != EEXIST) || write_file(leaf, "cgroup.procs", pid) < 0) {
+			snprintf(s->why, sizeof s->why, "cannot move into %s: %s", leaf, strerror(errno));
+			free(leaf);
+			free(base);
+			return -1;
+		}
+		free(leaf);
+	}
+	const char *want = has_word(ctl, "cpu") ? "+memory +pids +cpu" : "+memory +pids";
+	if (write_file(base, "cgroup.subtree_control", want) < 0) {
+		snprintf(s->why, sizeof s->why, "cannot enable controllers in %s: %s", base, strerror(errno));
+		free(base);
+		return -1;
+	}
+	char *dir = util_fmt("%s/%s", base, parent);
+	free(base);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		snprintf(s->why, sizeof s->why, "cannot create %s: %s", dir, strerror(errno));
+		free(dir);
+		return -1;
+	}
+	if (write_file(dir, "cgroup.subtree_control", want) < 0) {
+		snprintf(s->why, sizeof s->why, "cannot enable controllers in %s: %s", dir, strerror(errno));
+		free(dir);
+		return -1;
+	}
+	s->mode = CG_V2;
+	s->dir[0] = dir;
+	s->have = CG_MEM | CG_PIDS | CG_ACCT | (has_word(ctl, "cpu") ? CG_CPU : 0);
+	remove_stale(dir);
+	(void)err;
+	(void)errlen;
+	return 0;
+}
+
+static int init_v1(struct cg_sys *s, struct hier hs[5], const char *parent)
+{
+	static const unsigned bits[4] = { CG_MEM, CG_CPU, CG_PIDS, CG_ACCT };
+	for (int i = 0; i < 4; i++) {
+		if (!hs[i].mount || !hs[i].self)
+			continue;
+		/* cpu and cpuacct are often one hierarchy: one group serves both. */
+		if (i == I_ACCT && s->dir[I_CPU] && hs[I_CPU].mount && !strcmp(hs[I_CPU].mount, hs[I_ACCT].mount)) {
+			s->have |= CG_ACCT;
+			continue;
+		}
+		char *self = self_dir(&hs[i]);
+		char *dir = util_fmt("%s/%s", self, parent);
+		free(self);
+		if ((mkdir(dir, 0755) < 0 && errno != EEXIST) || !writable_dir(dir)) {
+			if (!s->why[0])
+				snprintf(s->why, sizeof s->why, "cannot create %s: %s (run as root)", dir, strerror(errno));
+			free(dir);
+			continue;
+		}
+		s->dir[i] = dir;
+		s->have |= bits[i];
+		remove_stale(dir);
+	}
+	if (!(s->have & CG_MEM) || !(s->have & CG_PIDS)) {
+		if (!s->why[0])
+			snprintf(s->why, sizeof s->why, "no usable memory and pids cgroup controllers");
+		for (int i = 0; i < 4; i++) {
+			free(s->dir[i]);
+			s->dir[i] = NULL;
+		}
+		s->have = 0;
+		return -1;
+	}
+	s->mode = CG_V1;
+	return 0;
+}
+
+int cg_sys_init(struct cg_sys *s, const char *parent, char *err, size_t errlen)
+{
+	memset(s, 0, sizeof *s);
+	struct hier hs[5];
+	scan(hs);
+	int rc = -1;
+	if (hs[4].mount && hs[4].self)
+		rc = init_v2(s, &hs[4], parent, err, errlen);
+	if (rc < 0 && hs[0].mount) {
+		char why[256];
+		snprintf(why, sizeof why, "%s", s->why);
+		s->why[0] = 0;
+		rc = init_v1(s, hs, parent);
+		if (rc < 0 && why[0] && !s->why[0])
+			snprintf(s->why, sizeof s->why, "%s", why);
+	}
+	if (rc < 0 && !s->why[0])
+		snprintf(s->why, sizeof s->why, "no cgroup hierarchy is mounted");
+	for (int i = 0; i < 5; i++)
+		hier_free(&hs[i]);
+	if (rc < 0)
+		s->mode = CG_NONE;
+	return rc;
+}
+
+void cg_sys_free(struct cg_sys *s)
+{
+	for (int i = 0; i < 4; i++)
+		free(s->dir[i]);
+	memset(s, 0, sizeof *s);
+}
+
+/* ---- per run ---------------------------------------------------------------- */
+
+int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids, char *err,
+		  size_t errlen)
+{
+	memset(r, 0, sizeof *r);
+	if (s->mode == CG_NONE)
+		return 0;
+	char name[64], val[64];
+	snprintf(name, sizeof name, "r%d-%lu", (int)getpid(), ++s->seq);
+	long long quota = cpus > 0 ? (long long)(cpus * 100000) : -1;
+	for (int i = 0; i < 4; i++) {
+		if (!s->dir[i])
+			continue;
+		r->path[i] = util_fmt("%s/%s", s->dir[i], name);
+		if (mkdir(r->path[i], 0755) < 0) {
+			snprintf(err, errlen, "cgroup %s: %s", r->path[i], strerror(errno));
+			cg_run_destroy(s, r);
+			return -1;
+		}
+		const char *what = NULL;
+		if (s->mode == CG_V2) {
+			snprintf(val, sizeof val, "%llu", (unsigned long long)memory);
+			if (write_file(r->path[i], "memory.max", val) < 0)
+				what = "memory.max";
+			else if (write_file(r->path[i], "memory.swap.max", "0") < 0 && errno != ENOENT)
+				what = "memory.swap.max";
+			snprintf(val, sizeof val, "%llu", (unsigned long long)pids);
+			if (!what && write_file(r->path[i], "pids.max", val) < 0)
+				what = "pids.max";
+			if (!what && quota > 0 && (s->have & CG_CPU)) {
+				snprintf(val, sizeof val, "%lld 100000", quota < 1000 ? 1000 : quota);
+				if (write_file(r->path[i], "cpu.max", val) < 0)
+					what = "cpu.max";
+			}
+		} else if (i == I_MEM) {
+			snprintf(val, sizeof val, "%llu", (unsigned long long)memory);
+			if (write_file(r->path[i], "memory.limit_in_bytes", val) < 0)
+				what = "memory.limit_in_bytes";
+			/* memsw exists only with swap accounting; equal means no swap. */
+			else if (write_file(r->path[i], "memory.memsw.limit_in_bytes", val) < 0 && errno != ENOENT)
+				what = "memory.memsw.limit_in_bytes";
+		} else if (i == I_PIDS) {
+			snprintf(val, sizeof val, "%llu", (unsigned long long)pids);
+			if (write_file(r->path[i], "pids.max", val) < 0)
+				what = "pids.max";
+		} else if (i == I_CPU && quota > 0) {
+			snprintf(val, sizeof val, "%lld", quota < 1000 ? 1000 : quota);
+			if (write_file(r->path[i], "cpu.cfs_period_us", "100000") < 0 ||
+			    write_file(r->path[i], "cpu.cfs_quota_us", val) < 0)
+				what = "cpu.cfs_quota_us";
+		}
+		if (what) {
+			snprintf(err, errlen, "cgroup %s/%s: %s", r->path[i], what, strerror(errno));
+			cg_run_destroy(s, r);
+			return -1;
+		}
+		if (s->mode == CG_V2)
+			break;
+	}
+	return 0;
+}
+
+int cg_run_attach(struct cg_sys *s, struct cg_run *r, pid_t pid)
+{
+	char val[32];
+	snprintf(val, sizeof val, "%d", (int)pid);
+	for (int i = 0; i < 4; i++)
+		if (r->path[i] && write_file(r->path[i], "cgroup.procs", val) < 0)
+			return -1;
+	(void)s;
+	return 0;
+}
+
+void cg_run_kill(struct cg_sys *s, struct cg_run *r)
+{
+	if (s->mode == CG_V2 && r->path[0])
+		write_file(r->path[0], "cgroup.kill", "1");
+}
+
+void cg_run_stats(struct cg_sys *s, struct cg_run *r, struct cg_stats *st)
+{
+	char buf[4096];
+	uint64_t v;
+	st->cpu_ms = -1;
+	st->mem_peak = -1;
+	st->oom_kills = 0;
+	if (s->mode == CG_V2 && r->path[0]) {
+		if (read_file(r->path[0], "cpu.stat", buf, sizeof buf) > 0 && keyed(buf, "usage_usec", &v))
+			st->cpu_ms = (double)v / 1000.0;
+		if (read_file(r->path[0], "memory.peak", buf, sizeof buf) > 0)
+			st->mem_peak = (int64_t)strtoll(buf, NULL, 10);
+		if (read_file(r->path[0], "memory.events", buf, sizeof buf) > 0 && keyed(buf, "oom_kill", &v))
+			st->oom_kills = v;
+	} else if (s->mode == CG_V1) {
+		const char *acct = r->path[I_ACCT] ? r->path[I_ACCT] : (s->have & CG_ACCT) ? r->path[I_CPU] : NULL;
+		if (acct && read_file(acct, "cpuacct.usage", buf, sizeof buf) > 0)
+			st->cpu_ms = (double)strtoull(buf, NULL, 10) / 1e6;
+		if (r->path[I_MEM]) {
+			if (read_file(r->path[I_MEM], "memory.max_usage_in_bytes", buf, sizeof buf) > 0)
+				st->mem_peak = (int64_t)strtoll(buf, NULL, 10);
+			if (read_file(r->path[I_MEM], "memory.oom_control", buf, sizeof buf) > 0 && keyed(buf, "oom_kill", &v))
+				st->oom_kills = v;
+			/* Kernels without oom_kill in oom_control: a hit limit shows in failcnt
+			 * only together with a SIGKILL, which the caller checks. */
+		}
+	}
+}
+
+void cg_run_destroy(struct cg_sys *s, struct cg_run *r)
+{
+	for (int i = 0; i < 4; i++) {
+		if (!r->path[i])
+			continue;
+		/* The last task may still be on its way out of the group. */
+		for (int tries = 0; rmdir(r->path[i]) < 0 && errno == EBUSY && tries < 200; tries++) {
+			struct timespec ts = { 0, 500000 };
+			nanosleep(&ts, NULL);
+		}
+		free(r->path[i]);
+		r->path[i] = NULL;
+	}
+	(void)s;
+}

@@ -1,0 +1,65 @@
+/* cg: a control group per sandbox run, for the limits rlimits cannot give
+ * (memory of a whole process tree without swap, a CPU quota, a process
+ * count) and for the accounting the result reports (CPU time, memory peak,
+ * OOM kills).
+ *
+ * cg_sys_init detects at run time what the machine offers: cgroup v2 with
+ * the memory, cpu and pids controllers, else the v1 hierarchies (memory,
+ * cpu, cpuacct, pids), else nothing (an ordinary user without a delegated
+ * cgroup), and creates the parent under which every run gets its own group
+ * ("r<supervisor pid>-<n>").  Parents are created once and kept; leftovers
+ * of a supervisor that was killed are removed by the next cg_sys_init.
+ *
+ * A struct cg_sys is process-wide and read-only after init; a struct cg_run
+ * belongs to one stage of one job.
+ */
+#ifndef SBX_CG_H
+#define SBX_CG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum cg_mode { CG_NONE, CG_V1, CG_V2 };
+
+enum {
+	CG_MEM = 1,
+	CG_CPU = 2,
+	CG_PIDS = 4,
+	CG_ACCT = 8, /* cpu time accounting */
+};
+
+struct cg_sys {
+	enum cg_mode mode;
+	unsigned have;       /* CG_* bits usable */
+	char *dir[4];        /* v1: parent per controller (mem, cpu, pids, cpuacct); v2: dir[0] */
+	char why[256];       /* what is missing and how to fix it */
+	unsigned long seq;
+};
+
+struct cg_run {
+	char *path[4];       /* this run's groups, parallel to cg_sys.dir */
+};
+
+struct cg_stats {
+	double cpu_ms;       /* < 0 if unknown */
+	int64_t mem_peak;    /* < 0 if unknown */
+	uint64_t oom_kills;
+};
+
+int cg_sys_init(struct cg_sys *s, const char *parent, char *err, size_t errlen);
+void cg_sys_free(struct cg_sys *s);
+const char *cg_mode_name(enum cg_mode m);
+
+/* Create the groups of one run with its limits; cpus <= 0: no quota. */
+int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids,
+		  char *err, size_t errlen);
+int cg_run_attach(struct cg_sys *s, struct cg_run *r, pid_t pid);
+/* Kill every process in the run's groups (v2 cgroup.kill; no-op on v1,
+ * where the pid namespace does it). */
+void cg_run_kill(struct cg_sys *s, struct cg_run *r);
+void cg_run_stats(struct cg_sys *s, struct cg_run *r, struct cg_stats *st);
+/* Remove the groups (waits briefly for the kernel to finish with them). */
+void cg_run_destroy(struct cg_sys *s, struct cg_run *r);
+
+#endif

@@ -1,0 +1,26 @@
+/* filter: the seccomp system-call filter every sandboxed program runs under.
+ *
+ * Built once per process with libseccomp and exported as classic BPF; a
+ * sandbox child then loads the ready program with one seccomp(2) call (no
+ * libseccomp work, no allocation after clone).  The policy is a deny list
+ * on top of namespaces and dropped capabilities: it removes kernel attack
+ * surface the program has no business reaching even unprivileged (ptrace,
+ * bpf, io_uring, userfaultfd, keyrings, perf, new namespaces, mounts, exotic
+ * socket families, TIOCSTI) and kills anything calling through a foreign
+ * ABI (i386, x32).  Denied calls fail with the configured errno (EPERM by
+ * default, like Docker's profile); clone3 fails with ENOSYS so that libc
+ * falls back to clone, whose flags the filter can inspect.
+ */
+#ifndef SBX_FILTER_H
+#define SBX_FILTER_H
+
+#include <linux/filter.h>
+#include <stddef.h>
+
+/* The BPF program; owned by the caller (free prog.filter). */
+int filter_build(int deny_errno, struct sock_fprog *prog, char *err, size_t errlen);
+/* Set no_new_privs and install prog in the calling thread.  Async-signal
+ * safe; -1 with errno on failure. */
+int filter_load(const struct sock_fprog *prog);
+
+#endif

@@ -1,0 +1,292 @@
+#define _GNU_SOURCE
+#include "ns.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "util.h"
+
+/* Where the new root is assembled before pivot_root.  Any existing
+ * directory will do: the mount namespace is private. */
+static const char *const bases[] = { "/tmp", "/mnt", "/run", "/var/tmp", NULL };
+
+static const char passwd[] =
+	"root:x:0:0:root:/root:/usr/sbin/nologin\n"
+	"sandbox:x:1000:1000:sandbox:" NS_HOME ":/bin/sh\n"
+	"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+static const char group[] = "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n";
+static const char hosts[] =
+	"127.0.0.1\tlocalhost\n"
+	"::1\tlocalhost ip6-localhost ip6-loopback\n"
+	"127.0.1.1\tsandbox\n";
+static const char nsswitch[] =
+	"passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+	"networks: files\nprotocols: files\nservices: files\nethers: files\nrpc: files\n";
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	int e = errno;
+	char msg[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	snprintf(err, errlen, "%s: %s", msg, strerror(e));
+	errno = e;
+	return -1;
+}
+
+/* Clone the tree at (dfd, path) and attach it at dst with attrs set
+ * recursively.  dfd/path may be a detached mount (AT_EMPTY_PATH). */
+static int attach(int dfd, const char *path, const char *dst, uint64_t attrs, bool recursive)
+{
+	unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0);
+	if (!*path)
+		flags |= AT_EMPTY_PATH;
+	int fd = open_tree(dfd, path, flags);
+	if (fd < 0)
+		return -1;
+	struct mount_attr a = { .attr_set = attrs };
+	if (attrs && mount_setattr(fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &a, sizeof a) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	int rc = move_mount(fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
+static int write_text(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0)
+		return -1;
+	int rc = util_write_all(fd, text, strlen(text));
+	close(fd);
+	return rc;
+}
+
+/* Make dst (relative to the new root, which is the cwd) a mount point of
+ * the same kind as src: a directory or an empty file. */
+static int make_point(const char *dst, bool dir)
+{
+	if (dir)
+		return mkdir(dst, 0755) < 0 && errno != EEXIST ? -1 : 0;
+	int fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+/* mkdir -p of the parents of rel, inside the new root. */
+static int make_parents(const char *rel)
+{
+	char buf[4096];
+	snprintf(buf, sizeof buf, "%s", rel);
+	for (char *s = buf + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = 0;
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -1;
+		*s = '/';
+	}
+	return 0;
+}
+
+/* Mirror one host entry (src, absolute on the host side) at rel: symlinks
+ * are recreated, directories and files bound read-only.  Missing: skipped. */
+static int mirror(const char *src, const char *rel, char *err, size_t errlen)
+{
+	struct stat st;
+	if (lstat(src, &st) < 0)
+		return 0;
+	if (make_parents(rel) < 0)
+		return fail(err, errlen, "mkdir for %s", rel);
+	if (S_ISLNK(st.st_mode)) {
+		char target[4096];
+		ssize_t n = readlink(src, target, sizeof target - 1);
+		if (n < 0)
+			return fail(err, errlen, "readlink %s", src);
+		target[n] = 0;
+		if (symlink(target, rel) < 0 && errno != EEXIST)
+			return fail(err, errlen, "symlink %s", rel);
+		return 0;
+	}
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		return 0;
+	if (make_point(rel, S_ISDIR(st.st_mode)) < 0)
+		return fail(err, errlen, "mount point %s", rel);
+	if (attach(AT_FDCWD, src, rel, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true) < 0)
+		return fail(err, errlen, "bind %s", src);
+	return 0;
+}
+
+int ns_build_root(const struct ns_root *r, char *err, size_t errlen)
+{
+	char src[4096], rel[4096];
+	umask(0);
+	/* Nothing we mount may propagate back to the host. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return fail(err, errlen, "make / private");
+	const char *base = NULL;
+	for (int i = 0; bases[i] && !base; i++)
+		if (mount("sbx-root", bases[i], "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=4096,mode=0755") == 0)
+			base = bases[i];
+	if (!base)
+		return fail(err, errlen, "mount the root tmpfs");
+	if (chdir(base) < 0)
+		return fail(err, errlen, "chdir %s", base);
+
+	/* The host's (or rootfs's) programs and libraries. */
+	static const char *const top[] = { "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", NULL };
+	for (int i = 0; top[i]; i++) {
+		snprintf(src, sizeof src, "%s/%s", r->rootfs, top[i]);
+		if (mirror(src, top[i], err, errlen) < 0)
+			return -1;
+	}
+
+	/* /etc: generated identity and name service files, then the listed
+	 * host entries. */
+	if (mkdir("etc", 0755) < 0)
+		return fail(err, errlen, "mkdir etc");
+	if (write_text("etc/passwd", passwd, 0644) < 0 || write_text("etc/group", group, 0644) < 0 ||
+	    write_text("etc/hosts", hosts, 0644) < 0 || write_text("etc/hostname", "sandbox\n", 0644) < 0 ||
+	    write_text("etc/nsswitch.conf", nsswitch, 0644) < 0)
+		return fail(err, errlen, "write /etc files");
+	if (r->network) {
+		if (mirror("/etc/resolv.conf", "etc/resolv.conf", err, errlen) < 0)
+			return -1;
+	} else if (write_text("etc/resolv.conf", "# no network in this sandbox\n", 0644) < 0)
+		return fail(err, errlen, "write /etc/resolv.conf");
+	for (char *const *e = r->etc; e && *e; e++) {
+		snprintf(src, sizeof src, "%s/etc/%s", r->rootfs, *e);
+		snprintf(rel, sizeof rel, "etc/%s", *e);
+		if (mirror(src, rel, err, errlen) < 0)
+			return -1;
+	}
+	for (char *const *b = r->binds; b && *b; b++) {
+		snprintf(src, sizeof src, "%s%s", r->rootfs, *b);
+		if (mirror(src, *b + 1, err, errlen) < 0)
+			return -1;
+	}
+
+	/* /dev: the harmless devices, no tty, no pts. */
+	if (mkdir("dev", 0755) < 0)
+		return fail(err, errlen, "mkdir dev");
+	static const char *const devs[] = { "null", "zero", "full", "random", "urandom", NULL };
+	for (int i = 0; devs[i]; i++) {
+		snprintf(src, sizeof src, "/dev/%s", devs[i]);
+		snprintf(rel, sizeof rel, "dev/%s", devs[i]);
+		if (make_point(rel, false) < 0 || attach(AT_FDCWD, src, rel, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false) < 0)
+			return fail(err, errlen, "bind %s", src);
+	}
+	if (symlink("/proc/self/fd", "dev/fd") < 0 || symlink("/proc/self/fd/0", "dev/stdin") < 0 ||
+	    symlink("/proc/self/fd/1", "dev/stdout") < 0 || symlink("/proc/self/fd/2", "dev/stderr") < 0)
+		return fail(err, errlen, "dev symlinks");
+
+	/* One tmpfs, size-limited and noexec, for everything a program may
+	 * write besides scratch: its pages are charged to the run's memory
+	 * cgroup, so a fill costs memory, never the host's disk. */
+	{
+		char opt[64];
+		int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+		if (fs < 0)
+			return fail(err, errlen, "fsopen tmpfs");
+		snprintf(opt, sizeof opt, "%llu", (unsigned long long)r->tmpfs_bytes);
+		uint64_t inodes = r->tmpfs_bytes / 4096 > 1024 ? r->tmpfs_bytes / 4096 : 1024;
+		char ino[32];
+		snprintf(ino, sizeof ino, "%llu", (unsigned long long)inodes);
+		if (fsconfig(fs, FSCONFIG_SET_STRING, "size", opt, 0) < 0 ||
+		    fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", ino, 0) < 0 ||
+		    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0 ||
+		    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+			close(fs);
+			return fail(err, errlen, "configure the tmpfs");
+		}
+		int mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+		close(fs);
+		if (mnt < 0)
+			return fail(err, errlen, "fsmount tmpfs");
+		int rc = mkdirat(mnt, "tmp", 01777) < 0 || mkdirat(mnt, "shm", 01777) < 0 || mkdirat(mnt, "home", 0755) < 0 ||
+			 fchownat(mnt, "home", NS_UID, NS_UID, 0) < 0;
+		if (!rc && (mkdir("tmp", 0755) < 0 || mkdir("home", 0755) < 0 || mkdir("home/sandbox", 0755) < 0 ||
+			    mkdir("dev/shm", 0755) < 0))
+			rc = 1;
+		if (!rc && (attach(mnt, "tmp", "tmp", 0, false) < 0 || attach(mnt, "home", "home/sandbox", 0, false) < 0 ||
+			    attach(mnt, "shm", "dev/shm", 0, false) < 0))
+			rc = 1;
+		int e = errno;
+		close(mnt);
+		errno = e;
+		if (rc)
+			return fail(err, errlen, "set up /tmp, $HOME and /dev/shm");
+	}
+
+	/* The job's files. */
+	if (mkdir("scratch", 0755) < 0)
+		return fail(err, errlen, "mkdir scratch");
+	uint64_t sattr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (r->scratch_rw ? MOUNT_ATTR_NOEXEC : MOUNT_ATTR_RDONLY);
+	if (r->workspace) {
+		if (attach(AT_FDCWD, r->workspace, "scratch", sattr, false) < 0)
+			return fail(err, errlen, "bind workspace %s", r->workspace);
+	} else if (r->scratch_fd >= 0) {
+		if (attach(r->scratch_fd, "", "scratch", sattr, false) < 0)
+			return fail(err, errlen, "attach scratch");
+	}
+
+	/* A fresh /proc for the new pid namespace. */
+	if (mkdir("proc", 0555) < 0 || mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return fail(err, errlen, "mount /proc");
+
+	/* Swap roots: pivot_root(".", ".") stacks the old root on top of the
+	 * new one; detaching it leaves only the new tree. */
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return fail(err, errlen, "pivot_root");
+	if (umount2(".", MNT_DETACH) < 0)
+		return fail(err, errlen, "detach the old root");
+	if (chdir("/") < 0)
+		return fail(err, errlen, "chdir /");
+	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+	if (mount_setattr(AT_FDCWD, "/", 0, &ro, sizeof ro) < 0)
+		return fail(err, errlen, "make / read-only");
+	if (chdir(NS_WORKDIR) < 0)
+		return fail(err, errlen, "chdir " NS_WORKDIR);
+	return 0;
+}
+
+int ns_loopback_up(char *err, size_t errlen)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return fail(err, errlen, "socket for lo");
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof ifr);
+	strcpy(ifr.ifr_name, "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0) {
+		close(s);
+		return fail(err, errlen, "lo flags");
+	}
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	int rc = ioctl(s, SIOCSIFFLAGS, &ifr);
+	int e = errno;
+	close(s);
+	errno = e;
+	return rc < 0 ? fail(err, errlen, "bring lo up") : 0;
+}

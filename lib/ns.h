@@ -1,0 +1,48 @@
+/* ns: the filesystem view of a sandbox, built inside its new mount
+ * namespace by the sandbox's init before anything untrusted runs.
+ *
+ * The new root is a small tmpfs holding only mount points and generated
+ * /etc files, made read-only at the end.  Into it go: read-only, nosuid,
+ * nodev binds of /usr and the /bin, /sbin, /lib* entries (or their
+ * symlinks) from the host or the language's rootfs; the listed /etc
+ * entries; generated passwd, group, hosts, hostname, nsswitch.conf and
+ * resolv.conf; device binds of null, zero, full, random and urandom (no
+ * tty); a fresh procfs for the new pid namespace; one size-limited
+ * noexec tmpfs shared by /tmp, /home/sandbox and /dev/shm; and the job's
+ * scratch directory at /scratch, either writable and noexec or read-only
+ * and executable (never both: what a program writes it cannot execute).
+ * Binds are made with open_tree/mount_setattr so that read-only applies
+ * recursively, then pivot_root and a lazy unmount drop the host's tree.
+ *
+ * Everything here runs in the child between clone and exec; it uses only
+ * stack memory and reports failure as text in `err`.
+ */
+#ifndef SBX_NS_H
+#define SBX_NS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define NS_WORKDIR "/scratch"
+#define NS_HOME "/home/sandbox"
+#define NS_UID 1000 /* the program's uid and gid inside the sandbox */
+
+struct ns_root {
+	const char *rootfs;       /* "" for the host's tree */
+	char *const *etc;         /* names under /etc to bind, NULL-terminated */
+	char *const *binds;       /* extra absolute paths, read-only */
+	int scratch_fd;           /* detached mount to clone, or -1 */
+	const char *workspace;    /* host directory to bind instead, or NULL */
+	bool scratch_rw;          /* writable+noexec, else read-only+exec */
+	uint64_t tmpfs_bytes;     /* /tmp + $HOME + /dev/shm */
+	bool network;             /* host network: bind the host's resolv.conf */
+};
+
+/* Build the root and pivot into it; on return the cwd is NS_WORKDIR. */
+int ns_build_root(const struct ns_root *r, char *err, size_t errlen);
+/* Bring up lo in a new network namespace (127.0.0.1 and ::1 work). */
+int ns_loopback_up(char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,76 @@
+#define _GNU_SOURCE
+#include "proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int close_from(int lo)
+{
+#ifdef SYS_close_range
+	if (syscall(SYS_close_range, (unsigned)lo, ~0u, 0) == 0)
+		return 0;
+#endif
+	/* Kernels before 5.9: close what /proc says is open is not
+	 * async-signal-safe, so walk a generous range. */
+	for (int fd = lo; fd < 65536; fd++)
+		close(fd);
+	return 0;
+}
+
+int proc_keep_fds(int *fds, size_t n)
+{
+	/* First lift every kept fd above the target range so that dup2 onto
+	 * 3..3+n never clobbers one still to be moved. */
+	int high = 3 + (int)n + 64;
+	for (size_t i = 0; i < n; i++) {
+		if (fds[i] < 0)
+			continue;
+		int f = fcntl(fds[i], F_DUPFD_CLOEXEC, high);
+		if (f < 0)
+			return -1;
+		fds[i] = f;
+		if (f >= high)
+			high = f + 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (fds[i] < 0)
+			continue;
+		int target = 3 + (int)i;
+		if (dup3(fds[i], target, O_CLOEXEC) < 0)
+			return -1;
+		fds[i] = target;
+	}
+	return close_from(3 + (int)n);
+}
+
+int proc_set_nonblock(int fd, bool on)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return -1;
+	return fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+}
+
+int proc_set_cloexec(int fd, bool on)
+{
+	int fl = fcntl(fd, F_GETFD);
+	if (fl < 0)
+		return -1;
+	return fcntl(fd, F_SETFD, on ? fl | FD_CLOEXEC : fl & ~FD_CLOEXEC);
+}
+
+void proc_set_title(char **argv, const char *title)
+{
+	if (!argv || !argv[0])
+		return;
+	/* argv strings are contiguous; the kernel reports that whole area. */
+	char *start = argv[0], *end = argv[0] + strlen(argv[0]);
+	for (int i = 1; argv[i] && argv[i] == end + 1; i++)
+		end = argv[i] + strlen(argv[i]);
+	size_t room = (size_t)(end - start);
+	memset(start, 0, room);
+	strncpy(start, title, room);
+}

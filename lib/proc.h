@@ -1,0 +1,27 @@
+/* proc: file-descriptor and process hygiene.
+ *
+ * Every fd sbx opens is O_CLOEXEC, but close-on-exec does nothing for a
+ * clone() child that never execs (a sandbox's init) or that runs our code
+ * before exec: such children call proc_keep_fds first, which moves the fds
+ * they need to 3, 4, … and closes every other one, so no descriptor of the
+ * supervisor (another job's pipes, the history database, a client socket)
+ * can reach a sandbox.
+ */
+#ifndef SBX_PROC_H
+#define SBX_PROC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Renumber fds[i] to 3+i (fds[i] may be -1: skipped and left -1), then close
+ * every fd >= 3+n.  Updates fds[].  Async-signal-safe; returns -1 on error. */
+int proc_keep_fds(int *fds, size_t n);
+
+int proc_set_nonblock(int fd, bool on);
+int proc_set_cloexec(int fd, bool on);
+
+/* Replace the process's visible command line (what /proc/PID/cmdline shows)
+ * with `title`, so a sandbox cannot learn the supervisor's arguments. */
+void proc_set_title(char **argv, const char *title);
+
+#endif

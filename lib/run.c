@@ -1,0 +1,335 @@
+#define _GNU_SOURCE
+#include "run.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "job.h"
+#include "ns.h"
+#include "rec.h"
+#include "util.h"
+
+/* The environment every program starts from; the language's "env" entries
+ * replace or add to it.  Nothing of the caller's environment gets in. */
+static const char *const base_env[] = {
+	"PATH=/usr/local/bin:/usr/bin:/bin",
+	"HOME=" NS_HOME,
+	"LANG=C.UTF-8",
+	"TMPDIR=/tmp",
+	"USER=sandbox",
+	"LOGNAME=sandbox",
+	"SHELL=/bin/sh",
+	"PWD=" NS_WORKDIR,
+	NULL,
+};
+
+enum stage { ST_COMPILE, ST_RUN };
+
+struct run {
+	struct run_env *env;
+	struct job job;
+	int scratch;
+	struct box *box;
+	enum stage stage;
+	jv compile;          /* the compile stage's object, or jv_null() */
+	jv timings;
+	double started_epoch_ms;
+	double t0;
+	char **envp;
+	struct box_spec spec;
+	run_done_fn done;
+	void *arg;
+};
+
+const char *run_signal_name(int sig, char *buf, size_t len)
+{
+	const char *abbrev = sigabbrev_np(sig);
+	if (abbrev)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else
+		snprintf(buf, len, "SIG%d", sig);
+	return buf;
+}
+
+static double round1(double v)
+{
+	return round(v * 10) / 10;
+}
+
+static char **build_env(char *const *extra)
+{
+	size_t n = 0, m = 0;
+	while (base_env[n])
+		n++;
+	while (extra && extra[m])
+		m++;
+	char **env = util_xalloc((n + m + 1) * sizeof *env);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		env[k++] = util_strdup(base_env[i]);
+	for (size_t i = 0; i < m; i++) {
+		size_t name = (size_t)(strchr(extra[i], '=') - extra[i]);
+		size_t j;
+		for (j = 0; j < k; j++)
+			if (!strncmp(env[j], extra[i], name + 1))
+				break;
+		if (j < k) {
+			free(env[j]);
+			env[j] = util_strdup(extra[i]);
+		} else
+			env[k++] = util_strdup(extra[i]);
+	}
+	env[k] = NULL;
+	return env;
+}
+
+static void free_env(char **env)
+{
+	for (char **e = env; e && *e; e++)
+		free(*e);
+	free(env);
+}
+
+static jv enforced_json(unsigned bits)
+{
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} names[] = {
+		{ ENF_NAMESPACES, "namespaces" }, { ENF_SECCOMP, "seccomp" }, { ENF_TIMEOUT, "timeout" },
+		{ ENF_MEMORY, "memory" }, { ENF_MEMORY_RLIMIT, "memory_rlimit" }, { ENF_CPU, "cpus" },
+		{ ENF_PIDS, "pids" }, { ENF_RLIMITS, "rlimits" },
+	};
+	jv a = jv_array();
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (bits & names[i].bit)
+			a = jv_array_append(a, jv_string(names[i].name));
+	return a;
+}
+
+static const char *status_name(const struct box_result *br)
+{
+	switch (br->status) {
+	case BOX_EXITED: return br->exit_code == 0 ? "success" : "error";
+	case BOX_SIGNALED: return "error";
+	case BOX_TIMEOUT: return "timeout";
+	case BOX_OOM: return "memory_limit";
+	case BOX_CANCELLED:
+	case BOX_INTERNAL: return "internal_error";
+	}
+	return "internal_error";
+}
+
+/* The fields one stage contributes, into obj (consumed). */
+static jv stage_fields(jv obj, const struct box_result *br)
+{
+	char sig[32];
+	obj = jv_object_set(obj, jv_string("exit_code"), br->status == BOX_EXITED ? jv_number(br->exit_code) : jv_null());
+	obj = jv_object_set(obj, jv_string("signal"),
+			    br->status == BOX_EXITED || br->status == BOX_INTERNAL || br->status == BOX_CANCELLED || !br->signal
+				    ? jv_null() : jv_string(run_signal_name(br->signal, sig, sizeof sig)));
+	obj = jv_object_set(obj, jv_string("stdout"), cap_buf_string(&br->out));
+	obj = jv_object_set(obj, jv_string("stderr"), cap_buf_string(&br->err));
+	obj = jv_object_set(obj, jv_string("stdout_bytes"), jv_number((double)br->out.total));
+	obj = jv_object_set(obj, jv_string("stderr_bytes"), jv_number((double)br->err.total));
+	obj = jv_object_set(obj, jv_string("stdout_truncated"), jv_bool(cap_buf_truncated(&br->out)));
+	obj = jv_object_set(obj, jv_string("stderr_truncated"), jv_bool(cap_buf_truncated(&br->err)));
+	obj = jv_object_set(obj, jv_string("duration_ms"), jv_number(round1(br->duration_ms)));
+	obj = jv_object_set(obj, jv_string("cpu_ms"), br->cpu_ms >= 0 ? jv_number(round1(br->cpu_ms)) : jv_null());
+	obj = jv_object_set(obj, jv_string("memory_peak_bytes"), br->mem_peak >= 0 ? jv_number((double)br->mem_peak) : jv_null());
+	return obj;
+}
+
+static void mark(struct run *r, const char *what)
+{
+	if (r->env->timings)
+		r->timings = jv_object_set(r->timings, jv_string(what), jv_number(round(util_now_ms() * 1000 - r->t0 * 1000) / 1000));
+}
+
+/* The result record: the job without sbx-run's own fields, plus fields. */
+static jv base_result(struct run *r, const char *status)
+{
+	jv res = jv_copy(r->job.rec);
+	res = jv_object_delete(res, jv_string("exec"));
+	res = jv_object_delete(res, jv_string("compile_limits"));
+	res = jv_object_set(res, jv_string("status"), jv_string(status));
+	return res;
+}
+
+static void complete(struct run *r, jv res)
+{
+	char when[40];
+	util_iso8601(r->started_epoch_ms, when, sizeof when);
+	res = jv_object_set(res, jv_string("started_at"), jv_string(when));
+	res = jv_object_set(res, jv_string("backend"), jv_string("native"));
+	res = jv_object_set(res, jv_string("compile"), jv_copy(r->compile));
+	if (r->box)
+		res = jv_object_set(res, jv_string("limits_enforced"), enforced_json(box_result(r->box)->enforced));
+	mark(r, "result");
+	if (r->env->timings)
+		res = jv_object_set(res, jv_string("timings"), jv_copy(r->timings));
+	if (r->scratch >= 0) {
+		close(r->scratch);
+		r->scratch = -1;
+	}
+	r->done(r, res, r->arg);
+}
+
+static void internal(struct run *r, const char *msg)
+{
+	jv res = base_result(r, "internal_error");
+	res = jv_object_set(res, jv_string("error"), jv_string(msg));
+	res = jv_object_set(res, jv_string("exit_code"), jv_null());
+	res = jv_object_set(res, jv_string("signal"), jv_null());
+	complete(r, res);
+}
+
+static void start_stage(struct run *r, enum stage st);
+
+static void stage_done(struct box *b, void *arg)
+{
+	struct run *r = arg;
+	const struct box_result *br = box_result(b);
+	if (r->env->timings) {
+		jv t = jv_copy(br->timings);
+		r->timings = jv_object_set(r->timings, jv_string(r->stage == ST_COMPILE ? "compile_stage" : "run_stage"), t);
+	}
+	if (br->status == BOX_INTERNAL || br->status == BOX_CANCELLED) {
+		internal(r, br->status == BOX_CANCELLED ? "cancelled" : br->error);
+		return;
+	}
+	if (r->stage == ST_COMPILE) {
+		jv c = jv_object();
+		c = jv_object_set(c, jv_string("status"), jv_string(status_name(br)));
+		c = stage_fields(c, br);
+		c = jv_object_set(c, jv_string("cached"), jv_false());
+		jv_free(r->compile);
+		r->compile = c;
+		if (br->status == BOX_EXITED && br->exit_code == 0) {
+			box_free(r->box);
+			r->box = NULL;
+			start_stage(r, ST_RUN);
+			return;
+		}
+		jv res = base_result(r, "compile_error");
+		/* The program never ran: empty output, no exit code. */
+		struct box_result none;
+		memset(&none, 0, sizeof none);
+		none.status = BOX_INTERNAL;
+		none.cpu_ms = -1;
+		none.mem_peak = -1;
+		res = stage_fields(res, &none);
+		complete(r, res);
+		return;
+	}
+	jv res = base_result(r, status_name(br));
+	res = stage_fields(res, br);
+	complete(r, res);
+}
+
+static void start_stage(struct run *r, enum stage st)
+{
+	struct job *j = &r->job;
+	r->stage = st;
+	r->spec = (struct box_spec){
+		.argv = st == ST_COMPILE ? j->compile : j->run,
+		.env = r->envp,
+		.lim = st == ST_COMPILE ? &j->clim : &j->lim,
+		.scratch_fd = r->scratch,
+		.workspace = j->workspace,
+		/* W^X: the compiler writes, the program executes; an interpreted
+		 * program may write its directory but not execute what it wrote. */
+		.scratch_rw = st == ST_COMPILE || !j->compile,
+		.stdin_data = st == ST_RUN ? j->stdin_data : NULL,
+		.stdin_len = st == ST_RUN ? j->stdin_len : 0,
+		.network = j->network,
+		.rootfs = j->rootfs,
+		.binds = j->binds,
+		.timings = r->env->timings,
+	};
+	mark(r, st == ST_COMPILE ? "compile_start" : "run_start");
+	r->box = box_start(r->env->box, r->env->loop, &r->spec, stage_done, r);
+}
+
+struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv *immediate)
+{
+	struct run *r = util_xalloc(sizeof *r);
+	r->env = e;
+	r->scratch = -1;
+	r->compile = jv_null();
+	r->timings = e->timings ? jv_object() : jv_null();
+	r->t0 = util_now_ms();
+	r->started_epoch_ms = util_epoch_ms();
+	r->done = done;
+	r->arg = arg;
+	char err[512];
+	if (!job_load(e->conf, rec, &r->job, err, sizeof err)) {
+		*immediate = rec_make_invalid(jv_copy(r->job.rec), "%s", err);
+		run_free(r);
+		return NULL;
+	}
+	if (strcmp(r->job.backend, "native")) {
+		*immediate = rec_make_invalid(jv_copy(r->job.rec), "backend \"%s\" is not available in this build", r->job.backend);
+		run_free(r);
+		return NULL;
+	}
+	r->envp = build_env(r->job.env);
+	mark(r, "job_loaded");
+	if (!r->job.workspace) {
+		r->scratch = box_scratch(e->box, r->job.lim.scratch > r->job.clim.scratch ? r->job.lim.scratch : r->job.clim.scratch,
+					 err, sizeof err);
+		if (r->scratch < 0) {
+			jv res = base_result(r, "internal_error");
+			*immediate = jv_object_set(res, jv_string("error"), jv_string(err));
+			run_free(r);
+			return NULL;
+		}
+	}
+	/* The program and its files.  In a session workspace the program file
+	 * is (re)written; the files were checked by job_load. */
+	int dirfd = r->scratch;
+	bool ok = dirfd >= 0 && box_scratch_write(e->box, dirfd, r->job.file, r->job.code, r->job.code_len, 0644) == 0;
+	for (size_t i = 0; ok && i < r->job.nfiles; i++)
+		ok = box_scratch_write(e->box, dirfd, r->job.files[i].path, r->job.files[i].data, r->job.files[i].len, 0644) == 0;
+	if (!ok && r->scratch >= 0) {
+		snprintf(err, sizeof err, "cannot write the job's files into its scratch directory: %s%s", strerror(errno),
+			 errno == ENOSPC ? " (files larger than scratch_size)" : "");
+		jv res = base_result(r, "internal_error");
+		*immediate = jv_object_set(res, jv_string("error"), jv_string(err));
+		run_free(r);
+		return NULL;
+	}
+	mark(r, "files_written");
+	start_stage(r, r->job.compile ? ST_COMPILE : ST_RUN);
+	return r;
+}
+
+void run_cancel(struct run *r)
+{
+	if (r->box)
+		box_cancel(r->box);
+}
+
+void run_free(struct run *r)
+{
+	if (!r)
+		return;
+	box_free(r->box);
+	if (r->scratch >= 0)
+		close(r->scratch);
+	free_env(r->envp);
+	jv_free(r->compile);
+	jv_free(r->timings);
+	job_free(&r->job);
+	free(r);
+}
+
+const char *run_id(const struct run *r)
+{
+	return r->job.id;
+}

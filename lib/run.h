@@ -1,0 +1,50 @@
+/* run: one job from start to result record.
+ *
+ * A run loads the job (job_load), makes its scratch directory, writes the
+ * program and its files into it, runs the compile stage if the language
+ * has one and then the run stage, each as its own sandbox with its own
+ * limits, and builds the result record of DESIGN §2 from the stages'
+ * outcomes.  Runs are driven by the caller's event loop; many may be in
+ * flight at once.  The scratch directory exists only as a detached mount
+ * held by the run: it disappears with the last reference, even if the
+ * supervisor is killed.
+ *
+ * The result record is the job record without the fields that only
+ * sbx-run needs ("exec", "compile_limits"), plus the result fields.
+ */
+#ifndef SBX_RUN_H
+#define SBX_RUN_H
+
+#include <stdbool.h>
+
+#include <jv.h>
+
+#include "box.h"
+#include "conf.h"
+#include "loop.h"
+
+struct run_env {
+	const struct conf *conf;
+	struct box_sys *box;
+	struct loop *loop;
+	bool timings;
+};
+
+struct run;
+/* Called once per run with its result record (owned by the callee).  The
+ * run must then be freed with run_free. */
+typedef void (*run_done_fn)(struct run *r, jv result, void *arg);
+
+/* Start a job.  If it cannot start at all (not a job, bad fields), returns
+ * NULL and stores the invalid or internal_error record in *immediate. */
+struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv *immediate);
+/* Kill its sandbox now; the result comes through done as usual. */
+void run_cancel(struct run *r);
+void run_free(struct run *r);
+/* The job's id (for logs). */
+const char *run_id(const struct run *r);
+
+/* "SIGSEGV" for 11. */
+const char *run_signal_name(int sig, char *buf, size_t len);
+
+#endif

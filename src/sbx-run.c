@@ -1,0 +1,432 @@
+/* sbx-run: jobs in, results out; the only tool that creates sandboxes.
+ *
+ * Theory of operation: one thread, one poll loop (lib/loop).  Input lines
+ * are read only while fewer than -j jobs are in flight, so a long input
+ * costs no memory and `-j 1` keeps the input order.  Each job becomes a
+ * run (lib/run): scratch directory, compile stage, run stage, each a
+ * sandbox (lib/box) whose pidfd, pipes and timer are watched by the same
+ * loop.  Results are written as runs complete, one flushed line each;
+ * records that are not jobs (invalid lines, records with a final status)
+ * are written as soon as they are read.  SIGINT/SIGTERM/SIGHUP kill every
+ * sandbox, write their results (internal_error "cancelled") and exit.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "box.h"
+#include "conf.h"
+#include "loop.h"
+#include "proc.h"
+#include "rec.h"
+#include "run.h"
+#include "util.h"
+
+static const char synopsis[] =
+	"usage: sbx-run [-c FILE] [-j N] [--timings] < jobs.jsonl > results.jsonl\n"
+	"       sbx-run [-c FILE] --check\n";
+
+static void help(void)
+{
+	printf("%s\n"
+	       "Run sbx-validate's jobs in sandboxes and write one result per job.\n"
+	       "\n"
+	       "  -j, --jobs N       run N jobs at once (default: max_concurrent); results\n"
+	       "                     are written as they complete; -j 1 keeps input order\n"
+	       "      --timings      add a \"timings\" object (ms per phase) to each result\n"
+	       "      --check        report what the sandbox backend can do here, as JSON\n"
+	       "  -c, --config FILE  configuration file\n"
+	       "  -h, --help         show this help\n"
+	       "      --version      show the version\n"
+	       "\n"
+	       "Exit status: 0 every job ran (whatever its status), 1 some records were\n"
+	       "invalid or internal errors, 2 usage or configuration error, 3 input/output\n"
+	       "error, 4 the sandbox backend is unusable here.\n",
+	       synopsis);
+}
+
+struct state {
+	struct run_env env;
+	struct loop *loop;
+	struct rec_reader in;
+	size_t active, max;
+	struct run **runs;     /* in flight, for cancellation */
+	bool in_eof, stopping, out_fifo, out_failed;
+	int sigfd, exit_sig;
+	char *out;
+	size_t out_len, out_cap;
+	int status;
+};
+
+static struct state S;
+
+static void dispatch(void);
+
+/* ---- output ---------------------------------------------------------------- */
+
+static void on_stdout(struct loop *l, int fd, short rev, void *arg)
+{
+	/* At most PIPE_BUF after POLLOUT: never blocks the loop. */
+	size_t n = S.out_len < 4096 ? S.out_len : 4096;
+	ssize_t w = write(fd, S.out, n);
+	if (w < 0 && errno != EINTR && errno != EAGAIN) {
+		util_warn("error writing output: %s", strerror(errno));
+		S.out_failed = true;
+		S.out_len = 0;
+	} else if (w > 0) {
+		memmove(S.out, S.out + w, S.out_len - (size_t)w);
+		S.out_len -= (size_t)w;
+	}
+	if (S.out_len == 0)
+		loop_unwatch(l, fd);
+	(void)rev;
+	(void)arg;
+}
+
+static void emit(jv rec)
+{
+	const char *st = rec_str(rec, "status", NULL);
+	if (st && (!strcmp(st, "invalid") || !strcmp(st, "internal_error")))
+		S.status = EXIT_RECORDS;
+	size_t n;
+	char *line = rec_dump(rec, &n);
+	if (S.out_failed) {
+		free(line);
+		return;
+	}
+	if (!S.out_fifo) {
+		/* A file or a terminal: a plain write does not stall for long. */
+		if (util_write_all(STDOUT_FILENO, line, n) < 0) {
+			util_warn("error writing output: %s", strerror(errno));
+			S.out_failed = true;
+		}
+		free(line);
+		return;
+	}
+	if (S.out_len + n > S.out_cap) {
+		S.out_cap = (S.out_len + n) * 2;
+		S.out = util_xrealloc(S.out, S.out_cap);
+	}
+	memcpy(S.out + S.out_len, line, n);
+	S.out_len += n;
+	free(line);
+	loop_watch(S.loop, STDOUT_FILENO, POLLOUT, on_stdout, NULL);
+}
+
+/* ---- runs ----------------------------------------------------------------- */
+
+static void forget(struct run *r)
+{
+	for (size_t i = 0; i < S.max; i++)
+		if (S.runs[i] == r)
+			S.runs[i] = NULL;
+}
+
+static void run_done(struct run *r, jv result, void *arg)
+{
+	emit(result);
+	forget(r);
+	run_free(r);
+	S.active--;
+	dispatch();
+	(void)arg;
+}
+
+static void cancel_all(void)
+{
+	for (size_t i = 0; i < S.max; i++)
+		if (S.runs[i])
+			run_cancel(S.runs[i]);
+}
+
+static void on_stdin(struct loop *l, int fd, short rev, void *arg)
+{
+	ssize_t n = rec_fill(&S.in);
+	if (n < 0 && errno != EAGAIN && errno != EINTR) {
+		util_warn("reading input: %s", strerror(errno));
+		S.status = EXIT_IO;
+		S.in_eof = true;
+	}
+	dispatch();
+	(void)l;
+	(void)fd;
+	(void)rev;
+	(void)arg;
+}
+
+static void dispatch(void)
+{
+	while (!S.stopping && !S.in_eof && S.active < S.max) {
+		jv rec;
+		enum rec_status st = rec_next(&S.in, &rec);
+		if (st == REC_AGAIN)
+			break;
+		if (st == REC_EOF || st == REC_ERROR) {
+			S.in_eof = true;
+			break;
+		}
+		if (st == REC_INVALID || rec_has_status(rec)) {
+			emit(rec);
+			continue;
+		}
+		jv immediate;
+		struct run *r = run_start(&S.env, rec, run_done, NULL, &immediate);
+		if (!r) {
+			emit(immediate);
+			continue;
+		}
+		for (size_t i = 0; i < S.max; i++)
+			if (!S.runs[i]) {
+				S.runs[i] = r;
+				break;
+			}
+		S.active++;
+	}
+	bool want_input = !S.stopping && !S.in_eof && S.active < S.max;
+	if (want_input)
+		loop_watch(S.loop, STDIN_FILENO, POLLIN, on_stdin, NULL);
+	else
+		loop_unwatch(S.loop, STDIN_FILENO);
+}
+
+static void on_signal(struct loop *l, int fd, short rev, void *arg)
+{
+	struct signalfd_siginfo si;
+	if (read(fd, &si, sizeof si) != (ssize_t)sizeof si)
+		return;
+	if (!S.stopping)
+		util_warn("%s: stopping; killing %zu running sandbox(es)", strsignal((int)si.ssi_signo), S.active);
+	S.stopping = true;
+	S.exit_sig = (int)si.ssi_signo;
+	cancel_all();
+	dispatch();
+	(void)l;
+	(void)rev;
+	(void)arg;
+}
+
+/* ---- --check ----------------------------------------------------------------- */
+
+struct probe {
+	bool done;
+	char error[512];
+	double ms;
+};
+
+static void probe_done(struct box *b, void *arg)
+{
+	struct probe *p = arg;
+	const struct box_result *r = box_result(b);
+	if (r->status == BOX_INTERNAL)
+		snprintf(p->error, sizeof p->error, "%s", r->error);
+	else if (!(r->status == BOX_EXITED && r->exit_code == 0))
+		snprintf(p->error, sizeof p->error, "a trivial program (true) did not succeed in the sandbox (status %d)", (int)r->status);
+	p->done = true;
+}
+
+static int check(struct conf *c, struct box_sys *sys, const char *init_err, char **argv)
+{
+	jv o = jv_object();
+	struct utsname u;
+	uname(&u);
+	o = jv_object_set(o, jv_string("backend"), jv_string("native"));
+	o = jv_object_set(o, jv_string("kernel"), jv_string(u.release));
+	o = jv_object_set(o, jv_string("root"), jv_bool(geteuid() == 0 || sys->own_userns ? geteuid() == 0 && !sys->own_userns : false));
+	jv fixes = jv_array();
+	jv userns = jv_object_set(jv_object(), jv_string("ok"), jv_bool(!init_err));
+	if (init_err) {
+		userns = jv_object_set(userns, jv_string("error"), jv_string(init_err));
+		fixes = jv_array_append(fixes, jv_string(init_err));
+	}
+	o = jv_object_set(o, jv_string("user_namespaces"), userns);
+
+	jv cg = jv_object();
+	cg = jv_object_set(cg, jv_string("version"), jv_string(cg_mode_name(sys->cg.mode)));
+	jv ctl = jv_array();
+	if (sys->cg.have & CG_MEM)
+		ctl = jv_array_append(ctl, jv_string("memory"));
+	if (sys->cg.have & CG_CPU)
+		ctl = jv_array_append(ctl, jv_string("cpu"));
+	if (sys->cg.have & CG_PIDS)
+		ctl = jv_array_append(ctl, jv_string("pids"));
+	if (sys->cg.have & CG_ACCT)
+		ctl = jv_array_append(ctl, jv_string("cpuacct"));
+	cg = jv_object_set(cg, jv_string("controllers"), ctl);
+	cg = jv_object_set(cg, jv_string("ok"), jv_bool(sys->cg_ok));
+	if (!sys->cg_ok) {
+		char fix[512];
+		snprintf(fix, sizeof fix, "cgroups unusable (%s): runs get rlimits only, no memory/CPU/pids limit for the whole process tree", sys->cg.why);
+		cg = jv_object_set(cg, jv_string("error"), jv_string(sys->cg.why));
+		fixes = jv_array_append(fixes, jv_string(fix));
+	} else if (!(sys->cg.have & CG_CPU))
+		fixes = jv_array_append(fixes, jv_string("the cpu cgroup controller is missing: no CPU quota"));
+	o = jv_object_set(o, jv_string("cgroup"), cg);
+	o = jv_object_set(o, jv_string("seccomp"), jv_object_set(jv_object(), jv_string("ok"), jv_bool(sys->filter.filter != NULL)));
+
+	struct probe p = { 0 };
+	if (!init_err) {
+		struct loop *l = loop_new();
+		struct job_limits lim = {
+			.timeout_ms = 10000, .memory = c->lim.memory, .pids = c->lim.pids, .cpus = c->lim.cpus,
+			.output = 4096, .file_size = c->lim.file_size, .tmpfs = c->lim.tmpfs, .scratch = c->lim.scratch,
+			.nofile = c->lim.nofile, .stack = c->lim.stack,
+		};
+		char *pargv[] = { "true", NULL };
+		char *penv[] = { "PATH=/usr/local/bin:/usr/bin:/bin", NULL };
+		struct box_spec spec = { .argv = pargv, .env = penv, .lim = &lim, .scratch_fd = -1, .scratch_rw = true };
+		double t0 = util_now_ms();
+		struct box *b = box_start(sys, l, &spec, probe_done, &p);
+		while (!p.done && loop_once(l, 1000) >= 0)
+			;
+		p.ms = util_now_ms() - t0;
+		box_free(b);
+		loop_free(l);
+	} else
+		snprintf(p.error, sizeof p.error, "%s", init_err);
+	jv pr = jv_object_set(jv_object(), jv_string("ok"), jv_bool(!p.error[0]));
+	pr = jv_object_set(pr, jv_string("ms"), jv_number(round(p.ms * 10) / 10));
+	if (p.error[0]) {
+		pr = jv_object_set(pr, jv_string("error"), jv_string(p.error));
+		fixes = jv_array_append(fixes, jv_string(p.error));
+	}
+	o = jv_object_set(o, jv_string("probe"), pr);
+	bool usable = !init_err && !p.error[0];
+	o = jv_object_set(o, jv_string("usable"), jv_bool(usable));
+	o = jv_object_set(o, jv_string("fixes"), fixes);
+	rec_write(o);
+	(void)argv;
+	int cs = util_close_stdout();
+	if (cs)
+		return cs;
+	return !usable ? EXIT_STORE : sys->cg_ok ? EXIT_OK : EXIT_RECORDS;
+}
+
+/* ---- main ------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+	util_init(argv[0]);
+	const char *conf_path = NULL;
+	long jobs = 0;
+	bool do_check = false, timings = getenv("SBX_TRACE") != NULL;
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "check", no_argument, NULL, 'C' },
+		{ "timings", no_argument, NULL, 'T' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int o;
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, ":c:j:h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'c': conf_path = optarg; break;
+		case 'j': {
+			int64_t v;
+			if (!util_parse_i64(optarg, 1, 4096, &v))
+				util_usage_error(synopsis, "-j: \"%s\" is not a number from 1 to 4096", optarg);
+			jobs = (long)v;
+			break;
+		}
+		case 'C': do_check = true; break;
+		case 'T': timings = true; break;
+		case 'h': help(); return util_close_stdout();
+		case 'V': printf("sbx-run %s\n", SBX_VERSION); return util_close_stdout();
+		case ':': util_usage_error(synopsis, "option %s needs an argument", argv[optind - 1]);
+		default: util_usage_error(synopsis, "unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		util_usage_error(synopsis, "unexpected argument \"%s\" (jobs come on stdin)", argv[optind]);
+
+	struct conf *c = conf_open(conf_path);
+	signal(SIGPIPE, SIG_IGN);
+	struct box_sys sys;
+	char err[512];
+	int rc = box_sys_init(&sys, c, argv, err, sizeof err);
+	if (do_check) {
+		int st = check(c, &sys, rc < 0 ? err : NULL, argv);
+		box_sys_free(&sys);
+		conf_free(c);
+		return st;
+	}
+	if (rc < 0) {
+		/* No sandbox can be made here: every job gets an internal_error
+		 * saying why, so pipelines still get one line per input line. */
+		util_warn("%s", err);
+	}
+
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	S.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+	S.loop = loop_new();
+	S.max = jobs ? (size_t)jobs : (size_t)c->max_concurrent;
+	S.runs = util_xalloc(S.max * sizeof *S.runs);
+	S.env = (struct run_env){ .conf = c, .box = &sys, .loop = S.loop, .timings = timings };
+	struct stat st;
+	S.out_fifo = fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+	rec_reader_init(&S.in, STDIN_FILENO, c->max_record_size);
+	loop_watch(S.loop, S.sigfd, POLLIN, on_signal, NULL);
+
+	if (rc < 0) {
+		for (;;) {
+			jv rec;
+			enum rec_status rs = rec_read(&S.in, &rec);
+			if (rs == REC_EOF || rs == REC_ERROR)
+				break;
+			if (rs == REC_OK && !rec_has_status(rec)) {
+				rec = jv_object_set(rec, jv_string("status"), jv_string("internal_error"));
+				rec = jv_object_set(rec, jv_string("error"), jv_string(err));
+			}
+			emit(rec);
+			while (S.out_len && !S.out_failed)
+				loop_once(S.loop, -1);
+		}
+	} else {
+		dispatch();
+		while (!S.out_failed && (S.active > 0 || !S.in_eof || S.out_len > 0)) {
+			if (S.stopping && S.active == 0 && S.out_len == 0)
+				break;
+			if (loop_once(S.loop, -1) < 0) {
+				util_warn("poll: %s", strerror(errno));
+				break;
+			}
+		}
+		if (S.out_failed) {
+			S.status = EXIT_IO;
+			cancel_all();
+			/* Let the killed sandboxes finish so nothing is left behind. */
+			while (S.active > 0 && loop_once(S.loop, 1000) >= 0)
+				;
+		}
+	}
+	rec_reader_free(&S.in);
+	loop_free(S.loop);
+	free(S.runs);
+	free(S.out);
+	box_sys_free(&sys);
+	conf_free(c);
+	int cs = util_close_stdout();
+	if (S.exit_sig)
+		return 128 + S.exit_sig;
+	if (rc < 0)
+		return EXIT_STORE;
+	return S.status ? S.status : cs;
+}

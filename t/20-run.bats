@@ -1,0 +1,171 @@
+#!/usr/bin/env bats
+# sbx-run with the native backend: results, statuses, stages, parallelism.
+load helpers
+
+local_teardown() { :; }
+teardown() { assert_no_leftovers; }
+
+@test "python: the DESIGN example result, field by field" {
+	run_req '{"id":"r1","language":"python","code":"print(sum([1,2,3]))","task_id":"keep"}'
+	[ "$status" -eq 0 ]
+	jqe 0 '.id == "r1" and .task_id == "keep" and .language == "python" and .status == "success"'
+	jqe 0 '.exit_code == 0 and .signal == null and .stdout == "6\n" and .stderr == ""'
+	jqe 0 '.stdout_bytes == 2 and .stderr_bytes == 0 and .stdout_truncated == false and .stderr_truncated == false'
+	jqe 0 '(.duration_ms | type) == "number" and .duration_ms > 0 and .cpu_ms > 0 and .memory_peak_bytes > 1000000'
+	jqe 0 '(.started_at | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$")) and .backend == "native" and .compile == null'
+	jqe 0 '.exec == null and .compile_limits == null and .limits.output_bytes == 102400'
+	jqe 0 '.limits_enforced | index("namespaces") and index("seccomp") and index("timeout") and index("rlimits")'
+}
+
+@test "c++: compiled in one sandbox and run in another (the seed's example)" {
+	run_req '{"language":"cpp","code":"#include <iostream>\n#include <vector>\nint main(){ std::vector<int> v{1,2,3,4,5}; int s=0; for(int x: v) s+=x; std::cout << \"The sum of elements is: \" << s << std::endl; }"}'
+	[ "$status" -eq 0 ]
+	jqe 0 '.status == "success" and .stdout == "The sum of elements is: 15\n"'
+	jqe 0 '.compile.status == "success" and .compile.exit_code == 0 and .compile.cached == false and .compile.duration_ms > 0'
+	jqe 0 '(.compile | has("stdout") and has("stderr") and has("cpu_ms") and has("memory_peak_bytes"))'
+}
+
+@test "compile_error: the compiler's own message, and the program never ran" {
+	run_req '{"language":"c","code":"int main(void) { return undefined_name; }"}'
+	[ "$status" -eq 0 ]
+	jqe 0 '.status == "compile_error" and .exit_code == null and .stdout == "" and .stderr == ""'
+	jqe 0 '.compile.status == "error" and .compile.exit_code == 1 and (.compile.stderr | test("undefined_name.*undeclared"))'
+}
+
+@test "a non-zero exit is error with its exit code; a crash is error with its signal" {
+	run --separate-stderr sbx -j 1 < <(printf '%s\n' \
+		'{"language":"bash","code":"echo out; echo err >&2; exit 3"}' \
+		'{"language":"c","code":"int main(void){ volatile int *p = 0; return *p; }"}' \
+		'{"language":"python","code":"import os, signal\nos.kill(os.getpid(), signal.SIGABRT)"}')
+	jqe 0 '.status == "error" and .exit_code == 3 and .signal == null and .stdout == "out\n" and .stderr == "err\n"'
+	jqe 1 '.status == "error" and .exit_code == null and .signal == "SIGSEGV"'
+	jqe 2 '.status == "error" and .signal == "SIGABRT"'
+}
+
+@test "stdin, args and files reach the program; binary files arrive intact" {
+	head -c 3000 /dev/urandom > blob
+	b64=$(base64 -w0 blob)
+	sum=$(sha256sum blob | cut -d' ' -f1)
+	req=$(jq -cn --arg b "$b64" '{language:"python",code:"import sys,hashlib\nprint(sys.stdin.read().upper(), sys.argv[1:])\nprint(open(\"data/in.txt\").read())\nprint(hashlib.sha256(open(\"bin/blob\",\"rb\").read()).hexdigest())",stdin:"hello",args:["a b","c"],files:{"data/in.txt":"file content","bin/blob":{content:$b,encoding:"base64"}}}')
+	run_req "$req"
+	jqe 0 '.status == "success"'
+	[ "$(jqn 0 .stdout)" = "HELLO ['a b', 'c']
+file content
+$sum" ]
+}
+
+@test "empty stdin is an immediate end of file" {
+	run_req '{"language":"python","code":"import sys\nprint(repr(sys.stdin.read()))","timeout":3}'
+	jqe 0 '.status == "success" and .stdout == "'"''"'\n"'
+}
+
+@test "timeout: killed at the wall-clock limit, on time" {
+	start=$(date +%s%N)
+	run_req '{"language":"python","code":"import time\ntime.sleep(30)","timeout":1}'
+	elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
+	jqe 0 '.status == "timeout" and .signal == "SIGKILL" and .exit_code == null'
+	jqe 0 '.duration_ms >= 1000 and .duration_ms < 1300'
+	[ "$elapsed" -lt 3000 ]
+}
+
+@test "memory_limit: from the cgroup's OOM count" {
+	skip_unless_root
+	run_req '{"language":"python","code":"x = bytearray(512*1024*1024)\nprint(len(x))","memory":"64m"}'
+	jqe 0 '.status == "memory_limit" and .stdout == "" and .memory_peak_bytes <= 67108864'
+	jqe 0 '.limits_enforced | index("memory")'
+}
+
+@test "a crash that is not an OOM is not reported as memory_limit" {
+	run_req '{"language":"python","code":"import os\nos._exit(137)","memory":"64m"}'
+	jqe 0 '.status == "error" and .exit_code == 137'
+}
+
+@test "-j 1 keeps the input order; records that are not jobs pass through in place" {
+	run --separate-stderr sbx -j 1 < <(printf '%s\n' \
+		'{"id":"a","language":"python","code":"import time; time.sleep(0.3); print(1)"}' \
+		'not json' \
+		'{"id":"b","language":"bash","code":"echo 2"}' \
+		'{"id":"c","language":"cobol","code":"x"}' \
+		'{"id":"d","language":"bash","code":"echo 4"}')
+	[ "$status" -eq 1 ]
+	[ "${#lines[@]}" -eq 5 ]
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r '.id // .line' | tr '\n' ' ')" = "a 2 b c d " ]
+	jqe 1 '.status == "invalid"'
+	jqe 3 '.status == "invalid"'
+}
+
+@test "-j 4 runs four one-second jobs in about one second, results as they complete" {
+	start=$(date +%s%N)
+	run --separate-stderr sbx -j 4 < <(for i in 1 2 3 4; do echo "{\"id\":\"s$i\",\"language\":\"bash\",\"code\":\"sleep 1; echo $i\"}"; done)
+	elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 4 ]
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r .id | sort | tr '\n' ' ')" = "s1 s2 s3 s4 " ]
+	[ "$elapsed" -lt 2500 ]
+}
+
+@test "sbx-run refuses records that are not jobs, and jobs above the configuration's ceilings" {
+	run --separate-stderr "$BIN/sbx-run" < <(printf '%s\n' \
+		'{"language":"python","code":"print(1)"}' \
+		"$(echo '{"language":"python","code":"1"}' | "$BIN/sbx-validate" | jq -c '.limits.memory_bytes = 1e12')" \
+		"$(echo '{"language":"python","code":"1"}' | "$BIN/sbx-validate" | jq -c '.exec.binds = ["/root"]')")
+	[ "$status" -eq 1 ]
+	jqe 0 '.status == "invalid" and (.error | startswith("not a job"))'
+	jqe 1 '.status == "invalid" and (.error | test("limits exceed the configuration"))'
+	jqe 2 '.status == "invalid" and (.error | test("binds"))'
+}
+
+@test "a program that cannot be executed is an internal_error that says so" {
+	job=$(echo '{"language":"bash","code":"1"}' | "$BIN/sbx-validate" | jq -c '.exec.run = ["no-such-program"]')
+	run --separate-stderr "$BIN/sbx-run" <<< "$job"
+	[ "$status" -eq 1 ]
+	jqe 0 '.status == "internal_error" and (.error | test("cannot run \"no-such-program\" in the sandbox: No such file or directory"))'
+}
+
+@test "--timings adds where the time went" {
+	run_req '{"language":"bash","code":"true"}' --timings
+	jqe 0 '.timings.run_stage.cloned > 0 and .timings.run_stage.root_built > .timings.run_stage.cloned and .timings.result > 0'
+}
+
+@test "--check reports the backend as one JSON object" {
+	run --separate-stderr "$BIN/sbx-run" --check
+	[ "$status" -eq 0 ] || [ "$status" -eq 1 ]
+	jqe 0 '.backend == "native" and .probe.ok == true and .usable == true and (.fixes | type) == "array"'
+	jqe 0 '.cgroup.version == "v1" or .cgroup.version == "v2" or .cgroup.version == "none"'
+}
+
+@test "SIGTERM: every sandbox is killed, each job still gets a result" {
+	sbx -j 2 > out < <(printf '%s\n' '{"id":"x","language":"bash","code":"sleep 30"}' '{"id":"y","language":"bash","code":"sleep 30"}') 2> err &
+	sleep 1
+	pkill -TERM -f "$BIN/sbx-run" || true
+	wait || true
+	[ "$(jq -r .status out | sort | uniq -c | awk '{print $1, $2}')" = "2 internal_error" ]
+	[ "$(jq -r .error out | sort -u)" = "cancelled" ]
+}
+
+@test "SIGKILL of sbx-run takes its sandboxes with it" {
+	skip_unless_root
+	sbx -j 2 > /dev/null < <(printf '%s\n' '{"language":"bash","code":"sleep 30 & sleep 30"}' '{"language":"python","code":"import time; time.sleep(30)"}') 2>/dev/null &
+	for i in $(seq 50); do pgrep -u "$SBX_PROG_UID" sleep > /dev/null && break; sleep 0.1; done
+	pgrep -u "$SBX_PROG_UID" > /dev/null
+	pkill -KILL -f "$BIN/sbx-run"
+	wait || true
+	for i in $(seq 50); do pgrep -u "$SBX_PROG_UID,$SBX_UID" > /dev/null || break; sleep 0.1; done
+	! pgrep -u "$SBX_PROG_UID,$SBX_UID"
+	# the next sbx-run removes the dead one's cgroups
+	run_req '{"language":"bash","code":"true"}'
+	jqe 0 '.status == "success"'
+}
+
+@test "an output flood costs the supervisor the ceiling, not the flood" {
+	cat > rss.py <<'PY'
+import resource, subprocess, sys
+p = subprocess.run(sys.argv[1:], stdin=open("job"), capture_output=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, p.stdout.decode().count("\n"))
+PY
+	echo '{"language":"python","code":"import sys\nwhile True: sys.stdout.write(\"y\" * 65536)","timeout":3}' | "$BIN/sbx-validate" > job
+	read -r rss n < <(python3 rss.py "$BIN/sbx-run")
+	[ "$n" -eq 1 ]
+	# the program wrote gigabytes; the supervisor stayed small (KiB)
+	[ "$rss" -lt 300000 ]
+}

@@ -1,0 +1,323 @@
+#!/usr/bin/env bats
+# The native sandbox against the attacks of issue 3, each checked from the
+# host's side: nothing of the host is reachable, every limit holds, and no
+# process of a run outlives it.
+load helpers
+
+teardown() { assert_no_leftovers; }
+
+py() { jq -cn --arg c "$1" "{language:\"python\",code:\$c} + ${2:-{\}}"; }
+
+@test "namespaces: every one of them is new" {
+	run_req "$(py 'import os
+for n in ["user","mnt","pid","net","ipc","uts","cgroup"]: print(n, os.readlink("/proc/self/ns/" + n))')"
+	jqe 0 '.status == "success"'
+	while read -r name inside; do
+		[ "$inside" != "$(readlink /proc/self/ns/"$name")" ] || { echo "$name not new"; false; }
+	done < <(jqn 0 .stdout)
+}
+
+@test "identity: uid 1000 inside, an unprivileged host uid outside, no capabilities, no_new_privs, seccomp, own session" {
+	run_req "$(py 'import os, time
+s = dict(l.split(":\t") for l in open("/proc/self/status").read().strip().split("\n"))
+print(os.getuid(), os.geteuid(), os.getgid(), os.getgroups())
+print(s["CapInh"].strip(), s["CapPrm"].strip(), s["CapEff"].strip(), s["CapBnd"].strip(), s["CapAmb"].strip())
+print(s["NoNewPrivs"].strip(), s["Seccomp"].strip())
+print(os.getsid(0) == os.getpid(), os.getpgrp() == os.getpid())
+try: open("/dev/tty")
+except OSError as e: print("tty", e.errno)
+print(open("/etc/hostname").read().strip(), os.uname().nodename)
+time.sleep(1.5)' '{timeout:5}')" &
+	if [ "$(id -u)" = 0 ]; then
+		for i in $(seq 30); do pgrep -u "$SBX_PROG_UID" python3 >/dev/null && break; sleep 0.05; done
+		pgrep -u "$SBX_PROG_UID" python3
+		! pgrep -u 0 -f 'python3 main.py'
+	fi
+	wait
+	run_req "$(py 'import os
+s = dict(l.split(":\t") for l in open("/proc/self/status").read().strip().split("\n"))
+print(os.getuid(), os.geteuid(), os.getgid(), os.getgroups())
+print(s["CapInh"].strip(), s["CapPrm"].strip(), s["CapEff"].strip(), s["CapBnd"].strip(), s["CapAmb"].strip())
+print(s["NoNewPrivs"].strip(), s["Seccomp"].strip())
+print(os.getsid(0) == os.getpid(), os.getpgrp() == os.getpid())
+try: open("/dev/tty")
+except OSError as e: print("tty", e.errno)
+print(open("/etc/hostname").read().strip(), os.uname().nodename)')"
+	[ "$(jqn 0 .stdout)" = "1000 1000 1000 []
+0000000000000000 0000000000000000 0000000000000000 0000000000000000 0000000000000000
+1 2
+True True
+tty 2
+sandbox sandbox" ]
+}
+
+@test "TIOCSTI is impossible: no controlling terminal, and the ioctl is filtered" {
+	run_req "$(py 'import fcntl, termios, os
+for fd in (0, 1, 2):
+    try: fcntl.ioctl(fd, termios.TIOCSTI, b"x"); print("injected")
+    except OSError as e: print(e.errno)')"
+	[ "$(jqn 0 .stdout)" = "1
+1
+1" ]
+}
+
+@test "filesystem: only the sandbox's own tree; nothing else of the host" {
+	echo "canary-$$" > /tmp/sbx-canary-$$
+	run_req "$(py 'import os
+print(" ".join(sorted(os.listdir("/"))))
+print(" ".join(sorted(os.listdir("/dev"))))
+print(" ".join(sorted(os.listdir("/home"))), os.getcwd(), os.environ["HOME"], os.access(os.environ["HOME"], os.W_OK))
+for p in ["/root", "/work", "/sys", "/var", "/run", "/boot", "/mnt", "/opt", "/srv", "/media", "/tmp/sbx-canary-'$$'", "/etc/shadow", "/var/run/docker.sock", "/run/systemd"]:
+    print(p, os.path.exists(p))')"
+	jqe 0 '.status == "success"'
+	mapfile -t out < <(jqn 0 .stdout)
+	[[ ${out[0]} =~ ^bin\ dev\ etc\ home\ lib( lib32)?( lib64)?( libx32)?\ proc\ sbin\ scratch\ tmp\ usr$ ]] || { echo "${out[0]}"; false; }
+	[ "${out[1]}" = "fd full null random shm stderr stdin stdout urandom zero" ]
+	[ "${out[2]}" = "sandbox /scratch /home/sandbox True" ]
+	for l in "${out[@]:3}"; do [[ $l == *" False" ]] || { echo "visible: $l"; false; }; done
+	rm -f /tmp/sbx-canary-$$
+}
+
+@test "writes outside scratch, /tmp and \$HOME fail; /tmp and \$HOME are noexec" {
+	run_req "$(py 'import os, shutil, subprocess
+for p in ["/x", "/usr/x", "/etc/passwd", "/etc/x", "/usr/bin/python3", "/proc/x", "/dev/x"]:
+    try: open(p, "a").close(); print(p, "WRITABLE")
+    except OSError as e: print(p, e.errno)
+for d in ["/tmp", os.environ["HOME"], "/dev/shm"]:
+    shutil.copy("/usr/bin/true", d + "/t"); os.chmod(d + "/t", 0o755)
+    try: subprocess.run([d + "/t"]); print(d, "EXECUTED")
+    except OSError as e: print(d, "exec", e.errno)
+open("out.txt", "w").write("ok"); print("scratch", open("out.txt").read())')"
+	jqe 0 '.status == "success"'
+	# EROFS (30), or EACCES (13) where the file belongs to root
+	[ "$(jqn 0 .stdout)" = "/x 30
+/usr/x 30
+/etc/passwd 13
+/etc/x 30
+/usr/bin/python3 13
+/proc/x 2
+/dev/x 30
+/tmp exec 13
+/home/sandbox exec 13
+/dev/shm exec 13
+scratch ok" ]
+}
+
+@test "W^X in scratch: an interpreted program cannot exec what it writes; a compiled one cannot write" {
+	run_req "$(py 'import shutil, os, subprocess
+shutil.copy("/usr/bin/true", "t"); os.chmod("t", 0o755)
+try: subprocess.run(["./t"]); print("EXECUTED")
+except OSError as e: print(e.errno)')"
+	[ "$(jqn 0 .stdout)" = "13" ]
+	run_req '{"language":"c","code":"#include <stdio.h>\n#include <errno.h>\nint main(void){ FILE *f = fopen(\"new.txt\", \"w\"); printf(\"%d\\n\", f ? 0 : errno); f = fopen(\"main.c\", \"a\"); printf(\"%d\\n\", f ? 0 : errno); return 0; }"}'
+	[ "$(jqn 0 .stdout)" = "30
+30" ]
+}
+
+@test "/proc/self/exe cannot be overwritten; the host binary is unchanged" {
+	before=$(sha256sum "$(readlink -f /usr/bin/python3)")
+	run_req "$(py 'import os
+for mode in ("r+b", "wb", "ab"):
+    try: open("/proc/self/exe", mode).write(b"pwned"); print("WROTE")
+    except OSError as e: print(e.errno)')"
+	# EACCES, EROFS or ETXTBSY: never written
+	[[ "$(jqn 0 .stdout | tr '\n' ' ')" =~ ^((13|26|30)\ ){3}$ ]]
+	[ "$before" = "$(sha256sum "$(readlink -f /usr/bin/python3)")" ]
+}
+
+@test "host secrets: the caller's environment, a root-only file, /proc/1/environ, inherited fds" {
+	skip_unless_root
+	secret="s3cr3t-$$-$RANDOM"
+	terces=$(rev <<< "$secret")
+	echo "$secret" > /root/sbx-canary
+	chmod 600 /root/sbx-canary
+	req=$(py 'import os, glob
+print(sorted(os.environ))
+for fd in range(3, 64):
+    try: os.fstat(fd); print("open fd", fd)
+    except OSError: pass
+try: print(open("/proc/1/environ").read())
+except OSError as e: print("environ", e.errno)
+print(open("/proc/1/cmdline").read().strip("\0"))
+hits = []
+for f in glob.glob("/proc/*/environ") + glob.glob("/proc/*/cmdline"):
+    try:
+        if "'"$terces"'"[::-1] in open(f).read(): hits.append(f)
+    except OSError: pass
+print("hits", hits)')
+	export SBX_SECRET=$secret
+	run --separate-stderr bash -c "'$BIN/sbx-validate' | '$BIN/sbx-run' 7</root/sbx-canary 8</etc/shadow" <<< "$req"
+	unset SBX_SECRET
+	rm -f /root/sbx-canary
+	[ "$status" -eq 0 ]
+	[ "$(jqn 0 .stdout)" = "['HOME', 'LANG', 'LOGNAME', 'PATH', 'PWD', 'SHELL', 'TMPDIR', 'USER']
+environ 13
+sbx-init
+hits []" ]
+	[[ $output != *"$secret"* ]]
+}
+
+@test "network: only a loopback of its own; the host's TCP listener and abstract socket are unreachable" {
+	port=$((20000 + RANDOM % 20000))
+	python3 -c '
+import socket, sys, time, os
+t = socket.socket(); t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); t.bind(("127.0.0.1", int(sys.argv[1]))); t.listen()
+u = socket.socket(socket.AF_UNIX); u.bind("\0sbx-test-" + sys.argv[1]); u.listen()
+open("ready", "w").close()
+t.settimeout(8); u.settimeout(0.1)
+try:
+    c, a = t.accept(); open("touched", "w").write(str(a))
+except OSError: pass' "$port" &
+	for i in $(seq 50); do [ -e ready ] && break; sleep 0.1; done
+	run_req "$(py 'import socket
+print(sorted(n for _, n in socket.if_nameindex()))
+for addr in [("127.0.0.1", '$port'), ("::1", '$port')]:
+    s = socket.socket(socket.AF_INET6 if ":" in addr[0] else socket.AF_INET)
+    try: s.connect(addr); print("CONNECTED")
+    except OSError as e: print(e.errno)
+u = socket.socket(socket.AF_UNIX)
+try: u.connect("\0sbx-test-'$port'"); print("CONNECTED")
+except OSError as e: print(e.errno)
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(); c = socket.create_connection(s.getsockname()); print("own loopback works")
+try: socket.create_connection(("1.1.1.1", 53), timeout=1); print("INTERNET")
+except OSError as e: print("internet", e.errno)')"
+	kill %1 2>/dev/null || true
+	wait || true
+	[ "$(jqn 0 .stdout)" = "['lo']
+111
+111
+111
+own loopback works
+internet 101" ]
+	[ ! -e touched ]
+}
+
+@test "kill -9 -1 reaches only the sandbox, not a host process of the same uid" {
+	skip_unless_root
+	setpriv --reuid "$SBX_PROG_UID" --regid "$SBX_PROG_UID" --clear-groups sleep 60 &
+	victim=$!
+	run_req '{"language":"bash","code":"sleep 100 & kill -9 -1; echo survived"}'
+	kill -0 "$victim"
+	kill "$victim"
+	wait "$victim" || true
+	jqe 0 '.status == "success" and .stdout == "survived\n"'
+}
+
+@test "fork bomb: stopped by the pids limit, cleaned up completely" {
+	run_req '{"language":"bash","code":"f(){ f|f& }; f; sleep 2; echo done","timeout":5}'
+	jqe 0 '.status != "internal_error"'
+	jqe 0 '.stderr | test("Resource temporarily unavailable")'
+}
+
+@test "thread bomb: stopped by the pids limit" {
+	run_req "$(py 'import threading, time
+n = 0
+try:
+    while True:
+        threading.Thread(target=time.sleep, args=(5,), daemon=True).start(); n += 1
+except RuntimeError: print("stopped at", n)' '{timeout:5}')"
+	jqe 0 '.status == "success" and (.stdout | test("^stopped at [0-9]+\n$"))'
+	n=$(jqn 0 '.stdout | split(" ")[2] | tonumber')
+	[ "$n" -lt 64 ]
+}
+
+@test "memory bombs, fast and slow: memory_limit" {
+	skip_unless_root
+	run --separate-stderr sbx -j 2 < <(py 'x = bytearray(1 << 31)' '{id:"fast",memory:"128m"}'; py 'import time
+a = []
+while True:
+    a.append(bytearray(8 << 20)); time.sleep(0.02)' '{id:"slow",memory:"128m",timeout:20}')
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r '.id + " " + .status' | sort | tr '\n' ' ')" = "fast memory_limit slow memory_limit " ]
+}
+
+@test "CPU loop: killed at the timeout, held to its CPU quota" {
+	run_req "$(py 'while True: pass' '{timeout:2}')"
+	jqe 0 '.status == "timeout"'
+	if [ "$(id -u)" = 0 ]; then jqe 0 '.cpu_ms < 1400'; fi
+}
+
+@test "sleep past the timeout with SIGTERM ignored: killed on time" {
+	run_req '{"language":"bash","code":"trap \"\" TERM INT HUP; sleep 30","timeout":1}'
+	jqe 0 '.status == "timeout" and .duration_ms < 1300'
+}
+
+@test "a double-fork setsid daemon does not outlive its run" {
+	run_req '{"language":"bash","code":"setsid bash -c \"sleep 300 & disown\" < /dev/null > /dev/null 2>&1 & disown; sleep 0.2; echo started"}'
+	jqe 0 '.status == "success" and .stdout == "started\n"'
+	! pgrep -f 'sleep 300'
+}
+
+@test "output floods: with and without newlines, binary and NUL: valid JSON, every byte counted" {
+	run --separate-stderr sbx -j 3 < <(py 'import sys
+while True: sys.stdout.write("y\n" * 32768)' '{id:"lines",timeout:2}'; py 'import sys
+while True: sys.stderr.write("z" * 65536)' '{id:"nonl",timeout:2}'; py 'import sys
+sys.stdout.buffer.write(bytes(range(256)) * 100)' '{id:"bin"}')
+	[ "$status" -eq 0 ]
+	for i in 0 1 2; do
+		case $(jqn "$i" .id) in
+		lines) jqe "$i" '.status == "timeout" and .stdout_bytes > 10000000 and .stdout_truncated and (.stdout | length) < 103000' ;;
+		nonl) jqe "$i" '.status == "timeout" and .stderr_bytes > 10000000 and .stderr_truncated and (.stderr | test("^z+\n\\[\\.\\.\\. [0-9]+ bytes truncated \\.\\.\\.\\]\nz+$"))' ;;
+		bin) jqe "$i" '.status == "success" and .stdout_bytes == 25600 and (.stdout | startswith("\u0000\u0001\u0002")) and ((.stdout | explode | index(65533)) != null)' ;;
+		esac
+	done
+}
+
+@test "tmpfs and scratch fills end at their sizes; the host's disk does not shrink" {
+	before=$(df --output=avail -B1 / | tail -1)
+	conf=$(conf_with 's/^file_size *=.*/file_size = "1g"/')
+	run_req "$(py 'import os
+for d in ["/tmp", os.environ["HOME"], "."]:
+    n = 0
+    try:
+        with open(d + "/fill", "wb") as f:
+            while True: f.write(b"x" * (1 << 20)); f.flush(); n += 1
+    except OSError as e: print(d, e.errno, n)
+    os.remove(d + "/fill")' '{memory:"512m",timeout:20}')" -c "$conf"
+	after=$(df --output=avail -B1 / | tail -1)
+	jqe 0 '.status == "success"'
+	mapfile -t out < <(jqn 0 .stdout)
+	[[ ${out[0]} =~ ^/tmp\ 28\ 6[0-4]$ ]] || { echo "${out[0]}"; false; }
+	[[ ${out[1]} =~ ^/home/sandbox\ 28\ 6[0-4]$ ]] || { echo "${out[1]}"; false; }
+	[[ ${out[2]} =~ ^\.\ 28\ 6[0-4]$ ]] || { echo "${out[2]}"; false; }
+	# scratch_size is 64 MiB; allow for unrelated activity on the machine
+	[ $((before - after)) -lt $((64 << 20)) ]
+}
+
+@test "a single file is capped by RLIMIT_FSIZE (file_size)" {
+	conf=$(conf_with 's/^file_size *=.*/file_size = "1m"/')
+	run_req "$(py 'import signal
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+try:
+    open("/tmp/f", "wb").write(b"x" * (2 << 20))
+except OSError as e: print(e.errno)')" -c "$conf"
+	jqe 0 '.status == "success" and .stdout == "27\n"'
+}
+
+@test "seccomp: every denied call returns the filter's errno; foreign ABIs are killed" {
+	conf=$(conf_with 's/^seccomp_errno *=.*/seccomp_errno = "EHWPOISON"/')
+	req=$(jq -cn --rawfile c "$ROOT/t/fixtures/syscalls.c" '{language:"c",code:$c}')
+	run_req "$req" -c "$conf"
+	jqe 0 '.status == "success"'
+	while read -r name e; do
+		case $name in
+		clone3) [ "$e" -eq 38 ] || { echo "$name $e"; false; } ;;
+		socket_netlink_route) [ "$e" -eq 0 ] || { echo "$name $e"; false; } ;;
+		x32 | i386) [ "$e" -eq 31 ] || { echo "$name killed by $e"; false; } ;;
+		*) [ "$e" -eq 133 ] || { echo "$name returned $e, not the filter's 133"; false; } ;;
+		esac
+	done < <(jqn 0 .stdout)
+	[ "$(jqn 0 '.stdout | split("\n") | length')" -eq 42 ]
+}
+
+@test "mount attempts fail, by the filter and by the missing capability" {
+	run_req '{"language":"bash","code":"mount -t tmpfs none /tmp 2>&1; echo rc=$?; umount /proc 2>&1; echo rc=$?"}'
+	jqe 0 '.stdout | test("must be superuser") and test("rc=32\n[^\n]*\nrc=32\n$")'
+}
+
+@test "setuid binaries do not raise privilege (nosuid mounts, no_new_privs)" {
+	run_req '{"language":"bash","code":"awk \"\\$5 == \\\"/\\\" || \\$5 == \\\"/usr\\\"\" /proc/self/mountinfo | grep -c nosuid; su -c id root < /dev/null > /dev/null 2>&1; echo su=$?; ls -l /usr/bin/su | cut -c1-10; id -u"}'
+	[ "$(jqn 0 .stdout)" = "2
+su=1
+-rwsr-xr-x
+1000" ]
+}
