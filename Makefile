@@ -32,7 +32,7 @@ UNIT_SRC := $(wildcard t/unit/*.c)
 UNITS    := $(patsubst t/unit/%.c,$(BUILD)/t/%,$(UNIT_SRC))
 MANS     := $(wildcard man/*.1)
 
-.PHONY: all check check-asan unit deps install uninstall clean fuzz fuzz-build bench
+.PHONY: demo all check check-asan unit deps install uninstall clean fuzz fuzz-build bench
 all: $(addprefix $(BINDIR)/,$(TOOLS))
 
 $(BUILD)/obj/lib/%.o: lib/%.c
@@ -55,12 +55,21 @@ $(BUILD)/t/%: t/unit/%.c $(BUILD)/libsbx.a
 
 unit: $(UNITS)
 
+# ---- the main job: example requests through the pipeline -----------------
+demo: deps
+	@$(MAKE) -s --no-print-directory all
+	@echo "sbx-validate < etc/examples/tour.jsonl | sbx-run | sbx-cap" >&2
+	@$(BINDIR)/sbx-validate < etc/examples/tour.jsonl | $(BINDIR)/sbx-run | $(BINDIR)/sbx-cap | jq -r -f etc/examples/show.jq
+
+bench: deps all
+	@bench/run.sh
+
 # ---- dependencies from Debian's packages ---------------------------------
 # Build: compiler, libraries.  Tests: bats, jq, valgrind, clang (sanitizers,
 # fuzzing).  Only what is missing is installed; as non-root the command is
 # printed instead.
 DEPS_BUILD := gcc make pkg-config libjq-dev libseccomp-dev libsqlite3-dev
-DEPS_TEST  := bats jq valgrind clang libclang-rt-14-dev procps iproute2 python3
+DEPS_TEST  := bats jq valgrind clang libclang-rt-14-dev procps iproute2 util-linux python3 g++ nodejs bubblewrap hyperfine
 DEPS       := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_EXTRA)
 
 deps:

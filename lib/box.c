@@ -2,21 +2,32 @@
  *
  * Theory of operation
  * -------------------
- * The supervisor (sbx-run's single thread) starts a stage with one clone3()
- * that creates new user, mount, pid, ipc, uts and (unless the job has
- * network) net namespaces and returns a pidfd.  The child is the sandbox's
- * init: pid 1 of the new pid namespace.  It waits on a pipe until the
- * supervisor has written its uid/gid maps and put it into the run's cgroup,
- * then becomes root of its user namespace, enters a new cgroup namespace,
- * builds the filesystem (ns.c), brings up lo, and forks the program.
+ * A box is made in two steps.  spawn: the supervisor (sbx-run's single
+ * thread) creates the run's cgroup and calls clone3() for new user, mount,
+ * pid, ipc, uts and (unless the job has network) net namespaces, getting a
+ * pidfd.  The child is the sandbox's init, pid 1 of the new pid namespace.
+ * It waits on a pipe until the supervisor has written its uid/gid maps,
+ * joins the run's cgroup (v1; on v2 clone3 put it there), becomes root of
+ * its user namespace, enters a new cgroup namespace, builds the read-only
+ * root and pivots into it (ns.c), brings up lo, and waits for its job on a
+ * socket.  assign: the supervisor sends the job (argv, environment,
+ * rlimits, sizes; the stdin memfd and the scratch mount as SCM_RIGHTS).
+ * Because spawn needs nothing of the job but its language's tree, the
+ * supervisor spawns ahead of time when jobs come in a stream: namespace
+ * creation, cgroup migration (an RCU grace period on v1) and root building
+ * then happen while the previous job runs.  Each sandbox still serves
+ * exactly one job: nothing passes from one run to the next.
  *
- * The program child starts a new session (no controlling terminal, so no
- * TIOCSTI), gets stdin (a sealed memfd with the job's stdin), stdout and
- * stderr (pipes to the supervisor) as fds 0-2 and nothing else, its rlimits
- * (file size, open files, no core dumps, stack, processes), drops every
- * capability and the bounding set, switches to uid/gid 1000, sets
- * no_new_privs, loads the seccomp filter and execs the command with a clean
- * environment.  An exec failure is reported on a close-on-exec status pipe.
+ * With its job, init mounts a fresh size-limited tmpfs for /tmp, $HOME and
+ * /dev/shm and the scratch directory, loads the seccomp filter (once, so
+ * the program inherits it together with no_new_privs), and forks the
+ * program.  The program child starts a new session (no controlling
+ * terminal, so no TIOCSTI), gets stdin (a sealed memfd), stdout and stderr
+ * (pipes to the supervisor) as fds 0-2 and nothing else, its rlimits (file
+ * size, open files, no core dumps, stack, processes), drops every
+ * capability and the bounding set, switches to uid/gid 1000 and execs the
+ * command with a clean environment.  An exec failure is reported on a
+ * close-on-exec status pipe.
  *
  * init reaps everything (orphans reparent to it).  When the program exits,
  * init kills every other process of the namespace with kill(-1, SIGKILL),
@@ -31,7 +42,7 @@
  *
  * The supervisor reads both output pipes as data arrives, into bounded
  * head+tail buffers (cap.c), so a flood costs it no more than the limit;
- * arms a timerfd when init says the program started (setup has its own,
+ * arms a timerfd when init says the program started (set-up has its own,
  * longer watchdog); and writes nothing back into the sandbox.  The cgroup
  * gives memory (no swap), CPU quota and pids, and the accounting; rlimits
  * are the second wall, and the only one where cgroups are unavailable.
@@ -59,6 +70,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -114,27 +126,53 @@ struct box {
 	box_done_fn done;
 	void *arg;
 	pid_t pid;
-	int pidfd, status_fd, out_fd, err_fd, timer_fd;
+	int pidfd, status_fd, out_fd, err_fd, timer_fd, spec_fd;
 	struct cg_run cg;
+	uint64_t cg_mem, cg_pids;
+	double cg_cpus;
+	/* what the sandbox was built for (its "key") */
+	bool network;
+	char *rootfs;
+	char **binds;
 	struct box_result res;
 	uint64_t timeout_ms;
-	int64_t t_start, t_running, t_exit, t_kill;
-	bool running, exited, finished, timed_out, cancelled;
+	int64_t t_start, t_running, t_kill;
+	bool assigned, warm, running, exited, finished, timed_out, cancelled;
 	struct msg fail, exit_msg;
 	bool have_fail, have_exit;
 	int64_t cpu_us, maxrss_kb;
 	bool timings;
+	struct box *next;
 };
 
 /* Fixed fd numbers inside the child after proc_keep_fds. */
-enum { K_GO, K_STATUS, K_STDIN, K_OUT, K_ERR, K_SCRATCH, K_N };
+enum { K_GO, K_STATUS, K_OUT, K_ERR, K_SPEC, K_N };
 #define KFD(i) (3 + (i))
 
 struct child_args {
 	struct box_sys *sys;
-	const struct box_spec *spec;
+	bool network;
+	const char *rootfs;
+	char *const *binds;
+	char *const *cg_paths;   /* v1: groups to join before dropping host root */
 	int fds[K_N];
 	unsigned long flags;
+};
+
+/* The job, as sent to a sandbox's init over its spec socket: this header,
+ * then `len` bytes of NUL-terminated argv and env strings; the stdin memfd
+ * and the scratch mount travel as SCM_RIGHTS with the first byte. */
+enum { SPEC_SCRATCH = 1, SPEC_RW = 2, SPEC_RLIMIT_DATA = 4, SPEC_TIMINGS = 8 };
+struct spec_hdr {
+	uint64_t file_size, nofile, stack, pids, memory, tmpfs;
+	uint32_t flags, argc, envc, len;
+};
+#define SPEC_MAX (1u << 20)
+
+struct spec {
+	struct spec_hdr h;
+	char **argv, **env;
+	int stdin_fd, scratch_fd;
 };
 
 /* ---- inside the sandbox: the program ------------------------------------- */
@@ -145,26 +183,23 @@ static void set_rlimit(int res, uint64_t v)
 	setrlimit(res, &rl);
 }
 
-static _Noreturn void program_main(const struct child_args *a)
+static _Noreturn void program_main(const struct child_args *a, const struct spec *sp)
 {
-	const struct box_spec *sp = a->spec;
-	const struct job_limits *lim = sp->lim;
 	int st = KFD(K_STATUS);
 	char what[160];
 
 	/* A new session: no controlling terminal, its own process group. */
 	setsid();
-	if (dup2(KFD(K_STDIN), 0) < 0 || dup2(KFD(K_OUT), 1) < 0 || dup2(KFD(K_ERR), 2) < 0) {
+	if (dup2(sp->stdin_fd, 0) < 0 || dup2(KFD(K_OUT), 1) < 0 || dup2(KFD(K_ERR), 2) < 0) {
 		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "set up fds 0-2");
 		_exit(127);
 	}
 	/* Only 0-2 and the (close-on-exec) status pipe survive. */
-	int keep = fcntl(st, F_DUPFD_CLOEXEC, 3);
-	if (keep != 3) {
-		dup3(keep, 3, O_CLOEXEC);
-		close(keep);
+	if (st != 3) {
+		if (dup3(st, 3, O_CLOEXEC) < 0)
+			_exit(127);
+		st = 3;
 	}
-	st = 3;
 	syscall(SYS_close_range, 4u, ~0u, 0);
 
 	/* Signals as a fresh process has them: the supervisor ignores SIGPIPE
@@ -178,12 +213,12 @@ static _Noreturn void program_main(const struct child_args *a)
 
 	/* rlimits: the second wall (the first where cgroups are missing). */
 	set_rlimit(RLIMIT_CORE, 0);
-	set_rlimit(RLIMIT_FSIZE, lim->file_size);
-	set_rlimit(RLIMIT_NOFILE, lim->nofile);
-	set_rlimit(RLIMIT_STACK, lim->stack);
-	set_rlimit(RLIMIT_NPROC, lim->pids);
-	if (!a->sys->cg_ok || !(a->sys->cg.have & CG_MEM))
-		set_rlimit(RLIMIT_DATA, lim->memory);
+	set_rlimit(RLIMIT_FSIZE, sp->h.file_size);
+	set_rlimit(RLIMIT_NOFILE, sp->h.nofile);
+	set_rlimit(RLIMIT_STACK, sp->h.stack);
+	set_rlimit(RLIMIT_NPROC, sp->h.pids);
+	if (sp->h.flags & SPEC_RLIMIT_DATA)
+		set_rlimit(RLIMIT_DATA, sp->h.memory);
 	/* init is shielded from the OOM killer; the program is not. */
 	int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
 	if (oom >= 0) {
@@ -209,11 +244,9 @@ static _Noreturn void program_main(const struct child_args *a)
 		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "drop capabilities");
 		_exit(127);
 	}
-	if (filter_load(&a->sys->filter) < 0) {
-		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "load the seccomp filter");
-		_exit(127);
-	}
-	environ = (char **)sp->env;
+	/* The seccomp filter (and no_new_privs) came from init: loading it costs
+	 * the kernel a pass over every system call, so it is done once. */
+	environ = sp->env;
 	execvp(sp->argv[0], sp->argv);
 	snprintf(what, sizeof what, "%s", sp->argv[0]);
 	msg_send(st, MSG_EXECFAIL, errno, 0, 0, 0, 0, what);
@@ -222,12 +255,56 @@ static _Noreturn void program_main(const struct child_args *a)
 
 /* ---- inside the sandbox: init --------------------------------------------- */
 
+/* Read the job from the spec socket; false at EOF (the supervisor let the
+ * warm sandbox go) or on any malformed message. */
+static bool recv_spec(int fd, struct spec *sp)
+{
+	char cbuf[CMSG_SPACE(2 * sizeof(int))];
+	struct iovec iov = { &sp->h, sizeof sp->h };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf };
+	ssize_t n;
+	do
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof sp->h)
+		return false;
+	sp->stdin_fd = sp->scratch_fd = -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		int fds[2] = { -1, -1 };
+		size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		memcpy(fds, CMSG_DATA(c), (nfd > 2 ? 2 : nfd) * sizeof(int));
+		sp->stdin_fd = fds[0];
+		sp->scratch_fd = nfd > 1 ? fds[1] : -1;
+	}
+	if (sp->stdin_fd < 0 || sp->h.len > SPEC_MAX || sp->h.argc == 0 || sp->h.argc + sp->h.envc > SPEC_MAX)
+		return false;
+	char *buf = malloc(sp->h.len + 1);
+	sp->argv = calloc(sp->h.argc + 1, sizeof *sp->argv);
+	sp->env = calloc(sp->h.envc + 1, sizeof *sp->env);
+	if (!buf || !sp->argv || !sp->env || util_read_full(fd, buf, sp->h.len) != (ssize_t)sp->h.len)
+		return false;
+	buf[sp->h.len] = 0;
+	char *p = buf, *end = buf + sp->h.len;
+	for (uint32_t i = 0; i < sp->h.argc + sp->h.envc; i++) {
+		if (p >= end)
+			return false;
+		if (i < sp->h.argc)
+			sp->argv[i] = p;
+		else
+			sp->env[i - sp->h.argc] = p;
+		p += strlen(p) + 1;
+	}
+	return true;
+}
+
 static _Noreturn void init_main(struct child_args *a)
 {
 	char err[256];
 	int st;
-	/* Die with the supervisor; then wait for it to finish our set-up (ids,
-	 * cgroup).  EOF on the go pipe means it is gone. */
+	/* Die with the supervisor; then wait for it to write our id maps.  EOF
+	 * on the go pipe means it is gone. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (proc_keep_fds(a->fds, K_N) < 0)
 		_exit(120);
@@ -237,10 +314,20 @@ static _Noreturn void init_main(struct child_args *a)
 		_exit(121);
 	close(KFD(K_GO));
 	proc_set_title(a->sys->argv, "sbx-init");
-	bool timings = a->spec->timings;
-	if (timings)
-		msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "init_go");
 
+	/* cgroup v1: join the run's groups ourselves, while we are still host
+	 * root to the cgroup files.  The migration waits for an RCU grace
+	 * period; done here, it costs the supervisor nothing. */
+	for (char *const *p = a->cg_paths; p && *p; p++) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/cgroup.procs", *p);
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, "0", 1) != 1) {
+			msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "join the run's cgroup");
+			_exit(122);
+		}
+		close(fd);
+	}
 	if (a->sys->root) {
 		if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0 || setgroups(0, NULL) < 0) {
 			msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "become root of the user namespace");
@@ -254,37 +341,55 @@ static _Noreturn void init_main(struct child_args *a)
 		if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLERR))
 			_exit(121);
 	}
-	/* The cgroup namespace is entered after the supervisor moved us into
-	 * the run's group, so that group is our "/". */
-	if (unshare(CLONE_NEWCGROUP) < 0) {
-		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "new cgroup namespace");
+	/* The remaining namespaces are made here rather than by clone3: their
+	 * cost (a network namespace registers sysctls and a loopback device)
+	 * is then paid in parallel, not by the supervisor's thread.  The cgroup
+	 * namespace comes after joining the run's group, so that group is our
+	 * "/". */
+	if (unshare(CLONE_NEWCGROUP | CLONE_NEWIPC | CLONE_NEWUTS | (a->network ? 0 : CLONE_NEWNET)) < 0) {
+		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "new cgroup, ipc, uts and network namespaces");
 		_exit(122);
 	}
 	sethostname("sandbox", 7);
-	const struct box_spec *sp = a->spec;
 	struct ns_root root = {
-		.rootfs = sp->rootfs ? sp->rootfs : "",
+		.rootfs = a->rootfs ? a->rootfs : "",
 		.etc = a->sys->conf->etc,
-		.binds = sp->binds,
-		.scratch_fd = a->fds[K_SCRATCH] >= 0 ? KFD(K_SCRATCH) : -1,
-		.workspace = sp->workspace,
-		.scratch_rw = sp->scratch_rw,
-		.tmpfs_bytes = sp->lim->tmpfs,
-		.network = sp->network,
+		.binds = a->binds,
+		.network = a->network,
 	};
 	if (ns_build_root(&root, err, sizeof err) < 0) {
 		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
 		_exit(123);
 	}
-	if (a->fds[K_SCRATCH] >= 0)
-		close(KFD(K_SCRATCH));
-	if (timings)
-		msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "root_built");
-	if ((a->flags & CLONE_NEWNET) && ns_loopback_up(err, sizeof err) < 0) {
+	if (!a->network && ns_loopback_up(err, sizeof err) < 0) {
 		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
 		_exit(123);
 	}
+	msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "root_built");
 
+	/* Ready: wait for the job. */
+	struct spec sp;
+	if (!recv_spec(KFD(K_SPEC), &sp))
+		_exit(0);
+	bool timings = sp.h.flags & SPEC_TIMINGS;
+	if (timings)
+		msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "job_received");
+	if (ns_attach_work(sp.h.tmpfs, sp.scratch_fd, sp.h.flags & SPEC_RW, err, sizeof err) < 0) {
+		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
+		_exit(123);
+	}
+	if (sp.scratch_fd >= 0)
+		close(sp.scratch_fd);
+	close(KFD(K_SPEC));
+	if (timings)
+		msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "work_attached");
+
+	/* The filter goes on before the fork: the program inherits it, and init
+	 * runs nothing but fork, wait and kill from here on. */
+	if (filter_load(&a->sys->filter) < 0) {
+		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "load the seccomp filter");
+		_exit(124);
+	}
 	int64_t t0 = mono_ns();
 	pid_t prog = fork();
 	if (prog < 0) {
@@ -292,13 +397,11 @@ static _Noreturn void init_main(struct child_args *a)
 		_exit(124);
 	}
 	if (prog == 0)
-		program_main(a);
-	close(KFD(K_STDIN));
+		program_main(a, &sp);
+	close(sp.stdin_fd);
 	close(KFD(K_OUT));
 	close(KFD(K_ERR));
 	msg_send(st, MSG_RUNNING, 0, prog, t0, 0, 0, NULL);
-	/* init runs nothing but wait and kill from here on. */
-	filter_load(&a->sys->filter);
 
 	int status = 0;
 	int64_t t1 = 0;
@@ -330,10 +433,11 @@ static _Noreturn void init_main(struct child_args *a)
 /* ---- the supervisor ---------------------------------------------------------- */
 
 static void finish(struct box *b);
+static void discard(struct box *b);
 
 static void mark(struct box *b, const char *what, int64_t t_ns)
 {
-	if (!b->timings)
+	if (!b->timings || !b->assigned)
 		return;
 	b->res.timings = jv_object_set(b->res.timings, jv_string(what), jv_number((double)(t_ns - b->t_start) / 1e6));
 }
@@ -423,7 +527,6 @@ static void on_status(struct loop *l, int fd, short rev, void *arg)
 	read_msgs(b);
 	if (rev & (POLLHUP | POLLERR))
 		loop_unwatch(l, fd);
-	(void)fd;
 }
 
 static void on_timer(struct loop *l, int fd, short rev, void *arg)
@@ -454,6 +557,11 @@ static void on_exit_ev(struct loop *l, int fd, short rev, void *arg)
 		return; /* poll again */
 	b->exited = true;
 	loop_unwatch(l, fd);
+	if (!b->assigned) {
+		/* A warm sandbox died before it got a job. */
+		discard(b);
+		return;
+	}
 	mark(b, "init_reaped", mono_ns());
 	finish(b);
 	(void)rev;
@@ -502,11 +610,8 @@ static void finish(struct box *b)
 	mark(b, "drained", mono_ns());
 
 	struct cg_stats cs = { .cpu_ms = -1, .mem_peak = -1 };
-	if (b->sys->cg_ok) {
+	if (b->sys->cg_ok)
 		cg_run_stats(&b->sys->cg, &b->cg, &cs);
-		cg_run_destroy(&b->sys->cg, &b->cg);
-		mark(b, "cgroup_removed", mono_ns());
-	}
 	if (b->have_fail && !b->timed_out && !b->cancelled) {
 		r->status = BOX_INTERNAL;
 		if (b->fail.type == MSG_EXECFAIL)
@@ -517,11 +622,16 @@ static void finish(struct box *b)
 			snprintf(r->error, sizeof r->error, "sandbox set-up failed: %s: %s", b->fail.text, strerror(b->fail.err));
 		else
 			snprintf(r->error, sizeof r->error, "sandbox set-up failed: %s", b->fail.text);
+	} else if (!b->have_exit && !b->running && !b->timed_out && !b->cancelled) {
+		r->status = BOX_INTERNAL;
+		snprintf(r->error, sizeof r->error, "the sandbox's init died during set-up");
 	} else
 		decode_status(b, &cs);
 	r->cpu_ms = cs.cpu_ms >= 0 ? cs.cpu_ms : b->have_exit ? (double)b->cpu_us / 1000.0 : -1;
 	r->mem_peak = cs.mem_peak >= 0 ? cs.mem_peak : b->have_exit && b->maxrss_kb > 0 ? b->maxrss_kb * 1024 : -1;
 	b->finished = true;
+	/* The cgroup goes in box_free, after the caller has written the result:
+	 * every process is gone already. */
 	b->done(b, b->arg);
 }
 
@@ -533,20 +643,26 @@ static void on_failed_start(struct loop *l, int fd, short rev, void *arg)
 	uint64_t n;
 	(void)!read(fd, &n, sizeof n);
 	loop_unwatch(l, fd);
-	b->exited = true;
 	b->finished = true;
 	b->done(b, b->arg);
 	(void)rev;
 }
 
-static void start_failed(struct box *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void start_failed(struct box *b, const char *fmt, ...)
+static void fail_later(struct box *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail_later(struct box *b, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(b->res.error, sizeof b->res.error, fmt, ap);
 	va_end(ap);
 	b->res.status = BOX_INTERNAL;
+	if (b->pidfd >= 0 && !b->exited) {
+		/* Reap the half-made sandbox now: it must not outlive this. */
+		syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
+		siginfo_t si;
+		waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL);
+		b->exited = true;
+	}
 	if (b->timer_fd < 0)
 		b->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	struct itimerspec its = { .it_value = { 0, 1 } };
@@ -581,102 +697,131 @@ static int stdin_memfd(const char *data, size_t len)
 	return fd;
 }
 
-struct box *box_start(struct box_sys *s, struct loop *l, const struct box_spec *sp, box_done_fn done, void *arg)
+static char **copy_strv(char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	if (!n)
+		return NULL;
+	char **c = util_xalloc((n + 1) * sizeof *c);
+	for (size_t i = 0; i < n; i++)
+		c[i] = util_strdup(v[i]);
+	return c;
+}
+
+static void free_strv(char **v)
+{
+	for (char **p = v; p && *p; p++)
+		free(*p);
+	free(v);
+}
+
+static struct box *new_box(struct box_sys *s, struct loop *l)
 {
 	struct box *b = util_xalloc(sizeof *b);
 	b->sys = s;
 	b->loop = l;
-	b->done = done;
-	b->arg = arg;
 	b->pid = -1;
-	b->pidfd = b->status_fd = b->out_fd = b->err_fd = b->timer_fd = -1;
-	b->timeout_ms = sp->lim->timeout_ms;
-	b->timings = sp->timings;
-	b->res.timings = sp->timings ? jv_object() : jv_null();
+	b->pidfd = b->status_fd = b->out_fd = b->err_fd = b->timer_fd = b->spec_fd = -1;
+	b->cg.fd = -1;
+	b->res.timings = jv_null();
 	b->res.cpu_ms = -1;
 	b->res.mem_peak = -1;
-	cap_buf_init(&b->res.out, sp->lim->output);
-	cap_buf_init(&b->res.err, sp->lim->output);
 	b->t_start = mono_ns();
-	b->res.enforced = ENF_NAMESPACES | ENF_SECCOMP | ENF_RLIMITS | ENF_TIMEOUT;
+	return b;
+}
 
+/* Make a sandbox for (network, rootfs, binds) up to "waiting for its job".
+ * On failure the box carries the error (res.status BOX_INTERNAL) and no
+ * process. */
+static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const char *rootfs, char *const *binds)
+{
+	struct box *b = new_box(s, l);
+	b->network = network;
+	b->rootfs = rootfs ? util_strdup(rootfs) : NULL;
+	b->binds = copy_strv(binds);
 	char err[256];
+	const struct conf_limits *dl = &s->conf->lim;
 	if (s->cg_ok) {
-		if (cg_run_create(&s->cg, &b->cg, sp->lim->memory, sp->lim->cpus, sp->lim->pids, err, sizeof err) < 0) {
-			start_failed(b, "%s", err);
+		if (cg_run_create(&s->cg, &b->cg, dl->memory, dl->cpus, dl->pids, err, sizeof err) < 0) {
+			b->res.status = BOX_INTERNAL;
+			snprintf(b->res.error, sizeof b->res.error, "%s", err);
 			return b;
 		}
-		b->res.enforced |= (s->cg.have & CG_MEM ? ENF_MEMORY : 0) | (s->cg.have & CG_CPU ? ENF_CPU : 0) |
-				   (s->cg.have & CG_PIDS ? ENF_PIDS : 0);
+		b->cg_mem = dl->memory;
+		b->cg_cpus = dl->cpus;
+		b->cg_pids = dl->pids;
 	}
-	if (!(b->res.enforced & ENF_MEMORY))
-		b->res.enforced |= ENF_MEMORY_RLIMIT;
-	mark(b, "cgroup_created", mono_ns());
-
-	int go[2] = { -1, -1 }, stp[2] = { -1, -1 }, outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
-	int in = -1;
-	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(stp, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0 ||
-	    pipe2(errp, O_CLOEXEC) < 0 || (in = stdin_memfd(sp->stdin_data, sp->stdin_len)) < 0 ||
-	    (b->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0) {
-		start_failed(b, "pipes: %s", strerror(errno));
+	int go[2] = { -1, -1 }, stp[2] = { -1, -1 }, outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, sp[2] = { -1, -1 };
+	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(stp, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+		b->res.status = BOX_INTERNAL;
+		snprintf(b->res.error, sizeof b->res.error, "pipes: %s", strerror(errno));
 		goto close_all;
 	}
-	unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-			      (sp->network ? 0 : CLONE_NEWNET);
+	unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID;
 	struct child_args ca = {
-		.sys = s, .spec = sp, .flags = flags,
-		.fds = { go[0], stp[1], in, outp[1], errp[1], sp->scratch_fd },
+		.sys = s, .network = network, .rootfs = b->rootfs, .binds = b->binds, .flags = flags,
+		.cg_paths = s->cg.mode == CG_V1 ? b->cg.path : NULL,
+		.fds = { go[0], stp[1], outp[1], errp[1], sp[1] },
 	};
+	/* v1 groups to join: the non-NULL entries of path[], packed. */
+	char *paths[5] = { 0 };
+	if (s->cg.mode == CG_V1) {
+		int k = 0;
+		for (int i = 0; i < 4; i++)
+			if (b->cg.path[i])
+				paths[k++] = b->cg.path[i];
+		ca.cg_paths = paths;
+	}
 	int pidfd = -1;
 	struct clone_args cl = {
 		.flags = flags | CLONE_PIDFD,
 		.pidfd = (uint64_t)(uintptr_t)&pidfd,
 		.exit_signal = SIGCHLD,
 	};
+	if (b->cg.fd >= 0) {
+		cl.flags |= CLONE_INTO_CGROUP;
+		cl.cgroup = (uint64_t)b->cg.fd;
+	}
 	pid_t pid = (pid_t)syscall(SYS_clone3, &cl, sizeof cl);
 	if (pid == 0)
 		init_main(&ca);
 	if (pid < 0) {
-		int e = errno;
-		start_failed(b, "cannot create the sandbox's namespaces: %s (see sbx-run --check)", strerror(e));
+		b->res.status = BOX_INTERNAL;
+		snprintf(b->res.error, sizeof b->res.error, "cannot create the sandbox's namespaces: %s (see sbx-run --check)",
+			 strerror(errno));
 		goto close_all;
 	}
 	b->pid = pid;
 	b->pidfd = pidfd;
-	mark(b, "cloned", mono_ns());
 
-	/* Ids first (the child cannot do anything useful before), then the
-	 * cgroup, then OOM shielding of init, then go. */
+	/* Ids first (the child can do nothing useful before), init's OOM
+	 * shield, then go. */
 	char map[128];
 	int rc;
-	if (s->root) {
+	if (s->root)
 		snprintf(map, sizeof map, "0 %llu 1\n%d %llu 1\n", (unsigned long long)s->conf->uid, NS_UID,
 			 (unsigned long long)s->conf->uid + 1);
-		rc = write_map(pid, "uid_map", map);
-		if (!rc)
-			rc = write_map(pid, "gid_map", map);
-	} else {
+	else
 		snprintf(map, sizeof map, "%d 0 1\n", NS_UID);
-		rc = write_map(pid, "uid_map", map);
-		if (!rc)
-			rc = write_map(pid, "gid_map", map);
-	}
-	if (rc < 0) {
-		start_failed(b, "cannot write the sandbox's uid/gid map: %s", strerror(errno));
-		kill_now(b);
-		goto close_all;
-	}
-	if (s->cg_ok && cg_run_attach(&s->cg, &b->cg, pid) < 0) {
-		start_failed(b, "cannot move the sandbox into its cgroup: %s", strerror(errno));
-		kill_now(b);
-		goto close_all;
-	}
+	rc = write_map(pid, "uid_map", map);
+	if (!rc)
+		rc = write_map(pid, "gid_map", map);
+	/* Best effort: needs CAP_SYS_RESOURCE, which some container hosts
+	 * withhold even from root.  init stays small either way. */
 	if (s->root)
 		write_map(pid, "oom_score_adj", "-1000");
-	mark(b, "mapped", mono_ns());
-	if (write(go[1], "g", 1) != 1) {
-		start_failed(b, "cannot start the sandbox: %s", strerror(errno));
-		kill_now(b);
+	if (rc < 0 || write(go[1], "g", 1) != 1) {
+		b->res.status = BOX_INTERNAL;
+		snprintf(b->res.error, sizeof b->res.error, "cannot set up the sandbox's user namespace: %s", strerror(errno));
+		syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
+		siginfo_t si;
+		waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL);
+		close(b->pidfd);
+		b->pidfd = -1;
+		b->pid = -1;
 		goto close_all;
 	}
 	close(go[0]);
@@ -684,41 +829,206 @@ struct box *box_start(struct box_sys *s, struct loop *l, const struct box_spec *
 	close(stp[1]);
 	close(outp[1]);
 	close(errp[1]);
-	close(in);
+	close(sp[1]);
 	b->status_fd = stp[0];
 	b->out_fd = outp[0];
 	b->err_fd = errp[0];
+	b->spec_fd = sp[0];
 	proc_set_nonblock(b->status_fd, true);
 	proc_set_nonblock(b->out_fd, true);
 	proc_set_nonblock(b->err_fd, true);
-	struct itimerspec its = { .it_value = { SETUP_TIMEOUT_MS / 1000, 0 } };
-	timerfd_settime(b->timer_fd, 0, &its, NULL);
 	loop_watch(l, b->pidfd, POLLIN, on_exit_ev, b);
 	loop_watch(l, b->status_fd, POLLIN, on_status, b);
-	loop_watch(l, b->out_fd, POLLIN, on_out, b);
-	loop_watch(l, b->err_fd, POLLIN, on_out, b);
-	loop_watch(l, b->timer_fd, POLLIN, on_timer, b);
 	return b;
 
-close_all:
-	/* start_failed already armed the timer; everything else goes. */
-	if (b->pid > 0) {
-		/* Reap the half-started child (it dies: go pipe EOF or SIGKILL). */
-		close(go[1]);
-		go[1] = -1;
-		syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
-		siginfo_t si;
-		waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL);
-		close(b->pidfd);
-		b->pidfd = -1;
-		b->pid = -1;
-	}
-	if (s->cg_ok)
-		cg_run_destroy(&s->cg, &b->cg);
-	int all[] = { go[0], go[1], stp[0], stp[1], outp[0], outp[1], errp[0], errp[1], in };
+close_all:;
+	int all[] = { go[0], go[1], stp[0], stp[1], outp[0], outp[1], errp[0], errp[1], sp[0], sp[1] };
 	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 		if (all[i] >= 0)
 			close(all[i]);
+	return b;
+}
+
+static int send_spec(struct box *b, const struct box_spec *sp, int stdin_fd)
+{
+	struct spec_hdr h = {
+		.file_size = sp->lim->file_size, .nofile = sp->lim->nofile, .stack = sp->lim->stack,
+		.pids = sp->lim->pids, .memory = sp->lim->memory, .tmpfs = sp->lim->tmpfs,
+		.flags = (sp->scratch_fd >= 0 ? SPEC_SCRATCH : 0) | (sp->scratch_rw ? SPEC_RW : 0) |
+			 (b->res.enforced & ENF_MEMORY ? 0 : SPEC_RLIMIT_DATA) | (sp->timings ? SPEC_TIMINGS : 0),
+	};
+	size_t len = 0;
+	for (char *const *a = sp->argv; *a; a++, h.argc++)
+		len += strlen(*a) + 1;
+	for (char *const *e = sp->env; e && *e; e++, h.envc++)
+		len += strlen(*e) + 1;
+	if (len > SPEC_MAX) {
+		errno = E2BIG;
+		return -1;
+	}
+	h.len = (uint32_t)len;
+	char *buf = util_xalloc(len + 1), *p = buf;
+	for (char *const *a = sp->argv; *a; a++)
+		p = stpcpy(p, *a) + 1;
+	for (char *const *e = sp->env; e && *e; e++)
+		p = stpcpy(p, *e) + 1;
+	int fds[2] = { stdin_fd, sp->scratch_fd };
+	int nfd = sp->scratch_fd >= 0 ? 2 : 1;
+	char cbuf[CMSG_SPACE(2 * sizeof(int))];
+	memset(cbuf, 0, sizeof cbuf);
+	struct iovec iov = { &h, sizeof h };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = CMSG_SPACE(nfd * sizeof(int)) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, nfd * sizeof(int));
+	ssize_t n;
+	do
+		n = sendmsg(b->spec_fd, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	/* The socket buffer holds a whole header; the strings follow (the
+	 * child reads them as soon as it has the header). */
+	int rc = n == (ssize_t)sizeof h ? util_write_all(b->spec_fd, buf, len) : -1;
+	free(buf);
+	return rc;
+}
+
+/* Give a spawned sandbox its job. */
+static void assign(struct box *b, const struct box_spec *sp, box_done_fn done, void *arg)
+{
+	struct box_sys *s = b->sys;
+	b->assigned = true;
+	b->done = done;
+	b->arg = arg;
+	b->timeout_ms = sp->lim->timeout_ms;
+	b->timings = sp->timings;
+	if (b->timings) {
+		jv_free(b->res.timings);
+		b->res.timings = jv_object_set(jv_object(), jv_string("warm"), jv_bool(b->warm));
+	}
+	if (b->warm)
+		b->t_start = mono_ns();
+	cap_buf_init(&b->res.out, sp->lim->output);
+	cap_buf_init(&b->res.err, sp->lim->output);
+	b->res.enforced = ENF_NAMESPACES | ENF_SECCOMP | ENF_RLIMITS | ENF_TIMEOUT;
+	if (s->cg_ok)
+		b->res.enforced |= (s->cg.have & CG_MEM ? ENF_MEMORY : 0) | (s->cg.have & CG_CPU ? ENF_CPU : 0) |
+				   (s->cg.have & CG_PIDS ? ENF_PIDS : 0);
+	if (!(b->res.enforced & ENF_MEMORY))
+		b->res.enforced |= ENF_MEMORY_RLIMIT;
+	if (b->res.status == BOX_INTERNAL) {
+		fail_later(b, "%s", b->res.error);
+		return;
+	}
+	if (b->exited) {
+		fail_later(b, "the sandbox's init died before its job arrived");
+		return;
+	}
+	char err[256];
+	if (s->cg_ok && (b->cg_mem != sp->lim->memory || b->cg_cpus != sp->lim->cpus || b->cg_pids != sp->lim->pids) &&
+	    cg_run_limits(&s->cg, &b->cg, sp->lim->memory, sp->lim->cpus, sp->lim->pids, err, sizeof err) < 0) {
+		fail_later(b, "%s", err);
+		return;
+	}
+	int in = stdin_memfd(sp->stdin_data, sp->stdin_len);
+	b->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (in < 0 || b->timer_fd < 0 || send_spec(b, sp, in) < 0) {
+		int e = errno;
+		if (in >= 0)
+			close(in);
+		fail_later(b, "cannot hand the job to its sandbox: %s", strerror(e));
+		return;
+	}
+	close(in);
+	close(b->spec_fd);
+	b->spec_fd = -1;
+	mark(b, "assigned", mono_ns());
+	struct itimerspec its = { .it_value = { SETUP_TIMEOUT_MS / 1000, 0 } };
+	timerfd_settime(b->timer_fd, 0, &its, NULL);
+	loop_watch(b->loop, b->out_fd, POLLIN, on_out, b);
+	loop_watch(b->loop, b->err_fd, POLLIN, on_out, b);
+	loop_watch(b->loop, b->timer_fd, POLLIN, on_timer, b);
+}
+
+static bool strv_eq(char *const *a, char *const *b)
+{
+	size_t i = 0;
+	for (; a && b && a[i] && b[i]; i++)
+		if (strcmp(a[i], b[i]))
+			return false;
+	return !(a && a[i]) && !(b && b[i]);
+}
+
+static void refill(struct box_sys *s)
+{
+	while (s->loop && s->nwarm < s->pool) {
+		struct box *b = spawn(s, s->loop, false, NULL, NULL);
+		if (b->res.status == BOX_INTERNAL) {
+			/* Do not spin: the next job will spawn (and report) itself. */
+			box_free(b);
+			return;
+		}
+		b->warm = true;
+		b->next = s->warm;
+		s->warm = b;
+		s->nwarm++;
+	}
+}
+
+static void unlink_warm(struct box *b)
+{
+	struct box_sys *s = b->sys;
+	for (struct box **p = &s->warm; *p; p = &(*p)->next)
+		if (*p == b) {
+			*p = b->next;
+			b->next = NULL;
+			s->nwarm--;
+			return;
+		}
+}
+
+static void discard(struct box *b)
+{
+	unlink_warm(b);
+	box_free(b);
+}
+
+void box_pool(struct box_sys *s, struct loop *l, size_t n)
+{
+	s->loop = l;
+	s->pool = n;
+	if (n == 0)
+		box_pool_drain(s);
+}
+
+void box_pool_drain(struct box_sys *s)
+{
+	while (s->warm) {
+		struct box *b = s->warm;
+		unlink_warm(b);
+		box_free(b);
+	}
+}
+
+struct box *box_start(struct box_sys *s, struct loop *l, const struct box_spec *sp, box_done_fn done, void *arg)
+{
+	struct box *b = NULL;
+	const char *rootfs = sp->rootfs && *sp->rootfs ? sp->rootfs : NULL;
+	for (struct box *w = s->warm; w; w = w->next)
+		if (w->loop == l && !w->exited && w->network == sp->network && strv_eq(w->binds, sp->binds) &&
+		    ((!w->rootfs && !rootfs) || (w->rootfs && rootfs && !strcmp(w->rootfs, rootfs)))) {
+			b = w;
+			unlink_warm(b);
+			break;
+		}
+	if (!b)
+		b = spawn(s, l, sp->network, rootfs, sp->binds);
+	assign(b, sp, done, arg);
+	/* Warm up once jobs come in a stream: a single job gains nothing from a
+	 * sandbox made for a successor that never comes. */
+	if (++s->started >= 2)
+		refill(s);
 	return b;
 }
 
@@ -739,21 +1049,26 @@ void box_free(struct box *b)
 {
 	if (!b)
 		return;
-	int fds[] = { b->pidfd, b->status_fd, b->out_fd, b->err_fd, b->timer_fd };
+	if (b->pid > 0 && !b->exited) {
+		/* Freed before it finished (a warm one, or shutdown): kill and
+		 * reap, so nothing outlives this call. */
+		syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
+		siginfo_t si;
+		waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL);
+	}
+	int fds[] = { b->pidfd, b->status_fd, b->out_fd, b->err_fd, b->timer_fd, b->spec_fd };
 	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
 		if (fds[i] >= 0) {
 			loop_unwatch(b->loop, fds[i]);
 			close(fds[i]);
 		}
-	if (b->pid > 0 && !b->exited) {
-		/* Freed before it finished (the supervisor is shutting down). */
-		syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
-	}
-	if (b->sys->cg_ok && !b->finished)
+	if (b->sys->cg_ok)
 		cg_run_destroy(&b->sys->cg, &b->cg);
 	cap_buf_free(&b->res.out);
 	cap_buf_free(&b->res.err);
 	jv_free(b->res.timings);
+	free(b->rootfs);
+	free_strv(b->binds);
 	free(b);
 }
 
@@ -792,6 +1107,15 @@ int box_scratch(struct box_sys *s, uint64_t size, char *err, size_t errlen)
 	return mnt;
 }
 
+int box_workspace(struct box_sys *s, const char *dir, char *err, size_t errlen)
+{
+	int fd = open_tree(AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (fd < 0)
+		snprintf(err, errlen, "cannot open the workspace %s: %s", dir, strerror(errno));
+	(void)s;
+	return fd;
+}
+
 int box_scratch_write(struct box_sys *s, int scratch, const char *path, const char *data, size_t len, mode_t mode)
 {
 	uid_t owner = scratch_owner(s);
@@ -817,6 +1141,9 @@ int box_scratch_write(struct box_sys *s, int scratch, const char *path, const ch
 			return -1;
 		dir = next;
 	}
+	/* Replace whatever is there (a workspace may hold a planted symlink or
+	 * FIFO under this name): unlink, then create exclusively. */
+	unlinkat(dir, p, 0);
 	int fd = openat(dir, p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	close(dir);
 	if (fd < 0)
@@ -883,6 +1210,7 @@ int box_sys_init(struct box_sys *s, const struct conf *c, char **argv, char *err
 
 void box_sys_free(struct box_sys *s)
 {
+	box_pool_drain(s);
 	cg_sys_free(&s->cg);
 	free(s->filter.filter);
 	memset(s, 0, sizeof *s);

@@ -23,6 +23,8 @@
 #include "job.h"
 #include "loop.h"
 
+struct box;
+
 struct box_sys {
 	const struct conf *conf;
 	bool root;                 /* euid 0: map sandboxes to conf->uid, conf->uid+1 */
@@ -32,6 +34,10 @@ struct box_sys {
 	struct sock_fprog filter;
 	char **argv;               /* ours, to hide in the sandbox's init */
 	char userns_why[256];      /* why user namespaces are unusable, or "" */
+	struct loop *loop;         /* where warm sandboxes are watched */
+	struct box *warm;          /* pre-spawned sandboxes waiting for a job */
+	size_t nwarm, pool;        /* how many there are, how many to keep */
+	unsigned long started;     /* stages started, to warm up only for streams */
 };
 
 enum box_status { BOX_EXITED, BOX_SIGNALED, BOX_TIMEOUT, BOX_OOM, BOX_CANCELLED, BOX_INTERNAL };
@@ -59,8 +65,7 @@ struct box_spec {
 	char *const *argv;
 	char *const *env;          /* "NAME=value", NULL-terminated; the whole environment */
 	const struct job_limits *lim;
-	int scratch_fd;            /* detached scratch mount, or -1 */
-	const char *workspace;     /* session directory instead, or NULL */
+	int scratch_fd;            /* detached scratch mount (a tmpfs, or a clone of a session's workspace) */
 	bool scratch_rw;
 	const char *stdin_data;
 	size_t stdin_len;
@@ -81,6 +86,15 @@ void box_sys_free(struct box_sys *s);
 /* What the backend can do here, with fixes, as a JSON object. */
 jv box_sys_check(struct box_sys *s);
 
+/* Keep `n` sandboxes for host-tree, no-network jobs spawned ahead of time
+ * in loop l (0: none).  A warm sandbox is a fresh one made early: its own
+ * namespaces, cgroup and read-only root, nothing of any other run.  It
+ * receives its job when one comes, which takes namespace creation, cgroup
+ * migration and root building off each job's critical path. */
+void box_pool(struct box_sys *s, struct loop *l, size_t n);
+/* Kill and reap the warm sandboxes (before exit). */
+void box_pool_drain(struct box_sys *s);
+
 /* Start a stage.  Never returns NULL: a failure to start is reported through
  * done (called from the loop) with BOX_INTERNAL. */
 struct box *box_start(struct box_sys *s, struct loop *l, const struct box_spec *spec, box_done_fn done, void *arg);
@@ -92,6 +106,8 @@ void box_free(struct box *b);
 /* Detached, size-limited tmpfs for a job's files, owned by the sandbox
  * user; -1 on error.  The caller closes it after the last stage. */
 int box_scratch(struct box_sys *s, uint64_t size, char *err, size_t errlen);
+/* A session's workspace directory as a detached mount, for scratch_fd. */
+int box_workspace(struct box_sys *s, const char *dir, char *err, size_t errlen);
 /* Write a file into the scratch (creating parent directories), owned by
  * the sandbox user. */
 int box_scratch_write(struct box_sys *s, int scratch, const char *path, const char *data, size_t len, mode_t mode);

@@ -316,24 +316,16 @@ void cg_sys_free(struct cg_sys *s)
 
 /* ---- per run ---------------------------------------------------------------- */
 
-int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids, char *err,
+int cg_run_limits(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids, char *err,
 		  size_t errlen)
 {
-	memset(r, 0, sizeof *r);
-	if (s->mode == CG_NONE)
-		return 0;
-	char name[64], val[64];
-	snprintf(name, sizeof name, "r%d-%lu", (int)getpid(), ++s->seq);
+	char val[64];
 	long long quota = cpus > 0 ? (long long)(cpus * 100000) : -1;
+	if (quota > 0 && quota < 1000)
+		quota = 1000;
 	for (int i = 0; i < 4; i++) {
-		if (!s->dir[i])
+		if (!r->path[i])
 			continue;
-		r->path[i] = util_fmt("%s/%s", s->dir[i], name);
-		if (mkdir(r->path[i], 0755) < 0) {
-			snprintf(err, errlen, "cgroup %s: %s", r->path[i], strerror(errno));
-			cg_run_destroy(s, r);
-			return -1;
-		}
 		const char *what = NULL;
 		if (s->mode == CG_V2) {
 			snprintf(val, sizeof val, "%llu", (unsigned long long)memory);
@@ -344,36 +336,75 @@ int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cp
 			snprintf(val, sizeof val, "%llu", (unsigned long long)pids);
 			if (!what && write_file(r->path[i], "pids.max", val) < 0)
 				what = "pids.max";
-			if (!what && quota > 0 && (s->have & CG_CPU)) {
-				snprintf(val, sizeof val, "%lld 100000", quota < 1000 ? 1000 : quota);
+			if (!what && (s->have & CG_CPU)) {
+				if (quota > 0)
+					snprintf(val, sizeof val, "%lld 100000", quota);
+				else
+					snprintf(val, sizeof val, "max 100000");
 				if (write_file(r->path[i], "cpu.max", val) < 0)
 					what = "cpu.max";
 			}
 		} else if (i == I_MEM) {
+			/* memsw must stay >= memory: lower memsw last, raise it first. */
 			snprintf(val, sizeof val, "%llu", (unsigned long long)memory);
-			if (write_file(r->path[i], "memory.limit_in_bytes", val) < 0)
+			bool swap = true;
+			if (write_file(r->path[i], "memory.memsw.limit_in_bytes", val) < 0) {
+				swap = errno != ENOENT;
+				if (swap && errno != EINVAL)
+					what = "memory.memsw.limit_in_bytes";
+			}
+			if (!what && write_file(r->path[i], "memory.limit_in_bytes", val) < 0)
 				what = "memory.limit_in_bytes";
 			/* memsw exists only with swap accounting; equal means no swap. */
-			else if (write_file(r->path[i], "memory.memsw.limit_in_bytes", val) < 0 && errno != ENOENT)
+			if (!what && swap && write_file(r->path[i], "memory.memsw.limit_in_bytes", val) < 0 && errno != ENOENT)
 				what = "memory.memsw.limit_in_bytes";
 		} else if (i == I_PIDS) {
 			snprintf(val, sizeof val, "%llu", (unsigned long long)pids);
 			if (write_file(r->path[i], "pids.max", val) < 0)
 				what = "pids.max";
-		} else if (i == I_CPU && quota > 0) {
-			snprintf(val, sizeof val, "%lld", quota < 1000 ? 1000 : quota);
+		} else if (i == I_CPU) {
+			snprintf(val, sizeof val, "%lld", quota);
 			if (write_file(r->path[i], "cpu.cfs_period_us", "100000") < 0 ||
 			    write_file(r->path[i], "cpu.cfs_quota_us", val) < 0)
 				what = "cpu.cfs_quota_us";
 		}
 		if (what) {
 			snprintf(err, errlen, "cgroup %s/%s: %s", r->path[i], what, strerror(errno));
-			cg_run_destroy(s, r);
 			return -1;
 		}
 		if (s->mode == CG_V2)
 			break;
 	}
+	return 0;
+}
+
+int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids, char *err,
+		  size_t errlen)
+{
+	memset(r, 0, sizeof *r);
+	r->fd = -1;
+	if (s->mode == CG_NONE)
+		return 0;
+	char name[64];
+	snprintf(name, sizeof name, "r%d-%lu", (int)getpid(), ++s->seq);
+	for (int i = 0; i < 4; i++) {
+		if (!s->dir[i] || (s->mode == CG_V2 && i > 0))
+			continue;
+		r->path[i] = util_fmt("%s/%s", s->dir[i], name);
+		if (mkdir(r->path[i], 0755) < 0) {
+			snprintf(err, errlen, "cgroup %s: %s", r->path[i], strerror(errno));
+			cg_run_destroy(s, r);
+			return -1;
+		}
+	}
+	if (cg_run_limits(s, r, memory, cpus, pids, err, errlen) < 0) {
+		cg_run_destroy(s, r);
+		return -1;
+	}
+	/* v2: children are born in the group (clone3 CLONE_INTO_CGROUP), no
+	 * migration and none of its synchronize_rcu. */
+	if (s->mode == CG_V2)
+		r->fd = open(r->path[0], O_PATH | O_DIRECTORY | O_CLOEXEC);
 	return 0;
 }
 
@@ -425,6 +456,10 @@ void cg_run_stats(struct cg_sys *s, struct cg_run *r, struct cg_stats *st)
 
 void cg_run_destroy(struct cg_sys *s, struct cg_run *r)
 {
+	if (r->fd >= 0) {
+		close(r->fd);
+		r->fd = -1;
+	}
 	for (int i = 0; i < 4; i++) {
 		if (!r->path[i])
 			continue;

@@ -39,6 +39,7 @@ struct cg_sys {
 
 struct cg_run {
 	char *path[4];       /* this run's groups, parallel to cg_sys.dir */
+	int fd;              /* v2: the group, for clone3 CLONE_INTO_CGROUP; else -1 */
 };
 
 struct cg_stats {
@@ -54,6 +55,9 @@ const char *cg_mode_name(enum cg_mode m);
 /* Create the groups of one run with its limits; cpus <= 0: no quota. */
 int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids,
 		  char *err, size_t errlen);
+/* Change the limits of an existing group. */
+int cg_run_limits(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids, char *err,
+		  size_t errlen);
 int cg_run_attach(struct cg_sys *s, struct cg_run *r, pid_t pid);
 /* Kill every process in the run's groups (v2 cgroup.kill; no-op on v1,
  * where the pid namespace does it). */

@@ -201,55 +201,10 @@ int ns_build_root(const struct ns_root *r, char *err, size_t errlen)
 	    symlink("/proc/self/fd/1", "dev/stdout") < 0 || symlink("/proc/self/fd/2", "dev/stderr") < 0)
 		return fail(err, errlen, "dev symlinks");
 
-	/* One tmpfs, size-limited and noexec, for everything a program may
-	 * write besides scratch: its pages are charged to the run's memory
-	 * cgroup, so a fill costs memory, never the host's disk. */
-	{
-		char opt[64];
-		int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
-		if (fs < 0)
-			return fail(err, errlen, "fsopen tmpfs");
-		snprintf(opt, sizeof opt, "%llu", (unsigned long long)r->tmpfs_bytes);
-		uint64_t inodes = r->tmpfs_bytes / 4096 > 1024 ? r->tmpfs_bytes / 4096 : 1024;
-		char ino[32];
-		snprintf(ino, sizeof ino, "%llu", (unsigned long long)inodes);
-		if (fsconfig(fs, FSCONFIG_SET_STRING, "size", opt, 0) < 0 ||
-		    fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", ino, 0) < 0 ||
-		    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0 ||
-		    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
-			close(fs);
-			return fail(err, errlen, "configure the tmpfs");
-		}
-		int mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
-		close(fs);
-		if (mnt < 0)
-			return fail(err, errlen, "fsmount tmpfs");
-		int rc = mkdirat(mnt, "tmp", 01777) < 0 || mkdirat(mnt, "shm", 01777) < 0 || mkdirat(mnt, "home", 0755) < 0 ||
-			 fchownat(mnt, "home", NS_UID, NS_UID, 0) < 0;
-		if (!rc && (mkdir("tmp", 0755) < 0 || mkdir("home", 0755) < 0 || mkdir("home/sandbox", 0755) < 0 ||
-			    mkdir("dev/shm", 0755) < 0))
-			rc = 1;
-		if (!rc && (attach(mnt, "tmp", "tmp", 0, false) < 0 || attach(mnt, "home", "home/sandbox", 0, false) < 0 ||
-			    attach(mnt, "shm", "dev/shm", 0, false) < 0))
-			rc = 1;
-		int e = errno;
-		close(mnt);
-		errno = e;
-		if (rc)
-			return fail(err, errlen, "set up /tmp, $HOME and /dev/shm");
-	}
-
-	/* The job's files. */
-	if (mkdir("scratch", 0755) < 0)
-		return fail(err, errlen, "mkdir scratch");
-	uint64_t sattr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (r->scratch_rw ? MOUNT_ATTR_NOEXEC : MOUNT_ATTR_RDONLY);
-	if (r->workspace) {
-		if (attach(AT_FDCWD, r->workspace, "scratch", sattr, false) < 0)
-			return fail(err, errlen, "bind workspace %s", r->workspace);
-	} else if (r->scratch_fd >= 0) {
-		if (attach(r->scratch_fd, "", "scratch", sattr, false) < 0)
-			return fail(err, errlen, "attach scratch");
-	}
+	/* Mount points for the job's own mounts (ns_attach_work). */
+	if (mkdir("tmp", 0755) < 0 || mkdir("home", 0755) < 0 || mkdir("home/sandbox", 0755) < 0 ||
+	    mkdir("dev/shm", 0755) < 0 || mkdir("scratch", 0755) < 0)
+		return fail(err, errlen, "mount points");
 
 	/* A fresh /proc for the new pid namespace. */
 	if (mkdir("proc", 0555) < 0 || mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
@@ -266,6 +221,45 @@ int ns_build_root(const struct ns_root *r, char *err, size_t errlen)
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
 	if (mount_setattr(AT_FDCWD, "/", 0, &ro, sizeof ro) < 0)
 		return fail(err, errlen, "make / read-only");
+	return 0;
+}
+
+int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool scratch_rw, char *err, size_t errlen)
+{
+	/* One tmpfs, size-limited and noexec, for everything a program may
+	 * write besides scratch: its pages are charged to the run's memory
+	 * cgroup, so a fill costs memory, never the host's disk. */
+	char opt[32], ino[32];
+	int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return fail(err, errlen, "fsopen tmpfs");
+	snprintf(opt, sizeof opt, "%llu", (unsigned long long)tmpfs_bytes);
+	uint64_t inodes = tmpfs_bytes / 4096 > 1024 ? tmpfs_bytes / 4096 : 1024;
+	snprintf(ino, sizeof ino, "%llu", (unsigned long long)inodes);
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "size", opt, 0) < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", ino, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+		close(fs);
+		return fail(err, errlen, "configure the tmpfs");
+	}
+	int mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+	close(fs);
+	if (mnt < 0)
+		return fail(err, errlen, "fsmount tmpfs");
+	int rc = mkdirat(mnt, "tmp", 01777) < 0 || mkdirat(mnt, "shm", 01777) < 0 || mkdirat(mnt, "home", 0755) < 0 ||
+		 fchownat(mnt, "home", NS_UID, NS_UID, 0) < 0;
+	if (!rc && (attach(mnt, "tmp", "/tmp", 0, false) < 0 || attach(mnt, "home", NS_HOME, 0, false) < 0 ||
+		    attach(mnt, "shm", "/dev/shm", 0, false) < 0))
+		rc = 1;
+	int e = errno;
+	close(mnt);
+	errno = e;
+	if (rc)
+		return fail(err, errlen, "set up /tmp, $HOME and /dev/shm");
+	if (scratch_fd >= 0) {
+		uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (scratch_rw ? MOUNT_ATTR_NOEXEC : MOUNT_ATTR_RDONLY);
+		if (attach(scratch_fd, "", NS_WORKDIR, attr, false) < 0)
+			return fail(err, errlen, "attach the scratch directory");
+	}
 	if (chdir(NS_WORKDIR) < 0)
 		return fail(err, errlen, "chdir " NS_WORKDIR);
 	return 0;

@@ -33,15 +33,17 @@ struct ns_root {
 	const char *rootfs;       /* "" for the host's tree */
 	char *const *etc;         /* names under /etc to bind, NULL-terminated */
 	char *const *binds;       /* extra absolute paths, read-only */
-	int scratch_fd;           /* detached mount to clone, or -1 */
-	const char *workspace;    /* host directory to bind instead, or NULL */
-	bool scratch_rw;          /* writable+noexec, else read-only+exec */
-	uint64_t tmpfs_bytes;     /* /tmp + $HOME + /dev/shm */
 	bool network;             /* host network: bind the host's resolv.conf */
 };
 
-/* Build the root and pivot into it; on return the cwd is NS_WORKDIR. */
+/* Build the read-only root (everything but the job's own mounts) and pivot
+ * into it; on return the cwd is /.  This part depends only on the
+ * language's tree, so it can be done before the job is known. */
 int ns_build_root(const struct ns_root *r, char *err, size_t errlen);
+/* Then the job's mounts: a fresh tmpfs of tmpfs_bytes for /tmp, $HOME and
+ * /dev/shm, and the scratch (a detached mount, cloned) at NS_WORKDIR,
+ * writable+noexec or read-only+exec.  On return the cwd is NS_WORKDIR. */
+int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool scratch_rw, char *err, size_t errlen);
 /* Bring up lo in a new network namespace (127.0.0.1 and ::1 work). */
 int ns_loopback_up(char *err, size_t errlen);
 

@@ -241,7 +241,6 @@ static void start_stage(struct run *r, enum stage st)
 		.env = r->envp,
 		.lim = st == ST_COMPILE ? &j->clim : &j->lim,
 		.scratch_fd = r->scratch,
-		.workspace = j->workspace,
 		/* W^X: the compiler writes, the program executes; an interpreted
 		 * program may write its directory but not execute what it wrote. */
 		.scratch_rw = st == ST_COMPILE || !j->compile,
@@ -280,27 +279,24 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 	}
 	r->envp = build_env(r->job.env);
 	mark(r, "job_loaded");
-	if (!r->job.workspace) {
-		r->scratch = box_scratch(e->box, r->job.lim.scratch > r->job.clim.scratch ? r->job.lim.scratch : r->job.clim.scratch,
-					 err, sizeof err);
-		if (r->scratch < 0) {
-			jv res = base_result(r, "internal_error");
-			*immediate = jv_object_set(res, jv_string("error"), jv_string(err));
-			run_free(r);
-			return NULL;
-		}
+	/* The scratch directory: a fresh tmpfs, or the session's workspace. */
+	uint64_t size = r->job.lim.scratch > r->job.clim.scratch ? r->job.lim.scratch : r->job.clim.scratch;
+	r->scratch = r->job.workspace ? box_workspace(e->box, r->job.workspace, err, sizeof err)
+				      : box_scratch(e->box, size, err, sizeof err);
+	if (r->scratch < 0) {
+		*immediate = jv_object_set(base_result(r, "internal_error"), jv_string("error"), jv_string(err));
+		run_free(r);
+		return NULL;
 	}
-	/* The program and its files.  In a session workspace the program file
-	 * is (re)written; the files were checked by job_load. */
-	int dirfd = r->scratch;
-	bool ok = dirfd >= 0 && box_scratch_write(e->box, dirfd, r->job.file, r->job.code, r->job.code_len, 0644) == 0;
+	/* The program and its files.  A workspace may hold anything the
+	 * session's programs planted: replace, never follow. */
+	bool ok = box_scratch_write(e->box, r->scratch, r->job.file, r->job.code, r->job.code_len, 0644) == 0;
 	for (size_t i = 0; ok && i < r->job.nfiles; i++)
-		ok = box_scratch_write(e->box, dirfd, r->job.files[i].path, r->job.files[i].data, r->job.files[i].len, 0644) == 0;
-	if (!ok && r->scratch >= 0) {
+		ok = box_scratch_write(e->box, r->scratch, r->job.files[i].path, r->job.files[i].data, r->job.files[i].len, 0644) == 0;
+	if (!ok) {
 		snprintf(err, sizeof err, "cannot write the job's files into its scratch directory: %s%s", strerror(errno),
 			 errno == ENOSPC ? " (files larger than scratch_size)" : "");
-		jv res = base_result(r, "internal_error");
-		*immediate = jv_object_set(res, jv_string("error"), jv_string(err));
+		*immediate = jv_object_set(base_result(r, "internal_error"), jv_string("error"), jv_string(err));
 		run_free(r);
 		return NULL;
 	}

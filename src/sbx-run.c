@@ -192,6 +192,9 @@ static void dispatch(void)
 			}
 		S.active++;
 	}
+	/* No more jobs will come: warm sandboxes would be wasted. */
+	if (S.in_eof || S.stopping)
+		box_pool(S.env.box, S.loop, 0);
 	bool want_input = !S.stopping && !S.in_eof && S.active < S.max;
 	if (want_input)
 		loop_watch(S.loop, STDIN_FILENO, POLLIN, on_stdin, NULL);
@@ -384,6 +387,9 @@ int main(int argc, char **argv)
 	S.out_fifo = fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
 	rec_reader_init(&S.in, STDIN_FILENO, c->max_record_size);
 	loop_watch(S.loop, S.sigfd, POLLIN, on_signal, NULL);
+	/* Sandboxes made ahead of time, one per slot (up to 4). */
+	if (rc == 0)
+		box_pool(&sys, S.loop, S.max < 4 ? S.max : 4);
 
 	if (rc < 0) {
 		for (;;) {
@@ -418,6 +424,7 @@ int main(int argc, char **argv)
 		}
 	}
 	rec_reader_free(&S.in);
+	box_pool_drain(&sys);
 	loop_free(S.loop);
 	free(S.runs);
 	free(S.out);

@@ -124,7 +124,7 @@ $sum" ]
 
 @test "--timings adds where the time went" {
 	run_req '{"language":"bash","code":"true"}' --timings
-	jqe 0 '.timings.run_stage.cloned > 0 and .timings.run_stage.root_built > .timings.run_stage.cloned and .timings.result > 0'
+	jqe 0 '.timings.run_stage.assigned > 0 and .timings.run_stage.program_start > .timings.run_stage.assigned and .timings.run_stage.program_exit >= .timings.run_stage.program_start and .timings.result > 0'
 }
 
 @test "--check reports the backend as one JSON object" {

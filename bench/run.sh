@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The benchmark (make bench): what sbx-run costs beside the bare commands and
+# bubblewrap, per run and in batches, on this machine, in one run.  Prints
+# the measurements and a summary; the README quotes them.  Run as root so
+# that the cgroup limits are on (they are part of the cost).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${BUILD:-build}/bench
+mkdir -p "$B"
+rm -f "$B"/*.m
+cc -O2 -o "$B/timeit" bench/timeit.c
+N=${N:-40}
+export SBX_CONF=$PWD/etc/sandbox.conf
+PY=/usr/bin/python3
+# m NAME ARGS...: measure, print, and keep the mean in $B/NAME.m
+m() { local name=$1; shift; "$B/timeit" -o "$B/$name.m" "$@"; }
+mean() { awk '{print $1}' "$B/$1.m"; }
+
+echo "# $(nproc) CPUs, Linux $(uname -r), $(bin/sbx-run --check | jq -r '"cgroup " + .cgroup.version'), default configuration (cpus = 0.5 per run)"
+echo "# wall ms per run, one process per run; cpu = user+system of the command's process tree"
+echo '{"language":"python","code":"print(1)"}' | bin/sbx-validate > "$B/py.json"
+echo '{"language":"bash","code":"true"}' | bin/sbx-validate | jq -c '.exec.run = ["true"]' > "$B/true.json"
+m bare -n "$N" -l "bare: python3 -c 'print(1)'" -- $PY -c 'print(1)'
+BWRAP=(bwrap --unshare-all --die-with-parent --new-session --ro-bind /usr /usr --symlink usr/bin /bin
+	--symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin --ro-bind /etc/ld.so.cache /etc/ld.so.cache
+	--proc /proc --dev /dev --tmpfs /tmp --dir /scratch --chdir /scratch --clearenv --setenv PATH /usr/bin)
+if command -v bwrap >/dev/null; then
+	m bwrap -n "$N" -l "bwrap, typical flags: print(1)" -- "${BWRAP[@]}" $PY -c 'print(1)'
+else
+	echo "bwrap is not installed: skipped"
+	echo "0 0 0 0 0" > "$B/bwrap.m"
+fi
+m sbx -n "$N" -l "sbx-run, one job per process: print(1)" -i "$B/py.json" -- bin/sbx-run
+m truebare -n "$N" -l "bare: true" -- true
+m sbxtrue -n "$N" -l "sbx-run, one job per process: true" -i "$B/true.json" -- bin/sbx-run
+
+echo
+echo "# batches of 200 print(1) jobs through one sbx-run (wall ms for all 200)"
+for i in $(seq 200); do cat "$B/py.json"; done > "$B/py200.json"
+for i in $(seq 200); do echo 'print(1)'; done > "$B/py200.txt"
+m b1 -n 5 -w 1 -l "bare: 200 x python3, one at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 1 $PY -c
+m s1 -n 5 -w 1 -l "sbx-run -j 1: 200 jobs" -i "$B/py200.json" -- bin/sbx-run -j 1
+m b2 -n 5 -w 1 -l "bare: 200 x python3, two at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 2 $PY -c
+m s2 -n 5 -w 1 -l "sbx-run -j 2: 200 jobs" -i "$B/py200.json" -- bin/sbx-run -j 2
+if command -v bwrap >/dev/null; then
+	printf '#!/bin/sh\nexec %s %s -c "$1"\n' "${BWRAP[*]}" "$PY" > "$B/bwrap.sh"
+	chmod +x "$B/bwrap.sh"
+	m w2 -n 5 -w 1 -l "bwrap: 200 x python3, two at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 2 "$B/bwrap.sh"
+else
+	echo "0 0 0 0 0" > "$B/w2.m"
+fi
+
+echo
+echo "# where the time goes inside one run (ms since the stage was handed its job; warm sandbox)"
+for i in $(seq 12); do cat "$B/py.json"; done | bin/sbx-run -j 1 --timings | tail -n 1 | jq -c '.timings.run_stage'
+
+echo
+echo "# summary"
+awk -v bare="$(mean bare)" -v sbx="$(mean sbx)" -v bw="$(mean bwrap)" -v t="$(mean truebare)" -v st="$(mean sbxtrue)" \
+    -v b1="$(mean b1)" -v s1="$(mean s1)" -v b2="$(mean b2)" -v s2="$(mean s2)" -v w2="$(mean w2)" 'BEGIN {
+	printf "overhead per run, one job per sbx-run process: %+.1f ms (print(1)), %+.1f ms (true); bwrap %+.1f ms\n", sbx - bare, st - t, bw - bare
+	printf "overhead per run inside a batch (-j 1):        %+.1f ms\n", (s1 - b1) / 200
+	printf "throughput with 2 at a time: sbx-run %.0f jobs/s = %.0f%% of bare (%.0f jobs/s)", 200000 / s2, 100 * b2 / s2, 200000 / b2
+	if (w2 > 0) printf "; bwrap %.0f%%", 100 * b2 / w2
+	printf "\n"
+}'
