@@ -786,6 +786,11 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 		cl.cgroup = (uint64_t)b->cg.fd;
 	}
 	pid_t pid = (pid_t)syscall(SYS_clone3, &cl, sizeof cl);
+	if (pid < 0 && errno == ENOSYS && b->cg.fd < 0) {
+		/* Kernels before 5.3, and valgrind: the old clone, fork-like (no
+		 * stack), pidfd through the parent-tid argument. */
+		pid = (pid_t)syscall(SYS_clone, (unsigned long)(flags | CLONE_PIDFD | SIGCHLD), NULL, &pidfd, NULL, 0);
+	}
 	if (pid == 0)
 		init_main(&ca);
 	if (pid < 0) {

@@ -58,6 +58,10 @@ int filter_build(int deny_errno, struct sock_fprog *prog, char *err, size_t errl
 	/* A foreign ABI (i386 int 0x80, x32) kills the process: it would see a
 	 * different syscall table than this filter describes. */
 	rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	if (rc)
+		/* libseccomp probes the kernel for KILL_PROCESS with seccomp(2);
+		 * where that probe cannot run (valgrind), kill the thread. */
+		rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_THREAD);
 	what = "badarch";
 	for (int i = 0; !rc && denied[i]; i++) {
 		int nr = seccomp_syscall_resolve_name(denied[i]);
@@ -142,5 +146,7 @@ int filter_load(const struct sock_fprog *prog)
 {
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -1;
-	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog);
+	/* prctl rather than seccomp(2): same effect without flags, and known
+	 * to more tools (valgrind). */
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog, 0, 0);
 }
