@@ -1,0 +1,73 @@
+/* hist: the execution history, one SQLite file.
+ *
+ * Writers (sbx-log) append result records; readers (sbx-history, sbx-mcp's
+ * get_execution_history) query them.  The file is opened in WAL mode, so
+ * readers never block writers; writers take the write lock with BEGIN
+ * IMMEDIATE and wait for it (busy_timeout), so concurrent writers queue
+ * instead of failing with "database is locked".  Schema changes are
+ * migrations keyed on PRAGMA user_version: a database made by an older sbx,
+ * or by the seed project (its `runs` table, version 0), is brought up to
+ * date on first open for writing.
+ *
+ * A struct hist owns its connection and prepared statements; nothing here
+ * forks, and no caller may fork a sandbox while a struct hist is open.
+ * Errors are returned as text in the caller's buffer, naming the file.
+ */
+#ifndef SBX_HIST_H
+#define SBX_HIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jv.h>
+
+#define HIST_SCHEMA_VERSION 1
+#define HIST_SNIPPET_CHARS 500
+
+enum hist_code { HIST_CODE_PREVIEW, HIST_CODE_FULL };
+
+struct hist;
+
+/* Open (creating the file and its directory if write is set).  sync_full:
+ * synchronous=FULL instead of NORMAL.  NULL with err set on failure. */
+struct hist *hist_open(const char *path, bool write, bool sync_full, char *err, size_t errlen);
+void hist_close(struct hist *h);
+
+/* Writing: hist_begin, any number of hist_append, hist_commit.  json is
+ * the record's text, known to be one JSON object (rec_check_line); fields
+ * of unexpected JSON types are stored as NULL.  *id is the new row's
+ * history_id.  On failure err says why; the caller rolls back with
+ * hist_abort (hist_commit does so itself). */
+int hist_begin(struct hist *h, char *err, size_t errlen);
+int hist_append(struct hist *h, const char *json, size_t len, enum hist_code code, int64_t *id, char *err,
+		size_t errlen);
+int hist_commit(struct hist *h, char *err, size_t errlen);
+void hist_abort(struct hist *h);
+
+/* Reading.  Every filter value is bound as a parameter, never spliced into
+ * SQL.  Times are Unix seconds; NAN / NULL / 0 mean "no filter". */
+struct hist_filter {
+	double since, until;       /* NAN: open */
+	const char *language, *status, *id, *session;
+	int64_t limit;             /* <= 0: no limit */
+};
+void hist_filter_init(struct hist_filter *f);
+
+/* Rows newest first; each row as a JSON object (consumed by fn).  fn
+ * returns false to stop.  Returns rows seen, or -1 with err. */
+typedef bool (*hist_row_fn)(jv row, void *arg);
+int64_t hist_query(struct hist *h, const struct hist_filter *f, bool with_record, hist_row_fn fn, void *arg,
+		   char *err, size_t errlen);
+
+/* Statistics per language and status, then per language over all statuses
+ * (status "all"); with bucket_s > 0, per time bucket of that many seconds
+ * as well.  Rows to fn as above. */
+int64_t hist_stats(struct hist *h, const struct hist_filter *f, int64_t bucket_s, hist_row_fn fn, void *arg,
+		   char *err, size_t errlen);
+
+/* Delete rows older than `before` (Unix seconds); returns rows removed. */
+int64_t hist_prune(struct hist *h, double before, char *err, size_t errlen);
+int hist_vacuum(struct hist *h, char *err, size_t errlen);
+
+#endif

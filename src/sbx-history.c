@@ -1,0 +1,463 @@
+/* sbx-history: query the execution history, for people, pipes and cron.
+ *
+ * Theory of operation: one read-only connection to the history database
+ * (sbx-log writes it in WAL mode, so reading never blocks a writer); the
+ * filters become a WHERE clause whose values are all bound parameters; rows
+ * come newest first, are optionally passed through a jq filter compiled
+ * once, and are printed as JSON lines, CSV or an aligned table.  --stats
+ * reads one covering index in (language, status, duration) order and
+ * computes counts and nearest-rank percentiles in one pass.  --prune and
+ * --vacuum are the only writes.
+ *
+ * The exit status is made for cron: 0 when something was printed, 1 when
+ * nothing matched (or there is no history yet), 2 on errors; so
+ * `sbx-history --status internal_error --since 1h && alert` alerts exactly
+ * when there were internal errors in the last hour.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jq.h>
+
+#include "conf.h"
+#include "hist.h"
+#include "rec.h"
+#include "util.h"
+
+enum history_exit { HX_ROWS = 0, HX_NONE = 1, HX_ERROR = 2 };
+
+static const char synopsis[] =
+	"usage: sbx-history [-c FILE] [-d DB] [FILTERS] [--stats [--by hour|day]] [--jq FILTER]\n"
+	"                   [--format json|table|csv] [--record]\n"
+	"       sbx-history [-c FILE] [-d DB] --prune --older-than DURATION [--vacuum]\n";
+
+static void help(void)
+{
+	printf("%s\n"
+	       "Query the execution history that sbx-log writes.\n"
+	       "\n"
+	       "Filters:\n"
+	       "      --since T       runs at or after T: ISO 8601 (2026-11-29, 2026-11-29T10:00Z)\n"
+	       "                      or a time ago (90s, 30m, 1h, 7d, 2w)\n"
+	       "      --until T       runs before T (same forms)\n"
+	       "      --language L    a language (or one of its aliases)\n"
+	       "      --status S      success, error, timeout, memory_limit, compile_error,\n"
+	       "                      invalid, internal_error\n"
+	       "      --id ID         the record's id\n"
+	       "      --session S     a session's id\n"
+	       "  -n, --limit N       at most N rows, newest first (default 20; 0: all)\n"
+	       "\n"
+	       "Output:\n"
+	       "      --stats         per language and status: count, success rate, p50/p95/max\n"
+	       "                      duration (ms), then per language (status \"all\")\n"
+	       "      --by hour|day   with --stats: one series per hour or day (UTC)\n"
+	       "      --jq FILTER     apply a jq filter to each row (or stats row)\n"
+	       "  -f, --format F      json (default: one object per line), table, csv\n"
+	       "      --record        add the stored result record (and code, if kept)\n"
+	       "\n"
+	       "Retention:\n"
+	       "      --prune         delete runs older than --older-than DURATION (e.g. 30d)\n"
+	       "      --vacuum        give the freed space back to the file system\n"
+	       "\n"
+	       "  -d, --database DB   the SQLite file (default: $SBX_HISTORY, then the\n"
+	       "                      configuration's history)\n"
+	       "  -c, --config FILE   configuration file\n"
+	       "  -h, --help          show this help\n"
+	       "      --version       show the version\n"
+	       "\n"
+	       "Exit status: 0 rows were printed (or the retention work was done), 1 no row\n"
+	       "matched, 2 usage, configuration or database error.\n",
+	       synopsis);
+}
+
+enum format { F_JSON, F_TABLE, F_CSV };
+
+struct out {
+	enum format fmt;
+	jq_state *jq;
+	bool table_stats;
+	int64_t printed;
+	bool failed;           /* stdout or jq failed */
+	jv header;             /* csv/table: column names (array), from the first row */
+	jv table;              /* table: buffered rows (arrays of cells) */
+	int64_t rowno;
+};
+
+/* The columns a person wants in a table of runs; csv and json get all. */
+static const char *const table_run_cols[] = {
+	"history_id", "timestamp", "id", "language", "status", "exit_code", "signal", "duration_ms",
+	"memory_peak_bytes", "code_snippet", NULL,
+};
+
+static char *cell_text(jv v, size_t max_chars)
+{
+	char *s;
+	switch (jv_get_kind(v)) {
+	case JV_KIND_NULL: s = util_strdup(""); break;
+	case JV_KIND_STRING: s = util_strdup(jv_string_value(v)); break;
+	case JV_KIND_NUMBER: {
+		double d = jv_number_value(v);
+		s = d == floor(d) && fabs(d) < 1e15 ? util_fmt("%.0f", d) : util_fmt("%.4g", d);
+		break;
+	}
+	default: {
+		jv t = jv_dump_string(jv_copy(v), 0);
+		s = util_strdup(jv_string_value(t));
+		jv_free(t);
+	}
+	}
+	jv_free(v);
+	if (max_chars) {
+		/* One line per row: newlines and tabs shown, long text cut on a
+		 * character boundary. */
+		size_t chars = 0, o = 0;
+		for (size_t i = 0; s[i]; i++) {
+			unsigned char c = (unsigned char)s[i];
+			if ((c & 0xc0) != 0x80 && ++chars > max_chars) {
+				o = (size_t)-1;
+				s[i] = 0;
+				break;
+			}
+			if (c == '\n' || c == '\t' || c == '\r')
+				s[i] = ' ';
+		}
+		if (o == (size_t)-1) {
+			char *t = util_fmt("%s…", s);
+			free(s);
+			s = t;
+		}
+	}
+	return s;
+}
+
+static void csv_field(const char *s)
+{
+	if (!strpbrk(s, ",\"\n\r")) {
+		fputs(s, stdout);
+		return;
+	}
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"')
+			putchar('"');
+		putchar(*s);
+	}
+	putchar('"');
+}
+
+/* One output value (consumed): a row, a stats row, or whatever --jq made. */
+static void emit(struct out *o, jv v)
+{
+	o->printed++;
+	if (o->fmt == F_JSON) {
+		if (!rec_write(v))
+			o->failed = true;
+		return;
+	}
+	if (jv_get_kind(v) != JV_KIND_OBJECT)
+		v = jv_object_set(jv_object(), jv_string("value"), v);
+	if (!jv_is_valid(o->header)) {
+		jv h = jv_array();
+		if (o->fmt == F_TABLE && !o->table_stats && !o->jq) {
+			for (int i = 0; table_run_cols[i]; i++)
+				h = jv_array_append(h, jv_string(table_run_cols[i]));
+		} else
+			jv_object_keys_foreach(v, k) h = jv_array_append(h, k);
+		o->header = h;
+		if (o->fmt == F_CSV) {
+			jv_array_foreach(o->header, i, k) {
+				if (i)
+					putchar(',');
+				csv_field(jv_string_value(k));
+				jv_free(k);
+			}
+			putchar('\n');
+		}
+	}
+	jv cells = jv_array();
+	jv_array_foreach(o->header, i, k) {
+		jv cell = jv_object_has(jv_copy(v), jv_copy(k)) ? jv_object_get(jv_copy(v), jv_copy(k)) : jv_null();
+		const char *name = jv_string_value(k);
+		size_t max = o->fmt == F_TABLE ? (!strcmp(name, "code_snippet") || !strcmp(name, "error") ? 40 : 80) : 0;
+		char *t = cell_text(cell, max);
+		cells = jv_array_append(cells, jv_string(t));
+		free(t);
+		jv_free(k);
+	}
+	jv_free(v);
+	if (o->fmt == F_CSV) {
+		jv_array_foreach(cells, i, c) {
+			if (i)
+				putchar(',');
+			csv_field(jv_string_value(c));
+			jv_free(c);
+		}
+		putchar('\n');
+		jv_free(cells);
+		if (ferror(stdout))
+			o->failed = true;
+	} else
+		o->table = jv_array_append(o->table, cells);
+}
+
+static size_t display_width(const char *s)
+{
+	size_t w = 0;
+	for (; *s; s++)
+		w += ((unsigned char)*s & 0xc0) != 0x80;
+	return w;
+}
+
+static void print_table(struct out *o)
+{
+	if (!jv_is_valid(o->header))
+		return;
+	int ncol = jv_array_length(jv_copy(o->header));
+	size_t *width = calloc((size_t)ncol, sizeof *width);
+	jv all = jv_array_concat(jv_array_append(jv_array(), jv_copy(o->header)), jv_copy(o->table));
+	jv_array_foreach(all, r, row) {
+		jv_array_foreach(row, i, c) {
+			size_t w = display_width(jv_string_value(c));
+			if (w > width[i])
+				width[i] = w;
+			jv_free(c);
+		}
+		jv_free(row);
+	}
+	jv_array_foreach(all, r, row) {
+		jv_array_foreach(row, i, c) {
+			const char *s = jv_string_value(c);
+			bool last = i == ncol - 1;
+			printf("%s%*s", s, last ? 0 : (int)(width[i] - display_width(s) + 2), "");
+			jv_free(c);
+		}
+		putchar('\n');
+		jv_free(row);
+	}
+	jv_free(all);
+	free(width);
+	if (ferror(stdout))
+		o->failed = true;
+}
+
+static bool on_row(jv row, void *arg)
+{
+	struct out *o = arg;
+	o->rowno++;
+	if (!o->jq) {
+		emit(o, row);
+		return !o->failed;
+	}
+	jq_start(o->jq, row, 0);
+	jv r;
+	while (jv_is_valid(r = jq_next(o->jq)))
+		emit(o, r);
+	if (jv_invalid_has_msg(jv_copy(r))) {
+		jv msg = jv_invalid_get_msg(r);
+		const char *m = jv_get_kind(msg) == JV_KIND_STRING ? jv_string_value(msg) : "error";
+		util_warn("--jq: row %lld: %s", (long long)o->rowno, m);
+		jv_free(msg);
+		o->failed = true;
+		return false;
+	}
+	jv_free(r);
+	return !o->failed;
+}
+
+static void jq_error(void *data, jv msg)
+{
+	(void)data;
+	const char *m = jv_get_kind(msg) == JV_KIND_STRING ? jv_string_value(msg) : "error";
+	util_warn("--jq: %s", m);
+	jv_free(msg);
+}
+
+/* --since/--until: ISO 8601, or a duration meaning that long ago. */
+static double parse_time(const char *opt, const char *s)
+{
+	double ms;
+	uint64_t ago;
+	if (util_parse_iso8601(s, &ms))
+		return ms / 1000.0;
+	if (util_parse_duration(s, &ago))
+		return (util_epoch_ms() - (double)ago) / 1000.0;
+	util_usage_error(synopsis, "%s: \"%s\" is neither ISO 8601 (2026-11-29T10:00Z) nor a time ago (30m, 1h, 7d)",
+			 opt, s);
+}
+
+int main(int argc, char **argv)
+{
+	util_init(argv[0]);
+	const char *conf_path = NULL, *db = NULL, *jq_filter = NULL, *older = NULL, *by = NULL;
+	const char *since = NULL, *until = NULL;
+	bool stats = false, prune = false, vacuum = false, with_record = false;
+	struct hist_filter f;
+	hist_filter_init(&f);
+	f.limit = 20;
+	enum format fmt = F_JSON;
+	enum { O_SINCE = 256, O_UNTIL, O_LANG, O_STATUS, O_ID, O_SESSION, O_STATS, O_BY, O_JQ, O_RECORD, O_PRUNE,
+	       O_OLDER, O_VACUUM };
+	static const struct option opts[] = {
+		{ "since", required_argument, NULL, O_SINCE },
+		{ "until", required_argument, NULL, O_UNTIL },
+		{ "language", required_argument, NULL, O_LANG },
+		{ "status", required_argument, NULL, O_STATUS },
+		{ "id", required_argument, NULL, O_ID },
+		{ "session", required_argument, NULL, O_SESSION },
+		{ "limit", required_argument, NULL, 'n' },
+		{ "stats", no_argument, NULL, O_STATS },
+		{ "by", required_argument, NULL, O_BY },
+		{ "jq", required_argument, NULL, O_JQ },
+		{ "format", required_argument, NULL, 'f' },
+		{ "record", no_argument, NULL, O_RECORD },
+		{ "prune", no_argument, NULL, O_PRUNE },
+		{ "older-than", required_argument, NULL, O_OLDER },
+		{ "vacuum", no_argument, NULL, O_VACUUM },
+		{ "database", required_argument, NULL, 'd' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int o;
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, ":c:d:n:f:h", opts, NULL)) != -1) {
+		switch (o) {
+		case O_SINCE: since = optarg; break;
+		case O_UNTIL: until = optarg; break;
+		case O_LANG: f.language = optarg; break;
+		case O_STATUS: f.status = optarg; break;
+		case O_ID: f.id = optarg; break;
+		case O_SESSION: f.session = optarg; break;
+		case 'n':
+			if (!util_parse_i64(optarg, 0, INT64_MAX, &f.limit))
+				util_usage_error(synopsis, "--limit: \"%s\" is not a count (0 for all)", optarg);
+			break;
+		case O_STATS: stats = true; break;
+		case O_BY:
+			if (strcmp(optarg, "hour") && strcmp(optarg, "day"))
+				util_usage_error(synopsis, "--by: \"%s\" is not hour or day", optarg);
+			by = optarg;
+			break;
+		case O_JQ: jq_filter = optarg; break;
+		case 'f':
+			if (!strcmp(optarg, "json"))
+				fmt = F_JSON;
+			else if (!strcmp(optarg, "table"))
+				fmt = F_TABLE;
+			else if (!strcmp(optarg, "csv"))
+				fmt = F_CSV;
+			else
+				util_usage_error(synopsis, "--format: \"%s\" is not json, table or csv", optarg);
+			break;
+		case O_RECORD: with_record = true; break;
+		case O_PRUNE: prune = true; break;
+		case O_OLDER: older = optarg; break;
+		case O_VACUUM: vacuum = true; break;
+		case 'd': db = optarg; break;
+		case 'c': conf_path = optarg; break;
+		default: util_common_option(o, argv, synopsis, help);
+		}
+	}
+	if (optind < argc)
+		util_usage_error(synopsis, "unexpected argument \"%s\"", argv[optind]);
+	if (by && !stats)
+		util_usage_error(synopsis, "--by needs --stats");
+	if (prune != !!older)
+		util_usage_error(synopsis, prune ? "--prune needs --older-than DURATION" : "--older-than needs --prune");
+	bool retention = prune || vacuum;
+	if (retention && (stats || jq_filter || since || until || f.language || f.status || f.id || f.session))
+		util_usage_error(synopsis, "--prune and --vacuum take no filters, --stats or --jq");
+	uint64_t older_ms = 0;
+	if (older && (!util_parse_duration(older, &older_ms) || older_ms == 0))
+		util_usage_error(synopsis, "--older-than: \"%s\" is not a duration (30d, 12h, 2w)", older);
+	if (since)
+		f.since = parse_time("--since", since);
+	if (until)
+		f.until = parse_time("--until", until);
+	if (db && !*db)
+		util_usage_error(synopsis, "-d: the database path is empty");
+
+	struct conf *c = conf_open(conf_path);
+	if (!db)
+		db = getenv("SBX_HISTORY") && *getenv("SBX_HISTORY") ? getenv("SBX_HISTORY") : c->history;
+	if (f.language) {
+		/* Stored languages are canonical (sbx-validate resolves
+		 * aliases); accept an alias here too. */
+		const struct conf_lang *l = conf_lang(c, f.language);
+		if (l)
+			f.language = l->name;
+	}
+
+	struct out out = { .fmt = fmt, .table_stats = stats, .header = jv_invalid(), .table = jv_array() };
+	if (jq_filter) {
+		out.jq = jq_init();
+		if (!out.jq)
+			util_die(HX_ERROR, "cannot initialise jq");
+		jq_set_error_cb(out.jq, jq_error, NULL);
+		if (!jq_compile(out.jq, jq_filter)) {
+			jq_teardown(&out.jq);
+			conf_free(c);
+			util_usage_error(synopsis, "--jq: the filter does not compile");
+		}
+	}
+
+	char err[1024];
+	int rc = HX_ERROR;
+	struct hist *h = hist_open(db, retention, false, err, sizeof err);
+	if (!h) {
+		if (!retention && access(db, F_OK) < 0 && errno == ENOENT) {
+			util_warn("no history yet at %s", db);
+			rc = HX_NONE;
+		} else
+			util_warn("%s", err);
+		goto out;
+	}
+	if (retention) {
+		int64_t n = 0;
+		double before = (util_epoch_ms() - (double)older_ms) / 1000.0;
+		if (prune && (n = hist_prune(h, before, err, sizeof err)) < 0) {
+			util_warn("%s", err);
+			goto out;
+		}
+		if (vacuum && hist_vacuum(h, err, sizeof err) < 0) {
+			util_warn("%s", err);
+			goto out;
+		}
+		if (prune) {
+			char when[40];
+			util_iso8601(before * 1000.0, when, sizeof when);
+			if (fmt == F_JSON) {
+				jv r = jv_object_set(jv_object(), jv_string("pruned"), jv_number((double)n));
+				rec_write(jv_object_set(r, jv_string("older_than"), jv_string(when)));
+			} else
+				printf("pruned %lld runs older than %s\n", (long long)n, when);
+		}
+		rc = HX_ROWS;
+		goto out;
+	}
+	int64_t n = stats ? hist_stats(h, &f, by ? (!strcmp(by, "hour") ? 3600 : 86400) : 0, on_row, &out, err, sizeof err)
+			  : hist_query(h, &f, with_record, on_row, &out, err, sizeof err);
+	if (n < 0) {
+		util_warn("%s", err);
+		goto out;
+	}
+	if (fmt == F_TABLE)
+		print_table(&out);
+	rc = out.failed ? HX_ERROR : out.printed > 0 ? HX_ROWS : HX_NONE;
+out:
+	hist_close(h);
+	if (out.jq)
+		jq_teardown(&out.jq);
+	jv_free(out.header);
+	jv_free(out.table);
+	conf_free(c);
+	if (util_close_stdout() != EXIT_OK)
+		rc = HX_ERROR;
+	return rc;
+}

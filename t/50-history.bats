@@ -1,0 +1,365 @@
+#!/usr/bin/env bats
+# sbx-log and sbx-history against a real SQLite file: every field round
+# trips, the seed's database migrates, concurrent writers lose nothing,
+# failures of the store never eat records, filters are parameters (no SQL
+# injection), and the exit codes work for cron.
+load helpers
+
+local_setup() {
+	export SBX_HISTORY=$BATS_TEST_TMPDIR/var/h.db
+}
+
+# n result records for language $2 (default python), ids $3-1 … $3-n.
+results() {
+	jq -nc --argjson n "$1" --arg lang "${2:-python}" --arg p "${3:-r}" '
+		range($n) as $i | {id: "\($p)-\($i)", language: $lang, code: "print(\($i))", status: "success",
+		exit_code: 0, signal: null, stdout: "\($i)\n", stderr: "", stdout_bytes: 2, stderr_bytes: 0,
+		duration_ms: ($i + 1), cpu_ms: 1.5, memory_peak_bytes: 1048576, backend: "native", compile: null,
+		started_at: "2026-11-29T10:00:00.000Z"}'
+}
+
+hist() { "$BIN/sbx-history" "$@"; }
+logr() { "$BIN/sbx-log" "$@"; }
+
+@test "sbx-log: every record gets a history_id and is passed on unchanged otherwise" {
+	results 3 > in
+	run --separate-stderr logr < in
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 3 ]
+	[ "$(printf '%s\n' "${lines[@]}" | jq -s 'map(.history_id)')" = "$(jq -n '[1,2,3]')" ]
+	[ "$(printf '%s\n' "${lines[@]}" | jq -sc 'map(del(.history_id))')" = "$(jq -sc . in)" ]
+	[ -z "$stderr" ]
+	[ "$(stat -c %a "$SBX_HISTORY")" = 600 ]
+}
+
+@test "round trip: every column from a real pipeline, and the stored record" {
+	printf '%s\n' '{"id":"rt","language":"c","code":"#include <stdio.h>\nint main(void){ puts(\"hé\"); return 4; }"}' |
+		"$BIN/sbx-validate" | "$BIN/sbx-run" | "$BIN/sbx-cap" | logr > out
+	run --separate-stderr hist --id rt --record
+	[ "$status" -eq 0 ]
+	jqe 0 '.history_id == 1 and .id == "rt" and .language == "c" and .status == "error" and .exit_code == 4'
+	jqe 0 '.signal == null and .duration_ms > 0 and .cpu_ms >= 0 and .memory_peak_bytes > 0'
+	jqe 0 '.stdout_size == 4 and .stderr_size == 0 and .backend == "native"'
+	jqe 0 '.compile_status == "success" and .compile_ms > 0 and .error == null and .session_id == null'
+	jqe 0 '(.timestamp | test("^2[0-9]{3}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z$"))'
+	jqe 0 '.code_snippet | startswith("#include <stdio.h>")'
+	want=$(jq -j .code out | sha256sum | cut -d' ' -f1)
+	jqe 0 ".code_sha256 == \"$want\""
+	# preview mode: the record is kept without code, stdin, files, output
+	jqe 0 '.record.status == "error" and .record.exit_code == 4 and .record.limits.memory_bytes > 0'
+	jqe 0 '(.record | has("code") or has("stdout") or has("stderr")) | not'
+	jqe 0 '.code == null'
+	[ "$(jq .started_at out)" = "$(printf '%s' "${lines[0]}" | jq .record.started_at)" ]
+}
+
+@test "--store-code full keeps the whole code and the capped output; preview keeps 500 characters" {
+	code=$(printf 'é%.0s' $(seq 600))
+	jq -nc --arg c "$code" '{id: "full", language: "python", code: $c, status: "success", stdout: "out"}' |
+		logr --store-code full > /dev/null
+	jq -nc --arg c "$code" '{id: "prev", language: "python", code: $c, status: "success", stdout: "out"}' |
+		logr > /dev/null
+	run --separate-stderr hist --record --id full
+	jqe 0 ".code == \"$code\" and .record.code == \"$code\" and .record.stdout == \"out\""
+	jqe 0 '.code_snippet | length == 500'
+	run --separate-stderr hist --record --id prev
+	jqe 0 '.code == null and (.record | has("code") | not) and (.code_snippet | length == 500)'
+	conf=$(conf_with 's/^history_code *=.*/history_code = "full"/')
+	jq -nc '{id: "conf", language: "python", code: "x", status: "success"}' | logr -c "$conf" -d "$SBX_HISTORY" > /dev/null
+	run --separate-stderr hist --record --id conf
+	jqe 0 '.code == "x"'
+}
+
+@test "invalid records and lines that are not JSON are logged too, with their error" {
+	printf '%s\n' '{"language":"cobol","code":"x"}' | "$BIN/sbx-validate" > in || true
+	printf 'not json\n' >> in
+	run --separate-stderr logr < in
+	[ "$status" -eq 1 ]
+	jqe 0 '.status == "invalid" and .history_id == 1'
+	jqe 1 '.status == "invalid" and .history_id == 2'
+	run --separate-stderr hist --status invalid
+	[ "${#lines[@]}" -eq 2 ]
+	jqe 0 '.error | startswith("line 2: not valid JSON")'
+	jqe 1 '.language == "cobol" and (.error | contains("unsupported language"))'
+}
+
+@test "schema: user_version, WAL, the columns and the indexes" {
+	results 1 | logr > /dev/null
+	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 1 ]
+	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA journal_mode')" = wal ]
+	cols=$(sqlite3 "$SBX_HISTORY" "SELECT group_concat(name, ' ') FROM pragma_table_info('runs')")
+	[ "$cols" = "id timestamp language code_snippet status exit_code duration_ms stdout_size stderr_size run_id signal cpu_ms memory_peak_bytes backend compile_status compile_ms code_sha256 error session_id code record" ]
+	idx=$(sqlite3 "$SBX_HISTORY" "SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'runs_%' ORDER BY name)")
+	[ "$idx" = "runs_code runs_run_id runs_session runs_stats runs_time" ]
+	# --stats reads the covering index, never the table
+	plan=$(sqlite3 "$SBX_HISTORY" "EXPLAIN QUERY PLAN SELECT NULL, language, status, duration_ms FROM runs ORDER BY language, status, duration_ms")
+	[[ "$plan" == *"COVERING INDEX runs_stats"* ]]
+}
+
+@test "migration: the seed's database keeps its rows and gains our columns" {
+	mkdir -p "$(dirname "$SBX_HISTORY")"
+	sqlite3 "$SBX_HISTORY" <<-'EOF'
+	CREATE TABLE IF NOT EXISTS runs (
+	    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+	    timestamp    REAL    NOT NULL,
+	    language     TEXT    NOT NULL,
+	    code_snippet TEXT    NOT NULL,
+	    status       TEXT    NOT NULL,
+	    exit_code    INTEGER,
+	    duration_ms  REAL    NOT NULL,
+	    stdout_size  INTEGER NOT NULL DEFAULT 0,
+	    stderr_size  INTEGER NOT NULL DEFAULT 0
+	);
+	INSERT INTO runs (timestamp, language, code_snippet, status, exit_code, duration_ms, stdout_size, stderr_size)
+	VALUES (1764410400.5, 'python', 'print(1)', 'success', 0, 120.5, 2, 0),
+	       (1764410460.0, 'cpp', 'int main(){}', 'error', 1, 900.0, 0, 33),
+	       (1764410520.0, 'javascript', 'while(1){}', 'timeout', NULL, 10000.0, 0, 0);
+	EOF
+	# a reader alone migrates the file if it may write it
+	run --separate-stderr hist --limit 0
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 3 ]
+	jqe 0 '.history_id == 3 and .language == "javascript" and .status == "timeout" and .exit_code == null'
+	jqe 2 '.history_id == 1 and .timestamp == "2025-11-29T10:00:00.500Z" and .duration_ms == 120.5 and .id == null'
+	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 1 ]
+	results 1 | logr > /dev/null
+	run --separate-stderr hist --limit 0 --jq .history_id
+	[ "$(printf '%s,' "${lines[@]}")" = "4,3,2,1," ]
+}
+
+@test "a database from a newer sbx is refused, not damaged" {
+	mkdir -p "$(dirname "$SBX_HISTORY")"
+	sqlite3 "$SBX_HISTORY" 'PRAGMA user_version = 99; CREATE TABLE runs (id INTEGER PRIMARY KEY)'
+	sum=$(sha256sum "$SBX_HISTORY")
+	results 1 > in
+	run --separate-stderr logr < in
+	[ "$status" -eq 4 ]
+	[[ "$stderr" == *"schema version 99 is newer than this sbx knows (1)"* ]]
+	jqe 0 '.history_id == null and .id == "r-0"'
+	run --separate-stderr hist
+	[ "$status" -eq 2 ]
+	[ "$sum" = "$(sha256sum "$SBX_HISTORY")" ]
+}
+
+@test "8 concurrent writers x 500 records: nothing lost, no 'locked', while a reader runs --stats" {
+	for w in $(seq 8); do results 500 python "w$w" > "in$w"; done
+	results 1 | logr > /dev/null # create the file first: the writers race on the rows, not on creation
+	for w in $(seq 8); do logr < "in$w" > "out$w" 2> "err$w" & done
+	reads=0
+	while jobs -r | grep -q .; do
+		hist --stats > stats 2> rerr || { cat rerr >&2; [ $? -eq 1 ]; }
+		reads=$((reads + 1))
+	done
+	wait
+	for w in $(seq 8); do
+		[ ! -s "err$w" ] || { cat "err$w" >&2; false; }
+		[ "$(jq -s 'map(select(.history_id != null)) | length' "out$w")" = 500 ]
+	done
+	[ "$reads" -ge 1 ]
+	[ "$(sqlite3 "$SBX_HISTORY" 'SELECT count(*), count(DISTINCT run_id) FROM runs')" = "4001|4001" ]
+	# every history_id a writer printed is that writer's row
+	cat out* | jq -r '"\(.history_id) \(.id)"' | sort > printed
+	sqlite3 -separator ' ' "$SBX_HISTORY" 'SELECT id, run_id FROM runs WHERE id > 1' | sort > stored
+	diff printed stored
+	run --separate-stderr hist --stats --language python --jq 'select(.status == "all") | .count'
+	[ "${lines[0]}" = 4001 ]
+}
+
+@test "a read-only database: one clear error, records still flow, exit 4" {
+	skip_unless_root
+	results 2 | logr > /dev/null
+	chmod 0444 "$SBX_HISTORY"
+	chmod 0555 "$(dirname "$SBX_HISTORY")"
+	results 3 python ro > in
+	run --separate-stderr setpriv --reuid 65534 --regid 65534 --clear-groups "$BIN/sbx-log" < in
+	[ "$status" -eq 4 ]
+	[ "${#lines[@]}" -eq 3 ]
+	jqe 2 '.id == "ro-2" and .history_id == null'
+	[ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ]
+	[[ "$stderr" == "sbx-log: history $SBX_HISTORY: "* ]]
+	chmod 0755 "$(dirname "$SBX_HISTORY")"
+}
+
+@test "a corrupt database: one clear error, records still flow, exit 4; the reader exits 2" {
+	mkdir -p "$(dirname "$SBX_HISTORY")"
+	head -c 8192 /dev/urandom > "$SBX_HISTORY"
+	results 2 > in
+	run --separate-stderr logr < in
+	[ "$status" -eq 4 ]
+	[ "${#lines[@]}" -eq 2 ]
+	jqe 1 '.id == "r-1" and .history_id == null'
+	[[ "$stderr" == *"file is not a database"* ]]
+	run --separate-stderr hist
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"file is not a database"* ]]
+}
+
+@test "a full disk: the error is reported and the records still flow" {
+	skip_unless_root
+	mkdir -p small
+	mount -t tmpfs -o size=200k tmpfs small
+	results 400 python big | jq -c '.stdout = ("x" * 2000)' > in
+	run --separate-stderr "$BIN/sbx-log" -d small/h.db --store-code full < in
+	umount small
+	[ "$status" -eq 4 ]
+	[ "${#lines[@]}" -eq 400 ]
+	[[ "$stderr" == *"full"* ]]
+	[ "$(printf '%s\n' "${lines[@]}" | jq -s 'map(.id) == [range(400) | "big-\(.)"]')" = true ]
+}
+
+@test "filters: --since/--until (ISO and relative), --language (aliases), --status, --id, --limit" {
+	{
+		jq -nc '{id: "old", language: "python", code: "1", status: "success", duration_ms: 5, started_at: "2020-01-01T00:00:00.000Z"}'
+		jq -nc '{id: "mid", language: "c", code: "2", status: "error", duration_ms: 7, started_at: "2024-06-01T12:00:00.000Z"}'
+		jq -nc --arg t "$(date -u +%Y-%m-%dT%H:%M:%S.000Z)" '{id: "new", language: "python", code: "3", status: "timeout", duration_ms: 9, started_at: $t}'
+	} | logr > /dev/null
+	ids() { printf '%s\n' "${lines[@]}" | jq -sc 'map(.id)'; }
+	run --separate-stderr hist; [ "$(ids)" = '["new","mid","old"]' ]
+	run --separate-stderr hist --since 1h; [ "$(ids)" = '["new"]' ]
+	run --separate-stderr hist --since 2024-01-01 --until 2025-01-01T00:00Z; [ "$(ids)" = '["mid"]' ]
+	run --separate-stderr hist --until 2024-06-01T14:01:00+02:00; [ "$(ids)" = '["mid","old"]' ]
+	run --separate-stderr hist --until 2024-06-01T14:00:00+02:00; [ "$(ids)" = '["old"]' ]
+	run --separate-stderr hist --language py; [ "$(ids)" = '["new","old"]' ]
+	run --separate-stderr hist --status error; [ "$(ids)" = '["mid"]' ]
+	run --separate-stderr hist --id old; [ "$(ids)" = '["old"]' ]
+	run --separate-stderr hist -n 2; [ "$(ids)" = '["new","mid"]' ]
+	run --separate-stderr hist --limit 0 --language python --status timeout; [ "$(ids)" = '["new"]' ]
+	run --separate-stderr hist --since yesterday
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *'--since: "yesterday" is neither ISO 8601'* ]]
+	run --separate-stderr hist --since 2024-02-30
+	[ "$status" -eq 2 ]
+}
+
+@test "cron exit codes: 0 with rows, 1 with none, 1 with no history yet, 2 on errors" {
+	run --separate-stderr hist --status internal_error --since 1h
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"no history yet"* ]]
+	results 1 | logr > /dev/null
+	run --separate-stderr hist --status internal_error --since 1h
+	[ "$status" -eq 1 ]
+	[ -z "$output" ]
+	jq -nc '{id: "ie", language: "python", code: "x", status: "internal_error", error: "boom"}' | logr > /dev/null
+	run --separate-stderr hist --status internal_error --since 1h
+	[ "$status" -eq 0 ]
+	jqe 0 '.id == "ie" and .error == "boom"'
+	run --separate-stderr hist --jq 'select(false)'
+	[ "$status" -eq 1 ]
+	run --separate-stderr hist --jq '.['
+	[ "$status" -eq 2 ]
+	run --separate-stderr hist --jq '.id | tonumber'
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"--jq: row 1:"* ]]
+	run --separate-stderr hist --format xml
+	[ "$status" -eq 2 ]
+	[[ "${stderr_lines[1]}" == usage:* ]]
+}
+
+@test "formats: table aligned for people, csv quoted per RFC 4180, json by default" {
+	jq -nc '{id: "q", language: "python", code: "print(\"a,b\")\nprint(2)", status: "success", duration_ms: 3}' | logr > /dev/null
+	results 1 | logr > /dev/null
+	run --separate-stderr hist --format csv
+	[ "${lines[0]}" = "history_id,timestamp,id,language,status,exit_code,signal,duration_ms,cpu_ms,memory_peak_bytes,stdout_size,stderr_size,backend,compile_status,compile_ms,code_sha256,code_snippet,error,session_id" ]
+	# the quoted field holds a comma, a quote and a newline: parse it back
+	python3 -c 'import csv,sys; rows = list(csv.DictReader(open(sys.argv[1]))); assert rows[0]["code_snippet"] == "print(\"a,b\")\nprint(2)", rows' <(hist --format csv)
+	run --separate-stderr hist --format table
+	[[ "${lines[0]}" == "history_id  timestamp"* ]]
+	[ "${#lines[@]}" -eq 3 ]
+	# columns line up: "status" starts at the same offset on every line
+	col=$(printf '%s\n' "${lines[0]}" | awk '{ print index($0, "status") }')
+	[ "$(printf '%s\n' "${lines[2]}" | cut -c"$col"-)" != "" ]
+	[[ "$(printf '%s\n' "${lines[1]}" | cut -c"$col"-)" == success* ]]
+	[[ "$(printf '%s\n' "${lines[2]}" | cut -c"$col"-)" == success* ]]
+	# newlines in a cell never break a table row
+	[[ "${lines[1]}" == *'print("a,b") print(2)' ]]
+}
+
+@test "--stats: counts, success rate, nearest-rank p50/p95/max; --by day series" {
+	{
+		for d in $(seq 1 100); do jq -nc --argjson d "$d" '{language: "python", code: "x", status: "success", duration_ms: $d, started_at: "2026-11-28T10:00:00.000Z"}'; done
+		jq -nc '{language: "python", code: "x", status: "timeout", duration_ms: 10000, started_at: "2026-11-29T10:00:00.000Z"}'
+		jq -nc '{language: "c", code: "x", status: "compile_error", duration_ms: 0, started_at: "2026-11-29T11:00:00.000Z"}'
+	} | logr > /dev/null
+	run --separate-stderr hist --stats
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 5 ]
+	jqe 0 '.language == "c" and .status == "compile_error" and .count == 1 and .success_rate == 0'
+	jqe 2 '.language == "python" and .status == "success" and .count == 100 and .p50_ms == 50 and .p95_ms == 95 and .max_ms == 100'
+	jqe 3 '.language == "python" and .status == "timeout" and .count == 1 and .max_ms == 10000'
+	jqe 4 '.status == "all" and .count == 101 and .success_rate == 0.9901 and .p50_ms == 51 and .max_ms == 10000'
+	run --separate-stderr hist --stats --by day --language python --jq '"\(.bucket) \(.status) \(.count)"'
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r . | paste -sd' ')" = "2026-11-28T00:00:00.000Z success 100 2026-11-28T00:00:00.000Z all 100 2026-11-29T00:00:00.000Z timeout 1 2026-11-29T00:00:00.000Z all 1" ]
+	run --separate-stderr hist --stats --since 2026-11-29
+	[ "${#lines[@]}" -eq 4 ]
+	run --separate-stderr hist --by day
+	[ "$status" -eq 2 ]
+}
+
+@test "--prune --older-than removes old runs and says how many; --vacuum" {
+	{
+		jq -nc '{id: "ancient", language: "python", code: "1", status: "success", started_at: "2019-01-01T00:00:00.000Z"}'
+		jq -nc '{id: "old", language: "python", code: "1", status: "success", started_at: "2020-01-01T00:00:00.000Z"}'
+	} | logr > /dev/null
+	results 2 python fresh | jq -c --arg t "$(date -u +%Y-%m-%dT%H:%M:%S.000Z)" '.started_at = $t' | logr > /dev/null
+	run --separate-stderr hist --prune --older-than 30d
+	[ "$status" -eq 0 ]
+	jqe 0 '.pruned == 2'
+	run --separate-stderr hist --limit 0 --jq .id
+	[ "${lines[*]}" = '"fresh-1" "fresh-0"' ]
+	run --separate-stderr hist --prune --older-than 30d --vacuum --format table
+	[[ "${lines[0]}" == "pruned 0 runs older than "* ]]
+	run --separate-stderr hist --prune
+	[ "$status" -eq 2 ]
+	run --separate-stderr hist --prune --older-than 30d --status error
+	[ "$status" -eq 2 ]
+}
+
+@test "SQL injection through every filter value finds nothing and harms nothing" {
+	results 3 | logr > /dev/null
+	sum=$(sqlite3 "$SBX_HISTORY" 'SELECT count(*) FROM runs')
+	for evil in "' OR '1'='1" "python' --" "x'; DROP TABLE runs; --" '" OR 1=1 --' "1 OR 1=1" "%" "_"; do
+		for opt in --language --status --id --session; do
+			run --separate-stderr hist "$opt" "$evil"
+			[ "$status" -eq 1 ] || { echo "$opt $evil: $output" >&2; false; }
+		done
+		run --separate-stderr hist --stats --language "$evil"
+		[ "$status" -eq 1 ]
+		run --separate-stderr hist --since "$evil"
+		[ "$status" -eq 2 ]
+		run --separate-stderr hist --limit "$evil"
+		[ "$status" -eq 2 ]
+	done
+	[ "$(sqlite3 "$SBX_HISTORY" 'SELECT count(*) FROM runs')" = "$sum" ]
+	# and a record whose every field is hostile is stored as data
+	jq -nc '{id: "x\u0027); DROP TABLE runs; --", language: "py\u0027thon", code: "\u0000\u0027\"", status: "success\u0027"}' | logr > /dev/null
+	run --separate-stderr hist --id "x'); DROP TABLE runs; --"
+	[ "$status" -eq 0 ]
+	jqe 0 '.language == "py'"'"'thon" and .code_snippet == "\u0000'"'"'\""'
+}
+
+@test "the database location: -d, then SBX_HISTORY, then the configuration's history" {
+	results 1 | logr -d "$BATS_TEST_TMPDIR/explicit.db" > /dev/null
+	[ -s "$BATS_TEST_TMPDIR/explicit.db" ]
+	[ ! -e "$SBX_HISTORY" ]
+	results 1 | logr > /dev/null
+	[ -s "$SBX_HISTORY" ]
+	# in a checkout, relative to the project root (here a scratch one)
+	mkdir -p proj/etc
+	sed 's|^history *=.*|history = "var/from-conf.db"|' "$ROOT/etc/sandbox.conf" > proj/etc/sandbox.conf
+	(unset SBX_HISTORY; results 1 | logr -c proj/etc/sandbox.conf > /dev/null)
+	[ -s proj/var/from-conf.db ]
+}
+
+@test "sbx-log and sbx-history: --help, misuse" {
+	run --separate-stderr logr --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == usage:\ sbx-log* ]]
+	run --separate-stderr logr --store-code everything
+	[ "$status" -eq 2 ]
+	[ "${stderr_lines[0]}" = 'sbx-log: --store-code: "everything" is not preview or full' ]
+	run --separate-stderr hist --help
+	[ "$status" -eq 0 ]
+	run --separate-stderr hist --limit -1
+	[ "$status" -eq 2 ]
+	run --separate-stderr hist extra
+	[ "$status" -eq 2 ]
+}
