@@ -25,14 +25,14 @@ CPPFLAGS += -Ilib -D_FILE_OFFSET_BITS=64 \
 ALL_CFLAGS = $(WARN) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP
 LDLIBS  += -Wl,--as-needed -ljq $(PKG_LIBS) -lm
 
-TOOLS    := sbx-validate sbx-run sbx-cap
+TOOLS    := sbx-validate sbx-run sbx-cap sbx-log sbx-history sbx-mcp
 LIB_SRC  := $(wildcard lib/*.c)
 LIB_OBJ  := $(patsubst lib/%.c,$(BUILD)/obj/lib/%.o,$(LIB_SRC))
 UNIT_SRC := $(wildcard t/unit/*.c)
 UNITS    := $(patsubst t/unit/%.c,$(BUILD)/t/%,$(UNIT_SRC))
 MANS     := $(wildcard man/*.1)
 
-.PHONY: demo all check check-asan check-valgrind vg-wrappers unit deps install uninstall clean fuzz fuzz-build bench
+.PHONY: demo all check check-asan check-valgrind vg-wrappers unit deps install uninstall clean fuzz fuzz-build bench differential mcp-client
 all: $(addprefix $(BINDIR)/,$(TOOLS))
 
 $(BUILD)/obj/lib/%.o: lib/%.c
@@ -58,24 +58,39 @@ unit: $(UNITS)
 # ---- the main job: example requests through the pipeline -----------------
 demo: deps
 	@$(MAKE) -s --no-print-directory all
-	@echo "sbx-validate < etc/examples/tour.jsonl | sbx-run | sbx-cap" >&2
-	@$(BINDIR)/sbx-validate < etc/examples/tour.jsonl | $(BINDIR)/sbx-run | $(BINDIR)/sbx-cap | jq -r -f etc/examples/show.jq
+	@echo "sbx-validate < etc/examples/tour.jsonl | sbx-run | sbx-cap | sbx-log" >&2
+	@$(BINDIR)/sbx-validate < etc/examples/tour.jsonl | $(BINDIR)/sbx-run | $(BINDIR)/sbx-cap | $(BINDIR)/sbx-log | jq -r -f etc/examples/show.jq
+	@echo "sbx-history --stats --since 1h --format table" >&2
+	@$(BINDIR)/sbx-history --stats --since 1h --format table
 
 bench: deps all
 	@bench/run.sh
+	@echo
+	@bench/history.sh
+	@echo
+	@echo "# MCP over stdio (bench/mcp_rtt.py)"
+	@SBX_HISTORY=$(CURDIR)/$(BUILD)/bench/mcp-history.db bench/mcp_rtt.py
+
+# All of the differential suite (t/diff/run.py): CPython's regression tests
+# and t/diff/programs/, bare and sandboxed; prints agree N/M and every
+# disagreement with its reason.  About 30 minutes on 2 CPUs.
+differential: deps all
+	@t/diff/run.py --all --jobs $${JOBS:-2}
 
 # ---- dependencies from Debian's packages ---------------------------------
 # Build: compiler, libraries.  Tests: bats, jq, valgrind, clang (sanitizers,
 # fuzzing).  Only what is missing is installed; as non-root the command is
-# printed instead.
+# printed instead.  npm is asked for only when no npm is on PATH (Node.js
+# from NodeSource brings its own, and conflicts with Debian's).
 DEPS_BUILD := gcc make pkg-config libjq-dev libseccomp-dev libsqlite3-dev
-DEPS_TEST  := bats jq valgrind clang libclang-rt-14-dev procps iproute2 util-linux python3 g++ nodejs bubblewrap hyperfine
+DEPS_TEST  := bats jq sqlite3 valgrind clang libclang-rt-14-dev procps iproute2 util-linux python3 python3-pip g++ nodejs bubblewrap hyperfine libpython3.11-testsuite
 DEPS       := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_EXTRA)
 
 deps:
 	@missing=$$(for p in $(DEPS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
 	done | tr '\n' ' '); \
+	command -v npm > /dev/null || missing="$$missing npm"; \
 	if [ -z "$${missing% }" ]; then exit 0; fi; \
 	if [ "$$(id -u)" != 0 ]; then \
 		echo "make deps: missing Debian packages; as root run: apt-get install -y $$missing" >&2; exit 1; \
@@ -83,12 +98,18 @@ deps:
 	echo "make deps: installing $$missing" >&2; \
 	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; } >&2
 
+# The official MCP SDK for t/65-mcp-sdk.bats, exactly as locked.
+mcp-client: deps
+	@if command -v npm > /dev/null; then \
+		cd t/mcp-client && npm ci --no-audit --no-fund --loglevel=error >&2; \
+	else echo "make mcp-client: npm is missing; the SDK client test will be skipped" >&2; fi
+
 # ---- tests ----------------------------------------------------------------
 # The suite runs against the ASan+UBSan build (memory errors fail it) after
 # the unit tests; t/run prints the totals as its last line.
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-check: deps
+check: deps mcp-client
 	@$(MAKE) --no-print-directory all unit
 	@$(MAKE) --no-print-directory BUILD=build/asan BINDIR=build/asan/bin CFLAGS='$(ASAN_FLAGS)' LDFLAGS='-fsanitize=address,undefined' all unit
 	@$(MAKE) -s --no-print-directory vg-wrappers
@@ -100,9 +121,9 @@ check-asan: check
 # valgrind 3.19 does not know the system calls it is built on (clone3,
 # fsopen, fsmount, open_tree, move_mount, mount_setattr); ASan+UBSan+LSan
 # cover it in make check.
-VG_TOOLS := sbx-validate sbx-cap
+VG_TOOLS := sbx-validate sbx-cap sbx-log sbx-history
 check-valgrind: deps all vg-wrappers
-	@SBX_BIN=$(CURDIR)/$(BUILD)/vg/bin t/run --no-unit t/00-cli.bats t/10-validate.bats t/15-cap.bats
+	@SBX_BIN=$(CURDIR)/$(BUILD)/vg/bin t/run --no-unit t/00-cli.bats t/10-validate.bats t/15-cap.bats t/50-history.bats
 
 vg-wrappers: all
 	@mkdir -p $(BUILD)/vg/bin

@@ -162,7 +162,7 @@ struct child_args {
 /* The job, as sent to a sandbox's init over its spec socket: this header,
  * then `len` bytes of NUL-terminated argv and env strings; the stdin memfd
  * and the scratch mount travel as SCM_RIGHTS with the first byte. */
-enum { SPEC_SCRATCH = 1, SPEC_RW = 2, SPEC_RLIMIT_DATA = 4, SPEC_TIMINGS = 8 };
+enum { SPEC_SCRATCH = 1, SPEC_EXEC_BINS = 2, SPEC_RLIMIT_DATA = 4, SPEC_TIMINGS = 8, SPEC_DEPS = 16 };
 struct spec_hdr {
 	uint64_t file_size, nofile, stack, pids, memory, tmpfs;
 	uint32_t flags, argc, envc, len;
@@ -374,7 +374,7 @@ static _Noreturn void init_main(struct child_args *a)
 	bool timings = sp.h.flags & SPEC_TIMINGS;
 	if (timings)
 		msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "job_received");
-	if (ns_attach_work(sp.h.tmpfs, sp.scratch_fd, sp.h.flags & SPEC_RW, err, sizeof err) < 0) {
+	if (ns_attach_work(sp.h.tmpfs, sp.scratch_fd, sp.h.flags & SPEC_EXEC_BINS, sp.h.flags & SPEC_DEPS, err, sizeof err) < 0) {
 		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
 		_exit(123);
 	}
@@ -806,9 +806,12 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	 * shield, then go. */
 	char map[128];
 	int rc;
+	/* As root: init is 0, the program 1000, and nobody (65534, in the
+	 * sandbox's passwd) exists too, so that setuid to it fails with EPERM
+	 * as on a host rather than EINVAL (unmapped); nothing runs as it. */
 	if (s->root)
-		snprintf(map, sizeof map, "0 %llu 1\n%d %llu 1\n", (unsigned long long)s->conf->uid, NS_UID,
-			 (unsigned long long)s->conf->uid + 1);
+		snprintf(map, sizeof map, "0 %llu 1\n%d %llu 1\n65534 %llu 1\n", (unsigned long long)s->conf->uid, NS_UID,
+			 (unsigned long long)s->conf->uid + 1, (unsigned long long)s->conf->uid + 2);
 	else
 		snprintf(map, sizeof map, "%d 0 1\n", NS_UID);
 	rc = write_map(pid, "uid_map", map);
@@ -859,7 +862,7 @@ static int send_spec(struct box *b, const struct box_spec *sp, int stdin_fd)
 	struct spec_hdr h = {
 		.file_size = sp->lim->file_size, .nofile = sp->lim->nofile, .stack = sp->lim->stack,
 		.pids = sp->lim->pids, .memory = sp->lim->memory, .tmpfs = sp->lim->tmpfs,
-		.flags = (sp->scratch_fd >= 0 ? SPEC_SCRATCH : 0) | (sp->scratch_rw ? SPEC_RW : 0) |
+		.flags = (sp->scratch_fd >= 0 ? SPEC_SCRATCH : 0) | (sp->exec_bins ? SPEC_EXEC_BINS : 0) | (sp->deps ? SPEC_DEPS : 0) |
 			 (b->res.enforced & ENF_MEMORY ? 0 : SPEC_RLIMIT_DATA) | (sp->timings ? SPEC_TIMINGS : 0),
 	};
 	size_t len = 0;
@@ -1114,9 +1117,23 @@ int box_scratch(struct box_sys *s, uint64_t size, char *err, size_t errlen)
 
 int box_workspace(struct box_sys *s, const char *dir, char *err, size_t errlen)
 {
-	int fd = open_tree(AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	if (fd < 0)
+	int fd = open_tree(AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+	if (fd < 0) {
 		snprintf(err, errlen, "cannot open the workspace %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	/* The clone inherits the host mount's propagation (shared, on most
+	 * systems): nothing the sandbox mounts may propagate back.  Its flags
+	 * are set here, by us: the sandbox moves this very mount into its
+	 * tree (a clone made in another mount namespace may not be cloned
+	 * again there) and only adds to them. */
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+				.propagation = MS_PRIVATE };
+	if (mount_setattr(fd, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
+		snprintf(err, errlen, "cannot make the workspace %s private: %s", dir, strerror(errno));
+		close(fd);
+		return -1;
+	}
 	(void)s;
 	return fd;
 }

@@ -66,7 +66,8 @@ struct box_spec {
 	char *const *env;          /* "NAME=value", NULL-terminated; the whole environment */
 	const struct job_limits *lim;
 	int scratch_fd;            /* detached scratch mount (a tmpfs, or a clone of a session's workspace) */
-	bool scratch_rw;
+	bool exec_bins;            /* run stage of a compiled language: see ns_attach_work */
+	bool deps;                 /* a session's program: its installed packages, see ns_attach_work */
 	const char *stdin_data;
 	size_t stdin_len;
 	bool network;

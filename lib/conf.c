@@ -77,6 +77,8 @@ static const struct key sandbox_keys[] = {
 	{ "max_concurrent", T_INT, SB(max_concurrent), 1, 4096 },
 	{ "state_dir", T_STR, SB(state_dir), 0, 0 },
 	{ "history", T_STR, SB(history), 0, 0 },
+	{ "history_code", T_STR, SB(history_code), 0, 0 },
+	{ "history_sync", T_STR, SB(history_sync), 0, 0 },
 	{ "uid", T_INT, SB(uid), 1, 4294967294.0 - 2 },
 	{ "cgroup_parent", T_STR, SB(cgroup_parent), 0, 0 },
 	{ "seccomp_errno", T_ERRNO, SB(seccomp_errno), 1, 4095 },
@@ -120,7 +122,9 @@ static const struct { const char *name; int value; } errnos[] = {
 static const char *default_etc[] = {
 	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone",
 	"ssl", "ca-certificates", "ca-certificates.conf", "services", "protocols", "mime.types",
-	"os-release", "locale.alias", "gai.conf", NULL,
+	"os-release", "locale.alias", "gai.conf",
+	/* Runtimes' configuration that Debian links from /usr into /etc. */
+	"python3", "python3.*", "java-*", "php", "perl", "ruby", NULL,
 };
 
 /* ---- lexer ----------------------------------------------------------- */
@@ -569,6 +573,8 @@ static void set_defaults(struct conf *c)
 	c->max_concurrent = 4;
 	c->state_dir = util_strdup("var");
 	c->history = util_strdup("var/sandbox_history.db");
+	c->history_code = util_strdup("preview");
+	c->history_sync = util_strdup("normal");
 	c->uid = 60000;
 	c->cgroup_parent = util_strdup("sbx");
 	c->seccomp_errno = EPERM;
@@ -604,6 +610,8 @@ void conf_free(struct conf *c)
 	free(c->backend);
 	free(c->state_dir);
 	free(c->history);
+	free(c->history_code);
+	free(c->history_sync);
 	free(c->cgroup_parent);
 	free_strv(c->etc);
 	for (size_t i = 0; i < c->nlangs; i++) {
@@ -708,6 +716,7 @@ static struct conf *parse(struct parser *ps, const char *path_for_root)
 		const char *base = strrchr(dir, '/');
 		if (base && !strcmp(base + 1, "etc") && base != dir) {
 			c->root = util_strndup(dir, (size_t)(base - dir));
+			c->checkout = true;
 			free(dir);
 		} else
 			c->root = dir;
@@ -853,6 +862,12 @@ static struct conf *parse(struct parser *ps, const char *path_for_root)
 			lang->set |= 1u << idx;
 		if (sect == S_SANDBOX && !strcmp(key, "backend") && strcmp(c->backend, "native") && strcmp(c->backend, "docker"))
 			fail(ps, line, "key \"backend\": \"%s\" is not a backend (native or docker)", c->backend);
+		if (sect == S_SANDBOX && !strcmp(key, "history_code") && strcmp(c->history_code, "preview") &&
+		    strcmp(c->history_code, "full"))
+			fail(ps, line, "key \"history_code\": \"%s\" is not preview or full", c->history_code);
+		if (sect == S_SANDBOX && !strcmp(key, "history_sync") && strcmp(c->history_sync, "normal") &&
+		    strcmp(c->history_sync, "full"))
+			fail(ps, line, "key \"history_sync\": \"%s\" is not normal or full", c->history_sync);
 		if (sect == S_SANDBOX && !strcmp(key, "etc"))
 			for (char **e = c->etc; *e; e++)
 				if (!**e || (*e)[0] == '/' || strstr(*e, ".."))
@@ -890,10 +905,13 @@ static struct conf *parse(struct parser *ps, const char *path_for_root)
 		conf_free(c);
 		return NULL;
 	}
-	char *abs = absolute(c->root, c->state_dir);
+	/* In a checkout state lives under the project root; an installed
+	 * copy keeps it in SBX_STATEDIR, and a relative history is in the
+	 * state directory. */
+	char *abs = absolute(c->checkout ? c->root : SBX_STATEDIR, c->state_dir);
 	free(c->state_dir);
 	c->state_dir = abs;
-	abs = absolute(c->root, c->history);
+	abs = absolute(c->checkout ? c->root : c->state_dir, c->history);
 	free(c->history);
 	c->history = abs;
 	return c;

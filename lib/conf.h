@@ -52,6 +52,7 @@ struct conf_lang {
 struct conf {
 	char *path;         /* the file this came from */
 	char *root;         /* base for relative paths in the file */
+	bool checkout;      /* the file is in ROOT/etc: state under ROOT, else under SBX_STATEDIR */
 
 	/* [sandbox] */
 	char *backend;      /* "native" or "docker" */
@@ -63,6 +64,8 @@ struct conf {
 	uint64_t max_concurrent;
 	char *state_dir;    /* absolute after loading */
 	char *history;      /* absolute after loading */
+	char *history_code; /* "preview" (first 500 characters) or "full" (code and capped output) */
+	char *history_sync; /* "normal" or "full" (SQLite's synchronous) */
 	uint64_t uid;       /* host uid (and gid) base for sandboxes when run as root */
 	char *cgroup_parent;
 	int seccomp_errno;

@@ -246,7 +246,7 @@ static const char *find_missing(const struct conf_lang *l, char **argv)
 	return argv[0];
 }
 
-static const char *lang_missing(const struct conf *c, const struct conf_lang *l)
+const char *job_lang_missing(const struct conf *c, const struct conf_lang *l)
 {
 	/* One cache slot per language of the (single) loaded configuration. */
 	static const struct conf *cached_conf;
@@ -276,6 +276,72 @@ static const char *backend_of(const struct conf *c)
 	if (b && (!strcmp(b, "native") || !strcmp(b, "docker")))
 		return b;
 	return c->backend;
+}
+
+static bool package_name(const char *s)
+{
+	size_t k = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-+=<>!~[],@/:^");
+	return *s && s[0] != '-' && !s[k] && k <= 200;
+}
+
+/* run is the language's install argv with package names for "{packages}". */
+static bool install_matches(const struct conf_lang *l, char *const *run)
+{
+	if (!l || !l->install)
+		return false;
+	size_t r = 0, npkg = 0;
+	for (char **a = l->install; *a; a++) {
+		if (strcmp(*a, "{packages}")) {
+			if (!run[r] || strcmp(run[r], *a))
+				return false;
+			r++;
+			continue;
+		}
+		/* names up to the next fixed element (or the end) */
+		for (; run[r] && !(a[1] && !strcmp(run[r], a[1])); r++, npkg++)
+			if (!package_name(run[r]))
+				return false;
+	}
+	return !run[r] && npkg >= 1 && npkg <= 64;
+}
+
+/* The language's install argv with "{packages}" replaced by the packages
+ * (consumed): 1 to 64 names of 1 to 200 characters from a package
+ * manager's alphabet, none starting with "-" (no option injection). */
+static jv install_argv(const struct conf *c, const struct conf_lang *l, jv pkgs, bool in_session, char *why, size_t len)
+{
+	jv out = jv_invalid();
+	int n = jv_get_kind(pkgs) == JV_KIND_ARRAY ? jv_array_length(jv_copy(pkgs)) : -1;
+	if (!in_session)
+		snprintf(why, len, "\"install\" needs a \"session\" to install into");
+	else if (!l->install)
+		snprintf(why, len, "language \"%s\" has no package manager configured (key \"install\")", l->name);
+	else if (!c->install_network)
+		snprintf(why, len, "installing packages is not allowed: install_network = false in %s", c->path);
+	else if (n < 1 || n > 64)
+		snprintf(why, len, "\"install\" must be an array of 1 to 64 package names");
+	else {
+		out = jv_array();
+		for (char **a = l->install; *a; a++) {
+			if (strcmp(*a, "{packages}")) {
+				out = jv_array_append(out, jv_string(*a));
+				continue;
+			}
+			for (int i = 0; i < n && jv_is_valid(out); i++) {
+				jv p = jv_array_get(jv_copy(pkgs), i);
+				const char *s = jv_get_kind(p) == JV_KIND_STRING ? jv_string_value(p) : NULL;
+				if (!s || !package_name(s)) {
+					snprintf(why, len, "package %d is not a package name (letters, digits and ._-+=<>!~[],@/:^, not starting with -)", i + 1);
+					jv_free(out);
+					out = jv_invalid();
+				} else
+					out = jv_array_append(out, jv_string(s));
+				jv_free(p);
+			}
+		}
+	}
+	jv_free(pkgs);
+	return out;
 }
 
 jv job_from_request(const struct conf *c, jv req)
@@ -327,6 +393,12 @@ jv job_from_request(const struct conf *c, jv req)
 	}
 	jv_free(lang);
 	req = jv_object_set(req, jv_string("language"), jv_string(l->name));
+
+	/* install: a package manager run into a session's workspace, instead
+	 * of a program (no code). */
+	bool installing = rec_has(req, "install");
+	if (installing && !rec_has(req, "code"))
+		req = jv_object_set(req, jv_string("code"), jv_string("# packages installed by sbx\n"));
 
 	/* code */
 	size_t code_len;
@@ -535,11 +607,32 @@ jv job_from_request(const struct conf *c, jv req)
 	/* Is the runtime there at all?  Only knowable for the native backend. */
 	const char *backend = backend_of(c);
 	if (!strcmp(backend, "native")) {
-		const char *missing = lang_missing(c, l);
+		const char *missing = job_lang_missing(c, l);
 		if (missing) {
 			jv_free(args);
 			return rec_make_invalid(req, "language \"%s\" is configured but its program \"%s\" is not installed%s%s%s",
 						l->name, missing, l->hint ? " (install it: " : "", l->hint ? l->hint : "", l->hint ? ")" : "");
+		}
+	}
+
+	/* session: the job runs in that session's workspace (made by
+	 * sbx-mcp's sandbox_initialize; state between runs is its files). */
+	char *workspace = NULL;
+	if (rec_has(req, "session")) {
+		const char *sid = rec_str(req, "session", NULL);
+		size_t i = 0;
+		for (; sid && i < 32 && ((sid[i] >= '0' && sid[i] <= '9') || (sid[i] >= 'a' && sid[i] <= 'f')); i++)
+			;
+		if (!sid || i != 32 || sid[32]) {
+			jv_free(args);
+			return rec_make_invalid(req, "\"session\" must be a session id (32 hexadecimal digits)");
+		}
+		workspace = util_fmt("%s/sessions/%s", c->state_dir, sid);
+		struct stat st;
+		if (lstat(workspace, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			free(workspace);
+			jv_free(args);
+			return rec_make_invalid(req, "unknown session \"%s\" (it expired, was stopped, or never existed)", sid);
 		}
 	}
 
@@ -549,18 +642,41 @@ jv job_from_request(const struct conf *c, jv req)
 		runv = jv_array_concat(runv, args);
 	else
 		jv_free(args);
+	if (installing) {
+		char why[300];
+		jv inst = install_argv(c, l, rec_get(req, "install"), workspace != NULL, why, sizeof why);
+		if (!jv_is_valid(inst)) {
+			free(workspace);
+			jv_free(runv);
+			return rec_make_invalid(req, "%s", why);
+		}
+		jv_free(runv);
+		runv = inst;
+		/* Only this step may reach the registries, if allowed; it gets
+		 * the compile stage's larger limits. */
+		network = c->install_network;
+		run.timeout_ms = cl.compile_timeout_ms > run.timeout_ms ? cl.compile_timeout_ms : run.timeout_ms;
+		run.memory = cl.compile_memory > run.memory ? cl.compile_memory : run.memory;
+		run.pids = cl.compile_pids > run.pids ? cl.compile_pids : run.pids;
+	}
 	jv exec = jv_object();
 	exec = jv_object_set(exec, jv_string("file"), jv_string(l->file));
-	exec = jv_object_set(exec, jv_string("compile"), l->compile ? strv_json(l->compile) : jv_null());
+	exec = jv_object_set(exec, jv_string("compile"), l->compile && !installing ? strv_json(l->compile) : jv_null());
 	exec = jv_object_set(exec, jv_string("run"), runv);
 	exec = jv_object_set(exec, jv_string("env"), strv_json(l->env));
 	exec = jv_object_set(exec, jv_string("binds"), strv_json(l->binds));
 	exec = jv_object_set(exec, jv_string("rootfs"), l->rootfs ? jv_string(l->rootfs) : jv_null());
 	exec = jv_object_set(exec, jv_string("image"), l->image ? jv_string(l->image) : jv_null());
 	exec = jv_object_set(exec, jv_string("network"), jv_bool(network));
+	if (workspace) {
+		exec = jv_object_set(exec, jv_string("workspace"), jv_string(workspace));
+		free(workspace);
+	}
+	if (installing)
+		exec = jv_object_set(exec, jv_string("install"), jv_true());
 	req = jv_object_set(req, jv_string("backend"), jv_string(backend));
 	req = jv_object_set(req, jv_string("limits"), job_limits_json(&run));
-	if (l->compile) {
+	if (l->compile && !installing) {
 		struct job_limits comp = run;
 		comp.timeout_ms = cl.compile_timeout_ms;
 		comp.memory = cl.compile_memory;
@@ -811,8 +927,22 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 		snprintf(err, errlen, "exec.network must be true or false");
 		goto out;
 	}
-	if (j->network && !c->network) {
+	bool install = false;
+	rec_bool(exec, "install", &install);
+	j->install = install;
+	if (install && !j->workspace) {
+		snprintf(err, errlen, "exec.install needs exec.workspace");
+		goto out;
+	}
+	if (j->network && !(install ? c->install_network : c->network)) {
 		snprintf(err, errlen, "network is not allowed by the configuration (%s)", c->path);
+		goto out;
+	}
+	/* An install may reach the network: it must be exactly the
+	 * configured package manager on package names, not a hand-written
+	 * command that borrows the permission. */
+	if (install && !install_matches(conf_lang(c, j->language), j->run)) {
+		snprintf(err, errlen, "exec.run of an install must be the language's install command with package names");
 		goto out;
 	}
 	if (!load_limits(limits, "limits", &j->lim, err, errlen))

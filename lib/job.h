@@ -50,8 +50,13 @@ struct job {
 	char **compile, **run, **env, **binds; /* NULL-terminated; compile may be NULL */
 	const char *rootfs, *image, *backend, *workspace;
 	bool network;
+	bool install;              /* a package install into the workspace */
 	struct job_limits lim, clim;
 };
+
+/* The first program of the language's compile or run command that is not
+ * on PATH in its tree (the host's or its rootfs), or NULL; cached. */
+const char *job_lang_missing(const struct conf *c, const struct conf_lang *l);
 
 /* Request -> job, or an invalid record saying what is wrong and what is
  * allowed.  Consumes req. */

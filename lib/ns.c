@@ -2,7 +2,9 @@
 #include "ns.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -168,7 +170,10 @@ int ns_build_root(const struct ns_root *r, char *err, size_t errlen)
 		return fail(err, errlen, "mkdir etc");
 	if (write_text("etc/passwd", passwd, 0644) < 0 || write_text("etc/group", group, 0644) < 0 ||
 	    write_text("etc/hosts", hosts, 0644) < 0 || write_text("etc/hostname", "sandbox\n", 0644) < 0 ||
-	    write_text("etc/nsswitch.conf", nsswitch, 0644) < 0)
+	    write_text("etc/nsswitch.conf", nsswitch, 0644) < 0 ||
+	    /* no passwords, but the file programs expect, unreadable as on a
+	     * host: getspnam fails with EACCES, not "no such file" */
+	    write_text("etc/shadow", "", 0) < 0 || write_text("etc/gshadow", "", 0) < 0)
 		return fail(err, errlen, "write /etc files");
 	if (r->network) {
 		if (mirror("/etc/resolv.conf", "etc/resolv.conf", err, errlen) < 0)
@@ -177,8 +182,24 @@ int ns_build_root(const struct ns_root *r, char *err, size_t errlen)
 		return fail(err, errlen, "write /etc/resolv.conf");
 	for (char *const *e = r->etc; e && *e; e++) {
 		snprintf(src, sizeof src, "%s/etc/%s", r->rootfs, *e);
-		snprintf(rel, sizeof rel, "etc/%s", *e);
-		if (mirror(src, rel, err, errlen) < 0)
+		if (!strpbrk(*e, "*?[")) {
+			snprintf(rel, sizeof rel, "etc/%s", *e);
+			if (mirror(src, rel, err, errlen) < 0)
+				return -1;
+			continue;
+		}
+		/* A pattern ("python3*", "java-*"): the runtimes' own /etc
+		 * directories, whose names carry versions. */
+		glob_t g;
+		size_t skip = strlen(src) - strlen(*e);
+		int rc = glob(src, GLOB_NOSORT, NULL, &g);
+		for (size_t i = 0; rc == 0 && i < g.gl_pathc; i++) {
+			snprintf(rel, sizeof rel, "etc/%s", g.gl_pathv[i] + skip);
+			if (mirror(g.gl_pathv[i], rel, err, errlen) < 0)
+				rc = -1;
+		}
+		globfree(&g);
+		if (rc == -1)
 			return -1;
 	}
 	for (char *const *b = r->binds; b && *b; b++) {
@@ -187,7 +208,7 @@ int ns_build_root(const struct ns_root *r, char *err, size_t errlen)
 			return -1;
 	}
 
-	/* /dev: the harmless devices, no tty, no pts. */
+	/* /dev: the harmless devices; no host tty. */
 	if (mkdir("dev", 0755) < 0)
 		return fail(err, errlen, "mkdir dev");
 	static const char *const devs[] = { "null", "zero", "full", "random", "urandom", NULL };
@@ -197,6 +218,15 @@ int ns_build_root(const struct ns_root *r, char *err, size_t errlen)
 		if (make_point(rel, false) < 0 || attach(AT_FDCWD, src, rel, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false) < 0)
 			return fail(err, errlen, "bind %s", src);
 	}
+	/* A private devpts instance: programs (test suites, `script`, expect)
+	 * may open pseudo-terminals of their own.  None of them is a terminal
+	 * of the host or of the caller, so TIOCSTI on one can only reach the
+	 * sandbox's own programs; the program itself still has no controlling
+	 * terminal (setsid in box.c). */
+	if (mkdir("dev/pts", 0755) < 0 ||
+	    mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") < 0 ||
+	    symlink("pts/ptmx", "dev/ptmx") < 0)
+		return fail(err, errlen, "mount /dev/pts");
 	if (symlink("/proc/self/fd", "dev/fd") < 0 || symlink("/proc/self/fd/0", "dev/stdin") < 0 ||
 	    symlink("/proc/self/fd/1", "dev/stdout") < 0 || symlink("/proc/self/fd/2", "dev/stderr") < 0)
 		return fail(err, errlen, "dev symlinks");
@@ -224,7 +254,43 @@ int ns_build_root(const struct ns_root *r, char *err, size_t errlen)
 	return 0;
 }
 
-int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool scratch_rw, char *err, size_t errlen)
+/* Bind the executables at the top of the scratch read-only+exec over their
+ * own names in the noexec working directory.  A bound file cannot be
+ * written (EROFS), replaced or removed (EBUSY), so what runs is what the
+ * compiler made.  Bounded: a directory of many executables costs at most
+ * NS_MAX_EXEC_BINS mounts. */
+#define NS_MAX_EXEC_BINS 16
+static int bind_executables(int scratch_fd, char *err, size_t errlen)
+{
+	int dfd = openat(scratch_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return fail(err, errlen, "open the scratch directory");
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return fail(err, errlen, "read the scratch directory");
+	}
+	int n = 0, rc = 0;
+	struct dirent *e;
+	char dst[sizeof NS_WORKDIR + 256];
+	while (rc == 0 && n < NS_MAX_EXEC_BINS && (e = readdir(d))) {
+		struct stat st;
+		if (e->d_name[0] == '.' || fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode) || !(st.st_mode & 0111))
+			continue;
+		snprintf(dst, sizeof dst, "%s/%s", NS_WORKDIR, e->d_name);
+		/* From a noexec workspace the clone is noexec too: clear it. */
+		struct mount_attr x = { .attr_clr = MOUNT_ATTR_NOEXEC };
+		if (attach(dfd, e->d_name, dst, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0 ||
+		    mount_setattr(AT_FDCWD, dst, 0, &x, sizeof x) < 0)
+			rc = fail(err, errlen, "bind the executable %s", e->d_name);
+		n++;
+	}
+	closedir(d);
+	return rc;
+}
+
+int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool exec_bins, bool deps, char *err, size_t errlen)
 {
 	/* One tmpfs, size-limited and noexec, for everything a program may
 	 * write besides scratch: its pages are charged to the run's memory
@@ -256,9 +322,35 @@ int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool scratch_rw, char *
 	if (rc)
 		return fail(err, errlen, "set up /tmp, $HOME and /dev/shm");
 	if (scratch_fd >= 0) {
-		uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (scratch_rw ? MOUNT_ATTR_NOEXEC : MOUNT_ATTR_RDONLY);
-		if (attach(scratch_fd, "", NS_WORKDIR, attr, false) < 0)
-			return fail(err, errlen, "attach the scratch directory");
+		uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+		if (attach(scratch_fd, "", NS_WORKDIR, attr, false) < 0) {
+			/* Since Linux 6.15 a detached tree made by open_tree in
+			 * another mount namespace (a session's workspace, cloned
+			 * by the supervisor) cannot be cloned here: move it in
+			 * instead, and set the flags on it where it lands. */
+			struct mount_attr a = { .attr_set = attr };
+			if (errno != EINVAL ||
+			    move_mount(scratch_fd, "", AT_FDCWD, NS_WORKDIR, MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
+			    mount_setattr(AT_FDCWD, NS_WORKDIR, 0, &a, sizeof a) < 0)
+				return fail(err, errlen, "attach the scratch directory");
+			if (exec_bins) {
+				int here = open(NS_WORKDIR, O_PATH | O_DIRECTORY | O_CLOEXEC);
+				int brc = here < 0 ? -1 : bind_executables(here, err, errlen);
+				if (here >= 0)
+					close(here);
+				if (brc < 0)
+					return here < 0 ? fail(err, errlen, "open " NS_WORKDIR) : -1;
+				exec_bins = false;
+			}
+		}
+		if (exec_bins && bind_executables(scratch_fd, err, errlen) < 0)
+			return -1;
+		struct stat st;
+		struct mount_attr x = { .attr_set = MOUNT_ATTR_RDONLY, .attr_clr = MOUNT_ATTR_NOEXEC };
+		if (deps && lstat(NS_WORKDIR "/" NS_DEPS, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    (attach(AT_FDCWD, NS_WORKDIR "/" NS_DEPS, NS_WORKDIR "/" NS_DEPS, 0, true) < 0 ||
+		     mount_setattr(AT_FDCWD, NS_WORKDIR "/" NS_DEPS, AT_RECURSIVE, &x, sizeof x) < 0))
+			return fail(err, errlen, "bind the installed packages");
 	}
 	if (chdir(NS_WORKDIR) < 0)
 		return fail(err, errlen, "chdir " NS_WORKDIR);

@@ -42,8 +42,15 @@ struct ns_root {
 int ns_build_root(const struct ns_root *r, char *err, size_t errlen);
 /* Then the job's mounts: a fresh tmpfs of tmpfs_bytes for /tmp, $HOME and
  * /dev/shm, and the scratch (a detached mount, cloned) at NS_WORKDIR,
- * writable+noexec or read-only+exec.  On return the cwd is NS_WORKDIR. */
-int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool scratch_rw, char *err, size_t errlen);
+ * writable and noexec.  With exec_bins, each executable regular file at the
+ * top of the scratch (what a compile stage produced) is bound over itself
+ * read-only and executable: the program runs its binary and may write its
+ * directory, but nothing it writes can be executed (W^X).  With deps, the
+ * directory NS_DEPS of a session's workspace (what install stages wrote)
+ * is bound over itself read-only and executable.  On return the cwd is
+ * NS_WORKDIR. */
+#define NS_DEPS ".deps"
+int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool exec_bins, bool deps, char *err, size_t errlen);
 /* Bring up lo in a new network namespace (127.0.0.1 and ::1 work). */
 int ns_loopback_up(char *err, size_t errlen);
 

@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -44,6 +46,17 @@ int proc_keep_fds(int *fds, size_t n)
 		fds[i] = target;
 	}
 	return close_from(3 + (int)n);
+}
+
+int proc_child_prepare(int parent, int deathsig)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	prctl(PR_SET_PDEATHSIG, deathsig);
+	/* The parent may have died before prctl: then no signal will come. */
+	return getppid() == parent ? 0 : -1;
 }
 
 int proc_set_nonblock(int fd, bool on)

@@ -17,6 +17,11 @@
  * every fd >= 3+n.  Updates fds[].  Async-signal-safe; returns -1 on error. */
 int proc_keep_fds(int *fds, size_t n);
 
+/* In a child forked to exec a tool: no blocked signals, SIGPIPE at its
+ * default, and `deathsig` when the parent (whose pid was `parent` before
+ * the fork) dies.  -1 if the parent is already gone. */
+int proc_child_prepare(int parent, int deathsig);
+
 int proc_set_nonblock(int fd, bool on);
 int proc_set_cloexec(int fd, bool on);
 

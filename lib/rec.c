@@ -50,7 +50,10 @@ ssize_t rec_fill(struct rec_reader *r)
 	return n;
 }
 
-enum rec_status rec_next(struct rec_reader *r, jv *out)
+/* The next complete line, or why there is none: REC_OK with *line and *len
+ * (without the newline), REC_INVALID (over-long) with *out, REC_AGAIN,
+ * REC_EOF. */
+static enum rec_status next_line(struct rec_reader *r, const char **line, size_t *len, jv *out)
 {
 	for (;;) {
 		char *p = r->buf + r->start;
@@ -100,10 +103,36 @@ enum rec_status rec_next(struct rec_reader *r, jv *out)
 						util_size_str(r->max_line, mx, sizeof mx));
 			return REC_INVALID;
 		}
-		enum rec_status st = rec_parse_line(p, linelen, r->lineno, out);
+		*line = p;
+		*len = linelen;
+		return REC_OK;
+	}
+}
+
+enum rec_status rec_next(struct rec_reader *r, jv *out)
+{
+	for (;;) {
+		const char *line;
+		size_t len;
+		enum rec_status st = next_line(r, &line, &len, out);
+		if (st != REC_OK)
+			return st;
+		st = rec_parse_line(line, len, r->lineno, out);
 		if (st != REC_AGAIN)
 			return st;
 		/* blank line: no record, keep going */
+	}
+}
+
+enum rec_status rec_next_raw(struct rec_reader *r, const char **line, size_t *len, jv *out)
+{
+	for (;;) {
+		enum rec_status st = next_line(r, line, len, out);
+		if (st != REC_OK)
+			return st;
+		st = rec_check_line(*line, *len, r->lineno, out);
+		if (st != REC_AGAIN)
+			return st;
 	}
 }
 
@@ -326,7 +355,7 @@ static int json_check(const char *line, size_t len, const char **msg, size_t *co
 	return 0;
 }
 
-enum rec_status rec_parse_line(const char *line, size_t len, unsigned long lineno, jv *out)
+enum rec_status rec_check_line(const char *line, size_t len, unsigned long lineno, jv *out)
 {
 	size_t i = 0;
 	while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
@@ -358,7 +387,26 @@ enum rec_status rec_parse_line(const char *line, size_t len, unsigned long linen
 		*out = rec_invalid_line(lineno, "more than one JSON value on the line (one object per line; the second starts at column %zu)", col);
 		return REC_INVALID;
 	}
-	/* Known to be one valid value of bounded depth: jq cannot fail here
+	if (line[i] != '{') {
+		static const struct { char c; const char *kind; } kinds[] = {
+			{ '[', "array" }, { '"', "string" }, { 't', "boolean" }, { 'f', "boolean" }, { 'n', "null" },
+		};
+		const char *kind = "number";
+		for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+			if (line[i] == kinds[k].c)
+				kind = kinds[k].kind;
+		*out = rec_invalid_line(lineno, "expected a JSON object, got %s", kind);
+		return REC_INVALID;
+	}
+	return REC_OK;
+}
+
+enum rec_status rec_parse_line(const char *line, size_t len, unsigned long lineno, jv *out)
+{
+	enum rec_status st = rec_check_line(line, len, lineno, out);
+	if (st != REC_OK)
+		return st;
+	/* Known to be one valid object of bounded depth: jq cannot fail here
 	 * short of memory, and never sees text it would leak on. */
 	jv_parser *p = jv_parser_new(0);
 	jv_parser_set_buf(p, line, (int)len, 0);

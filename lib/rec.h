@@ -54,9 +54,18 @@ void rec_reader_free(struct rec_reader *r);
 ssize_t rec_fill(struct rec_reader *r);
 /* Next record from what is buffered. */
 enum rec_status rec_next(struct rec_reader *r, jv *out);
+/* Like rec_next, but a line holding one valid JSON object is handed out as
+ * text (*line, *len: valid until the next rec_next*, rec_fill or
+ * rec_reader_free) without being parsed.  Other lines are `invalid`
+ * records in *out, as with rec_next. */
+enum rec_status rec_next_raw(struct rec_reader *r, const char **line, size_t *len, jv *out);
 /* Blocking convenience: rec_next, filling as needed. */
 enum rec_status rec_read(struct rec_reader *r, jv *out);
 
+/* Check one line (without its newline) without parsing it: REC_OK if it is
+ * one valid JSON object (strict RFC 8259, valid UTF-8, no raw NUL),
+ * REC_AGAIN if blank, else REC_INVALID with the reason in *out. */
+enum rec_status rec_check_line(const char *line, size_t len, unsigned long lineno, jv *out);
 /* Parse one line (without its newline) into an object or an invalid record.
  * Returns REC_OK, REC_INVALID, or REC_AGAIN for a blank line. */
 enum rec_status rec_parse_line(const char *line, size_t len, unsigned long lineno, jv *out);

@@ -61,7 +61,7 @@ static double round1(double v)
 	return round(v * 10) / 10;
 }
 
-static char **build_env(char *const *extra)
+char **run_build_env(char *const *extra)
 {
 	size_t n = 0, m = 0;
 	while (base_env[n])
@@ -88,7 +88,7 @@ static char **build_env(char *const *extra)
 	return env;
 }
 
-static void free_env(char **env)
+void run_free_env(char **env)
 {
 	for (char **e = env; e && *e; e++)
 		free(*e);
@@ -236,14 +236,30 @@ static void start_stage(struct run *r, enum stage st)
 {
 	struct job *j = &r->job;
 	r->stage = st;
+	if (j->workspace && st == ST_RUN && r->scratch >= 0) {
+		/* A workspace is moved, not cloned, into the sandbox (see
+		 * ns_attach_work): each stage needs a mount of its own. */
+		char err[256];
+		int fresh = box_workspace(r->env->box, j->workspace, err, sizeof err);
+		if (fresh < 0) {
+			internal(r, err);
+			return;
+		}
+		close(r->scratch);
+		r->scratch = fresh;
+	}
 	r->spec = (struct box_spec){
 		.argv = st == ST_COMPILE ? j->compile : j->run,
 		.env = r->envp,
 		.lim = st == ST_COMPILE ? &j->clim : &j->lim,
 		.scratch_fd = r->scratch,
-		/* W^X: the compiler writes, the program executes; an interpreted
-		 * program may write its directory but not execute what it wrote. */
-		.scratch_rw = st == ST_COMPILE || !j->compile,
+		/* W^X: every program may write its directory but execute
+		 * nothing it wrote; the compiler's output alone is executable. */
+		.exec_bins = st == ST_RUN && j->compile,
+		/* In a session what the package manager installed is
+		 * executable and read-only for programs: they can load it, not
+		 * change it. */
+		.deps = j->workspace && !j->install,
 		.stdin_data = st == ST_RUN ? j->stdin_data : NULL,
 		.stdin_len = st == ST_RUN ? j->stdin_len : 0,
 		.network = j->network,
@@ -252,6 +268,8 @@ static void start_stage(struct run *r, enum stage st)
 		.timings = r->env->timings,
 	};
 	mark(r, st == ST_COMPILE ? "compile_start" : "run_start");
+	if (r->env->on_stage)
+		r->env->on_stage(r, st == ST_COMPILE ? "compile" : "run");
 	r->box = box_start(r->env->box, r->env->loop, &r->spec, stage_done, r);
 }
 
@@ -277,7 +295,7 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 		run_free(r);
 		return NULL;
 	}
-	r->envp = build_env(r->job.env);
+	r->envp = run_build_env(r->job.env);
 	mark(r, "job_loaded");
 	/* The scratch directory: a fresh tmpfs, or the session's workspace. */
 	uint64_t size = r->job.lim.scratch > r->job.clim.scratch ? r->job.lim.scratch : r->job.clim.scratch;
@@ -318,7 +336,7 @@ void run_free(struct run *r)
 	box_free(r->box);
 	if (r->scratch >= 0)
 		close(r->scratch);
-	free_env(r->envp);
+	run_free_env(r->envp);
 	jv_free(r->compile);
 	jv_free(r->timings);
 	job_free(&r->job);

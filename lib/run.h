@@ -23,11 +23,15 @@
 #include "conf.h"
 #include "loop.h"
 
+struct run;
 struct run_env {
 	const struct conf *conf;
 	struct box_sys *box;
 	struct loop *loop;
 	bool timings;
+	/* Optional: told when a stage's sandbox is handed its job ("compile",
+	 * "run"), for progress reports. */
+	void (*on_stage)(struct run *r, const char *stage);
 };
 
 struct run;
@@ -43,6 +47,11 @@ void run_cancel(struct run *r);
 void run_free(struct run *r);
 /* The job's id (for logs). */
 const char *run_id(const struct run *r);
+
+/* The environment a program of a language starts from (the base entries,
+ * then the language's "env"), and its release. */
+char **run_build_env(char *const *extra);
+void run_free_env(char **env);
 
 /* "SIGSEGV" for 11. */
 const char *run_signal_name(int sig, char *buf, size_t len);

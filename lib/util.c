@@ -275,6 +275,85 @@ void util_iso8601(double epoch_ms, char *buf, size_t len)
 	snprintf(buf, len, "%s.%03dZ", tmp, frac);
 }
 
+/* Exactly n digits at *p, advancing it. */
+static bool digits(const char **p, int n, int *out)
+{
+	int v = 0;
+	for (int i = 0; i < n; i++, (*p)++) {
+		if (**p < '0' || **p > '9')
+			return false;
+		v = v * 10 + (**p - '0');
+	}
+	*out = v;
+	return true;
+}
+
+bool util_parse_iso8601(const char *s, double *epoch_ms)
+{
+	const char *p = s;
+	int y, mo, d, h = 0, mi = 0, sec = 0;
+	double frac = 0;
+	if (!digits(&p, 4, &y) || *p++ != '-' || !digits(&p, 2, &mo) || *p++ != '-' || !digits(&p, 2, &d))
+		return false;
+	if (*p == 'T' || *p == 't' || *p == ' ') {
+		p++;
+		if (!digits(&p, 2, &h) || *p++ != ':' || !digits(&p, 2, &mi))
+			return false;
+		if (*p == ':') {
+			p++;
+			if (!digits(&p, 2, &sec))
+				return false;
+			if (*p == '.' || *p == ',') {
+				double scale = 0.1;
+				p++;
+				if (*p < '0' || *p > '9')
+					return false;
+				for (; *p >= '0' && *p <= '9'; p++, scale /= 10)
+					frac += (*p - '0') * scale;
+			}
+		}
+	}
+	int offset_min = 0;
+	if (*p == 'Z' || *p == 'z')
+		p++;
+	else if (*p == '+' || *p == '-') {
+		int sign = *p++ == '-' ? -1 : 1, oh, om = 0;
+		if (!digits(&p, 2, &oh))
+			return false;
+		if (*p == ':')
+			p++;
+		if (*p && !digits(&p, 2, &om))
+			return false;
+		if (oh > 23 || om > 59)
+			return false;
+		offset_min = sign * (oh * 60 + om);
+	}
+	if (*p || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || sec > 60)
+		return false;
+	static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+	if (d > mdays[mo - 1] + (mo == 2 && leap))
+		return false;
+	struct tm tm = { .tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi, .tm_sec = sec };
+	time_t t = timegm(&tm);
+	*epoch_ms = ((double)t - offset_min * 60.0 + frac) * 1000.0;
+	return true;
+}
+
+void util_common_option(int opt, char **argv, const char *synopsis, void (*help)(void))
+{
+	if (opt == 'h' || opt == 'V') {
+		if (opt == 'h')
+			help();
+		else
+			printf("%s %s\n", util_prog, SBX_VERSION);
+		exit(util_close_stdout());
+	}
+	if (opt == ':')
+		util_usage_error(synopsis, "option %s needs an argument", argv[optind - 1]);
+	util_usage_error(synopsis, "unknown option %s", argv[optind - 1]);
+}
+
 void util_random(void *buf, size_t len)
 {
 	char *p = buf;

@@ -32,6 +32,10 @@ extern const char *util_prog;
 void util_init(const char *prog);
 void util_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void util_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The options every tool shares, for the default case of its getopt_long
+ * switch: 'h' (--help: help() to stdout, exit 0), 'V' (--version), ':'
+ * (a missing argument) and anything unknown (a usage error, exit 2). */
+_Noreturn void util_common_option(int opt, char **argv, const char *synopsis, void (*help)(void));
 /* Usage error: one reason line, then the synopsis, on stderr; exit 2. */
 _Noreturn void util_usage_error(const char *synopsis, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -62,6 +66,10 @@ double util_now_ms(void);
 /* ISO 8601 UTC with milliseconds, e.g. 2026-11-29T10:00:00.123Z. */
 void util_iso8601(double epoch_ms, char *buf, size_t len);
 double util_epoch_ms(void);
+/* Parse ISO 8601: "2026-11-29", "2026-11-29T10:00", "…T10:00:00.123Z",
+ * "…T10:00:00+02:00" (no zone: UTC).  Strict: false on anything else or an
+ * impossible date. */
+bool util_parse_iso8601(const char *s, double *epoch_ms);
 
 /* Random bytes from getrandom(2); exits on failure (never falls back). */
 void util_random(void *buf, size_t len);

@@ -106,10 +106,7 @@ int main(int argc, char **argv)
 			forced = (size_t)b;
 			break;
 		}
-		case 'h': help(); return util_close_stdout();
-		case 'V': printf("sbx-cap %s\n", SBX_VERSION); return util_close_stdout();
-		case ':': util_usage_error(synopsis, "option %s needs an argument", argv[optind - 1]);
-		default: util_usage_error(synopsis, "unknown option %s", argv[optind - 1]);
+		default: util_common_option(o, argv, synopsis, help);
 		}
 	}
 	if (optind < argc)

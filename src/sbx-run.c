@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <poll.h>
@@ -26,6 +27,7 @@
 
 #include "box.h"
 #include "conf.h"
+#include "job.h"
 #include "loop.h"
 #include "proc.h"
 #include "rec.h"
@@ -33,7 +35,7 @@
 #include "util.h"
 
 static const char synopsis[] =
-	"usage: sbx-run [-c FILE] [-j N] [--timings] < jobs.jsonl > results.jsonl\n"
+	"usage: sbx-run [-c FILE] [-j N] [--timings] [--events FD] [--control FD] < jobs.jsonl > results.jsonl\n"
 	"       sbx-run [-c FILE] --check\n";
 
 static void help(void)
@@ -44,6 +46,10 @@ static void help(void)
 	       "  -j, --jobs N       run N jobs at once (default: max_concurrent); results\n"
 	       "                     are written as they complete; -j 1 keeps input order\n"
 	       "      --timings      add a \"timings\" object (ms per phase) to each result\n"
+	       "      --events FD    write {\"id\",\"event\"} lines to FD as stages start\n"
+	       "                     (\"compile\", \"run\")\n"
+	       "      --control FD   read {\"cancel\": ID} lines from FD: kill that job's\n"
+	       "                     sandbox; its result is an internal_error \"cancelled\"\n"
 	       "      --check        report what the sandbox backend can do here, as JSON\n"
 	       "  -c, --config FILE  configuration file\n"
 	       "  -h, --help         show this help\n"
@@ -63,6 +69,8 @@ struct state {
 	struct run **runs;     /* in flight, for cancellation */
 	bool in_eof, stopping, out_fifo, out_failed;
 	int sigfd, exit_sig;
+	int events_fd, control_fd; /* -1 unless given */
+	struct rec_reader control;
 	char *out;
 	size_t out_len, out_cap;
 	int status;
@@ -147,6 +155,46 @@ static void cancel_all(void)
 	for (size_t i = 0; i < S.max; i++)
 		if (S.runs[i])
 			run_cancel(S.runs[i]);
+}
+
+/* --events: one line per stage start.  The reader is the caller that asked
+ * for it (sbx-mcp); a write that fails ends the reports, not the runs. */
+static void on_stage(struct run *r, const char *stage)
+{
+	if (S.events_fd < 0)
+		return;
+	jv ev = jv_object_set(jv_object(), jv_string("id"), jv_string(run_id(r)));
+	ev = jv_object_set(ev, jv_string("event"), jv_string(stage));
+	size_t n;
+	char *line = rec_dump(ev, &n);
+	if (util_write_all(S.events_fd, line, n) < 0) {
+		util_warn("--events: %s; no more events", strerror(errno));
+		close(S.events_fd);
+		S.events_fd = -1;
+	}
+	free(line);
+}
+
+/* --control: {"cancel": ID} kills the sandboxes of the job with that id.
+ * An id not in flight (finished, or never seen) is ignored. */
+static void on_control(struct loop *l, int fd, short rev, void *arg)
+{
+	ssize_t n = rec_fill(&S.control);
+	jv msg;
+	enum rec_status st;
+	while ((st = rec_next(&S.control, &msg)) == REC_OK || st == REC_INVALID) {
+		const char *id = st == REC_OK ? rec_str(msg, "cancel", NULL) : NULL;
+		if (!id)
+			util_warn("--control: line %lu is not {\"cancel\": ID}", S.control.lineno);
+		for (size_t i = 0; id && i < S.max; i++)
+			if (S.runs[i] && !strcmp(run_id(S.runs[i]), id))
+				run_cancel(S.runs[i]);
+		jv_free(msg);
+	}
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		loop_unwatch(l, fd);
+	(void)rev;
+	(void)arg;
 }
 
 static void on_stdin(struct loop *l, int fd, short rev, void *arg)
@@ -237,6 +285,86 @@ static void probe_done(struct box *b, void *arg)
 	p->done = true;
 }
 
+/* Each language's version, as its own sandbox sees it: its version
+ * command run with the language's tree, binds and environment, all at
+ * once.  available: the programs are on PATH and the command exits 0. */
+struct version_probe {
+	const struct conf_lang *l;
+	char **env;
+	struct box *b;
+	bool done;
+};
+
+static void version_done(struct box *b, void *arg)
+{
+	((struct version_probe *)arg)->done = true;
+	(void)b;
+}
+
+static jv check_languages(struct conf *c, struct box_sys *sys, bool usable)
+{
+	struct loop *l = loop_new();
+	struct version_probe *p = util_xalloc(c->nlangs * sizeof *p);
+	struct job_limits lim = {
+		.timeout_ms = 20000, .memory = c->lim.compile_memory, .pids = c->lim.compile_pids, .cpus = 1,
+		.output = 4096, .file_size = c->lim.file_size, .tmpfs = c->lim.tmpfs, .scratch = c->lim.scratch,
+		.nofile = c->lim.nofile, .stack = c->lim.stack,
+	};
+	for (size_t i = 0; i < c->nlangs; i++) {
+		p[i] = (struct version_probe){ .l = &c->langs[i], .done = true };
+		if (!usable || job_lang_missing(c, p[i].l) || !p[i].l->version)
+			continue;
+		p[i].env = run_build_env(p[i].l->env);
+		struct box_spec spec = { .argv = p[i].l->version, .env = p[i].env, .lim = &lim, .scratch_fd = -1,
+					 .rootfs = p[i].l->rootfs, .binds = p[i].l->binds };
+		p[i].done = false;
+		p[i].b = box_start(sys, l, &spec, version_done, &p[i]);
+	}
+	for (;;) {
+		bool all = true;
+		for (size_t i = 0; i < c->nlangs; i++)
+			all &= p[i].done;
+		if (all || loop_once(l, 1000) < 0)
+			break;
+	}
+	jv out = jv_array();
+	for (size_t i = 0; i < c->nlangs; i++) {
+		const struct conf_lang *lang = p[i].l;
+		jv o = jv_object_set(jv_object(), jv_string("name"), jv_string(lang->name));
+		const char *missing = job_lang_missing(c, lang);
+		jv version = jv_null();
+		char why[600] = "";
+		if (missing)
+			snprintf(why, sizeof why, "\"%s\" is not installed%s%s", missing, lang->hint ? "; install it: " : "",
+				 lang->hint ? lang->hint : "");
+		else if (!usable)
+			snprintf(why, sizeof why, "the sandbox backend is unusable here");
+		else if (p[i].b) {
+			const struct box_result *r = box_result(p[i].b);
+			jv text = cap_buf_string(r->out.total ? &r->out : &r->err);
+			const char *s = jv_string_value(text);
+			size_t n = strcspn(s, "\n");
+			if (r->status == BOX_EXITED && r->exit_code == 0 && n > 0)
+				version = jv_string_sized(s, (int)n);
+			else if (r->status == BOX_INTERNAL)
+				snprintf(why, sizeof why, "%s", r->error);
+			else
+				snprintf(why, sizeof why, "its version command failed in the sandbox");
+			jv_free(text);
+			box_free(p[i].b);
+			run_free_env(p[i].env);
+		}
+		o = jv_object_set(o, jv_string("available"), jv_bool(!why[0]));
+		o = jv_object_set(o, jv_string("version"), version);
+		if (why[0])
+			o = jv_object_set(o, jv_string("error"), jv_string(why));
+		out = jv_array_append(out, o);
+	}
+	free(p);
+	loop_free(l);
+	return out;
+}
+
 static int check(struct conf *c, struct box_sys *sys, const char *init_err, char **argv)
 {
 	jv o = jv_object();
@@ -286,7 +414,7 @@ static int check(struct conf *c, struct box_sys *sys, const char *init_err, char
 		};
 		char *pargv[] = { "true", NULL };
 		char *penv[] = { "PATH=/usr/local/bin:/usr/bin:/bin", NULL };
-		struct box_spec spec = { .argv = pargv, .env = penv, .lim = &lim, .scratch_fd = -1, .scratch_rw = true };
+		struct box_spec spec = { .argv = pargv, .env = penv, .lim = &lim, .scratch_fd = -1 };
 		double t0 = util_now_ms();
 		struct box *b = box_start(sys, l, &spec, probe_done, &p);
 		while (!p.done && loop_once(l, 1000) >= 0)
@@ -305,6 +433,7 @@ static int check(struct conf *c, struct box_sys *sys, const char *init_err, char
 	o = jv_object_set(o, jv_string("probe"), pr);
 	bool usable = !init_err && !p.error[0];
 	o = jv_object_set(o, jv_string("usable"), jv_bool(usable));
+	o = jv_object_set(o, jv_string("languages"), check_languages(c, sys, usable));
 	o = jv_object_set(o, jv_string("fixes"), fixes);
 	rec_write(o);
 	(void)argv;
@@ -322,7 +451,10 @@ int main(int argc, char **argv)
 	const char *conf_path = NULL;
 	long jobs = 0;
 	bool do_check = false, timings = getenv("SBX_TRACE") != NULL;
+	S.events_fd = S.control_fd = -1;
 	static const struct option opts[] = {
+		{ "events", required_argument, NULL, 'E' },
+		{ "control", required_argument, NULL, 'K' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "check", no_argument, NULL, 'C' },
@@ -343,12 +475,24 @@ int main(int argc, char **argv)
 			jobs = (long)v;
 			break;
 		}
+		case 'E':
+		case 'K': {
+			int64_t fd;
+			struct stat fst;
+			if (!util_parse_i64(optarg, 3, 1 << 20, &fd) || fstat((int)fd, &fst) < 0)
+				util_usage_error(synopsis, "%s: \"%s\" is not an open file descriptor above 2",
+						 o == 'E' ? "--events" : "--control", optarg);
+			if (o == 'E')
+				S.events_fd = (int)fd;
+			else
+				S.control_fd = (int)fd;
+			/* Not inherited by sandboxes or anything else we start. */
+			fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+			break;
+		}
 		case 'C': do_check = true; break;
 		case 'T': timings = true; break;
-		case 'h': help(); return util_close_stdout();
-		case 'V': printf("sbx-run %s\n", SBX_VERSION); return util_close_stdout();
-		case ':': util_usage_error(synopsis, "option %s needs an argument", argv[optind - 1]);
-		default: util_usage_error(synopsis, "unknown option %s", argv[optind - 1]);
+		default: util_common_option(o, argv, synopsis, help);
 		}
 	}
 	if (optind < argc)
@@ -382,7 +526,12 @@ int main(int argc, char **argv)
 	S.loop = loop_new();
 	S.max = jobs ? (size_t)jobs : (size_t)c->max_concurrent;
 	S.runs = util_xalloc(S.max * sizeof *S.runs);
-	S.env = (struct run_env){ .conf = c, .box = &sys, .loop = S.loop, .timings = timings };
+	S.env = (struct run_env){ .conf = c, .box = &sys, .loop = S.loop, .timings = timings, .on_stage = on_stage };
+	if (S.control_fd >= 0) {
+		fcntl(S.control_fd, F_SETFL, fcntl(S.control_fd, F_GETFL) | O_NONBLOCK);
+		rec_reader_init(&S.control, S.control_fd, 4096);
+		loop_watch(S.loop, S.control_fd, POLLIN, on_control, NULL);
+	}
 	struct stat st;
 	S.out_fifo = fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
 	rec_reader_init(&S.in, STDIN_FILENO, c->max_record_size);
@@ -424,6 +573,8 @@ int main(int argc, char **argv)
 		}
 	}
 	rec_reader_free(&S.in);
+	if (S.control_fd >= 0)
+		rec_reader_free(&S.control);
 	box_pool_drain(&sys);
 	loop_free(S.loop);
 	free(S.runs);

@@ -53,10 +53,7 @@ int main(int argc, char **argv)
 	while ((o = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'c': conf_path = optarg; break;
-		case 'h': help(); return util_close_stdout();
-		case 'V': printf("sbx-validate %s\n", SBX_VERSION); return util_close_stdout();
-		case ':': util_usage_error(synopsis, "option %s needs an argument", argv[optind - 1]);
-		default: util_usage_error(synopsis, "unknown option %s", argv[optind - 1]);
+		default: util_common_option(o, argv, synopsis, help);
 		}
 	}
 	if (optind < argc)

@@ -61,8 +61,7 @@ tools() {
 }
 
 @test "record tools: a full disk on stdout is exit 3 with a message" {
-	for t in sbx-validate sbx-cap; do
-		run --separate-stderr "$BIN/$t" <<< '{"language":"python","code":"1"}' > /dev/full
+	for t in sbx-validate sbx-cap sbx-log; do
 		run --separate-stderr bash -c "'$BIN/$t' > /dev/full <<< '{\"language\":\"python\",\"code\":\"1\"}'"
 		[ "$status" -eq 3 ] || { echo "$t: $status $stderr"; false; }
 		[[ $stderr == *"$t: error writing output"* ]]

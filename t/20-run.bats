@@ -169,3 +169,20 @@ PY
 	# the program wrote gigabytes; the supervisor stayed small (KiB)
 	[ "$rss" -lt 300000 ]
 }
+
+@test "--events reports each stage as it starts; --control cancels one job by id" {
+	mkfifo ctl
+	(sleep 1; echo '{"cancel":"slow"}'; echo 'not json'; echo '{"cancel":"nobody"}'; sleep 1) > ctl &
+	printf '%s\n' '{"id":"slow","language":"python","code":"import time; time.sleep(20)"}' \
+		'{"id":"fast","language":"c","code":"int main(void){return 0;}"}' |
+		"$BIN/sbx-validate" | "$BIN/sbx-run" -j 2 --events 5 --control 6 5> events 6< ctl > out 2> err || rc=$?
+	wait
+	[ "${rc:-0}" -eq 1 ] # a cancelled job is an internal_error
+	[ "$(jq -sc 'map({id, status, error}) | sort_by(.id)' out)" = '[{"id":"fast","status":"success","error":null},{"id":"slow","status":"internal_error","error":"cancelled"}]' ]
+	[ "$(jq -sc 'map(select(.id == "fast") | .event)' events)" = '["compile","run"]' ]
+	[ "$(jq -sc 'map(select(.id == "slow") | .event)' events)" = '["run"]' ]
+	grep -q 'sbx-run: --control: line 2 is not {"cancel": ID}' err
+	run --separate-stderr "$BIN/sbx-run" --events 99 < /dev/null
+	[ "$status" -eq 2 ]
+	[[ "${stderr_lines[0]}" == 'sbx-run: --events: "99" is not an open file descriptor above 2' ]]
+}

@@ -24,22 +24,22 @@ for d in (".", "/tmp", os.environ["HOME"], "/dev/shm"):
     with open(p, "w") as f: f.write("#!/bin/sh\necho ran\n")
     os.chmod(p, 0o755)
     try: subprocess.run([p]); print(d, "EXECUTED")
-    except PermissionError as e: print(d, "exec", e.errno)
+    except PermissionError as e: print(d, "exec", e.errno, os.access(p, os.X_OK))
     with open(p, "rb") as f:
         try: mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ | mmap.PROT_EXEC); print(d, "MAPPED")
         except PermissionError as e: print(d, "mmap", e.errno)
     print(d, subprocess.run(["sh", p], capture_output=True, text=True).stdout.strip())')"
 	jqe 0 '.status == "success"'
-	[ "$(jqn 0 .stdout)" = ". exec 13
+	[ "$(jqn 0 .stdout)" = ". exec 13 False
 . mmap 1
 . ran
-/tmp exec 13
+/tmp exec 13 False
 /tmp mmap 1
 /tmp ran
-/home/sandbox exec 13
+/home/sandbox exec 13 False
 /home/sandbox mmap 1
 /home/sandbox ran
-/dev/shm exec 13
+/dev/shm exec 13 False
 /dev/shm mmap 1
 /dev/shm ran" ]
 }

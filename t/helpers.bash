@@ -9,6 +9,8 @@ unset SBX_BACKEND SBX_HISTORY
 
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
+	# sbx-log writes here, never into the checkout
+	export SBX_HISTORY=$BATS_TEST_TMPDIR/var/history.db
 	if declare -F local_setup >/dev/null; then local_setup; fi
 }
 
@@ -65,3 +67,6 @@ assert_no_leftovers() {
 skip_unless_root() {
 	[ "$(id -u)" = 0 ] || skip "needs root"
 }
+
+# py CODE [EXTRA]: a Python request, EXTRA (a jq object) merged into it.
+py() { jq -cn --arg c "$1" "{language:\"python\",code:\$c} + ${2:-{\}}"; }

@@ -1,6 +1,6 @@
 # Human-readable view of sbx results (used by `make demo`).
 def indent: split("\n") | map(select(length > 0) | "    " + .) | join("\n");
-"── \(.id // "?") [\(.language // "?")]  \(.status)"
+"── \(.id // "?") [\(.language // "?")]  \(.status)" + (if .history_id then "  #\(.history_id)" else "" end)
 + (if .exit_code != null and .exit_code != 0 then "  exit \(.exit_code)" else "" end)
 + (if .signal then "  \(.signal)" else "" end)
 + (if .duration_ms and .status != "compile_error" then "  \(.duration_ms) ms" else "" end)

@@ -83,6 +83,13 @@ POLICIES = [
      "cases": "test_build_cpp*"},
     {"why": WX + " (a script and an extension module built in a temp directory, then run)",
      "modules": "test_distutils", "cases": "test_spawn test_build_ext"},
+    {"why": WX + " (scripts and a venv's interpreter copied to a temp directory, then executed: EACCES)",
+     "modules": "test_subprocess test_venv",
+     "trace": r"PermissionError: \[Errno 13\] Permission denied: '/(tmp|scratch|home/sandbox|dev/shm)/"},
+    {"why": WX + " (a venv's interpreter, copied to a temp directory, run from a bash script)",
+     "modules": "test_venv", "cases": "test_special_chars_bash"},
+    {"why": WX + " (shutil.which skips files it may not execute: access(X_OK) is false on noexec mounts)",
+     "modules": "test_shutil", "cases": "TestWhich.* TestWhichBytes.*"},
 ]
 
 

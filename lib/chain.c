@@ -1,0 +1,381 @@
+#define _GNU_SOURCE
+#include "chain.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "rec.h"
+#include "util.h"
+
+enum { ST_VALIDATE, ST_RUN, ST_CAP, ST_LOG, NSTAGES };
+static const char *const stage_tool[NSTAGES] = { "sbx-validate", "sbx-run", "sbx-cap", "sbx-log" };
+
+struct req {
+	char *id;
+	chain_done_fn done;
+	chain_event_fn event;
+	void *arg;
+	struct req *next;
+};
+
+struct chain {
+	struct loop *loop;
+	char *bindir, *conf_path;
+	unsigned jobs;
+	bool alive;
+	pid_t pids[NSTAGES];
+	int in_fd;              /* requests to sbx-validate */
+	int out_fd;             /* results from sbx-log */
+	int ev_fd, ctl_fd;      /* sbx-run's --events and --control */
+	struct rec_reader out, ev;
+	char *wbuf;
+	size_t wlen, wcap;
+	struct req *reqs;
+	unsigned n;
+};
+
+static void stop(struct chain *ch, int grace_ms);
+
+static struct req **find(struct chain *ch, const char *id)
+{
+	for (struct req **p = &ch->reqs; *p; p = &(*p)->next)
+		if (!strcmp((*p)->id, id))
+			return p;
+	return NULL;
+}
+
+static struct req *take(struct chain *ch, const char *id)
+{
+	struct req **p = find(ch, id);
+	if (!p)
+		return NULL;
+	struct req *r = *p;
+	*p = r->next;
+	ch->n--;
+	return r;
+}
+
+static void fail_all(struct chain *ch, const char *why)
+{
+	while (ch->reqs) {
+		struct req *r = ch->reqs;
+		ch->reqs = r->next;
+		ch->n--;
+		jv res = jv_object_set(jv_object(), jv_string("id"), jv_string(r->id));
+		res = jv_object_set(res, jv_string("status"), jv_string("internal_error"));
+		res = jv_object_set(res, jv_string("error"), jv_string(why));
+		if (r->done)
+			r->done(res, r->arg);
+		else
+			jv_free(res);
+		free(r->id);
+		free(r);
+	}
+}
+
+/* The chain ended under its requests (a tool crashed or was killed). */
+static void died(struct chain *ch, const char *why)
+{
+	util_warn("the pipeline ended (%s); it will be restarted", why);
+	stop(ch, 0);
+	fail_all(ch, "the sandbox pipeline ended unexpectedly; the request was not run (see the server's log)");
+}
+
+static void on_out(struct loop *l, int fd, short rev, void *arg)
+{
+	struct chain *ch = arg;
+	ssize_t n = rec_fill(&ch->out);
+	jv rec;
+	enum rec_status st;
+	while ((st = rec_next(&ch->out, &rec)) == REC_OK || st == REC_INVALID) {
+		const char *id = st == REC_OK ? rec_str(rec, "id", NULL) : NULL;
+		struct req *r = id ? take(ch, id) : NULL;
+		if (!r) {
+			if (id && ch->alive)
+				util_warn("a result for an unknown request %s", id);
+			jv_free(rec);
+			continue;
+		}
+		if (r->done)
+			r->done(rec, r->arg);
+		else
+			jv_free(rec);
+		free(r->id);
+		free(r);
+	}
+	if (n == 0)
+		died(ch, "sbx-log closed its output");
+	else if (n < 0 && errno != EAGAIN && errno != EINTR)
+		died(ch, strerror(errno));
+	(void)l;
+	(void)fd;
+	(void)rev;
+}
+
+static void on_event(struct loop *l, int fd, short rev, void *arg)
+{
+	struct chain *ch = arg;
+	ssize_t n = rec_fill(&ch->ev);
+	jv ev;
+	enum rec_status st;
+	while ((st = rec_next(&ch->ev, &ev)) == REC_OK || st == REC_INVALID) {
+		const char *id = st == REC_OK ? rec_str(ev, "id", NULL) : NULL;
+		const char *what = st == REC_OK ? rec_str(ev, "event", NULL) : NULL;
+		struct req **p = id && what ? find(ch, id) : NULL;
+		if (p && (*p)->event)
+			(*p)->event(what, (*p)->arg);
+		jv_free(ev);
+	}
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		loop_unwatch(l, fd);
+	(void)rev;
+}
+
+static void on_in(struct loop *l, int fd, short rev, void *arg)
+{
+	struct chain *ch = arg;
+	ssize_t w = write(fd, ch->wbuf, ch->wlen);
+	if (w < 0 && errno != EAGAIN && errno != EINTR) {
+		died(ch, "sbx-validate stopped reading");
+		return;
+	}
+	if (w > 0) {
+		memmove(ch->wbuf, ch->wbuf + w, ch->wlen - (size_t)w);
+		ch->wlen -= (size_t)w;
+	}
+	if (ch->wlen == 0)
+		loop_unwatch(l, fd);
+	(void)rev;
+}
+
+/* fork+exec one tool with stdin/stdout (and for sbx-run fds 3 and 4). */
+static pid_t spawn(struct chain *ch, int stage, int in, int out, int ev, int ctl, pid_t pgid)
+{
+	char *tool = util_fmt("%s/%s", ch->bindir, stage_tool[stage]);
+	char jobs[16], evs[4] = "3", ctls[4] = "4";
+	snprintf(jobs, sizeof jobs, "%u", ch->jobs);
+	char *argv[12];
+	int a = 0;
+	argv[a++] = tool;
+	if (ch->conf_path) {
+		argv[a++] = "-c";
+		argv[a++] = ch->conf_path;
+	}
+	if (stage == ST_RUN) {
+		argv[a++] = "-j";
+		argv[a++] = jobs;
+		argv[a++] = "--events";
+		argv[a++] = evs;
+		argv[a++] = "--control";
+		argv[a++] = ctls;
+	}
+	argv[a] = NULL;
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid == 0) {
+		/* The child: its own signal state, the chain's process group,
+		 * death with the server, and nothing open but its pipes. */
+		setpgid(0, pgid);
+		if (proc_child_prepare(parent, SIGTERM) < 0)
+			_exit(127);
+		if (dup2(in, 0) < 0 || dup2(out, 1) < 0)
+			_exit(127);
+		int keep[2] = { ev, ctl };
+		if (proc_keep_fds(keep, 2) < 0)
+			_exit(127);
+		/* kept fds are close-on-exec; these two are for sbx-run */
+		for (int i = 0; i < 2; i++)
+			if (keep[i] >= 0)
+				proc_set_cloexec(keep[i], false);
+		execv(tool, argv);
+		dprintf(2, "sbx-mcp: cannot run %s: %s\n", tool, strerror(errno));
+		_exit(127);
+	}
+	free(tool);
+	return pid;
+}
+
+static int start(struct chain *ch)
+{
+	/* in[0] → validate → p1 → run → p2 → cap → p3 → log → out[1] */
+	int in[2], p1[2], p2[2], p3[2], out[2], ev[2], ctl[2];
+	int *all[] = { in, p1, p2, p3, out, ev, ctl };
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+		all[i][0] = all[i][1] = -1;
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+		if (pipe2(all[i], O_CLOEXEC) < 0) {
+			util_warn("pipe: %s", strerror(errno));
+			goto fail;
+		}
+	ch->pids[ST_VALIDATE] = spawn(ch, ST_VALIDATE, in[0], p1[1], -1, -1, 0);
+	pid_t pg = ch->pids[ST_VALIDATE];
+	ch->pids[ST_RUN] = pg > 0 ? spawn(ch, ST_RUN, p1[0], p2[1], ev[1], ctl[0], pg) : -1;
+	ch->pids[ST_CAP] = pg > 0 ? spawn(ch, ST_CAP, p2[0], p3[1], -1, -1, pg) : -1;
+	ch->pids[ST_LOG] = pg > 0 ? spawn(ch, ST_LOG, p3[0], out[1], -1, -1, pg) : -1;
+	for (int s = 0; s < NSTAGES; s++)
+		if (ch->pids[s] > 0)
+			setpgid(ch->pids[s], pg); /* also here: no race with the child */
+	for (int s = 0; s < NSTAGES; s++)
+		if (ch->pids[s] < 0) {
+			util_warn("fork: %s", strerror(errno));
+			goto fail;
+		}
+	ch->in_fd = in[1];
+	ch->out_fd = out[0];
+	ch->ev_fd = ev[0];
+	ch->ctl_fd = ctl[1];
+	close(in[0]), close(p1[0]), close(p1[1]), close(p2[0]), close(p2[1]), close(p3[0]), close(p3[1]);
+	close(out[1]), close(ev[1]), close(ctl[0]);
+	proc_set_nonblock(ch->in_fd, true);
+	proc_set_nonblock(ch->out_fd, true);
+	proc_set_nonblock(ch->ev_fd, true);
+	rec_reader_init(&ch->out, ch->out_fd, 256u << 20);
+	rec_reader_init(&ch->ev, ch->ev_fd, 64u << 10);
+	loop_watch(ch->loop, ch->out_fd, POLLIN, on_out, ch);
+	loop_watch(ch->loop, ch->ev_fd, POLLIN, on_event, ch);
+	ch->alive = true;
+	return 0;
+fail:
+	for (int s = 0; s < NSTAGES; s++)
+		if (ch->pids[s] > 0) {
+			kill(ch->pids[s], SIGKILL);
+			waitpid(ch->pids[s], NULL, 0);
+			ch->pids[s] = -1;
+		}
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+		for (int k = 0; k < 2; k++)
+			if (all[i][k] >= 0)
+				close(all[i][k]);
+	return -1;
+}
+
+struct chain *chain_new(struct loop *l, const char *bindir, const char *conf_path, unsigned jobs)
+{
+	struct chain *ch = util_xalloc(sizeof *ch);
+	ch->loop = l;
+	ch->bindir = util_strdup(bindir);
+	ch->conf_path = conf_path ? util_strdup(conf_path) : NULL;
+	ch->jobs = jobs ? jobs : 1;
+	ch->in_fd = ch->out_fd = ch->ev_fd = ch->ctl_fd = -1;
+	for (int s = 0; s < NSTAGES; s++)
+		ch->pids[s] = -1;
+	return ch;
+}
+
+void chain_submit(struct chain *ch, jv request, chain_done_fn done, chain_event_fn event, void *arg)
+{
+	const char *id = rec_str(request, "id", NULL);
+	struct req *r = util_xalloc(sizeof *r);
+	*r = (struct req){ .id = util_strdup(id ? id : ""), .done = done, .event = event, .arg = arg };
+	r->next = ch->reqs;
+	ch->reqs = r;
+	ch->n++;
+	if (!ch->alive && start(ch) < 0) {
+		jv_free(request);
+		fail_all(ch, "cannot start the sandbox pipeline (sbx-validate, sbx-run, sbx-cap, sbx-log next to sbx-mcp)");
+		return;
+	}
+	size_t n;
+	char *line = rec_dump(request, &n);
+	if (ch->wlen + n > ch->wcap) {
+		ch->wcap = (ch->wlen + n) * 2;
+		ch->wbuf = util_xrealloc(ch->wbuf, ch->wcap);
+	}
+	memcpy(ch->wbuf + ch->wlen, line, n);
+	ch->wlen += n;
+	free(line);
+	loop_watch(ch->loop, ch->in_fd, POLLOUT, on_in, ch);
+}
+
+void chain_cancel(struct chain *ch, const char *id)
+{
+	if (!ch->alive || !find(ch, id))
+		return;
+	jv msg = jv_object_set(jv_object(), jv_string("cancel"), jv_string(id));
+	size_t n;
+	char *line = rec_dump(msg, &n);
+	/* A short line into a pipe nobody else writes: it fits. */
+	if (util_write_all(ch->ctl_fd, line, n) < 0)
+		util_warn("cannot cancel %s: %s", id, strerror(errno));
+	free(line);
+}
+
+void chain_forget(struct chain *ch, const char *id)
+{
+	struct req **p = find(ch, id);
+	if (p)
+		(*p)->done = NULL, (*p)->event = NULL;
+}
+
+unsigned chain_in_flight(const struct chain *ch)
+{
+	return ch->n;
+}
+
+static double now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* Close the input; wait up to grace_ms for the tools to finish (sbx-run
+ * finishes its jobs), then SIGTERM the group (sbx-run cancels its
+ * sandboxes), then after 2 s SIGKILL; reap. */
+static void stop(struct chain *ch, int grace_ms)
+{
+	if (!ch->alive)
+		return;
+	ch->alive = false;
+	loop_unwatch(ch->loop, ch->in_fd);
+	loop_unwatch(ch->loop, ch->out_fd);
+	loop_unwatch(ch->loop, ch->ev_fd);
+	close(ch->in_fd);
+	close(ch->ctl_fd);
+	pid_t group = ch->pids[ST_VALIDATE];
+	double deadline = now_ms() + grace_ms;
+	bool termed = false;
+	for (int s = 0; s < NSTAGES; s++) {
+		while (waitpid(ch->pids[s], NULL, WNOHANG) == 0) {
+			if (now_ms() >= deadline) {
+				kill(-group, termed ? SIGKILL : SIGTERM);
+				if (!termed)
+					deadline = now_ms() + 2000;
+				termed = true;
+			}
+			struct timespec ts = { 0, 5 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+		ch->pids[s] = -1;
+	}
+	close(ch->out_fd);
+	close(ch->ev_fd);
+	rec_reader_free(&ch->out);
+	rec_reader_free(&ch->ev);
+	ch->in_fd = ch->out_fd = ch->ev_fd = ch->ctl_fd = -1;
+	ch->wlen = 0;
+}
+
+void chain_free(struct chain *ch, int grace_ms)
+{
+	if (!ch)
+		return;
+	for (struct req *r = ch->reqs; r; r = r->next)
+		r->done = NULL, r->event = NULL;
+	stop(ch, grace_ms);
+	fail_all(ch, "");
+	free(ch->wbuf);
+	free(ch->bindir);
+	free(ch->conf_path);
+	free(ch);
+}

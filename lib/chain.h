@@ -1,0 +1,50 @@
+/* chain: the record tools as long-lived co-processes, for sbx-mcp.
+ *
+ * One chain is `sbx-validate | sbx-run -j N | sbx-cap | sbx-log`, started
+ * from the binaries next to the caller, with sbx-run's --events and
+ * --control pipes held by the caller.  Requests go in one JSON line each;
+ * results come out of sbx-log in completion order and are matched to their
+ * request by "id", which the caller makes unique.  Keeping the processes
+ * alive keeps sbx-run's sandboxes made ahead of time warm between calls;
+ * the caller never builds a sandbox itself.
+ *
+ * The caller keeps at most N requests in a chain (sbx-run stops reading
+ * beyond that).  If a process of the chain dies, every request in it gets
+ * an internal_error result and the next submit starts a new chain.  The
+ * processes share a process group, die with the caller (PDEATHSIG), and
+ * are killed and reaped by chain_free.
+ *
+ * Ownership: chain_submit consumes the request; the result passed to the
+ * done callback belongs to the callee.
+ */
+#ifndef SBX_CHAIN_H
+#define SBX_CHAIN_H
+
+#include <stdbool.h>
+
+#include <jv.h>
+
+#include "loop.h"
+
+struct chain;
+typedef void (*chain_done_fn)(jv result, void *arg);
+/* A stage of the request started: "compile" or "run". */
+typedef void (*chain_event_fn)(const char *event, void *arg);
+
+/* bindir: where the sbx-* binaries are; conf_path: passed as -c (may be
+ * NULL); jobs: sbx-run -j. */
+struct chain *chain_new(struct loop *l, const char *bindir, const char *conf_path, unsigned jobs);
+/* Send a request (an object with a unique string "id").  done is called
+ * exactly once, from the loop (never from inside chain_submit). */
+void chain_submit(struct chain *ch, jv request, chain_done_fn done, chain_event_fn event, void *arg);
+/* Kill the sandbox of the request with this id; its result still comes
+ * (an internal_error "cancelled"). */
+void chain_cancel(struct chain *ch, const char *id);
+/* Forget the callbacks of a request (its result will be dropped). */
+void chain_forget(struct chain *ch, const char *id);
+unsigned chain_in_flight(const struct chain *ch);
+/* Close the chain's input, let it finish for at most grace_ms, then kill
+ * what is left and reap it.  Pending requests get no callback. */
+void chain_free(struct chain *ch, int grace_ms);
+
+#endif

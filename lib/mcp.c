@@ -1,0 +1,788 @@
+#define _GNU_SOURCE
+#include "mcp.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "chain.h"
+#include "mcptools.h"
+#include "proc.h"
+#include "rec.h"
+#include "sess.h"
+#include "util.h"
+
+#define SERVER_NAME "sbx"
+#define MODERN "2026-07-28"
+/* Handshake revisions, oldest first; the last is offered to others. */
+static const char *const legacy_versions[] = { "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", NULL };
+
+/* JSON-RPC and MCP error codes. */
+enum {
+	E_PARSE = -32700,
+	E_INVALID_REQUEST = -32600,
+	E_METHOD = -32601,
+	E_PARAMS = -32602,
+	E_INTERNAL = -32603,
+	E_UNSUPPORTED_VERSION = -32022,
+};
+
+/* A request being worked on. */
+struct call {
+	struct mcp *m;
+	jv id;                 /* JSON-RPC id */
+	jv token;              /* progressToken, or invalid */
+	bool modern;
+	const struct mcp_tool *tool;
+	jv args;
+	char run_id[48];       /* the pipeline record's id, for runs */
+	int progress;
+	enum { C_QUEUED, C_RUNNING, C_HELPER, C_DONE } state;
+	bool cancelled;
+	/* C_HELPER: a tool process whose stdout we collect */
+	pid_t pid;
+	int fd;
+	char *buf;
+	size_t len, cap;
+	void (*helper_done)(struct call *c, int status, char *out, size_t len);
+	/* multi-step calls (dependencies, sessions) */
+	void (*next)(struct call *c, jv result);
+	char *temp_session;    /* run_code with dependencies: removed at the end */
+	jv after;              /* the run that follows an install, or invalid */
+	jv with;               /* a session tool's result, completed by its run */
+	struct call *link;
+};
+
+struct mcp {
+	struct loop *loop;
+	const struct conf *conf;
+	char *conf_path, *bindir;
+	mcp_send_fn send;
+	void *send_arg;
+	struct chain *chain;
+	unsigned max, running;
+	struct call *calls;    /* every call in flight, queued or not */
+	unsigned seq;
+	char legacy[16];       /* version agreed at initialize */
+	jv languages;          /* cached list_supported_languages, or invalid */
+	struct sessions *sessions;
+};
+
+/* ---- messages --------------------------------------------------------- */
+
+static void send_msg(struct mcp *m, jv msg)
+{
+	m->send(jv_object_set(msg, jv_string("jsonrpc"), jv_string("2.0")), m->send_arg);
+}
+
+static void send_error(struct mcp *m, jv id, int code, const char *msg, jv data)
+{
+	jv err = jv_object_set(jv_object(), jv_string("code"), jv_number(code));
+	err = jv_object_set(err, jv_string("message"), jv_string(msg));
+	if (jv_is_valid(data))
+		err = jv_object_set(err, jv_string("data"), data);
+	else
+		jv_free(data);
+	jv r = jv_object_set(jv_object(), jv_string("id"), id);
+	send_msg(m, jv_object_set(r, jv_string("error"), err));
+}
+
+static void send_result(struct mcp *m, jv id, bool modern, jv result)
+{
+	if (modern)
+		result = jv_object_set(result, jv_string("resultType"), jv_string("complete"));
+	jv r = jv_object_set(jv_object(), jv_string("id"), id);
+	send_msg(m, jv_object_set(r, jv_string("result"), result));
+}
+
+static void progress(struct call *c, const char *what)
+{
+	if (!jv_is_valid(c->token) || c->cancelled)
+		return;
+	jv p = jv_object_set(jv_object(), jv_string("progressToken"), jv_copy(c->token));
+	p = jv_object_set(p, jv_string("progress"), jv_number(++c->progress));
+	p = jv_object_set(p, jv_string("total"), jv_number(4));
+	p = jv_object_set(p, jv_string("message"), jv_string(what));
+	jv n = jv_object_set(jv_object(), jv_string("method"), jv_string("notifications/progress"));
+	send_msg(c->m, jv_object_set(n, jv_string("params"), p));
+}
+
+/* A tool's answer: the structured result, the same as JSON text (for
+ * clients without structuredContent), and isError. */
+static jv tool_result(jv structured, bool is_error)
+{
+	jv text = jv_dump_string(jv_copy(structured), 0);
+	jv item = jv_object_set(jv_object(), jv_string("type"), jv_string("text"));
+	item = jv_object_set(item, jv_string("text"), text);
+	jv r = jv_object_set(jv_object(), jv_string("content"), jv_array_append(jv_array(), item));
+	r = jv_object_set(r, jv_string("structuredContent"), structured);
+	return jv_object_set(r, jv_string("isError"), jv_bool(is_error));
+}
+
+/* An error the agent can act on, as a tool result (isError): text only,
+ * since it does not have the shape of the tool's output schema. */
+static jv tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static jv tool_error(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	jv item = jv_object_set(jv_object(), jv_string("type"), jv_string("text"));
+	item = jv_object_set(item, jv_string("text"), jv_string(msg));
+	jv r = jv_object_set(jv_object(), jv_string("content"), jv_array_append(jv_array(), item));
+	return jv_object_set(r, jv_string("isError"), jv_true());
+}
+
+/* ---- calls ------------------------------------------------------------ */
+
+static void call_free(struct call *c)
+{
+	struct mcp *m = c->m;
+	for (struct call **p = &m->calls; *p; p = &(*p)->link)
+		if (*p == c) {
+			*p = c->link;
+			break;
+		}
+	if (c->temp_session)
+		sess_remove(m->sessions, c->temp_session);
+	free(c->temp_session);
+	jv_free(c->id);
+	jv_free(c->token);
+	jv_free(c->args);
+	jv_free(c->after);
+	jv_free(c->with);
+	free(c->buf);
+	free(c);
+}
+
+static void dispatch_queue(struct mcp *m);
+
+/* Answer a call (result consumed) and forget it. */
+static void finish(struct call *c, jv result)
+{
+	struct mcp *m = c->m;
+	if (c->state == C_RUNNING)
+		m->running--;
+	c->state = C_DONE;
+	if (!c->cancelled) {
+		progress(c, "done");
+		send_result(m, jv_copy(c->id), c->modern, result);
+	} else
+		jv_free(result);
+	call_free(c);
+	dispatch_queue(m);
+}
+
+/* ---- runs through the chain ------------------------------------------- */
+
+static void run_done(jv result, void *arg)
+{
+	struct call *c = arg;
+	if (c->next && !c->cancelled) {
+		/* A step of a longer call (an install before a run). */
+		void (*next)(struct call *, jv) = c->next;
+		c->next = NULL;
+		c->m->running--;
+		c->state = C_DONE;
+		next(c, result);
+		return;
+	}
+	const char *st = rec_str(result, "status", NULL);
+	bool is_error = st && (!strcmp(st, "invalid") || !strcmp(st, "internal_error"));
+	if (jv_is_valid(c->with)) {
+		/* sandbox_initialize with dependencies: the session, and how
+		 * its install went. */
+		jv with = c->with;
+		c->with = jv_invalid();
+		is_error = !st || strcmp(st, "success");
+		finish(c, tool_result(jv_object_set(with, jv_string("install"), mcp_run_view(result)), is_error));
+		return;
+	}
+	finish(c, tool_result(mcp_run_view(result), is_error));
+}
+
+static void run_event(const char *event, void *arg)
+{
+	struct call *c = arg;
+	progress(c, !strcmp(event, "compile") ? "compiling" : "running");
+}
+
+static void start_run(struct call *c)
+{
+	struct mcp *m = c->m;
+	c->state = C_RUNNING;
+	m->running++;
+	if (!m->chain)
+		m->chain = chain_new(m->loop, m->bindir, m->conf_path, m->max);
+	jv req = jv_copy(c->args);
+	req = jv_object_set(req, jv_string("id"), jv_string(c->run_id));
+	chain_submit(m->chain, req, run_done, run_event, c);
+}
+
+/* Queue a run (args: the pipeline request without id). */
+static void submit_run(struct call *c, jv request)
+{
+	struct mcp *m = c->m;
+	jv_free(c->args);
+	c->args = request;
+	snprintf(c->run_id, sizeof c->run_id, "mcp-%d-%u-%08x", (int)getpid(), ++m->seq, (unsigned)random());
+	c->state = C_QUEUED;
+	progress(c, "queued");
+	dispatch_queue(m);
+}
+
+static void dispatch_queue(struct mcp *m)
+{
+	/* Oldest first: calls are pushed at the head. */
+	while (m->running < m->max) {
+		struct call *oldest = NULL;
+		for (struct call *c = m->calls; c; c = c->link)
+			if (c->state == C_QUEUED)
+				oldest = c;
+		if (!oldest)
+			break;
+		start_run(oldest);
+	}
+}
+
+/* ---- helper processes (sbx-history, sbx-run --check) --------------------- */
+
+static void on_helper(struct loop *l, int fd, short rev, void *arg)
+{
+	struct call *c = arg;
+	if (c->len + 65536 > c->cap) {
+		c->cap = (c->len + 65536) * 2;
+		c->buf = util_xrealloc(c->buf, c->cap);
+	}
+	ssize_t n = read(fd, c->buf + c->len, c->cap - c->len - 1);
+	if (n > 0) {
+		c->len += (size_t)n;
+		if (c->len <= 64u << 20)
+			return;
+		kill(c->pid, SIGKILL); /* a runaway answer: cut it off */
+	} else if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	loop_unwatch(l, fd);
+	close(fd);
+	int status = 0;
+	waitpid(c->pid, &status, 0);
+	c->buf[c->len] = 0;
+	c->state = C_DONE;
+	if (c->cancelled) {
+		call_free(c);
+		return;
+	}
+	c->helper_done(c, status, c->buf, c->len);
+	(void)rev;
+}
+
+/* Run bindir/tool with argv, collect its stdout, then helper_done. */
+static void start_helper(struct call *c, char **argv, void (*done)(struct call *, int, char *, size_t))
+{
+	struct mcp *m = c->m;
+	int p[2];
+	char *path = util_fmt("%s/%s", m->bindir, argv[0]);
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		free(path);
+		finish(c, tool_error("cannot start %s: %s", argv[0], strerror(errno)));
+		return;
+	}
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (proc_child_prepare(parent, SIGKILL) < 0 || dup2(p[1], 1) < 0)
+			_exit(127);
+		int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (devnull < 0 || dup2(devnull, 0) < 0 || proc_keep_fds(NULL, 0) < 0)
+			_exit(127);
+		execv(path, argv);
+		dprintf(2, "sbx-mcp: cannot run %s: %s\n", path, strerror(errno));
+		_exit(127);
+	}
+	free(path);
+	close(p[1]);
+	if (pid < 0) {
+		close(p[0]);
+		finish(c, tool_error("cannot start %s: %s", argv[0], strerror(errno)));
+		return;
+	}
+	c->state = C_HELPER;
+	c->pid = pid;
+	c->fd = p[0];
+	c->helper_done = done;
+	proc_set_nonblock(c->fd, true);
+	loop_watch(m->loop, c->fd, POLLIN, on_helper, c);
+}
+
+/* ---- the tools ---------------------------------------------------------- */
+
+/* run_code's arguments as a pipeline request (sbx-validate checks them). */
+static jv run_request(jv args)
+{
+	static const char *const keys[] = { "language", "code", "stdin", "files", "timeout", "args", NULL };
+	jv r = jv_object();
+	for (int i = 0; keys[i]; i++)
+		if (rec_has(args, keys[i]))
+			r = jv_object_set(r, jv_string(keys[i]), jv_object_get(jv_copy(args), jv_string(keys[i])));
+	return r;
+}
+
+/* run_code with "dependencies": a one-off session, the install, then the
+ * run in it; the session is removed with the call. */
+static void deps_installed(struct call *c, jv result)
+{
+	const char *st = rec_str(result, "status", NULL);
+	if (!st || strcmp(st, "success")) {
+		jv v = mcp_run_view(result);
+		v = jv_object_set(v, jv_string("error"),
+				  jv_string("installing the dependencies failed (the install's output is in stdout/stderr)"));
+		finish(c, tool_result(v, true));
+		return;
+	}
+	jv_free(result);
+	jv req = c->after;
+	c->after = jv_invalid();
+	submit_run(c, req);
+}
+
+static void tool_run_code(struct call *c)
+{
+	jv req = run_request(c->args);
+	jv deps = rec_get(c->args, "dependencies");
+	if (jv_get_kind(deps) != JV_KIND_ARRAY || jv_array_length(jv_copy(deps)) == 0) {
+		jv_free(deps);
+		submit_run(c, req);
+		return;
+	}
+	char err[512];
+	const char *lang = rec_str(c->args, "language", NULL);
+	char *sid = sess_create(c->m->sessions, lang, 0, err, sizeof err);
+	if (!sid) {
+		jv_free(deps);
+		jv_free(req);
+		finish(c, tool_error("%s", err));
+		return;
+	}
+	c->temp_session = sid;
+	c->after = jv_object_set(req, jv_string("session"), jv_string(sid));
+	c->next = deps_installed;
+	jv inst = jv_object_set(jv_object(), jv_string("language"), jv_string(lang));
+	inst = jv_object_set(inst, jv_string("session"), jv_string(sid));
+	submit_run(c, jv_object_set(inst, jv_string("install"), deps));
+}
+
+static void history_done(struct call *c, int status, char *out, size_t len)
+{
+	if (!WIFEXITED(status) || WEXITSTATUS(status) > 1) {
+		finish(c, tool_error("the history could not be read (sbx-history exit status %d); see the server's log",
+				     WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)));
+		return;
+	}
+	jv rows = jv_array();
+	for (char *line = out, *nl; line < out + len; line = nl + 1) {
+		nl = memchr(line, '\n', (size_t)(out + len - line));
+		if (!nl)
+			nl = out + len;
+		if (nl > line) {
+			jv v = jv_parse_sized(line, (int)(nl - line));
+			if (jv_is_valid(v))
+				rows = jv_array_append(rows, v);
+			else
+				jv_free(v);
+		}
+	}
+	bool stats = false;
+	rec_bool(c->args, "stats", &stats);
+	jv r = jv_object_set(jv_object(), jv_string(stats ? "stats" : "runs"), rows);
+	finish(c, tool_result(r, false));
+}
+
+static void tool_history(struct call *c)
+{
+	static const struct { const char *key, *opt; } filters[] = {
+		{ "since", "--since" }, { "until", "--until" }, { "language", "--language" }, { "status", "--status" },
+		{ "id", "--id" }, { "session_id", "--session" }, { NULL, NULL },
+	};
+	struct mcp *m = c->m;
+	char *argv[32];
+	char limit[32];
+	int a = 0;
+	argv[a++] = "sbx-history";
+	if (m->conf_path) {
+		argv[a++] = "-c";
+		argv[a++] = m->conf_path;
+	}
+	for (int i = 0; filters[i].key; i++) {
+		const char *v = rec_str(c->args, filters[i].key, NULL);
+		if (v) {
+			argv[a++] = (char *)filters[i].opt;
+			argv[a++] = (char *)v;
+		}
+	}
+	double n = 20;
+	if (rec_num(c->args, "limit", &n) && (n < 0 || n > 10000 || n != floor(n))) {
+		finish(c, tool_error("limit must be an integer from 0 to 10000 (0: all the matching runs up to 10000)"));
+		return;
+	}
+	snprintf(limit, sizeof limit, "%d", n == 0 ? 10000 : (int)n);
+	argv[a++] = "--limit";
+	argv[a++] = limit;
+	bool stats = false;
+	if (rec_bool(c->args, "stats", &stats) && stats)
+		argv[a++] = "--stats";
+	argv[a] = NULL;
+	start_helper(c, argv, history_done);
+}
+
+static void check_done(struct call *c, int status, char *out, size_t len)
+{
+	jv v = jv_parse_sized(out, (int)len);
+	if (jv_get_kind(v) != JV_KIND_OBJECT) {
+		jv_free(v);
+		finish(c, tool_error("sbx-run --check gave no report (exit status %d); see the server's log",
+				     WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+		return;
+	}
+	struct mcp *m = c->m;
+	jv langs = rec_get(v, "languages");
+	if (jv_get_kind(langs) == JV_KIND_ARRAY) {
+		jv_free(m->languages);
+		m->languages = mcp_languages_view(m->conf, jv_copy(langs), rec_str(v, "backend", NULL));
+	}
+	jv_free(langs);
+	if (c->tool->kind == MCP_T_LANGUAGES) {
+		jv_free(v);
+		finish(c, tool_result(jv_copy(m->languages), false));
+		return;
+	}
+	bool usable = false;
+	rec_bool(v, "usable", &usable);
+	finish(c, tool_result(v, !usable));
+}
+
+static void tool_check(struct call *c)
+{
+	struct mcp *m = c->m;
+	if (c->tool->kind == MCP_T_LANGUAGES && jv_is_valid(m->languages)) {
+		finish(c, tool_result(jv_copy(m->languages), false));
+		return;
+	}
+	char *argv[5];
+	int a = 0;
+	argv[a++] = "sbx-run";
+	if (m->conf_path) {
+		argv[a++] = "-c";
+		argv[a++] = m->conf_path;
+	}
+	argv[a++] = "--check";
+	argv[a] = NULL;
+	start_helper(c, argv, check_done);
+}
+
+/* Session tools: sess.c does the file work; runs go through the chain. */
+static void tool_session(struct call *c)
+{
+	struct mcp *m = c->m;
+	char err[1024];
+	jv out = jv_invalid();
+	jv req = jv_invalid();
+	bool ok = sess_tool(m->sessions, c->tool->kind, c->args, &out, &req, err, sizeof err);
+	if (!ok) {
+		finish(c, tool_error("%s", err));
+		return;
+	}
+	if (jv_is_valid(req)) {
+		/* The tool continues as a run (sandbox_exec, install_packages,
+		 * sandbox_initialize with dependencies). */
+		c->with = out;
+		submit_run(c, req);
+		return;
+	}
+	finish(c, tool_result(out, false));
+}
+
+/* ---- methods ------------------------------------------------------------ */
+
+static jv server_info(void)
+{
+	jv i = jv_object_set(jv_object(), jv_string("name"), jv_string(SERVER_NAME));
+	i = jv_object_set(i, jv_string("title"), jv_string("sbx: code in disposable sandboxes"));
+	return jv_object_set(i, jv_string("version"), jv_string(SBX_VERSION));
+}
+
+static jv capabilities(void)
+{
+	jv tools = jv_object_set(jv_object(), jv_string("listChanged"), jv_false());
+	return jv_object_set(jv_object(), jv_string("tools"), tools);
+}
+
+static const char instructions[] =
+	"Runs code snippets in disposable, isolated Linux sandboxes (no network, limited CPU, memory, time and "
+	"output) and returns structured results: status, exit code, stdout, stderr, duration, memory. Use run_code "
+	"for one-off runs; use sandbox_initialize / sandbox_exec / the file tools when state must persist between "
+	"runs. A failing program is a normal result with its status, not an error.";
+
+static void do_initialize(struct mcp *m, jv id, jv params)
+{
+	const char *want = jv_get_kind(params) == JV_KIND_OBJECT ? rec_str(params, "protocolVersion", NULL) : NULL;
+	const char *agreed = legacy_versions[3];
+	for (int i = 0; want && legacy_versions[i]; i++)
+		if (!strcmp(want, legacy_versions[i]))
+			agreed = legacy_versions[i];
+	snprintf(m->legacy, sizeof m->legacy, "%s", agreed);
+	jv r = jv_object_set(jv_object(), jv_string("protocolVersion"), jv_string(agreed));
+	r = jv_object_set(r, jv_string("capabilities"), capabilities());
+	r = jv_object_set(r, jv_string("serverInfo"), server_info());
+	r = jv_object_set(r, jv_string("instructions"), jv_string(instructions));
+	send_result(m, id, false, r);
+}
+
+static void do_discover(struct mcp *m, jv id, bool modern)
+{
+	jv v = jv_array();
+	for (int i = 0; legacy_versions[i]; i++)
+		v = jv_array_append(v, jv_string(legacy_versions[i]));
+	v = jv_array_append(v, jv_string(MODERN));
+	jv r = jv_object_set(jv_object(), jv_string("supportedVersions"), v);
+	r = jv_object_set(r, jv_string("capabilities"), capabilities());
+	r = jv_object_set(r, jv_string("serverInfo"), server_info());
+	r = jv_object_set(r, jv_string("instructions"), jv_string(instructions));
+	send_result(m, id, modern, r);
+}
+
+static void do_tools_call(struct mcp *m, jv id, jv params, bool modern)
+{
+	const char *name = rec_str(params, "name", NULL);
+	if (!name) {
+		send_error(m, id, E_PARAMS, "tools/call needs \"name\" (a string)", jv_invalid());
+		return;
+	}
+	const struct mcp_tool *t = mcp_tool_find(name);
+	if (!t) {
+		char msg[256];
+		snprintf(msg, sizeof msg, "unknown tool \"%.100s\" (tools/list lists them)", name);
+		send_error(m, id, E_PARAMS, msg, jv_invalid());
+		return;
+	}
+	jv args = rec_get(params, "arguments");
+	if (jv_get_kind(args) == JV_KIND_INVALID || jv_get_kind(args) == JV_KIND_NULL) {
+		jv_free(args);
+		args = jv_object();
+	}
+	char why[512];
+	if (jv_get_kind(args) != JV_KIND_OBJECT || !mcp_tool_check_args(t, args, why, sizeof why)) {
+		if (jv_get_kind(args) != JV_KIND_OBJECT)
+			snprintf(why, sizeof why, "\"arguments\" must be an object");
+		jv_free(args);
+		send_error(m, id, E_PARAMS, why, jv_invalid());
+		return;
+	}
+	struct call *c = util_xalloc(sizeof *c);
+	*c = (struct call){ .m = m, .id = id, .token = jv_invalid(), .modern = modern, .tool = t, .args = args, .fd = -1,
+			    .after = jv_invalid(), .with = jv_invalid() };
+	jv meta = rec_get(params, "_meta");
+	if (jv_get_kind(meta) == JV_KIND_OBJECT && rec_has(meta, "progressToken")) {
+		jv tok = rec_get(meta, "progressToken");
+		if (jv_get_kind(tok) == JV_KIND_STRING || jv_get_kind(tok) == JV_KIND_NUMBER)
+			c->token = tok;
+		else
+			jv_free(tok);
+	}
+	jv_free(meta);
+	c->link = m->calls;
+	m->calls = c;
+	switch (t->kind) {
+	case MCP_T_RUN: tool_run_code(c); break;
+	case MCP_T_HISTORY: tool_history(c); break;
+	case MCP_T_CHECK:
+	case MCP_T_LANGUAGES: tool_check(c); break;
+	default: tool_session(c); break;
+	}
+}
+
+/* notifications/cancelled: stop that request's work; answer nothing. */
+static void do_cancelled(struct mcp *m, jv params)
+{
+	jv rid = jv_get_kind(params) == JV_KIND_OBJECT ? rec_get(params, "requestId") : jv_invalid();
+	for (struct call *c = m->calls; c && jv_is_valid(rid); c = c->link) {
+		if (c->cancelled || !jv_equal(jv_copy(c->id), jv_copy(rid)))
+			continue;
+		c->cancelled = true;
+		if (c->state == C_QUEUED) {
+			call_free(c);
+		} else if (c->state == C_RUNNING)
+			chain_cancel(m->chain, c->run_id); /* the result is dropped when it comes */
+		else if (c->state == C_HELPER)
+			kill(c->pid, SIGKILL);
+		break;
+	}
+	jv_free(rid);
+}
+
+void mcp_reject_line(struct mcp *m, const char *why)
+{
+	bool not_object = why && strstr(why, "expected a JSON object");
+	char msg[512];
+	snprintf(msg, sizeof msg, "%s: %s",
+		 not_object ? "invalid request: a message is one JSON-RPC object (batches are not supported)" : "parse error",
+		 why ? why : "not JSON");
+	send_error(m, jv_null(), not_object ? E_INVALID_REQUEST : E_PARSE, msg, jv_invalid());
+}
+
+void mcp_handle_line(struct mcp *m, const char *line, size_t len)
+{
+	jv inv;
+	enum rec_status st = rec_check_line(line, len, 0, &inv);
+	if (st == REC_AGAIN)
+		return;
+	if (st != REC_OK) {
+		mcp_reject_line(m, rec_str(inv, "error", NULL));
+		jv_free(inv);
+		return;
+	}
+	jv msg = jv_parse_sized(line, (int)len);
+	jv id = rec_get(msg, "id");
+	jv_kind ik = jv_get_kind(id);
+	bool has_id = ik != JV_KIND_INVALID;
+	const char *method = rec_str(msg, "method", NULL);
+	const char *ver = rec_str(msg, "jsonrpc", NULL);
+	if (!ver || strcmp(ver, "2.0") || (has_id && ik != JV_KIND_STRING && ik != JV_KIND_NUMBER) ||
+	    (!method && !rec_has(msg, "result") && !rec_has(msg, "error"))) {
+		jv_free(id);
+		send_error(m, has_id && (ik == JV_KIND_STRING || ik == JV_KIND_NUMBER) ? rec_get(msg, "id") : jv_null(),
+			   E_INVALID_REQUEST, "not a JSON-RPC 2.0 request (needs \"jsonrpc\": \"2.0\", \"method\", an id that is a string or number)",
+			   jv_invalid());
+		jv_free(msg);
+		return;
+	}
+	if (!method) {
+		/* A response: we send no requests, so there is nothing to match. */
+		jv_free(id);
+		jv_free(msg);
+		return;
+	}
+	jv params = rec_get(msg, "params");
+	if (jv_get_kind(params) == JV_KIND_INVALID)
+		params = jv_object();
+	if (!has_id) {
+		if (!strcmp(method, "notifications/cancelled"))
+			do_cancelled(m, params);
+		/* notifications/initialized and others need nothing */
+		jv_free(params);
+		jv_free(msg);
+		return;
+	}
+	if (jv_get_kind(params) != JV_KIND_OBJECT) {
+		send_error(m, id, E_INVALID_REQUEST, "\"params\" must be an object", jv_invalid());
+		jv_free(params);
+		jv_free(msg);
+		return;
+	}
+	/* 2026-07-28: the revision rides on every request. */
+	bool modern = false;
+	jv meta = rec_get(params, "_meta");
+	const char *pv = jv_get_kind(meta) == JV_KIND_OBJECT ? rec_str(meta, "io.modelcontextprotocol/protocolVersion", NULL)
+							     : NULL;
+	if (pv) {
+		bool known = !strcmp(pv, MODERN);
+		for (int i = 0; legacy_versions[i]; i++)
+			known |= !strcmp(pv, legacy_versions[i]);
+		if (!known) {
+			jv sup = jv_array();
+			for (int i = 0; legacy_versions[i]; i++)
+				sup = jv_array_append(sup, jv_string(legacy_versions[i]));
+			sup = jv_array_append(sup, jv_string(MODERN));
+			jv data = jv_object_set(jv_object(), jv_string("supported"), sup);
+			data = jv_object_set(data, jv_string("requested"), jv_string(pv));
+			char msgtext[160];
+			snprintf(msgtext, sizeof msgtext, "unsupported protocol version \"%.40s\"", pv);
+			send_error(m, id, E_UNSUPPORTED_VERSION, msgtext, data);
+			jv_free(meta);
+			jv_free(params);
+			jv_free(msg);
+			return;
+		}
+		modern = !strcmp(pv, MODERN);
+	}
+	jv_free(meta);
+
+	if (!strcmp(method, "initialize"))
+		do_initialize(m, id, params);
+	else if (!strcmp(method, "server/discover"))
+		do_discover(m, id, modern);
+	else if (!strcmp(method, "ping"))
+		send_result(m, id, modern, jv_object());
+	else if (!strcmp(method, "tools/list"))
+		send_result(m, id, modern, jv_object_set(jv_object(), jv_string("tools"), mcp_tools_list(m->conf)));
+	else if (!strcmp(method, "tools/call")) {
+		do_tools_call(m, id, params, modern); /* params borrowed */
+	} else {
+		char text[200];
+		snprintf(text, sizeof text, "method \"%.100s\" not found", method);
+		send_error(m, id, E_METHOD, text, jv_invalid());
+	}
+	jv_free(params);
+	jv_free(msg);
+}
+
+struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path, const char *bindir, mcp_send_fn send,
+		    void *arg)
+{
+	struct mcp *m = util_xalloc(sizeof *m);
+	m->loop = l;
+	m->conf = c;
+	m->conf_path = conf_path ? util_strdup(conf_path) : NULL;
+	m->bindir = util_strdup(bindir);
+	m->send = send;
+	m->send_arg = arg;
+	m->max = c->max_concurrent ? (unsigned)c->max_concurrent : 1;
+	m->languages = jv_invalid();
+	m->sessions = sess_new(l, c);
+	unsigned seed;
+	util_random(&seed, sizeof seed);
+	srandom(seed);
+	return m;
+}
+
+unsigned mcp_pending(const struct mcp *m)
+{
+	unsigned n = 0;
+	for (struct call *c = m->calls; c; c = c->link)
+		n++;
+	return n;
+}
+
+void mcp_free(struct mcp *m)
+{
+	if (!m)
+		return;
+	for (struct call *c = m->calls; c; c = c->link) {
+		c->cancelled = true;
+		if (c->state == C_HELPER) {
+			kill(c->pid, SIGKILL);
+			waitpid(c->pid, NULL, 0);
+			close(c->fd);
+		}
+	}
+	/* Runs in flight: chain_free cancels them at once (SIGTERM to sbx-run
+	 * kills its sandboxes); an idle chain is let finish by itself. */
+	chain_free(m->chain, m->calls ? 0 : 2000);
+	while (m->calls)
+		call_free(m->calls);
+	sess_free(m->sessions);
+	jv_free(m->languages);
+	free(m->conf_path);
+	free(m->bindir);
+	free(m);
+}

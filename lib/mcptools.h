@@ -1,0 +1,49 @@
+/* mcptools: the eleven MCP tools as data (names, titles, descriptions for
+ * agents, input and output schemas), the light argument check done before
+ * any work, and the views that turn pipeline records into tool results.
+ *
+ * Descriptions quote the configuration's limits, so an agent reads the
+ * limits that actually apply.  All returned jv values belong to the caller.
+ */
+#ifndef SBX_MCPTOOLS_H
+#define SBX_MCPTOOLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jv.h>
+
+#include "conf.h"
+
+enum mcp_tool_kind {
+	MCP_T_RUN,
+	MCP_T_LANGUAGES,
+	MCP_T_HISTORY,
+	MCP_T_CHECK,
+	MCP_T_INIT,
+	MCP_T_EXEC,
+	MCP_T_STOP,
+	MCP_T_WRITE,
+	MCP_T_READ,
+	MCP_T_LIST,
+	MCP_T_INSTALL,
+};
+
+struct mcp_tool {
+	const char *name;
+	enum mcp_tool_kind kind;
+};
+
+const struct mcp_tool *mcp_tool_find(const char *name);
+/* The tools/list array. */
+jv mcp_tools_list(const struct conf *c);
+/* Check args (borrowed, an object) against the tool's input schema: known
+ * keys only, required keys present, JSON types right.  False with why. */
+bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t len);
+/* A pipeline result (consumed) as run_code's structured result. */
+jv mcp_run_view(jv result);
+/* list_supported_languages' result from the configuration and sbx-run
+ * --check's "languages" (consumed). */
+jv mcp_languages_view(const struct conf *c, jv checked, const char *backend);
+
+#endif

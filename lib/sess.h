@@ -1,0 +1,45 @@
+/* sess: sbx-mcp's sessions — a workspace directory per session, and the
+ * file tools confined to it.
+ *
+ * A session is STATE_DIR/sessions/ID, ID 32 hex digits from getrandom (128
+ * bits: not guessable), owned by the sandbox user.  As root each workspace
+ * is a tmpfs of workspace_size mounted there, so its quota is the kernel's;
+ * otherwise it is a plain directory (no quota; documented).  The server
+ * holds an flock on STATE_DIR/sessions/.ID.lock while the session lives, so
+ * several servers can share a state directory and, at start, each removes
+ * the workspaces no live server holds.  Sessions idle longer than their
+ * time-to-live are removed by a timer on the caller's loop.
+ *
+ * Every path from a client is relative, without "..", and resolved with
+ * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+ * RESOLVE_NO_XDEV) from the workspace: a symlink planted by sandboxed code
+ * is never followed, and only regular files are read.
+ */
+#ifndef SBX_SESS_H
+#define SBX_SESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jv.h>
+
+#include "conf.h"
+#include "loop.h"
+
+struct sessions;
+
+struct sessions *sess_new(struct loop *l, const struct conf *c);
+/* Remove every session of this server (workspaces included). */
+void sess_free(struct sessions *s);
+/* A new session; ttl_ms 0: the configuration's.  Returns its id (the
+ * caller frees) or NULL with err. */
+char *sess_create(struct sessions *s, const char *language, uint64_t ttl_ms, char *err, size_t errlen);
+void sess_remove(struct sessions *s, const char *id);
+/* The session tools (mcptools kinds MCP_T_INIT … MCP_T_INSTALL).  args is
+ * borrowed.  Either *out is the tool's result, or *req is a pipeline
+ * request to run (and *out, if valid, what to return with its result under
+ * "install").  False with err for an error the agent can act on. */
+bool sess_tool(struct sessions *s, int kind, jv args, jv *out, jv *req, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,370 @@
+#!/usr/bin/env bats
+# sbx-mcp spoken to in raw JSON-RPC over pipes: the handshake of every
+# protocol revision, the stateless 2026-07-28 one, every tool, every error
+# path, progress, cancellation, concurrency, sessions and their attacks.
+load helpers
+
+teardown() { assert_no_leftovers; }
+
+# Sessions and history live in the test's directory.
+local_setup() {
+	conf=$(conf_with 's/^$//')
+	sessions=$BATS_TEST_TMPDIR/var/sessions
+}
+
+# mcp: the requests on stdin (one per line) to a fresh server using $conf;
+# its output in $BATS_TEST_TMPDIR/out, stderr in err.  The server answers
+# everything in flight after stdin ends, then exits.
+mcp() {
+	"$BIN/sbx-mcp" -c "$conf" > out 2> err
+}
+
+# answer ID: the message with that id.
+answer() { jq -c --argjson id "$1" 'select(.id == $id)' out; }
+
+# wait_for ID: until the answer with that id is in out (10 s at most).
+wait_for() {
+	for _ in $(seq 100); do [ -n "$(answer "$1")" ] && return 0; sleep 0.1; done
+	echo "no answer $1" >&2
+	return 1
+}
+
+init() {
+	printf '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"%s","capabilities":{},"clientInfo":{"name":"bats","version":"1"}}}\n' "${1:-2025-11-25}"
+	printf '{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+}
+
+# call ID TOOL ARGS-JSON [META-JSON]
+call() {
+	jq -nc --argjson id "$1" --arg name "$2" --argjson args "$3" --argjson meta "${4:-{\}}" \
+		'{jsonrpc: "2.0", id: $id, method: "tools/call", params: {name: $name, arguments: $args, _meta: $meta}}'
+}
+
+@test "handshake: each supported revision is echoed, others get the newest; initialized needs no answer" {
+	for v in 2024-11-05 2025-03-26 2025-06-18 2025-11-25; do
+		init "$v" | mcp
+		[ "$(answer 0 | jq -r .result.protocolVersion)" = "$v" ]
+		answer 0 | jq -e '.jsonrpc == "2.0" and .result.serverInfo.name == "sbx" and .result.capabilities.tools and (.result.instructions | length > 0)'
+		[ "$(wc -l < out)" -eq 1 ]
+	done
+	for v in 2099-01-01 2026-07-28 ""; do
+		init "$v" | mcp
+		[ "$(answer 0 | jq -r .result.protocolVersion)" = 2025-11-25 ]
+	done
+}
+
+@test "2026-07-28: no handshake, server/discover, the revision in _meta, resultType in results" {
+	meta='{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
+	{
+		jq -nc --argjson m "$meta" '{jsonrpc: "2.0", id: 1, method: "server/discover", params: {_meta: $m}}'
+		jq -nc --argjson m "$meta" '{jsonrpc: "2.0", id: 2, method: "tools/list", params: {_meta: $m}}'
+		call 3 run_code '{"language":"python","code":"print(6)"}' "$meta"
+		jq -nc '{jsonrpc: "2.0", id: 4, method: "tools/list", params: {_meta: {"io.modelcontextprotocol/protocolVersion": "2031-01-01", "io.modelcontextprotocol/clientCapabilities": {}}}}'
+	} | mcp
+	answer 1 | jq -e '.result.resultType == "complete" and (.result.supportedVersions | index("2026-07-28") and index("2024-11-05")) and .result.serverInfo.name == "sbx"'
+	answer 2 | jq -e '.result.resultType == "complete" and (.result.tools | length == 11)'
+	answer 3 | jq -e '.result.resultType == "complete" and .result.structuredContent.stdout == "6\n"'
+	answer 4 | jq -e '.error.code == -32022 and .error.data.requested == "2031-01-01" and (.error.data.supported | index("2026-07-28"))'
+}
+
+@test "tools/list: eleven tools, each with title, description, input and output schemas" {
+	{ init; echo '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'; } | mcp
+	answer 1 | jq -e '[.result.tools[].name] | sort == ["check_backend","get_execution_history","install_packages","list_files","list_supported_languages","read_file","run_code","sandbox_exec","sandbox_initialize","sandbox_stop","write_file"]'
+	answer 1 | jq -e 'all(.result.tools[]; (.title | length > 0) and (.description | length > 40) and .inputSchema.type == "object" and .outputSchema.type == "object")'
+	# descriptions quote the configured limits
+	answer 1 | jq -e '.result.tools[] | select(.name == "run_code") | .description | contains("256 MiB") and contains("10 s")'
+}
+
+@test "errors: parse error, batch, bad request, unknown method, unknown tool, bad params; the server lives on" {
+	{
+		init
+		echo 'this is not json'
+		echo '[{"jsonrpc":"2.0","id":1,"method":"ping"}]'
+		echo '{"jsonrpc":"1.0","id":2,"method":"ping"}'
+		echo '{"jsonrpc":"2.0","id":3,"method":"resources/list"}'
+		call 4 no_such_tool '{}'
+		call 5 run_code '{"language":"python"}'
+		call 6 run_code '{"language":"python","code":1}'
+		call 7 run_code '{"language":"python","code":"1","color":"red"}'
+		echo '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"arguments":{}}}'
+		echo '{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}'
+		printf '{"jsonrpc":"2.0","id":9,"method":"ping","params":{"pad":"%s"}}\n' "$(head -c 20000000 /dev/zero | tr '\0' a)"
+		echo '{"jsonrpc":"2.0","id":10,"method":"ping"}'
+	} | mcp
+	[ "$(jq -sc '[.[] | select(.id == null) | .error.code]' out)" = '[-32700,-32600,-32600,-32700]' ]
+	answer 2 | jq -e '.error.code == -32600'
+	answer 3 | jq -e '.error.code == -32601 and (.error.message | contains("resources/list"))'
+	answer 4 | jq -e '.error.code == -32602 and (.error.message | contains("no_such_tool"))'
+	answer 5 | jq -e '.error.code == -32602 and (.error.message | contains("missing \"code\""))'
+	answer 6 | jq -e '.error.code == -32602 and (.error.message | contains("\"code\" must be a string"))'
+	answer 7 | jq -e '.error.code == -32602 and (.error.message | contains("unknown argument \"color\""))'
+	answer 8 | jq -e '.error.code == -32602'
+	answer 10 | jq -e '.result == {}'
+	# stdout holds JSON-RPC only
+	jq -e '.jsonrpc == "2.0"' out > /dev/null
+}
+
+@test "run_code: success, the seed's C++ example, compile error, timeout, invalid input as a tool error" {
+	cpp=$(jq -r 'select(.id == "cpp-seed") | .code' "$ROOT/etc/examples/tour.jsonl")
+	{
+		init
+		call 1 run_code '{"language":"python","code":"print(sum([1,2,3]))"}'
+		call 2 run_code "$(jq -nc --arg c "$cpp" '{language: "cpp", code: $c}')"
+		call 3 run_code '{"language":"cpp","code":"int main() { return missing; }"}'
+		call 4 run_code '{"language":"python","code":"import time\ntime.sleep(30)","timeout":1}'
+		call 5 run_code '{"language":"cobol","code":"x"}'
+		call 6 run_code '{"language":"python","code":"import sys; print(sys.stdin.read()[::-1]); open(\"d/f\").read()","stdin":"abc","files":{"d/f":"x"}}'
+	} | mcp
+	answer 1 | jq -e '.result.isError == false and .result.structuredContent.status == "success" and .result.structuredContent.stdout == "6\n" and .result.structuredContent.history_id > 0'
+	answer 1 | jq -e '(.result.content[0].text | fromjson) == .result.structuredContent'
+	answer 2 | jq -e '.result.structuredContent.stdout == "The sum of elements is: 15\n" and .result.structuredContent.compile.status == "success"'
+	answer 3 | jq -e '.result.structuredContent.status == "compile_error" and (.result.structuredContent.compile.stderr | contains("missing")) and .result.isError == false'
+	answer 4 | jq -e '.result.structuredContent.status == "timeout" and .result.structuredContent.signal == "SIGKILL"'
+	answer 5 | jq -e '.result.isError == true and (.result.structuredContent.error | contains("unsupported language \"cobol\""))'
+	answer 6 | jq -e '.result.structuredContent.stdout == "cba\n"'
+}
+
+@test "progress: queued, compiling, running, done, in order, before the answer" {
+	{ init; call 1 run_code '{"language":"c","code":"int main(void){return 0;}"}' '{"progressToken":"t1"}'; } | mcp
+	[ "$(jq -sc '[.[] | select(.method == "notifications/progress") | .params | [.progressToken, .progress, .message]]' out)" = '[["t1",1,"queued"],["t1",2,"compiling"],["t1",3,"running"],["t1",4,"done"]]' ]
+	[ "$(jq -sc 'map(.id // .method) | .[1:]' out)" = '["notifications/progress","notifications/progress","notifications/progress","notifications/progress",1]' ]
+}
+
+@test "cancellation kills the running sandbox and answers nothing for it; the rest goes on" {
+	start=$(date +%s.%N)
+	{
+		init
+		call 1 run_code '{"language":"bash","code":"sleep 30"}'
+		sleep 1.5
+		echo '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"changed my mind"}}'
+		echo '{"jsonrpc":"2.0","id":2,"method":"ping"}'
+		call 3 run_code '{"language":"python","code":"print(1)"}'
+	} | mcp
+	took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
+	[ -z "$(answer 1)" ]
+	answer 2 | jq -e '.result == {}'
+	answer 3 | jq -e '.result.structuredContent.stdout == "1\n"'
+	awk -v t="$took" 'BEGIN { exit !(t < 8) }'
+	# the history says what happened to it
+	"$BIN/sbx-history" --status internal_error --jq .error | grep -q cancelled
+}
+
+@test "8 concurrent run_code calls finish in about the time of one; ping is never held up" {
+	conf=$(conf_with 's/^max_concurrent *=.*/max_concurrent = 8/')
+	{
+		init
+		for i in $(seq 1 8); do call "$i" run_code '{"language":"python","code":"import time; time.sleep(2); print(\"done\")"}'; done
+		sleep 0.5
+		echo '{"jsonrpc":"2.0","id":100,"method":"ping"}'
+	} | { start=$(date +%s.%N); "$BIN/sbx-mcp" -c "$conf" > out 2> err; awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }' > took; }
+	[ "$(jq -s '[.[] | select(.result.structuredContent.stdout == "done\n")] | length' out)" -eq 8 ]
+	# all eight ran at once: well under 8 x 2 s
+	awk -v t="$(cat took)" 'BEGIN { exit !(t < 6) }'
+	# ping came back before any run finished
+	[ "$(jq -sc 'map(select(.id != null and .id != 0)) | .[0].id' out)" = 100 ]
+}
+
+@test "a queue beyond max_concurrent: runs wait their turn, all are answered" {
+	conf=$(conf_with 's/^max_concurrent *=.*/max_concurrent = 1/')
+	{
+		init
+		for i in 1 2 3; do call "$i" run_code '{"language":"bash","code":"echo '"$i"'; sleep 0.3"}' "{\"progressToken\":$i}"; done
+	} | mcp
+	for i in 1 2 3; do answer "$i" | jq -e ".result.structuredContent.stdout == \"$i\n\""; done
+	# one at a time: each started running only after the one before was done
+	jq -se '[.[] | select(.method == "notifications/progress") | .params | "\(.progressToken) \(.message)"] |
+		index("1 done") < index("2 running") and index("2 done") < index("3 running")' out
+}
+
+@test "list_supported_languages, get_execution_history, check_backend" {
+	{
+		init
+		call 1 run_code '{"language":"python","code":"print(1)"}'
+		sleep 1
+		call 2 list_supported_languages '{}'
+		call 3 get_execution_history '{"limit":5}'
+		call 4 get_execution_history '{"stats":true,"language":"py"}'
+		call 5 check_backend '{}'
+		call 6 get_execution_history '{"limit":-1}'
+		call 7 get_execution_history '{"since":"yesterday"}'
+	} | mcp
+	answer 2 | jq -e '.result.structuredContent.languages[] | select(.name == "python") | .available and (.version | startswith("Python 3")) and (.aliases | index("py")) and .compiled == false'
+	answer 2 | jq -e '.result.structuredContent.languages[] | select(.name == "cpp") | .compiled and (.version | contains("g++"))'
+	answer 3 | jq -e '.result.structuredContent.runs | length == 1 and .[0].status == "success" and .[0].language == "python" and .[0].history_id == 1'
+	answer 4 | jq -e '.result.structuredContent.stats | map(select(.status == "all")) | .[0].count == 1'
+	answer 5 | jq -e '.result.isError == false and .result.structuredContent.usable == true and (.result.structuredContent.fixes | type == "array")'
+	answer 6 | jq -e '.result.isError == true'
+	answer 7 | jq -e '.result.isError == true'
+}
+
+@test "the history failing never fails a run" {
+	mkdir -p "$(dirname "$SBX_HISTORY")"
+	head -c 8192 /dev/urandom > "$SBX_HISTORY"
+	{ init; call 1 run_code '{"language":"python","code":"print(1)"}'; } | mcp
+	answer 1 | jq -e '.result.isError == false and .result.structuredContent.stdout == "1\n" and .result.structuredContent.history_id == null'
+	grep -q "file is not a database" err
+}
+
+@test "sessions: files persist between runs; exec code, a file, a command; list, read, stop" {
+	{
+		init
+		call 1 sandbox_initialize '{"language":"python"}'
+	} > req
+	mkfifo in
+	"$BIN/sbx-mcp" -c "$conf" < in > out 2> err &
+	exec 7> in
+	cat req >&7
+	for i in $(seq 50); do answer 1 | grep -q session_id && break; sleep 0.1; done
+	sid=$(answer 1 | jq -r .result.structuredContent.session_id)
+	[[ "$sid" =~ ^[0-9a-f]{32}$ ]]
+	ws=$sessions/$sid
+	[ "$(stat -c %a "$ws")" = 755 ]
+	# one call at a time: each depends on the one before
+	n=1
+	step() { n=$((n + 1)); call $n "$1" "$2" >&7; wait_for $n; }
+	step write_file "{\"session_id\":\"$sid\",\"path\":\"lib/util.py\",\"content\":\"def twice(x): return 2 * x\\n\"}"
+	step sandbox_exec "{\"session_id\":\"$sid\",\"code\":\"import sys; sys.path.insert(0, 'lib'); from util import twice; open('state', 'w').write(str(twice(21)))\"}"
+	step sandbox_exec "{\"session_id\":\"$sid\",\"command\":[\"cat\",\"state\"]}"
+	step write_file "{\"session_id\":\"$sid\",\"path\":\"run.py\",\"content\":\"print('file ran', open('state').read())\"}"
+	step sandbox_exec "{\"session_id\":\"$sid\",\"file\":\"run.py\"}"
+	step list_files "{\"session_id\":\"$sid\"}"
+	step read_file "{\"session_id\":\"$sid\",\"path\":\"state\"}"
+	step sandbox_exec "{\"session_id\":\"$sid\",\"code\":\"x\",\"command\":[\"ls\"]}"
+	step sandbox_stop "{\"session_id\":\"$sid\"}"
+	step list_files "{\"session_id\":\"$sid\"}"
+	exec 7>&-
+	wait
+	answer 2 | jq -e '.result.structuredContent.bytes == 27'
+	answer 3 | jq -e '.result.structuredContent.status == "success" and .result.structuredContent.session_id == "'"$sid"'"'
+	answer 4 | jq -e '.result.structuredContent.stdout == "42"'
+	answer 6 | jq -e '.result.structuredContent.stdout == "file ran 42\n"'
+	answer 7 | jq -e '[.result.structuredContent.files[].path] | index("lib/util.py") and index("state") and index("run.py")'
+	answer 8 | jq -e '.result.structuredContent.content == "42" and .result.structuredContent.encoding == "utf-8"'
+	answer 9 | jq -e '.result.isError == true and (.result.content[0].text | contains("exactly one of"))'
+	answer 10 | jq -e '.result.structuredContent.stopped == true'
+	answer 11 | jq -e '.result.isError == true and (.result.content[0].text | contains("unknown session"))'
+	[ ! -e "$ws" ]
+}
+
+# A session with a planted tree: a symlink to /etc/shadow, a FIFO, a big
+# file (1 GiB is refused by file_size), a symlinked directory.  Then every file tool is attacked.
+@test "session attacks: traversal, planted symlink, FIFO, 1 GiB and 60 MiB files, symlinked directory, guessed ids" {
+	skip_unless_root
+	mkfifo in
+	"$BIN/sbx-mcp" -c "$conf" < in > out 2> err &
+	exec 7> in
+	{ init; call 1 sandbox_initialize '{"language":"python"}'; } >&7
+	for i in $(seq 50); do answer 1 | grep -q session_id && break; sleep 0.1; done
+	sid=$(answer 1 | jq -r .result.structuredContent.session_id)
+	plant='import os
+os.symlink("/etc/shadow", "shadow")
+os.symlink("/etc", "etcdir")
+os.mkfifo("fifo")
+import signal
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+try:
+    with open("huge", "wb") as f: f.truncate(1 << 30)
+except OSError as e: print("1 GiB refused:", e.errno)
+with open("big", "wb") as f: f.write(b"\xff" * (60 << 20))
+print("planted")'
+	call 2 sandbox_exec "$(jq -nc --arg s "$sid" --arg c "$plant" '{session_id: $s, code: $c}')" >&7
+	for i in $(seq 50); do answer 2 | grep -q planted && break; sleep 0.1; done
+	n=10
+	for path in ../../../etc/passwd /etc/passwd shadow etcdir/passwd fifo "a/../../x" "" "./." big; do
+		n=$((n + 1)); call $n read_file "$(jq -nc --arg s "$sid" --arg p "$path" '{session_id: $s, path: $p}')" >&7
+	done
+	for path in ../escape /tmp/escape etcdir/owned "x/../../y"; do
+		n=$((n + 1)); call $n write_file "$(jq -nc --arg s "$sid" --arg p "$path" '{session_id: $s, path: $p, content: "pwned"}')" >&7
+	done
+	for path in .. /etc etcdir; do
+		n=$((n + 1)); call $n list_files "$(jq -nc --arg s "$sid" --arg p "$path" '{session_id: $s, path: $p}')" >&7
+	done
+	other=$(printf '%032x' 12345)
+	for args in "read_file {\"path\":\"x\"}" "sandbox_exec {\"code\":\"1\"}" "list_files {}" "sandbox_stop {}"; do
+		n=$((n + 1)); call $n "${args%% *}" "$(jq -c --arg s "$other" '. + {session_id: $s}' <<< "${args#* }")" >&7
+	done
+	n=$((n + 1)); call $n read_file "{\"session_id\":\"../$sid\",\"path\":\"big\"}" >&7
+	last=$n
+	# writing over the planted link replaces the link, not its target
+	shadow=$(sha256sum /etc/shadow)
+	call 99 write_file "$(jq -nc --arg s "$sid" '{session_id: $s, path: "shadow", content: "pwned"}')" >&7
+	call 98 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, command: ["stat", "-c", "%F", "shadow"]}')" >&7
+	exec 7>&-
+	wait
+	for i in $(seq 11 $last); do
+		[ "$i" = 19 ] && continue # "big": read, capped
+		answer $i | jq -e '.result.isError == true' > /dev/null || { answer $i >&2; false; }
+	done
+	answer 13 | jq -e '.result.content[0].text | contains("symbolic links are not followed")'
+	answer 15 | jq -e '.result.content[0].text | contains("not a regular file")'
+	# a 1 GiB file cannot even be planted (file_size); the largest that can
+	# comes back capped at max_files_size, marked truncated
+	answer 2 | jq -e '.result.structuredContent.stdout == "1 GiB refused: 27\nplanted\n"'
+	answer 19 | jq -e '.result.structuredContent.truncated == true and .result.structuredContent.bytes == 62914560 and .result.structuredContent.encoding == "base64" and (.result.structuredContent.content | length) <= 4 * 1048576 * 4 / 3 + 4'
+	answer 99 | jq -e '.result.isError == false'
+	answer 98 | jq -e '.result.structuredContent.stdout == "regular file\n"'
+	[ "$shadow" = "$(sha256sum /etc/shadow)" ]
+	# nothing outside the workspace was read or written
+	! grep -q pwned /etc/passwd
+	[ ! -e /tmp/escape ] && [ ! -e "$BATS_TEST_TMPDIR/escape" ] && [ ! -e /etc/owned ]
+	! grep -q "$(head -c 20 /etc/shadow | base64)" out
+	! grep -q 'root:' out
+}
+
+@test "sessions expire after their ttl; max_sessions is enforced" {
+	conf=$(conf_with 's/^max_sessions *=.*/max_sessions = 2/')
+	mkfifo in
+	"$BIN/sbx-mcp" -c "$conf" < in > out 2> err &
+	exec 7> in
+	{ init; call 1 sandbox_initialize '{"ttl":1}'; call 2 sandbox_initialize '{}'; call 3 sandbox_initialize '{}'; } >&7
+	for i in $(seq 50); do answer 3 | grep -q result && break; sleep 0.1; done
+	sid=$(answer 1 | jq -r .result.structuredContent.session_id)
+	answer 3 | jq -e '.result.isError == true and (.result.content[0].text | contains("max_sessions 2"))'
+	[ -d "$sessions/$sid" ]
+	sleep 7
+	call 4 list_files "{\"session_id\":\"$sid\"}" >&7
+	exec 7>&-
+	wait
+	answer 4 | jq -e '.result.isError == true'
+	[ ! -e "$sessions/$sid" ]
+	grep -q "session $sid expired" err
+	# a server's sessions go with it
+	[ -z "$(ls "$sessions")" ]
+}
+
+@test "install_packages and run_code dependencies (npm), where the registry is reachable" {
+	command -v npm > /dev/null || skip "npm is not installed"
+	timeout 10 npm view is-number@7.0.0 version > /dev/null 2>&1 || skip "the npm registry is not reachable from here"
+	{
+		init
+		call 1 run_code '{"language":"javascript","code":"console.log(require(\"is-number\")(\"7\"))","dependencies":["is-number@7.0.0"]}'
+		call 2 run_code '{"language":"javascript","code":"require(\"is-number\")"}'
+	} | mcp
+	answer 1 | jq -e '.result.structuredContent.status == "success" and .result.structuredContent.stdout == "true\n"'
+	# a one-off install is gone with its run
+	answer 2 | jq -e '.result.structuredContent.status == "error" and (.result.structuredContent.stderr | contains("Cannot find module"))'
+	[ -z "$(ls "$sessions" 2>/dev/null | grep -v lock)" ]
+}
+
+@test "SIGTERM stops the server at once: sandboxes killed, sessions removed, nothing left" {
+	mkfifo in
+	"$BIN/sbx-mcp" -c "$conf" < in > out 2> err &
+	pid=$!
+	exec 7> in
+	{ init; call 1 sandbox_initialize '{}'; call 2 run_code '{"language":"bash","code":"sleep 60"}'; } >&7
+	for i in $(seq 50); do pgrep -u "$SBX_PROG_UID" sleep > /dev/null && break; sleep 0.1; done
+	kill -TERM "$pid"
+	wait "$pid"
+	exec 7>&-
+	[ -z "$(answer 2)" ]
+	[ -z "$(ls "$sessions" 2>/dev/null | grep -v lock)" ]
+}
+
+@test "sbx-mcp: --help, misuse" {
+	run --separate-stderr "$BIN/sbx-mcp" --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"run_code"* ]]
+	run --separate-stderr "$BIN/sbx-mcp" --listen
+	[ "$status" -eq 2 ]
+	[ "${stderr_lines[1]}" = "usage: sbx-mcp [-c FILE]   (an MCP server on stdin/stdout)" ]
+}

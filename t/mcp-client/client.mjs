@@ -1,0 +1,97 @@
+// The official MCP TypeScript SDK (Client + StdioClientTransport) against
+// bin/sbx-mcp: list the tools, call each one, check what comes back.
+// Prints one TAP line per check; exits non-zero if any failed.
+//   node client.mjs /path/to/sbx-mcp
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const bin = process.argv[2];
+let n = 0, failed = 0;
+function check(ok, what, detail) {
+  n++;
+  if (!ok) failed++;
+  console.log(`${ok ? "ok" : "not ok"} ${n} - ${what}`);
+  if (!ok && detail !== undefined) console.log(`# ${JSON.stringify(detail).slice(0, 2000)}`);
+}
+
+const transport = new StdioClientTransport({ command: bin, args: [], env: { ...process.env }, stderr: "inherit" });
+const client = new Client({ name: "sbx-sdk-test", version: "1.0.0" });
+await client.connect(transport);
+check(client.getServerVersion()?.name === "sbx", "initialize: server info", client.getServerVersion());
+
+const { tools } = await client.listTools();
+const names = tools.map((t) => t.name).sort();
+const want = ["check_backend", "get_execution_history", "install_packages", "list_files", "list_supported_languages",
+  "read_file", "run_code", "sandbox_exec", "sandbox_initialize", "sandbox_stop", "write_file"];
+check(JSON.stringify(names) === JSON.stringify(want), "tools/list: the eleven tools", names);
+check(tools.every((t) => t.title && t.description && t.inputSchema?.type === "object" && t.outputSchema?.type === "object"),
+  "every tool has a title, a description, an inputSchema and an outputSchema");
+
+const call = async (name, args) => (await client.callTool({ name, arguments: args }));
+const sc = async (name, args) => (await call(name, args)).structuredContent;
+
+let r = await call("run_code", { language: "python", code: "print(sum([1,2,3]))" });
+check(r.structuredContent?.status === "success" && r.structuredContent.stdout === "6\n" && !r.isError,
+  "run_code python: 6", r);
+check(JSON.parse(r.content[0].text).stdout === "6\n", "the same result as text content", r.content);
+
+r = await sc("run_code", { language: "cpp", code: "#include <iostream>\n#include <vector>\n\nint main() {\n    std::vector<int> v{1, 2, 3, 4, 5};\n    int sum = 0;\n    for (int x : v) sum += x;\n    std::cout << \"The sum of elements is: \" << sum << std::endl;\n}\n" });
+check(r?.status === "success" && r.stdout === "The sum of elements is: 15\n" && r.compile?.status === "success",
+  "run_code cpp: the seed's example", r);
+
+r = await sc("run_code", { language: "cpp", code: "int main() { return missing; }" });
+check(r?.status === "compile_error" && /missing/.test(r.compile?.stderr), "run_code: a compile error is compile_error", r);
+
+let t0 = Date.now();
+r = await sc("run_code", { language: "python", code: "import time\ntime.sleep(30)", timeout: 1 });
+let took = (Date.now() - t0) / 1000;
+check(r?.status === "timeout" && took < 4, `run_code: sleep(30) with timeout 1 is a timeout after ${took.toFixed(2)} s`, r);
+
+const progress = [];
+r = await client.callTool({ name: "run_code", arguments: { language: "c", code: "int main(void){return 3;}" } }, undefined,
+  { onprogress: (p) => progress.push(p.message) });
+check(r.structuredContent?.status === "error" && r.structuredContent.exit_code === 3, "run_code c: exit 3 is status error", r);
+// The SDK dispatches notifications asynchronously and may drop the last
+// one ("done") when the response overtakes it.
+check(JSON.stringify(progress.slice(0, 3)) === JSON.stringify(["queued", "compiling", "running"]),
+  "progress notifications: queued, compiling, running (, done)", progress);
+
+r = await call("run_code", { language: "cobol", code: "x" });
+check(r.isError === true && /unsupported language/.test(r.structuredContent?.error), "run_code: unknown language is a tool error", r);
+
+r = await sc("list_supported_languages", {});
+const py = r?.languages?.find((l) => l.name === "python");
+check(py?.available === true && /^Python 3/.test(py.version), "list_supported_languages: python available, with its version", r);
+
+r = await sc("get_execution_history", { limit: 3 });
+check(Array.isArray(r?.runs) && r.runs.length === 3 && r.runs.every((x) => x.history_id > 0), "get_execution_history: the last runs", r);
+r = await sc("get_execution_history", { stats: true, language: "python" });
+check(Array.isArray(r?.stats) && r.stats.some((s) => s.status === "all"), "get_execution_history: stats", r);
+
+r = await call("check_backend", {});
+check(r.structuredContent?.usable === true && !r.isError, "check_backend: usable", r);
+
+const s = await sc("sandbox_initialize", { language: "python" });
+check(/^[0-9a-f]{32}$/.test(s?.session_id), "sandbox_initialize: a session id", s);
+const sid = s.session_id;
+r = await sc("write_file", { session_id: sid, path: "data/in.txt", content: "hello" });
+check(r?.bytes === 5, "write_file", r);
+r = await sc("sandbox_exec", { session_id: sid, code: "print(open('data/in.txt').read().upper())\nopen('out.bin','wb').write(bytes([0,255,1]))" });
+check(r?.status === "success" && r.stdout === "HELLO\n", "sandbox_exec: reads the workspace", r);
+r = await sc("read_file", { session_id: sid, path: "out.bin" });
+check(r?.encoding === "base64" && r.content === "AP8B", "read_file: binary as base64", r);
+r = await sc("list_files", { session_id: sid });
+check(r?.files?.some((f) => f.path === "data/in.txt" && f.type === "file" && f.size === 5), "list_files", r);
+r = await sc("sandbox_exec", { session_id: sid, command: ["cat", "data/in.txt"] });
+check(r?.stdout === "hello", "sandbox_exec: a command", r);
+r = await call("install_packages", { session_id: sid, packages: ["-e", "x"] });
+check(r.isError === true && /not a package name/.test(r.structuredContent?.error ?? r.content[0].text),
+  "install_packages: option injection refused", r);
+r = await sc("sandbox_stop", { session_id: sid });
+check(r?.stopped === true, "sandbox_stop", r);
+r = await call("read_file", { session_id: sid, path: "data/in.txt" });
+check(r.isError === true && /unknown session/.test(r.content[0].text), "a stopped session is gone", r);
+
+await client.close();
+console.log(`1..${n}`);
+process.exit(failed ? 1 : 0);
