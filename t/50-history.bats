@@ -89,7 +89,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	cols=$(sqlite3 "$SBX_HISTORY" "SELECT group_concat(name, ' ') FROM pragma_table_info('runs')")
 	[ "$cols" = "id timestamp language code_snippet status exit_code duration_ms stdout_size stderr_size run_id signal cpu_ms memory_peak_bytes backend compile_status compile_ms code_sha256 error session_id code record" ]
 	idx=$(sqlite3 "$SBX_HISTORY" "SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'runs_%' ORDER BY name)")
-	[ "$idx" = "runs_code runs_run_id runs_session runs_stats runs_time" ]
+	[ "$idx" = "runs_run_id runs_session runs_stats runs_time" ]
 	# --stats reads the covering index, never the table
 	plan=$(sqlite3 "$SBX_HISTORY" "EXPLAIN QUERY PLAN SELECT NULL, language, status, duration_ms FROM runs ORDER BY language, status, duration_ms")
 	[[ "$plan" == *"COVERING INDEX runs_stats"* ]]
