@@ -65,14 +65,18 @@ for fd in (0, 1, 2):
 print(" ".join(sorted(os.listdir("/"))))
 print(" ".join(sorted(os.listdir("/dev"))))
 print(" ".join(sorted(os.listdir("/home"))), os.getcwd(), os.environ["HOME"], os.access(os.environ["HOME"], os.W_OK))
-for p in ["/root", "/work", "/sys", "/var", "/run", "/boot", "/mnt", "/opt", "/srv", "/media", "/tmp/sbx-canary-'$$'", "/etc/shadow", "/var/run/docker.sock", "/run/systemd"]:
-    print(p, os.path.exists(p))')"
+for p in ["/root", "/work", "/sys", "/var", "/run", "/boot", "/mnt", "/opt", "/srv", "/media", "/tmp/sbx-canary-'$$'", "/var/run/docker.sock", "/run/systemd"]:
+    print(p, os.path.exists(p))
+# its own /etc/shadow: empty, and unreadable as on a host
+try: open("/etc/shadow").read(); print("/etc/shadow READ")
+except OSError as e: print("/etc/shadow", os.stat("/etc/shadow").st_size, e.errno, False)')"
 	jqe 0 '.status == "success"'
 	mapfile -t out < <(jqn 0 .stdout)
 	[[ ${out[0]} =~ ^bin\ dev\ etc\ home\ lib( lib32)?( lib64)?( libx32)?\ proc\ sbin\ scratch\ tmp\ usr$ ]] || { echo "${out[0]}"; false; }
 	[ "${out[1]}" = "fd full null ptmx pts random shm stderr stdin stdout urandom zero" ]
 	[ "${out[2]}" = "sandbox /scratch /home/sandbox True" ]
 	for l in "${out[@]:3}"; do [[ $l == *" False" ]] || { echo "visible: $l"; false; }; done
+	[ "${out[-1]}" = "/etc/shadow 0 13 False" ]
 	rm -f /tmp/sbx-canary-$$
 }
 
