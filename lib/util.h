@@ -32,6 +32,11 @@ extern const char *util_prog;
 void util_init(const char *prog);
 void util_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void util_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The end of every tool's getopt_long table: -c/--config, -h/--help,
+ * --version, and the terminator. */
+#define UTIL_COMMON_OPTIONS                                                                            \
+	{ "config", required_argument, NULL, 'c' }, { "help", no_argument, NULL, 'h' },                 \
+		{ "version", no_argument, NULL, 'V' }, { NULL, 0, NULL, 0 }
 /* The options every tool shares, for the default case of its getopt_long
  * switch: 'h' (--help: help() to stdout, exit 0), 'V' (--version), ':'
  * (a missing argument) and anything unknown (a usage error, exit 2). */

@@ -89,10 +89,7 @@ int main(int argc, char **argv)
 	size_t forced = (size_t)-1;
 	static const struct option opts[] = {
 		{ "bytes", required_argument, NULL, 'n' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+		UTIL_COMMON_OPTIONS,
 	};
 	int o;
 	opterr = 0;

@@ -319,10 +319,7 @@ int main(int argc, char **argv)
 		{ "older-than", required_argument, NULL, O_OLDER },
 		{ "vacuum", no_argument, NULL, O_VACUUM },
 		{ "database", required_argument, NULL, 'd' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+		UTIL_COMMON_OPTIONS,
 	};
 	int o;
 	opterr = 0;

@@ -179,10 +179,7 @@ int main(int argc, char **argv)
 		{ "database", required_argument, NULL, 'd' },
 		{ "store-code", required_argument, NULL, 'S' },
 		{ "sync", required_argument, NULL, 'Y' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+		UTIL_COMMON_OPTIONS,
 	};
 	int o;
 	opterr = 0;

@@ -455,13 +455,10 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "events", required_argument, NULL, 'E' },
 		{ "control", required_argument, NULL, 'K' },
-		{ "config", required_argument, NULL, 'c' },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "check", no_argument, NULL, 'C' },
 		{ "timings", no_argument, NULL, 'T' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+		UTIL_COMMON_OPTIONS,
 	};
 	int o;
 	opterr = 0;

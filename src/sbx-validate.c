@@ -43,10 +43,7 @@ int main(int argc, char **argv)
 	util_init(argv[0]);
 	const char *conf_path = NULL;
 	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+		UTIL_COMMON_OPTIONS,
 	};
 	int o;
 	opterr = 0;
