@@ -310,13 +310,6 @@ void chain_cancel(struct chain *ch, const char *id)
 	free(line);
 }
 
-void chain_forget(struct chain *ch, const char *id)
-{
-	struct req **p = find(ch, id);
-	if (p)
-		(*p)->done = NULL, (*p)->event = NULL;
-}
-
 unsigned chain_in_flight(const struct chain *ch)
 {
 	return ch->n;

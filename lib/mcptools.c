@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "mcptools.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,7 +290,8 @@ bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t le
 			     (vk == JV_KIND_ARRAY && (a->types & A_ARR)) ||
 			     ((vk == JV_KIND_TRUE || vk == JV_KIND_FALSE) && (a->types & A_BOOL)) ||
 			     (vk == JV_KIND_NUMBER && (a->types & A_NUM)) ||
-			     (vk == JV_KIND_NUMBER && (a->types & A_INT) && jv_number_value(v) == (double)(long long)jv_number_value(v));
+			     (vk == JV_KIND_NUMBER && (a->types & A_INT) && jv_number_value(v) == floor(jv_number_value(v)) &&
+			      fabs(jv_number_value(v)) < 1e15);
 			if (ok && vk == JV_KIND_ARRAY)
 				jv_array_foreach(v, i, item) {
 					ok &= jv_get_kind(item) == JV_KIND_STRING;

@@ -417,11 +417,6 @@ enum rec_status rec_parse_line(const char *line, size_t len, unsigned long linen
 		*out = rec_invalid_line(lineno, "not valid JSON");
 		return REC_INVALID;
 	}
-	if (jv_get_kind(v) != JV_KIND_OBJECT) {
-		*out = rec_invalid_line(lineno, "expected a JSON object, got %s", rec_kind(v));
-		jv_free(v);
-		return REC_INVALID;
-	}
 	*out = v;
 	return REC_OK;
 }

@@ -308,7 +308,9 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 	}
 	/* The program and its files.  A workspace may hold anything the
 	 * session's programs planted: replace, never follow. */
-	bool ok = box_scratch_write(e->box, r->scratch, r->job.file, r->job.code, r->job.code_len, 0644) == 0;
+	/* An install has no program: a session's own file of that name stays. */
+	bool ok = r->job.install ||
+		  box_scratch_write(e->box, r->scratch, r->job.file, r->job.code, r->job.code_len, 0644) == 0;
 	for (size_t i = 0; ok && i < r->job.nfiles; i++)
 		ok = box_scratch_write(e->box, r->scratch, r->job.files[i].path, r->job.files[i].data, r->job.files[i].len, 0644) == 0;
 	if (!ok) {

@@ -33,7 +33,6 @@ struct session {
 	uint64_t ttl_ms;
 	double last_used;      /* util_now_ms */
 	int lockfd;
-	bool mounted;
 	struct session *next;
 };
 
@@ -93,11 +92,11 @@ static void remove_tree(int dirfd)
 	closedir(d);
 }
 
-static void remove_dir(const char *base, const char *id, bool mounted)
+static void remove_dir(const char *base, const char *id)
 {
 	char *dir = util_fmt("%s/%s", base, id);
-	if (mounted || umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
-		umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW);
+	/* the tmpfs of a root server (EINVAL where there is none) */
+	umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW);
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0)
 		remove_tree(fd);
@@ -135,7 +134,7 @@ static void remove_orphans(struct sessions *s)
 			continue;
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
 			util_warn("removing the workspace of a session no server holds: %s", e->d_name);
-			remove_dir(s->base, e->d_name, false);
+			remove_dir(s->base, e->d_name);
 		}
 		close(fd);
 	}
@@ -157,7 +156,7 @@ void sess_remove(struct sessions *s, const char *id)
 		if (strcmp(x->id, id))
 			continue;
 		*p = x->next;
-		remove_dir(s->base, x->id, x->mounted);
+		remove_dir(s->base, x->id);
 		close(x->lockfd);
 		free(x->dir);
 		free(x->language);
@@ -258,7 +257,6 @@ char *sess_create(struct sessions *s, const char *language, uint64_t ttl_ms, cha
 			snprintf(err, errlen, "cannot mount the workspace %s: %s", x->dir, strerror(errno));
 			goto fail;
 		}
-		x->mounted = true;
 	} else if (chmod(x->dir, 0755) < 0) {
 		snprintf(err, errlen, "cannot set up the workspace %s: %s", x->dir, strerror(errno));
 		goto fail;
@@ -284,7 +282,7 @@ char *sess_create(struct sessions *s, const char *language, uint64_t ttl_ms, cha
 	s->n++;
 	return util_strdup(x->id);
 fail:
-	remove_dir(s->base, x->id, x->mounted);
+	remove_dir(s->base, x->id);
 	if (x->lockfd >= 0)
 		close(x->lockfd);
 	free(x->dir);
@@ -623,11 +621,14 @@ static jv exec_request(struct sessions *s, struct session *x, jv args, char *err
 		}
 		jv_free(command);
 	}
-	jv_array_foreach(rec_has(args, "args") ? rec_get(args, "args") : jv_array(), i, a) {
-		if (jv_get_kind(a) == JV_KIND_STRING)
-			shell_quote(&line, &len, jv_string_value(a));
-		jv_free(a);
-	}
+	jv extra = rec_has(args, "args") ? rec_get(args, "args") : jv_array();
+	if (jv_get_kind(extra) == JV_KIND_ARRAY)
+		jv_array_foreach(extra, i, a) {
+			if (jv_get_kind(a) == JV_KIND_STRING)
+				shell_quote(&line, &len, jv_string_value(a));
+			jv_free(a);
+		}
+	jv_free(extra);
 	req = jv_object_set(req, jv_string("language"), jv_string("bash"));
 	req = jv_object_set(req, jv_string("code"), jv_string(line));
 	free(line);

@@ -111,10 +111,10 @@ static bool write_with_id(const char *text, size_t len, int64_t id)
 		free(s);
 		return ok;
 	}
-	size_t close = len;
-	while (close > 0 && text[close - 1] != '}')
-		close--;
-	size_t before = close - 1; /* the '}' */
+	size_t end = len;
+	while (end > 0 && text[end - 1] != '}')
+		end--;
+	size_t before = end - 1; /* the '}' */
 	while (before > 0 && strchr(" \t\r\n", text[before - 1]))
 		before--;
 	bool empty = before > 0 && text[before - 1] == '{';
