@@ -32,7 +32,7 @@ UNIT_SRC := $(wildcard t/unit/*.c)
 UNITS    := $(patsubst t/unit/%.c,$(BUILD)/t/%,$(UNIT_SRC))
 MANS     := $(wildcard man/*.1)
 
-.PHONY: demo all check check-asan check-valgrind vg-wrappers unit deps install uninstall clean fuzz fuzz-build bench differential mcp-client
+.PHONY: typescript demo all check check-asan check-valgrind vg-wrappers unit deps install uninstall clean fuzz fuzz-build bench differential mcp-client
 all: $(addprefix $(BINDIR)/,$(TOOLS))
 
 $(BUILD)/obj/lib/%.o: lib/%.c
@@ -84,19 +84,35 @@ differential: deps all
 # from NodeSource brings its own, and conflicts with Debian's).
 DEPS_BUILD := gcc make pkg-config libjq-dev libseccomp-dev libsqlite3-dev
 DEPS_TEST  := bats jq sqlite3 valgrind clang libclang-rt-14-dev procps iproute2 util-linux python3 python3-pip g++ nodejs bubblewrap hyperfine libpython3.11-testsuite
-DEPS       := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_EXTRA)
+# The runtimes of etc/sandbox.conf's languages, so every language is tested.
+DEPS_LANG  := golang-go rustc default-jdk-headless ruby php-cli
+DEPS       := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_LANG) $(DEPS_EXTRA)
 
 deps:
 	@missing=$$(for p in $(DEPS); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
 	done | tr '\n' ' '); \
 	command -v npm > /dev/null || missing="$$missing npm"; \
-	if [ -z "$${missing% }" ]; then exit 0; fi; \
+	if [ -z "$${missing% }" ]; then $(MAKE) -s --no-print-directory typescript; exit 0; fi; \
 	if [ "$$(id -u)" != 0 ]; then \
 		echo "make deps: missing Debian packages; as root run: apt-get install -y $$missing" >&2; exit 1; \
 	fi; \
 	echo "make deps: installing $$missing" >&2; \
 	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; } >&2
+	@$(MAKE) -s --no-print-directory typescript
+
+# TypeScript: Debian's tsc (4.8) has no Node.js type definitions to go with
+# NodeSource's Node.js, so the compiler and @types/node come from the npm
+# registry, pinned, into /usr/local (which sandboxes see).  Without npm or
+# the registry, the typescript language reports itself missing.
+TS_PKGS := typescript@5.9.3 @types/node@20.19.43
+typescript:
+	@if [ -x /usr/local/bin/tsc ] && [ -d /usr/local/lib/node_modules/@types/node ]; then exit 0; fi; \
+	if ! command -v npm > /dev/null || [ "$$(id -u)" != 0 ]; then \
+		echo "make deps: TypeScript not installed (as root with npm: npm install -g --prefix /usr/local $(TS_PKGS))" >&2; exit 0; fi; \
+	echo "make deps: installing $(TS_PKGS) into /usr/local" >&2; \
+	npm install -g --prefix /usr/local --no-audit --no-fund --loglevel=error $(TS_PKGS) >&2 || \
+		echo "make deps: TypeScript could not be installed; its tests will be skipped" >&2
 
 # The official MCP SDK for t/65-mcp-sdk.bats, exactly as locked.
 mcp-client: deps

@@ -217,6 +217,51 @@ static jv strv_json(char **v)
 	return a;
 }
 
+char *job_expand(const char *s, const struct job_limits *lim)
+{
+	static const char *const names[] = { "{memory}", "{memory_mib}", "{cpus}" };
+	char val[3][32];
+	snprintf(val[0], sizeof val[0], "%llu", (unsigned long long)lim->memory);
+	snprintf(val[1], sizeof val[1], "%llu", (unsigned long long)(lim->memory >> 20));
+	snprintf(val[2], sizeof val[2], "%d", lim->cpus <= 1 ? 1 : (int)ceil(lim->cpus));
+	char *out = util_strdup(s);
+	for (size_t i = 0; i < 3; i++) {
+		char *at;
+		size_t from = 0;
+		while ((at = strstr(out + from, names[i]))) {
+			size_t pre = (size_t)(at - out), nl = strlen(names[i]);
+			char *next = util_fmt("%.*s%s%s", (int)pre, out, val[i], at + nl);
+			from = pre + strlen(val[i]);
+			free(out);
+			out = next;
+		}
+	}
+	return out;
+}
+
+char **job_expand_strv(char *const *v, const struct job_limits *lim)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	char **out = util_xalloc((n + 1) * sizeof *out);
+	for (size_t i = 0; i < n; i++)
+		out[i] = job_expand(v[i], lim);
+	out[n] = NULL;
+	return out;
+}
+
+static jv strv_json_expanded(char **v, const struct job_limits *lim)
+{
+	jv a = jv_array();
+	for (; v && *v; v++) {
+		char *e = job_expand(*v, lim);
+		a = jv_array_append(a, jv_string(e));
+		free(e);
+	}
+	return a;
+}
+
 /* Is argv0 a program that exists in the sandbox's tree?  Cached per
  * language: a stat or two per PATH entry, once per process. */
 static const char *find_missing(const struct conf_lang *l, char **argv)
@@ -637,7 +682,7 @@ jv job_from_request(const struct conf *c, jv req)
 	}
 
 	/* The job. */
-	jv runv = strv_json(l->run);
+	jv runv = strv_json_expanded(l->run, &run);
 	if (jv_get_kind(args) == JV_KIND_ARRAY)
 		runv = jv_array_concat(runv, args);
 	else
@@ -659,11 +704,17 @@ jv job_from_request(const struct conf *c, jv req)
 		run.memory = cl.compile_memory > run.memory ? cl.compile_memory : run.memory;
 		run.pids = cl.compile_pids > run.pids ? cl.compile_pids : run.pids;
 	}
+	struct job_limits comp = run;
+	comp.timeout_ms = cl.compile_timeout_ms;
+	comp.memory = cl.compile_memory;
+	comp.pids = cl.compile_pids;
+	comp.cpus = cl.compile_cpus;
 	jv exec = jv_object();
 	exec = jv_object_set(exec, jv_string("file"), jv_string(l->file));
-	exec = jv_object_set(exec, jv_string("compile"), l->compile && !installing ? strv_json(l->compile) : jv_null());
+	exec = jv_object_set(exec, jv_string("compile"), l->compile && !installing ? strv_json_expanded(l->compile, &comp) : jv_null());
 	exec = jv_object_set(exec, jv_string("run"), runv);
-	exec = jv_object_set(exec, jv_string("env"), strv_json(l->env));
+	/* One environment serves both stages: it takes the run stage's limits. */
+	exec = jv_object_set(exec, jv_string("env"), strv_json_expanded(l->env, &run));
 	exec = jv_object_set(exec, jv_string("binds"), strv_json(l->binds));
 	exec = jv_object_set(exec, jv_string("rootfs"), l->rootfs ? jv_string(l->rootfs) : jv_null());
 	exec = jv_object_set(exec, jv_string("image"), l->image ? jv_string(l->image) : jv_null());
@@ -677,11 +728,6 @@ jv job_from_request(const struct conf *c, jv req)
 	req = jv_object_set(req, jv_string("backend"), jv_string(backend));
 	req = jv_object_set(req, jv_string("limits"), job_limits_json(&run));
 	if (l->compile && !installing) {
-		struct job_limits comp = run;
-		comp.timeout_ms = cl.compile_timeout_ms;
-		comp.memory = cl.compile_memory;
-		comp.pids = cl.compile_pids;
-		comp.cpus = cl.compile_cpus;
 		req = jv_object_set(req, jv_string("compile_limits"), job_limits_json(&comp));
 	} else if (rec_has(req, "compile_limits"))
 		req = jv_object_delete(req, jv_string("compile_limits"));

@@ -58,6 +58,14 @@ struct job {
  * on PATH in its tree (the host's or its rootfs), or NULL; cached. */
 const char *job_lang_missing(const struct conf *c, const struct conf_lang *l);
 
+/* s with the placeholders "{memory}" (bytes), "{memory_mib}" and "{cpus}"
+ * (whole cores, at least 1) replaced by lim's values, so a runtime can size
+ * its heap and threads to a sandbox it cannot see; the caller frees.
+ * job_from_request expands a language's compile, run and env with them. */
+char *job_expand(const char *s, const struct job_limits *lim);
+/* The same over a NULL-terminated vector; free with run_free_env. */
+char **job_expand_strv(char *const *v, const struct job_limits *lim);
+
 /* Request -> job, or an invalid record saying what is wrong and what is
  * allowed.  Consumes req. */
 jv job_from_request(const struct conf *c, jv req);

@@ -52,7 +52,7 @@ static const struct tool_def defs[] = {
 	  "Run a program in a fresh, isolated sandbox and return its output. Languages: %L. The sandbox has no "
 	  "network, %M of memory, %C CPU, %T s wall time (max %X s with \"timeout\"), %O of stdout and of stderr "
 	  "kept (head and tail). Compiled languages are compiled first; a compiler error comes back as status "
-	  "compile_error with the compiler's messages in compile.stderr. A program that fails is a normal result "
+	  "compile_error with the compiler's messages in compile.stderr (compile.stdout for tsc). A program that fails is a normal result "
 	  "(status error, timeout or memory_limit, with exit_code or signal), not a tool error. Nothing persists "
 	  "after the run; use sandbox_initialize for state. \"dependencies\" installs packages (pip, npm, …) for "
 	  "this run only.",

@@ -314,7 +314,9 @@ static jv check_languages(struct conf *c, struct box_sys *sys, bool usable)
 		p[i] = (struct version_probe){ .l = &c->langs[i], .done = true };
 		if (!usable || job_lang_missing(c, p[i].l) || !p[i].l->version)
 			continue;
-		p[i].env = run_build_env(p[i].l->env);
+		char **extra = job_expand_strv(p[i].l->env, &lim);
+		p[i].env = run_build_env(extra);
+		run_free_env(extra);
 		struct box_spec spec = { .argv = p[i].l->version, .env = p[i].env, .lim = &lim, .scratch_fd = -1,
 					 .rootfs = p[i].l->rootfs, .binds = p[i].l->binds };
 		p[i].done = false;
@@ -348,8 +350,13 @@ static jv check_languages(struct conf *c, struct box_sys *sys, bool usable)
 				version = jv_string_sized(s, (int)n);
 			else if (r->status == BOX_INTERNAL)
 				snprintf(why, sizeof why, "%s", r->error);
-			else
-				snprintf(why, sizeof why, "its version command failed in the sandbox");
+			else {
+				jv e = cap_buf_string(&r->err);
+				const char *es = jv_string_value(e);
+				snprintf(why, sizeof why, "its version command failed in the sandbox%s%.*s", *es ? ": " : "",
+					 (int)strcspn(es, "\n"), es);
+				jv_free(e);
+			}
 			jv_free(text);
 			box_free(p[i].b);
 			run_free_env(p[i].env);

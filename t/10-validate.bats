@@ -12,7 +12,7 @@ v() { "$BIN/sbx-validate" "$@"; }
 	jqe 0 '.limits == {"timeout_ms":10000,"memory_bytes":268435456,"cpus":0.5,"pids":64,"output_bytes":102400,"file_bytes":67108864,"tmpfs_bytes":67108864,"scratch_bytes":67108864,"nofile":1024,"stack_bytes":8388608}'
 	jqe 0 '.exec.run == ["python3","main.py"] and .exec.file == "main.py" and .exec.compile == null and .backend == "native"'
 	jqe 1 '.status == "invalid" and .line == 2 and (.error | startswith("line 2: not valid JSON"))'
-	jqe 2 '.status == "invalid" and .error == "unsupported language \"cobol\" (supported: bash, c, cpp, javascript, python)"'
+	jqe 2 '.status == "invalid" and .error == "unsupported language \"cobol\" (supported: bash, c, cpp, go, java, javascript, php, python, ruby, rust, typescript)"'
 }
 
 @test "compiled languages carry compile limits and the compile command" {
@@ -39,7 +39,7 @@ v() { "$BIN/sbx-validate" "$@"; }
 	[ "$status" -eq 1 ]
 	[ "${#lines[@]}" -eq 10 ]
 	jqe 0 '.status == "invalid" and (.error | test("missing \"language\""))'
-	jqe 1 '.status == "invalid" and .error == "\"language\" must be a string, got object (supported: bash, c, cpp, javascript, python)"'
+	jqe 1 '.status == "invalid" and .error == "\"language\" must be a string, got object (supported: bash, c, cpp, go, java, javascript, php, python, ruby, rust, typescript)"'
 	jqe 2 '.error == "line 3: expected a JSON object, got array"'
 	jqe 3 '.error == "line 4: expected a JSON object, got string"'
 	jqe 4 '.error == "line 5: more than one JSON value on the line (one object per line; the second starts at column 8)"'

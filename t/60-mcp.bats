@@ -346,6 +346,33 @@ print("planted")'
 	[ -z "$(ls "$sessions" 2>/dev/null | grep -v lock)" ]
 }
 
+@test "a session: install_packages (npm, real registry), then require it in sandbox_exec; network only for the install" {
+	command -v npm > /dev/null || skip "npm is not installed"
+	timeout 10 npm view is-number@7.0.0 version > /dev/null 2>&1 || skip "the npm registry is not reachable from here"
+	mkfifo in
+	"$BIN/sbx-mcp" -c "$conf" < in > out 2> err &
+	exec 7> in
+	{ init; call 1 sandbox_initialize '{"language":"javascript"}'; } >&7
+	wait_for 1
+	sid=$(answer 1 | jq -r .result.structuredContent.session_id)
+	n=1
+	step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} + $2")" >&7; wait_for $n; }
+	step install_packages '{packages: ["is-number@7.0.0"]}'
+	step sandbox_exec '{code: "const isNumber = require(\"is-number\"); console.log(isNumber(\"7\"), isNumber(\"x\"))"}'
+	# the program itself has no network: the registry is unreachable
+	step sandbox_exec '{code: "require(\"https\").get(\"https://registry.npmjs.org/is-number\", () => console.log(\"REACHED\")).on(\"error\", e => console.log(e.code))"}'
+	# and cannot change what was installed
+	step sandbox_exec '{code: "try { require(\"fs\").writeFileSync(\".deps/node_modules/is-number/index.js\", \"x\") } catch (e) { console.log(e.code) }"}'
+	step sandbox_stop '{}'
+	exec 7>&-
+	wait
+	answer 2 | jq -e '.result.isError == false and .result.structuredContent.status == "success"'
+	answer 3 | jq -e '.result.structuredContent.status == "success" and .result.structuredContent.stdout == "true false\n"'
+	answer 4 | jq -e '.result.structuredContent.stdout | test("^(ENOTFOUND|EAI_AGAIN|ENETUNREACH|ECONNREFUSED)\n$")'
+	answer 5 | jq -e '.result.structuredContent.stdout == "EROFS\n"'
+	[ -z "$(ls "$sessions" 2>/dev/null | grep -v lock)" ]
+}
+
 @test "SIGTERM stops the server at once: sandboxes killed, sessions removed, nothing left" {
 	mkfifo in
 	"$BIN/sbx-mcp" -c "$conf" < in > out 2> err &

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The language matrix (make bench): for each configured language and each
+# backend that is usable here, whether all of t/lang's cases meet
+# t/lang/expect.jq (the tests' own programs and expectations), the version
+# the sandbox sees, and the median wall time of one hello world through
+# sbx-run (one job per process; compile included for compiled languages).
+# Prints a Markdown table, the README's.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${BUILD:-build}/bench
+mkdir -p "$B"
+cc -O2 -o "$B/timeit" bench/timeit.c
+rm -f "$B"/cases-*.jsonl "$B"/check-*.json "$B"/hello-*.m
+N=${N:-10}
+export SBX_CONF=$PWD/etc/sandbox.conf
+
+backends=()
+for be in native docker; do
+	if SBX_BACKEND=$be bin/sbx-run --check 2> /dev/null | jq -e --arg b "$be" '.backend == $b and .usable' > /dev/null 2>&1; then
+		backends+=("$be")
+		SBX_BACKEND=$be bin/sbx-run --check > "$B/check-$be.json" 2> /dev/null || true
+		# sbx-run exits 1 when a job failed, as most cases do by design
+		t/lang/requests.sh | SBX_BACKEND=$be bin/sbx-validate | SBX_BACKEND=$be bin/sbx-run -j 2 > "$B/cases-$be.jsonl" || true
+	fi
+done
+langs=$(jq -r '.languages[].name' "$B/check-native.json")
+
+# cell BACKEND LANG: ✓, ✗ with the cases that missed, or why it is absent
+cell() {
+	local be=$1 l=$2 f="$B/cases-$1.jsonl" missed
+	[ -f "$f" ] || { echo "–"; return; }
+	if jq -e --arg l "$l" 'select(.id == "\($l)/hello" and .status == "invalid")' "$f" > /dev/null; then
+		echo "✗ absent"; return
+	fi
+	missed=$(jq -c --arg l "$l" 'select(.id | startswith($l + "/"))' "$f" | jq -r -f t/lang/expect.jq | jq -rs 'map(.id | split("/")[1]) | join(", ")')
+	if [ -z "$missed" ]; then echo "✓"; else echo "✗ ($missed)"; fi
+}
+
+# hello BACKEND LANG: median ms of a hello world, one sbx-run per job
+hello() {
+	local be=$1 l=$2 prog
+	prog=$(ls t/lang/"$l"/hello.*)
+	jq -cn --rawfile c "$prog" --arg l "$l" '{language: $l, code: $c}' | SBX_BACKEND=$be bin/sbx-validate > "$B/hello-$l.json"
+	if jq -e '.status == "invalid"' "$B/hello-$l.json" > /dev/null; then echo "–"; return; fi
+	SBX_BACKEND=$be "$B/timeit" -n "$N" -w 1 -i "$B/hello-$l.json" -o "$B/hello-$be-$l.m" -l "$be $l hello" -- bin/sbx-run > /dev/null
+	awk '{printf "%.0f ms", $2}' "$B/hello-$be-$l.m"
+}
+
+echo "# languages: $(nproc) CPUs, Linux $(uname -r), backends measured: ${backends[*]}; hello world median of $N, one sbx-run per job, default limits (cpus = 0.5)"
+echo
+echo "| language | version in the sandbox | native | docker | hello world, native | hello world, docker |"
+echo "|---|---|---|---|---|---|"
+for l in $langs; do
+	v=$(jq -r --arg l "$l" '.languages[] | select(.name == $l) | .version // "–"' "$B/check-native.json")
+	hn=$(hello native "$l")
+	hd="–"
+	[[ " ${backends[*]} " == *" docker "* ]] && hd=$(hello docker "$l")
+	echo "| $l | $v | $(cell native "$l") | $(cell docker "$l") | $hn | $hd |"
+done

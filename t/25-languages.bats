@@ -1,0 +1,95 @@
+#!/usr/bin/env bats
+# Every configured language, through sbx-validate | sbx-run on the backend
+# SBX_BACKEND names (native by default).  t/lang/LANGUAGE/CASE.EXT are the
+# programs (hello, stdin, exit, crash, compile_error for compiled languages,
+# timeout, memory, file), t/lang/requests.sh makes them requests and
+# t/lang/expect.jq holds what each case's result must be, the same for every
+# language (bench/languages.sh uses both too).  All cases of all languages
+# run as one batch (-j 2) in setup_file; each test reads its language's.
+load helpers
+
+setup_file() {
+	"$ROOT/t/lang/requests.sh" | "$BIN/sbx-validate" | "$BIN/sbx-run" -j 2 > "$BATS_FILE_TMPDIR/results.jsonl"
+}
+
+teardown() { assert_no_leftovers; }
+
+languages() { find "$ROOT/t/lang" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort; }
+
+# check LANGUAGE: every case of the language meets its expectation; the
+# misses are listed, each with the result that missed.
+check() {
+	local lang=$1 results="$BATS_FILE_TMPDIR/results.jsonl" bad n want=7
+	[ -d "$ROOT/t/lang/$lang" ] || { echo "no test programs in t/lang/$lang" >&2; return 1; }
+	if jq -e --arg l "$lang" 'select(.id == "\($l)/hello" and .status == "invalid" and (.error | test("is not installed")))' \
+		"$results" > /dev/null; then
+		skip "$(jq -r --arg l "$lang" 'select(.id == "\($l)/hello") | .error' "$results")"
+	fi
+	bad=$(jq -c --arg l "$lang" 'select(.id | startswith($l + "/"))' "$results" | jq -c -f "$ROOT/t/lang/expect.jq")
+	if [ -n "$bad" ]; then
+		printf '%s: cases that missed:\n%s\n' "$lang" "$bad" >&2
+		return 1
+	fi
+	# every case ran: 7 for an interpreted language, 8 for a compiled one
+	n=$(jq -s --arg l "$lang" '[.[] | select(.id | startswith($l + "/"))] | length' "$results")
+	compgen -G "$ROOT/t/lang/$lang/compile_error.*" > /dev/null && want=8
+	[ "$n" -eq "$want" ] || { echo "$lang: $n results, want $want" >&2; return 1; }
+}
+
+@test "every configured language has its test programs, and every program's language is configured" {
+	run --separate-stderr "$BIN/sbx-run" --check
+	configured=$(printf '%s\n' "$output" | jq -r '.languages[].name' | sort)
+	tested=$(languages)
+	[ "$configured" = "$tested" ]
+	# compiled languages have a compile_error case, interpreted ones none
+	for l in $tested; do
+		compiled=$(jq -r --arg l "$l" 'select(.id == "\($l)/hello") | .compile != null' "$BATS_FILE_TMPDIR/results.jsonl")
+		if [ "$compiled" = true ]; then ls "$ROOT/t/lang/$l"/compile_error.* > /dev/null; fi
+	done
+}
+
+@test "python: hello, stdin, exit, crash, timeout, memory_limit, files" { check python; }
+@test "c: hello, stdin, exit, crash, compile_error, timeout, memory_limit, files" { check c; }
+@test "cpp: hello, stdin, exit, crash, compile_error, timeout, memory_limit, files" { check cpp; }
+@test "javascript: hello, stdin, exit, crash, timeout, memory_limit, files" { check javascript; }
+@test "typescript: hello, stdin, exit, crash, compile_error, timeout, memory_limit, files" { check typescript; }
+@test "bash: hello, stdin, exit, crash, timeout, memory_limit, files" { check bash; }
+@test "go: hello, stdin, exit, crash, compile_error, timeout, memory_limit, files" { check go; }
+@test "rust: hello, stdin, exit, crash, compile_error, timeout, memory_limit, files" { check rust; }
+@test "java: hello, stdin, exit, crash, compile_error, timeout, memory_limit, files" { check java; }
+@test "ruby: hello, stdin, exit, crash, timeout, memory_limit, files" { check ruby; }
+@test "php: hello, stdin, exit, crash, timeout, memory_limit, files" { check php; }
+
+@test "the versions the sandbox sees are reported, and a missing runtime is an invalid record naming it and the fix" {
+	run --separate-stderr "$BIN/sbx-run" --check
+	[ "$status" -eq 0 ]
+	for l in $(languages); do
+		printf '%s\n' "$output" | jq -e --arg l "$l" '.languages[] | select(.name == $l)
+			| (.available and (.version | length > 0)) or (.error | test("not installed"))' > /dev/null
+	done
+	# a language whose program is absent
+	conf=$(conf_with '$a\
+[language.cobol]\
+file = "main.cob"\
+compile = ["cobc-not-here", "-x", "main.cob"]\
+run = ["./main"]\
+hint = "apt-get install gnucobol"')
+	run_req '{"language":"cobol","code":"x"}' -c "$conf"
+	jqe 0 '.status == "invalid" and (.error | contains("\"cobc-not-here\" is not installed") and contains("apt-get install gnucobol"))'
+	run --separate-stderr "$BIN/sbx-run" -c "$conf" --check
+	printf '%s\n' "$output" | jq -e '.languages[] | select(.name == "cobol") | .available == false and (.error | contains("apt-get install gnucobol"))'
+}
+
+@test "limit placeholders: {memory}, {memory_mib} and {cpus} in argv and env take the stage's limits" {
+	conf=$(conf_with '$a\
+[language.probe]\
+file = "main.sh"\
+compile = ["bash", "-c", "echo compile {memory} {memory_mib} {cpus} >&2", "x"]\
+run = ["bash", "main.sh", "{memory}"]\
+env = ["PROBE={memory_mib}:{cpus}"]\
+compile_memory = "512m"\
+compile_cpus = 2')
+	run_req '{"language":"probe","code":"echo \"$1 $PROBE $2\"","memory":"100m","cpus":1.5,"args":["{memory}"]}' -c "$conf"
+	jqe 0 '.status == "success" and .stdout == "104857600 100:2 {memory}\n"'
+	jqe 0 '.compile.stderr == "compile 536870912 512 2\n"'
+}

@@ -1,0 +1,2 @@
+: "${boom:?boom is not set}"
+echo unreachable

@@ -1,0 +1,3 @@
+while IFS= read -r line; do
+	printf '%s\n' "$line"
+done < data.txt

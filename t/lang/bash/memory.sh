@@ -1,0 +1,2 @@
+s=xxxxxxxxxxxxxxxx
+while :; do s=$s$s; done

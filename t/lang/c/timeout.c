@@ -1,0 +1,1 @@
+int main(void) { for (volatile int i = 0;; i++) ; }

@@ -1,0 +1,1 @@
+int main() { for (volatile int i = 0;; i++) ; }

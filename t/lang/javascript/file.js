@@ -1,0 +1,2 @@
+const fs = require("fs");
+process.stdout.write(fs.readFileSync("data.txt", "utf8"));

@@ -1,0 +1,2 @@
+const keep = [];
+for (;;) keep.push(Buffer.alloc(1 << 20, 1));

@@ -1,0 +1,1 @@
+process.stdout.write(require("fs").readFileSync(0, "utf8"));

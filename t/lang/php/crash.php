@@ -1,0 +1,2 @@
+<?php
+throw new RuntimeException("boom");

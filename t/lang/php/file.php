@@ -1,0 +1,2 @@
+<?php
+echo file_get_contents("data.txt");

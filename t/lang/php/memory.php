@@ -1,0 +1,5 @@
+<?php
+$keep = [];
+while (true) {
+    $keep[] = str_repeat("x", 1 << 20);
+}

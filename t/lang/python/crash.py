@@ -1,0 +1,3 @@
+def f():
+    raise RuntimeError("boom")
+f()

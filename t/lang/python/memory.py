@@ -1,0 +1,3 @@
+keep = []
+while True:
+    keep.append(b"x" * (1 << 20))

@@ -1,0 +1,5 @@
+fn main() {
+    loop {
+        std::hint::spin_loop();
+    }
+}

@@ -1,0 +1,4 @@
+function f(): never {
+	throw new Error("boom");
+}
+f();

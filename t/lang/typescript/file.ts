@@ -1,0 +1,2 @@
+import { readFileSync } from "fs";
+process.stdout.write(readFileSync("data.txt", "utf8"));
