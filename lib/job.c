@@ -315,7 +315,7 @@ const char *job_lang_missing(const struct conf *c, const struct conf_lang *l)
 	return state[idx] == 2 ? which[idx] : NULL;
 }
 
-static const char *backend_of(const struct conf *c)
+const char *job_backend(const struct conf *c)
 {
 	const char *b = getenv("SBX_BACKEND");
 	if (b && (!strcmp(b, "native") || !strcmp(b, "docker")))
@@ -650,7 +650,7 @@ jv job_from_request(const struct conf *c, jv req)
 	}
 
 	/* Is the runtime there at all?  Only knowable for the native backend. */
-	const char *backend = backend_of(c);
+	const char *backend = job_backend(c);
 	if (!strcmp(backend, "native")) {
 		const char *missing = job_lang_missing(c, l);
 		if (missing) {

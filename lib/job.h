@@ -66,6 +66,9 @@ char *job_expand(const char *s, const struct job_limits *lim);
 /* The same over a NULL-terminated vector; free with run_free_env. */
 char **job_expand_strv(char *const *v, const struct job_limits *lim);
 
+/* The backend jobs get: SBX_BACKEND if it names one, else the configuration's. */
+const char *job_backend(const struct conf *c);
+
 /* Request -> job, or an invalid record saying what is wrong and what is
  * allowed.  Consumes req. */
 jv job_from_request(const struct conf *c, jv req);

@@ -2,6 +2,7 @@
 #include "run.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dock.h"
 #include "job.h"
 #include "ns.h"
 #include "rec.h"
@@ -35,6 +37,9 @@ struct run {
 	struct job job;
 	int scratch;
 	struct box *box;
+	struct dock *dock;   /* the stage's container (docker backend) */
+	char *dscratch;      /* docker: the scratch directory on the host */
+	bool docker;
 	enum stage stage;
 	jv compile;          /* the compile stage's object, or jv_null() */
 	jv timings;
@@ -166,10 +171,11 @@ static void complete(struct run *r, jv res)
 	char when[40];
 	util_iso8601(r->started_epoch_ms, when, sizeof when);
 	res = jv_object_set(res, jv_string("started_at"), jv_string(when));
-	res = jv_object_set(res, jv_string("backend"), jv_string("native"));
+	res = jv_object_set(res, jv_string("backend"), jv_string(r->docker ? "docker" : "native"));
 	res = jv_object_set(res, jv_string("compile"), jv_copy(r->compile));
-	if (r->box)
-		res = jv_object_set(res, jv_string("limits_enforced"), enforced_json(box_result(r->box)->enforced));
+	if (r->box || r->dock)
+		res = jv_object_set(res, jv_string("limits_enforced"),
+				    enforced_json((r->dock ? dock_result(r->dock) : box_result(r->box))->enforced));
 	mark(r, "result");
 	if (r->env->timings)
 		res = jv_object_set(res, jv_string("timings"), jv_copy(r->timings));
@@ -191,10 +197,8 @@ static void internal(struct run *r, const char *msg)
 
 static void start_stage(struct run *r, enum stage st);
 
-static void stage_done(struct box *b, void *arg)
+static void stage_result(struct run *r, const struct box_result *br)
 {
-	struct run *r = arg;
-	const struct box_result *br = box_result(b);
 	if (r->env->timings) {
 		jv t = jv_copy(br->timings);
 		r->timings = jv_object_set(r->timings, jv_string(r->stage == ST_COMPILE ? "compile_stage" : "run_stage"), t);
@@ -213,6 +217,8 @@ static void stage_done(struct box *b, void *arg)
 		if (br->status == BOX_EXITED && br->exit_code == 0) {
 			box_free(r->box);
 			r->box = NULL;
+			dock_free(r->dock);
+			r->dock = NULL;
 			start_stage(r, ST_RUN);
 			return;
 		}
@@ -232,11 +238,21 @@ static void stage_done(struct box *b, void *arg)
 	complete(r, res);
 }
 
+static void stage_done(struct box *b, void *arg)
+{
+	stage_result(arg, box_result(b));
+}
+
+static void dock_stage_done(struct dock *k, void *arg)
+{
+	stage_result(arg, dock_result(k));
+}
+
 static void start_stage(struct run *r, enum stage st)
 {
 	struct job *j = &r->job;
 	r->stage = st;
-	if (j->workspace && st == ST_RUN && r->scratch >= 0) {
+	if (j->workspace && st == ST_RUN && r->scratch >= 0 && !r->docker) {
 		/* A workspace is moved, not cloned, into the sandbox (see
 		 * ns_attach_work): each stage needs a mount of its own. */
 		char err[256];
@@ -270,7 +286,12 @@ static void start_stage(struct run *r, enum stage st)
 	mark(r, st == ST_COMPILE ? "compile_start" : "run_start");
 	if (r->env->on_stage)
 		r->env->on_stage(r, st == ST_COMPILE ? "compile" : "run");
-	r->box = box_start(r->env->box, r->env->loop, &r->spec, stage_done, r);
+	if (r->docker) {
+		struct dock_spec ds = { .box = &r->spec, .image = j->image, .scratch = r->dscratch ? r->dscratch : j->workspace,
+					.run_id = j->id };
+		r->dock = dock_start(r->env->dock, r->env->loop, &ds, dock_stage_done, r);
+	} else
+		r->box = box_start(r->env->box, r->env->loop, &r->spec, stage_done, r);
 }
 
 struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv *immediate)
@@ -290,17 +311,29 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 		run_free(r);
 		return NULL;
 	}
-	if (strcmp(r->job.backend, "native")) {
-		*immediate = rec_make_invalid(jv_copy(r->job.rec), "backend \"%s\" is not available in this build", r->job.backend);
+	r->docker = !strcmp(r->job.backend, "docker");
+	if (r->docker && !e->dock) {
+		*immediate = rec_make_invalid(jv_copy(r->job.rec), "backend \"docker\" is not available to this program");
 		run_free(r);
 		return NULL;
 	}
 	r->envp = run_build_env(r->job.env);
 	mark(r, "job_loaded");
-	/* The scratch directory: a fresh tmpfs, or the session's workspace. */
+	/* The scratch directory: a fresh tmpfs, or the session's workspace;
+	 * for the docker backend a host directory the daemon can bind. */
 	uint64_t size = r->job.lim.scratch > r->job.clim.scratch ? r->job.lim.scratch : r->job.clim.scratch;
-	r->scratch = r->job.workspace ? box_workspace(e->box, r->job.workspace, err, sizeof err)
-				      : box_scratch(e->box, size, err, sizeof err);
+	if (r->docker) {
+		char *dir = r->job.workspace ? NULL : dock_scratch(e->dock, size, err, sizeof err);
+		if (dir)
+			r->dscratch = dir;
+		char *sub = r->job.workspace ? util_strdup(r->job.workspace) : dir ? util_fmt("%s/scratch", dir) : NULL;
+		r->scratch = sub ? open(sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+		if (sub && r->scratch < 0)
+			snprintf(err, sizeof err, "cannot open %s: %s", sub, strerror(errno));
+		free(sub);
+	} else
+		r->scratch = r->job.workspace ? box_workspace(e->box, r->job.workspace, err, sizeof err)
+					      : box_scratch(e->box, size, err, sizeof err);
 	if (r->scratch < 0) {
 		*immediate = jv_object_set(base_result(r, "internal_error"), jv_string("error"), jv_string(err));
 		run_free(r);
@@ -329,6 +362,8 @@ void run_cancel(struct run *r)
 {
 	if (r->box)
 		box_cancel(r->box);
+	if (r->dock)
+		dock_cancel(r->dock);
 }
 
 void run_free(struct run *r)
@@ -336,8 +371,13 @@ void run_free(struct run *r)
 	if (!r)
 		return;
 	box_free(r->box);
+	dock_free(r->dock);
 	if (r->scratch >= 0)
 		close(r->scratch);
+	if (r->dscratch) {
+		dock_scratch_remove(r->dscratch);
+		free(r->dscratch);
+	}
 	run_free_env(r->envp);
 	jv_free(r->compile);
 	jv_free(r->timings);

@@ -20,6 +20,7 @@
 #include <jv.h>
 
 #include "box.h"
+#include "dock.h"
 #include "conf.h"
 #include "loop.h"
 
@@ -27,6 +28,7 @@ struct run;
 struct run_env {
 	const struct conf *conf;
 	struct box_sys *box;
+	struct dock_sys *dock;     /* NULL: docker jobs are refused */
 	struct loop *loop;
 	bool timings;
 	/* Optional: told when a stage's sandbox is handed its job ("compile",

@@ -51,6 +51,8 @@ static void help(void)
 	       "      --control FD   read {\"cancel\": ID} lines from FD: kill that job's\n"
 	       "                     sandbox; its result is an internal_error \"cancelled\"\n"
 	       "      --check        report what the sandbox backend can do here, as JSON\n"
+	       "      --pull         docker backend: pull every configured image (progress\n"
+	       "                     on stderr), then exit\n"
 	       "  -c, --config FILE  configuration file\n"
 	       "  -h, --help         show this help\n"
 	       "      --version      show the version\n"
@@ -457,13 +459,14 @@ int main(int argc, char **argv)
 	util_init(argv[0]);
 	const char *conf_path = NULL;
 	long jobs = 0;
-	bool do_check = false, timings = getenv("SBX_TRACE") != NULL;
+	bool do_check = false, do_pull = false, timings = getenv("SBX_TRACE") != NULL;
 	S.events_fd = S.control_fd = -1;
 	static const struct option opts[] = {
 		{ "events", required_argument, NULL, 'E' },
 		{ "control", required_argument, NULL, 'K' },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "check", no_argument, NULL, 'C' },
+		{ "pull", no_argument, NULL, 'P' },
 		{ "timings", no_argument, NULL, 'T' },
 		UTIL_COMMON_OPTIONS,
 	};
@@ -495,6 +498,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'C': do_check = true; break;
+		case 'P': do_pull = true; break;
 		case 'T': timings = true; break;
 		default: util_common_option(o, argv, synopsis, help);
 		}
@@ -504,20 +508,45 @@ int main(int argc, char **argv)
 
 	struct conf *c = conf_open(conf_path);
 	signal(SIGPIPE, SIG_IGN);
+	/* The docker backend: connected at start when it is the one jobs get
+	 * (which also removes what a killed sbx-run left behind), else when a
+	 * job first asks for it. */
+	static struct dock_sys dsys;
+	dock_sys_init(&dsys, c);
+	bool docker = !strcmp(job_backend(c), "docker");
+	if (do_pull) {
+		int st = dock_pull(&dsys, stderr) == 0 ? EXIT_OK : dsys.ok ? EXIT_RECORDS : EXIT_STORE;
+		dock_sys_free(&dsys);
+		conf_free(c);
+		return st;
+	}
+	if (docker && do_check) {
+		jv report = dock_check(&dsys);
+		bool usable = dsys.ok;
+		rec_write(report);
+		dock_sys_free(&dsys);
+		conf_free(c);
+		int cs = util_close_stdout();
+		return cs ? cs : usable ? EXIT_OK : EXIT_STORE;
+	}
+	if (docker && !dock_ready(&dsys))
+		util_warn("%s", dsys.why);
 	struct box_sys sys;
 	char err[512];
 	int rc = box_sys_init(&sys, c, argv, err, sizeof err);
 	if (do_check) {
 		int st = check(c, &sys, rc < 0 ? err : NULL, argv);
 		box_sys_free(&sys);
+		dock_sys_free(&dsys);
 		conf_free(c);
 		return st;
 	}
-	if (rc < 0) {
+	if (rc < 0 && !docker) {
 		/* No sandbox can be made here: every job gets an internal_error
 		 * saying why, so pipelines still get one line per input line. */
 		util_warn("%s", err);
-	}
+	} else
+		rc = 0;
 
 	sigset_t mask;
 	sigemptyset(&mask);
@@ -530,7 +559,7 @@ int main(int argc, char **argv)
 	S.loop = loop_new();
 	S.max = jobs ? (size_t)jobs : (size_t)c->max_concurrent;
 	S.runs = util_xalloc(S.max * sizeof *S.runs);
-	S.env = (struct run_env){ .conf = c, .box = &sys, .loop = S.loop, .timings = timings, .on_stage = on_stage };
+	S.env = (struct run_env){ .conf = c, .box = &sys, .dock = &dsys, .loop = S.loop, .timings = timings, .on_stage = on_stage };
 	if (S.control_fd >= 0) {
 		fcntl(S.control_fd, F_SETFL, fcntl(S.control_fd, F_GETFL) | O_NONBLOCK);
 		rec_reader_init(&S.control, S.control_fd, 4096);
@@ -541,7 +570,7 @@ int main(int argc, char **argv)
 	rec_reader_init(&S.in, STDIN_FILENO, c->max_record_size);
 	loop_watch(S.loop, S.sigfd, POLLIN, on_signal, NULL);
 	/* Sandboxes made ahead of time, one per slot (up to 4). */
-	if (rc == 0)
+	if (rc == 0 && !docker)
 		box_pool(&sys, S.loop, S.max < 4 ? S.max : 4);
 
 	if (rc < 0) {
@@ -584,6 +613,7 @@ int main(int argc, char **argv)
 	free(S.runs);
 	free(S.out);
 	box_sys_free(&sys);
+	dock_sys_free(&dsys);
 	conf_free(c);
 	int cs = util_close_stdout();
 	if (S.exit_sig)
