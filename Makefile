@@ -70,6 +70,12 @@ bench: deps all
 	@echo
 	@echo "# MCP over stdio (bench/mcp_rtt.py)"
 	@SBX_HISTORY=$(CURDIR)/$(BUILD)/bench/mcp-history.db bench/mcp_rtt.py
+	@echo
+	@bench/memory.py
+	@echo
+	@bench/docker.sh
+	@echo
+	@bench/languages.sh
 
 # All of the differential suite (t/diff/run.py): CPython's regression tests
 # and t/diff/programs/, bare and sandboxed; prints agree N/M and every
@@ -86,7 +92,9 @@ DEPS_BUILD := gcc make pkg-config libjq-dev libseccomp-dev libsqlite3-dev
 DEPS_TEST  := bats jq sqlite3 valgrind clang libclang-rt-14-dev procps iproute2 util-linux python3 python3-pip g++ nodejs bubblewrap hyperfine libpython3.11-testsuite
 # The runtimes of etc/sandbox.conf's languages, so every language is tested.
 DEPS_LANG  := golang-go rustc default-jdk-headless ruby php-cli
-DEPS       := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_LANG) $(DEPS_EXTRA)
+# The docker backend's tests run against a real engine (t/docker/engine).
+DEPS_DOCKER := docker.io
+DEPS       := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_LANG) $(DEPS_DOCKER) $(DEPS_EXTRA)
 
 deps:
 	@missing=$$(for p in $(DEPS); do \
@@ -129,7 +137,7 @@ check: deps mcp-client
 	@$(MAKE) --no-print-directory all unit
 	@$(MAKE) --no-print-directory BUILD=build/asan BINDIR=build/asan/bin CFLAGS='$(ASAN_FLAGS)' LDFLAGS='-fsanitize=address,undefined' all unit
 	@$(MAKE) -s --no-print-directory vg-wrappers
-	@t/run --valgrind
+	@t/run --valgrind --docker
 
 check-asan: check
 

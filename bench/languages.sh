@@ -12,10 +12,18 @@ mkdir -p "$B"
 cc -O2 -o "$B/timeit" bench/timeit.c
 rm -f "$B"/cases-*.jsonl "$B"/check-*.json "$B"/hello-*.m
 N=${N:-10}
-export SBX_CONF=$PWD/etc/sandbox.conf
+# the docker backend runs on t/docker/engine's engine and test image
+# stop the engine afterwards only if this script started it
+[ -f build/docker/started ] && own=false || own=true
+t/docker/engine start 2> /dev/null
+if $own; then trap 't/docker/engine stop' EXIT; fi
+[ -f build/docker/host ] && export DOCKER_HOST=$(cat build/docker/host)
+conf_of() { if [ "$1" = docker ]; then echo "$PWD/build/docker/sandbox.conf"; else echo "$PWD/etc/sandbox.conf"; fi; }
 
 backends=()
 for be in native docker; do
+	export SBX_CONF=$(conf_of "$be")
+	[ -f "$SBX_CONF" ] || continue
 	if SBX_BACKEND=$be bin/sbx-run --check 2> /dev/null | jq -e --arg b "$be" '.backend == $b and .usable' > /dev/null 2>&1; then
 		backends+=("$be")
 		SBX_BACKEND=$be bin/sbx-run --check > "$B/check-$be.json" 2> /dev/null || true
@@ -24,6 +32,7 @@ for be in native docker; do
 	fi
 done
 langs=$(jq -r '.languages[].name' "$B/check-native.json")
+export SBX_CONF=$PWD/etc/sandbox.conf
 
 # cell BACKEND LANG: ✓, ✗ with the cases that missed, or why it is absent
 cell() {
@@ -40,6 +49,7 @@ cell() {
 hello() {
 	local be=$1 l=$2 prog
 	prog=$(ls t/lang/"$l"/hello.*)
+	export SBX_CONF=$(conf_of "$be")
 	jq -cn --rawfile c "$prog" --arg l "$l" '{language: $l, code: $c}' | SBX_BACKEND=$be bin/sbx-validate > "$B/hello-$l.json"
 	if jq -e '.status == "invalid"' "$B/hello-$l.json" > /dev/null; then echo "–"; return; fi
 	SBX_BACKEND=$be "$B/timeit" -n "$N" -w 1 -i "$B/hello-$l.json" -o "$B/hello-$be-$l.m" -l "$be $l hello" -- bin/sbx-run > /dev/null

@@ -51,6 +51,33 @@ else
 fi
 
 echo
+echo "# the whole pipeline: sbx-validate | sbx-run | sbx-cap | sbx-log (print(1); its own history file)"
+echo '{"language":"python","code":"print(1)"}' > "$B/req1.json"
+for i in $(seq 1000); do echo '{"language":"python","code":"print(1)"}'; done > "$B/req1000.json"
+PIPE="bin/sbx-validate | bin/sbx-run | bin/sbx-cap | SBX_HISTORY=$B/pipe.db bin/sbx-log"
+m pipe1 -n 20 -l "pipeline, 1 job" -i "$B/req1.json" -- sh -c "$PIPE"
+m pipe1000 -n 3 -w 1 -l "pipeline, 1000 jobs (-j default)" -i "$B/req1000.json" -- sh -c "$PIPE"
+m run1000 -n 3 -w 1 -l "sbx-validate | sbx-run alone, 1000 jobs" -i "$B/req1000.json" -- sh -c "bin/sbx-validate | bin/sbx-run"
+awk -v p="$(mean pipe1000)" -v r="$(mean run1000)" 'BEGIN { printf "sbx-cap + sbx-log add %.2f ms per job in a stream\n", (p - r) / 1000 }'
+
+echo
+echo "# throughput: 200 print(1) jobs with -j 4 against bare with the same parallelism"
+m b4 -n 3 -w 1 -l "bare: 200 x python3, four at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 4 $PY -c
+m s4 -n 3 -w 1 -l "sbx-run -j 4: 200 jobs" -i "$B/py200.json" -- bin/sbx-run -j 4
+awk -v b="$(mean b4)" -v s="$(mean s4)" 'BEGIN { printf "-j 4: %.0f%% of bare\n", 100 * b / s }'
+
+echo
+echo "# C++ hello world (g++ -O2): compile + run, and run only (a compile-cache hit)"
+jq -cn '{language: "cpp", code: "#include <iostream>\nint main() { std::cout << \"hello\" << std::endl; }"}' | bin/sbx-validate > "$B/cpp.json"
+printf '#include <iostream>\nint main() { std::cout << "hello" << std::endl; }\n' > "$B/hello.cpp"
+m cppbare -n 10 -w 1 -l "bare: g++ -O2 + ./main" -- sh -c "g++ -std=c++17 -O2 -o $B/hello $B/hello.cpp && $B/hello"
+m cppfull -n 10 -w 1 -l "sbx-run --no-cache: compile + run" -i "$B/cpp.json" -- bin/sbx-run --no-cache
+bin/sbx-run < "$B/cpp.json" > /dev/null # store it
+m cpphit -n 20 -l "sbx-run: cache hit + run" -i "$B/cpp.json" -- bin/sbx-run
+m cppbarerun -n 20 -l "bare: ./main" -- "$B/hello"
+awk -v f="$(mean cppfull)" -v h="$(mean cpphit)" 'BEGIN { printf "cache hit: %.1fx faster than compile + run\n", f / h }'
+
+echo
 echo "# where the time goes inside one run (ms since the stage was handed its job; warm sandbox)"
 for i in $(seq 12); do cat "$B/py.json"; done | bin/sbx-run -j 1 --timings | tail -n 1 | jq -c '.timings.run_stage'
 

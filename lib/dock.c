@@ -53,6 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "filter.h"
 #include "job.h"
 #include "ns.h"
 #include "rec.h"
@@ -196,8 +197,9 @@ static void call_io(struct loop *l, int fd, short rev, void *arg)
 		socklen_t el = sizeof e;
 		getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el);
 		if (e) {
-			fmt_connect_error(c->d, e, c->err, sizeof c->err);
-			call_fail(c, "%s", c->err);
+			char msg[sizeof c->err];
+			fmt_connect_error(c->d, e, msg, sizeof msg);
+			call_fail(c, "%s", msg);
 			return;
 		}
 		c->connected = true;
@@ -660,7 +662,10 @@ struct dock {
 	unsigned char hdr[8];
 	size_t hdrlen, left;
 	int ftype;
-	bool eof, waited, timed_out, cancelled, killing, oom, finished;
+	bool eof, waited, timed_out, cancelled, killing, oom, finished, timings;
+	double t_begin;               /* dock_start, for timings */
+	char argv0[256];
+	uint64_t limit, limit_out;
 	int exit_code;
 	double t0, t_exit;
 	struct cg_run cg;
@@ -669,6 +674,14 @@ struct dock {
 };
 
 static void advance(struct dock *k);
+
+/* --timings: ms since the stage began, per API step. */
+static void mark(struct dock *k, const char *what)
+{
+	if (k->timings)
+		k->res.timings = jv_object_set(k->res.timings, jv_string(what),
+					       jv_number(round((util_now_ms() - k->t_begin) * 1000) / 1000));
+}
 
 static void set_err(struct dock *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void set_err(struct dock *k, const char *fmt, ...)
@@ -679,6 +692,8 @@ static void set_err(struct dock *k, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(k->err, sizeof k->err, fmt, ap);
 	va_end(ap);
+	if (!k->err[0])
+		snprintf(k->err, sizeof k->err, "the docker backend failed without a message");
 }
 
 static void close_stream(struct dock *k)
@@ -934,6 +949,21 @@ static void finish(struct dock *k)
 		k->cg_made = false;
 	}
 	r->duration_ms = k->t0 ? (k->t_exit ? k->t_exit : util_now_ms()) - k->t0 : 0;
+	/* The accounting group also saw runc setting the container up, before
+	 * the container's own group (whose limit is the stage's) existed. */
+	if (r->mem_peak > 0 && (uint64_t)r->mem_peak > k->limit)
+		r->mem_peak = (int64_t)k->limit;
+	/* docker-init could not exec the program: as the native backend
+	 * says it, an internal error naming the program. */
+	jv tail = k->exit_code == 127 && r->err.total < 512 ? cap_buf_string(&r->err) : jv_invalid();
+	const char *fail = jv_is_valid(tail) ? strstr(jv_string_value(tail), "failed: ") : NULL;
+	if (fail && !strncmp(jv_string_value(tail), "[FATAL tini", 11) && !k->err[0] && !k->timed_out && !k->cancelled) {
+		int n = (int)strcspn(fail + 8, "\n");
+		set_err(k, "cannot run \"%s\" in the sandbox: %.*s", k->argv0, n, fail + 8);
+		cap_buf_free(&r->err);
+		cap_buf_init(&r->err, k->limit_out);
+	}
+	jv_free(tail);
 	if (k->timed_out) {
 		r->status = BOX_TIMEOUT;
 		r->signal = SIGKILL;
@@ -980,6 +1010,7 @@ static void on_call(struct call *c, void *arg)
 		}
 		call_free(c);
 		k->waited = true;
+		mark(k, "exited");
 		if (!k->t_exit)
 			k->t_exit = util_now_ms();
 		if (!k->eof)
@@ -993,6 +1024,7 @@ static void on_call(struct call *c, void *arg)
 		set_err(k, "%s", c->err);
 	switch (k->phase) {
 	case P_CREATE:
+		mark(k, "created");
 		if (st == 201) {
 			jv v = jv_parse_sized(c->body, (int)c->bodylen);
 			const char *id = jv_get_kind(v) == JV_KIND_OBJECT ? rec_str(v, "Id", NULL) : NULL;
@@ -1011,6 +1043,7 @@ static void on_call(struct call *c, void *arg)
 		}
 		break;
 	case P_ATTACH:
+		mark(k, "attached");
 		if (st == 101 || st == 200) {
 			k->stream = c->fd;
 			c->fd = -1;
@@ -1025,6 +1058,7 @@ static void on_call(struct call *c, void *arg)
 		}
 		break;
 	case P_START:
+		mark(k, "started");
 		if (st == 204 || st == 304) {
 			k->t0 = util_now_ms();
 			arm(k, (double)k->res.duration_ms);
@@ -1034,6 +1068,7 @@ static void on_call(struct call *c, void *arg)
 		}
 		break;
 	case P_INSPECT:
+		mark(k, "inspected");
 		if (st == 200) {
 			jv v = jv_parse_sized(c->body, (int)c->bodylen);
 			jv s = jv_get_kind(v) == JV_KIND_OBJECT ? rec_get(v, "State") : jv_invalid();
@@ -1045,6 +1080,7 @@ static void on_call(struct call *c, void *arg)
 		}
 		break;
 	case P_REMOVE:
+		mark(k, "removed");
 		if (st && st != 204 && st != 404 && !k->err[0]) {
 			api_message(c, msg, sizeof msg);
 			set_err(k, "the container %.12s could not be removed: HTTP %d: %s", k->id, st, msg);
@@ -1228,11 +1264,21 @@ static jv create_body(struct dock *k, const struct dock_spec *sp, const char *cg
 	hc = jv_object_set(hc, jv_string("ReadonlyRootfs"), jv_true());
 	jv t = jv_object_set(jv_object(), jv_string("/tmp"), jv_string(tmpfs));
 	t = jv_object_set(t, jv_string(NS_HOME), jv_string(home));
+	/* The native sandbox has no /sys; here the engine would mount the
+	 * host's sysfs read-only: an empty read-only tmpfs instead. */
+	t = jv_object_set(t, jv_string("/sys"), jv_string("ro,nosuid,nodev,noexec,size=4k"));
 	hc = jv_object_set(hc, jv_string("Tmpfs"), t);
 	hc = jv_object_set(hc, jv_string("ShmSize"), jv_number((double)lim->tmpfs));
 	hc = jv_object_set(hc, jv_string("Mounts"), mounts);
 	hc = jv_object_set(hc, jv_string("CapDrop"), jv_array_append(jv_array(), jv_string("ALL")));
-	hc = jv_object_set(hc, jv_string("SecurityOpt"), jv_array_append(jv_array(), jv_string("no-new-privileges")));
+	/* The native backend's seccomp policy, not the engine's default. */
+	jv prof = jv_dump_string(filter_docker_profile(d->conf->seccomp_errno), 0);
+	char *so = util_fmt("seccomp=%s", jv_string_value(prof));
+	jv_free(prof);
+	jv sec = jv_array_append(jv_array(), jv_string("no-new-privileges"));
+	sec = jv_array_append(sec, jv_string(so));
+	free(so);
+	hc = jv_object_set(hc, jv_string("SecurityOpt"), sec);
 	hc = jv_object_set(hc, jv_string("LogConfig"),
 			   jv_object_set(jv_object_set(jv_object(), jv_string("Type"), jv_string("none")), jv_string("Config"),
 					 jv_object()));
@@ -1244,6 +1290,10 @@ static jv create_body(struct dock *k, const struct dock_spec *sp, const char *cg
 	ul = jv_array_append(ul, ulimit("core", 0));
 	hc = jv_object_set(hc, jv_string("Ulimits"), ul);
 	hc = jv_object_set(hc, jv_string("OomScoreAdj"), jv_number(1000));
+	/* A cgroup namespace of its own (the engine's default on cgroup v1 is
+	 * the host's): /proc/self/cgroup shows no host path. */
+	hc = jv_object_set(hc, jv_string("CgroupnsMode"), jv_string("private"));
+	hc = jv_object_set(hc, jv_string("IpcMode"), jv_string("private"));
 	if (cgparent)
 		hc = jv_object_set(hc, jv_string("CgroupParent"), jv_string(cgparent));
 
@@ -1281,7 +1331,12 @@ struct dock *dock_start(struct dock_sys *d, struct loop *l, const struct dock_sp
 	k->inlen = sp->box->stdin_len;
 	k->res.cpu_ms = -1;
 	k->res.mem_peak = -1;
-	k->res.timings = jv_null();
+	k->timings = sp->box->timings;
+	k->limit = sp->box->lim->memory;
+	k->limit_out = sp->box->lim->output;
+	k->t_begin = util_now_ms();
+	k->res.timings = k->timings ? jv_object() : jv_null();
+	snprintf(k->argv0, sizeof k->argv0, "%s", sp->box->argv && sp->box->argv[0] ? sp->box->argv[0] : "");
 	/* duration_ms holds the stage's timeout until the start */
 	k->res.duration_ms = (double)sp->box->lim->timeout_ms;
 	k->res.enforced = ENF_NAMESPACES | ENF_SECCOMP | ENF_TIMEOUT | ENF_MEMORY | ENF_CPU | ENF_PIDS | ENF_RLIMITS;
@@ -1289,7 +1344,7 @@ struct dock *dock_start(struct dock_sys *d, struct loop *l, const struct dock_sp
 	cap_buf_init(&k->res.err, sp->box->lim->output);
 	snprintf(k->image, sizeof k->image, "%s", sp->image ? sp->image : "");
 	if (!dock_ready(d))
-		set_err(k, "%s", d->why);
+		set_err(k, "%s", d->why[0] ? d->why : "the Docker daemon is not usable");
 	else if (!sp->image || !*sp->image)
 		set_err(k, "the language has no docker image in the configuration (image = \"...\")");
 	const char *cgparent = NULL;

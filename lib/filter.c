@@ -150,3 +150,58 @@ int filter_load(const struct sock_fprog *prog)
 	 * to more tools (valgrind). */
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog, 0, 0);
 }
+
+/* ---- the docker backend's profile ------------------------------------ */
+
+static jv rule(const char *name, int err, jv args)
+{
+	jv r = jv_object_set(jv_object(), jv_string("names"), jv_array_append(jv_array(), jv_string(name)));
+	r = jv_object_set(r, jv_string("action"), jv_string("SCMP_ACT_ERRNO"));
+	r = jv_object_set(r, jv_string("errnoRet"), jv_number(err));
+	return jv_is_valid(args) ? jv_object_set(r, jv_string("args"), args) : (jv_free(args), r);
+}
+
+static jv arg(int index, unsigned long long value, unsigned long long two, const char *op)
+{
+	jv a = jv_object_set(jv_object(), jv_string("index"), jv_number(index));
+	a = jv_object_set(a, jv_string("value"), jv_number((double)value));
+	a = jv_object_set(a, jv_string("valueTwo"), jv_number((double)two));
+	return jv_object_set(a, jv_string("op"), jv_string(op));
+}
+
+jv filter_docker_profile(int deny_errno)
+{
+	jv rules = jv_array();
+	jv names = jv_array();
+	for (int i = 0; denied[i]; i++)
+		names = jv_array_append(names, jv_string(denied[i]));
+	jv all = jv_object_set(jv_object(), jv_string("names"), names);
+	all = jv_object_set(all, jv_string("action"), jv_string("SCMP_ACT_ERRNO"));
+	rules = jv_array_append(rules, jv_object_set(all, jv_string("errnoRet"), jv_number(deny_errno)));
+	for (size_t i = 0; i < sizeof ns_flags / sizeof ns_flags[0]; i++)
+		rules = jv_array_append(rules, rule("clone", deny_errno,
+						    jv_array_append(jv_array(), arg(0, ns_flags[i], ns_flags[i], "SCMP_CMP_MASKED_EQ"))));
+	rules = jv_array_append(rules, rule("clone3", ENOSYS, jv_invalid()));
+	for (int fam = 0; fam < AF_MAX + 8; fam++) {
+		bool ok = false;
+		for (size_t i = 0; i < sizeof allowed_families / sizeof allowed_families[0]; i++)
+			ok |= allowed_families[i] == fam;
+		if (!ok)
+			rules = jv_array_append(rules, rule("socket", deny_errno,
+							    jv_array_append(jv_array(), arg(0, (unsigned)fam, 0, "SCMP_CMP_EQ"))));
+	}
+	rules = jv_array_append(rules, rule("socket", deny_errno,
+					    jv_array_append(jv_array(), arg(0, AF_MAX + 8, 0, "SCMP_CMP_GE"))));
+	rules = jv_array_append(rules, rule("socket", deny_errno,
+					    jv_array_append(jv_array_append(jv_array(), arg(0, AF_NETLINK, 0, "SCMP_CMP_EQ")),
+							    arg(2, 0, 0, "SCMP_CMP_NE"))));
+	rules = jv_array_append(rules, rule("ioctl", deny_errno,
+					    jv_array_append(jv_array(), arg(1, 0xffffffffu, TIOCSTI, "SCMP_CMP_MASKED_EQ"))));
+	rules = jv_array_append(rules, rule("ioctl", deny_errno,
+					    jv_array_append(jv_array(), arg(1, 0xffffffffu, TIOCLINUX, "SCMP_CMP_MASKED_EQ"))));
+	jv p = jv_object_set(jv_object(), jv_string("defaultAction"), jv_string("SCMP_ACT_ALLOW"));
+	/* Only the native ABI: a call through another one matches no
+	 * architecture of the profile and is killed. */
+	p = jv_object_set(p, jv_string("architectures"), jv_array_append(jv_array(), jv_string("SCMP_ARCH_X86_64")));
+	return jv_object_set(p, jv_string("syscalls"), rules);
+}

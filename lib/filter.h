@@ -17,10 +17,16 @@
 #include <linux/filter.h>
 #include <stddef.h>
 
+#include <jv.h>
+
 /* The BPF program; owned by the caller (free prog.filter). */
 int filter_build(int deny_errno, struct sock_fprog *prog, char *err, size_t errlen);
 /* Set no_new_privs and install prog in the calling thread.  Async-signal
  * safe; -1 with errno on failure. */
 int filter_load(const struct sock_fprog *prog);
+/* The same policy as a Docker seccomp profile (JSON), for the docker
+ * backend's containers: built from the same tables, so both backends deny
+ * the same calls with the same errno. */
+jv filter_docker_profile(int deny_errno);
 
 #endif

@@ -262,33 +262,37 @@ static jv strv_json_expanded(char **v, const struct job_limits *lim)
 	return a;
 }
 
+bool job_which(const char *rootfs, char *const *env, const char *argv0, char *out, size_t len)
+{
+	const char *root = rootfs ? rootfs : "";
+	struct stat st;
+	if (argv0[0] == '/') {
+		snprintf(out, len, "%s%s", root, argv0);
+		return access(out, X_OK) == 0;
+	}
+	const char *pathvar = default_path;
+	for (char *const *e = env; e && *e; e++)
+		if (!strncmp(*e, "PATH=", 5))
+			pathvar = *e + 5;
+	for (const char *p = pathvar; *p;) {
+		const char *colon = strchr(p, ':');
+		size_t n = colon ? (size_t)(colon - p) : strlen(p);
+		snprintf(out, len, "%s%.*s/%s", root, (int)n, p, argv0);
+		if (n && stat(out, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111))
+			return true;
+		p += n + (colon ? 1 : 0);
+	}
+	return false;
+}
+
 /* Is argv0 a program that exists in the sandbox's tree?  Cached per
- * language: a stat or two per PATH entry, once per process. */
+ * language (job_lang_missing): a stat or two per PATH entry, once. */
 static const char *find_missing(const struct conf_lang *l, char **argv)
 {
 	if (!argv || !argv[0] || (argv[0][0] != '/' && strchr(argv[0], '/')))
 		return NULL; /* ./main is made by the compile stage */
-	const char *root = l->rootfs ? l->rootfs : "";
 	char path[4096];
-	if (argv[0][0] == '/') {
-		snprintf(path, sizeof path, "%s%s", root, argv[0]);
-		return access(path, X_OK) == 0 ? NULL : argv[0];
-	}
-	const char *pathvar = default_path;
-	for (char **e = l->env; e && *e; e++)
-		if (!strncmp(*e, "PATH=", 5))
-			pathvar = *e + 5;
-	const char *p = pathvar;
-	while (*p) {
-		const char *colon = strchr(p, ':');
-		size_t n = colon ? (size_t)(colon - p) : strlen(p);
-		snprintf(path, sizeof path, "%s%.*s/%s", root, (int)n, p, argv[0]);
-		struct stat st;
-		if (n && stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111))
-			return NULL;
-		p += n + (colon ? 1 : 0);
-	}
-	return argv[0];
+	return job_which(l->rootfs, l->env, argv[0], path, sizeof path) ? NULL : argv[0];
 }
 
 const char *job_lang_missing(const struct conf *c, const struct conf_lang *l)

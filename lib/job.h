@@ -54,6 +54,10 @@ struct job {
 	struct job_limits lim, clim;
 };
 
+/* Where argv0 is in a tree (rootfs, or the host's for NULL) on the PATH the
+ * environment gives (or the sandbox's default): true with the path in out. */
+bool job_which(const char *rootfs, char *const *env, const char *argv0, char *out, size_t len);
+
 /* The first program of the language's compile or run command that is not
  * on PATH in its tree (the host's or its rootfs), or NULL; cached. */
 const char *job_lang_missing(const struct conf *c, const struct conf_lang *l);

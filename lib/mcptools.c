@@ -97,8 +97,9 @@ static const struct tool_def defs[] = {
 	  "\"stats\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}}}",
 	  true, false, true },
 	{ { "check_backend", MCP_T_CHECK }, "Check the sandbox backend",
-	  "Check that sandboxes can be made here: user namespaces, cgroups (memory, CPU and process limits), "
-	  "seccomp, a trial sandbox, and every language's runtime. When something is missing the result says "
+	  "Check that sandboxes can be made here: for the native backend user namespaces, cgroups (memory, CPU "
+	  "and process limits), seccomp and a trial sandbox; for the docker backend the engine (its version) and "
+	  "each language's image; and every language's runtime. When something is missing the result says "
 	  "what and how to fix it (\"fixes\"), and isError is true if no sandbox can be made.",
 	  { { NULL, 0, false } },
 	  "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",

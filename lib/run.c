@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ccache.h"
 #include "dock.h"
 #include "job.h"
 #include "ns.h"
@@ -40,6 +41,8 @@ struct run {
 	struct dock *dock;   /* the stage's container (docker backend) */
 	char *dscratch;      /* docker: the scratch directory on the host */
 	bool docker;
+	char ckey[65];       /* compile cache key, "" if not cacheable */
+	bool parked;         /* waiting for another run compiling the same key */
 	enum stage stage;
 	jv compile;          /* the compile stage's object, or jv_null() */
 	jv timings;
@@ -197,6 +200,107 @@ static void internal(struct run *r, const char *msg)
 
 static void start_stage(struct run *r, enum stage st);
 
+/* ---- the compile cache ------------------------------------------------
+ * Concurrent misses of one key compile once: the first run to miss owns
+ * the key while it compiles; the others park on it and look again when
+ * it is done (a hit, or their own compile if the owner failed). */
+struct cflight {
+	char key[65];
+	struct run **waiters;
+	size_t n;
+};
+
+static struct cflight *flight_find(struct run_env *e, const char *key)
+{
+	for (size_t i = 0; i < e->nflights; i++)
+		if (!strcmp(e->flights[i].key, key))
+			return &e->flights[i];
+	return NULL;
+}
+
+static void compile_or_hit(struct run *r);
+
+/* The owner of r->ckey is done with it: wake whoever waited. */
+static void flight_end(struct run *r)
+{
+	struct run_env *e = r->env;
+	struct cflight *f = r->ckey[0] ? flight_find(e, r->ckey) : NULL;
+	if (!f)
+		return;
+	struct run **w = f->waiters;
+	size_t n = f->n;
+	*f = e->flights[--e->nflights];
+	for (size_t i = 0; i < n; i++) {
+		w[i]->parked = false;
+		compile_or_hit(w[i]);
+	}
+	free(w);
+}
+
+/* Restore a hit into the scratch directory; false on any failure. */
+static bool restore(struct run *r, struct ccache_file *files, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (box_scratch_write(r->env->box, r->scratch, files[i].path, files[i].data, files[i].len, files[i].mode) < 0)
+			return false;
+	return true;
+}
+
+/* Before a compile stage: a cache hit goes straight to the run stage. */
+static void compile_or_hit(struct run *r)
+{
+	struct run_env *e = r->env;
+	if (!r->ckey[0]) {
+		start_stage(r, ST_COMPILE);
+		return;
+	}
+	double t = util_now_ms();
+	struct ccache_file *files;
+	size_t n;
+	jv comp;
+	if (ccache_get(e->cache, r->ckey, &files, &n, &comp)) {
+		bool ok = restore(r, files, n);
+		ccache_files_free(files, n);
+		if (ok) {
+			comp = jv_object_set(comp, jv_string("duration_ms"), jv_number(round((util_now_ms() - t) * 10) / 10));
+			comp = jv_object_set(comp, jv_string("cpu_ms"), jv_null());
+			comp = jv_object_set(comp, jv_string("memory_peak_bytes"), jv_null());
+			jv_free(r->compile);
+			r->compile = comp;
+			mark(r, "cache_hit");
+			r->ckey[0] = 0;
+			start_stage(r, ST_RUN);
+			return;
+		}
+		jv_free(comp);
+	}
+	struct cflight *f = flight_find(e, r->ckey);
+	if (f) {
+		f->waiters = util_xrealloc(f->waiters, (f->n + 1) * sizeof *f->waiters);
+		f->waiters[f->n++] = r;
+		r->parked = true;
+		return;
+	}
+	e->flights = util_xrealloc(e->flights, (e->nflights + 1) * sizeof *e->flights);
+	f = &e->flights[e->nflights++];
+	*f = (struct cflight){ .n = 0 };
+	snprintf(f->key, sizeof f->key, "%s", r->ckey);
+	start_stage(r, ST_COMPILE);
+}
+
+/* A parked run that goes away leaves its flight's waiting list. */
+static void unpark(struct run *r)
+{
+	struct cflight *f = r->parked ? flight_find(r->env, r->ckey) : NULL;
+	for (size_t i = 0; f && i < f->n; i++)
+		if (f->waiters[i] == r) {
+			f->waiters[i] = f->waiters[--f->n];
+			break;
+		}
+	r->parked = false;
+	r->ckey[0] = 0;
+}
+
 static void stage_result(struct run *r, const struct box_result *br)
 {
 	if (r->env->timings) {
@@ -214,6 +318,12 @@ static void stage_result(struct run *r, const struct box_result *br)
 		c = jv_object_set(c, jv_string("cached"), jv_false());
 		jv_free(r->compile);
 		r->compile = c;
+		if (r->ckey[0]) {
+			if (br->status == BOX_EXITED && br->exit_code == 0)
+				ccache_put(r->env->cache, r->ckey, &r->job, r->scratch, c);
+			flight_end(r);
+			r->ckey[0] = 0;
+		}
 		if (br->status == BOX_EXITED && br->exit_code == 0) {
 			box_free(r->box);
 			r->box = NULL;
@@ -354,12 +464,22 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 		return NULL;
 	}
 	mark(r, "files_written");
-	start_stage(r, r->job.compile ? ST_COMPILE : ST_RUN);
+	if (r->job.compile) {
+		if (!e->cache || !ccache_key(&r->job, r->ckey))
+			r->ckey[0] = 0;
+		compile_or_hit(r);
+	} else
+		start_stage(r, ST_RUN);
 	return r;
 }
 
 void run_cancel(struct run *r)
 {
+	if (r->parked) {
+		unpark(r);
+		internal(r, "cancelled");
+		return;
+	}
 	if (r->box)
 		box_cancel(r->box);
 	if (r->dock)
@@ -370,6 +490,10 @@ void run_free(struct run *r)
 {
 	if (!r)
 		return;
+	if (r->parked)
+		unpark(r);
+	else if (r->ckey[0])
+		flight_end(r);
 	box_free(r->box);
 	dock_free(r->dock);
 	if (r->scratch >= 0)

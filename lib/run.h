@@ -25,10 +25,14 @@
 #include "loop.h"
 
 struct run;
+struct cflight;
 struct run_env {
 	const struct conf *conf;
 	struct box_sys *box;
 	struct dock_sys *dock;     /* NULL: docker jobs are refused */
+	struct ccache *cache;      /* NULL: no compile cache */
+	struct cflight *flights;   /* keys being compiled (run.c) */
+	size_t nflights;
 	struct loop *loop;
 	bool timings;
 	/* Optional: told when a stage's sandbox is handed its job ("compile",

@@ -31,12 +31,14 @@
 #include "loop.h"
 #include "proc.h"
 #include "rec.h"
+#include "ccache.h"
 #include "run.h"
 #include "util.h"
 
 static const char synopsis[] =
-	"usage: sbx-run [-c FILE] [-j N] [--timings] [--events FD] [--control FD] < jobs.jsonl > results.jsonl\n"
-	"       sbx-run [-c FILE] --check\n";
+	"usage: sbx-run [-c FILE] [-j N] [--timings] [--no-cache] [--events FD] [--control FD] < jobs.jsonl > results.jsonl\n"
+	"       sbx-run [-c FILE] --check\n"
+	"       sbx-run [-c FILE] --pull\n";
 
 static void help(void)
 {
@@ -46,6 +48,7 @@ static void help(void)
 	       "  -j, --jobs N       run N jobs at once (default: max_concurrent); results\n"
 	       "                     are written as they complete; -j 1 keeps input order\n"
 	       "      --timings      add a \"timings\" object (ms per phase) to each result\n"
+	       "      --no-cache     compile every time (no compile cache; see compile_cache)\n"
 	       "      --events FD    write {\"id\",\"event\"} lines to FD as stages start\n"
 	       "                     (\"compile\", \"run\")\n"
 	       "      --control FD   read {\"cancel\": ID} lines from FD: kill that job's\n"
@@ -459,7 +462,7 @@ int main(int argc, char **argv)
 	util_init(argv[0]);
 	const char *conf_path = NULL;
 	long jobs = 0;
-	bool do_check = false, do_pull = false, timings = getenv("SBX_TRACE") != NULL;
+	bool do_check = false, do_pull = false, use_cache = true, timings = getenv("SBX_TRACE") != NULL;
 	S.events_fd = S.control_fd = -1;
 	static const struct option opts[] = {
 		{ "events", required_argument, NULL, 'E' },
@@ -467,6 +470,7 @@ int main(int argc, char **argv)
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "check", no_argument, NULL, 'C' },
 		{ "pull", no_argument, NULL, 'P' },
+		{ "no-cache", no_argument, NULL, 'N' },
 		{ "timings", no_argument, NULL, 'T' },
 		UTIL_COMMON_OPTIONS,
 	};
@@ -499,6 +503,7 @@ int main(int argc, char **argv)
 		}
 		case 'C': do_check = true; break;
 		case 'P': do_pull = true; break;
+		case 'N': use_cache = false; break;
 		case 'T': timings = true; break;
 		default: util_common_option(o, argv, synopsis, help);
 		}
@@ -559,7 +564,10 @@ int main(int argc, char **argv)
 	S.loop = loop_new();
 	S.max = jobs ? (size_t)jobs : (size_t)c->max_concurrent;
 	S.runs = util_xalloc(S.max * sizeof *S.runs);
-	S.env = (struct run_env){ .conf = c, .box = &sys, .dock = &dsys, .loop = S.loop, .timings = timings, .on_stage = on_stage };
+	static struct ccache cache;
+	ccache_init(&cache, c, use_cache);
+	S.env = (struct run_env){ .conf = c, .box = &sys, .dock = &dsys, .cache = &cache, .loop = S.loop, .timings = timings,
+				  .on_stage = on_stage };
 	if (S.control_fd >= 0) {
 		fcntl(S.control_fd, F_SETFL, fcntl(S.control_fd, F_GETFL) | O_NONBLOCK);
 		rec_reader_init(&S.control, S.control_fd, 4096);
@@ -614,6 +622,8 @@ int main(int argc, char **argv)
 	free(S.out);
 	box_sys_free(&sys);
 	dock_sys_free(&dsys);
+	ccache_free(&cache);
+	free(S.env.flights);
 	conf_free(c);
 	int cs = util_close_stdout();
 	if (S.exit_sig)

@@ -34,7 +34,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 
 @test "round trip: every column from a real pipeline, and the stored record" {
 	printf '%s\n' '{"id":"rt","language":"c","code":"#include <stdio.h>\nint main(void){ puts(\"hé\"); return 4; }"}' |
-		"$BIN/sbx-validate" | "$BIN/sbx-run" | "$BIN/sbx-cap" | logr > out
+		"$BIN/sbx-validate" | "$BIN/sbx-run" --no-cache | "$BIN/sbx-cap" | logr > out
 	run --separate-stderr hist --id rt --record
 	[ "$status" -eq 0 ]
 	jqe 0 '.history_id == 1 and .id == "rt" and .language == "c" and .status == "error" and .exit_code == 4'

@@ -1,0 +1,398 @@
+/* ccache: the compile cache; see ccache.h for the contract.
+ *
+ * What goes into the key, and why each part: the backend and the compiler's
+ * identity (the resolved binary's device, inode, size and mtime on the
+ * host, so an upgraded compiler misses; for the docker backend the image
+ * name), the compile argv and the environment (GOFLAGS, -O levels), the
+ * compile limits (a compile that ran out of memory under one limit may
+ * succeed under another), the program's file name, code and every request
+ * file with its path.  Parts are length-prefixed so that no two different
+ * jobs hash the same byte stream.
+ *
+ * The scratch directory after a compile was written by a compiler working
+ * on untrusted input, so it is read like untrusted data: no links
+ * followed, regular files only, at most MAX_FILES of them and the stage's
+ * scratch size in all.
+ */
+#define _GNU_SOURCE
+#include "ccache.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rec.h"
+#include "sha256.h"
+#include "util.h"
+
+#define MAX_FILES 256
+
+void ccache_init(struct ccache *c, const struct conf *conf, bool enabled)
+{
+	memset(c, 0, sizeof *c);
+	if (!enabled || !conf->compile_cache || conf->cache_size == 0)
+		return;
+	c->dir = util_fmt("%s/cache", conf->state_dir);
+	c->max_bytes = conf->cache_size;
+	mkdir(conf->state_dir, 0755);
+	if (mkdir(c->dir, 0700) < 0 && errno != EEXIST) {
+		util_warn("compile cache off: cannot create %s: %s", c->dir, strerror(errno));
+		free(c->dir);
+		c->dir = NULL;
+	}
+}
+
+void ccache_free(struct ccache *c)
+{
+	free(c->dir);
+	c->dir = NULL;
+}
+
+static void put_part(struct sha256 *h, const void *p, size_t n)
+{
+	uint64_t len = n;
+	sha256_update(h, &len, sizeof len);
+	sha256_update(h, p, n);
+}
+
+static void put_str(struct sha256 *h, const char *s)
+{
+	put_part(h, s ? s : "", s ? strlen(s) : 0);
+}
+
+bool ccache_key(const struct job *j, char key[65])
+{
+	if (!j->compile || j->workspace || j->install)
+		return false;
+	struct sha256 h;
+	sha256_init(&h);
+	put_str(&h, "sbx-ccache-1");
+	put_str(&h, j->backend);
+	if (!strcmp(j->backend, "docker")) {
+		put_str(&h, j->image);
+	} else {
+		char path[4096];
+		struct stat st;
+		if (!job_which(j->rootfs, j->env, j->compile[0], path, sizeof path) || stat(path, &st) < 0)
+			return false;
+		char id[4400];
+		snprintf(id, sizeof id, "%s %llu %llu %lld %lld.%09ld", path, (unsigned long long)st.st_dev,
+			 (unsigned long long)st.st_ino, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+			 st.st_mtim.tv_nsec);
+		put_str(&h, id);
+		put_str(&h, j->rootfs);
+	}
+	for (char **a = j->compile; *a; a++)
+		put_str(&h, *a);
+	put_str(&h, "--env");
+	for (char **e = j->env; e && *e; e++)
+		put_str(&h, *e);
+	put_str(&h, "--binds");
+	for (char **b = j->binds; b && *b; b++)
+		put_str(&h, *b);
+	const struct job_limits *l = &j->clim;
+	uint64_t lim[] = { l->timeout_ms, l->memory, l->pids, l->file_size, l->tmpfs, l->scratch, l->nofile, l->stack,
+			   (uint64_t)(l->cpus * 1000) };
+	put_part(&h, lim, sizeof lim);
+	put_str(&h, j->file);
+	put_part(&h, j->code, j->code_len);
+	for (size_t i = 0; i < j->nfiles; i++) {
+		put_str(&h, j->files[i].path);
+		put_part(&h, j->files[i].data, j->files[i].len);
+	}
+	unsigned char d[32];
+	sha256_final(&h, d);
+	for (int i = 0; i < 32; i++)
+		snprintf(key + 2 * i, 3, "%02x", d[i]);
+	return true;
+}
+
+void ccache_files_free(struct ccache_file *files, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(files[i].path);
+		free(files[i].data);
+	}
+	free(files);
+}
+
+/* Remove an entry directory (flat: manifest and f<N>). */
+static void remove_entry(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+				unlinkat(dirfd(d), e->d_name, 0);
+		closedir(d);
+	}
+	rmdir(dir);
+}
+
+static char *read_all(int dfd, const char *name, size_t max, size_t *len)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	char *buf = util_xalloc((size_t)st.st_size + 1);
+	size_t got = 0;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	if (got != (size_t)st.st_size) {
+		free(buf);
+		return NULL;
+	}
+	buf[got] = 0;
+	*len = got;
+	return buf;
+}
+
+bool ccache_get(struct ccache *c, const char *key, struct ccache_file **files, size_t *n, jv *compile)
+{
+	*files = NULL;
+	*n = 0;
+	if (!c->dir)
+		return false;
+	char *dir = util_fmt("%s/%s", c->dir, key);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		free(dir);
+		return false;
+	}
+	size_t mlen;
+	char *mtext = read_all(dfd, "manifest.json", 1 << 20, &mlen);
+	jv m = mtext ? jv_parse_sized(mtext, (int)mlen) : jv_invalid();
+	free(mtext);
+	bool ok = jv_get_kind(m) == JV_KIND_OBJECT;
+	jv list = ok ? rec_get(m, "files") : jv_invalid();
+	jv comp = ok ? rec_get(m, "compile") : jv_invalid();
+	ok = jv_get_kind(list) == JV_KIND_ARRAY && jv_get_kind(comp) == JV_KIND_OBJECT &&
+	     jv_array_length(jv_copy(list)) <= MAX_FILES;
+	size_t count = ok ? (size_t)jv_array_length(jv_copy(list)) : 0;
+	struct ccache_file *out = util_xalloc((count ? count : 1) * sizeof *out);
+	size_t got = 0;
+	for (size_t i = 0; ok && i < count; i++) {
+		jv f = jv_array_get(jv_copy(list), (int)i);
+		const char *path = jv_get_kind(f) == JV_KIND_OBJECT ? rec_str(f, "path", NULL) : NULL;
+		const char *sum = jv_get_kind(f) == JV_KIND_OBJECT ? rec_str(f, "sha256", NULL) : NULL;
+		double mode = -1;
+		char name[32], why[64], hex[65];
+		snprintf(name, sizeof name, "f%zu", i);
+		size_t len = 0;
+		char *data = path && sum && rec_num(f, "mode", &mode) ? read_all(dfd, name, 1u << 30, &len) : NULL;
+		/* The artefact must be what was stored: a changed or truncated
+		 * file is never handed to a sandbox. */
+		if (data)
+			sha256_hex(data, len, hex);
+		ok = data && !strcmp(hex, sum) && job_path_ok(path, strlen(path), why, sizeof why) && mode >= 0 &&
+		     mode <= 0777;
+		if (ok)
+			out[got++] = (struct ccache_file){ util_strdup(path), data, len, (mode_t)mode };
+		else
+			free(data);
+		jv_free(f);
+	}
+	jv_free(list);
+	jv_free(m);
+	if (!ok) {
+		util_warn("compile cache: entry %.16s… is damaged; removed", key);
+		ccache_files_free(out, got);
+		jv_free(comp);
+		remove_entry(dir);
+		close(dfd);
+		free(dir);
+		return false;
+	}
+	/* LRU: a hit makes the entry young. */
+	futimens(dfd, NULL);
+	utimensat(dfd, "manifest.json", NULL, 0);
+	close(dfd);
+	free(dir);
+	*files = out;
+	*n = got;
+	*compile = jv_object_set(comp, jv_string("cached"), jv_true());
+	return true;
+}
+
+/* Artefacts: regular files under the scratch directory that are not the
+ * job's inputs, walked without following links. */
+struct walk {
+	const struct job *j;
+	jv manifest;
+	int out;                 /* the entry directory being built */
+	size_t nfiles;
+	uint64_t bytes, max;
+	bool ok;
+};
+
+static bool is_input(const struct job *j, const char *path)
+{
+	if (!strcmp(path, j->file))
+		return true;
+	for (size_t i = 0; i < j->nfiles; i++)
+		if (!strcmp(path, j->files[i].path))
+			return true;
+	return false;
+}
+
+static void walk_dir(struct walk *w, int dfd, const char *prefix, int depth)
+{
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		w->ok = false;
+		return;
+	}
+	struct dirent *e;
+	while (w->ok && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char path[4096];
+		snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "/" : "", e->d_name);
+		struct stat st;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			int sub = depth < 8 ? openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+			if (sub >= 0)
+				walk_dir(w, sub, path, depth + 1);
+			continue;
+		}
+		if (!S_ISREG(st.st_mode) || is_input(w->j, path))
+			continue;
+		size_t len;
+		char *data = read_all(dirfd(d), e->d_name, w->max, &len);
+		if (!data || ++w->nfiles > MAX_FILES || (w->bytes += len) > w->max) {
+			free(data);
+			w->ok = false;
+			break;
+		}
+		char name[32], hex[65];
+		snprintf(name, sizeof name, "f%zu", w->nfiles - 1);
+		int fd = openat(w->out, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 || util_write_all(fd, data, len) < 0)
+			w->ok = false;
+		if (fd >= 0)
+			close(fd);
+		sha256_hex(data, len, hex);
+		free(data);
+		jv f = jv_object_set(jv_object(), jv_string("path"), jv_string(path));
+		f = jv_object_set(f, jv_string("mode"), jv_number(st.st_mode & 0777));
+		f = jv_object_set(f, jv_string("size"), jv_number((double)len));
+		f = jv_object_set(f, jv_string("sha256"), jv_string(hex));
+		w->manifest = jv_array_append(w->manifest, f);
+	}
+	closedir(d);
+}
+
+struct entry {
+	char *path;
+	time_t mtime;
+	uint64_t bytes;
+};
+
+static int by_age(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	return x->mtime < y->mtime ? -1 : x->mtime > y->mtime;
+}
+
+/* Keep the cache under its bound: the least recently used entries go. */
+static void evict(struct ccache *c)
+{
+	DIR *d = opendir(c->dir);
+	if (!d)
+		return;
+	struct entry *es = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t total = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' || strlen(e->d_name) != 64)
+			continue;
+		char *p = util_fmt("%s/%s", c->dir, e->d_name);
+		DIR *ed = opendir(p);
+		uint64_t bytes = 0;
+		time_t mt = 0;
+		struct stat st;
+		if (ed) {
+			struct dirent *f;
+			while ((f = readdir(ed)))
+				if (fstatat(dirfd(ed), f->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+					bytes += (uint64_t)st.st_size;
+					if (!strcmp(f->d_name, "manifest.json"))
+						mt = st.st_mtime;
+				}
+			closedir(ed);
+		}
+		if (n == cap)
+			es = util_xrealloc(es, (cap = cap * 2 + 16) * sizeof *es);
+		es[n++] = (struct entry){ p, mt, bytes };
+		total += bytes;
+	}
+	closedir(d);
+	qsort(es, n, sizeof *es, by_age);
+	for (size_t i = 0; i < n; i++) {
+		if (total > c->max_bytes) {
+			remove_entry(es[i].path);
+			total -= es[i].bytes;
+		}
+		free(es[i].path);
+	}
+	free(es);
+}
+
+void ccache_put(struct ccache *c, const char *key, const struct job *j, int scratch_fd, jv compile)
+{
+	if (!c->dir)
+		return;
+	char *tmp = util_fmt("%s/.tmp.%d.%lu", c->dir, (int)getpid(), ++c->seq);
+	char *dst = util_fmt("%s/%s", c->dir, key);
+	struct walk w = { .j = j, .manifest = jv_array(), .max = j->clim.scratch, .ok = true };
+	w.out = mkdir(tmp, 0700) == 0 ? open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	int sfd = w.out >= 0 ? openat(scratch_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (sfd >= 0)
+		walk_dir(&w, sfd, "", 0);
+	else
+		w.ok = false;
+	jv comp = jv_copy(compile);
+	/* what varies per run is not part of the entry */
+	comp = jv_object_delete(comp, jv_string("cached"));
+	jv m = jv_object_set(jv_object(), jv_string("files"), w.manifest);
+	m = jv_object_set(m, jv_string("compile"), comp);
+	size_t len;
+	char *text = rec_dump(m, &len);
+	int fd = w.ok ? openat(w.out, "manifest.json", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+	bool ok = fd >= 0 && util_write_all(fd, text, len) == 0;
+	if (fd >= 0)
+		close(fd);
+	free(text);
+	if (w.out >= 0)
+		close(w.out);
+	/* Into place atomically; if another process stored the key first,
+	 * its entry stays and ours goes. */
+	if (!ok || rename(tmp, dst) < 0)
+		remove_entry(tmp);
+	else
+		evict(c);
+	free(tmp);
+	free(dst);
+}

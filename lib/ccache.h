@@ -1,0 +1,65 @@
+/* ccache: the compile cache.  A compiled language's compile stage is
+ * skipped when an identical one ran before: same source files, compile
+ * argv and environment, compiler (the binary's identity on the host, or the
+ * image), limits and backend.  The key is the SHA-256 of all of them; the
+ * value is what the compile stage left in the scratch directory (the
+ * artefacts: files that are not the job's own inputs) and the compile
+ * stage's result fields.
+ *
+ * Entries live under STATE_DIR/cache/<key>/: manifest.json (each artefact's
+ * path, mode, size and SHA-256, and the compile fields) and the artefacts as
+ * f0, f1, ...  An entry is built in a temporary directory and renamed into
+ * place, so readers never see half of one and concurrent writers of the
+ * same key leave exactly one.  Every hit re-hashes the artefacts: an entry
+ * that does not match its manifest is removed and is a miss, never run.
+ * The cache is bounded by cache_size: after each store the least recently
+ * used entries (manifest mtime, touched on every hit) go.
+ *
+ * A struct ccache is per process; ccache_get's files belong to the caller
+ * (ccache_files_free).
+ */
+#ifndef SBX_CCACHE_H
+#define SBX_CCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jv.h>
+
+#include "conf.h"
+#include "job.h"
+
+struct ccache {
+	char *dir;          /* STATE_DIR/cache, or NULL when off */
+	uint64_t max_bytes;
+	unsigned long seq;
+};
+
+struct ccache_file {
+	char *path;
+	char *data;
+	size_t len;
+	mode_t mode;
+};
+
+/* Off (dir NULL) when the configuration says compile_cache = false or
+ * `enabled` is false (sbx-run --no-cache). */
+void ccache_init(struct ccache *c, const struct conf *conf, bool enabled);
+void ccache_free(struct ccache *c);
+
+/* The key of a job's compile stage, as 64 hex digits; false if the job is
+ * not cacheable (no compile stage, a session's workspace, an install). */
+bool ccache_key(const struct job *j, char key[65]);
+
+/* A hit: the artefacts (*files, *n) and the compile fields (*compile,
+ * "cached": true).  A miss or a corrupt entry (removed): false. */
+bool ccache_get(struct ccache *c, const char *key, struct ccache_file **files, size_t *n, jv *compile);
+void ccache_files_free(struct ccache_file *files, size_t n);
+
+/* After a successful compile: store the artefacts found in the scratch
+ * directory (scratch_fd) and the compile fields (borrowed). */
+void ccache_put(struct ccache *c, const char *key, const struct job *j, int scratch_fd, jv compile);
+
+#endif
