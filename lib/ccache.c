@@ -2,8 +2,7 @@
  *
  * What goes into the key, and why each part: the backend and the compiler's
  * identity (the resolved binary's device, inode, size and mtime on the
- * host, so an upgraded compiler misses; for the docker backend the image
- * name), the compile argv and the environment (GOFLAGS, -O levels), the
+ * host, so an upgraded compiler misses), the compile argv and the environment (GOFLAGS, -O levels), the
  * compile limits (a compile that ran out of memory under one limit may
  * succeed under another), the program's file name, code and every request
  * file with its path.  Parts are length-prefixed so that no two different
@@ -68,15 +67,16 @@ static void put_str(struct sha256 *h, const char *s)
 
 bool ccache_key(const struct job *j, char key[65])
 {
-	if (!j->compile || j->workspace || j->install)
+	/* The docker backend would need the image's ID, not its name (a pull
+	 * changes what a name means), which costs an API call per job: not
+	 * cached for now. */
+	if (!j->compile || j->workspace || j->install || strcmp(j->backend, "native"))
 		return false;
 	struct sha256 h;
 	sha256_init(&h);
 	put_str(&h, "sbx-ccache-1");
 	put_str(&h, j->backend);
-	if (!strcmp(j->backend, "docker")) {
-		put_str(&h, j->image);
-	} else {
+	{
 		char path[4096];
 		struct stat st;
 		if (!job_which(j->rootfs, j->env, j->compile[0], path, sizeof path) || stat(path, &st) < 0)

@@ -1,7 +1,8 @@
 /* ccache: the compile cache.  A compiled language's compile stage is
  * skipped when an identical one ran before: same source files, compile
- * argv and environment, compiler (the binary's identity on the host, or the
- * image), limits and backend.  The key is the SHA-256 of all of them; the
+ * argv and environment, compiler (the binary's identity on the host),
+ * limits and backend.  Native backend only: an image's name does not pin
+ * its compiler.  The key is the SHA-256 of all of them; the
  * value is what the compile stage left in the scratch directory (the
  * artefacts: files that are not the job's own inputs) and the compile
  * stage's result fields.
@@ -50,7 +51,8 @@ void ccache_init(struct ccache *c, const struct conf *conf, bool enabled);
 void ccache_free(struct ccache *c);
 
 /* The key of a job's compile stage, as 64 hex digits; false if the job is
- * not cacheable (no compile stage, a session's workspace, an install). */
+ * not cacheable (no compile stage, a session's workspace, an install, the
+ * docker backend). */
 bool ccache_key(const struct job *j, char key[65]);
 
 /* A hit: the artefacts (*files, *n) and the compile fields (*compile,

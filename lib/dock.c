@@ -93,6 +93,7 @@ struct call {
 	size_t bodylen;
 	char err[400];            /* transport failure: cause and fix */
 	const char *what;         /* "create the container", for messages */
+	int timeout_ms;
 	call_fn fn;
 	void *arg;
 };
@@ -189,7 +190,7 @@ static void call_io(struct loop *l, int fd, short rev, void *arg)
 	(void)l;
 	if (fd == c->tfd) {
 		call_fail(c, "the Docker daemon did not answer within %d s (%s); is it overloaded or stuck?",
-			  CALL_TIMEOUT_MS / 1000, c->what);
+			  c->timeout_ms / 1000, c->what);
 		return;
 	}
 	if (!c->connected) {
@@ -287,7 +288,8 @@ static struct call *call_start(struct dock_sys *d, struct loop *l, const char *m
 			       bool upgrade, int timeout_ms, const char *what, call_fn fn, void *arg)
 {
 	struct call *c = util_xalloc(sizeof *c);
-	*c = (struct call){ .d = d, .loop = l, .fd = -1, .tfd = -1, .upgrade = upgrade, .what = what, .fn = fn, .arg = arg };
+	*c = (struct call){ .d = d, .loop = l, .fd = -1, .tfd = -1, .upgrade = upgrade, .what = what, .fn = fn, .arg = arg,
+			    .timeout_ms = timeout_ms };
 	jv text = jv_is_valid(body) ? jv_dump_string(body, 0) : (jv_free(body), jv_string(""));
 	const char *t = jv_string_value(text);
 	size_t tl = strlen(t);
@@ -776,10 +778,17 @@ static void timer_fired(struct loop *l, int fd, short rev, void *arg)
 		return;
 	if (k->phase == P_DONE) {
 		advance(k);
+	} else if (k->phase == P_RUNNING && !k->waited && k->timed_out) {
+		/* killed long ago and still not stopped: a daemon that hangs
+		 * must not hang the job */
+		set_err(k, "the Docker daemon did not stop the container within %d s of the kill; is it stuck?",
+			CALL_TIMEOUT_MS / 1000);
+		advance(k);
 	} else if (k->phase == P_RUNNING && !k->waited) {
 		k->timed_out = true;
 		k->t_exit = util_now_ms();
 		kill_container(k);
+		arm(k, CALL_TIMEOUT_MS);
 	} else if (k->phase == P_RUNNING && !k->eof) {
 		/* exited, but the stream did not end: do not wait for it */
 		close_stream(k);
@@ -964,15 +973,17 @@ static void finish(struct dock *k)
 		cap_buf_init(&r->err, k->limit_out);
 	}
 	jv_free(tail);
-	if (k->timed_out) {
-		r->status = BOX_TIMEOUT;
-		r->signal = SIGKILL;
-	} else if (k->cancelled) {
+	if (k->cancelled) {
 		r->status = BOX_CANCELLED;
 		snprintf(r->error, sizeof r->error, "cancelled");
 	} else if (k->err[0]) {
+		/* before a timeout: a container that could not be stopped or
+		 * removed is the news */
 		r->status = BOX_INTERNAL;
 		snprintf(r->error, sizeof r->error, "%s", k->err);
+	} else if (k->timed_out) {
+		r->status = BOX_TIMEOUT;
+		r->signal = SIGKILL;
 	} else if (k->oom) {
 		r->status = BOX_OOM;
 		r->signal = SIGKILL;
