@@ -60,6 +60,9 @@ static void help(void)
 	       "  -h, --help         show this help\n"
 	       "      --version      show the version\n"
 	       "\n"
+	       "Environment: SBX_CONF (configuration file), SBX_BACKEND (native|docker),\n"
+	       "DOCKER_HOST (unix:// or tcp://, docker backend), SBX_TRACE (as --timings).\n"
+	       "\n"
 	       "Exit status: 0 every job ran (whatever its status), 1 some records were\n"
 	       "invalid or internal errors, 2 usage or configuration error, 3 input/output\n"
 	       "error, 4 the sandbox backend is unusable here.\n",
