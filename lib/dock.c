@@ -1497,9 +1497,7 @@ jv dock_check(struct dock_sys *d)
 		p[i].scratch = dock_scratch(d, 1 << 20, p[i].err, sizeof p[i].err);
 		if (!p[i].scratch)
 			continue;
-		char **extra = job_expand_strv(lg->env, &lim);
-		p[i].env = run_build_env(extra);
-		run_free_env(extra);
+		p[i].env = run_lang_env(lg, &lim);
 		bs[i] = (struct box_spec){ .argv = lg->version, .env = p[i].env, .lim = &lim, .binds = lg->binds };
 		struct dock_spec ds = { .box = &bs[i], .image = lg->image, .scratch = p[i].scratch, .run_id = "check" };
 		p[i].done = false;
@@ -1528,19 +1526,9 @@ jv dock_check(struct dock_sys *d)
 				 lg->image, lg->image);
 		else if (img[i] != 200)
 			snprintf(why, sizeof why, "the Docker daemon did not say whether it has the image %s", lg->image);
-		else if (p[i].k) {
-			const struct box_result *r = dock_result(p[i].k);
-			jv text = cap_buf_string(r->out.total ? &r->out : &r->err);
-			const char *s = jv_string_value(text);
-			size_t n = strcspn(s, "\n");
-			if (r->status == BOX_EXITED && r->exit_code == 0 && n > 0)
-				version = jv_string_sized(s, (int)n);
-			else if (r->status == BOX_INTERNAL)
-				snprintf(why, sizeof why, "%s", r->error);
-			else
-				snprintf(why, sizeof why, "its version command failed in its container: %.*s", (int)(n < 300 ? n : 300), s);
-			jv_free(text);
-		} else if (lg->version)
+		else if (p[i].k)
+			version = run_version_of(dock_result(p[i].k), "its container", why, sizeof why);
+		else if (lg->version)
 			snprintf(why, sizeof why, "no scratch directory for the probe: %s", p[i].err);
 		if (why[0] && d->ok && img[i] == 404)
 			fixes = jv_array_append(fixes, jv_string(why));

@@ -96,6 +96,35 @@ char **run_build_env(char *const *extra)
 	return env;
 }
 
+char **run_lang_env(const struct conf_lang *l, const struct job_limits *lim)
+{
+	char **extra = job_expand_strv(l->env, lim);
+	char **env = run_build_env(extra);
+	run_free_env(extra);
+	return env;
+}
+
+jv run_version_of(const struct box_result *r, const char *where, char *why, size_t len)
+{
+	jv text = cap_buf_string(r->out.total ? &r->out : &r->err);
+	const char *s = jv_string_value(text);
+	size_t n = strcspn(s, "\n");
+	jv version = jv_null();
+	if (r->status == BOX_EXITED && r->exit_code == 0 && n > 0)
+		version = jv_string_sized(s, (int)n);
+	else if (r->status == BOX_INTERNAL)
+		snprintf(why, len, "%s", r->error);
+	else {
+		jv e = cap_buf_string(&r->err);
+		const char *es = jv_string_value(e);
+		snprintf(why, len, "its version command failed in %s%s%.*s", where, *es ? ": " : "",
+			 (int)(strcspn(es, "\n") < 300 ? strcspn(es, "\n") : 300), es);
+		jv_free(e);
+	}
+	jv_free(text);
+	return version;
+}
+
 void run_free_env(char **env)
 {
 	for (char **e = env; e && *e; e++)

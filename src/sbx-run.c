@@ -322,9 +322,7 @@ static jv check_languages(struct conf *c, struct box_sys *sys, bool usable)
 		p[i] = (struct version_probe){ .l = &c->langs[i], .done = true };
 		if (!usable || job_lang_missing(c, p[i].l) || !p[i].l->version)
 			continue;
-		char **extra = job_expand_strv(p[i].l->env, &lim);
-		p[i].env = run_build_env(extra);
-		run_free_env(extra);
+		p[i].env = run_lang_env(p[i].l, &lim);
 		struct box_spec spec = { .argv = p[i].l->version, .env = p[i].env, .lim = &lim, .scratch_fd = -1,
 					 .rootfs = p[i].l->rootfs, .binds = p[i].l->binds };
 		p[i].done = false;
@@ -350,22 +348,7 @@ static jv check_languages(struct conf *c, struct box_sys *sys, bool usable)
 		else if (!usable)
 			snprintf(why, sizeof why, "the sandbox backend is unusable here");
 		else if (p[i].b) {
-			const struct box_result *r = box_result(p[i].b);
-			jv text = cap_buf_string(r->out.total ? &r->out : &r->err);
-			const char *s = jv_string_value(text);
-			size_t n = strcspn(s, "\n");
-			if (r->status == BOX_EXITED && r->exit_code == 0 && n > 0)
-				version = jv_string_sized(s, (int)n);
-			else if (r->status == BOX_INTERNAL)
-				snprintf(why, sizeof why, "%s", r->error);
-			else {
-				jv e = cap_buf_string(&r->err);
-				const char *es = jv_string_value(e);
-				snprintf(why, sizeof why, "its version command failed in the sandbox%s%.*s", *es ? ": " : "",
-					 (int)strcspn(es, "\n"), es);
-				jv_free(e);
-			}
-			jv_free(text);
+			version = run_version_of(box_result(p[i].b), "the sandbox", why, sizeof why);
 			box_free(p[i].b);
 			run_free_env(p[i].env);
 		}
