@@ -39,6 +39,8 @@ enum {
 /* A request being worked on. */
 struct call {
 	struct mcp *m;
+	struct mcp_client *cl; /* NULL once its client is gone */
+	uint64_t tag;          /* the transport's, for every message of the call */
 	jv id;                 /* JSON-RPC id */
 	jv token;              /* progressToken, or invalid */
 	bool modern;
@@ -66,25 +68,36 @@ struct mcp {
 	struct loop *loop;
 	const struct conf *conf;
 	char *conf_path, *bindir;
-	mcp_send_fn send;
-	void *send_arg;
+	struct mcp_client *clients;
 	struct chain *chain;
 	unsigned max, running;
 	struct call *calls;    /* every call in flight, queued or not */
 	unsigned seq;
-	char legacy[16];       /* version agreed at initialize */
 	jv languages;          /* cached list_supported_languages, or invalid */
 	struct sessions *sessions;
 };
 
+struct mcp_client {
+	struct mcp *m;
+	unsigned owner;        /* whose sandbox sessions it may use */
+	mcp_send_fn send;
+	void *arg;
+	char legacy[16];       /* version agreed at initialize */
+	struct mcp_client *next;
+};
+
 /* ---- messages --------------------------------------------------------- */
 
-static void send_msg(struct mcp *m, jv msg)
+static void send_msg(struct mcp_client *cl, uint64_t tag, jv msg)
 {
-	m->send(jv_object_set(msg, jv_string("jsonrpc"), jv_string("2.0")), m->send_arg);
+	if (!cl) {
+		jv_free(msg);
+		return;
+	}
+	cl->send(jv_object_set(msg, jv_string("jsonrpc"), jv_string("2.0")), tag, cl->arg);
 }
 
-static void send_error(struct mcp *m, jv id, int code, const char *msg, jv data)
+static void send_error(struct mcp_client *cl, uint64_t tag, jv id, int code, const char *msg, jv data)
 {
 	jv err = jv_object_set(jv_object(), jv_string("code"), jv_number(code));
 	err = jv_object_set(err, jv_string("message"), jv_string(msg));
@@ -93,15 +106,15 @@ static void send_error(struct mcp *m, jv id, int code, const char *msg, jv data)
 	else
 		jv_free(data);
 	jv r = jv_object_set(jv_object(), jv_string("id"), id);
-	send_msg(m, jv_object_set(r, jv_string("error"), err));
+	send_msg(cl, tag, jv_object_set(r, jv_string("error"), err));
 }
 
-static void send_result(struct mcp *m, jv id, bool modern, jv result)
+static void send_result(struct mcp_client *cl, uint64_t tag, jv id, bool modern, jv result)
 {
 	if (modern)
 		result = jv_object_set(result, jv_string("resultType"), jv_string("complete"));
 	jv r = jv_object_set(jv_object(), jv_string("id"), id);
-	send_msg(m, jv_object_set(r, jv_string("result"), result));
+	send_msg(cl, tag, jv_object_set(r, jv_string("result"), result));
 }
 
 static void progress(struct call *c, const char *what)
@@ -113,7 +126,7 @@ static void progress(struct call *c, const char *what)
 	p = jv_object_set(p, jv_string("total"), jv_number(4));
 	p = jv_object_set(p, jv_string("message"), jv_string(what));
 	jv n = jv_object_set(jv_object(), jv_string("method"), jv_string("notifications/progress"));
-	send_msg(c->m, jv_object_set(n, jv_string("params"), p));
+	send_msg(c->cl, c->tag, jv_object_set(n, jv_string("params"), p));
 }
 
 /* A tool's answer: the structured result, the same as JSON text (for
@@ -154,6 +167,8 @@ static void call_free(struct call *c)
 			*p = c->link;
 			break;
 		}
+	if (c->cancelled && c->cl)
+		c->cl->send(jv_invalid(), c->tag, c->cl->arg); /* ended without an answer */
 	if (c->temp_session)
 		sess_remove(m->sessions, c->temp_session);
 	free(c->temp_session);
@@ -177,7 +192,7 @@ static void finish(struct call *c, jv result)
 	c->state = C_DONE;
 	if (!c->cancelled) {
 		progress(c, "done");
-		send_result(m, jv_copy(c->id), c->modern, result);
+		send_result(c->cl, c->tag, jv_copy(c->id), c->modern, result);
 	} else
 		jv_free(result);
 	call_free(c);
@@ -367,7 +382,7 @@ static void tool_run_code(struct call *c)
 	}
 	char err[512];
 	const char *lang = rec_str(c->args, "language", NULL);
-	char *sid = sess_create(c->m->sessions, lang, 0, err, sizeof err);
+	char *sid = sess_create(c->m->sessions, c->cl ? c->cl->owner : 0, lang, 0, err, sizeof err);
 	if (!sid) {
 		jv_free(deps);
 		jv_free(req);
@@ -497,7 +512,7 @@ static void tool_session(struct call *c)
 	char err[1024];
 	jv out = jv_invalid();
 	jv req = jv_invalid();
-	bool ok = sess_tool(m->sessions, c->tool->kind, c->args, &out, &req, err, sizeof err);
+	bool ok = sess_tool(m->sessions, c->cl ? c->cl->owner : 0, c->tool->kind, c->args, &out, &req, err, sizeof err);
 	if (!ok) {
 		finish(c, tool_error("%s", err));
 		return;
@@ -533,22 +548,22 @@ static const char instructions[] =
 	"for one-off runs; use sandbox_initialize / sandbox_exec / the file tools when state must persist between "
 	"runs. A failing program is a normal result with its status, not an error.";
 
-static void do_initialize(struct mcp *m, jv id, jv params)
+static void do_initialize(struct mcp_client *cl, uint64_t tag, jv id, jv params)
 {
 	const char *want = jv_get_kind(params) == JV_KIND_OBJECT ? rec_str(params, "protocolVersion", NULL) : NULL;
 	const char *agreed = legacy_versions[3];
 	for (int i = 0; want && legacy_versions[i]; i++)
 		if (!strcmp(want, legacy_versions[i]))
 			agreed = legacy_versions[i];
-	snprintf(m->legacy, sizeof m->legacy, "%s", agreed);
+	snprintf(cl->legacy, sizeof cl->legacy, "%s", agreed);
 	jv r = jv_object_set(jv_object(), jv_string("protocolVersion"), jv_string(agreed));
 	r = jv_object_set(r, jv_string("capabilities"), capabilities());
 	r = jv_object_set(r, jv_string("serverInfo"), server_info());
 	r = jv_object_set(r, jv_string("instructions"), jv_string(instructions));
-	send_result(m, id, false, r);
+	send_result(cl, tag, id, false, r);
 }
 
-static void do_discover(struct mcp *m, jv id, bool modern)
+static void do_discover(struct mcp_client *cl, uint64_t tag, jv id, bool modern)
 {
 	jv v = jv_array();
 	for (int i = 0; legacy_versions[i]; i++)
@@ -558,21 +573,22 @@ static void do_discover(struct mcp *m, jv id, bool modern)
 	r = jv_object_set(r, jv_string("capabilities"), capabilities());
 	r = jv_object_set(r, jv_string("serverInfo"), server_info());
 	r = jv_object_set(r, jv_string("instructions"), jv_string(instructions));
-	send_result(m, id, modern, r);
+	send_result(cl, tag, id, modern, r);
 }
 
-static void do_tools_call(struct mcp *m, jv id, jv params, bool modern)
+static void do_tools_call(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
 {
+	struct mcp *m = cl->m;
 	const char *name = rec_str(params, "name", NULL);
 	if (!name) {
-		send_error(m, id, E_PARAMS, "tools/call needs \"name\" (a string)", jv_invalid());
+		send_error(cl, tag, id, E_PARAMS, "tools/call needs \"name\" (a string)", jv_invalid());
 		return;
 	}
 	const struct mcp_tool *t = mcp_tool_find(name);
 	if (!t) {
 		char msg[256];
 		snprintf(msg, sizeof msg, "unknown tool \"%.100s\" (tools/list lists them)", name);
-		send_error(m, id, E_PARAMS, msg, jv_invalid());
+		send_error(cl, tag, id, E_PARAMS, msg, jv_invalid());
 		return;
 	}
 	jv args = rec_get(params, "arguments");
@@ -585,11 +601,11 @@ static void do_tools_call(struct mcp *m, jv id, jv params, bool modern)
 		if (jv_get_kind(args) != JV_KIND_OBJECT)
 			snprintf(why, sizeof why, "\"arguments\" must be an object");
 		jv_free(args);
-		send_error(m, id, E_PARAMS, why, jv_invalid());
+		send_error(cl, tag, id, E_PARAMS, why, jv_invalid());
 		return;
 	}
 	struct call *c = util_xalloc(sizeof *c);
-	*c = (struct call){ .m = m, .id = id, .token = jv_invalid(), .modern = modern, .tool = t, .args = args, .fd = -1,
+	*c = (struct call){ .m = m, .cl = cl, .tag = tag, .id = id, .token = jv_invalid(), .modern = modern, .tool = t, .args = args, .fd = -1,
 			    .after = jv_invalid(), .with = jv_invalid() };
 	jv meta = rec_get(params, "_meta");
 	if (jv_get_kind(meta) == JV_KIND_OBJECT && rec_has(meta, "progressToken")) {
@@ -612,11 +628,12 @@ static void do_tools_call(struct mcp *m, jv id, jv params, bool modern)
 }
 
 /* notifications/cancelled: stop that request's work; answer nothing. */
-static void do_cancelled(struct mcp *m, jv params)
+static void do_cancelled(struct mcp_client *cl, jv params)
 {
+	struct mcp *m = cl->m;
 	jv rid = jv_get_kind(params) == JV_KIND_OBJECT ? rec_get(params, "requestId") : jv_invalid();
 	for (struct call *c = m->calls; c && jv_is_valid(rid); c = c->link) {
-		if (c->cancelled || !jv_equal(jv_copy(c->id), jv_copy(rid)))
+		if (c->cl != cl || c->cancelled || !jv_equal(jv_copy(c->id), jv_copy(rid)))
 			continue;
 		c->cancelled = true;
 		if (c->state == C_QUEUED) {
@@ -630,26 +647,27 @@ static void do_cancelled(struct mcp *m, jv params)
 	jv_free(rid);
 }
 
-void mcp_reject_line(struct mcp *m, const char *why)
+void mcp_reject_line(struct mcp_client *cl, const char *why, uint64_t tag)
 {
 	bool not_object = why && strstr(why, "expected a JSON object");
 	char msg[512];
 	snprintf(msg, sizeof msg, "%s: %s",
 		 not_object ? "invalid request: a message is one JSON-RPC object (batches are not supported)" : "parse error",
 		 why ? why : "not JSON");
-	send_error(m, jv_null(), not_object ? E_INVALID_REQUEST : E_PARSE, msg, jv_invalid());
+	send_error(cl, tag, jv_null(), not_object ? E_INVALID_REQUEST : E_PARSE, msg, jv_invalid());
 }
 
-void mcp_handle_line(struct mcp *m, const char *line, size_t len)
+bool mcp_handle_line(struct mcp_client *cl, const char *line, size_t len, uint64_t tag)
 {
+	struct mcp *m = cl->m;
 	jv inv;
 	enum rec_status st = rec_check_line(line, len, 0, &inv);
 	if (st == REC_AGAIN)
-		return;
+		return false;
 	if (st != REC_OK) {
-		mcp_reject_line(m, rec_str(inv, "error", NULL));
+		mcp_reject_line(cl, rec_str(inv, "error", NULL), tag);
 		jv_free(inv);
-		return;
+		return true;
 	}
 	jv msg = jv_parse_sized(line, (int)len);
 	jv id = rec_get(msg, "id");
@@ -660,34 +678,34 @@ void mcp_handle_line(struct mcp *m, const char *line, size_t len)
 	if (!ver || strcmp(ver, "2.0") || (has_id && ik != JV_KIND_STRING && ik != JV_KIND_NUMBER) ||
 	    (!method && !rec_has(msg, "result") && !rec_has(msg, "error"))) {
 		jv_free(id);
-		send_error(m, has_id && (ik == JV_KIND_STRING || ik == JV_KIND_NUMBER) ? rec_get(msg, "id") : jv_null(),
+		send_error(cl, tag, has_id && (ik == JV_KIND_STRING || ik == JV_KIND_NUMBER) ? rec_get(msg, "id") : jv_null(),
 			   E_INVALID_REQUEST, "not a JSON-RPC 2.0 request (needs \"jsonrpc\": \"2.0\", \"method\", an id that is a string or number)",
 			   jv_invalid());
 		jv_free(msg);
-		return;
+		return true;
 	}
 	if (!method) {
 		/* A response: we send no requests, so there is nothing to match. */
 		jv_free(id);
 		jv_free(msg);
-		return;
+		return false;
 	}
 	jv params = rec_get(msg, "params");
 	if (jv_get_kind(params) == JV_KIND_INVALID)
 		params = jv_object();
 	if (!has_id) {
 		if (!strcmp(method, "notifications/cancelled"))
-			do_cancelled(m, params);
+			do_cancelled(cl, params);
 		/* notifications/initialized and others need nothing */
 		jv_free(params);
 		jv_free(msg);
-		return;
+		return false;
 	}
 	if (jv_get_kind(params) != JV_KIND_OBJECT) {
-		send_error(m, id, E_INVALID_REQUEST, "\"params\" must be an object", jv_invalid());
+		send_error(cl, tag, id, E_INVALID_REQUEST, "\"params\" must be an object", jv_invalid());
 		jv_free(params);
 		jv_free(msg);
-		return;
+		return true;
 	}
 	/* 2026-07-28: the revision rides on every request. */
 	bool modern = false;
@@ -707,45 +725,43 @@ void mcp_handle_line(struct mcp *m, const char *line, size_t len)
 			data = jv_object_set(data, jv_string("requested"), jv_string(pv));
 			char msgtext[160];
 			snprintf(msgtext, sizeof msgtext, "unsupported protocol version \"%.40s\"", pv);
-			send_error(m, id, E_UNSUPPORTED_VERSION, msgtext, data);
+			send_error(cl, tag, id, E_UNSUPPORTED_VERSION, msgtext, data);
 			jv_free(meta);
 			jv_free(params);
 			jv_free(msg);
-			return;
+			return true;
 		}
 		modern = !strcmp(pv, MODERN);
 	}
 	jv_free(meta);
 
 	if (!strcmp(method, "initialize"))
-		do_initialize(m, id, params);
+		do_initialize(cl, tag, id, params);
 	else if (!strcmp(method, "server/discover"))
-		do_discover(m, id, modern);
+		do_discover(cl, tag, id, modern);
 	else if (!strcmp(method, "ping"))
-		send_result(m, id, modern, jv_object());
+		send_result(cl, tag, id, modern, jv_object());
 	else if (!strcmp(method, "tools/list"))
-		send_result(m, id, modern, jv_object_set(jv_object(), jv_string("tools"), mcp_tools_list(m->conf)));
+		send_result(cl, tag, id, modern, jv_object_set(jv_object(), jv_string("tools"), mcp_tools_list(m->conf)));
 	else if (!strcmp(method, "tools/call")) {
-		do_tools_call(m, id, params, modern); /* params borrowed */
+		do_tools_call(cl, tag, id, params, modern); /* params borrowed */
 	} else {
 		char text[200];
 		snprintf(text, sizeof text, "method \"%.100s\" not found", method);
-		send_error(m, id, E_METHOD, text, jv_invalid());
+		send_error(cl, tag, id, E_METHOD, text, jv_invalid());
 	}
 	jv_free(params);
 	jv_free(msg);
+	return true;
 }
 
-struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path, const char *bindir, mcp_send_fn send,
-		    void *arg)
+struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path, const char *bindir)
 {
 	struct mcp *m = util_xalloc(sizeof *m);
 	m->loop = l;
 	m->conf = c;
 	m->conf_path = conf_path ? util_strdup(conf_path) : NULL;
 	m->bindir = util_strdup(bindir);
-	m->send = send;
-	m->send_arg = arg;
 	m->max = c->max_concurrent ? (unsigned)c->max_concurrent : 1;
 	m->languages = jv_invalid();
 	m->sessions = sess_new(l, c);
@@ -753,6 +769,57 @@ struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path,
 	util_random(&seed, sizeof seed);
 	srandom(seed);
 	return m;
+}
+
+struct mcp_client *mcp_client_new(struct mcp *m, unsigned owner, mcp_send_fn send, void *arg)
+{
+	struct mcp_client *cl = util_xalloc(sizeof *cl);
+	*cl = (struct mcp_client){ .m = m, .owner = owner, .send = send, .arg = arg, .next = m->clients };
+	m->clients = cl;
+	return cl;
+}
+
+/* Stop the work of calls (no answers): queued ones are dropped, runs and
+ * helpers killed; their results are dropped when they come. */
+static void cancel_calls(struct mcp *m, struct mcp_client *only)
+{
+	for (struct call *c = m->calls, *next; c; c = next) {
+		next = c->link;
+		if (only && c->cl != only)
+			continue;
+		c->cl = NULL;
+		if (c->cancelled)
+			continue;
+		c->cancelled = true;
+		if (c->state == C_QUEUED)
+			call_free(c);
+		else if (c->state == C_RUNNING)
+			chain_cancel(m->chain, c->run_id);
+		else if (c->state == C_HELPER)
+			kill(c->pid, SIGKILL);
+	}
+}
+
+void mcp_client_free(struct mcp_client *cl)
+{
+	if (!cl)
+		return;
+	struct mcp *m = cl->m;
+	cancel_calls(m, cl);
+	for (struct mcp_client **p = &m->clients; *p; p = &(*p)->next)
+		if (*p == cl) {
+			*p = cl->next;
+			break;
+		}
+	free(cl);
+}
+
+unsigned mcp_client_pending(const struct mcp_client *cl)
+{
+	unsigned n = 0;
+	for (struct call *c = cl->m->calls; c; c = c->link)
+		n += c->cl == cl;
+	return n;
 }
 
 unsigned mcp_pending(const struct mcp *m)
@@ -767,6 +834,8 @@ void mcp_free(struct mcp *m)
 {
 	if (!m)
 		return;
+	while (m->clients)
+		mcp_client_free(m->clients);
 	for (struct call *c = m->calls; c; c = c->link) {
 		c->cancelled = true;
 		if (c->state == C_HELPER) {

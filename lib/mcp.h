@@ -1,12 +1,14 @@
 /* mcp: the Model Context Protocol server, independent of its transport.
  *
- * A transport (stdio in sbx-mcp.c; HTTP later) hands in one JSON-RPC
- * message at a time with mcp_handle and sends whatever the server passes
- * to its send callback (responses and notifications, one JSON object
- * each).  Everything runs on the caller's event loop: tool calls that
- * take time (sandbox runs, history queries, backend checks) are started
- * and answered later, so ping, tools/list and short runs are never held
- * up by a slow one.
+ * A transport (stdio in sbx-mcp.c, HTTP in lib/http) makes a client per
+ * conversation, hands in one JSON-RPC message at a time with a tag of its
+ * own, and delivers what the server passes to the client's send callback
+ * (responses and notifications, one JSON object each, with the tag of the
+ * request they belong to: HTTP answers each POST on its own stream).
+ * Everything runs on the caller's event loop: tool calls that take time
+ * (sandbox runs, history queries, backend checks) are started and answered
+ * later, so ping, tools/list and short runs are never held up by a slow
+ * one.  Clients share the sandbox slots, oldest call first.
  *
  * Dual-era: clients of the 2024-11-05 … 2025-11-25 revisions start with
  * initialize (the answer carries their version if supported, else the
@@ -22,28 +24,40 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jv.h>
 
 #include "conf.h"
 #include "loop.h"
 
-struct mcp;
-/* Send one message (consumed) to the client. */
-typedef void (*mcp_send_fn)(jv msg, void *arg);
+struct mcp;            /* the server: tools, the chain and its slots, sessions */
+struct mcp_client;     /* one client's conversation: its handshake, its calls */
+
+/* Send one message (consumed) to the client.  tag: the one given with the
+ * request it belongs to (progress notifications and the answer); msg is
+ * jv_invalid() when that request ends without an answer (cancelled). */
+typedef void (*mcp_send_fn)(jv msg, uint64_t tag, void *arg);
 
 /* bindir: where sbx-validate … sbx-log live; conf_path: the -c given to
  * them (NULL: their own lookup, which finds the same file). */
-struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path, const char *bindir, mcp_send_fn send,
-		    void *arg);
-/* One line from the client (not necessarily valid JSON). */
-void mcp_handle_line(struct mcp *m, const char *line, size_t len);
+struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path, const char *bindir);
+/* A client.  owner: whose sandbox sessions it sees (clients of one owner
+ * share them; stdio has one client, owner 0). */
+struct mcp_client *mcp_client_new(struct mcp *m, unsigned owner, mcp_send_fn send, void *arg);
+/* One message from the client (not necessarily valid JSON).  True if it
+ * gets an answer tagged `tag` (perhaps already sent), false for
+ * notifications and responses. */
+bool mcp_handle_line(struct mcp_client *cl, const char *line, size_t len, uint64_t tag);
 /* A line the transport could not even read as one (too long, not JSON):
  * answer with the JSON-RPC error.  why: rec's message for it. */
-void mcp_reject_line(struct mcp *m, const char *why);
-/* Requests still being worked on. */
+void mcp_reject_line(struct mcp_client *cl, const char *why, uint64_t tag);
+/* Requests still being worked on: the client's, everyone's. */
+unsigned mcp_client_pending(const struct mcp_client *cl);
 unsigned mcp_pending(const struct mcp *m);
-/* Cancel everything in flight (no answers), stop the chain, free. */
+/* Cancel the client's calls (no answers, not even "ended") and free it. */
+void mcp_client_free(struct mcp_client *cl);
+/* Free every client, cancel everything in flight, stop the chain, free. */
 void mcp_free(struct mcp *m);
 
 #endif

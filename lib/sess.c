@@ -30,6 +30,7 @@ struct session {
 	char id[33];
 	char *dir;
 	char *language;        /* default for sandbox_exec, or NULL */
+	unsigned owner;        /* only its owner's clients see it */
 	uint64_t ttl_ms;
 	double last_used;      /* util_now_ms */
 	int lockfd;
@@ -218,7 +219,7 @@ void sess_free(struct sessions *s)
 	free(s);
 }
 
-char *sess_create(struct sessions *s, const char *language, uint64_t ttl_ms, char *err, size_t errlen)
+char *sess_create(struct sessions *s, unsigned owner, const char *language, uint64_t ttl_ms, char *err, size_t errlen)
 {
 	const struct conf *c = s->conf;
 	if (s->n >= c->max_sessions) {
@@ -243,7 +244,7 @@ char *sess_create(struct sessions *s, const char *language, uint64_t ttl_ms, cha
 	char *lock = util_fmt("%s/.%s.lock", s->base, x->id);
 	x->lockfd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	free(lock);
-	uid_t owner = sandbox_uid(s);
+	uid_t uid = sandbox_uid(s);
 	if (x->lockfd < 0 || flock(x->lockfd, LOCK_EX) < 0 || mkdir(x->dir, 0700) < 0) {
 		snprintf(err, errlen, "cannot create the workspace %s: %s", x->dir, strerror(errno));
 		goto fail;
@@ -252,7 +253,7 @@ char *sess_create(struct sessions *s, const char *language, uint64_t ttl_ms, cha
 		/* The quota is the kernel's: a tmpfs of workspace_size. */
 		char opt[128];
 		snprintf(opt, sizeof opt, "size=%llu,mode=0755,uid=%u,gid=%u", (unsigned long long)c->workspace_size,
-			 (unsigned)owner, (unsigned)owner);
+			 (unsigned)uid, (unsigned)uid);
 		if (mount("sbx-session", x->dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opt) < 0) {
 			snprintf(err, errlen, "cannot mount the workspace %s: %s", x->dir, strerror(errno));
 			goto fail;
@@ -261,14 +262,14 @@ char *sess_create(struct sessions *s, const char *language, uint64_t ttl_ms, cha
 		snprintf(err, errlen, "cannot set up the workspace %s: %s", x->dir, strerror(errno));
 		goto fail;
 	}
-	if (chown(x->dir, owner, owner) < 0 && geteuid() == 0) {
+	if (chown(x->dir, uid, uid) < 0 && geteuid() == 0) {
 		snprintf(err, errlen, "cannot set up the workspace %s: %s", x->dir, strerror(errno));
 		goto fail;
 	}
 	/* Installed packages go here: made now, so that no program can be
 	 * first to create it (runs see it read-only, see ns_attach_work). */
 	char *deps = util_fmt("%s/" NS_DEPS, x->dir);
-	int made = mkdir(deps, 0755) == 0 && lchown(deps, owner, owner) == 0 ? 0 : -1;
+	int made = mkdir(deps, 0755) == 0 && lchown(deps, uid, uid) == 0 ? 0 : -1;
 	free(deps);
 	if (made < 0 && geteuid() == 0) {
 		snprintf(err, errlen, "cannot set up the workspace %s: %s", x->dir, strerror(errno));
@@ -276,6 +277,7 @@ char *sess_create(struct sessions *s, const char *language, uint64_t ttl_ms, cha
 	}
 	x->language = language ? util_strdup(conf_lang(c, language)->name) : NULL;
 	x->ttl_ms = ttl_ms ? ttl_ms : c->session_ttl_ms;
+	x->owner = owner;
 	x->last_used = util_now_ms();
 	x->next = s->list;
 	s->list = x;
@@ -292,11 +294,11 @@ fail:
 
 /* ---- the tools ------------------------------------------------------------ */
 
-static struct session *get(struct sessions *s, jv args, char *err, size_t errlen)
+static struct session *get(struct sessions *s, unsigned owner, jv args, char *err, size_t errlen)
 {
 	const char *id = rec_str(args, "session_id", NULL);
 	struct session *x = id && is_id(id) ? find(s, id) : NULL;
-	if (!x) {
+	if (!x || x->owner != owner) {
 		snprintf(err, errlen, "unknown session \"%.40s\": it expired, was stopped, or was never made by this server "
 			 "(sandbox_initialize makes one)", id ? id : "");
 		return NULL;
@@ -642,7 +644,7 @@ static jv install_request(struct session *x, const char *language, jv packages)
 	return jv_object_set(req, jv_string("install"), packages);
 }
 
-bool sess_tool(struct sessions *s, int kind, jv args, jv *out, jv *req, char *err, size_t errlen)
+bool sess_tool(struct sessions *s, unsigned owner, int kind, jv args, jv *out, jv *req, char *err, size_t errlen)
 {
 	*out = jv_invalid();
 	*req = jv_invalid();
@@ -660,7 +662,7 @@ bool sess_tool(struct sessions *s, int kind, jv args, jv *out, jv *req, char *er
 			snprintf(err, errlen, "\"dependencies\" needs \"language\" (whose package manager installs them)");
 			return false;
 		}
-		char *id = sess_create(s, lang, (uint64_t)(ttl * 1000), err, errlen);
+		char *id = sess_create(s, owner, lang, (uint64_t)(ttl * 1000), err, errlen);
 		if (!id) {
 			jv_free(deps);
 			return false;
@@ -680,7 +682,7 @@ bool sess_tool(struct sessions *s, int kind, jv args, jv *out, jv *req, char *er
 		free(id);
 		return true;
 	}
-	struct session *x = get(s, args, err, errlen);
+	struct session *x = get(s, owner, args, err, errlen);
 	if (!x)
 		return false;
 	switch (kind) {

@@ -32,14 +32,15 @@ struct sessions;
 struct sessions *sess_new(struct loop *l, const struct conf *c);
 /* Remove every session of this server (workspaces included). */
 void sess_free(struct sessions *s);
-/* A new session; ttl_ms 0: the configuration's.  Returns its id (the
- * caller frees) or NULL with err. */
-char *sess_create(struct sessions *s, const char *language, uint64_t ttl_ms, char *err, size_t errlen);
+/* A new session of `owner` (the tools find it only for the same owner: an
+ * HTTP client's token); ttl_ms 0: the configuration's.  Returns its id
+ * (the caller frees) or NULL with err. */
+char *sess_create(struct sessions *s, unsigned owner, const char *language, uint64_t ttl_ms, char *err, size_t errlen);
 void sess_remove(struct sessions *s, const char *id);
 /* The session tools (mcptools kinds MCP_T_INIT … MCP_T_INSTALL).  args is
  * borrowed.  Either *out is the tool's result, or *req is a pipeline
  * request to run (and *out, if valid, what to return with its result under
  * "install").  False with err for an error the agent can act on. */
-bool sess_tool(struct sessions *s, int kind, jv args, jv *out, jv *req, char *err, size_t errlen);
+bool sess_tool(struct sessions *s, unsigned owner, int kind, jv args, jv *out, jv *req, char *err, size_t errlen);
 
 #endif

@@ -50,14 +50,17 @@ static void help(void)
 static struct {
 	struct loop *loop;
 	struct mcp *mcp;
+	struct mcp_client *cl;
 	struct rec_reader in;
 	bool done, in_eof, out_failed;
 	int status;
 } S;
 
 /* Answers go out whole, one line each, in the order made. */
-static void send_line(jv msg, void *arg)
+static void send_line(jv msg, uint64_t tag, void *arg)
 {
+	if (!jv_is_valid(msg))
+		return; /* a cancelled request: stdio answers nothing */
 	size_t n;
 	char *line = rec_dump(msg, &n);
 	if (!S.out_failed && (fwrite(line, 1, n, stdout) != n || fflush(stdout) != 0)) {
@@ -67,6 +70,7 @@ static void send_line(jv msg, void *arg)
 		S.status = EXIT_IO;
 	}
 	free(line);
+	(void)tag;
 	(void)arg;
 }
 
@@ -79,10 +83,10 @@ static void on_stdin(struct loop *l, int fd, short rev, void *arg)
 		jv inv;
 		enum rec_status st = rec_next_raw(&S.in, &line, &len, &inv);
 		if (st == REC_OK)
-			mcp_handle_line(S.mcp, line, len);
+			mcp_handle_line(S.cl, line, len, 0);
 		else if (st == REC_INVALID) {
 			/* too long, or not one JSON object */
-			mcp_reject_line(S.mcp, rec_str(inv, "error", NULL));
+			mcp_reject_line(S.cl, rec_str(inv, "error", NULL), 0);
 			jv_free(inv);
 		} else
 			break;
@@ -139,7 +143,8 @@ int main(int argc, char **argv)
 
 	S.loop = loop_new();
 	/* The tools get the file we read, so they see the same policy. */
-	S.mcp = mcp_new(S.loop, c, c->path, bindir, send_line, NULL);
+	S.mcp = mcp_new(S.loop, c, c->path, bindir);
+	S.cl = mcp_client_new(S.mcp, 0, send_line, NULL);
 	proc_set_nonblock(STDIN_FILENO, true);
 	rec_reader_init(&S.in, STDIN_FILENO, c->max_record_size);
 	loop_watch(S.loop, STDIN_FILENO, POLLIN, on_stdin, NULL);
