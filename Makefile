@@ -17,9 +17,9 @@ WARN := -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototype
 ifeq ($(CI),true)
 WARN += -Werror
 endif
-PKGS     := libseccomp sqlite3
+PKGS     := libseccomp sqlite3 libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lseccomp -lsqlite3)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lseccomp -lsqlite3 -lmicrohttpd)
 CPPFLAGS += -Ilib -D_FILE_OFFSET_BITS=64 \
             -DSBX_SYSCONFDIR='"$(SYSCONFDIR)"' -DSBX_STATEDIR='"$(STATEDIR)"'
 ALL_CFLAGS = $(WARN) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP
@@ -88,8 +88,8 @@ differential: deps all
 # fuzzing).  Only what is missing is installed; as non-root the command is
 # printed instead.  npm is asked for only when no npm is on PATH (Node.js
 # from NodeSource brings its own, and conflicts with Debian's).
-DEPS_BUILD := gcc make pkg-config libjq-dev libseccomp-dev libsqlite3-dev
-DEPS_TEST  := bats jq sqlite3 valgrind clang libclang-rt-14-dev procps iproute2 util-linux python3 python3-pip g++ nodejs bubblewrap hyperfine libpython3.11-testsuite
+DEPS_BUILD := gcc make pkg-config libjq-dev libseccomp-dev libsqlite3-dev libmicrohttpd-dev
+DEPS_TEST  := bats jq sqlite3 valgrind clang libclang-rt-14-dev procps iproute2 util-linux python3 python3-pip g++ nodejs bubblewrap hyperfine wrk curl libpython3.11-testsuite
 # The runtimes of etc/sandbox.conf's languages, so every language is tested.
 DEPS_LANG  := golang-go rustc default-jdk-headless ruby php-cli
 # The docker backend's tests run against a real engine (t/docker/engine).

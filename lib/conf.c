@@ -96,6 +96,21 @@ static const struct key session_keys[] = {
 	{ NULL, 0, 0, 0, 0 },
 };
 
+static const struct key http_keys[] = {
+	{ "max_body", T_SIZE, SB(http_max_body), 1 * KB, 1 * GB },
+	{ "rate", T_FLOAT, SB(http_rate), 0.01, 1e6 },
+	{ "burst", T_INT, SB(http_burst), 1, 1e6 },
+	{ "max_inflight", T_INT, SB(http_max_inflight), 1, 100000 },
+	{ "session_ttl", T_DUR, SB(http_session_ttl_ms), 1000, 365 * 86400e3 },
+	{ "max_sessions", T_INT, SB(http_max_sessions), 1, 100000 },
+	{ "origins", T_STRARR, SB(http_origins), 0, 0 },
+	{ "hosts", T_STRARR, SB(http_hosts), 0, 0 },
+	{ "max_connections", T_INT, SB(http_max_connections), 1, 100000 },
+	{ "timeout", T_DUR, SB(http_timeout_ms), 1000, 86400e3 },
+	{ "shutdown_grace", T_DUR, SB(http_grace_ms), 0, 86400e3 },
+	{ NULL, 0, 0, 0, 0 },
+};
+
 #define LG(f) offsetof(struct conf_lang, f)
 static const struct key lang_keys[] = {
 	{ "aliases", T_STRARR, LG(aliases), 0, 0 },
@@ -590,6 +605,15 @@ static void set_defaults(struct conf *c)
 	c->max_sessions = 16;
 	c->workspace_size = 256u << 20;
 	c->install_network = true;
+	c->http_max_body = 8u << 20;
+	c->http_rate = 20;
+	c->http_burst = 40;
+	c->http_max_inflight = 16;
+	c->http_session_ttl_ms = 3600 * 1000;
+	c->http_max_sessions = 64;
+	c->http_max_connections = 256;
+	c->http_timeout_ms = 30 * 1000;
+	c->http_grace_ms = 10 * 1000;
 }
 
 static void free_strv(char **v)
@@ -614,6 +638,8 @@ void conf_free(struct conf *c)
 	free(c->history_sync);
 	free(c->cgroup_parent);
 	free_strv(c->etc);
+	free_strv(c->http_origins);
+	free_strv(c->http_hosts);
 	for (size_t i = 0; i < c->nlangs; i++) {
 		struct conf_lang *l = &c->langs[i];
 		free(l->name);
@@ -722,10 +748,10 @@ static struct conf *parse(struct parser *ps, const char *path_for_root)
 			c->root = dir;
 	}
 
-	enum { S_NONE, S_SANDBOX, S_SESSIONS, S_LANG } sect = S_NONE;
+	enum { S_NONE, S_SANDBOX, S_SESSIONS, S_HTTP, S_LANG } sect = S_NONE;
 	struct conf_lang *lang = NULL;
 	/* Duplicate detection: seen[] per section, reset at each header. */
-	bool seen_sandbox = false, seen_sessions = false;
+	bool seen_sandbox = false, seen_sessions = false, seen_http = false;
 	unsigned char seen[64];
 	memset(seen, 0, sizeof seen);
 	size_t lang_cap = 0;
@@ -760,6 +786,11 @@ static struct conf *parse(struct parser *ps, const char *path_for_root)
 					fail(ps, line, "section [sessions] appears twice");
 				seen_sessions = true;
 				sect = S_SESSIONS;
+			} else if (!strcmp(name, "http")) {
+				if (seen_http)
+					fail(ps, line, "section [http] appears twice");
+				seen_http = true;
+				sect = S_HTTP;
 			} else if (!strncmp(name, "language.", 9)) {
 				const char *ln = name + 9;
 				if (!valid_lang_name(ln)) {
@@ -781,7 +812,7 @@ static struct conf *parse(struct parser *ps, const char *path_for_root)
 					}
 				}
 			} else {
-				fail(ps, line, "unknown section [%s] (known: [sandbox], [sessions], [language.NAME])", name);
+				fail(ps, line, "unknown section [%s] (known: [sandbox], [sessions], [http], [language.NAME])", name);
 			}
 			free(name);
 			continue;
@@ -826,23 +857,21 @@ static struct conf *parse(struct parser *ps, const char *path_for_root)
 		const struct key *k = NULL, *table = NULL;
 		char *base = NULL;
 		int idx = -1;
-		if ((k = find_key(limit_keys, key))) {
+		if (sect != S_SESSIONS && sect != S_HTTP && (k = find_key(limit_keys, key))) {
 			table = limit_keys;
 			base = (char *)(sect == S_LANG ? &lang->lim : &c->lim);
 			idx = (int)(k - limit_keys);
-			if (sect == S_SESSIONS)
-				k = NULL;
 		} else {
-			table = sect == S_SANDBOX ? sandbox_keys : sect == S_SESSIONS ? session_keys : lang_keys;
+			table = sect == S_SANDBOX ? sandbox_keys : sect == S_SESSIONS ? session_keys : sect == S_HTTP ? http_keys : lang_keys;
 			k = find_key(table, key);
 			base = sect == S_LANG ? (char *)lang : (char *)c;
 			if (k)
 				idx = 20 + (int)(k - table);
 		}
 		if (!k) {
-			const char *sname = sect == S_SANDBOX ? "[sandbox]" : sect == S_SESSIONS ? "[sessions]" : "[language.*]";
-			char *known = key_list(sect == S_SESSIONS ? NULL : limit_keys,
-					       sect == S_SANDBOX ? sandbox_keys : sect == S_SESSIONS ? session_keys : lang_keys);
+			const char *sname = sect == S_SANDBOX ? "[sandbox]" : sect == S_SESSIONS ? "[sessions]" : sect == S_HTTP ? "[http]" : "[language.*]";
+			char *known = key_list(sect == S_SESSIONS || sect == S_HTTP ? NULL : limit_keys,
+					       sect == S_SANDBOX ? sandbox_keys : sect == S_SESSIONS ? session_keys : sect == S_HTTP ? http_keys : lang_keys);
 			fail(ps, line, "key \"%s\": unknown key in %s (known: %s)", key, sname, known);
 			free(known);
 			val_free(&v);

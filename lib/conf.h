@@ -1,6 +1,6 @@
 /* conf: the configuration file (etc/sandbox.conf), TOML-like and strict.
  *
- * Grammar: `# comments`; `[sandbox]`, `[sessions]`, `[language.NAME]`
+ * Grammar: `# comments`; `[sandbox]`, `[sessions]`, `[http]`, `[language.NAME]`
  * headers; `key = value` where a value is a "string" (\" \\ \n \t \uXXXX
  * escapes) or 'literal string', an integer, a float, true/false, or an
  * array of strings that may span lines.  Sizes are "256m"-style strings or
@@ -76,6 +76,19 @@ struct conf {
 	/* [sessions] */
 	uint64_t session_ttl_ms, max_sessions, workspace_size;
 	bool install_network;
+
+	/* [http]: sbx-mcp --listen */
+	uint64_t http_max_body;           /* request body, bytes */
+	double http_rate;                 /* requests per second per token ... */
+	uint64_t http_burst;              /* ... with bursts of this many */
+	uint64_t http_max_inflight;       /* requests being answered per token */
+	uint64_t http_session_ttl_ms;     /* an Mcp-Session-Id idle this long expires */
+	uint64_t http_max_sessions;       /* Mcp-Session-Ids per token */
+	char **http_origins;              /* Origins allowed besides the server's own, or NULL */
+	char **http_hosts;                /* Host names allowed besides loopback and IP literals */
+	uint64_t http_max_connections;
+	uint64_t http_timeout_ms;         /* an idle connection is closed after this */
+	uint64_t http_grace_ms;           /* SIGTERM: running calls may finish this long */
 
 	struct conf_lang *langs;
 	size_t nlangs;

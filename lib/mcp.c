@@ -755,6 +755,15 @@ bool mcp_handle_line(struct mcp_client *cl, const char *line, size_t len, uint64
 	return true;
 }
 
+bool mcp_version_known(const char *v, bool *modern)
+{
+	*modern = v && !strcmp(v, MODERN);
+	for (int i = 0; v && legacy_versions[i]; i++)
+		if (!strcmp(v, legacy_versions[i]))
+			return true;
+	return *modern;
+}
+
 struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path, const char *bindir)
 {
 	struct mcp *m = util_xalloc(sizeof *m);

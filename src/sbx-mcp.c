@@ -1,14 +1,21 @@
-/* sbx-mcp: the MCP server for AI agents, over stdio.
+/* sbx-mcp: the MCP server for AI agents, over stdio or HTTP.
  *
- * Theory of operation: the client writes JSON-RPC messages to our stdin,
- * one per line, and reads our answers and notifications from stdout, one
- * per line; nothing else ever goes to stdout, and logs go to stderr.  One
- * thread runs one poll loop (lib/loop): stdin, the sandbox pipeline's
- * pipes (lib/chain: sbx-validate | sbx-run | sbx-cap | sbx-log, started
- * on the first run and kept), helper processes (sbx-history, sbx-run
- * --check) and the session timer.  The protocol itself is lib/mcp; the
- * sessions lib/sess.  When the client closes stdin, or on SIGTERM/SIGINT,
+ * Theory of operation: over stdio, the client writes JSON-RPC messages to
+ * our stdin, one per line, and reads our answers and notifications from
+ * stdout, one per line; nothing else ever goes to stdout, and logs go to
+ * stderr.  With --listen, lib/http serves MCP's Streamable HTTP transport
+ * (/mcp) and the older HTTP+SSE one (/sse, /messages) to many clients,
+ * each behind a bearer token.  One thread runs one poll loop (lib/loop):
+ * stdin or the HTTP server, the sandbox pipeline's pipes (lib/chain:
+ * sbx-validate | sbx-run | sbx-cap | sbx-log, started on the first run and
+ * kept), helper processes (sbx-history, sbx-run --check) and the timers.
+ * The protocol itself is lib/mcp; the sessions lib/sess.
+ *
+ * Stopping: over stdio, when the client closes stdin or on SIGTERM/SIGINT,
  * running sandboxes are killed, sessions removed, and the server exits.
+ * Over HTTP, SIGTERM stops accepting connections and lets the calls in
+ * flight finish and be answered for [http] shutdown_grace; then what is
+ * left is killed.  A second signal stops at once.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,14 +28,18 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "conf.h"
+#include "http.h"
 #include "loop.h"
 #include "mcp.h"
 #include "proc.h"
 #include "rec.h"
 #include "util.h"
 
-static const char synopsis[] = "usage: sbx-mcp [-c FILE]   (an MCP server on stdin/stdout)\n";
+static const char synopsis[] =
+	"usage: sbx-mcp [-c FILE]                                     (MCP on stdin/stdout)\n"
+	"       sbx-mcp [-c FILE] --listen [ADDR:]PORT [--token-file FILE]  (MCP over HTTP)\n";
 
 static void help(void)
 {
@@ -38,9 +49,18 @@ static void help(void)
 	       "get_execution_history, check_backend, sandbox_initialize, sandbox_exec,\n"
 	       "sandbox_stop, write_file, read_file, list_files, install_packages.\n"
 	       "\n"
-	       "  -c, --config FILE  configuration file (also passed to the tools it runs)\n"
-	       "  -h, --help         show this help\n"
-	       "      --version      show the version\n"
+	       "  -c, --config FILE      configuration file (also passed to the tools it runs)\n"
+	       "  -l, --listen ADDR:PORT serve HTTP instead of stdio: Streamable HTTP on /mcp,\n"
+	       "                         HTTP+SSE (2024-11-05) on /sse and /messages, /healthz;\n"
+	       "                         ADDR defaults to 127.0.0.1, port 0 picks a free one\n"
+	       "      --token-file FILE  bearer tokens, one per line (default: $SBX_MCP_TOKEN,\n"
+	       "                         else one is generated and printed once on stderr)\n"
+	       "      --transport T      stdio (default), or http / sse: serve HTTP on --listen,\n"
+	       "                         default 127.0.0.1:8000 (both serve both HTTP transports)\n"
+	       "  -h, --help             show this help\n"
+	       "      --version          show the version\n"
+	       "\n"
+	       "Limits, rate and origins over HTTP: the [http] section of the configuration.\n"
 	       "\n"
 	       "Exit status: 0 the client closed the connection or a signal stopped the\n"
 	       "server, 2 usage or configuration error, 3 input/output error.\n",
@@ -53,7 +73,7 @@ static struct {
 	struct mcp_client *cl;
 	struct rec_reader in;
 	bool done, in_eof, out_failed;
-	int status;
+	int status, signals;
 } S;
 
 /* Answers go out whole, one line each, in the order made. */
@@ -106,29 +126,97 @@ static void on_signal(struct loop *l, int fd, short rev, void *arg)
 	struct signalfd_siginfo si;
 	if (read(fd, &si, sizeof si) == (ssize_t)sizeof si)
 		util_warn("%s: stopping", strsignal((int)si.ssi_signo));
+	S.signals++;
 	S.done = true;
 	(void)l;
 	(void)rev;
 	(void)arg;
 }
 
+/* Over HTTP until a signal; then drain for the grace period. */
+static int serve_http(struct loop *l, struct conf *c, const char *listen, const char *token_file)
+{
+	char err[512];
+	const char *generated;
+	struct auth *a = auth_new(token_file, &generated, err, sizeof err);
+	if (!a) {
+		util_warn("%s", err);
+		return EXIT_USAGE;
+	}
+	struct http *h = http_new(l, S.mcp, c, a, listen, err, sizeof err);
+	if (!h) {
+		util_warn("%s", err);
+		auth_free(a);
+		return EXIT_USAGE;
+	}
+	const char *base = http_base_url(h);
+	if (generated)
+		util_warn("no --token-file or SBX_MCP_TOKEN: this run's token is %s", generated);
+	util_warn("serving MCP at %s/mcp (HTTP+SSE: %s/sse) for %zu token%s (%s)", base, base, auth_count(a),
+		  auth_count(a) == 1 ? "" : "s", c->path);
+	double deadline = 0;
+	for (;;) {
+		if (S.done && !deadline) {
+			http_drain(h);
+			deadline = util_now_ms() + (double)c->http_grace_ms;
+			util_warn("draining: %u request%s in flight, at most %.0f s", http_busy(h), http_busy(h) == 1 ? "" : "s",
+				  (double)c->http_grace_ms / 1000);
+		}
+		if (deadline && (S.signals > 1 || http_busy(h) == 0 || util_now_ms() >= deadline))
+			break;
+		int t = http_timeout_ms(h);
+		if (deadline) {
+			int left = (int)(deadline - util_now_ms()) + 1;
+			t = t < 0 || t > left ? left : t;
+		}
+		if (loop_once(l, t) < 0) {
+			util_warn("poll: %s", strerror(errno));
+			S.status = EXIT_IO;
+			break;
+		}
+		http_run(h);
+	}
+	if (http_busy(h))
+		util_warn("%u request%s still running after the grace period: killed", http_busy(h),
+			  http_busy(h) == 1 ? "" : "s");
+	http_free(h);
+	auth_free(a);
+	return S.status;
+}
+
 int main(int argc, char **argv)
 {
 	util_init(argv[0]);
-	const char *conf_path = NULL;
+	const char *conf_path = NULL, *listen = NULL, *token_file = NULL, *transport = NULL;
+	enum { O_TOKEN_FILE = 0x100, O_TRANSPORT };
 	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, 'l' },
+		{ "token-file", required_argument, NULL, O_TOKEN_FILE },
+		{ "transport", required_argument, NULL, O_TRANSPORT },
 		UTIL_COMMON_OPTIONS,
 	};
 	int o;
 	opterr = 0;
-	while ((o = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":c:l:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'c': conf_path = optarg; break;
+		case 'l': listen = optarg; break;
+		case O_TOKEN_FILE: token_file = optarg; break;
+		case O_TRANSPORT: transport = optarg; break;
 		default: util_common_option(o, argv, synopsis, help);
 		}
 	}
 	if (optind < argc)
 		util_usage_error(synopsis, "unexpected argument \"%s\"", argv[optind]);
+	if (transport && strcmp(transport, "stdio") && strcmp(transport, "http") && strcmp(transport, "sse") &&
+	    strcmp(transport, "streamable-http"))
+		util_usage_error(synopsis, "--transport: \"%s\" is not stdio, http or sse", transport);
+	if (transport && !strcmp(transport, "stdio") && listen)
+		util_usage_error(synopsis, "--transport stdio and --listen exclude each other");
+	if (transport && strcmp(transport, "stdio") && !listen)
+		listen = "127.0.0.1:8000";
+	if (token_file && !listen)
+		util_usage_error(synopsis, "--token-file is for HTTP (--listen)");
 
 	struct conf *c = conf_open(conf_path);
 	char *bindir = util_exe_dir();
@@ -144,20 +232,24 @@ int main(int argc, char **argv)
 	S.loop = loop_new();
 	/* The tools get the file we read, so they see the same policy. */
 	S.mcp = mcp_new(S.loop, c, c->path, bindir);
-	S.cl = mcp_client_new(S.mcp, 0, send_line, NULL);
-	proc_set_nonblock(STDIN_FILENO, true);
-	rec_reader_init(&S.in, STDIN_FILENO, c->max_record_size);
-	loop_watch(S.loop, STDIN_FILENO, POLLIN, on_stdin, NULL);
 	loop_watch(S.loop, sigfd, POLLIN, on_signal, NULL);
-	util_warn("serving MCP on stdio (%s)", c->path);
-	while (!S.done && !(S.in_eof && mcp_pending(S.mcp) == 0))
-		if (loop_once(S.loop, -1) < 0) {
-			util_warn("poll: %s", strerror(errno));
-			S.status = EXIT_IO;
-			break;
-		}
+	if (listen) {
+		S.status = serve_http(S.loop, c, listen, token_file);
+	} else {
+		S.cl = mcp_client_new(S.mcp, 0, send_line, NULL);
+		proc_set_nonblock(STDIN_FILENO, true);
+		rec_reader_init(&S.in, STDIN_FILENO, c->max_record_size);
+		loop_watch(S.loop, STDIN_FILENO, POLLIN, on_stdin, NULL);
+		util_warn("serving MCP on stdio (%s)", c->path);
+		while (!S.done && !(S.in_eof && mcp_pending(S.mcp) == 0))
+			if (loop_once(S.loop, -1) < 0) {
+				util_warn("poll: %s", strerror(errno));
+				S.status = EXIT_IO;
+				break;
+			}
+		rec_reader_free(&S.in);
+	}
 	mcp_free(S.mcp);
-	rec_reader_free(&S.in);
 	loop_free(S.loop);
 	close(sigfd);
 	free(bindir);

@@ -1,22 +1,55 @@
 #!/usr/bin/env bats
-# A real MCP client: the official TypeScript SDK from npm (Client +
-# StdioClientTransport, t/mcp-client/client.mjs, installed by make
-# mcp-client from the committed package-lock.json) against bin/sbx-mcp:
-# every tool listed with its schemas and called, results checked, and the
-# SDK's own validation of structuredContent against each outputSchema.
+# A real MCP client: the official TypeScript SDK from npm (Client with
+# StdioClientTransport, StreamableHTTPClientTransport and SSEClientTransport;
+# t/mcp-client/client.mjs, installed by make mcp-client from the committed
+# package-lock.json) against bin/sbx-mcp: every tool listed with its schemas
+# and called, results checked, and the SDK's own validation of
+# structuredContent against each outputSchema.
 load helpers
 
-teardown() { assert_no_leftovers; }
+teardown() {
+	http_stop
+	assert_no_leftovers
+}
 
-@test "the official MCP SDK client lists and calls all eleven tools" {
+need_sdk() {
 	command -v node > /dev/null || skip "Node.js is not installed"
 	[ -d "$ROOT/t/mcp-client/node_modules/@modelcontextprotocol/sdk" ] || skip "the MCP SDK is not installed (make mcp-client)"
-	conf=$(conf_with 's/^$//')
-	printf '#!/bin/sh\nexec "%s/sbx-mcp" -c "%s"\n' "$BIN" "$conf" > mcp.sh
-	chmod +x mcp.sh
-	run --separate-stderr node "$ROOT/t/mcp-client/client.mjs" "$PWD/mcp.sh"
+}
+
+# sdk ARGS: client.mjs, its TAP output checked: N checks, none failed.
+sdk() {
+	run --separate-stderr node "$ROOT/t/mcp-client/client.mjs" "$@"
 	printf '%s\n' "$output" | grep -v '^ok ' >&3 || true
 	[ "$status" -eq 0 ]
 	[[ "${lines[-1]}" =~ ^1\.\.2[0-9]$ ]]
 	! printf '%s\n' "$output" | grep -q '^not ok'
+}
+
+@test "the official MCP SDK client lists and calls all eleven tools (stdio)" {
+	need_sdk
+	conf=$(conf_with 's/^$//')
+	printf '#!/bin/sh\nexec "%s/sbx-mcp" -c "%s"\n' "$BIN" "$conf" > mcp.sh
+	chmod +x mcp.sh
+	sdk "$PWD/mcp.sh"
+}
+
+@test "the same over Streamable HTTP (StreamableHTTPClientTransport, bearer token), then DELETE of its session" {
+	need_sdk
+	conf=$(conf_with 's/^$//')
+	echo sdk-token-0123456789abcdef > tokens
+	chmod 600 tokens
+	http_serve
+	sdk http "$URL" sdk-token-0123456789abcdef
+	grep -q '"DELETE /mcp" 204' srv.log
+}
+
+@test "the same over HTTP+SSE of 2024-11-05 (SSEClientTransport)" {
+	need_sdk
+	conf=$(conf_with 's/^$//')
+	echo sdk-token-0123456789abcdef > tokens
+	chmod 600 tokens
+	http_serve
+	sdk sse "$URL" sdk-token-0123456789abcdef
+	grep -q '"POST /messages" 202' srv.log
 }

@@ -102,3 +102,27 @@ skip_unless_root() {
 
 # py CODE [EXTRA]: a Python request, EXTRA (a jq object) merged into it.
 py() { jq -cn --arg c "$1" "{language:\"python\",code:\$c} + ${2:-{\}}"; }
+
+# http_serve [options]: sbx-mcp --listen on a free loopback port with
+# $conf and ./tokens; sets $URL and $SRV; its stderr (the access log) in
+# srv.log.  http_stop: SIGTERM and wait.
+http_serve() {
+	"$BIN/sbx-mcp" -c "$conf" --listen "${LISTEN:-127.0.0.1:0}" --token-file tokens "$@" 2> srv.log &
+	SRV=$!
+	for _ in $(seq 200); do
+		URL=$(sed -n 's|.*serving MCP at \(http://[^ ]*\)/mcp .*|\1|p' srv.log)
+		[ -n "$URL" ] && return 0
+		kill -0 "$SRV" 2> /dev/null || break
+		sleep 0.05
+	done
+	cat srv.log >&2
+	return 1
+}
+
+http_stop() {
+	if [ -n "${SRV:-}" ]; then
+		kill -TERM "$SRV" 2> /dev/null || true
+		wait "$SRV" || true
+		SRV=
+	fi
+}

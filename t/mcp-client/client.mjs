@@ -1,11 +1,15 @@
-// The official MCP TypeScript SDK (Client + StdioClientTransport) against
-// bin/sbx-mcp: list the tools, call each one, check what comes back.
-// Prints one TAP line per check; exits non-zero if any failed.
-//   node client.mjs /path/to/sbx-mcp
+// The official MCP TypeScript SDK against bin/sbx-mcp: list the tools,
+// call each one, check what comes back.  Prints one TAP line per check;
+// exits non-zero if any failed.
+//   node client.mjs /path/to/sbx-mcp               (StdioClientTransport)
+//   node client.mjs http http://HOST:PORT TOKEN    (StreamableHTTPClientTransport, /mcp)
+//   node client.mjs sse http://HOST:PORT TOKEN     (SSEClientTransport, /sse)
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 
-const bin = process.argv[2];
+const [kind, base, token] = process.argv.slice(2);
 let n = 0, failed = 0;
 function check(ok, what, detail) {
   n++;
@@ -14,7 +18,11 @@ function check(ok, what, detail) {
   if (!ok && detail !== undefined) console.log(`# ${JSON.stringify(detail).slice(0, 2000)}`);
 }
 
-const transport = new StdioClientTransport({ command: bin, args: [], env: { ...process.env }, stderr: "inherit" });
+const auth = { headers: { Authorization: `Bearer ${token}` } };
+const transport =
+  kind === "http" ? new StreamableHTTPClientTransport(new URL("/mcp", base), { requestInit: auth }) :
+  kind === "sse" ? new SSEClientTransport(new URL("/sse", base), { requestInit: auth, eventSourceInit: { fetch: (u, i) => fetch(u, { ...i, headers: { ...i?.headers, ...auth.headers } }) } }) :
+  new StdioClientTransport({ command: kind, args: [], env: { ...process.env }, stderr: "inherit" });
 const client = new Client({ name: "sbx-sdk-test", version: "1.0.0" });
 await client.connect(transport);
 check(client.getServerVersion()?.name === "sbx", "initialize: server info", client.getServerVersion());
@@ -92,6 +100,16 @@ check(r?.stopped === true, "sandbox_stop", r);
 r = await call("read_file", { session_id: sid, path: "data/in.txt" });
 check(r.isError === true && /unknown session/.test(r.content[0].text), "a stopped session is gone", r);
 
+if (kind === "http") {
+  // The session is ours alone: another token does not see it, and after
+  // DELETE (terminateSession) it is gone.
+  const sidHttp = transport.sessionId;
+  check(/^[0-9a-f]{64}$/.test(sidHttp), "Streamable HTTP: an Mcp-Session-Id of 256 bits", sidHttp);
+  await transport.terminateSession();
+  const res = await fetch(new URL("/mcp", base), { method: "POST", headers: { ...auth.headers, "Content-Type": "application/json",
+    Accept: "application/json, text/event-stream", "Mcp-Session-Id": sidHttp }, body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "ping" }) });
+  check(res.status === 404, "after terminateSession (DELETE) the session is unknown: 404", res.status);
+}
 await client.close();
 console.log(`1..${n}`);
 process.exit(failed ? 1 : 0);

@@ -1,0 +1,1044 @@
+#define _GNU_SOURCE
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "rec.h"
+#include "util.h"
+
+#define KEEPALIVE_S 15  /* a comment on idle event streams: finds dead clients */
+
+enum route { R_OTHER, R_MCP, R_SSE, R_MESSAGES, R_HEALTH };
+
+/* A token's standing. */
+struct principal {
+	struct auth_bucket bucket;
+	unsigned inflight, sessions;
+};
+
+/* An MCP conversation over HTTP. */
+struct sess {
+	struct http *h;
+	char id[65];           /* 64 hex digits */
+	int owner;             /* the token (principal) that made it */
+	bool legacy;           /* 2024-11-05 HTTP+SSE */
+	bool ephemeral;        /* one sessionless request (2026-07-28) */
+	struct mcp_client *cl;
+	double last_used;
+	struct ex *stream;     /* legacy: its GET /sse */
+	struct sess *next;
+};
+
+/* A request waiting for its answer. */
+struct pend {
+	uint64_t tag;
+	struct sess *s;
+	struct ex *ex;         /* Streamable HTTP: the POST it answers */
+	struct pend *next;
+};
+
+/* One HTTP request and its response. */
+struct ex {
+	struct http *h;
+	struct MHD_Connection *conn;   /* NULL once the request is over */
+	int refs;                      /* the connection's, the response's */
+	enum route route;
+	char method[8], path[48], peer[64], rpc[40], sid[9];
+	double t0;
+	int owner;
+	struct sess *s, *made;         /* its session; one made by this request */
+	bool accept_sse, handled, queued, suspended;
+	char *body;
+	size_t len, dropped;
+	uint64_t tag;
+	jv answer;                     /* a JSON answer not yet queued */
+	bool no_answer, gone, ended, stream;
+	char *out;                     /* event-stream bytes not yet sent */
+	size_t out_len, out_off, out_cap;
+	unsigned status;
+	size_t bytes;
+	char *cors;                    /* the allowed foreign Origin, echoed */
+	struct ex *next;
+};
+
+struct http {
+	struct loop *loop;
+	struct mcp *mcp;
+	const struct conf *conf;
+	const struct auth *auth;
+	struct MHD_Daemon *d;
+	int epfd, timer;
+	char base[80];
+	struct principal *who;         /* [0] unused, [1..n] tokens */
+	struct sess *sessions;
+	struct pend *pends;
+	struct ex *exs;
+	uint64_t seq;
+	unsigned busy, ticks;
+	bool draining;
+};
+
+/* ---- small things ------------------------------------------------------- */
+
+static const char *header(struct ex *ex, const char *name)
+{
+	return ex->conn ? MHD_lookup_connection_value(ex->conn, MHD_HEADER_KIND, name) : NULL;
+}
+
+static bool has_token(const char *list, const char *tok)
+{
+	/* case-insensitive search of a media type in an Accept-style list */
+	size_t n = strlen(tok);
+	for (const char *p = list; p && *p; p++)
+		if (!strncasecmp(p, tok, n))
+			return true;
+	return false;
+}
+
+static void sess_free(struct sess *s);
+
+static void ex_unref(struct ex *ex)
+{
+	if (--ex->refs > 0)
+		return;
+	struct http *h = ex->h;
+	for (struct ex **p = &h->exs; *p; p = &(*p)->next)
+		if (*p == ex) {
+			*p = ex->next;
+			break;
+		}
+	jv_free(ex->answer);
+	free(ex->body);
+	free(ex->out);
+	free(ex->cors);
+	free(ex);
+}
+
+static void wake(struct ex *ex)
+{
+	if (ex && ex->suspended && ex->conn) {
+		ex->suspended = false;
+		MHD_resume_connection(ex->conn);
+	}
+}
+
+static void out_add(struct ex *ex, const char *s, size_t n)
+{
+	if (ex->out_len + n > ex->out_cap) {
+		ex->out_cap = (ex->out_len + n) * 2 + 256;
+		ex->out = util_xrealloc(ex->out, ex->out_cap);
+	}
+	memcpy(ex->out + ex->out_len, s, n);
+	ex->out_len += n;
+}
+
+/* One event of an event stream: a JSON message on one data line. */
+static void out_event(struct ex *ex, const char *event, jv msg)
+{
+	size_t n;
+	char *line = rec_dump(msg, &n); /* consumes msg; compact, one newline */
+	char head[64];
+	int hn = snprintf(head, sizeof head, "event: %s\ndata: ", event);
+	out_add(ex, head, (size_t)hn);
+	out_add(ex, line, n);
+	out_add(ex, "\n", 1);
+	free(line);
+	ex->stream = true;
+}
+
+static struct pend *pend_find(struct http *h, uint64_t tag)
+{
+	for (struct pend *p = h->pends; p; p = p->next)
+		if (p->tag == tag)
+			return p;
+	return NULL;
+}
+
+static void pend_done(struct http *h, struct pend *p)
+{
+	for (struct pend **q = &h->pends; *q; q = &(*q)->next)
+		if (*q == p) {
+			*q = p->next;
+			break;
+		}
+	h->who[p->s->owner].inflight--;
+	h->busy--;
+	free(p);
+}
+
+/* ---- responses ------------------------------------------------------------- */
+
+static void add_common(struct ex *ex, struct MHD_Response *r)
+{
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	if (ex->cors) {
+		MHD_add_response_header(r, "Access-Control-Allow-Origin", ex->cors);
+		MHD_add_response_header(r, "Access-Control-Expose-Headers", "Mcp-Session-Id");
+		MHD_add_response_header(r, "Vary", "Origin");
+	}
+	if (ex->made && !ex->made->legacy && !ex->made->ephemeral)
+		MHD_add_response_header(r, "Mcp-Session-Id", ex->made->id);
+	if (ex->h->draining)
+		MHD_add_response_header(r, "Connection", "close");
+}
+
+/* Queue a whole response; extra: "Name", "value", … NULL. */
+static enum MHD_Result reply(struct ex *ex, unsigned status, const char *ctype, const char *body, size_t len, ...)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	if (!r)
+		return MHD_NO;
+	if (ctype)
+		MHD_add_response_header(r, "Content-Type", ctype);
+	add_common(ex, r);
+	va_list ap;
+	va_start(ap, len);
+	for (const char *name; (name = va_arg(ap, const char *));)
+		MHD_add_response_header(r, name, va_arg(ap, const char *));
+	va_end(ap);
+	enum MHD_Result res = MHD_queue_response(ex->conn, status, r);
+	MHD_destroy_response(r);
+	ex->queued = true;
+	ex->status = status;
+	ex->bytes = len;
+	return res;
+}
+
+/* An HTTP-level error with a JSON-RPC error body (what MCP clients show). */
+static enum MHD_Result fail(struct ex *ex, unsigned status, int code, const char *msg, const char *h1, const char *v1,
+			    const char *h2, const char *v2)
+{
+	jv err = jv_object_set(jv_object(), jv_string("code"), jv_number(code));
+	err = jv_object_set(err, jv_string("message"), jv_string(msg));
+	jv o = jv_object_set(jv_object(), jv_string("jsonrpc"), jv_string("2.0"));
+	o = jv_object_set(o, jv_string("id"), jv_null());
+	o = jv_object_set(o, jv_string("error"), err);
+	size_t n;
+	char *body = rec_dump(o, &n);
+	enum MHD_Result r = reply(ex, status, "application/json", body, n, h1, v1, h2, v2, NULL);
+	free(body);
+	return r;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct ex *ex = cls;
+	if (ex->out_off < ex->out_len) {
+		size_t n = ex->out_len - ex->out_off;
+		if (n > max)
+			n = max;
+		memcpy(buf, ex->out + ex->out_off, n);
+		ex->out_off += n;
+		if (ex->out_off == ex->out_len)
+			ex->out_off = ex->out_len = 0;
+		ex->bytes += n;
+		return (ssize_t)n;
+	}
+	if (ex->ended || ex->gone || !ex->conn)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	/* Nothing to send yet: sleep until out_event and wake. */
+	ex->suspended = true;
+	MHD_suspend_connection(ex->conn);
+	(void)pos;
+	return 0;
+}
+
+static void stream_free(void *cls)
+{
+	ex_unref(cls);
+}
+
+static enum MHD_Result reply_stream(struct ex *ex)
+{
+	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, ex, stream_free);
+	if (!r)
+		return MHD_NO;
+	ex->refs++;
+	MHD_add_response_header(r, "Content-Type", "text/event-stream");
+	MHD_add_response_header(r, "X-Accel-Buffering", "no");
+	add_common(ex, r);
+	enum MHD_Result res = MHD_queue_response(ex->conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	ex->queued = true;
+	ex->status = MHD_HTTP_OK;
+	return res;
+}
+
+/* ---- sessions --------------------------------------------------------------- */
+
+static void on_message(jv msg, uint64_t tag, void *arg);
+
+static struct sess *sess_make(struct http *h, int owner, bool legacy, bool ephemeral)
+{
+	struct sess *s = util_xalloc(sizeof *s);
+	unsigned char rnd[32];
+	util_random(rnd, sizeof rnd);
+	for (int i = 0; i < 32; i++)
+		snprintf(s->id + 2 * i, 3, "%02x", rnd[i]);
+	s->h = h;
+	s->owner = owner;
+	s->legacy = legacy;
+	s->ephemeral = ephemeral;
+	s->last_used = util_now_ms();
+	s->cl = mcp_client_new(h->mcp, (unsigned)owner, on_message, s);
+	if (!ephemeral) {
+		s->next = h->sessions;
+		h->sessions = s;
+		h->who[owner].sessions++;
+	}
+	return s;
+}
+
+static struct sess *sess_find(struct http *h, const char *id, int owner, bool legacy)
+{
+	if (!id)
+		return NULL;
+	for (struct sess *s = h->sessions; s; s = s->next)
+		if (s->owner == owner && s->legacy == legacy && !strcmp(s->id, id))
+			return s;
+	return NULL;
+}
+
+/* End a session: its calls are cancelled; requests still waiting on it are
+ * answered "gone", its event stream ended. */
+static void sess_free(struct sess *s)
+{
+	struct http *h = s->h;
+	if (!s->ephemeral) {
+		for (struct sess **p = &h->sessions; *p; p = &(*p)->next)
+			if (*p == s) {
+				*p = s->next;
+				break;
+			}
+		h->who[s->owner].sessions--;
+	}
+	mcp_client_free(s->cl);
+	for (struct pend *p = h->pends, *next; p; p = next) {
+		next = p->next;
+		if (p->s != s)
+			continue;
+		if (p->ex) {
+			p->ex->gone = true;
+			wake(p->ex);
+		}
+		pend_done(h, p);
+	}
+	for (struct ex *ex = h->exs; ex; ex = ex->next) {
+		if (ex->s == s) {
+			snprintf(ex->sid, sizeof ex->sid, "%.8s", s->id);
+			ex->s = NULL;
+		}
+		if (ex->made == s)
+			ex->made = NULL;
+	}
+	if (s->stream) {
+		s->stream->ended = true;
+		wake(s->stream);
+	}
+	free(s);
+}
+
+/* What the MCP server says, routed by the request's tag: a POST's own
+ * response (Streamable HTTP) or the session's event stream (legacy). */
+static void on_message(jv msg, uint64_t tag, void *arg)
+{
+	struct sess *s = arg;
+	struct http *h = s->h;
+	struct pend *p = pend_find(h, tag);
+	bool final = !jv_is_valid(msg) || (rec_has(msg, "id") && (rec_has(msg, "result") || rec_has(msg, "error")));
+	if (s->legacy) {
+		if (jv_is_valid(msg) && s->stream && !s->stream->ended) {
+			out_event(s->stream, "message", msg);
+			wake(s->stream);
+		} else
+			jv_free(msg);
+	} else if (p && p->ex) {
+		struct ex *ex = p->ex;
+		if (!jv_is_valid(msg))
+			ex->no_answer = true;
+		else if (!final) {
+			/* Progress: only worth a stream if the client reads one. */
+			if (ex->accept_sse)
+				out_event(ex, "message", msg);
+			else
+				jv_free(msg);
+		} else if (ex->stream) {
+			out_event(ex, "message", msg);
+			ex->ended = true;
+		} else {
+			jv_free(ex->answer);
+			ex->answer = msg;
+		}
+		wake(ex);
+	} else
+		jv_free(msg);
+	if (final && p)
+		pend_done(h, p);
+}
+
+/* ---- checks ------------------------------------------------------------- */
+
+/* A Host header's name: IP literals and localhost cannot be DNS-rebound;
+ * any other name must be configured. */
+static bool host_ok(struct http *h, const char *host)
+{
+	if (!host)
+		return true; /* HTTP/1.0 without Host: no browser sends that */
+	char name[256];
+	size_t n = strlen(host);
+	if (n >= sizeof name)
+		return false;
+	if (host[0] == '[') {
+		const char *e = strchr(host, ']');
+		if (!e || (e[1] && e[1] != ':'))
+			return false;
+		memcpy(name, host + 1, (size_t)(e - host - 1));
+		name[e - host - 1] = 0;
+		struct in6_addr a6;
+		return inet_pton(AF_INET6, name, &a6) == 1;
+	}
+	const char *colon = strchr(host, ':');
+	size_t len = colon ? (size_t)(colon - host) : n;
+	memcpy(name, host, len);
+	name[len] = 0;
+	struct in_addr a4;
+	if (inet_pton(AF_INET, name, &a4) == 1 || !strcasecmp(name, "localhost"))
+		return true;
+	for (char **e = h->conf->http_hosts; e && *e; e++)
+		if (!strcasecmp(*e, name))
+			return true;
+	return false;
+}
+
+/* A present Origin must be the server's own or configured; a browser page
+ * elsewhere gets nothing, whatever token it has. */
+static bool origin_ok(struct ex *ex, const char *origin, const char *host)
+{
+	if (!origin)
+		return true;
+	if (host && !strncasecmp(origin, "http://", 7) && !strcasecmp(origin + 7, host))
+		return true;
+	for (char **e = ex->h->conf->http_origins; e && *e; e++)
+		if (!strcasecmp(*e, origin)) {
+			ex->cors = util_strdup(origin);
+			return true;
+		}
+	return false;
+}
+
+/* ---- requests ---------------------------------------------------------------- */
+
+static enum MHD_Result busy_reply(struct ex *ex)
+{
+	return fail(ex, MHD_HTTP_SERVICE_UNAVAILABLE, -32000, "the server is shutting down", "Retry-After", "5", NULL, NULL);
+}
+
+/* Headers are in: everything that needs no body is decided here. */
+static enum MHD_Result begin(struct ex *ex)
+{
+	struct http *h = ex->h;
+	if (ex->route == R_HEALTH) {
+		if (strcmp(ex->method, "GET") && strcmp(ex->method, "HEAD"))
+			return fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "/healthz: GET", "Allow", "GET, HEAD", NULL, NULL);
+		return MHD_YES; /* answered with the request complete, so the connection is kept */
+	}
+	if (ex->route == R_OTHER)
+		return fail(ex, MHD_HTTP_NOT_FOUND, -32000, "not found: MCP is served on /mcp (and /sse, /messages)", NULL,
+			    NULL, NULL, NULL);
+	const char *host = header(ex, "Host");
+	if (!host_ok(h, host))
+		return fail(ex, MHD_HTTP_FORBIDDEN, -32000,
+			    "forbidden: Host is not an IP address, localhost or one of [http] hosts", NULL, NULL, NULL, NULL);
+	if (!origin_ok(ex, header(ex, "Origin"), host))
+		return fail(ex, MHD_HTTP_FORBIDDEN, -32000, "forbidden: Origin not allowed (see [http] origins)", NULL, NULL,
+			    NULL, NULL);
+	if (!strcmp(ex->method, "OPTIONS")) {
+		/* CORS preflight of an allowed browser origin: carries no token. */
+		if (!ex->cors)
+			return fail(ex, MHD_HTTP_FORBIDDEN, -32000, "forbidden: no allowed Origin", NULL, NULL, NULL, NULL);
+		return MHD_YES;
+	}
+	const char *authz = header(ex, "Authorization");
+	int who = auth_check(h->auth, authz);
+	if (who <= 0)
+		return fail(ex, MHD_HTTP_UNAUTHORIZED, -32001,
+			    who == 0 ? "unauthorized: send Authorization: Bearer TOKEN" : "unauthorized: unknown token",
+			    "WWW-Authenticate",
+			    who == 0 ? "Bearer realm=\"sbx-mcp\"" : "Bearer realm=\"sbx-mcp\", error=\"invalid_token\"", NULL,
+			    NULL);
+	ex->owner = who;
+	unsigned retry;
+	if (!auth_take(&h->who[who].bucket, h->conf->http_rate, (double)h->conf->http_burst, util_now_ms(), &retry)) {
+		char ra[16];
+		snprintf(ra, sizeof ra, "%u", retry);
+		return fail(ex, MHD_HTTP_TOO_MANY_REQUESTS, -32000, "too many requests for this token ([http] rate, burst)",
+			    "Retry-After", ra, NULL, NULL);
+	}
+	if (h->draining)
+		return busy_reply(ex);
+
+	bool post = !strcmp(ex->method, "POST");
+	if (ex->route == R_SSE && strcmp(ex->method, "GET"))
+		return fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "/sse: GET opens the event stream", "Allow", "GET",
+			    NULL, NULL);
+	if (ex->route == R_MESSAGES && !post)
+		return fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "/messages: POST a JSON-RPC message", "Allow", "POST",
+			    NULL, NULL);
+	if (ex->route == R_MCP && !post && strcmp(ex->method, "DELETE"))
+		return fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000,
+			    "/mcp: POST messages, DELETE ends a session; this server sends nothing unasked, so it "
+			    "offers no GET stream",
+			    "Allow", "POST, DELETE", NULL, NULL);
+	const char *pv = header(ex, "MCP-Protocol-Version");
+	bool modern;
+	if (pv && !mcp_version_known(pv, &modern)) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "unsupported MCP-Protocol-Version \"%.40s\"", pv);
+		return fail(ex, MHD_HTTP_BAD_REQUEST, -32000, msg, NULL, NULL, NULL, NULL);
+	}
+	if (post) {
+		const char *ct = header(ex, "Content-Type");
+		if (!ct || strncasecmp(ct, "application/json", 16))
+			return fail(ex, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, -32000, "Content-Type must be application/json", NULL,
+				    NULL, NULL, NULL);
+		const char *accept = header(ex, "Accept");
+		ex->accept_sse = accept && has_token(accept, "text/event-stream");
+		if (ex->route == R_MCP && accept && !has_token(accept, "application/json") && !ex->accept_sse &&
+		    !has_token(accept, "*/*") && !has_token(accept, "application/*"))
+			return fail(ex, MHD_HTTP_NOT_ACCEPTABLE, -32000,
+				    "Accept must include application/json or text/event-stream", NULL, NULL, NULL, NULL);
+		const char *cl = header(ex, "Content-Length");
+		char *end;
+		errno = 0;
+		unsigned long long n = cl ? strtoull(cl, &end, 10) : 0;
+		if (cl && (errno || *end || n > h->conf->http_max_body)) {
+			char msg[128];
+			snprintf(msg, sizeof msg, "request body larger than [http] max_body (%llu bytes)",
+				 (unsigned long long)h->conf->http_max_body);
+			return fail(ex, MHD_HTTP_CONTENT_TOO_LARGE, -32000, msg, NULL, NULL, NULL, NULL);
+		}
+	}
+	/* The session, where one is named. */
+	if (ex->route == R_MCP) {
+		const char *sid = header(ex, "Mcp-Session-Id");
+		if (sid) {
+			ex->s = sess_find(h, sid, who, false);
+			if (!ex->s)
+				return fail(ex, MHD_HTTP_NOT_FOUND, -32001,
+					    "session not found: it expired, was deleted, or is not this token's; initialize again",
+					    NULL, NULL, NULL, NULL);
+			ex->s->last_used = util_now_ms();
+		} else if (!post)
+			return fail(ex, MHD_HTTP_BAD_REQUEST, -32000, "DELETE needs the Mcp-Session-Id header", NULL, NULL,
+				    NULL, NULL);
+	} else if (ex->route == R_MESSAGES) {
+		const char *sid = MHD_lookup_connection_value(ex->conn, MHD_GET_ARGUMENT_KIND, "sessionId");
+		ex->s = sess_find(h, sid, who, true);
+		if (!ex->s)
+			return fail(ex, MHD_HTTP_NOT_FOUND, -32001,
+				    "session not found: open GET /sse and post to the endpoint it names", NULL, NULL, NULL,
+				    NULL);
+	}
+	return MHD_YES;
+}
+
+/* The body is in: hand the message over.  Returns a response code or 0
+ * when the answer is awaited. */
+static enum MHD_Result handle(struct ex *ex)
+{
+	struct http *h = ex->h;
+	const struct conf *c = h->conf;
+	if (ex->route == R_HEALTH) {
+		static const char ok[] = "{\"status\":\"ok\"}\n";
+		return reply(ex, MHD_HTTP_OK, "application/json", ok, sizeof ok - 1, NULL);
+	}
+	if (!strcmp(ex->method, "OPTIONS"))
+		return reply(ex, MHD_HTTP_NO_CONTENT, NULL, "", 0, "Access-Control-Allow-Methods", "GET, POST, DELETE",
+			     "Access-Control-Allow-Headers",
+			     "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID",
+			     "Access-Control-Max-Age", "600", NULL);
+	if (ex->route == R_MCP && !strcmp(ex->method, "DELETE")) {
+		sess_free(ex->s);
+		ex->s = NULL;
+		return reply(ex, MHD_HTTP_NO_CONTENT, NULL, "", 0, NULL);
+	}
+	if (ex->route == R_SSE) {
+		if (h->who[ex->owner].sessions >= c->http_max_sessions)
+			goto too_many_sessions;
+		struct sess *s = sess_make(h, ex->owner, true, false);
+		s->stream = ex;
+		ex->s = s;
+		char ev[160];
+		int n = snprintf(ev, sizeof ev, "event: endpoint\ndata: /messages?sessionId=%s\n\n", s->id);
+		out_add(ex, ev, (size_t)n);
+		ex->stream = true;
+		return reply_stream(ex);
+	}
+	/* POST /mcp or /messages: one JSON-RPC message. */
+	jv inv;
+	enum rec_status st = ex->len ? rec_check_line(ex->body, ex->len, 0, &inv) : REC_INVALID;
+	if (st != REC_OK) {
+		char msg[400];
+		const char *why = st == REC_INVALID && ex->len ? rec_str(inv, "error", NULL) : "empty body";
+		bool obj = why && strstr(why, "expected a JSON object");
+		snprintf(msg, sizeof msg, "%s: %s", obj ? "invalid request: one JSON-RPC message, an object (no batches)" : "parse error",
+			 why ? why : "not JSON");
+		if (st == REC_INVALID && ex->len)
+			jv_free(inv);
+		return fail(ex, MHD_HTTP_BAD_REQUEST, obj ? -32600 : -32700, msg, NULL, NULL, NULL, NULL);
+	}
+	jv msg = jv_parse_sized(ex->body, (int)ex->len);
+	const char *method = rec_str(msg, "method", NULL);
+	bool request = method && rec_has(msg, "id");
+	snprintf(ex->rpc, sizeof ex->rpc, "%s", method ? method : "(response)");
+	bool init = request && !strcmp(method, "initialize");
+	jv_free(msg);
+
+	if (ex->route == R_MCP && (init || !ex->s)) {
+		const char *pv = header(ex, "MCP-Protocol-Version");
+		bool modern = false;
+		if (pv)
+			mcp_version_known(pv, &modern);
+		if (init) {
+			if (h->who[ex->owner].sessions >= c->http_max_sessions)
+				goto too_many_sessions;
+			ex->s = ex->made = sess_make(h, ex->owner, false, false);
+		} else if (modern) {
+			ex->s = ex->made = sess_make(h, ex->owner, false, true);
+		} else
+			return fail(ex, MHD_HTTP_BAD_REQUEST, -32000,
+				    "Mcp-Session-Id header required (initialize first, or send MCP-Protocol-Version: 2026-07-28)",
+				    NULL, NULL, NULL, NULL);
+	}
+	if (request && h->who[ex->owner].inflight >= c->http_max_inflight) {
+		if (ex->made) {
+			sess_free(ex->made);
+			ex->s = NULL;
+		}
+		return fail(ex, MHD_HTTP_TOO_MANY_REQUESTS, -32000,
+			    "too many requests in flight for this token ([http] max_inflight)", "Retry-After", "1", NULL, NULL);
+	}
+	ex->tag = ++h->seq;
+	struct pend *p = util_xalloc(sizeof *p);
+	*p = (struct pend){ .tag = ex->tag, .s = ex->s, .ex = ex->route == R_MCP ? ex : NULL, .next = h->pends };
+	h->pends = p;
+	h->who[ex->owner].inflight++;
+	h->busy++;
+	struct sess *s = ex->s;
+	s->last_used = util_now_ms();
+	if (!mcp_handle_line(s->cl, ex->body, ex->len, ex->tag)) {
+		/* A notification or a response: nothing comes back. */
+		if ((p = pend_find(h, ex->tag)))
+			pend_done(h, p);
+		ex->no_answer = true;
+	}
+	if (ex->route == R_MESSAGES)
+		return reply(ex, MHD_HTTP_ACCEPTED, "text/plain", "Accepted\n", 9, NULL);
+	if (init && jv_is_valid(ex->answer) && rec_has(ex->answer, "error")) {
+		sess_free(ex->made); /* no session for a failed handshake */
+		ex->s = NULL;
+	}
+	return MHD_YES;
+
+too_many_sessions:;
+	char m[160];
+	snprintf(m, sizeof m, "too many sessions for this token ([http] max_sessions %llu): DELETE one, or let one expire",
+		 (unsigned long long)c->http_max_sessions);
+	return fail(ex, MHD_HTTP_TOO_MANY_REQUESTS, -32000, m, "Retry-After", "60", NULL, NULL);
+}
+
+/* Answer what can be answered now, or wait (suspended) for more. */
+static enum MHD_Result respond(struct ex *ex)
+{
+	if (ex->queued)
+		return MHD_YES;
+	if (ex->stream)
+		return reply_stream(ex);
+	if (jv_is_valid(ex->answer)) {
+		size_t n;
+		jv a = ex->answer;
+		ex->answer = jv_invalid();
+		/* A message the server could not take at all has no id. */
+		jv id = rec_get(a, "id");
+		bool bad = rec_has(a, "error") && jv_get_kind(id) == JV_KIND_NULL;
+		jv_free(id);
+		char *body = rec_dump(a, &n);
+		enum MHD_Result r = reply(ex, bad ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_OK, "application/json", body, n, NULL);
+		free(body);
+		return r;
+	}
+	if (ex->no_answer)
+		return reply(ex, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
+	if (ex->gone)
+		return ex->h->draining ? busy_reply(ex)
+				       : fail(ex, MHD_HTTP_NOT_FOUND, -32001, "the session ended before the answer", NULL,
+					      NULL, NULL, NULL);
+	ex->suspended = true;
+	MHD_suspend_connection(ex->conn);
+	return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *data, size_t *size, void **req_cls)
+{
+	struct http *h = cls;
+	struct ex *ex = *req_cls;
+	if (!ex) {
+		ex = util_xalloc(sizeof *ex);
+		*ex = (struct ex){ .h = h, .conn = conn, .refs = 1, .answer = jv_invalid(), .t0 = util_now_ms(), .next = h->exs };
+		h->exs = ex;
+		*req_cls = ex;
+		snprintf(ex->method, sizeof ex->method, "%s", method);
+		snprintf(ex->path, sizeof ex->path, "%s", url);
+		ex->route = !strcmp(url, "/mcp") ? R_MCP : !strcmp(url, "/sse") ? R_SSE : !strcmp(url, "/messages") ? R_MESSAGES
+			  : !strcmp(url, "/healthz") ? R_HEALTH : R_OTHER;
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+		char a[INET6_ADDRSTRLEN] = "?";
+		if (sa && sa->sa_family == AF_INET) {
+			const struct sockaddr_in *s4 = (const void *)sa;
+			inet_ntop(AF_INET, &s4->sin_addr, a, sizeof a);
+			snprintf(ex->peer, sizeof ex->peer, "%s:%u", a, ntohs(s4->sin_port));
+		} else if (sa && sa->sa_family == AF_INET6) {
+			const struct sockaddr_in6 *s6 = (const void *)sa;
+			inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof a);
+			snprintf(ex->peer, sizeof ex->peer, "[%s]:%u", a, ntohs(s6->sin6_port));
+		}
+		return begin(ex);
+	}
+	if (ex->queued) {
+		*size = 0; /* answered early (an error): the body is not read */
+		return MHD_YES;
+	}
+	if (*size) {
+		if (ex->len + *size > h->conf->http_max_body) {
+			/* libmicrohttpd answers only once the body is read: the
+			 * rest is read and dropped, up to a bound, then the
+			 * connection is cut. */
+			ex->dropped += *size;
+			*size = 0;
+			return ex->dropped > 16 * h->conf->http_max_body ? MHD_NO : MHD_YES;
+		}
+		ex->body = util_xrealloc(ex->body, ex->len + *size + 1);
+		memcpy(ex->body + ex->len, data, *size);
+		ex->len += *size;
+		*size = 0;
+		return MHD_YES;
+	}
+	if (ex->dropped) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "request body larger than [http] max_body (%llu bytes)",
+			 (unsigned long long)h->conf->http_max_body);
+		return fail(ex, MHD_HTTP_CONTENT_TOO_LARGE, -32000, msg, NULL, NULL, NULL, NULL);
+	}
+	if (!ex->handled) {
+		ex->handled = true;
+		if (h->draining && ex->route != R_HEALTH)
+			return busy_reply(ex);
+		if (h->draining)
+			return reply(ex, MHD_HTTP_SERVICE_UNAVAILABLE, "application/json", "{\"status\":\"stopping\"}\n", 22, NULL);
+		enum MHD_Result r = handle(ex);
+		if (r != MHD_YES || ex->queued)
+			return r;
+	}
+	(void)version;
+	return respond(ex);
+}
+
+/* The access log: one line per request, when it is over. */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct ex *ex = *req_cls;
+	if (!ex)
+		return;
+	struct http *h = cls;
+	*req_cls = NULL;
+	if (ex->s)
+		snprintf(ex->sid, sizeof ex->sid, "%.8s", ex->s->id);
+	static const char *const why[] = { "", " (error)", " (timeout)", " (shutdown)", " (read error)", " (client gone)" };
+	util_warn("%s \"%s %s\" %u %zu %.1fms token=%d session=%.8s rpc=%s%s", ex->peer[0] ? ex->peer : "-", ex->method,
+		  ex->path, ex->status, ex->bytes, util_now_ms() - ex->t0, ex->owner, ex->sid[0] ? ex->sid : "-",
+		  ex->rpc[0] ? ex->rpc : "-", (unsigned)toe < sizeof why / sizeof *why ? why[toe] : "");
+	ex->conn = NULL;
+	for (struct pend *p = h->pends; p; p = p->next)
+		if (p->ex == ex)
+			p->ex = NULL; /* the answer, if it comes, is dropped */
+	if (ex->s && ex->s->stream == ex) {
+		/* A legacy client's stream closed: that is its end. */
+		ex->s->stream = NULL;
+		sess_free(ex->s);
+	} else if (ex->s && ex->s->ephemeral)
+		sess_free(ex->s);
+	ex_unref(ex);
+	(void)conn;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	size_t n = strlen(msg);
+	while (n && msg[n - 1] == '\n')
+		msg[--n] = 0;
+	util_warn("http: %s", msg);
+	(void)cls;
+}
+
+/* ---- the loop ------------------------------------------------------------ */
+
+static void on_epoll(struct loop *l, int fd, short rev, void *arg)
+{
+	MHD_run(((struct http *)arg)->d);
+	(void)l;
+	(void)fd;
+	(void)rev;
+}
+
+/* Each second: expire idle sessions; every KEEPALIVE_S, a comment on each
+ * open event stream (a write is how a gone client is noticed). */
+static void on_tick(struct loop *l, int fd, short rev, void *arg)
+{
+	struct http *h = arg;
+	uint64_t n;
+	if (read(fd, &n, sizeof n) < 0)
+		return;
+	double now = util_now_ms();
+	for (struct sess *s = h->sessions, *next; s; s = next) {
+		next = s->next;
+		if (s->legacy || mcp_client_pending(s->cl))
+			continue;
+		bool waiting = false;
+		for (struct pend *p = h->pends; p; p = p->next)
+			waiting |= p->s == s;
+		if (!waiting && now - s->last_used > (double)h->conf->http_session_ttl_ms) {
+			util_warn("session %.8s expired after %.0f s idle", s->id, (double)h->conf->http_session_ttl_ms / 1000);
+			sess_free(s);
+		}
+	}
+	/* A suspended connection is not watched by libmicrohttpd: a client
+	 * that hung up on an event stream is found here, and its stream (and
+	 * for HTTP+SSE its session) ended. */
+	for (struct ex *ex = h->exs; ex; ex = ex->next) {
+		if (!ex->suspended || !ex->stream || !ex->conn)
+			continue;
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(ex->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		struct pollfd pf = { .fd = ci ? ci->connect_fd : -1, .events = POLLRDHUP };
+		if (pf.fd >= 0 && poll(&pf, 1, 0) == 1 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+			ex->gone = true;
+			wake(ex);
+		}
+	}
+	if (++h->ticks % KEEPALIVE_S == 0)
+		for (struct ex *ex = h->exs; ex; ex = ex->next)
+			if (ex->stream && ex->queued && !ex->ended && ex->conn) {
+				out_add(ex, ": keepalive\n\n", 13);
+				wake(ex);
+			}
+	(void)l;
+	(void)rev;
+}
+
+/* "PORT", "HOST:PORT", "[V6]:PORT" → a bound, listening socket. */
+static int listen_on(const char *spec, char *err, size_t errlen)
+{
+	char host[128] = "127.0.0.1";
+	const char *port = spec;
+	if (spec[0] == '[') {
+		const char *e = strchr(spec, ']');
+		if (!e || e[1] != ':' || (size_t)(e - spec - 1) >= sizeof host) {
+			snprintf(err, errlen, "--listen \"%s\": expected [IPV6]:PORT", spec);
+			return -1;
+		}
+		memcpy(host, spec + 1, (size_t)(e - spec - 1));
+		host[e - spec - 1] = 0;
+		port = e + 2;
+	} else if (strchr(spec, ':')) {
+		const char *c = strrchr(spec, ':');
+		if ((size_t)(c - spec) >= sizeof host) {
+			snprintf(err, errlen, "--listen \"%s\": host too long", spec);
+			return -1;
+		}
+		if (c > spec) {
+			memcpy(host, spec, (size_t)(c - spec));
+			host[c - spec] = 0;
+		}
+		port = c + 1;
+	}
+	char *end;
+	errno = 0;
+	long p = strtol(port, &end, 10);
+	if (!*port || *end || errno || p < 0 || p > 65535) {
+		snprintf(err, errlen, "--listen \"%s\": the port must be a number from 0 to 65535", spec);
+		return -1;
+	}
+	if (!strcasecmp(host, "localhost"))
+		strcpy(host, "127.0.0.1");
+	struct sockaddr_storage ss;
+	memset(&ss, 0, sizeof ss);
+	socklen_t len;
+	struct sockaddr_in *s4 = (void *)&ss;
+	struct sockaddr_in6 *s6 = (void *)&ss;
+	if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)p);
+		len = sizeof *s4;
+	} else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)p);
+		len = sizeof *s6;
+	} else {
+		snprintf(err, errlen, "--listen \"%s\": \"%s\" is not an IP address (or localhost)", spec, host);
+		return -1;
+	}
+	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int one = 1;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+	    (ss.ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0) ||
+	    bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 512) < 0) {
+		snprintf(err, errlen, "cannot listen on %s: %s", spec, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+struct http *http_new(struct loop *l, struct mcp *m, const struct conf *c, const struct auth *a, const char *listen,
+		      char *err, size_t errlen)
+{
+	int fd = listen_on(listen, err, errlen);
+	if (fd < 0)
+		return NULL;
+	struct http *h = util_xalloc(sizeof *h);
+	h->loop = l;
+	h->mcp = m;
+	h->conf = c;
+	h->auth = a;
+	h->epfd = h->timer = -1;
+	h->who = util_xalloc((auth_count(a) + 1) * sizeof *h->who);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	char addr[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+		if (ss.ss_family == AF_INET) {
+			inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, addr, sizeof addr);
+			port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+			snprintf(h->base, sizeof h->base, "http://%s:%u", addr, port);
+		} else {
+			inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, addr, sizeof addr);
+			port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+			snprintf(h->base, sizeof h->base, "http://[%s]:%u", addr, port);
+		}
+	}
+	unsigned timeout_s = (unsigned)((c->http_timeout_ms + 999) / 1000);
+	h->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, h,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->http_max_connections,
+				MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				MHD_OPTION_END);
+	const union MHD_DaemonInfo *di = h->d ? MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
+	if (!di) {
+		snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd) on %s", listen);
+		if (h->d)
+			MHD_stop_daemon(h->d);
+		close(fd);
+		free(h->who);
+		free(h);
+		return NULL;
+	}
+	h->epfd = di->epoll_fd;
+	loop_watch(l, h->epfd, POLLIN, on_epoll, h);
+	h->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (h->timer >= 0) {
+		struct itimerspec it = { .it_interval = { 1, 0 }, .it_value = { 1, 0 } };
+		timerfd_settime(h->timer, 0, &it, NULL);
+		loop_watch(l, h->timer, POLLIN, on_tick, h);
+	}
+	return h;
+}
+
+const char *http_base_url(const struct http *h)
+{
+	return h->base;
+}
+
+int http_timeout_ms(struct http *h)
+{
+	MHD_UNSIGNED_LONG_LONG t;
+	if (MHD_get_timeout(h->d, &t) != MHD_YES)
+		return -1;
+	return t > 60000 ? 60000 : (int)t;
+}
+
+void http_run(struct http *h)
+{
+	MHD_run(h->d);
+}
+
+void http_drain(struct http *h)
+{
+	if (h->draining)
+		return;
+	h->draining = true;
+	MHD_socket fd = MHD_quiesce_daemon(h->d);
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
+}
+
+unsigned http_busy(const struct http *h)
+{
+	return h->busy;
+}
+
+void http_free(struct http *h)
+{
+	if (!h)
+		return;
+	h->draining = true;
+	while (h->sessions)
+		sess_free(h->sessions);
+	for (struct ex *ex = h->exs; ex; ex = ex->next)
+		if (ex->s && ex->s->ephemeral) {
+			sess_free(ex->s);
+			ex->s = NULL;
+		}
+	for (struct ex *ex = h->exs; ex; ex = ex->next) {
+		ex->gone = true;
+		wake(ex);
+	}
+	/* Let the last answers (503, ended streams) go out, briefly. */
+	double until = util_now_ms() + 1000;
+	for (;;) {
+		MHD_run(h->d);
+		const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		if (!di || di->num_connections == 0 || util_now_ms() > until)
+			break;
+		struct pollfd p = { .fd = h->epfd, .events = POLLIN };
+		poll(&p, 1, 20);
+	}
+	for (struct ex *ex = h->exs; ex; ex = ex->next)
+		wake(ex);
+	loop_unwatch(h->loop, h->epfd);
+	if (h->timer >= 0) {
+		loop_unwatch(h->loop, h->timer);
+		close(h->timer);
+	}
+	MHD_stop_daemon(h->d);
+	while (h->pends)
+		pend_done(h, h->pends);
+	free(h->who);
+	free(h);
+}

@@ -1,0 +1,468 @@
+#!/usr/bin/env bats
+# sbx-mcp --listen, spoken to with curl: every status code path of the
+# Streamable HTTP transport (/mcp) and of HTTP+SSE (/sse, /messages), the
+# token, Origin and Host checks, limits and quotas, sessions bound to their
+# token, graceful shutdown, and sandboxed code trying to reach the server.
+# The official SDK over HTTP is in t/65-mcp-sdk.bats.
+load helpers
+
+TOKEN=tok-aaaaaaaaaaaaaaaaaaaaaaaaaaaa
+TOKEN2=tok-bbbbbbbbbbbbbbbbbbbbbbbbbbbb
+
+local_setup() {
+	conf=$(conf_with 's/^$//')
+	printf '# two principals\n%s\n\n%s\n' "$TOKEN" "$TOKEN2" > tokens
+	chmod 600 tokens
+	SID=
+	TOK=$TOKEN
+}
+
+teardown() {
+	http_stop
+	assert_no_leftovers
+}
+
+# set KEY VALUE: change a key of the test's configuration.
+set_key() { sed -i "s|^$1 *=.*|$1 = $2|" "$conf"; }
+
+# req METHOD PATH [curl args]: $code, headers in ./headers, body in ./body.
+req() {
+	local m=$1 p=$2
+	shift 2
+	code=$(curl -sS -o body -D headers -w '%{http_code}' -X "$m" "$URL$p" "$@")
+}
+
+# rpc JSON [curl args]: POST it to /mcp with the token ($TOK; AUTH replaces
+# the whole header), session ($SID), Content-Type ($CT), Accept ($ACC).
+rpc() {
+	local json=$1 extra=()
+	shift
+	[ -n "$SID" ] && extra=(-H "Mcp-Session-Id: $SID")
+	req POST /mcp -H "${AUTH-Authorization: Bearer $TOK}" -H "Content-Type: ${CT:-application/json}" \
+		-H "Accept: ${ACC:-application/json, text/event-stream}" "${extra[@]}" "$@" --data-binary "$json"
+}
+
+hdr() { sed -n "s/^$1: *//Ip" headers | tr -d '\r'; }
+
+initialize() {
+	SID=
+	rpc '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bats","version":"1"}}}'
+	[ "$code" = 200 ] || { echo "initialize: $code $(cat body)" >&2; return 1; }
+	SID=$(hdr mcp-session-id)
+}
+
+# call ID TOOL ARGS [META]: a tools/call message.
+call() {
+	jq -nc --argjson id "$1" --arg name "$2" --argjson args "$3" --argjson meta "${4:-{\}}" \
+		'{jsonrpc: "2.0", id: $id, method: "tools/call", params: {name: $name, arguments: $args, _meta: $meta}}'
+}
+
+# The JSON-RPC error message of an HTTP error body.
+errmsg() { jq -r .error.message body; }
+
+@test "healthz needs no token and says nothing else; unknown paths 404; one access-log line per request" {
+	http_serve
+	req GET /healthz
+	[ "$code" = 200 ]
+	[ "$(cat body)" = '{"status":"ok"}' ]
+	req POST /healthz
+	[ "$code" = 405 ]
+	req GET /admin -H "Authorization: Bearer $TOKEN"
+	[ "$code" = 404 ]
+	initialize
+	# the log: peer, request line, status, size, time, token number, session
+	grep -E '^sbx-mcp: 127\.0\.0\.1:[0-9]+ "GET /healthz" 200 16 [0-9.]+ms token=0 session=- rpc=-$' srv.log
+	grep -E "\"POST /mcp\" 200 [0-9]+ [0-9.]+ms token=1 session=${SID:0:8} rpc=initialize$" srv.log
+	[ "$(grep -c '^sbx-mcp: 127.0.0.1' srv.log)" -eq 4 ]
+	# the token never appears in the log
+	! grep -q "$TOKEN" srv.log
+}
+
+@test "401: no token, a wrong token, another scheme; WWW-Authenticate says Bearer" {
+	http_serve
+	AUTH= rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}'
+	[ "$code" = 401 ]
+	[ "$(hdr www-authenticate)" = 'Bearer realm="sbx-mcp"' ]
+	jq -e '.jsonrpc == "2.0" and .id == null and (.error.message | test("Bearer"))' body
+	TOK=tok-cccccccccccccccccccccccccccc rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}'
+	[ "$code" = 401 ]
+	hdr www-authenticate | grep -q 'error="invalid_token"'
+	# a prefix of a good token is no good
+	TOK=${TOKEN:0:20} rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}'
+	[ "$code" = 401 ]
+	req POST /mcp -H "Authorization: Basic $(printf 'x:%s' "$TOKEN" | base64)" -H 'Content-Type: application/json' -d '{}'
+	[ "$code" = 401 ]
+	for p in /sse /messages; do
+		req GET "$p"
+		[ "$code" = 401 ]
+	done
+}
+
+@test "403: a foreign Origin even with a good token, a DNS-rebinding Host; own origin, configured origins and hosts pass" {
+	set_key origins '["https://app.example.com"]'
+	set_key hosts '["mcp.internal"]'
+	http_serve
+	ping='{"jsonrpc":"2.0","id":1,"method":"ping"}'
+	initialize
+	rpc "$ping" -H 'Origin: https://evil.example'
+	[ "$code" = 403 ]
+	[[ "$(errmsg)" == *Origin* ]]
+	rpc "$ping" -H 'Origin: null'
+	[ "$code" = 403 ]
+	# a page on another local port is another origin
+	rpc "$ping" -H "Origin: http://127.0.0.1:1"
+	[ "$code" = 403 ]
+	rpc "$ping" -H 'Host: attacker.example:80'
+	[ "$code" = 403 ]
+	[[ "$(errmsg)" == *Host* ]]
+	# the server's own origin, a configured one (with CORS headers), IP and configured hosts
+	rpc "$ping" -H "Origin: $URL"
+	[ "$code" = 200 ]
+	rpc "$ping" -H 'Origin: https://app.example.com'
+	[ "$code" = 200 ]
+	[ "$(hdr access-control-allow-origin)" = https://app.example.com ]
+	[ "$(hdr access-control-expose-headers)" = Mcp-Session-Id ]
+	rpc "$ping" -H 'Host: mcp.internal:8000'
+	[ "$code" = 200 ]
+	rpc "$ping" -H 'Host: [::1]:8000'
+	[ "$code" = 200 ]
+	# CORS preflight: only for an allowed origin, and it needs no token
+	req OPTIONS /mcp -H 'Origin: https://app.example.com' -H 'Access-Control-Request-Method: POST'
+	[ "$code" = 204 ]
+	hdr access-control-allow-headers | grep -q Mcp-Session-Id
+	req OPTIONS /mcp -H 'Origin: https://evil.example'
+	[ "$code" = 403 ]
+}
+
+@test "Streamable HTTP: a session at initialize; JSON answers; 202 for notifications; an event stream when the call sends progress" {
+	http_serve
+	initialize
+	[[ "$SID" =~ ^[0-9a-f]{64}$ ]]
+	jq -e '.id == 0 and .result.serverInfo.name == "sbx"' body
+	[ "$(hdr content-type)" = application/json ]
+	rpc '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+	[ "$code" = 202 ]
+	[ ! -s body ]
+	rpc "$(call 1 run_code '{"language":"python","code":"print(6*7)"}')"
+	[ "$code" = 200 ]
+	[ "$(hdr content-type)" = application/json ]
+	jq -e '.id == 1 and .result.structuredContent.stdout == "42\n"' body
+	# progress requested and an event stream accepted: the progress, then the answer
+	rpc "$(call 2 run_code '{"language":"c","code":"int main(void){return 3;}"}' '{"progressToken":"p"}')"
+	[ "$code" = 200 ]
+	[[ "$(hdr content-type)" == text/event-stream* ]]
+	sed -n 's/^data: //p' body > events
+	[ "$(jq -r 'select(.method == "notifications/progress") | .params.message' events | tr '\n' ,)" = "queued,compiling,running,done," ]
+	jq -se '.[-1].id == 2 and .[-1].result.structuredContent.exit_code == 3' events
+	[ "$(grep -c '^event: message$' body)" -eq 5 ]
+	# progress requested but only JSON accepted: just the answer
+	ACC=application/json rpc "$(call 3 run_code '{"language":"python","code":"print(1)"}' '{"progressToken":"p"}')"
+	[ "$code" = 200 ]
+	[ "$(hdr content-type)" = application/json ]
+	jq -e '.id == 3' body
+	# a response from the client (nothing to match) is accepted too
+	rpc '{"jsonrpc":"2.0","id":77,"result":{}}'
+	[ "$code" = 202 ]
+	# cancellation: the cancelled call's POST ends without an answer
+	rpc "$(call 4 run_code '{"language":"python","code":"import time; time.sleep(30)"}')" &
+	sleep 0.8
+	code2=$(curl -sS -o /dev/null -w '%{http_code}' -X POST "$URL/mcp" -H "Authorization: Bearer $TOK" -H "Mcp-Session-Id: $SID" \
+		-H 'Content-Type: application/json' -d '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}')
+	[ "$code2" = 202 ]
+	wait $!
+	[ "$code" = 202 ]
+	[ ! -s body ]
+}
+
+@test "404: unknown, another token's, deleted and expired sessions; a token's sandbox sessions are its own" {
+	set_key session_ttl 1
+	http_serve
+	ping='{"jsonrpc":"2.0","id":1,"method":"ping"}'
+	SID=$(printf '%064d' 0)
+	rpc "$ping"
+	[ "$code" = 404 ]
+	[[ "$(errmsg)" == *"initialize again"* ]]
+	initialize
+	a=$SID
+	TOK=$TOKEN2 rpc "$ping"
+	[ "$code" = 404 ]
+	rpc "$ping"
+	[ "$code" = 200 ]
+	# a sandbox session made with one token is unknown to the other
+	rpc "$(call 2 sandbox_initialize '{}')"
+	ws=$(jq -r .result.structuredContent.session_id body)
+	[[ "$ws" =~ ^[0-9a-f]{32}$ ]]
+	TOK=$TOKEN2 initialize
+	TOK=$TOKEN2 rpc "$(call 3 write_file "{\"session_id\":\"$ws\",\"path\":\"x\",\"content\":\"y\"}")"
+	jq -e '.result.isError == true and (.result.content[0].text | test("unknown session"))' body
+	SID=$a
+	rpc "$(call 4 write_file "{\"session_id\":\"$ws\",\"path\":\"x\",\"content\":\"y\"}")"
+	jq -e '.result.structuredContent.bytes == 1' body
+	# DELETE ends it
+	req DELETE /mcp -H "Authorization: Bearer $TOK" -H "Mcp-Session-Id: $SID"
+	[ "$code" = 204 ]
+	rpc "$ping"
+	[ "$code" = 404 ]
+	req DELETE /mcp -H "Authorization: Bearer $TOK" -H "Mcp-Session-Id: $SID"
+	[ "$code" = 404 ]
+	# idle past session_ttl (1 s): expired
+	initialize
+	sleep 2.5
+	rpc "$ping"
+	[ "$code" = 404 ]
+	grep -q "session ${SID:0:8} expired" srv.log
+}
+
+@test "405, 415, 406, 400: methods, media types, the protocol version header, a missing session, bad JSON, batches" {
+	http_serve
+	initialize
+	auth=(-H "Authorization: Bearer $TOK")
+	req GET /mcp "${auth[@]}" -H 'Accept: text/event-stream'
+	[ "$code" = 405 ]
+	[ "$(hdr allow)" = "POST, DELETE" ]
+	req PUT /mcp "${auth[@]}"
+	[ "$code" = 405 ]
+	req GET /messages "${auth[@]}"
+	[ "$code" = 405 ]
+	req POST /sse "${auth[@]}" -H 'Content-Type: application/json' -d '{}'
+	[ "$code" = 405 ]
+	ping='{"jsonrpc":"2.0","id":1,"method":"ping"}'
+	CT=text/plain rpc "$ping"
+	[ "$code" = 415 ]
+	ACC=text/html rpc "$ping"
+	[ "$code" = 406 ]
+	rpc "$ping" -H 'MCP-Protocol-Version: 1999-01-01'
+	[ "$code" = 400 ]
+	[[ "$(errmsg)" == *MCP-Protocol-Version* ]]
+	rpc "$ping" -H 'MCP-Protocol-Version: 2025-06-18'
+	[ "$code" = 200 ]
+	SID= rpc "$ping"
+	[ "$code" = 400 ]
+	[[ "$(errmsg)" == *Mcp-Session-Id* ]]
+	rpc '{"jsonrpc":"2.0","id":1,'
+	[ "$code" = 400 ]
+	jq -e '.error.code == -32700 and .id == null' body
+	rpc '[{"jsonrpc":"2.0","id":1,"method":"ping"}]'
+	[ "$code" = 400 ]
+	jq -e '.error.code == -32600' body
+	rpc ''
+	[ "$code" = 400 ]
+	# JSON-RPC errors inside a good request are answers (200), as over stdio
+	rpc '{"jsonrpc":"2.0","id":5,"method":"no/such"}'
+	[ "$code" = 200 ]
+	jq -e '.id == 5 and .error.code == -32601' body
+}
+
+@test "413: a body over max_body, declared or streamed in chunks, is refused and not kept" {
+	set_key max_body '"64k"'
+	http_serve
+	initialize
+	head -c 70000 /dev/zero | tr '\0' x > big
+	rpc @big
+	[ "$code" = 413 ]
+	[[ "$(errmsg)" == *max_body* ]]
+	# chunked: no Content-Length to refuse up front
+	code=$(head -c 200000 /dev/zero | tr '\0' x | curl -sS -o body -w '%{http_code}' -X POST "$URL/mcp" \
+		-H "Authorization: Bearer $TOK" -H "Mcp-Session-Id: $SID" -H 'Content-Type: application/json' \
+		-H 'Transfer-Encoding: chunked' --data-binary @-)
+	[ "$code" = 413 ]
+	# just under the limit is a message like any other
+	code_ok=$(jq -nc --arg c "print(len('$(head -c 60000 /dev/zero | tr '\0' y)'))" \
+		'{jsonrpc:"2.0",id:9,method:"tools/call",params:{name:"run_code",arguments:{language:"python",code:$c}}}' > ok.json; rpc @ok.json; echo "$code")
+	[ "$code_ok" = 200 ]
+	jq -e '.result.structuredContent.stdout == "60000\n"' body
+	# the server is still there
+	req GET /healthz
+	[ "$code" = 200 ]
+}
+
+@test "429: the rate limit, the in-flight quota and the session quota, each with Retry-After" {
+	set_key rate 0.5
+	set_key burst 3
+	set_key max_inflight 1
+	set_key max_sessions 2
+	http_serve
+	ping='{"jsonrpc":"2.0","id":1,"method":"ping"}'
+	initialize
+	rpc "$ping"
+	[ "$code" = 200 ]
+	rpc "$ping"
+	[ "$code" = 200 ]
+	rpc "$ping"
+	[ "$code" = 429 ]
+	[ "$(hdr retry-after)" -ge 1 ]
+	[[ "$(errmsg)" == *rate* ]]
+	wait_s=$(hdr retry-after)
+	# the other token has its own bucket
+	mine=$SID
+	TOK=$TOKEN2 initialize
+	SID=$mine
+	# healthz is never limited
+	req GET /healthz
+	[ "$code" = 200 ]
+	sleep "$wait_s"
+	sleep 2.1 # two more requests' worth
+	# in flight: one call at a time for this token
+	curl -sS -o slow.json -X POST "$URL/mcp" -H "Authorization: Bearer $TOK" -H "Mcp-Session-Id: $SID" \
+		-H 'Content-Type: application/json' -d "$(call 2 run_code '{"language":"python","code":"import time; time.sleep(1.5)"}')" &
+	sleep 0.5
+	rpc "$(call 3 run_code '{"language":"python","code":"print(1)"}')"
+	[ "$code" = 429 ]
+	[ "$(hdr retry-after)" = 1 ]
+	[[ "$(errmsg)" == *max_inflight* ]]
+	wait $!
+	# sessions: two per token
+	set_key rate 100
+	http_stop
+	http_serve
+	initialize
+	initialize
+	SID=
+	rpc '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}'
+	[ "$code" = 429 ]
+	[[ "$(errmsg)" == *max_sessions* ]]
+	[ -z "$(hdr mcp-session-id)" ]
+}
+
+@test "2026-07-28 needs no session: each request stands alone" {
+	http_serve
+	meta='{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}'
+	rpc "$(jq -nc --argjson m "$meta" '{jsonrpc:"2.0",id:1,method:"server/discover",params:{_meta:$m}}')" -H 'MCP-Protocol-Version: 2026-07-28'
+	[ "$code" = 200 ]
+	[ -z "$(hdr mcp-session-id)" ]
+	jq -e '.result.resultType == "complete" and (.result.supportedVersions | index("2026-07-28"))' body
+	rpc "$(call 2 run_code '{"language":"python","code":"print(2)"}' "$meta")" -H 'MCP-Protocol-Version: 2026-07-28'
+	[ "$code" = 200 ]
+	jq -e '.result.structuredContent.stdout == "2\n" and .result.resultType == "complete"' body
+}
+
+@test "HTTP+SSE (2024-11-05): the endpoint event, 202 for posts, answers on the stream; a closed stream ends the session" {
+	http_serve
+	curl -sS -N "$URL/sse" -H "Authorization: Bearer $TOK" > stream &
+	sse=$!
+	for _ in $(seq 50); do grep -q '^data: /messages' stream 2> /dev/null && break; sleep 0.1; done
+	head -2 stream | grep -qx 'event: endpoint'
+	ep=$(sed -n 's/^data: //p' stream | head -1)
+	[[ "$ep" =~ ^/messages\?sessionId=[0-9a-f]{64}$ ]]
+	post() { req POST "$ep" -H "Authorization: Bearer ${2:-$TOK}" -H 'Content-Type: application/json' --data-binary "$1"; }
+	post '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}'
+	[ "$code" = 202 ]
+	post "$(call 1 run_code '{"language":"python","code":"print(5)"}')"
+	[ "$code" = 202 ]
+	for _ in $(seq 100); do grep -q '"id":1' stream && break; sleep 0.1; done
+	sed -n 's/^data: //p' stream | grep '^{' > msgs
+	jq -se 'map(select(.id == 0))[0].result.protocolVersion == "2024-11-05"' msgs
+	jq -se 'map(select(.id == 1))[0].result.structuredContent.stdout == "5\n"' msgs
+	# another token cannot post into it; a made-up session is unknown
+	post '{"jsonrpc":"2.0","id":2,"method":"ping"}' "$TOKEN2"
+	[ "$code" = 404 ]
+	req POST "/messages?sessionId=$(printf '%064d' 1)" -H "Authorization: Bearer $TOK" -H 'Content-Type: application/json' -d '{}'
+	[ "$code" = 404 ]
+	kill "$sse"
+	wait "$sse" || true
+	# the server notices the hang-up within its next tick (1 s)
+	for _ in $(seq 30); do grep -q '"GET /sse" 200' srv.log && break; sleep 0.1; done
+	grep -q '"GET /sse" 200' srv.log
+	post '{"jsonrpc":"2.0","id":3,"method":"ping"}'
+	[ "$code" = 404 ]
+}
+
+@test "sandboxed code cannot reach the server's port, on loopback or the host's own addresses" {
+	hosts=$(ip -o addr show scope global 2> /dev/null | awk '{split($4, a, "/"); print a[1]}' | grep -v : | head -2 | tr '\n' ' ')
+	LISTEN=0.0.0.0:0 http_serve
+	port=${URL##*:}
+	initialize
+	code_sh="for h in 127.0.0.1 $hosts; do if exec 3<>/dev/tcp/\$h/$port; then printf 'GET /healthz HTTP/1.0\r\n\r\n' >&3; cat <&3; echo \"reached \$h\"; else echo \"no \$h\"; fi; done"
+	rpc "$(call 1 run_code "$(jq -nc --arg c "$code_sh" '{language:"bash",code:$c}')")"
+	[ "$code" = 200 ]
+	out=$(jq -r .result.structuredContent.stdout body)
+	echo "$out"
+	[[ "$out" != *reached* ]]
+	[[ "$out" == *"no 127.0.0.1"* ]]
+	# and from the server's side: nobody but us asked for anything
+	! grep -q '"GET /healthz"' srv.log
+	# the same address from the host does reach it (the probe is a real one)
+	for h in 127.0.0.1 $hosts; do
+		[ "$(curl -s -o /dev/null -w '%{http_code}' "http://$h:$port/healthz")" = 200 ]
+	done
+}
+
+@test "SIGTERM: calls in flight are answered, new connections refused; past the grace period the rest is killed; nothing left" {
+	set_key shutdown_grace 5
+	http_serve
+	initialize
+	curl -sS -o late.json -X POST "$URL/mcp" -H "Authorization: Bearer $TOK" -H "Mcp-Session-Id: $SID" -H 'Content-Type: application/json' \
+		-d "$(call 1 run_code '{"language":"python","code":"import time; time.sleep(2); print(\"finished\")"}')" &
+	client=$!
+	sleep 0.7
+	kill -TERM "$SRV"
+	sleep 0.3
+	run curl -sS -o /dev/null "$URL/healthz"
+	[ "$status" -ne 0 ] # the listening socket is closed
+	wait "$client"
+	jq -e '.result.structuredContent.stdout == "finished\n"' late.json
+	wait "$SRV"
+	SRV=
+	grep -q 'draining: 1 request in flight' srv.log
+	# grace 1 s and a call of 30 s: killed, the server exits soon after
+	set_key shutdown_grace 1
+	http_serve
+	initialize
+	curl -sS -o never.json -X POST "$URL/mcp" -H "Authorization: Bearer $TOK" -H "Mcp-Session-Id: $SID" -H 'Content-Type: application/json' \
+		-d "$(call 2 run_code '{"language":"python","code":"import time; time.sleep(30)"}')" &
+	client=$!
+	sleep 0.7
+	t0=$(date +%s%N)
+	kill -TERM "$SRV"
+	wait "$SRV"
+	SRV=
+	t1=$(date +%s%N)
+	[ $(((t1 - t0) / 1000000)) -lt 4000 ]
+	grep -q 'still running after the grace period: killed' srv.log
+	wait "$client" || true
+}
+
+@test "tokens: generated and printed once, SBX_MCP_TOKEN, short tokens and unreadable files refused" {
+	"$BIN/sbx-mcp" -c "$conf" --listen 127.0.0.1:0 2> gen.log &
+	SRV=$!
+	for _ in $(seq 100); do grep -q 'serving MCP' gen.log && break; sleep 0.05; done
+	tok=$(sed -n "s/.*this run's token is \([0-9a-f]*\)$/\1/p" gen.log)
+	[[ "$tok" =~ ^[0-9a-f]{64}$ ]]
+	[ "$(grep -c "$tok" gen.log)" -eq 1 ]
+	URL=$(sed -n 's|.*serving MCP at \(http://[^ ]*\)/mcp .*|\1|p' gen.log)
+	TOK=$tok initialize
+	http_stop
+	SBX_MCP_TOKEN=env-token-0123456789abcdef "$BIN/sbx-mcp" -c "$conf" --listen 127.0.0.1:0 2> env.log &
+	SRV=$!
+	for _ in $(seq 100); do grep -q 'serving MCP' env.log && break; sleep 0.05; done
+	! grep -q "token is" env.log
+	URL=$(sed -n 's|.*serving MCP at \(http://[^ ]*\)/mcp .*|\1|p' env.log)
+	TOK=env-token-0123456789abcdef initialize
+	http_stop
+	echo short > weak
+	run --separate-stderr "$BIN/sbx-mcp" -c "$conf" --listen 127.0.0.1:0 --token-file weak
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"at least 16 characters"* ]]
+	run --separate-stderr "$BIN/sbx-mcp" -c "$conf" --listen 127.0.0.1:0 --token-file missing
+	[ "$status" -eq 2 ]
+	run --separate-stderr "$BIN/sbx-mcp" -c "$conf" --listen 999.1.1.1:0 --token-file tokens
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"not an IP address"* ]]
+	run --separate-stderr "$BIN/sbx-mcp" -c "$conf" --token-file tokens
+	[ "$status" -eq 2 ]
+	chmod 644 tokens
+	http_serve
+	grep -q 'readable by others' srv.log
+}
+
+@test "50 SDK clients x 20 calls each at once, one token each: every answer arrives, to its own caller" {
+	command -v node > /dev/null || skip "Node.js is not installed"
+	[ -d "$ROOT/t/mcp-client/node_modules/@modelcontextprotocol/sdk" ] || skip "the MCP SDK is not installed (make mcp-client)"
+	for i in $(seq 50); do printf 'load-token-%02d-%s\n' "$i" "$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"; done > tokens
+	http_serve
+	run --separate-stderr node "$ROOT/t/mcp-client/load.mjs" "$URL" tokens 50 20
+	echo "$output"
+	[ "$status" -eq 0 ]
+	jq -e '.ok == 1000 and .wrong == 0 and .failed == 0' <<< "$output"
+	[ "$(grep -c '"POST /mcp" 200 .* rpc=tools/call$' srv.log)" -eq 1000 ]
+}
