@@ -73,6 +73,8 @@ bench: deps all
 	@echo
 	@bench/memory.py
 	@echo
+	@bench/http.sh
+	@echo
 	@bench/docker.sh
 	@echo
 	@bench/languages.sh

@@ -593,6 +593,8 @@ static enum MHD_Result handle(struct ex *ex)
 	if (st != REC_OK) {
 		char msg[400];
 		const char *why = st == REC_INVALID && ex->len ? rec_str(inv, "error", NULL) : "empty body";
+		if (why && !strncmp(why, "line ", 5) && strstr(why, ": "))
+			why = strstr(why, ": ") + 2; /* a body is not a line of a stream */
 		bool obj = why && strstr(why, "expected a JSON object");
 		snprintf(msg, sizeof msg, "%s: %s", obj ? "invalid request: one JSON-RPC message, an object (no batches)" : "parse error",
 			 why ? why : "not JSON");

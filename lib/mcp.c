@@ -74,6 +74,7 @@ struct mcp {
 	struct call *calls;    /* every call in flight, queued or not */
 	unsigned seq;
 	jv languages;          /* cached list_supported_languages, or invalid */
+	jv tools;              /* tools/list's answer: made once, shared by copy */
 	struct sessions *sessions;
 };
 
@@ -742,7 +743,7 @@ bool mcp_handle_line(struct mcp_client *cl, const char *line, size_t len, uint64
 	else if (!strcmp(method, "ping"))
 		send_result(cl, tag, id, modern, jv_object());
 	else if (!strcmp(method, "tools/list"))
-		send_result(cl, tag, id, modern, jv_object_set(jv_object(), jv_string("tools"), mcp_tools_list(m->conf)));
+		send_result(cl, tag, id, modern, jv_object_set(jv_object(), jv_string("tools"), jv_copy(m->tools)));
 	else if (!strcmp(method, "tools/call")) {
 		do_tools_call(cl, tag, id, params, modern); /* params borrowed */
 	} else {
@@ -773,6 +774,7 @@ struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path,
 	m->bindir = util_strdup(bindir);
 	m->max = c->max_concurrent ? (unsigned)c->max_concurrent : 1;
 	m->languages = jv_invalid();
+	m->tools = mcp_tools_list(c);
 	m->sessions = sess_new(l, c);
 	unsigned seed;
 	util_random(&seed, sizeof seed);
@@ -860,6 +862,7 @@ void mcp_free(struct mcp *m)
 		call_free(m->calls);
 	sess_free(m->sessions);
 	jv_free(m->languages);
+	jv_free(m->tools);
 	free(m->conf_path);
 	free(m->bindir);
 	free(m);

@@ -391,7 +391,16 @@ print("planted")'
 	run --separate-stderr "$BIN/sbx-mcp" --help
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"run_code"* ]]
+	[[ "$output" == *"--listen"* ]]
 	run --separate-stderr "$BIN/sbx-mcp" --listen
 	[ "$status" -eq 2 ]
-	[ "${stderr_lines[1]}" = "usage: sbx-mcp [-c FILE]   (an MCP server on stdin/stdout)" ]
+	[[ "${stderr_lines[0]}" == "sbx-mcp: "*"--listen"* ]]
+	[[ "${stderr_lines[1]}" == "usage: sbx-mcp [-c FILE]"*"(MCP on stdin/stdout)" ]]
+	run --separate-stderr "$BIN/sbx-mcp" --transport websocket
+	[ "$status" -eq 2 ]
+	[[ "${stderr_lines[0]}" == *"not stdio, http or sse"* ]]
+	run --separate-stderr "$BIN/sbx-mcp" --token-file x
+	[ "$status" -eq 2 ]
+	run --separate-stderr "$BIN/sbx-mcp" --transport stdio --listen 1
+	[ "$status" -eq 2 ]
 }

@@ -423,6 +423,7 @@ errmsg() { jq -r .error.message body; }
 }
 
 @test "tokens: generated and printed once, SBX_MCP_TOKEN, short tokens and unreadable files refused" {
+	SRV_LOG=gen.log
 	"$BIN/sbx-mcp" -c "$conf" --listen 127.0.0.1:0 2> gen.log &
 	SRV=$!
 	for _ in $(seq 100); do grep -q 'serving MCP' gen.log && break; sleep 0.05; done
@@ -432,6 +433,7 @@ errmsg() { jq -r .error.message body; }
 	URL=$(sed -n 's|.*serving MCP at \(http://[^ ]*\)/mcp .*|\1|p' gen.log)
 	TOK=$tok initialize
 	http_stop
+	SRV_LOG=env.log
 	SBX_MCP_TOKEN=env-token-0123456789abcdef "$BIN/sbx-mcp" -c "$conf" --listen 127.0.0.1:0 2> env.log &
 	SRV=$!
 	for _ in $(seq 100); do grep -q 'serving MCP' env.log && break; sleep 0.05; done
@@ -451,6 +453,7 @@ errmsg() { jq -r .error.message body; }
 	run --separate-stderr "$BIN/sbx-mcp" -c "$conf" --token-file tokens
 	[ "$status" -eq 2 ]
 	chmod 644 tokens
+	SRV_LOG=srv.log
 	http_serve
 	grep -q 'readable by others' srv.log
 }

@@ -119,10 +119,16 @@ http_serve() {
 	return 1
 }
 
+# The server must exit 0 and its log hold no sanitizer report (the suite
+# runs the ASan+UBSan build).
 http_stop() {
+	local st=0
 	if [ -n "${SRV:-}" ]; then
 		kill -TERM "$SRV" 2> /dev/null || true
-		wait "$SRV" || true
+		wait "$SRV" || st=$?
 		SRV=
+		if [ "$st" -ne 0 ]; then echo "sbx-mcp exited with $st" >&2; cat "${SRV_LOG:-srv.log}" >&2; return 1; fi
 	fi
+	if grep -E 'Sanitizer|runtime error' "${SRV_LOG:-srv.log}" >&2 2> /dev/null; then return 1; fi
+	return 0
 }
