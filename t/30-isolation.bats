@@ -326,9 +326,10 @@ while True:
 }
 
 @test "a double-fork setsid daemon does not outlive its run" {
-	run_req '{"language":"bash","code":"setsid bash -c \"sleep 300 & disown\" < /dev/null > /dev/null 2>&1 & disown; sleep 0.2; echo started"}'
+	# a duration nothing else on the host would sleep, so pgrep finds only ours
+	run_req '{"language":"bash","code":"setsid bash -c \"sleep 300.7131 & disown\" < /dev/null > /dev/null 2>&1 & disown; sleep 0.2; echo started"}'
 	jqe 0 '.status == "success" and .stdout == "started\n"'
-	! pgrep -f 'sleep 300'
+	! pgrep -f 'sleep 300[.]7131'
 }
 
 @test "output floods: with and without newlines, binary and NUL: valid JSON, every byte counted" {
