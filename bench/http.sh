@@ -17,14 +17,20 @@ chmod 600 "$B/tokens"
 sed -e "s|^state_dir *=.*|state_dir = \"$PWD/$B/var\"|" -e "s|^history *=.*|history = \"$PWD/$B/var/h.db\"|" \
 	-e 's|^rate *=.*|rate = 1000000|' -e 's|^burst *=.*|burst = 1000000|' -e 's|^max_inflight *=.*|max_inflight = 100000|' \
 	etc/sandbox.conf > "$B/sandbox.conf"
-bin/sbx-mcp -c "$B/sandbox.conf" --listen 127.0.0.1:0 --token-file "$B/tokens" 2> "$B/server.log" &
-srv=$!
+# serve TOKEN_FILE: a server on a free port; $URL, $srv.
+serve() {
+	bin/sbx-mcp -c "$B/sandbox.conf" --listen 127.0.0.1:0 --token-file "$1" 2> "$B/server.log" &
+	srv=$!
+	for _ in $(seq 100); do
+		URL=$(sed -n 's|.*serving MCP at \(http://[^ ]*\)/mcp .*|\1|p' "$B/server.log")
+		[ -n "$URL" ] && return 0
+		sleep 0.05
+	done
+	cat "$B/server.log" >&2
+	return 1
+}
+serve "$B/tokens"
 trap 'kill -TERM $srv 2>/dev/null; wait $srv 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-	URL=$(sed -n 's|.*serving MCP at \(http://[^ ]*\)/mcp .*|\1|p' "$B/server.log")
-	[ -n "$URL" ] && break
-	sleep 0.05
-done
 H=(-H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream')
 SID=$(curl -s -D - -o /dev/null -X POST "$URL/mcp" "${H[@]}" \
 	-d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"wrk","version":"1"}}}' |
@@ -62,13 +68,7 @@ w "POST /mcp run_code (bash echo)" 8 -s "$B/run.lua" "$URL/mcp"
 if command -v node > /dev/null && [ -d t/mcp-client/node_modules/@modelcontextprotocol/sdk ]; then
 	for i in $(seq 50); do echo "load-$i-$TOKEN"; done > "$B/tokens50"
 	kill -TERM $srv; wait $srv || true
-	bin/sbx-mcp -c "$B/sandbox.conf" --listen 127.0.0.1:0 --token-file "$B/tokens50" 2> "$B/server.log" &
-	srv=$!
-	for _ in $(seq 100); do
-		URL=$(sed -n 's|.*serving MCP at \(http://[^ ]*\)/mcp .*|\1|p' "$B/server.log")
-		[ -n "$URL" ] && break
-		sleep 0.05
-	done
+	serve "$B/tokens50"
 	node t/mcp-client/load.mjs "$URL" "$B/tokens50" 50 20 |
 		jq -r '"SDK: \(.clients) clients x \(.calls) run_code calls: \(.ok) ok, \(.wrong) wrong, \(.failed) failed in \(.seconds) s (\(.calls_per_second) calls/s)"'
 fi

@@ -423,24 +423,16 @@ errmsg() { jq -r .error.message body; }
 }
 
 @test "tokens: generated and printed once, SBX_MCP_TOKEN, short tokens and unreadable files refused" {
-	SRV_LOG=gen.log
-	"$BIN/sbx-mcp" -c "$conf" --listen 127.0.0.1:0 2> gen.log &
-	SRV=$!
-	for _ in $(seq 100); do grep -q 'serving MCP' gen.log && break; sleep 0.05; done
+	SRV_LOG=gen.log TOKENS= http_serve
 	tok=$(sed -n "s/.*this run's token is \([0-9a-f]*\)$/\1/p" gen.log)
 	[[ "$tok" =~ ^[0-9a-f]{64}$ ]]
 	[ "$(grep -c "$tok" gen.log)" -eq 1 ]
-	URL=$(sed -n 's|.*serving MCP at \(http://[^ ]*\)/mcp .*|\1|p' gen.log)
 	TOK=$tok initialize
-	http_stop
-	SRV_LOG=env.log
-	SBX_MCP_TOKEN=env-token-0123456789abcdef "$BIN/sbx-mcp" -c "$conf" --listen 127.0.0.1:0 2> env.log &
-	SRV=$!
-	for _ in $(seq 100); do grep -q 'serving MCP' env.log && break; sleep 0.05; done
+	SRV_LOG=gen.log http_stop
+	SBX_MCP_TOKEN=env-token-0123456789abcdef SRV_LOG=env.log TOKENS= http_serve
 	! grep -q "token is" env.log
-	URL=$(sed -n 's|.*serving MCP at \(http://[^ ]*\)/mcp .*|\1|p' env.log)
 	TOK=env-token-0123456789abcdef initialize
-	http_stop
+	SRV_LOG=env.log http_stop
 	echo short > weak
 	run --separate-stderr "$BIN/sbx-mcp" -c "$conf" --listen 127.0.0.1:0 --token-file weak
 	[ "$status" -eq 2 ]
@@ -453,7 +445,6 @@ errmsg() { jq -r .error.message body; }
 	run --separate-stderr "$BIN/sbx-mcp" -c "$conf" --token-file tokens
 	[ "$status" -eq 2 ]
 	chmod 644 tokens
-	SRV_LOG=srv.log
 	http_serve
 	grep -q 'readable by others' srv.log
 }

@@ -104,18 +104,21 @@ skip_unless_root() {
 py() { jq -cn --arg c "$1" "{language:\"python\",code:\$c} + ${2:-{\}}"; }
 
 # http_serve [options]: sbx-mcp --listen on a free loopback port with
-# $conf and ./tokens; sets $URL and $SRV; its stderr (the access log) in
-# srv.log.  http_stop: SIGTERM and wait.
+# $conf and the token file ${TOKENS-tokens} (TOKENS= for none); sets $URL
+# and $SRV; its stderr (the access log) goes to ${SRV_LOG:-srv.log}.
+# http_stop: SIGTERM and wait.
 http_serve() {
-	"$BIN/sbx-mcp" -c "$conf" --listen "${LISTEN:-127.0.0.1:0}" --token-file tokens "$@" 2> srv.log &
+	local tf=()
+	[ -n "${TOKENS-tokens}" ] && tf=(--token-file "${TOKENS-tokens}")
+	"$BIN/sbx-mcp" -c "$conf" --listen "${LISTEN:-127.0.0.1:0}" "${tf[@]}" "$@" 2> "${SRV_LOG:-srv.log}" &
 	SRV=$!
 	for _ in $(seq 200); do
-		URL=$(sed -n 's|.*serving MCP at \(http://[^ ]*\)/mcp .*|\1|p' srv.log)
+		URL=$(sed -n 's|.*serving MCP at \(http://[^ ]*\)/mcp .*|\1|p' "${SRV_LOG:-srv.log}")
 		[ -n "$URL" ] && return 0
 		kill -0 "$SRV" 2> /dev/null || break
 		sleep 0.05
 	done
-	cat srv.log >&2
+	cat "${SRV_LOG:-srv.log}" >&2
 	return 1
 }
 
