@@ -446,6 +446,14 @@ static enum MHD_Result busy_reply(struct ex *ex)
 	return fail(ex, MHD_HTTP_SERVICE_UNAVAILABLE, -32000, "the server is shutting down", "Retry-After", "5", NULL, NULL);
 }
 
+static enum MHD_Result too_large(struct ex *ex)
+{
+	char msg[128];
+	snprintf(msg, sizeof msg, "request body larger than [http] max_body (%llu bytes)",
+		 (unsigned long long)ex->h->conf->http_max_body);
+	return fail(ex, MHD_HTTP_CONTENT_TOO_LARGE, -32000, msg, NULL, NULL, NULL, NULL);
+}
+
 /* Headers are in: everything that needs no body is decided here. */
 static enum MHD_Result begin(struct ex *ex)
 {
@@ -524,12 +532,8 @@ static enum MHD_Result begin(struct ex *ex)
 		char *end;
 		errno = 0;
 		unsigned long long n = cl ? strtoull(cl, &end, 10) : 0;
-		if (cl && (errno || *end || n > h->conf->http_max_body)) {
-			char msg[128];
-			snprintf(msg, sizeof msg, "request body larger than [http] max_body (%llu bytes)",
-				 (unsigned long long)h->conf->http_max_body);
-			return fail(ex, MHD_HTTP_CONTENT_TOO_LARGE, -32000, msg, NULL, NULL, NULL, NULL);
-		}
+		if (cl && (errno || *end || n > h->conf->http_max_body))
+			return too_large(ex);
 	}
 	/* The session, where one is named. */
 	if (ex->route == R_MCP) {
@@ -740,12 +744,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*size = 0;
 		return MHD_YES;
 	}
-	if (ex->dropped) {
-		char msg[128];
-		snprintf(msg, sizeof msg, "request body larger than [http] max_body (%llu bytes)",
-			 (unsigned long long)h->conf->http_max_body);
-		return fail(ex, MHD_HTTP_CONTENT_TOO_LARGE, -32000, msg, NULL, NULL, NULL, NULL);
-	}
+	if (ex->dropped)
+		return too_large(ex);
 	if (!ex->handled) {
 		ex->handled = true;
 		if (h->draining && ex->route != R_HEALTH)
