@@ -14,8 +14,8 @@
  * rlimits, sizes; the stdin memfd and the scratch mount as SCM_RIGHTS).
  * Because spawn needs nothing of the job but its language's tree, the
  * supervisor spawns ahead of time when jobs come in a stream: namespace
- * creation, cgroup migration (an RCU grace period on v1) and root building
- * then happen while the previous job runs.  Each sandbox still serves
+ * creation, cgroup joining and root building then happen while the
+ * previous job runs.  Each sandbox still serves
  * exactly one job: nothing passes from one run to the next.
  *
  * With its job, init mounts a fresh size-limited tmpfs for /tmp, $HOME and
@@ -316,11 +316,15 @@ static _Noreturn void init_main(struct child_args *a)
 	proc_set_title(a->sys->argv, "sbx-init");
 
 	/* cgroup v1: join the run's groups ourselves, while we are still host
-	 * root to the cgroup files.  The migration waits for an RCU grace
-	 * period; done here, it costs the supervisor nothing. */
+	 * root to the cgroup files.  We are a single thread, so we move just
+	 * this thread ("0" to tasks): the kernel then skips its global
+	 * threadgroup lock, whose write side waits for an RCU grace period
+	 * (10-45 ms here, on every run that is not right after another);
+	 * moving the whole process through cgroup.procs would take it.  What
+	 * we fork later is born in these groups. */
 	for (char *const *p = a->cg_paths; p && *p; p++) {
 		char path[4096];
-		snprintf(path, sizeof path, "%s/cgroup.procs", *p);
+		snprintf(path, sizeof path, "%s/tasks", *p);
 		int fd = open(path, O_WRONLY | O_CLOEXEC);
 		if (fd < 0 || write(fd, "0", 1) != 1) {
 			msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "join the run's cgroup");

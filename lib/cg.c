@@ -408,17 +408,6 @@ int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cp
 	return 0;
 }
 
-int cg_run_attach(struct cg_sys *s, struct cg_run *r, pid_t pid)
-{
-	char val[32];
-	snprintf(val, sizeof val, "%d", (int)pid);
-	for (int i = 0; i < 4; i++)
-		if (r->path[i] && write_file(r->path[i], "cgroup.procs", val) < 0)
-			return -1;
-	(void)s;
-	return 0;
-}
-
 void cg_run_kill(struct cg_sys *s, struct cg_run *r)
 {
 	if (s->mode == CG_V2 && r->path[0])

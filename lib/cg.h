@@ -58,7 +58,6 @@ int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cp
 /* Change the limits of an existing group. */
 int cg_run_limits(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids, char *err,
 		  size_t errlen);
-int cg_run_attach(struct cg_sys *s, struct cg_run *r, pid_t pid);
 /* Kill every process in the run's groups (v2 cgroup.kill; no-op on v1,
  * where the pid namespace does it). */
 void cg_run_kill(struct cg_sys *s, struct cg_run *r);
