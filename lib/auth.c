@@ -89,15 +89,8 @@ static struct auth *from_file(const char *file, char *err, size_t errlen)
 	if (st.st_mode & 0077)
 		util_warn("%s: the token file is readable by others (chmod 600 it)", file);
 	char *buf = util_xalloc((size_t)st.st_size + 1);
-	size_t got = 0;
-	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
+	ssize_t r = util_read_full(fd, buf, (size_t)st.st_size);
+	size_t got = r > 0 ? (size_t)r : 0;
 	close(fd);
 	char why[200];
 	struct auth *a = auth_parse(buf, got, why, sizeof why);

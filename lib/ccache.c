@@ -146,22 +146,14 @@ static char *read_all(int dfd, const char *name, size_t max, size_t *len)
 		return NULL;
 	}
 	char *buf = util_xalloc((size_t)st.st_size + 1);
-	size_t got = 0;
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
+	ssize_t got = util_read_full(fd, buf, (size_t)st.st_size);
 	close(fd);
-	if (got != (size_t)st.st_size) {
+	if (got != (ssize_t)st.st_size) {
 		free(buf);
 		return NULL;
 	}
 	buf[got] = 0;
-	*len = got;
+	*len = (size_t)got;
 	return buf;
 }
 

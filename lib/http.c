@@ -97,9 +97,9 @@ static const char *header(struct ex *ex, const char *name)
 	return ex->conn ? MHD_lookup_connection_value(ex->conn, MHD_HEADER_KIND, name) : NULL;
 }
 
-static bool has_token(const char *list, const char *tok)
+static bool lists_type(const char *list, const char *tok)
 {
-	/* case-insensitive search of a media type in an Accept-style list */
+	/* Does an Accept-style list name this media type (case-insensitive)? */
 	size_t n = strlen(tok);
 	for (const char *p = list; p && *p; p++)
 		if (!strncasecmp(p, tok, n))
@@ -523,9 +523,9 @@ static enum MHD_Result begin(struct ex *ex)
 			return fail(ex, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, -32000, "Content-Type must be application/json", NULL,
 				    NULL, NULL, NULL);
 		const char *accept = header(ex, "Accept");
-		ex->accept_sse = accept && has_token(accept, "text/event-stream");
-		if (ex->route == R_MCP && accept && !has_token(accept, "application/json") && !ex->accept_sse &&
-		    !has_token(accept, "*/*") && !has_token(accept, "application/*"))
+		ex->accept_sse = accept && lists_type(accept, "text/event-stream");
+		if (ex->route == R_MCP && accept && !lists_type(accept, "application/json") && !ex->accept_sse &&
+		    !lists_type(accept, "*/*") && !lists_type(accept, "application/*"))
 			return fail(ex, MHD_HTTP_NOT_ACCEPTABLE, -32000,
 				    "Accept must include application/json or text/event-stream", NULL, NULL, NULL, NULL);
 		const char *cl = header(ex, "Content-Length");
@@ -611,7 +611,6 @@ static enum MHD_Result handle(struct ex *ex)
 	bool request = method && rec_has(msg, "id");
 	snprintf(ex->rpc, sizeof ex->rpc, "%s", method ? method : "(response)");
 	bool init = request && !strcmp(method, "initialize");
-	jv_free(msg);
 
 	if (ex->route == R_MCP && (init || !ex->s)) {
 		const char *pv = header(ex, "MCP-Protocol-Version");
@@ -619,17 +618,22 @@ static enum MHD_Result handle(struct ex *ex)
 		if (pv)
 			mcp_version_known(pv, &modern);
 		if (init) {
-			if (h->who[ex->owner].sessions >= c->http_max_sessions)
+			if (h->who[ex->owner].sessions >= c->http_max_sessions) {
+				jv_free(msg);
 				goto too_many_sessions;
+			}
 			ex->s = ex->made = sess_make(h, ex->owner, false, false);
 		} else if (modern) {
 			ex->s = ex->made = sess_make(h, ex->owner, false, true);
-		} else
+		} else {
+			jv_free(msg);
 			return fail(ex, MHD_HTTP_BAD_REQUEST, -32000,
 				    "Mcp-Session-Id header required (initialize first, or send MCP-Protocol-Version: 2026-07-28)",
 				    NULL, NULL, NULL, NULL);
+		}
 	}
 	if (request && h->who[ex->owner].inflight >= c->http_max_inflight) {
+		jv_free(msg);
 		if (ex->made) {
 			sess_free(ex->made);
 			ex->s = NULL;
@@ -645,7 +649,8 @@ static enum MHD_Result handle(struct ex *ex)
 	h->busy++;
 	struct sess *s = ex->s;
 	s->last_used = util_now_ms();
-	if (!mcp_handle_line(s->cl, ex->body, ex->len, ex->tag)) {
+	/* The body was checked and parsed once, here. */
+	if (!mcp_handle(s->cl, msg, ex->tag)) {
 		/* A notification or a response: nothing comes back. */
 		if ((p = pend_find(h, ex->tag)))
 			pend_done(h, p);

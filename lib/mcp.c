@@ -660,7 +660,6 @@ void mcp_reject_line(struct mcp_client *cl, const char *why, uint64_t tag)
 
 bool mcp_handle_line(struct mcp_client *cl, const char *line, size_t len, uint64_t tag)
 {
-	struct mcp *m = cl->m;
 	jv inv;
 	enum rec_status st = rec_check_line(line, len, 0, &inv);
 	if (st == REC_AGAIN)
@@ -670,7 +669,12 @@ bool mcp_handle_line(struct mcp_client *cl, const char *line, size_t len, uint64
 		jv_free(inv);
 		return true;
 	}
-	jv msg = jv_parse_sized(line, (int)len);
+	return mcp_handle(cl, jv_parse_sized(line, (int)len), tag);
+}
+
+bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
+{
+	struct mcp *m = cl->m;
 	jv id = rec_get(msg, "id");
 	jv_kind ik = jv_get_kind(id);
 	bool has_id = ik != JV_KIND_INVALID;

@@ -49,6 +49,9 @@ struct mcp_client *mcp_client_new(struct mcp *m, unsigned owner, mcp_send_fn sen
  * gets an answer tagged `tag` (perhaps already sent), false for
  * notifications and responses. */
 bool mcp_handle_line(struct mcp_client *cl, const char *line, size_t len, uint64_t tag);
+/* The same for a message already checked with rec_check_line and parsed
+ * (a JSON object; consumed). */
+bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag);
 /* A line the transport could not even read as one (too long, not JSON):
  * answer with the JSON-RPC error.  why: rec's message for it. */
 void mcp_reject_line(struct mcp_client *cl, const char *why, uint64_t tag);

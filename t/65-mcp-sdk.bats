@@ -34,22 +34,22 @@ sdk() {
 	sdk "$PWD/mcp.sh"
 }
 
-@test "the same over Streamable HTTP (StreamableHTTPClientTransport, bearer token), then DELETE of its session" {
+# sdk_over http|sse: the client against a server on a free port.
+sdk_over() {
 	need_sdk
 	conf=$(conf_with 's/^$//')
 	echo sdk-token-0123456789abcdef > tokens
 	chmod 600 tokens
 	http_serve
-	sdk http "$URL" sdk-token-0123456789abcdef
+	sdk "$1" "$URL" sdk-token-0123456789abcdef
+}
+
+@test "the same over Streamable HTTP (StreamableHTTPClientTransport, bearer token), then DELETE of its session" {
+	sdk_over http
 	grep -q '"DELETE /mcp" 204' srv.log
 }
 
 @test "the same over HTTP+SSE of 2024-11-05 (SSEClientTransport)" {
-	need_sdk
-	conf=$(conf_with 's/^$//')
-	echo sdk-token-0123456789abcdef > tokens
-	chmod 600 tokens
-	http_serve
-	sdk sse "$URL" sdk-token-0123456789abcdef
+	sdk_over sse
 	grep -q '"POST /messages" 202' srv.log
 }
