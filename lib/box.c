@@ -7,10 +7,23 @@
  * pid, ipc, uts and (unless the job has network) net namespaces, getting a
  * pidfd.  The child is the sandbox's init, pid 1 of the new pid namespace.
  * It waits on a pipe until the supervisor has written its uid/gid maps,
- * joins the run's cgroup (v1; on v2 clone3 put it there), becomes root of
- * its user namespace, enters a new cgroup namespace, builds the read-only
- * root and pivots into it (ns.c), brings up lo, and waits for its job on a
- * socket.  assign: the supervisor sends the job (argv, environment,
+ * joins the run's cgroup (v1, through tasks files the supervisor opened;
+ * on v2 clone3 put it there), becomes root of its user namespace, enters a
+ * new cgroup namespace, mounts its own devpts and procfs, brings up lo,
+ * and waits for its job on a socket.
+ *
+ * The read-only root (ns.c) is built once, not per sandbox: a short-lived
+ * builder process makes it in a mount namespace of its own, whose fd we
+ * keep (a "template"); for each sandbox the supervisor setns()es into the
+ * template around clone3, so the sandbox's mount namespace is a copy of
+ * it, made by the kernel in one step.  The copy belongs to the sandbox's
+ * user namespace, so every mount in it is locked (cannot be unmounted to
+ * reveal what is below, nor made writable), and the shared tmpfs holding
+ * /etc's generated files is read-only in every copy.  Templates are
+ * rebuilt after a minute (host files replaced meanwhile, such as a new
+ * ld.so.cache, then reach new sandboxes).  A process's first sandbox
+ * builds its root itself instead, in parallel with the supervisor, so a
+ * one-job sbx-run pays nothing for the template.  assign: the supervisor sends the job (argv, environment,
  * rlimits, sizes; the stdin memfd and the scratch mount as SCM_RIGHTS).
  * Because spawn needs nothing of the job but its language's tree, the
  * supervisor spawns ahead of time when jobs come in a stream: namespace
@@ -145,16 +158,18 @@ struct box {
 	struct box *next;
 };
 
-/* Fixed fd numbers inside the child after proc_keep_fds. */
-enum { K_GO, K_STATUS, K_OUT, K_ERR, K_SPEC, K_N };
+/* Fixed fd numbers inside the child after proc_keep_fds.  K_CG*: the
+ * tasks files of the run's v1 groups, opened by the supervisor (the
+ * sandbox's mount namespace has no /sys). */
+enum { K_GO, K_STATUS, K_OUT, K_ERR, K_SPEC, K_CG0, K_CG1, K_CG2, K_CG3, K_N };
 #define KFD(i) (3 + (i))
 
 struct child_args {
 	struct box_sys *sys;
 	bool network;
+	bool build_root;         /* no template: build the root here */
 	const char *rootfs;
 	char *const *binds;
-	char *const *cg_paths;   /* v1: groups to join before dropping host root */
 	int fds[K_N];
 	unsigned long flags;
 };
@@ -322,15 +337,14 @@ static _Noreturn void init_main(struct child_args *a)
 	 * (10-45 ms here, on every run that is not right after another);
 	 * moving the whole process through cgroup.procs would take it.  What
 	 * we fork later is born in these groups. */
-	for (char *const *p = a->cg_paths; p && *p; p++) {
-		char path[4096];
-		snprintf(path, sizeof path, "%s/tasks", *p);
-		int fd = open(path, O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || write(fd, "0", 1) != 1) {
+	for (int i = K_CG0; i <= K_CG3; i++) {
+		if (a->fds[i] < 0)
+			continue;
+		if (write(KFD(i), "0", 1) != 1) {
 			msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "join the run's cgroup");
 			_exit(122);
 		}
-		close(fd);
+		close(KFD(i));
 	}
 	if (a->sys->root) {
 		if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0 || setgroups(0, NULL) < 0) {
@@ -355,13 +369,9 @@ static _Noreturn void init_main(struct child_args *a)
 		_exit(122);
 	}
 	sethostname("sandbox", 7);
-	struct ns_root root = {
-		.rootfs = a->rootfs ? a->rootfs : "",
-		.etc = a->sys->conf->etc,
-		.binds = a->binds,
-		.network = a->network,
-	};
-	if (ns_build_root(&root, err, sizeof err) < 0) {
+	struct ns_root root = { .rootfs = a->rootfs ? a->rootfs : "", .etc = a->sys->conf->etc, .binds = a->binds,
+				.network = a->network };
+	if ((a->build_root && ns_build_root(&root, err, sizeof err) < 0) || ns_enter_root(err, sizeof err) < 0) {
 		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
 		_exit(123);
 	}
@@ -736,6 +746,176 @@ static struct box *new_box(struct box_sys *s, struct loop *l)
 	return b;
 }
 
+/* ---- root templates ------------------------------------------------------------ */
+
+/* A template older than this is rebuilt at the next spawn, so that host
+ * files replaced under it (a new ld.so.cache, updated certificates) reach
+ * the sandboxes of a long-running supervisor. */
+#define TMPL_TTL_NS (60LL * 1000000000)
+
+static bool strv_eq(char *const *a, char *const *b);
+
+static void tmpl_clear(struct box_tmpl *t)
+{
+	if (t->mnt_fd >= 0)
+		close(t->mnt_fd);
+	free(t->rootfs);
+	free_strv(t->binds);
+	*t = (struct box_tmpl){ .mnt_fd = -1 };
+}
+
+static bool tmpl_is(const struct box_tmpl *t, bool network, const char *rootfs, char *const *binds)
+{
+	return t->mnt_fd >= 0 && t->network == network && strv_eq(t->binds, binds) &&
+	       ((!t->rootfs && !rootfs) || (t->rootfs && rootfs && !strcmp(t->rootfs, rootfs)));
+}
+
+/* The builder: pid 1 of a new pid namespace (its procfs then shows nothing
+ * once it is gone), in a new mount namespace, with our credentials.  It
+ * reports on `rep`, then waits for EOF on `hold` while we open its mount
+ * namespace. */
+static _Noreturn void tmpl_main(const struct conf *c, bool network, const char *rootfs, char *const *binds, int rep,
+				int hold)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	int fds[2] = { rep, hold };
+	if (proc_keep_fds(fds, 2) < 0)
+		_exit(120);
+	char err[200];
+	struct ns_root r = { .rootfs = rootfs ? rootfs : "", .etc = c->etc, .binds = binds, .network = network };
+	if (ns_build_root(&r, err, sizeof err) < 0)
+		msg_send(KFD(0), MSG_FAIL, errno, 0, 0, 0, 0, err);
+	else
+		msg_send(KFD(0), MSG_MARK, 0, 0, 0, 0, 0, NULL);
+	char x;
+	while (read(KFD(1), &x, 1) < 0 && errno == EINTR)
+		;
+	_exit(0);
+}
+
+static int tmpl_build(struct box_sys *s, struct box_tmpl *t, bool network, const char *rootfs, char *const *binds,
+		      char *err, size_t errlen)
+{
+	int rep[2] = { -1, -1 }, hold[2] = { -1, -1 }, fd = -1;
+	if (pipe2(rep, O_CLOEXEC) < 0 || pipe2(hold, O_CLOEXEC) < 0) {
+		snprintf(err, errlen, "pipes: %s", strerror(errno));
+		goto out;
+	}
+	pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)(CLONE_NEWNS | CLONE_NEWPID | SIGCHLD), NULL, NULL, NULL, 0);
+	if (pid == 0)
+		tmpl_main(s->conf, network, rootfs, binds, rep[1], hold[0]);
+	if (pid < 0) {
+		snprintf(err, errlen, "cannot create a mount namespace for the sandbox's root: %s", strerror(errno));
+		goto out;
+	}
+	close(rep[1]);
+	rep[1] = -1;
+	struct pollfd pf = { .fd = rep[0], .events = POLLIN };
+	struct msg m = { 0 };
+	int n;
+	while ((n = poll(&pf, 1, SETUP_TIMEOUT_MS)) < 0 && errno == EINTR)
+		;
+	ssize_t got = 0;
+	if (n == 1)
+		while ((got = read(rep[0], &m, sizeof m)) < 0 && errno == EINTR)
+			;
+	if (got != (ssize_t)sizeof m)
+		snprintf(err, errlen, "building the sandbox's root: no answer");
+	else if (m.type != MSG_MARK)
+		snprintf(err, errlen, "building the sandbox's root: %.*s: %s", (int)sizeof m.text, m.text, strerror(m.err));
+	else {
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	}
+	if (fd < 0)
+		kill(pid, SIGKILL);
+	close(hold[1]);
+	hold[1] = -1;
+	while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
+		;
+	if (fd >= 0) {
+		tmpl_clear(t);
+		*t = (struct box_tmpl){
+			.mnt_fd = fd, .network = network, .rootfs = rootfs ? util_strdup(rootfs) : NULL,
+			.binds = copy_strv(binds), .born_ns = mono_ns(),
+		};
+	}
+out:;
+	int all[] = { rep[0], rep[1], hold[0], hold[1] };
+	for (size_t i = 0; i < 4; i++)
+		if (all[i] >= 0)
+			close(all[i]);
+	return fd >= 0 ? 0 : -1;
+}
+
+/* The mount namespace holding the root for (network, rootfs, binds), built
+ * if there is none or it is old; -2 when this process's first sandbox
+ * should rather build its own (below). */
+static int tmpl_get(struct box_sys *s, bool network, const char *rootfs, char *const *binds, char *err, size_t errlen)
+{
+	/* A template pays off from the second sandbox on; the first builds
+	 * its root itself, in parallel with us, so a one-job sbx-run pays
+	 * nothing for it. */
+	if (s->spawned++ == 0)
+		return -2;
+	struct box_tmpl *t = NULL, *oldest = &s->tmpl[0];
+	for (int i = 0; i < BOX_TMPLS && !t; i++) {
+		if (tmpl_is(&s->tmpl[i], network, rootfs, binds))
+			t = &s->tmpl[i];
+		else if (s->tmpl[i].mnt_fd < 0 || (oldest->mnt_fd >= 0 && s->tmpl[i].born_ns < oldest->born_ns))
+			oldest = &s->tmpl[i];
+	}
+	if (t && mono_ns() - t->born_ns < TMPL_TTL_NS)
+		return t->mnt_fd;
+	if (tmpl_build(s, t ? t : oldest, network, rootfs, binds, err, errlen) < 0)
+		return -1;
+	return (t ? t : oldest)->mnt_fd;
+}
+
+static pid_t clone_plain(struct clone_args *cl)
+{
+	pid_t pid = (pid_t)syscall(SYS_clone3, cl, sizeof *cl);
+	if (pid < 0 && errno == ENOSYS && !(cl->flags & CLONE_INTO_CGROUP)) {
+		/* Kernels before 5.3, and valgrind: the old clone, fork-like (no
+		 * stack), pidfd through the parent-tid argument. */
+		pid = (pid_t)syscall(SYS_clone, (unsigned long)cl->flags | SIGCHLD, NULL, (int *)(uintptr_t)cl->pidfd,
+				     NULL, 0);
+	}
+	return pid;
+}
+
+/* clone3 with the new mount namespace copied from the template's rather
+ * than from ours (tmpl_fd < 0: from ours): we step into the template for
+ * the one call and back. */
+static pid_t clone_from(struct box_sys *s, int tmpl_fd, struct clone_args *cl)
+{
+	if (tmpl_fd < 0)
+		return clone_plain(cl);
+	int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (setns(tmpl_fd, CLONE_NEWNS) < 0) {
+		int e = errno;
+		if (cwd >= 0)
+			close(cwd);
+		errno = e;
+		return -1;
+	}
+	pid_t pid = clone_plain(cl);
+	if (pid == 0)
+		return 0;
+	int e = errno;
+	/* setns resets root and cwd to the namespace's root: restore ours. */
+	if (setns(s->self_mnt_fd, CLONE_NEWNS) < 0 || fchdir(s->root_fd) < 0 || chroot(".") < 0 ||
+	    (cwd >= 0 && fchdir(cwd) < 0))
+		util_die(EXIT_FAILURE, "cannot return to our own mount namespace: %s", strerror(errno));
+	if (cwd >= 0)
+		close(cwd);
+	errno = e;
+	return pid;
+}
+
 /* Make a sandbox for (network, rootfs, binds) up to "waiting for its job".
  * On failure the box carries the error (res.status BOX_INTERNAL) and no
  * process. */
@@ -747,6 +927,12 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	b->binds = copy_strv(binds);
 	char err[256];
 	const struct conf_limits *dl = &s->conf->lim;
+	int tmpl_fd = tmpl_get(s, network, rootfs, binds, err, sizeof err);
+	if (tmpl_fd == -1) {
+		b->res.status = BOX_INTERNAL;
+		snprintf(b->res.error, sizeof b->res.error, "%s", err);
+		return b;
+	}
 	if (s->cg_ok) {
 		if (cg_run_create(&s->cg, &b->cg, dl->memory, dl->cpus, dl->pids, err, sizeof err) < 0) {
 			b->res.status = BOX_INTERNAL;
@@ -758,6 +944,7 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 		b->cg_pids = dl->pids;
 	}
 	int go[2] = { -1, -1 }, stp[2] = { -1, -1 }, outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, sp[2] = { -1, -1 };
+	int cgfd[4] = { -1, -1, -1, -1 };
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(stp, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
 		b->res.status = BOX_INTERNAL;
@@ -766,18 +953,21 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	}
 	unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID;
 	struct child_args ca = {
-		.sys = s, .network = network, .rootfs = b->rootfs, .binds = b->binds, .flags = flags,
-		.cg_paths = s->cg.mode == CG_V1 ? b->cg.path : NULL,
-		.fds = { go[0], stp[1], outp[1], errp[1], sp[1] },
+		.sys = s, .network = network, .build_root = tmpl_fd < 0, .rootfs = b->rootfs, .binds = b->binds, .flags = flags,
+		.fds = { go[0], stp[1], outp[1], errp[1], sp[1], -1, -1, -1, -1 },
 	};
-	/* v1 groups to join: the non-NULL entries of path[], packed. */
-	char *paths[5] = { 0 };
-	if (s->cg.mode == CG_V1) {
-		int k = 0;
-		for (int i = 0; i < 4; i++)
-			if (b->cg.path[i])
-				paths[k++] = b->cg.path[i];
-		ca.cg_paths = paths;
+	/* v1: the groups' tasks files, for init to join them. */
+	for (int i = 0, k = 0; s->cg.mode == CG_V1 && i < 4; i++) {
+		if (!b->cg.path[i])
+			continue;
+		char path[4096];
+		snprintf(path, sizeof path, "%s/tasks", b->cg.path[i]);
+		ca.fds[K_CG0 + k] = cgfd[k] = open(path, O_WRONLY | O_CLOEXEC);
+		if (cgfd[k++] < 0) {
+			b->res.status = BOX_INTERNAL;
+			snprintf(b->res.error, sizeof b->res.error, "cgroup %.400s: %s", path, strerror(errno));
+			goto close_all;
+		}
 	}
 	int pidfd = -1;
 	struct clone_args cl = {
@@ -789,12 +979,7 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 		cl.flags |= CLONE_INTO_CGROUP;
 		cl.cgroup = (uint64_t)b->cg.fd;
 	}
-	pid_t pid = (pid_t)syscall(SYS_clone3, &cl, sizeof cl);
-	if (pid < 0 && errno == ENOSYS && b->cg.fd < 0) {
-		/* Kernels before 5.3, and valgrind: the old clone, fork-like (no
-		 * stack), pidfd through the parent-tid argument. */
-		pid = (pid_t)syscall(SYS_clone, (unsigned long)(flags | CLONE_PIDFD | SIGCHLD), NULL, &pidfd, NULL, 0);
-	}
+	pid_t pid = clone_from(s, tmpl_fd, &cl);
 	if (pid == 0)
 		init_main(&ca);
 	if (pid < 0) {
@@ -842,6 +1027,9 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	close(outp[1]);
 	close(errp[1]);
 	close(sp[1]);
+	for (int i = 0; i < 4; i++)
+		if (cgfd[i] >= 0)
+			close(cgfd[i]);
 	b->status_fd = stp[0];
 	b->out_fd = outp[0];
 	b->err_fd = errp[0];
@@ -854,7 +1042,8 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	return b;
 
 close_all:;
-	int all[] = { go[0], go[1], stp[0], stp[1], outp[0], outp[1], errp[0], errp[1], sp[0], sp[1] };
+	int all[] = { go[0], go[1], stp[0], stp[1], outp[0], outp[1], errp[0], errp[1], sp[0], sp[1],
+		      cgfd[0], cgfd[1], cgfd[2], cgfd[3] };
 	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 		if (all[i] >= 0)
 			close(all[i]);
@@ -1229,6 +1418,14 @@ int box_sys_init(struct box_sys *s, const struct conf *c, char **argv, char *err
 		}
 		s->own_userns = true;
 	}
+	for (int i = 0; i < BOX_TMPLS; i++)
+		s->tmpl[i].mnt_fd = -1;
+	s->self_mnt_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	s->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (s->self_mnt_fd < 0 || s->root_fd < 0) {
+		snprintf(err, errlen, "cannot open our own mount namespace: %s", strerror(errno));
+		return -1;
+	}
 	if (filter_build(c->seccomp_errno, &s->filter, err, errlen) < 0)
 		return -1;
 	return 0;
@@ -1237,6 +1434,12 @@ int box_sys_init(struct box_sys *s, const struct conf *c, char **argv, char *err
 void box_sys_free(struct box_sys *s)
 {
 	box_pool_drain(s);
+	for (int i = 0; i < BOX_TMPLS; i++)
+		tmpl_clear(&s->tmpl[i]);
+	if (s->self_mnt_fd > 0)
+		close(s->self_mnt_fd);
+	if (s->root_fd > 0)
+		close(s->root_fd);
 	cg_sys_free(&s->cg);
 	free(s->filter.filter);
 	memset(s, 0, sizeof *s);

@@ -25,6 +25,17 @@
 
 struct box;
 
+/* A built read-only root (ns.h), kept as the mount namespace it lives in;
+ * each sandbox's mount namespace is made as a copy of it. */
+struct box_tmpl {
+	int mnt_fd;                /* nsfs fd; -1: slot unused */
+	bool network;              /* what it was built for */
+	char *rootfs;
+	char **binds;
+	int64_t born_ns;           /* CLOCK_MONOTONIC: rebuilt when old */
+};
+#define BOX_TMPLS 4
+
 struct box_sys {
 	const struct conf *conf;
 	bool root;                 /* euid 0: map sandboxes to conf->uid, conf->uid+1 */
@@ -38,6 +49,9 @@ struct box_sys {
 	struct box *warm;          /* pre-spawned sandboxes waiting for a job */
 	size_t nwarm, pool;        /* how many there are, how many to keep */
 	unsigned long started;     /* stages started, to warm up only for streams */
+	struct box_tmpl tmpl[BOX_TMPLS];
+	int self_mnt_fd, root_fd;  /* our own mount namespace and root, to return to */
+	unsigned long spawned;     /* sandboxes made */
 };
 
 enum box_status { BOX_EXITED, BOX_SIGNALED, BOX_TIMEOUT, BOX_OOM, BOX_CANCELLED, BOX_INTERNAL };

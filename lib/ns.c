@@ -218,15 +218,9 @@ int ns_build_root(const struct ns_root *r, char *err, size_t errlen)
 		if (make_point(rel, false) < 0 || attach(AT_FDCWD, src, rel, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false) < 0)
 			return fail(err, errlen, "bind %s", src);
 	}
-	/* A private devpts instance: programs (test suites, `script`, expect)
-	 * may open pseudo-terminals of their own.  None of them is a terminal
-	 * of the host or of the caller, so TIOCSTI on one can only reach the
-	 * sandbox's own programs; the program itself still has no controlling
-	 * terminal (setsid in box.c). */
-	if (mkdir("dev/pts", 0755) < 0 ||
-	    mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") < 0 ||
-	    symlink("pts/ptmx", "dev/ptmx") < 0)
-		return fail(err, errlen, "mount /dev/pts");
+	/* /dev/pts gets each sandbox's own devpts (ns_enter_root). */
+	if (mkdir("dev/pts", 0755) < 0 || symlink("pts/ptmx", "dev/ptmx") < 0)
+		return fail(err, errlen, "mkdir /dev/pts");
 	if (symlink("/proc/self/fd", "dev/fd") < 0 || symlink("/proc/self/fd/0", "dev/stdin") < 0 ||
 	    symlink("/proc/self/fd/1", "dev/stdout") < 0 || symlink("/proc/self/fd/2", "dev/stderr") < 0)
 		return fail(err, errlen, "dev symlinks");
@@ -236,7 +230,10 @@ int ns_build_root(const struct ns_root *r, char *err, size_t errlen)
 	    mkdir("dev/shm", 0755) < 0 || mkdir("scratch", 0755) < 0)
 		return fail(err, errlen, "mount points");
 
-	/* A fresh /proc for the new pid namespace. */
+	/* The procfs of the builder's own, empty pid namespace: each sandbox
+	 * mounts its own over it (ns_enter_root), which the kernel allows only
+	 * where a procfs is already fully visible, and this one shows no
+	 * process once the builder is gone. */
 	if (mkdir("proc", 0555) < 0 || mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		return fail(err, errlen, "mount /proc");
 
@@ -251,6 +248,24 @@ int ns_build_root(const struct ns_root *r, char *err, size_t errlen)
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
 	if (mount_setattr(AT_FDCWD, "/", 0, &ro, sizeof ro) < 0)
 		return fail(err, errlen, "make / read-only");
+	return 0;
+}
+
+int ns_enter_root(char *err, size_t errlen)
+{
+	/* Modes below are meant as written (1777 for /tmp). */
+	umask(0);
+	/* A private devpts instance: programs (test suites, `script`, expect)
+	 * may open pseudo-terminals of their own.  None of them is a terminal
+	 * of the host, of the caller or of another sandbox, so TIOCSTI on one
+	 * can only reach the sandbox's own programs; the program itself still
+	 * has no controlling terminal (setsid in box.c). */
+	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") < 0)
+		return fail(err, errlen, "mount /dev/pts");
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return fail(err, errlen, "mount /proc");
+	if (chdir("/") < 0)
+		return fail(err, errlen, "chdir /");
 	return 0;
 }
 

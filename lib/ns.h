@@ -1,20 +1,27 @@
-/* ns: the filesystem view of a sandbox, built inside its new mount
- * namespace by the sandbox's init before anything untrusted runs.
+/* ns: the filesystem view of a sandbox.
  *
- * The new root is a small tmpfs holding only mount points and generated
- * /etc files, made read-only at the end.  Into it go: read-only, nosuid,
- * nodev binds of /usr and the /bin, /sbin, /lib* entries (or their
- * symlinks) from the host or the language's rootfs; the listed /etc
- * entries; generated passwd, group, hosts, hostname, nsswitch.conf and
- * resolv.conf; device binds of null, zero, full, random and urandom (no
- * tty); a fresh procfs for the new pid namespace; one size-limited
- * noexec tmpfs shared by /tmp, /home/sandbox and /dev/shm; and the job's
- * scratch directory at /scratch, either writable and noexec or read-only
- * and executable (never both: what a program writes it cannot execute).
+ * The read-only root is built once and shared: a small tmpfs holding only
+ * mount points and generated /etc files, made read-only at the end.  Into
+ * it go: read-only, nosuid, nodev binds of /usr and the /bin, /sbin, /lib*
+ * entries (or their symlinks) from the host or the language's rootfs; the
+ * listed /etc entries; generated passwd, group, hosts, hostname,
+ * nsswitch.conf and resolv.conf; device binds of null, zero, full, random
+ * and urandom (no tty); the builder's procfs at /proc (see ns_build_root).
  * Binds are made with open_tree/mount_setattr so that read-only applies
  * recursively, then pivot_root and a lazy unmount drop the host's tree.
+ * box.c builds it in a mount namespace of its own and makes each sandbox's
+ * mount namespace as a copy of that one: the copy belongs to the
+ * sandbox's user namespace, so the kernel locks every mount and its
+ * read-only flag there, and the shared tmpfs is read-only for everyone.
  *
- * Everything here runs in the child between clone and exec; it uses only
+ * Each sandbox then adds its own mounts (ns_enter_root, ns_attach_work):
+ * a devpts instance, a fresh procfs for its pid namespace, one
+ * size-limited noexec tmpfs shared by /tmp, /home/sandbox and /dev/shm,
+ * and the job's scratch directory at /scratch, either writable and noexec
+ * or read-only and executable (never both: what a program writes it cannot
+ * execute).
+ *
+ * Everything here runs in a child between clone and exec; it uses only
  * stack memory and reports failure as text in `err`.
  */
 #ifndef SBX_NS_H
@@ -36,10 +43,13 @@ struct ns_root {
 	bool network;             /* host network: bind the host's resolv.conf */
 };
 
-/* Build the read-only root (everything but the job's own mounts) and pivot
- * into it; on return the cwd is /.  This part depends only on the
- * language's tree, so it can be done before the job is known. */
+/* Build the shared read-only root (everything but each sandbox's own
+ * mounts) and pivot into it; on return the cwd is /.  Called by a process
+ * that is pid 1 of a new pid namespace, in a new mount namespace: this
+ * depends only on the language's tree. */
 int ns_build_root(const struct ns_root *r, char *err, size_t errlen);
+/* In a sandbox's copy of that root: its own devpts and procfs. */
+int ns_enter_root(char *err, size_t errlen);
 /* Then the job's mounts: a fresh tmpfs of tmpfs_bytes for /tmp, $HOME and
  * /dev/shm, and the scratch (a detached mount, cloned) at NS_WORKDIR,
  * writable and noexec.  With exec_bins, each executable regular file at the

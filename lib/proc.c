@@ -45,6 +45,10 @@ int proc_keep_fds(int *fds, size_t n)
 			return -1;
 		fds[i] = target;
 	}
+	/* An unused slot is empty, whatever it held before. */
+	for (size_t i = 0; i < n; i++)
+		if (fds[i] < 0)
+			close(3 + (int)i);
 	return close_from(3 + (int)n);
 }
 
