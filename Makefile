@@ -39,6 +39,17 @@ $(BUILD)/obj/lib/%.o: lib/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
+# The seccomp program, compiled with libseccomp here rather than in every
+# process (lib/filter.h).
+$(BUILD)/gen/filter_bpf.h: build-aux/gen-filter.c lib/filter_gen.c lib/filter_policy.c lib/util.c lib/filter.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MF $(BUILD)/gen/gen-filter.d -o $(BUILD)/gen/gen-filter build-aux/gen-filter.c \
+		lib/filter_gen.c lib/filter_policy.c lib/util.c $(LDFLAGS) $(LDLIBS)
+	$(BUILD)/gen/gen-filter > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/lib/filter.o: $(BUILD)/gen/filter_bpf.h
+$(BUILD)/obj/lib/filter.o: CPPFLAGS += -I$(BUILD)/gen
+
 $(BUILD)/libsbx.a: $(LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
@@ -169,9 +180,9 @@ FUZZ_TARGETS := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
 
 fuzz-build: $(FUZZ_TARGETS)
-$(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRC) $(wildcard lib/*.h)
+$(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRC) $(wildcard lib/*.h) $(BUILD)/gen/filter_bpf.h
 	@mkdir -p $(BUILD)/fuzz
-	clang $(CPPFLAGS) -std=c11 $(FUZZ_FLAGS) $(PKG_CFLAGS) -o $@ $< $(LIB_SRC) -ljq $(PKG_LIBS) -lm
+	clang $(CPPFLAGS) -I$(BUILD)/gen -std=c11 $(FUZZ_FLAGS) $(PKG_CFLAGS) -o $@ $< $(LIB_SRC) -ljq $(PKG_LIBS) -lm
 
 fuzz: deps fuzz-build
 	@for f in $(FUZZ_TARGETS); do \

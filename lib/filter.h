@@ -1,8 +1,11 @@
 /* filter: the seccomp system-call filter every sandboxed program runs under.
  *
- * Built once per process with libseccomp and exported as classic BPF; a
- * sandbox child then loads the ready program with one seccomp(2) call (no
- * libseccomp work, no allocation after clone).  The policy is a deny list
+ * The policy (filter_policy.c) is compiled to classic BPF with libseccomp
+ * at build time (filter_gen.c, build-aux/gen-filter.c) with a placeholder
+ * errno; at run time filter_build copies that program and puts the
+ * configured errno in, so the tools neither link nor run libseccomp (which
+ * cost half a millisecond per process), and a sandbox child loads the ready
+ * program with one prctl (no allocation after clone).  The policy is a deny list
  * on top of namespaces and dropped capabilities: it removes kernel attack
  * surface the program has no business reaching even unprivileged (ptrace,
  * bpf, io_uring, userfaultfd, keyrings, perf, new namespaces, mounts, exotic
@@ -19,8 +22,19 @@
 
 #include <jv.h>
 
-/* The BPF program; owned by the caller (free prog.filter). */
+/* The policy's tables (filter_policy.c). */
+#define FILTER_NS_FLAGS 7
+#define FILTER_FAMILIES 4
+extern const char *const filter_denied[];          /* NULL-terminated */
+extern const unsigned long filter_ns_flags[FILTER_NS_FLAGS];
+extern const int filter_families[FILTER_FAMILIES];
+
+/* The BPF program for deny_errno (1..4095); owned by the caller (free
+ * prog.filter). */
 int filter_build(int deny_errno, struct sock_fprog *prog, char *err, size_t errlen);
+/* The same program compiled now with libseccomp (filter_gen.c; build time
+ * and tests only: callers link -lseccomp). */
+int filter_compile(int deny_errno, struct sock_fprog *prog, char *err, size_t errlen);
 /* Set no_new_privs and install prog in the calling thread.  Async-signal
  * safe; -1 with errno on failure. */
 int filter_load(const struct sock_fprog *prog);
