@@ -37,7 +37,7 @@ all: $(addprefix $(BINDIR)/,$(TOOLS))
 
 $(BUILD)/obj/lib/%.o: lib/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(CPPFLAGS) -I$(BUILD)/gen $(ALL_CFLAGS) -c -o $@ $<
 
 # The seccomp program, compiled with libseccomp here rather than in every
 # process (lib/filter.h).
@@ -48,7 +48,6 @@ $(BUILD)/gen/filter_bpf.h: build-aux/gen-filter.c lib/filter_gen.c lib/filter_po
 	$(BUILD)/gen/gen-filter > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/obj/lib/filter.o: $(BUILD)/gen/filter_bpf.h
-$(BUILD)/obj/lib/filter.o: CPPFLAGS += -I$(BUILD)/gen
 
 $(BUILD)/libsbx.a: $(LIB_OBJ)
 	@rm -f $@

@@ -751,7 +751,9 @@ static struct box *new_box(struct box_sys *s, struct loop *l)
 /* A template older than this is rebuilt at the next spawn, so that host
  * files replaced under it (a new ld.so.cache, updated certificates) reach
  * the sandboxes of a long-running supervisor. */
+#ifndef TMPL_TTL_NS
 #define TMPL_TTL_NS (60LL * 1000000000)
+#endif
 
 static bool strv_eq(char *const *a, char *const *b);
 

@@ -106,6 +106,35 @@ except OSError as e: print("/etc/shadow", os.stat("/etc/shadow").st_size, e.errn
 	rm -f /tmp/sbx-canary-$$
 }
 
+@test "the shared read-only root: no run writes it, sees another's ptys or processes, or leaves anything for the next" {
+	skip_on_docker "each container has the image's root of its own"
+	# Six jobs, two at a time: the first sandbox builds its root itself,
+	# the others are copies of the process's template (lib/box.c).
+	local code='import os, time
+home = os.environ["HOME"]
+r = []
+for p in ["/etc/sbx-x", "/x", "/usr/sbx-x", "/dev/sbx-x", "/etc/passwd"]:
+    try: open(p, "a"); r.append(p + " WRITTEN")
+    except OSError: pass
+for p in ["/etc/sbx-x", "/x", "/tmp/sbx-m", "/dev/shm/sbx-m", home + "/sbx-m"]:
+    if os.path.exists(p): r.append(p + " SEEN")
+for p in ["/tmp/sbx-m", "/dev/shm/sbx-m", home + "/sbx-m"]: open(p, "w").write("x")
+m, s = os.openpty()
+time.sleep(0.4)
+pids = [int(x) for x in os.listdir("/proc") if x.isdigit()]
+print(" ".join(r) or "clean", sorted(os.listdir("/dev/pts")), bool(os.statvfs("/").f_flag & os.ST_RDONLY), max(pids) < 20, open("/etc/passwd").read().count(":"))'
+	run --separate-stderr sbx -j 2 < <(for i in 1 2 3 4 5 6; do py "$code"; done)
+	[ "$status" = 0 ]
+	[ "${#lines[@]}" = 6 ]
+	for l in "${lines[@]}"; do
+		[ "$(jq -r .status <<< "$l")" = success ] || { echo "$l"; false; }
+		[[ $(jq -r .stdout <<< "$l") == "clean ['0', 'ptmx'] True True "[0-9]* ]] || { jq -r '.stdout, .stderr' <<< "$l"; false; }
+	done
+	# the host's side: no mount of the sandboxes' roots, no builder left
+	! grep -q sbx-root /proc/self/mountinfo
+	! pgrep -f sbx-init
+}
+
 @test "writes outside scratch, /tmp and \$HOME fail; /tmp and \$HOME are noexec" {
 	run_req "$(py 'import os, shutil, subprocess
 for p in ["/x", "/usr/x", "/etc/passwd", "/etc/x", "/usr/bin/python3", "/proc/x", "/dev/x"]:
