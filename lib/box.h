@@ -3,7 +3,8 @@
  * from an event loop.  See box.c for the theory of operation.
  *
  * A struct box_sys is made once per process (what the machine offers,
- * cgroup parents, the seccomp program); boxes borrow it.  A struct box is
+ * cgroup parents, the seccomp program, the root templates); boxes borrow
+ * it.  A struct box is
  * owned by whoever started it and must be box_free'd after its done
  * callback; its result (and the captured output in it) lives until then.
  */
