@@ -23,8 +23,10 @@
  * rebuilt after a minute (host files replaced meanwhile, such as a new
  * ld.so.cache, then reach new sandboxes).  A process's first sandbox
  * builds its root itself instead, in parallel with the supervisor, so a
- * one-job sbx-run pays nothing for the template.  assign: the supervisor sends the job (argv, environment,
- * rlimits, sizes; the stdin memfd and the scratch mount as SCM_RIGHTS).
+ * one-job sbx-run pays nothing for the template.
+ *
+ * assign: the supervisor sends the job (argv, environment, rlimits, sizes;
+ * the stdin memfd and the scratch mount as SCM_RIGHTS).
  * Because spawn needs nothing of the job but its language's tree, the
  * supervisor spawns ahead of time when jobs come in a stream: namespace
  * creation, cgroup joining and root building then happen while the
@@ -751,11 +753,19 @@ static struct box *new_box(struct box_sys *s, struct loop *l)
 /* A template older than this is rebuilt at the next spawn, so that host
  * files replaced under it (a new ld.so.cache, updated certificates) reach
  * the sandboxes of a long-running supervisor. */
-#ifndef TMPL_TTL_NS
 #define TMPL_TTL_NS (60LL * 1000000000)
-#endif
+/* tmpl_get: no template, the sandbox builds its own root (not an error). */
+#define TMPL_OWN (-2)
 
 static bool strv_eq(char *const *a, char *const *b);
+
+/* Do two sandboxes (or a sandbox and a template) need the same root? */
+static bool same_tree(bool net_a, const char *rootfs_a, char *const *binds_a, bool net_b, const char *rootfs_b,
+		      char *const *binds_b)
+{
+	return net_a == net_b && strv_eq(binds_a, binds_b) &&
+	       ((!rootfs_a && !rootfs_b) || (rootfs_a && rootfs_b && !strcmp(rootfs_a, rootfs_b)));
+}
 
 static void tmpl_clear(struct box_tmpl *t)
 {
@@ -764,12 +774,6 @@ static void tmpl_clear(struct box_tmpl *t)
 	free(t->rootfs);
 	free_strv(t->binds);
 	*t = (struct box_tmpl){ .mnt_fd = -1 };
-}
-
-static bool tmpl_is(const struct box_tmpl *t, bool network, const char *rootfs, char *const *binds)
-{
-	return t->mnt_fd >= 0 && t->network == network && strv_eq(t->binds, binds) &&
-	       ((!t->rootfs && !rootfs) || (t->rootfs && rootfs && !strcmp(t->rootfs, rootfs)));
 }
 
 /* The builder: pid 1 of a new pid namespace (its procfs then shows nothing
@@ -854,18 +858,18 @@ out:;
 }
 
 /* The mount namespace holding the root for (network, rootfs, binds), built
- * if there is none or it is old; -2 when this process's first sandbox
- * should rather build its own (below). */
+ * if there is none or it is old; TMPL_OWN when this process's first
+ * sandbox should rather build its own (below); -1 on failure. */
 static int tmpl_get(struct box_sys *s, bool network, const char *rootfs, char *const *binds, char *err, size_t errlen)
 {
 	/* A template pays off from the second sandbox on; the first builds
 	 * its root itself, in parallel with us, so a one-job sbx-run pays
 	 * nothing for it. */
 	if (s->spawned++ == 0)
-		return -2;
+		return TMPL_OWN;
 	struct box_tmpl *t = NULL, *oldest = &s->tmpl[0];
 	for (int i = 0; i < BOX_TMPLS && !t; i++) {
-		if (tmpl_is(&s->tmpl[i], network, rootfs, binds))
+		if (s->tmpl[i].mnt_fd >= 0 && same_tree(s->tmpl[i].network, s->tmpl[i].rootfs, s->tmpl[i].binds, network, rootfs, binds))
 			t = &s->tmpl[i];
 		else if (s->tmpl[i].mnt_fd < 0 || (oldest->mnt_fd >= 0 && s->tmpl[i].born_ns < oldest->born_ns))
 			oldest = &s->tmpl[i];
@@ -890,11 +894,11 @@ static pid_t clone_plain(struct clone_args *cl)
 }
 
 /* clone3 with the new mount namespace copied from the template's rather
- * than from ours (tmpl_fd < 0: from ours): we step into the template for
- * the one call and back. */
+ * than from ours (tmpl_fd TMPL_OWN: from ours): we step into the template
+ * for the one call and back. */
 static pid_t clone_from(struct box_sys *s, int tmpl_fd, struct clone_args *cl)
 {
-	if (tmpl_fd < 0)
+	if (tmpl_fd == TMPL_OWN)
 		return clone_plain(cl);
 	int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (setns(tmpl_fd, CLONE_NEWNS) < 0) {
@@ -955,7 +959,7 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	}
 	unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID;
 	struct child_args ca = {
-		.sys = s, .network = network, .build_root = tmpl_fd < 0, .rootfs = b->rootfs, .binds = b->binds, .flags = flags,
+		.sys = s, .network = network, .build_root = tmpl_fd == TMPL_OWN, .rootfs = b->rootfs, .binds = b->binds, .flags = flags,
 		.fds = { go[0], stp[1], outp[1], errp[1], sp[1], -1, -1, -1, -1 },
 	};
 	/* v1: the groups' tasks files, for init to join them. */
@@ -1219,8 +1223,7 @@ struct box *box_start(struct box_sys *s, struct loop *l, const struct box_spec *
 	struct box *b = NULL;
 	const char *rootfs = sp->rootfs && *sp->rootfs ? sp->rootfs : NULL;
 	for (struct box *w = s->warm; w; w = w->next)
-		if (w->loop == l && !w->exited && w->network == sp->network && strv_eq(w->binds, sp->binds) &&
-		    ((!w->rootfs && !rootfs) || (w->rootfs && rootfs && !strcmp(w->rootfs, rootfs)))) {
+		if (w->loop == l && !w->exited && same_tree(w->network, w->rootfs, w->binds, sp->network, rootfs, sp->binds)) {
 			b = w;
 			unlink_warm(b);
 			break;
@@ -1409,6 +1412,10 @@ int box_sys_init(struct box_sys *s, const struct conf *c, char **argv, char *err
 	s->conf = c;
 	s->argv = argv;
 	s->root = geteuid() == 0;
+	/* Before anything can fail: box_sys_free follows a failed init. */
+	s->self_mnt_fd = s->root_fd = -1;
+	for (int i = 0; i < BOX_TMPLS; i++)
+		s->tmpl[i].mnt_fd = -1;
 	char cgerr[256] = "";
 	/* cgroups before the user namespace: delegation is checked against our
 	 * real ids. */
@@ -1420,8 +1427,6 @@ int box_sys_init(struct box_sys *s, const struct conf *c, char **argv, char *err
 		}
 		s->own_userns = true;
 	}
-	for (int i = 0; i < BOX_TMPLS; i++)
-		s->tmpl[i].mnt_fd = -1;
 	s->self_mnt_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
 	s->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (s->self_mnt_fd < 0 || s->root_fd < 0) {
@@ -1438,9 +1443,9 @@ void box_sys_free(struct box_sys *s)
 	box_pool_drain(s);
 	for (int i = 0; i < BOX_TMPLS; i++)
 		tmpl_clear(&s->tmpl[i]);
-	if (s->self_mnt_fd > 0)
+	if (s->self_mnt_fd >= 0)
 		close(s->self_mnt_fd);
-	if (s->root_fd > 0)
+	if (s->root_fd >= 0)
 		close(s->root_fd);
 	cg_sys_free(&s->cg);
 	free(s->filter.filter);

@@ -71,14 +71,10 @@ jv filter_docker_profile(int deny_errno)
 		rules = jv_array_append(rules, rule("clone", deny_errno,
 						    jv_array_append(jv_array(), arg(0, filter_ns_flags[i], filter_ns_flags[i], "SCMP_CMP_MASKED_EQ"))));
 	rules = jv_array_append(rules, rule("clone3", ENOSYS, jv_invalid()));
-	for (int fam = 0; fam < AF_MAX + 8; fam++) {
-		bool ok = false;
-		for (size_t i = 0; i < FILTER_FAMILIES; i++)
-			ok |= filter_families[i] == fam;
-		if (!ok)
+	for (int fam = 0; fam < AF_MAX + 8; fam++)
+		if (!filter_family_allowed(fam))
 			rules = jv_array_append(rules, rule("socket", deny_errno,
 							    jv_array_append(jv_array(), arg(0, (unsigned)fam, 0, "SCMP_CMP_EQ"))));
-	}
 	rules = jv_array_append(rules, rule("socket", deny_errno,
 					    jv_array_append(jv_array(), arg(0, AF_MAX + 8, 0, "SCMP_CMP_GE"))));
 	rules = jv_array_append(rules, rule("socket", deny_errno,

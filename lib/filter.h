@@ -5,8 +5,9 @@
  * errno; at run time filter_build copies that program and puts the
  * configured errno in, so the tools neither link nor run libseccomp (which
  * cost half a millisecond per process), and a sandbox child loads the ready
- * program with one prctl (no allocation after clone).  The policy is a deny list
- * on top of namespaces and dropped capabilities: it removes kernel attack
+ * program with one prctl (no allocation after clone).
+ *
+ * The policy is a deny list on top of namespaces and dropped capabilities: it removes kernel attack
  * surface the program has no business reaching even unprivileged (ptrace,
  * bpf, io_uring, userfaultfd, keyrings, perf, new namespaces, mounts, exotic
  * socket families, TIOCSTI) and kills anything calling through a foreign
@@ -18,16 +19,17 @@
 #define SBX_FILTER_H
 
 #include <linux/filter.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jv.h>
 
 /* The policy's tables (filter_policy.c). */
 #define FILTER_NS_FLAGS 7
-#define FILTER_FAMILIES 4
 extern const char *const filter_denied[];          /* NULL-terminated */
 extern const unsigned long filter_ns_flags[FILTER_NS_FLAGS];
-extern const int filter_families[FILTER_FAMILIES];
+/* May a program open sockets of this address family? */
+bool filter_family_allowed(int fam);
 
 /* The BPF program for deny_errno (1..4095); owned by the caller (free
  * prog.filter). */

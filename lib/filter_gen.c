@@ -61,11 +61,7 @@ int filter_compile(int deny_errno, struct sock_fprog *prog, char *err, size_t er
 	}
 	/* socket families: deny every family number that is not allowed. */
 	for (int fam = 0; !rc && fam < AF_MAX + 8; fam++) {
-		bool ok = false;
-		for (size_t i = 0; i < FILTER_FAMILIES; i++)
-			if (filter_families[i] == fam)
-				ok = true;
-		if (ok)
+		if (filter_family_allowed(fam))
 			continue;
 		what = "socket";
 		rc = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam));

@@ -31,4 +31,12 @@ const unsigned long filter_ns_flags[FILTER_NS_FLAGS] = {
 };
 
 /* Families a program may open; everything else is denied. */
-const int filter_families[FILTER_FAMILIES] = { AF_UNIX, AF_INET, AF_INET6, AF_NETLINK };
+static const int families[] = { AF_UNIX, AF_INET, AF_INET6, AF_NETLINK };
+
+bool filter_family_allowed(int fam)
+{
+	for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
+		if (families[i] == fam)
+			return true;
+	return false;
+}
