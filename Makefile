@@ -6,6 +6,7 @@ PREFIX     ?= /usr/local
 DESTDIR    ?=
 SYSCONFDIR ?= $(PREFIX)/etc
 STATEDIR   ?= /var/lib/sbx
+RUNDIR     ?= /run/sbx
 MANDIR     ?= $(PREFIX)/share/man
 
 CC      ?= cc
@@ -21,7 +22,8 @@ PKGS     := libseccomp sqlite3 libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lseccomp -lsqlite3 -lmicrohttpd)
 CPPFLAGS += -Ilib -D_FILE_OFFSET_BITS=64 \
-            -DSBX_SYSCONFDIR='"$(SYSCONFDIR)"' -DSBX_STATEDIR='"$(STATEDIR)"'
+            -DSBX_SYSCONFDIR='"$(SYSCONFDIR)"' -DSBX_STATEDIR='"$(STATEDIR)"' \
+            -DSBX_RUNDIR='"$(RUNDIR)"'
 ALL_CFLAGS = $(WARN) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP
 # -z now: symbols are bound once at start-up, not lazily in each forked
 # sandbox init and program child (each would redo the lookups and copy the

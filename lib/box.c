@@ -3,14 +3,16 @@
  * Theory of operation
  * -------------------
  * A box is made in two steps.  spawn: the supervisor (sbx-run's single
- * thread) creates the run's cgroup and calls clone3() for new user, mount,
- * pid, ipc, uts and (unless the job has network) net namespaces, getting a
+ * thread) calls clone3() for new user, mount and pid namespaces, getting a
  * pidfd.  The child is the sandbox's init, pid 1 of the new pid namespace.
  * It waits on a pipe until the supervisor has written its uid/gid maps,
- * joins the run's cgroup (v1, through tasks files the supervisor opened;
- * on v2 clone3 put it there), becomes root of its user namespace, enters a
- * new cgroup namespace, mounts its own devpts and procfs, brings up lo,
- * and waits for its job on a socket.
+ * becomes root of its user namespace, makes new ipc, uts and (unless the
+ * job has network) net namespaces, mounts its own devpts and procfs,
+ * brings up lo, and waits for its job on a socket.  Meanwhile the
+ * supervisor makes the run's cgroups (on v2 before the clone, which puts
+ * init there); on v1 init joins them when its job comes, through tasks
+ * files the supervisor opened and sends with the job, and then enters a
+ * new cgroup namespace.
  *
  * The read-only root (ns.c) is built once, not per sandbox: a short-lived
  * builder process makes it in a mount namespace of its own, whose fd we
@@ -21,12 +23,15 @@
  * reveal what is below, nor made writable), and the shared tmpfs holding
  * /etc's generated files is read-only in every copy.  Templates are
  * rebuilt after a minute (host files replaced meanwhile, such as a new
- * ld.so.cache, then reach new sandboxes).  A process's first sandbox
- * builds its root itself instead, in parallel with the supervisor, so a
- * one-job sbx-run pays nothing for the template.
+ * ld.so.cache, then reach new sandboxes).  As root, templates are also
+ * pinned (pin.h), so that the next sbx-run process copies the root the
+ * previous one built.  Without pins (as an ordinary user) a process's
+ * first sandbox builds its root itself, in parallel with the supervisor,
+ * so that a one-job sbx-run does not wait for a template.
  *
  * assign: the supervisor sends the job (argv, environment, rlimits, sizes;
- * the stdin memfd and the scratch mount as SCM_RIGHTS).
+ * the stdin memfd, the scratch mount and on v1 the cgroups' tasks files
+ * as SCM_RIGHTS).
  * Because spawn needs nothing of the job but its language's tree, the
  * supervisor spawns ahead of time when jobs come in a stream: namespace
  * creation, cgroup joining and root building then happen while the
@@ -145,6 +150,7 @@ struct box {
 	struct cg_run cg;
 	uint64_t cg_mem, cg_pids;
 	double cg_cpus;
+	int tasks_fd[4];           /* v1: the groups' tasks files, sent with the job */
 	/* what the sandbox was built for (its "key") */
 	bool network;
 	char *rootfs;
@@ -160,10 +166,8 @@ struct box {
 	struct box *next;
 };
 
-/* Fixed fd numbers inside the child after proc_keep_fds.  K_CG*: the
- * tasks files of the run's v1 groups, opened by the supervisor (the
- * sandbox's mount namespace has no /sys). */
-enum { K_GO, K_STATUS, K_OUT, K_ERR, K_SPEC, K_CG0, K_CG1, K_CG2, K_CG3, K_N };
+/* Fixed fd numbers inside the child after proc_keep_fds. */
+enum { K_GO, K_STATUS, K_OUT, K_ERR, K_SPEC, K_N };
 #define KFD(i) (3 + (i))
 
 struct child_args {
@@ -177,19 +181,23 @@ struct child_args {
 };
 
 /* The job, as sent to a sandbox's init over its spec socket: this header,
- * then `len` bytes of NUL-terminated argv and env strings; the stdin memfd
- * and the scratch mount travel as SCM_RIGHTS with the first byte. */
+ * then `len` bytes of NUL-terminated argv and env strings.  With the first
+ * byte travel, as SCM_RIGHTS: the stdin memfd, the scratch mount (with
+ * SPEC_SCRATCH), and `ncg` tasks files of the run's v1 cgroups, opened by
+ * the supervisor (the sandbox's mount namespace has no /sys). */
 enum { SPEC_SCRATCH = 1, SPEC_EXEC_BINS = 2, SPEC_RLIMIT_DATA = 4, SPEC_TIMINGS = 8, SPEC_DEPS = 16 };
 struct spec_hdr {
 	uint64_t file_size, nofile, stack, pids, memory, tmpfs;
-	uint32_t flags, argc, envc, len;
+	uint32_t flags, argc, envc, len, ncg;
 };
+#define SPEC_FDS 6 /* stdin, scratch, four cgroups */
 #define SPEC_MAX (1u << 20)
 
 struct spec {
 	struct spec_hdr h;
 	char **argv, **env;
 	int stdin_fd, scratch_fd;
+	int cg_fd[4];
 };
 
 /* ---- inside the sandbox: the program ------------------------------------- */
@@ -276,7 +284,7 @@ static _Noreturn void program_main(const struct child_args *a, const struct spec
  * warm sandbox go) or on any malformed message. */
 static bool recv_spec(int fd, struct spec *sp)
 {
-	char cbuf[CMSG_SPACE(2 * sizeof(int))];
+	char cbuf[CMSG_SPACE(SPEC_FDS * sizeof(int))];
 	struct iovec iov = { &sp->h, sizeof sp->h };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf };
 	ssize_t n;
@@ -285,18 +293,21 @@ static bool recv_spec(int fd, struct spec *sp)
 	while (n < 0 && errno == EINTR);
 	if (n != (ssize_t)sizeof sp->h)
 		return false;
-	sp->stdin_fd = sp->scratch_fd = -1;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		int fds[2] = { -1, -1 };
-		size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		memcpy(fds, CMSG_DATA(c), (nfd > 2 ? 2 : nfd) * sizeof(int));
-		sp->stdin_fd = fds[0];
-		sp->scratch_fd = nfd > 1 ? fds[1] : -1;
-	}
-	if (sp->stdin_fd < 0 || sp->h.len > SPEC_MAX || sp->h.argc == 0 || sp->h.argc + sp->h.envc > SPEC_MAX)
+	int fds[SPEC_FDS];
+	size_t nfd = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && !nfd) {
+			nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			memcpy(fds, CMSG_DATA(c), (nfd > SPEC_FDS ? SPEC_FDS : nfd) * sizeof(int));
+		}
+	size_t want = 1 + !!(sp->h.flags & SPEC_SCRATCH) + sp->h.ncg;
+	if (nfd != want || sp->h.ncg > 4 || sp->h.len > SPEC_MAX || sp->h.argc == 0 || sp->h.argc + sp->h.envc > SPEC_MAX)
 		return false;
+	size_t k = 0;
+	sp->stdin_fd = fds[k++];
+	sp->scratch_fd = sp->h.flags & SPEC_SCRATCH ? fds[k++] : -1;
+	for (uint32_t i = 0; i < 4; i++)
+		sp->cg_fd[i] = i < sp->h.ncg ? fds[k++] : -1;
 	char *buf = malloc(sp->h.len + 1);
 	sp->argv = calloc(sp->h.argc + 1, sizeof *sp->argv);
 	sp->env = calloc(sp->h.envc + 1, sizeof *sp->env);
@@ -332,22 +343,6 @@ static _Noreturn void init_main(struct child_args *a)
 	close(KFD(K_GO));
 	proc_set_title(a->sys->argv, "sbx-init");
 
-	/* cgroup v1: join the run's groups ourselves, while we are still host
-	 * root to the cgroup files.  We are a single thread, so we move just
-	 * this thread ("0" to tasks): the kernel then skips its global
-	 * threadgroup lock, whose write side waits for an RCU grace period
-	 * (10-45 ms here, on every run that is not right after another);
-	 * moving the whole process through cgroup.procs would take it.  What
-	 * we fork later is born in these groups. */
-	for (int i = K_CG0; i <= K_CG3; i++) {
-		if (a->fds[i] < 0)
-			continue;
-		if (write(KFD(i), "0", 1) != 1) {
-			msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "join the run's cgroup");
-			_exit(122);
-		}
-		close(KFD(i));
-	}
 	if (a->sys->root) {
 		if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0 || setgroups(0, NULL) < 0) {
 			msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "become root of the user namespace");
@@ -363,11 +358,10 @@ static _Noreturn void init_main(struct child_args *a)
 	}
 	/* The remaining namespaces are made here rather than by clone3: their
 	 * cost (a network namespace registers sysctls and a loopback device)
-	 * is then paid in parallel, not by the supervisor's thread.  The cgroup
-	 * namespace comes after joining the run's group, so that group is our
-	 * "/". */
-	if (unshare(CLONE_NEWCGROUP | CLONE_NEWIPC | CLONE_NEWUTS | (a->network ? 0 : CLONE_NEWNET)) < 0) {
-		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "new cgroup, ipc, uts and network namespaces");
+	 * is then paid in parallel, not by the supervisor's thread, which
+	 * meanwhile makes the run's v1 cgroups. */
+	if (unshare(CLONE_NEWIPC | CLONE_NEWUTS | (a->network ? 0 : CLONE_NEWNET)) < 0) {
+		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "new ipc, uts and network namespaces");
 		_exit(122);
 	}
 	sethostname("sandbox", 7);
@@ -387,6 +381,28 @@ static _Noreturn void init_main(struct child_args *a)
 	struct spec sp;
 	if (!recv_spec(KFD(K_SPEC), &sp))
 		_exit(0);
+	/* cgroup v1: join the run's groups ourselves.  We are a single
+	 * thread, so we move just this thread ("0" to tasks): the kernel then
+	 * skips its global threadgroup lock, whose write side waits for an RCU
+	 * grace period (10-45 ms here, on every run that is not right after
+	 * another); moving a process by pid, or through cgroup.procs, would
+	 * take it.  The kernel checks the permission of whoever opened the
+	 * file (the supervisor, host root).  What we fork later is born in
+	 * these groups.  Then the cgroup namespace, so that the run's group is
+	 * our "/". */
+	for (int i = 0; i < 4; i++) {
+		if (sp.cg_fd[i] < 0)
+			continue;
+		if (write(sp.cg_fd[i], "0", 1) != 1) {
+			msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "join the run's cgroup");
+			_exit(122);
+		}
+		close(sp.cg_fd[i]);
+	}
+	if (unshare(CLONE_NEWCGROUP) < 0) {
+		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "new cgroup namespace");
+		_exit(122);
+	}
 	bool timings = sp.h.flags & SPEC_TIMINGS;
 	if (timings)
 		msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "job_received");
@@ -733,6 +749,15 @@ static void free_strv(char **v)
 	free(v);
 }
 
+static void close_tasks(struct box *b)
+{
+	for (int i = 0; i < 4; i++)
+		if (b->tasks_fd[i] >= 0) {
+			close(b->tasks_fd[i]);
+			b->tasks_fd[i] = -1;
+		}
+}
+
 static struct box *new_box(struct box_sys *s, struct loop *l)
 {
 	struct box *b = util_xalloc(sizeof *b);
@@ -741,6 +766,8 @@ static struct box *new_box(struct box_sys *s, struct loop *l)
 	b->pid = -1;
 	b->pidfd = b->status_fd = b->out_fd = b->err_fd = b->timer_fd = b->spec_fd = -1;
 	b->cg.fd = -1;
+	for (int i = 0; i < 4; i++)
+		b->tasks_fd[i] = -1;
 	b->res.timings = jv_null();
 	b->res.cpu_ms = -1;
 	b->res.mem_peak = -1;
@@ -774,6 +801,15 @@ static void tmpl_clear(struct box_tmpl *t)
 	free(t->rootfs);
 	free_strv(t->binds);
 	*t = (struct box_tmpl){ .mnt_fd = -1 };
+}
+
+static void tmpl_set(struct box_tmpl *t, int fd, bool network, const char *rootfs, char *const *binds, int64_t born_ns)
+{
+	tmpl_clear(t);
+	*t = (struct box_tmpl){
+		.mnt_fd = fd, .network = network, .rootfs = rootfs ? util_strdup(rootfs) : NULL,
+		.binds = copy_strv(binds), .born_ns = born_ns,
+	};
 }
 
 /* The builder: pid 1 of a new pid namespace (its procfs then shows nothing
@@ -842,13 +878,8 @@ static int tmpl_build(struct box_sys *s, struct box_tmpl *t, bool network, const
 	hold[1] = -1;
 	while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
 		;
-	if (fd >= 0) {
-		tmpl_clear(t);
-		*t = (struct box_tmpl){
-			.mnt_fd = fd, .network = network, .rootfs = rootfs ? util_strdup(rootfs) : NULL,
-			.binds = copy_strv(binds), .born_ns = mono_ns(),
-		};
-	}
+	if (fd >= 0)
+		tmpl_set(t, fd, network, rootfs, binds, mono_ns());
 out:;
 	int all[] = { rep[0], rep[1], hold[0], hold[1] };
 	for (size_t i = 0; i < 4; i++)
@@ -857,16 +888,12 @@ out:;
 	return fd >= 0 ? 0 : -1;
 }
 
-/* The mount namespace holding the root for (network, rootfs, binds), built
- * if there is none or it is old; TMPL_OWN when this process's first
- * sandbox should rather build its own (below); -1 on failure. */
+/* The mount namespace holding the root for (network, rootfs, binds): ours
+ * if we have a fresh one, else one another process pinned (pin.h), else
+ * one we build now (and pin).  TMPL_OWN when this process's first sandbox
+ * should rather build its own (below); -1 on failure. */
 static int tmpl_get(struct box_sys *s, bool network, const char *rootfs, char *const *binds, char *err, size_t errlen)
 {
-	/* A template pays off from the second sandbox on; the first builds
-	 * its root itself, in parallel with us, so a one-job sbx-run pays
-	 * nothing for it. */
-	if (s->spawned++ == 0)
-		return TMPL_OWN;
 	struct box_tmpl *t = NULL, *oldest = &s->tmpl[0];
 	for (int i = 0; i < BOX_TMPLS && !t; i++) {
 		if (s->tmpl[i].mnt_fd >= 0 && same_tree(s->tmpl[i].network, s->tmpl[i].rootfs, s->tmpl[i].binds, network, rootfs, binds))
@@ -876,9 +903,29 @@ static int tmpl_get(struct box_sys *s, bool network, const char *rootfs, char *c
 	}
 	if (t && mono_ns() - t->born_ns < TMPL_TTL_NS)
 		return t->mnt_fd;
-	if (tmpl_build(s, t ? t : oldest, network, rootfs, binds, err, errlen) < 0)
+	if (!t)
+		t = oldest;
+	char name[PIN_NAME_MAX];
+	int64_t age_ns;
+	bool pinning = pin_name(&s->pin, network, rootfs, s->conf->etc, binds, name, &age_ns);
+	if (pinning) {
+		int fd = pin_get(&s->pin, name);
+		if (fd >= 0) {
+			/* It may be as old as its minute: expire it with it. */
+			tmpl_set(t, fd, network, rootfs, binds, mono_ns() - age_ns);
+			return fd;
+		}
+	} else if (s->spawned++ == 0) {
+		/* Without pins a template pays off from the second sandbox on:
+		 * the first builds its root itself, in parallel with us, so a
+		 * one-job sbx-run pays nothing for it. */
+		return TMPL_OWN;
+	}
+	if (tmpl_build(s, t, network, rootfs, binds, err, errlen) < 0)
 		return -1;
-	return (t ? t : oldest)->mnt_fd;
+	if (pinning)
+		pin_put(&s->pin, name, t->mnt_fd);
+	return t->mnt_fd;
 }
 
 static pid_t clone_plain(struct clone_args *cl)
@@ -922,6 +969,46 @@ static pid_t clone_from(struct box_sys *s, int tmpl_fd, struct clone_args *cl)
 	return pid;
 }
 
+/* The run's cgroups with the default limits (a job's own are set when it
+ * comes), and on v1 their tasks files, for init to join them. */
+static int make_cgroup(struct box *b)
+{
+	struct box_sys *s = b->sys;
+	const struct conf_limits *dl = &s->conf->lim;
+	char err[256];
+	if (cg_run_create(&s->cg, &b->cg, dl->memory, dl->cpus, dl->pids, err, sizeof err) < 0) {
+		b->res.status = BOX_INTERNAL;
+		snprintf(b->res.error, sizeof b->res.error, "%s", err);
+		return -1;
+	}
+	b->cg_mem = dl->memory;
+	b->cg_cpus = dl->cpus;
+	b->cg_pids = dl->pids;
+	for (int i = 0, k = 0; s->cg.mode == CG_V1 && i < 4; i++) {
+		if (!b->cg.path[i])
+			continue;
+		char path[4096];
+		snprintf(path, sizeof path, "%s/tasks", b->cg.path[i]);
+		if ((b->tasks_fd[k++] = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
+			b->res.status = BOX_INTERNAL;
+			snprintf(b->res.error, sizeof b->res.error, "cgroup %.400s: %s", path, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Kill a sandbox's init that never got going, and reap it. */
+static void kill_init(struct box *b)
+{
+	syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
+	siginfo_t si;
+	waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL);
+	close(b->pidfd);
+	b->pidfd = -1;
+	b->pid = -1;
+}
+
 /* Make a sandbox for (network, rootfs, binds) up to "waiting for its job".
  * On failure the box carries the error (res.status BOX_INTERNAL) and no
  * process. */
@@ -932,25 +1019,19 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	b->rootfs = rootfs ? util_strdup(rootfs) : NULL;
 	b->binds = copy_strv(binds);
 	char err[256];
-	const struct conf_limits *dl = &s->conf->lim;
 	int tmpl_fd = tmpl_get(s, network, rootfs, binds, err, sizeof err);
 	if (tmpl_fd == -1) {
 		b->res.status = BOX_INTERNAL;
 		snprintf(b->res.error, sizeof b->res.error, "%s", err);
 		return b;
 	}
-	if (s->cg_ok) {
-		if (cg_run_create(&s->cg, &b->cg, dl->memory, dl->cpus, dl->pids, err, sizeof err) < 0) {
-			b->res.status = BOX_INTERNAL;
-			snprintf(b->res.error, sizeof b->res.error, "%s", err);
-			return b;
-		}
-		b->cg_mem = dl->memory;
-		b->cg_cpus = dl->cpus;
-		b->cg_pids = dl->pids;
-	}
+	/* v2: clone3 puts init into the run's group, which must exist first.
+	 * v1: the groups are made after the clone, while init makes its
+	 * namespaces, and init joins them when its job comes. */
+	bool cg_first = s->cg_ok && s->cg.mode != CG_V1;
+	if (cg_first && make_cgroup(b) < 0)
+		return b;
 	int go[2] = { -1, -1 }, stp[2] = { -1, -1 }, outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, sp[2] = { -1, -1 };
-	int cgfd[4] = { -1, -1, -1, -1 };
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(stp, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
 		b->res.status = BOX_INTERNAL;
@@ -960,21 +1041,8 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	unsigned long flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID;
 	struct child_args ca = {
 		.sys = s, .network = network, .build_root = tmpl_fd == TMPL_OWN, .rootfs = b->rootfs, .binds = b->binds, .flags = flags,
-		.fds = { go[0], stp[1], outp[1], errp[1], sp[1], -1, -1, -1, -1 },
+		.fds = { go[0], stp[1], outp[1], errp[1], sp[1] },
 	};
-	/* v1: the groups' tasks files, for init to join them. */
-	for (int i = 0, k = 0; s->cg.mode == CG_V1 && i < 4; i++) {
-		if (!b->cg.path[i])
-			continue;
-		char path[4096];
-		snprintf(path, sizeof path, "%s/tasks", b->cg.path[i]);
-		ca.fds[K_CG0 + k] = cgfd[k] = open(path, O_WRONLY | O_CLOEXEC);
-		if (cgfd[k++] < 0) {
-			b->res.status = BOX_INTERNAL;
-			snprintf(b->res.error, sizeof b->res.error, "cgroup %.400s: %s", path, strerror(errno));
-			goto close_all;
-		}
-	}
 	int pidfd = -1;
 	struct clone_args cl = {
 		.flags = flags | CLONE_PIDFD,
@@ -1019,12 +1087,11 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	if (rc < 0 || write(go[1], "g", 1) != 1) {
 		b->res.status = BOX_INTERNAL;
 		snprintf(b->res.error, sizeof b->res.error, "cannot set up the sandbox's user namespace: %s", strerror(errno));
-		syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
-		siginfo_t si;
-		waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL);
-		close(b->pidfd);
-		b->pidfd = -1;
-		b->pid = -1;
+		kill_init(b);
+		goto close_all;
+	}
+	if (s->cg_ok && !cg_first && make_cgroup(b) < 0) {
+		kill_init(b);
 		goto close_all;
 	}
 	close(go[0]);
@@ -1033,9 +1100,6 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	close(outp[1]);
 	close(errp[1]);
 	close(sp[1]);
-	for (int i = 0; i < 4; i++)
-		if (cgfd[i] >= 0)
-			close(cgfd[i]);
 	b->status_fd = stp[0];
 	b->out_fd = outp[0];
 	b->err_fd = errp[0];
@@ -1048,8 +1112,7 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	return b;
 
 close_all:;
-	int all[] = { go[0], go[1], stp[0], stp[1], outp[0], outp[1], errp[0], errp[1], sp[0], sp[1],
-		      cgfd[0], cgfd[1], cgfd[2], cgfd[3] };
+	int all[] = { go[0], go[1], stp[0], stp[1], outp[0], outp[1], errp[0], errp[1], sp[0], sp[1] };
 	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 		if (all[i] >= 0)
 			close(all[i]);
@@ -1079,9 +1142,14 @@ static int send_spec(struct box *b, const struct box_spec *sp, int stdin_fd)
 		p = stpcpy(p, *a) + 1;
 	for (char *const *e = sp->env; e && *e; e++)
 		p = stpcpy(p, *e) + 1;
-	int fds[2] = { stdin_fd, sp->scratch_fd };
-	int nfd = sp->scratch_fd >= 0 ? 2 : 1;
-	char cbuf[CMSG_SPACE(2 * sizeof(int))];
+	int fds[SPEC_FDS] = { stdin_fd };
+	int nfd = 1;
+	if (sp->scratch_fd >= 0)
+		fds[nfd++] = sp->scratch_fd;
+	for (int i = 0; i < 4; i++)
+		if (b->tasks_fd[i] >= 0)
+			fds[nfd++] = b->tasks_fd[i], h.ncg++;
+	char cbuf[CMSG_SPACE(SPEC_FDS * sizeof(int))];
 	memset(cbuf, 0, sizeof cbuf);
 	struct iovec iov = { &h, sizeof h };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = CMSG_SPACE(nfd * sizeof(int)) };
@@ -1125,7 +1193,11 @@ static void assign(struct box *b, const struct box_spec *sp, box_done_fn done, v
 	if (!(b->res.enforced & ENF_MEMORY))
 		b->res.enforced |= ENF_MEMORY_RLIMIT;
 	if (b->res.status == BOX_INTERNAL) {
-		fail_later(b, "%s", b->res.error);
+		/* spawn's error, reported now (not formatted into itself:
+		 * vsnprintf's source and destination must not overlap). */
+		char why[sizeof b->res.error];
+		snprintf(why, sizeof why, "%s", b->res.error);
+		fail_later(b, "%s", why);
 		return;
 	}
 	if (b->exited) {
@@ -1148,6 +1220,7 @@ static void assign(struct box *b, const struct box_spec *sp, box_done_fn done, v
 		return;
 	}
 	close(in);
+	close_tasks(b);
 	close(b->spec_fd);
 	b->spec_fd = -1;
 	mark(b, "assigned", mono_ns());
@@ -1268,6 +1341,7 @@ void box_free(struct box *b)
 			loop_unwatch(b->loop, fds[i]);
 			close(fds[i]);
 		}
+	close_tasks(b);
 	if (b->sys->cg_ok)
 		cg_run_destroy(&b->sys->cg, &b->cg);
 	cap_buf_free(&b->res.out);

@@ -23,6 +23,7 @@
 #include "conf.h"
 #include "job.h"
 #include "loop.h"
+#include "pin.h"
 
 struct box;
 
@@ -51,6 +52,7 @@ struct box_sys {
 	size_t nwarm, pool;        /* how many there are, how many to keep */
 	unsigned long started;     /* stages started, to warm up only for streams */
 	struct box_tmpl tmpl[BOX_TMPLS];
+	struct pin pin;            /* templates shared with other processes */
 	int self_mnt_fd, root_fd;  /* our own mount namespace and root, to return to */
 	unsigned long spawned;     /* sandboxes made */
 };

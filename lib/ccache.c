@@ -53,18 +53,6 @@ void ccache_free(struct ccache *c)
 	c->dir = NULL;
 }
 
-static void put_part(struct sha256 *h, const void *p, size_t n)
-{
-	uint64_t len = n;
-	sha256_update(h, &len, sizeof len);
-	sha256_update(h, p, n);
-}
-
-static void put_str(struct sha256 *h, const char *s)
-{
-	put_part(h, s ? s : "", s ? strlen(s) : 0);
-}
-
 bool ccache_key(const struct job *j, char key[65])
 {
 	/* The docker backend would need the image's ID, not its name (a pull
@@ -74,8 +62,8 @@ bool ccache_key(const struct job *j, char key[65])
 		return false;
 	struct sha256 h;
 	sha256_init(&h);
-	put_str(&h, "sbx-ccache-1");
-	put_str(&h, j->backend);
+	sha256_str(&h, "sbx-ccache-1");
+	sha256_str(&h, j->backend);
 	{
 		char path[4096];
 		struct stat st;
@@ -85,31 +73,28 @@ bool ccache_key(const struct job *j, char key[65])
 		snprintf(id, sizeof id, "%s %llu %llu %lld %lld.%09ld", path, (unsigned long long)st.st_dev,
 			 (unsigned long long)st.st_ino, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
 			 st.st_mtim.tv_nsec);
-		put_str(&h, id);
-		put_str(&h, j->rootfs);
+		sha256_str(&h, id);
+		sha256_str(&h, j->rootfs);
 	}
 	for (char **a = j->compile; *a; a++)
-		put_str(&h, *a);
-	put_str(&h, "--env");
+		sha256_str(&h, *a);
+	sha256_str(&h, "--env");
 	for (char **e = j->env; e && *e; e++)
-		put_str(&h, *e);
-	put_str(&h, "--binds");
+		sha256_str(&h, *e);
+	sha256_str(&h, "--binds");
 	for (char **b = j->binds; b && *b; b++)
-		put_str(&h, *b);
+		sha256_str(&h, *b);
 	const struct job_limits *l = &j->clim;
 	uint64_t lim[] = { l->timeout_ms, l->memory, l->pids, l->file_size, l->tmpfs, l->scratch, l->nofile, l->stack,
 			   (uint64_t)(l->cpus * 1000) };
-	put_part(&h, lim, sizeof lim);
-	put_str(&h, j->file);
-	put_part(&h, j->code, j->code_len);
+	sha256_part(&h, lim, sizeof lim);
+	sha256_str(&h, j->file);
+	sha256_part(&h, j->code, j->code_len);
 	for (size_t i = 0; i < j->nfiles; i++) {
-		put_str(&h, j->files[i].path);
-		put_part(&h, j->files[i].data, j->files[i].len);
+		sha256_str(&h, j->files[i].path);
+		sha256_part(&h, j->files[i].data, j->files[i].len);
 	}
-	unsigned char d[32];
-	sha256_final(&h, d);
-	for (int i = 0; i < 32; i++)
-		snprintf(key + 2 * i, 3, "%02x", d[i]);
+	sha256_final_hex(&h, key);
 	return true;
 }
 

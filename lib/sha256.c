@@ -77,15 +77,32 @@ void sha256_final(struct sha256 *s, unsigned char out[32])
 			out[4 * i + j] = (unsigned char)(s->h[i] >> (24 - 8 * j));
 }
 
-void sha256_hex(const void *data, size_t n, char out[65])
+void sha256_part(struct sha256 *s, const void *data, size_t n)
+{
+	uint64_t len = n;
+	sha256_update(s, &len, sizeof len);
+	sha256_update(s, data, n);
+}
+
+void sha256_str(struct sha256 *s, const char *str)
+{
+	sha256_part(s, str ? str : "", str ? strlen(str) : 0);
+}
+
+void sha256_final_hex(struct sha256 *s, char out[65])
 {
 	static const char hex[] = "0123456789abcdef";
-	struct sha256 s;
 	unsigned char d[32];
-	sha256_init(&s);
-	sha256_update(&s, data, n);
-	sha256_final(&s, d);
+	sha256_final(s, d);
 	for (int i = 0; i < 32; i++)
 		out[2 * i] = hex[d[i] >> 4], out[2 * i + 1] = hex[d[i] & 15];
 	out[64] = 0;
+}
+
+void sha256_hex(const void *data, size_t n, char out[65])
+{
+	struct sha256 s;
+	sha256_init(&s);
+	sha256_update(&s, data, n);
+	sha256_final_hex(&s, out);
 }

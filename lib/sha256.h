@@ -20,6 +20,13 @@ struct sha256 {
 void sha256_init(struct sha256 *s);
 void sha256_update(struct sha256 *s, const void *data, size_t n);
 void sha256_final(struct sha256 *s, unsigned char out[32]);
+/* Keys made of several parts: each part is hashed with its length first,
+ * so that no two different lists of parts hash the same byte stream.
+ * sha256_str takes NULL as "". */
+void sha256_part(struct sha256 *s, const void *data, size_t n);
+void sha256_str(struct sha256 *s, const char *str);
+/* sha256_final as 64 lowercase hex digits and a NUL. */
+void sha256_final_hex(struct sha256 *s, char out[65]);
 /* One-shot, as 64 lowercase hex digits and a NUL. */
 void sha256_hex(const void *data, size_t n, char out[65]);
 

@@ -108,8 +108,8 @@ except OSError as e: print("/etc/shadow", os.stat("/etc/shadow").st_size, e.errn
 
 @test "the shared read-only root: no run writes it, sees another's ptys or processes, or leaves anything for the next" {
 	skip_on_docker "each container has the image's root of its own"
-	# Six jobs, two at a time: the first sandbox builds its root itself,
-	# the others are copies of the process's template (lib/box.c).
+	# Six jobs, two at a time: each sandbox's root is a copy of one
+	# template (lib/box.c), pinned or built by this process.
 	local code='import os, time
 home = os.environ["HOME"]
 r = []
@@ -133,6 +133,48 @@ print(" ".join(r) or "clean", sorted(os.listdir("/dev/pts")), bool(os.statvfs("/
 	# the host's side: no mount of the sandboxes' roots, no builder left
 	! grep -q sbx-root /proc/self/mountinfo
 	! pgrep -f sbx-init
+}
+
+@test "roots shared between processes (pins in /run/sbx/roots): each run a copy; a foreign pin is refused, old ones removed" {
+	skip_on_docker "each container has the image's root of its own"
+	skip_unless_root
+	local pins=/run/sbx/roots old=/run/sbx/roots/0123456789abcdef0123456789abcdef-1 p found=
+	# A root of this test's own: a bind no other configuration has gives
+	# it a name of its own.  Names change each minute: keep clear of the
+	# turn, so that the runs below look up the same one.
+	mkdir b
+	conf=$(conf_with "/^\[language.python\]/a binds = [\"$BATS_TEST_TMPDIR/b\"]")
+	while [ $(($(date +%s) % 60)) -gt 50 ]; do sleep 1; done
+	# An old pin, as a process of long ago left it.
+	mkdir -p $pins && touch $old && unshare --mount=$old true
+	local code='import os; print(os.stat("/").st_dev)
+try: open("/x", "w"); print("WROTE")
+except OSError: pass'
+	# 1: builds the root, pins it, and removes the old pin.
+	run_req "$(py "$code")" -c "$conf"
+	jqe 0 '.status == "success"'
+	local dev1=$(jqn 0 .stdout)
+	[ ! -e $old ] && ! grep -q " $old " /proc/self/mountinfo
+	# On the host: a mount namespace whose root file system is the run's.
+	for p in $pins/*; do
+		if [ "$(nsenter --mount=$p stat -c %d /)" = "$dev1" ]; then found=$p; fi
+	done
+	[ -n "$found" ]
+	# 2: another process copies it (the same read-only file system).
+	run_req "$(py "$code")" -c "$conf"
+	jqe 0 '.status == "success"'
+	[ "$(jqn 0 .stdout)" = "$dev1" ]
+	# 3: a pin that is not a mount namespace (here a network namespace) is
+	# not used: the run builds a root of its own and works.  (The first
+	# root is held meanwhile: freed, its device number would be reused.)
+	touch held && mount --bind $found held && umount $found
+	mount --bind /proc/self/ns/net $found
+	run_req "$(py "$code")" -c "$conf"
+	umount $found held
+	rm -f $found
+	jqe 0 '.status == "success"'
+	local dev3=$(jqn 0 .stdout)
+	[ -n "$dev3" ] && [ "$dev3" != "$dev1" ]
 }
 
 @test "writes outside scratch, /tmp and \$HOME fail; /tmp and \$HOME are noexec" {

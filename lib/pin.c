@@ -1,0 +1,254 @@
+/* pin: read-only roots shared between sbx processes (see pin.h).
+ *
+ * A pin is an ordinary bind mount of an nsfs file, as `ip netns` keeps
+ * network namespaces: the mount holds a reference to the namespace, so it
+ * lives on with no process in it.  The names carry the minute (generation)
+ * rather than the age being read from the file: a mount point's own times
+ * are hidden under the mount, and rename(2) refuses mount points, so a pin
+ * is never replaced in place: a new minute is a new name.
+ *
+ * Writers (a process that has just built a template) serialise on a lock
+ * file; readers take no lock.  A reader that opens a name at the moment it
+ * is being created finds an empty file, not a namespace, and builds its own
+ * root; one that opens a pin being removed still gets the namespace (its
+ * fd keeps it alive).  Pins are removed only from the minute before the
+ * previous one on, so that no reader is still looking them up by name.
+ */
+#define _GNU_SOURCE
+#include "pin.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sha256.h"
+
+#define PIN_GEN_NS (60LL * 1000000000)
+#define PIN_KEY_HEX 32 /* 128 bits of the hash name a root */
+
+void pin_init(struct pin *p)
+{
+	*p = (struct pin){ .dir_fd = -1 };
+}
+
+void pin_free(struct pin *p)
+{
+	if (p->dir_fd >= 0)
+		close(p->dir_fd);
+	pin_init(p);
+}
+
+/* A directory fd of ours: root's, writable by nobody else. */
+static bool safe_dir(int fd)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 && !(st.st_mode & 022);
+}
+
+static int lock_open(int run_fd)
+{
+	int fd = openat(run_fd, "roots.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static bool is_mount_root(int fd)
+{
+	struct statx stx;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0)
+		return false;
+	/* Kernels before 5.8 cannot tell: then the pins go where they are. */
+	return !(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) || (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+}
+
+/* Open SBX_RUNDIR/roots, creating it as a private mount of its own. */
+static int setup(struct pin *p)
+{
+	if (geteuid() != 0)
+		return -1;
+	struct stat st;
+	if (stat("/proc/self/exe", &st) < 0)
+		return -1;
+	p->exe[0] = st.st_dev, p->exe[1] = st.st_ino, p->exe[2] = (uint64_t)st.st_size;
+	p->exe[3] = (uint64_t)st.st_mtim.tv_sec, p->exe[4] = (uint64_t)st.st_mtim.tv_nsec;
+	if (mkdir(SBX_RUNDIR, 0755) < 0 && errno != EEXIST)
+		return -1;
+	int run_fd = open(SBX_RUNDIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (!safe_dir(run_fd)) {
+		if (run_fd >= 0)
+			close(run_fd);
+		return -1;
+	}
+	if (mkdirat(run_fd, "roots", 0700) < 0 && errno != EEXIST) {
+		close(run_fd);
+		return -1;
+	}
+	int fd = openat(run_fd, "roots", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && !is_mount_root(fd)) {
+		/* Once per boot (and mount namespace): make it a mount of its
+		 * own, private, under the lock so that two processes do not
+		 * stack two. */
+		close(fd);
+		int lk = lock_open(run_fd);
+		fd = openat(run_fd, "roots", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (lk >= 0 && safe_dir(fd) && !is_mount_root(fd)) {
+			const char *path = SBX_RUNDIR "/roots";
+			if (mount(path, path, NULL, MS_BIND, NULL) == 0 && mount(NULL, path, NULL, MS_PRIVATE, NULL) == 0) {
+				close(fd);
+				fd = openat(run_fd, "roots", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			} else {
+				close(fd);
+				fd = -1;
+			}
+		}
+		if (lk >= 0)
+			close(lk);
+	}
+	close(run_fd);
+	if (!safe_dir(fd) || (fstat(fd, &st) == 0 && (st.st_mode & 077))) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	p->dir_fd = fd;
+	return 0;
+}
+
+/* What identifies a tree a root is made from: a replaced directory (a
+ * re-extracted image) is another inode; a file renamed into it (how
+ * package managers and ldconfig install) changes its ctime. */
+static void put_tree(struct sha256 *h, const char *rootfs, const char *sub)
+{
+	char path[4096];
+	struct stat st;
+	snprintf(path, sizeof path, "%s%s", rootfs ? rootfs : "", sub);
+	uint64_t id[4] = { 0 };
+	if (stat(path, &st) == 0) {
+		id[0] = st.st_dev, id[1] = st.st_ino;
+		id[2] = (uint64_t)st.st_ctim.tv_sec, id[3] = (uint64_t)st.st_ctim.tv_nsec;
+	}
+	sha256_str(h, sub);
+	sha256_part(h, id, sizeof id);
+}
+
+bool pin_name(struct pin *p, bool network, const char *rootfs, char *const *etc, char *const *binds,
+	      char name[PIN_NAME_MAX], int64_t *age_ns)
+{
+	if (p->state == 0)
+		p->state = setup(p) == 0 ? 1 : -1;
+	if (p->state < 0)
+		return false;
+	struct sha256 h;
+	sha256_init(&h);
+	sha256_str(&h, "sbx-root-1");
+	sha256_part(&h, p->exe, sizeof p->exe);
+	sha256_part(&h, &network, sizeof network);
+	sha256_str(&h, rootfs);
+	put_tree(&h, rootfs, "/usr");
+	put_tree(&h, rootfs, "/etc");
+	sha256_str(&h, "--etc");
+	for (char *const *e = etc; e && *e; e++)
+		sha256_str(&h, *e);
+	sha256_str(&h, "--binds");
+	for (char *const *b = binds; b && *b; b++)
+		put_tree(&h, rootfs, *b);
+	char hex[65];
+	sha256_final_hex(&h, hex);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	int64_t t = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	snprintf(name, PIN_NAME_MAX, "%.*s-%lld", PIN_KEY_HEX, hex, (long long)(t / PIN_GEN_NS));
+	*age_ns = t % PIN_GEN_NS;
+	return true;
+}
+
+int pin_get(struct pin *p, const char *name)
+{
+	if (p->state <= 0)
+		return -1;
+	int fd = openat(p->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct statfs sf;
+	if (fstatfs(fd, &sf) < 0 || sf.f_type != NSFS_MAGIC || ioctl(fd, NS_GET_NSTYPE) != CLONE_NEWNS) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* "<32 hex>-<minute>": ours; anything else in the directory is left be. */
+static bool parse_name(const char *s, long long *gen)
+{
+	for (int i = 0; i < PIN_KEY_HEX; i++)
+		if (!s[i] || !strchr("0123456789abcdef", s[i]))
+			return false;
+	if (s[PIN_KEY_HEX] != '-' || !s[PIN_KEY_HEX + 1])
+		return false;
+	char *end;
+	errno = 0;
+	*gen = strtoll(s + PIN_KEY_HEX + 1, &end, 10);
+	return !errno && !*end && *gen >= 0;
+}
+
+static void remove_old(struct pin *p, long long gen)
+{
+	int fd = openat(p->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		long long g;
+		if (!parse_name(e->d_name, &g) || g >= gen - 1)
+			continue;
+		char path[320];
+		snprintf(path, sizeof path, "/proc/self/fd/%d/%s", p->dir_fd, e->d_name);
+		umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW);
+		unlinkat(p->dir_fd, e->d_name, 0);
+	}
+	closedir(d);
+}
+
+void pin_put(struct pin *p, const char *name, int mnt_fd)
+{
+	long long gen;
+	if (p->state <= 0 || !parse_name(name, &gen))
+		return;
+	int run_fd = open(SBX_RUNDIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int lk = safe_dir(run_fd) ? lock_open(run_fd) : -1;
+	if (run_fd >= 0)
+		close(run_fd);
+	if (lk < 0)
+		return;
+	int f = openat(p->dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (f >= 0) {
+		close(f);
+		char src[64], dst[128];
+		snprintf(src, sizeof src, "/proc/self/fd/%d", mnt_fd);
+		snprintf(dst, sizeof dst, "/proc/self/fd/%d/%s", p->dir_fd, name);
+		if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
+			unlinkat(p->dir_fd, name, 0);
+	}
+	remove_old(p, gen);
+	close(lk);
+}
