@@ -1278,8 +1278,19 @@ void box_pool(struct box_sys *s, struct loop *l, size_t n)
 {
 	s->loop = l;
 	s->pool = n;
-	if (n == 0)
+	if (n == 0) {
 		box_pool_drain(s);
+		return;
+	}
+	/* One now: a first job is probably on its way (in a pipeline it is
+	 * still being validated upstream), and nearly every job wants the
+	 * host's tree without network.  Its namespaces are then made while
+	 * the job is read.  The rest once jobs come in a stream. */
+	if (s->nwarm == 0 && s->started == 0) {
+		s->pool = 1;
+		refill(s);
+		s->pool = n;
+	}
 }
 
 void box_pool_drain(struct box_sys *s)
