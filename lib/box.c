@@ -150,7 +150,6 @@ struct box {
 	struct cg_run cg;
 	uint64_t cg_mem, cg_pids;
 	double cg_cpus;
-	int tasks_fd[4];           /* v1: the groups' tasks files, sent with the job */
 	/* what the sandbox was built for (its "key") */
 	bool network;
 	char *rootfs;
@@ -180,25 +179,71 @@ struct child_args {
 	unsigned long flags;
 };
 
-/* The job, as sent to a sandbox's init over its spec socket: this header,
- * then `len` bytes of NUL-terminated argv and env strings.  With the first
- * byte travel, as SCM_RIGHTS: the stdin memfd, the scratch mount (with
- * SPEC_SCRATCH), and `ncg` tasks files of the run's v1 cgroups, opened by
- * the supervisor (the sandbox's mount namespace has no /sys). */
+/* Two messages go to a sandbox's init over its spec socket, each with its
+ * fds as SCM_RIGHTS on its first byte.  First, as soon as the supervisor
+ * has made the run's cgroups: a uint32_t count and (v1) that many tasks
+ * files, opened by the supervisor (the sandbox's mount namespace has no
+ * /sys).  Then the job: this header, then `len` bytes of NUL-terminated
+ * argv and env strings, with the stdin memfd and (SPEC_SCRATCH) the
+ * scratch mount. */
 enum { SPEC_SCRATCH = 1, SPEC_EXEC_BINS = 2, SPEC_RLIMIT_DATA = 4, SPEC_TIMINGS = 8, SPEC_DEPS = 16 };
 struct spec_hdr {
 	uint64_t file_size, nofile, stack, pids, memory, tmpfs;
-	uint32_t flags, argc, envc, len, ncg;
+	uint32_t flags, argc, envc, len;
 };
-#define SPEC_FDS 6 /* stdin, scratch, four cgroups */
 #define SPEC_MAX (1u << 20)
+#define MSG_FDS 4
 
 struct spec {
 	struct spec_hdr h;
 	char **argv, **env;
 	int stdin_fd, scratch_fd;
-	int cg_fd[4];
 };
+
+/* Send len bytes with nfd fds (0..MSG_FDS) attached to the first. */
+static int send_fds(int sock, const void *buf, size_t len, const int *fds, int nfd)
+{
+	char cbuf[CMSG_SPACE(MSG_FDS * sizeof(int))];
+	memset(cbuf, 0, sizeof cbuf);
+	struct iovec iov = { (void *)buf, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (nfd > 0) {
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, nfd * sizeof(int));
+	}
+	ssize_t n;
+	do
+		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)len ? 0 : -1;
+}
+
+/* Receive exactly len bytes and the fds that came with them (at most
+ * MSG_FDS; their number, or -1 at EOF or on a short read). */
+static int recv_fds(int sock, void *buf, size_t len, int *fds)
+{
+	char cbuf[CMSG_SPACE(MSG_FDS * sizeof(int))];
+	struct iovec iov = { buf, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf };
+	ssize_t n;
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+	while (n < 0 && errno == EINTR);
+	int nfd = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && !nfd) {
+			nfd = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			if (nfd > MSG_FDS)
+				nfd = MSG_FDS;
+			memcpy(fds, CMSG_DATA(c), nfd * sizeof(int));
+		}
+	return n == (ssize_t)len ? nfd : -1;
+}
 
 /* ---- inside the sandbox: the program ------------------------------------- */
 
@@ -284,30 +329,13 @@ static _Noreturn void program_main(const struct child_args *a, const struct spec
  * warm sandbox go) or on any malformed message. */
 static bool recv_spec(int fd, struct spec *sp)
 {
-	char cbuf[CMSG_SPACE(SPEC_FDS * sizeof(int))];
-	struct iovec iov = { &sp->h, sizeof sp->h };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf };
-	ssize_t n;
-	do
-		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
-	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof sp->h)
+	int fds[MSG_FDS];
+	int nfd = recv_fds(fd, &sp->h, sizeof sp->h, fds);
+	if (nfd != 1 + !!(sp->h.flags & SPEC_SCRATCH) || sp->h.len > SPEC_MAX || sp->h.argc == 0 ||
+	    sp->h.argc + sp->h.envc > SPEC_MAX)
 		return false;
-	int fds[SPEC_FDS];
-	size_t nfd = 0;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && !nfd) {
-			nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			memcpy(fds, CMSG_DATA(c), (nfd > SPEC_FDS ? SPEC_FDS : nfd) * sizeof(int));
-		}
-	size_t want = 1 + !!(sp->h.flags & SPEC_SCRATCH) + sp->h.ncg;
-	if (nfd != want || sp->h.ncg > 4 || sp->h.len > SPEC_MAX || sp->h.argc == 0 || sp->h.argc + sp->h.envc > SPEC_MAX)
-		return false;
-	size_t k = 0;
-	sp->stdin_fd = fds[k++];
-	sp->scratch_fd = sp->h.flags & SPEC_SCRATCH ? fds[k++] : -1;
-	for (uint32_t i = 0; i < 4; i++)
-		sp->cg_fd[i] = i < sp->h.ncg ? fds[k++] : -1;
+	sp->stdin_fd = fds[0];
+	sp->scratch_fd = nfd > 1 ? fds[1] : -1;
 	char *buf = malloc(sp->h.len + 1);
 	sp->argv = calloc(sp->h.argc + 1, sizeof *sp->argv);
 	sp->env = calloc(sp->h.envc + 1, sizeof *sp->env);
@@ -375,34 +403,40 @@ static _Noreturn void init_main(struct child_args *a)
 		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
 		_exit(123);
 	}
+	/* cgroup v1: join the run's groups ourselves, as soon as the
+	 * supervisor has made them.  We are a single thread, so we move just
+	 * this thread ("0" to tasks): the kernel then skips its global
+	 * threadgroup lock, whose write side waits for an RCU grace period
+	 * (10-45 ms here, on every run that is not right after another);
+	 * moving a process by pid, or through cgroup.procs, would take it.
+	 * The kernel checks the permission of whoever opened the file (the
+	 * supervisor, host root).  What we fork later is born in these groups.
+	 * Then the cgroup namespace, so that the run's group is our "/". */
+	uint32_t ncg;
+	int cg[MSG_FDS];
+	int got = recv_fds(KFD(K_SPEC), &ncg, sizeof ncg, cg);
+	if (got < 0)
+		_exit(0);
+	for (int i = 0; i < got; i++)
+		if (got != (int)ncg || write(cg[i], "0", 1) != 1) {
+			msg_send(st, MSG_FAIL, got != (int)ncg ? EPROTO : errno, 0, 0, 0, 0, "join the run's cgroup");
+			_exit(122);
+		} else
+			close(cg[i]);
+	if (got != (int)ncg) {
+		msg_send(st, MSG_FAIL, EPROTO, 0, 0, 0, 0, "join the run's cgroup");
+		_exit(122);
+	}
+	if (unshare(CLONE_NEWCGROUP) < 0) {
+		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "new cgroup namespace");
+		_exit(122);
+	}
 	msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "root_built");
 
 	/* Ready: wait for the job. */
 	struct spec sp;
 	if (!recv_spec(KFD(K_SPEC), &sp))
 		_exit(0);
-	/* cgroup v1: join the run's groups ourselves.  We are a single
-	 * thread, so we move just this thread ("0" to tasks): the kernel then
-	 * skips its global threadgroup lock, whose write side waits for an RCU
-	 * grace period (10-45 ms here, on every run that is not right after
-	 * another); moving a process by pid, or through cgroup.procs, would
-	 * take it.  The kernel checks the permission of whoever opened the
-	 * file (the supervisor, host root).  What we fork later is born in
-	 * these groups.  Then the cgroup namespace, so that the run's group is
-	 * our "/". */
-	for (int i = 0; i < 4; i++) {
-		if (sp.cg_fd[i] < 0)
-			continue;
-		if (write(sp.cg_fd[i], "0", 1) != 1) {
-			msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "join the run's cgroup");
-			_exit(122);
-		}
-		close(sp.cg_fd[i]);
-	}
-	if (unshare(CLONE_NEWCGROUP) < 0) {
-		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "new cgroup namespace");
-		_exit(122);
-	}
 	bool timings = sp.h.flags & SPEC_TIMINGS;
 	if (timings)
 		msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "job_received");
@@ -749,15 +783,6 @@ static void free_strv(char **v)
 	free(v);
 }
 
-static void close_tasks(struct box *b)
-{
-	for (int i = 0; i < 4; i++)
-		if (b->tasks_fd[i] >= 0) {
-			close(b->tasks_fd[i]);
-			b->tasks_fd[i] = -1;
-		}
-}
-
 static struct box *new_box(struct box_sys *s, struct loop *l)
 {
 	struct box *b = util_xalloc(sizeof *b);
@@ -766,8 +791,6 @@ static struct box *new_box(struct box_sys *s, struct loop *l)
 	b->pid = -1;
 	b->pidfd = b->status_fd = b->out_fd = b->err_fd = b->timer_fd = b->spec_fd = -1;
 	b->cg.fd = -1;
-	for (int i = 0; i < 4; i++)
-		b->tasks_fd[i] = -1;
 	b->res.timings = jv_null();
 	b->res.cpu_ms = -1;
 	b->res.mem_peak = -1;
@@ -970,7 +993,7 @@ static pid_t clone_from(struct box_sys *s, int tmpl_fd, struct clone_args *cl)
 }
 
 /* The run's cgroups with the default limits (a job's own are set when it
- * comes), and on v1 their tasks files, for init to join them. */
+ * comes). */
 static int make_cgroup(struct box *b)
 {
 	struct box_sys *s = b->sys;
@@ -984,18 +1007,36 @@ static int make_cgroup(struct box *b)
 	b->cg_mem = dl->memory;
 	b->cg_cpus = dl->cpus;
 	b->cg_pids = dl->pids;
-	for (int i = 0, k = 0; s->cg.mode == CG_V1 && i < 4; i++) {
+	return 0;
+}
+
+/* Tell init which groups to join: on v1 their tasks files, else none. */
+static int send_cgroups(struct box *b, int sock)
+{
+	struct box_sys *s = b->sys;
+	int fds[MSG_FDS];
+	uint32_t n = 0;
+	int rc = 0;
+	for (int i = 0; s->cg_ok && s->cg.mode == CG_V1 && i < 4 && !rc; i++) {
 		if (!b->cg.path[i])
 			continue;
 		char path[4096];
 		snprintf(path, sizeof path, "%s/tasks", b->cg.path[i]);
-		if ((b->tasks_fd[k++] = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
+		if ((fds[n] = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
 			b->res.status = BOX_INTERNAL;
 			snprintf(b->res.error, sizeof b->res.error, "cgroup %.400s: %s", path, strerror(errno));
-			return -1;
-		}
+			rc = -1;
+		} else
+			n++;
 	}
-	return 0;
+	if (!rc && send_fds(sock, &n, sizeof n, fds, (int)n) < 0) {
+		b->res.status = BOX_INTERNAL;
+		snprintf(b->res.error, sizeof b->res.error, "cannot hand the sandbox its cgroups: %s", strerror(errno));
+		rc = -1;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		close(fds[i]);
+	return rc;
 }
 
 /* Kill a sandbox's init that never got going, and reap it. */
@@ -1090,7 +1131,7 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 		kill_init(b);
 		goto close_all;
 	}
-	if (s->cg_ok && !cg_first && make_cgroup(b) < 0) {
+	if ((s->cg_ok && !cg_first && make_cgroup(b) < 0) || send_cgroups(b, sp[0]) < 0) {
 		kill_init(b);
 		goto close_all;
 	}
@@ -1142,29 +1183,12 @@ static int send_spec(struct box *b, const struct box_spec *sp, int stdin_fd)
 		p = stpcpy(p, *a) + 1;
 	for (char *const *e = sp->env; e && *e; e++)
 		p = stpcpy(p, *e) + 1;
-	int fds[SPEC_FDS] = { stdin_fd };
-	int nfd = 1;
-	if (sp->scratch_fd >= 0)
-		fds[nfd++] = sp->scratch_fd;
-	for (int i = 0; i < 4; i++)
-		if (b->tasks_fd[i] >= 0)
-			fds[nfd++] = b->tasks_fd[i], h.ncg++;
-	char cbuf[CMSG_SPACE(SPEC_FDS * sizeof(int))];
-	memset(cbuf, 0, sizeof cbuf);
-	struct iovec iov = { &h, sizeof h };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = CMSG_SPACE(nfd * sizeof(int)) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(nfd * sizeof(int));
-	memcpy(CMSG_DATA(c), fds, nfd * sizeof(int));
-	ssize_t n;
-	do
-		n = sendmsg(b->spec_fd, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
+	int fds[2] = { stdin_fd, sp->scratch_fd };
 	/* The socket buffer holds a whole header; the strings follow (the
 	 * child reads them as soon as it has the header). */
-	int rc = n == (ssize_t)sizeof h ? util_write_all(b->spec_fd, buf, len) : -1;
+	int rc = send_fds(b->spec_fd, &h, sizeof h, fds, sp->scratch_fd >= 0 ? 2 : 1);
+	if (!rc)
+		rc = util_write_all(b->spec_fd, buf, len);
 	free(buf);
 	return rc;
 }
@@ -1220,7 +1244,6 @@ static void assign(struct box *b, const struct box_spec *sp, box_done_fn done, v
 		return;
 	}
 	close(in);
-	close_tasks(b);
 	close(b->spec_fd);
 	b->spec_fd = -1;
 	mark(b, "assigned", mono_ns());
@@ -1352,7 +1375,6 @@ void box_free(struct box *b)
 			loop_unwatch(b->loop, fds[i]);
 			close(fds[i]);
 		}
-	close_tasks(b);
 	if (b->sys->cg_ok)
 		cg_run_destroy(&b->sys->cg, &b->cg);
 	cap_buf_free(&b->res.out);
