@@ -8,11 +8,10 @@
  * It waits on a pipe until the supervisor has written its uid/gid maps,
  * becomes root of its user namespace, makes new ipc, uts and (unless the
  * job has network) net namespaces, mounts its own devpts and procfs,
- * brings up lo, and waits for its job on a socket.  Meanwhile the
- * supervisor makes the run's cgroups (on v2 before the clone, which puts
- * init there); on v1 init joins them when its job comes, through tasks
- * files the supervisor opened and sends with the job, and then enters a
- * new cgroup namespace.
+ * brings up lo, joins the run's cgroups, enters a new cgroup namespace,
+ * and waits for its job on a socket.  The supervisor makes those cgroups
+ * meanwhile (on v2 before the clone, which puts init there) and sends init
+ * their tasks files on that socket (v1).
  *
  * The read-only root (ns.c) is built once, not per sandbox: a short-lived
  * builder process makes it in a mount namespace of its own, whose fd we
@@ -30,8 +29,7 @@
  * so that a one-job sbx-run does not wait for a template.
  *
  * assign: the supervisor sends the job (argv, environment, rlimits, sizes;
- * the stdin memfd, the scratch mount and on v1 the cgroups' tasks files
- * as SCM_RIGHTS).
+ * the stdin memfd and the scratch mount as SCM_RIGHTS).
  * Because spawn needs nothing of the job but its language's tree, the
  * supervisor spawns ahead of time when jobs come in a stream: namespace
  * creation, cgroup joining and root building then happen while the
