@@ -1295,7 +1295,7 @@ static void discard(struct box *b)
 	box_free(b);
 }
 
-void box_pool(struct box_sys *s, struct loop *l, size_t n)
+void box_pool(struct box_sys *s, struct loop *l, size_t n, bool one_now)
 {
 	s->loop = l;
 	s->pool = n;
@@ -1303,11 +1303,7 @@ void box_pool(struct box_sys *s, struct loop *l, size_t n)
 		box_pool_drain(s);
 		return;
 	}
-	/* One now: a first job is probably on its way (in a pipeline it is
-	 * still being validated upstream), and nearly every job wants the
-	 * host's tree without network.  Its namespaces are then made while
-	 * the job is read.  The rest once jobs come in a stream. */
-	if (s->nwarm == 0 && s->started == 0) {
+	if (one_now && s->nwarm == 0 && s->started == 0) {
 		s->pool = 1;
 		refill(s);
 		s->pool = n;

@@ -105,12 +105,13 @@ void box_sys_free(struct box_sys *s);
 jv box_sys_check(struct box_sys *s);
 
 /* Keep `n` sandboxes for host-tree, no-network jobs spawned ahead of time
- * in loop l (0: none): one at once, before any job has come, the others
- * once jobs come in a stream.  A warm sandbox is a fresh one made early:
- * its own namespaces, cgroup and read-only root, nothing of any other run.
- * It receives its job when one comes, which takes namespace creation,
- * cgroup migration and root building off each job's critical path. */
-void box_pool(struct box_sys *s, struct loop *l, size_t n);
+ * in loop l (0: none), once jobs come in a stream; with one_now, make one
+ * at once, before any job has come (for a caller that is waiting for its
+ * first job anyway).  A warm sandbox is a fresh one made early: its own
+ * namespaces, cgroup and read-only root, nothing of any other run.  It
+ * receives its job when one comes, which takes namespace creation, cgroup
+ * migration and root building off each job's critical path. */
+void box_pool(struct box_sys *s, struct loop *l, size_t n, bool one_now);
 /* Kill and reap the warm sandboxes (before exit). */
 void box_pool_drain(struct box_sys *s);
 

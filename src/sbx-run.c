@@ -250,7 +250,7 @@ static void dispatch(void)
 	}
 	/* No more jobs will come: warm sandboxes would be wasted. */
 	if (S.in_eof || S.stopping)
-		box_pool(S.env.box, S.loop, 0);
+		box_pool(S.env.box, S.loop, 0, false);
 	bool want_input = !S.stopping && !S.in_eof && S.active < S.max;
 	if (want_input)
 		loop_watch(S.loop, STDIN_FILENO, POLLIN, on_stdin, NULL);
@@ -563,9 +563,15 @@ int main(int argc, char **argv)
 	S.out_fifo = fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
 	rec_reader_init(&S.in, STDIN_FILENO, c->max_record_size);
 	loop_watch(S.loop, S.sigfd, POLLIN, on_signal, NULL);
-	/* Sandboxes made ahead of time, one per slot (up to 4). */
-	if (rc == 0 && !docker)
-		box_pool(&sys, S.loop, S.max < 4 ? S.max : 4);
+	/* Sandboxes made ahead of time, one per slot (up to 4).  If no job is
+	 * there yet (in a pipeline it is still being validated upstream), one
+	 * is made now: nearly every job wants the host's tree without
+	 * network, and its namespaces are then made while we wait.  A job
+	 * that is already there goes first: it may want another tree. */
+	if (rc == 0 && !docker) {
+		struct pollfd in = { .fd = STDIN_FILENO, .events = POLLIN };
+		box_pool(&sys, S.loop, S.max < 4 ? S.max : 4, poll(&in, 1, 0) == 0);
+	}
 
 	if (rc < 0) {
 		for (;;) {

@@ -138,7 +138,7 @@ print(" ".join(r) or "clean", sorted(os.listdir("/dev/pts")), bool(os.statvfs("/
 @test "roots shared between processes (pins in /run/sbx/roots): each run a copy; a foreign pin is refused, old ones removed" {
 	skip_on_docker "each container has the image's root of its own"
 	skip_unless_root
-	local pins=/run/sbx/roots old=/run/sbx/roots/0123456789abcdef0123456789abcdef-1 p found=
+	local pins=/run/sbx/roots old=/run/sbx/roots/0123456789abcdef0123456789abcdef-1 found=
 	# A root of this test's own: a bind no other configuration has gives
 	# it a name of its own.  Names change each minute: keep clear of the
 	# turn, so that the runs below look up the same one.
@@ -150,16 +150,26 @@ print(" ".join(r) or "clean", sorted(os.listdir("/dev/pts")), bool(os.statvfs("/
 	local code='import os; print(os.stat("/").st_dev)
 try: open("/x", "w"); print("WROTE")
 except OSError: pass'
-	# 1: builds the root, pins it, and removes the old pin.
-	run_req "$(py "$code")" -c "$conf"
-	jqe 0 '.status == "success"'
-	local dev1=$(jqn 0 .stdout)
-	[ ! -e $old ] && ! grep -q " $old " /proc/self/mountinfo
-	# On the host: a mount namespace whose root file system is the run's.
-	for p in $pins/*; do
-		if [ "$(nsenter --mount=$p stat -c %d /)" = "$dev1" ]; then found=$p; fi
+	# 1: eight processes at once on this cold root: each builds it, one
+	# pins it (the others keep their own), and the old pin is removed.
+	# (An sbx-run whose first job is not there yet makes a sandbox for the
+	# plain host tree meanwhile: that root is pinned first, so that it is
+	# not new below.)
+	sbx <<< '{"language":"bash","code":"true"}' > /dev/null
+	ls $pins > before
+	for i in 1 2 3 4 5 6 7 8; do py "$code" | sbx -c "$conf" > out$i & done
+	wait
+	for i in 1 2 3 4 5 6 7 8; do
+		jq -e '.status == "success" and (.stdout | test("^[0-9]+\n$"))' out$i > /dev/null || { cat out$i; false; }
 	done
-	[ -n "$found" ]
+	[ ! -e $old ] && ! grep -q " $old " /proc/self/mountinfo
+	ls $pins | grep -vxFf before > added || true
+	[ "$(wc -l < added)" = 1 ] || { cat added; false; }
+	# On the host: a mount namespace whose root file system is one of the
+	# runs'.
+	found=$pins/$(cat added)
+	local dev1=$(nsenter --mount=$found stat -c %d /)
+	cat out* | jq -r .stdout | grep -qx "$dev1"
 	# 2: another process copies it (the same read-only file system).
 	run_req "$(py "$code")" -c "$conf"
 	jqe 0 '.status == "success"'
