@@ -928,7 +928,8 @@ static int tmpl_get(struct box_sys *s, bool network, const char *rootfs, char *c
 		t = oldest;
 	char name[PIN_NAME_MAX];
 	int64_t age_ns;
-	bool pinning = pin_name(&s->pin, network, rootfs, s->conf->etc, binds, name, &age_ns);
+	/* Only real root pins (not root of a user namespace of our own). */
+	bool pinning = s->root && pin_name(&s->pin, network, rootfs, s->conf->etc, binds, name, &age_ns);
 	if (pinning) {
 		int fd = pin_get(&s->pin, name);
 		if (fd >= 0) {
