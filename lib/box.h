@@ -101,8 +101,6 @@ typedef void (*box_done_fn)(struct box *b, void *arg);
  * make tmpfs scratch directories).  On failure err says what and how to fix. */
 int box_sys_init(struct box_sys *s, const struct conf *c, char **argv, char *err, size_t errlen);
 void box_sys_free(struct box_sys *s);
-/* What the backend can do here, with fixes, as a JSON object. */
-jv box_sys_check(struct box_sys *s);
 
 /* Keep `n` sandboxes for host-tree, no-network jobs spawned ahead of time
  * in loop l (0: none), once jobs come in a stream; with one_now, make one

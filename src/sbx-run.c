@@ -429,6 +429,14 @@ static int check(struct conf *c, struct box_sys *sys, const char *init_err, char
 		fixes = jv_array_append(fixes, jv_string(p.error));
 	}
 	o = jv_object_set(o, jv_string("probe"), pr);
+	/* Roots shared with later processes (pin.h); the probe tried. */
+	jv roots = jv_object_set(jv_object(), jv_string("dir"), jv_string(SBX_RUNDIR "/roots"));
+	roots = jv_object_set(roots, jv_string("shared"), jv_bool(sys->pin.state > 0));
+	if (sys->pin.state <= 0)
+		roots = jv_object_set(roots, jv_string("why"),
+				      jv_string(!sys->root ? "only root shares roots between processes"
+							   : "the directory is missing, not root's, or writable by others: each process builds its own root"));
+	o = jv_object_set(o, jv_string("shared_roots"), roots);
 	bool usable = !init_err && !p.error[0];
 	o = jv_object_set(o, jv_string("usable"), jv_bool(usable));
 	o = jv_object_set(o, jv_string("languages"), check_languages(c, sys, usable));

@@ -148,6 +148,8 @@ $sum" ]
 	fi
 	jqe 0 '.backend == "native" and .probe.ok == true and .usable == true and (.fixes | type) == "array"'
 	jqe 0 '.cgroup.version == "v1" or .cgroup.version == "v2" or .cgroup.version == "none"'
+	# as root, roots are shared with later processes (t/30 tests how)
+	if [ "$(id -u)" = 0 ]; then jqe 0 '.shared_roots == {"dir": "/run/sbx/roots", "shared": true}'; fi
 }
 
 @test "SIGTERM: every sandbox is killed, each job still gets a result" {

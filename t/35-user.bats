@@ -22,6 +22,7 @@ user_run() {
 	run --separate-stderr "${AS[@]}" "$BIN/sbx-run" --check
 	jqe 0 '.usable == true and .probe.ok == true and .root == false'
 	jqe 0 '.cgroup.ok == false and (.fixes | length) >= 1'
+	jqe 0 '.shared_roots.shared == false and (.shared_roots.why | test("only root"))'
 }
 
 @test "as an ordinary user: runs, isolated, with rlimits" {
