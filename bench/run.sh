@@ -10,45 +10,62 @@ mkdir -p "$B"
 rm -f "$B"/*.m
 cc -O2 -o "$B/timeit" bench/timeit.c
 N=${N:-40}
+# Commands compared with each other are measured in ROUNDS interleaved
+# rounds (bare, bubblewrap, sbx-run, bare, ...): this VM's speed drifts
+# from one minute to the next, and back-to-back blocks would charge the
+# drift to whichever command ran in the slow minute.
+ROUNDS=${ROUNDS:-5}
 export SBX_CONF=$PWD/etc/sandbox.conf
 PY=/usr/bin/python3
-# m NAME ARGS...: measure, print, and keep the mean in $B/NAME.m
+# m NAME ARGS...: measure, print, and add the mean to $B/NAME.m
 m() { local name=$1; shift; "$B/timeit" -o "$B/$name.m" "$@"; }
-mean() { awk '{print $1}' "$B/$1.m"; }
+# mean NAME: the mean over every measurement of NAME (equal-sized rounds)
+mean() { awk '{ s += $1; n++ } END { if (n) printf "%.3f\n", s / n }' "$B/$1.m"; }
 
 echo "# $(nproc) CPUs, Linux $(uname -r), $(bin/sbx-run --check | jq -r '"cgroup " + .cgroup.version'), default configuration (cpus = 0.5 per run)"
 echo "# wall ms per run, one process per run; cpu = user+system of the command's process tree"
 echo '{"language":"python","code":"print(1)"}' | bin/sbx-validate > "$B/py.json"
 echo '{"language":"bash","code":"true"}' | bin/sbx-validate | jq -c '.exec.run = ["true"]' > "$B/true.json"
-m bare -n "$N" -l "bare: python3 -c 'print(1)'" -- $PY -c 'print(1)'
 BWRAP=(bwrap --unshare-all --die-with-parent --new-session --ro-bind /usr /usr --symlink usr/bin /bin
 	--symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin --ro-bind /etc/ld.so.cache /etc/ld.so.cache
 	--proc /proc --dev /dev --tmpfs /tmp --dir /scratch --chdir /scratch --clearenv --setenv PATH /usr/bin)
 if command -v bwrap >/dev/null; then
-	m bwrap -n "$N" -l "bwrap, typical flags: print(1)" -- "${BWRAP[@]}" $PY -c 'print(1)'
+	printf '#!/bin/sh\nexec %s %s -c "$1"\n' "${BWRAP[*]}" "$PY" > "$B/bwrap.sh"
+	chmod +x "$B/bwrap.sh"
 else
 	echo "bwrap is not installed: skipped"
 	echo "0 0 0 0 0" > "$B/bwrap.m"
+	echo "0 0 0 0 0" > "$B/w2.m"
 fi
-m sbx -n "$N" -l "sbx-run, one job per process: print(1)" -i "$B/py.json" -- bin/sbx-run
-m truebare -n "$N" -l "bare: true" -- true
-m sbxtrue -n "$N" -l "sbx-run, one job per process: true" -i "$B/true.json" -- bin/sbx-run
+per=$(((N + ROUNDS - 1) / ROUNDS))
+for r in $(seq "$ROUNDS"); do
+	echo "# round $r of $ROUNDS"
+	m bare -n "$per" -l "bare: python3 -c 'print(1)'" -- $PY -c 'print(1)'
+	if command -v bwrap >/dev/null; then
+		m bwrap -n "$per" -l "bwrap, typical flags: print(1)" -- "${BWRAP[@]}" $PY -c 'print(1)'
+	fi
+	m sbx -n "$per" -l "sbx-run, one job per process: print(1)" -i "$B/py.json" -- bin/sbx-run
+	m truebare -n "$per" -l "bare: true" -- true
+	m sbxtrue -n "$per" -l "sbx-run, one job per process: true" -i "$B/true.json" -- bin/sbx-run
+done
+awk -v bare="$(mean bare)" -v sbx="$(mean sbx)" -v bw="$(mean bwrap)" -v t="$(mean truebare)" -v st="$(mean sbxtrue)" 'BEGIN {
+	printf "means over %d rounds: bare %.1f, bwrap %.1f, sbx-run %.1f ms (print(1)); bare %.2f, sbx-run %.1f ms (true)\n", '"$ROUNDS"', bare, bw, sbx, t, st
+}'
 
 echo
 echo "# batches of 200 print(1) jobs through one sbx-run (wall ms for all 200)"
 for i in $(seq 200); do cat "$B/py.json"; done > "$B/py200.json"
 for i in $(seq 200); do echo 'print(1)'; done > "$B/py200.txt"
-m b1 -n 5 -w 1 -l "bare: 200 x python3, one at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 1 $PY -c
-m s1 -n 5 -w 1 -l "sbx-run -j 1: 200 jobs" -i "$B/py200.json" -- bin/sbx-run -j 1
-m b2 -n 5 -w 1 -l "bare: 200 x python3, two at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 2 $PY -c
-m s2 -n 5 -w 1 -l "sbx-run -j 2: 200 jobs" -i "$B/py200.json" -- bin/sbx-run -j 2
-if command -v bwrap >/dev/null; then
-	printf '#!/bin/sh\nexec %s %s -c "$1"\n' "${BWRAP[*]}" "$PY" > "$B/bwrap.sh"
-	chmod +x "$B/bwrap.sh"
-	m w2 -n 5 -w 1 -l "bwrap: 200 x python3, two at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 2 "$B/bwrap.sh"
-else
-	echo "0 0 0 0 0" > "$B/w2.m"
-fi
+for r in $(seq "$ROUNDS"); do
+	echo "# round $r of $ROUNDS"
+	m b1 -n 1 -w 0 -l "bare: 200 x python3, one at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 1 $PY -c
+	m s1 -n 1 -w 0 -l "sbx-run -j 1: 200 jobs" -i "$B/py200.json" -- bin/sbx-run -j 1
+	m b2 -n 1 -w 0 -l "bare: 200 x python3, two at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 2 $PY -c
+	m s2 -n 1 -w 0 -l "sbx-run -j 2: 200 jobs" -i "$B/py200.json" -- bin/sbx-run -j 2
+	if command -v bwrap >/dev/null; then
+		m w2 -n 1 -w 0 -l "bwrap: 200 x python3, two at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 2 "$B/bwrap.sh"
+	fi
+done
 
 echo
 echo "# the whole pipeline: sbx-validate | sbx-run | sbx-cap | sbx-log (print(1); its own history file)"
@@ -62,8 +79,10 @@ awk -v p="$(mean pipe1000)" -v r="$(mean run1000)" 'BEGIN { printf "sbx-cap + sb
 
 echo
 echo "# throughput: 200 print(1) jobs with -j 4 against bare with the same parallelism"
-m b4 -n 3 -w 1 -l "bare: 200 x python3, four at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 4 $PY -c
-m s4 -n 3 -w 1 -l "sbx-run -j 4: 200 jobs" -i "$B/py200.json" -- bin/sbx-run -j 4
+for r in $(seq 3); do
+	m b4 -n 1 -w 0 -l "bare: 200 x python3, four at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 4 $PY -c
+	m s4 -n 1 -w 0 -l "sbx-run -j 4: 200 jobs" -i "$B/py200.json" -- bin/sbx-run -j 4
+done
 awk -v b="$(mean b4)" -v s="$(mean s4)" 'BEGIN { printf "-j 4: %.0f%% of bare\n", 100 * b / s }'
 
 echo
