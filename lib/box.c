@@ -415,15 +415,16 @@ static _Noreturn void init_main(struct child_args *a)
 	int got = recv_fds(KFD(K_SPEC), &ncg, sizeof ncg, cg);
 	if (got < 0)
 		_exit(0);
-	for (int i = 0; i < got; i++)
-		if (got != (int)ncg || write(cg[i], "0", 1) != 1) {
-			msg_send(st, MSG_FAIL, got != (int)ncg ? EPROTO : errno, 0, 0, 0, 0, "join the run's cgroup");
-			_exit(122);
-		} else
-			close(cg[i]);
 	if (got != (int)ncg) {
 		msg_send(st, MSG_FAIL, EPROTO, 0, 0, 0, 0, "join the run's cgroup");
 		_exit(122);
+	}
+	for (int i = 0; i < got; i++) {
+		if (write(cg[i], "0", 1) != 1) {
+			msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "join the run's cgroup");
+			_exit(122);
+		}
+		close(cg[i]);
 	}
 	if (unshare(CLONE_NEWCGROUP) < 0) {
 		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "new cgroup namespace");

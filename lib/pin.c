@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "sha256.h"
+#include "util.h"
 
 #define PIN_GEN_NS (60LL * 1000000000)
 #define PIN_KEY_HEX 32 /* 128 bits of the hash name a root */
@@ -51,11 +52,11 @@ void pin_free(struct pin *p)
 	pin_init(p);
 }
 
-/* A directory fd of ours: root's, writable by nobody else. */
-static bool safe_dir(int fd)
+/* A directory fd of ours: root's, with none of the `others` mode bits. */
+static bool safe_dir(int fd, mode_t others)
 {
 	struct stat st;
-	return fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 && !(st.st_mode & 022);
+	return fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 && !(st.st_mode & others);
 }
 
 static int lock_open(int run_fd)
@@ -90,7 +91,7 @@ static int setup(struct pin *p)
 	if (mkdir(SBX_RUNDIR, 0755) < 0 && errno != EEXIST)
 		return -1;
 	int run_fd = open(SBX_RUNDIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (!safe_dir(run_fd)) {
+	if (!safe_dir(run_fd, 022)) {
 		if (run_fd >= 0)
 			close(run_fd);
 		return -1;
@@ -107,7 +108,7 @@ static int setup(struct pin *p)
 		close(fd);
 		int lk = lock_open(run_fd);
 		fd = openat(run_fd, "roots", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (lk >= 0 && safe_dir(fd) && !is_mount_root(fd)) {
+		if (lk >= 0 && safe_dir(fd, 077) && !is_mount_root(fd)) {
 			const char *path = SBX_RUNDIR "/roots";
 			if (mount(path, path, NULL, MS_BIND, NULL) == 0 && mount(NULL, path, NULL, MS_PRIVATE, NULL) == 0) {
 				close(fd);
@@ -121,7 +122,7 @@ static int setup(struct pin *p)
 			close(lk);
 	}
 	close(run_fd);
-	if (!safe_dir(fd) || (fstat(fd, &st) == 0 && (st.st_mode & 077))) {
+	if (!safe_dir(fd, 077)) {
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -209,13 +210,9 @@ static bool parse_name(const char *s, long long *gen)
 
 static void remove_old(struct pin *p, long long gen)
 {
-	int fd = openat(p->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = util_opendirat(p->dir_fd);
+	if (!d)
 		return;
-	}
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		long long g;
@@ -235,7 +232,7 @@ void pin_put(struct pin *p, const char *name, int mnt_fd)
 	if (p->state <= 0 || !parse_name(name, &gen))
 		return;
 	int run_fd = open(SBX_RUNDIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	int lk = safe_dir(run_fd) ? lock_open(run_fd) : -1;
+	int lk = safe_dir(run_fd, 022) ? lock_open(run_fd) : -1;
 	if (run_fd >= 0)
 		close(run_fd);
 	if (lk < 0)

@@ -464,13 +464,9 @@ static bool do_read(struct sessions *s, struct session *x, jv args, jv *out, cha
 
 static void list_dir(int dirfd, const char *prefix, jv *files, int *count, int depth)
 {
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	DIR *d = util_opendirat(dirfd);
+	if (!d)
 		return;
-	}
 	struct dirent *e;
 	while ((e = readdir(d)) && *count <= MAX_LIST) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))

@@ -11,6 +11,7 @@
 #define SBX_UTIL_H
 
 #include <stdarg.h>
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -83,6 +84,9 @@ void util_random(void *buf, size_t len);
 char *util_exe_dir(void);
 /* mkdir -p with mode; 0 or -1 with errno. */
 int util_mkdir_p(const char *path, mode_t mode);
+/* A directory stream on the directory dirfd names, through an fd of its own
+ * (dirfd stays the caller's); NULL with errno. */
+DIR *util_opendirat(int dirfd);
 
 /* Check stdout for errors and close it; returns EXIT_OK or EXIT_IO. */
 int util_close_stdout(void);
