@@ -11,7 +11,11 @@
  * brings up lo, joins the run's cgroups, enters a new cgroup namespace,
  * and waits for its job on a socket.  The supervisor makes those cgroups
  * meanwhile (on v2 before the clone, which puts init there) and sends init
- * their tasks files on that socket (v1).
+ * their tasks files on that socket (v1).  For that to happen in parallel,
+ * init starts on another CPU than the supervisor's: the scheduler puts a
+ * new child on its parent's CPU, where it would wait for the supervisor to
+ * block (here ~0.5 ms) unless the balancer moved it first.  init restores
+ * the supervisor's affinity as soon as it runs.
  *
  * The read-only root (ns.c) is built once, not per sandbox: a short-lived
  * builder process makes it in a mount namespace of its own, whose fd we
@@ -107,8 +111,6 @@
 #define READ_CHUNK 65536
 #define READ_BUDGET (4 * READ_CHUNK) /* per callback, so one flood cannot starve others */
 
-extern char **environ;
-
 /* ---- messages from the sandbox's init ------------------------------------- */
 
 enum { MSG_FAIL = 1, MSG_EXECFAIL, MSG_RUNNING, MSG_EXIT, MSG_MARK };
@@ -184,7 +186,7 @@ struct child_args {
  * /sys).  Then the job: this header, then `len` bytes of NUL-terminated
  * argv and env strings, with the stdin memfd and (SPEC_SCRATCH) the
  * scratch mount. */
-enum { SPEC_SCRATCH = 1, SPEC_EXEC_BINS = 2, SPEC_RLIMIT_DATA = 4, SPEC_TIMINGS = 8, SPEC_DEPS = 16 };
+enum { SPEC_SCRATCH = 1, SPEC_EXEC_BINS = 2, SPEC_RLIMIT_DATA = 4, SPEC_TIMINGS = 8, SPEC_DEPS = 16, SPEC_TAKE = 32 };
 struct spec_hdr {
 	uint64_t file_size, nofile, stack, pids, memory, tmpfs;
 	uint32_t flags, argc, envc, len;
@@ -314,8 +316,7 @@ static _Noreturn void program_main(const struct child_args *a, const struct spec
 	}
 	/* The seccomp filter (and no_new_privs) came from init: loading it costs
 	 * the kernel a pass over every system call, so it is done once. */
-	environ = sp->env;
-	execvp(sp->argv[0], sp->argv);
+	execvpe(sp->argv[0], sp->argv, sp->env);
 	snprintf(what, sizeof what, "%s", sp->argv[0]);
 	msg_send(st, MSG_EXECFAIL, errno, 0, 0, 0, 0, what);
 	_exit(127);
@@ -367,6 +368,11 @@ static _Noreturn void init_main(struct child_args *a)
 	if (read(KFD(K_GO), &go, 1) != 1)
 		_exit(121);
 	close(KFD(K_GO));
+	/* Back to all of the supervisor's CPUs (spawn gave us a head start on
+	 * the others).  Best effort: should the host's cpuset have shrunk
+	 * meanwhile, the run just has fewer CPUs. */
+	if (a->sys->ncpus > 1)
+		sched_setaffinity(0, sizeof a->sys->cpus, &a->sys->cpus);
 	proc_set_title(a->sys->argv, "sbx-init");
 
 	if (a->sys->root) {
@@ -439,7 +445,8 @@ static _Noreturn void init_main(struct child_args *a)
 	bool timings = sp.h.flags & SPEC_TIMINGS;
 	if (timings)
 		msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "job_received");
-	if (ns_attach_work(sp.h.tmpfs, sp.scratch_fd, sp.h.flags & SPEC_EXEC_BINS, sp.h.flags & SPEC_DEPS, err, sizeof err) < 0) {
+	if (ns_attach_work(sp.h.tmpfs, sp.scratch_fd, sp.h.flags & SPEC_TAKE, sp.h.flags & SPEC_EXEC_BINS, sp.h.flags & SPEC_DEPS,
+			   err, sizeof err) < 0) {
 		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
 		_exit(123);
 	}
@@ -456,7 +463,12 @@ static _Noreturn void init_main(struct child_args *a)
 		_exit(124);
 	}
 	int64_t t0 = mono_ns();
-	pid_t prog = fork();
+	/* vfork: the program borrows init's memory until its exec, rather
+	 * than getting a copy (page tables, copy-on-write faults on both
+	 * sides, and its teardown at exec); init has nothing to do meanwhile.
+	 * program_main changes only what is the child's own (fds, signal
+	 * dispositions, ids, rlimits) and then execs or _exits. */
+	pid_t prog = vfork();
 	if (prog < 0) {
 		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "fork the program");
 		_exit(124);
@@ -1105,6 +1117,14 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	}
 	b->pid = pid;
 	b->pidfd = pidfd;
+	/* init's head start: on a CPU other than ours, so that it makes its
+	 * namespaces while we make its cgroups (theory of operation). */
+	int cpu = sched_getcpu();
+	if (s->ncpus > 1 && cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &s->cpus)) {
+		cpu_set_t other = s->cpus;
+		CPU_CLR(cpu, &other);
+		sched_setaffinity(pid, sizeof other, &other);
+	}
 
 	/* Ids first (the child can do nothing useful before), init's OOM
 	 * shield, then go. */
@@ -1165,7 +1185,8 @@ static int send_spec(struct box *b, const struct box_spec *sp, int stdin_fd)
 	struct spec_hdr h = {
 		.file_size = sp->lim->file_size, .nofile = sp->lim->nofile, .stack = sp->lim->stack,
 		.pids = sp->lim->pids, .memory = sp->lim->memory, .tmpfs = sp->lim->tmpfs,
-		.flags = (sp->scratch_fd >= 0 ? SPEC_SCRATCH : 0) | (sp->exec_bins ? SPEC_EXEC_BINS : 0) | (sp->deps ? SPEC_DEPS : 0) |
+		.flags = (sp->scratch_fd >= 0 ? SPEC_SCRATCH : 0) | (sp->scratch_take ? SPEC_TAKE : 0) |
+			 (sp->exec_bins ? SPEC_EXEC_BINS : 0) | (sp->deps ? SPEC_DEPS : 0) |
 			 (b->res.enforced & ENF_MEMORY ? 0 : SPEC_RLIMIT_DATA) | (sp->timings ? SPEC_TIMINGS : 0),
 	};
 	size_t len = 0;
@@ -1538,6 +1559,8 @@ int box_sys_init(struct box_sys *s, const struct conf *c, char **argv, char *err
 	}
 	if (filter_build(c->seccomp_errno, &s->filter, err, errlen) < 0)
 		return -1;
+	if (sched_getaffinity(0, sizeof s->cpus, &s->cpus) == 0)
+		s->ncpus = CPU_COUNT(&s->cpus);
 	return 0;
 }
 

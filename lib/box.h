@@ -12,6 +12,7 @@
 #define SBX_BOX_H
 
 #include <linux/filter.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -55,6 +56,8 @@ struct box_sys {
 	struct pin pin;            /* templates shared with other processes */
 	int self_mnt_fd, root_fd;  /* our own mount namespace and root, to return to */
 	unsigned long spawned;     /* sandboxes made */
+	cpu_set_t cpus;            /* our CPU affinity, which sandboxes get too */
+	int ncpus;                 /* how many CPUs are in it; 0: unknown */
 };
 
 enum box_status { BOX_EXITED, BOX_SIGNALED, BOX_TIMEOUT, BOX_OOM, BOX_CANCELLED, BOX_INTERNAL };
@@ -83,6 +86,7 @@ struct box_spec {
 	char *const *env;          /* "NAME=value", NULL-terminated; the whole environment */
 	const struct job_limits *lim;
 	int scratch_fd;            /* detached scratch mount (a tmpfs, or a clone of a session's workspace) */
+	bool scratch_take;         /* the sandbox may keep scratch_fd's very mount: needed no more */
 	bool exec_bins;            /* run stage of a compiled language: see ns_attach_work */
 	bool deps;                 /* a session's program: its installed packages, see ns_attach_work */
 	const char *stdin_data;

@@ -305,7 +305,7 @@ static int bind_executables(int scratch_fd, char *err, size_t errlen)
 	return rc;
 }
 
-int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool exec_bins, bool deps, char *err, size_t errlen)
+int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool take, bool exec_bins, bool deps, char *err, size_t errlen)
 {
 	/* One tmpfs, size-limited and noexec, for everything a program may
 	 * write besides scratch: its pages are charged to the run's memory
@@ -326,10 +326,17 @@ int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool exec_bins, bool de
 	close(fs);
 	if (mnt < 0)
 		return fail(err, errlen, "fsmount tmpfs");
+	/* Its root goes on /dev/shm, under the shm directory's own mount
+	 * (mounted last, over it): a detached mount is unmounted when its fd
+	 * is closed, and every unmount waits for an expedited RCU grace
+	 * period (0.2-2 ms on a busy VM).  Attached, it goes with the
+	 * namespace, in the one grace period init's exit pays anyway. */
 	int rc = mkdirat(mnt, "tmp", 01777) < 0 || mkdirat(mnt, "shm", 01777) < 0 || mkdirat(mnt, "home", 0755) < 0 ||
-		 fchownat(mnt, "home", NS_UID, NS_UID, 0) < 0;
-	if (!rc && (attach(mnt, "tmp", "/tmp", 0, false) < 0 || attach(mnt, "home", NS_HOME, 0, false) < 0 ||
-		    attach(mnt, "shm", "/dev/shm", 0, false) < 0))
+		 fchownat(mnt, "home", NS_UID, NS_UID, 0) < 0 ||
+		 move_mount(mnt, "", AT_FDCWD, "/dev/shm", MOVE_MOUNT_F_EMPTY_PATH) < 0;
+	if (!rc && (attach(AT_FDCWD, "/dev/shm/tmp", "/tmp", 0, false) < 0 ||
+		    attach(AT_FDCWD, "/dev/shm/home", NS_HOME, 0, false) < 0 ||
+		    attach(AT_FDCWD, "/dev/shm/shm", "/dev/shm", 0, false) < 0))
 		rc = 1;
 	int e = errno;
 	close(mnt);
@@ -338,13 +345,14 @@ int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool exec_bins, bool de
 		return fail(err, errlen, "set up /tmp, $HOME and /dev/shm");
 	if (scratch_fd >= 0) {
 		uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
-		if (attach(scratch_fd, "", NS_WORKDIR, attr, false) < 0) {
-			/* Since Linux 6.15 a detached tree made by open_tree in
-			 * another mount namespace (a session's workspace, cloned
-			 * by the supervisor) cannot be cloned here: move it in
-			 * instead, and set the flags on it where it lands. */
+		/* Since Linux 6.15 a detached tree made by open_tree in another
+		 * mount namespace (a session's workspace, cloned by the
+		 * supervisor) cannot be cloned here: it is moved in, like any
+		 * scratch its owner hands over, and gets its flags where it
+		 * lands. */
+		if (take || attach(scratch_fd, "", NS_WORKDIR, attr, false) < 0) {
 			struct mount_attr a = { .attr_set = attr };
-			if (errno != EINVAL ||
+			if ((!take && errno != EINVAL) ||
 			    move_mount(scratch_fd, "", AT_FDCWD, NS_WORKDIR, MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
 			    mount_setattr(AT_FDCWD, NS_WORKDIR, 0, &a, sizeof a) < 0)
 				return fail(err, errlen, "attach the scratch directory");

@@ -51,8 +51,9 @@ int ns_build_root(const struct ns_root *r, char *err, size_t errlen);
 /* In a sandbox's copy of that root: its own devpts and procfs. */
 int ns_enter_root(char *err, size_t errlen);
 /* Then the job's mounts: a fresh tmpfs of tmpfs_bytes for /tmp, $HOME and
- * /dev/shm, and the scratch (a detached mount, cloned) at NS_WORKDIR,
- * writable and noexec.  With exec_bins, each executable regular file at the
+ * /dev/shm, and the scratch (a detached mount) at NS_WORKDIR, writable and
+ * noexec: cloned, or with take, moved in (the caller needs it no more; its
+ * unmount then comes with the namespace's).  With exec_bins, each executable regular file at the
  * top of the scratch (what a compile stage produced) is bound over itself
  * read-only and executable: the program runs its binary and may write its
  * directory, but nothing it writes can be executed (W^X).  With deps, the
@@ -60,7 +61,7 @@ int ns_enter_root(char *err, size_t errlen);
  * is bound over itself read-only and executable.  On return the cwd is
  * NS_WORKDIR. */
 #define NS_DEPS ".deps"
-int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool exec_bins, bool deps, char *err, size_t errlen);
+int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool take, bool exec_bins, bool deps, char *err, size_t errlen);
 /* Bring up lo in a new network namespace (127.0.0.1 and ::1 work). */
 int ns_loopback_up(char *err, size_t errlen);
 

@@ -408,6 +408,11 @@ static void start_stage(struct run *r, enum stage st)
 		.env = r->envp,
 		.lim = st == ST_COMPILE ? &j->clim : &j->lim,
 		.scratch_fd = r->scratch,
+		/* Nothing reads the scratch after the run stage, nor a
+		 * workspace's clone after its stage: the sandbox takes the
+		 * mount, which then goes with its namespace (no unmount of
+		 * its own, see ns_attach_work). */
+		.scratch_take = st == ST_RUN || j->workspace,
 		/* W^X: every program may write its directory but execute
 		 * nothing it wrote; the compiler's output alone is executable. */
 		.exec_bins = st == ST_RUN && j->compile,
