@@ -436,15 +436,17 @@ static _Noreturn void init_main(struct child_args *a)
 		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "new cgroup namespace");
 		_exit(122);
 	}
-	msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "root_built");
+	int64_t t_ready = mono_ns();
 
-	/* Ready: wait for the job. */
+	/* Ready: wait for the job.  Marks go out only if it asks for them. */
 	struct spec sp;
 	if (!recv_spec(KFD(K_SPEC), &sp))
 		_exit(0);
 	bool timings = sp.h.flags & SPEC_TIMINGS;
-	if (timings)
+	if (timings) {
+		msg_send(st, MSG_MARK, 0, t_ready, 0, 0, 0, "root_built");
 		msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "job_received");
+	}
 	if (ns_attach_work(sp.h.tmpfs, sp.scratch_fd, sp.h.flags & SPEC_TAKE, sp.h.flags & SPEC_EXEC_BINS, sp.h.flags & SPEC_DEPS,
 			   err, sizeof err) < 0) {
 		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
@@ -514,7 +516,8 @@ static void discard(struct box *b);
 
 static void mark(struct box *b, const char *what, int64_t t_ns)
 {
-	if (!b->timings || !b->assigned)
+	/* A warm sandbox's root was built before its job: not this job's time. */
+	if (!b->timings || !b->assigned || t_ns < b->t_start)
 		return;
 	b->res.timings = jv_object_set(b->res.timings, jv_string(what), jv_number((double)(t_ns - b->t_start) / 1e6));
 }
@@ -1251,7 +1254,7 @@ static void assign(struct box *b, const struct box_spec *sp, box_done_fn done, v
 	}
 	char err[256];
 	if (s->cg_ok && (b->cg_mem != sp->lim->memory || b->cg_cpus != sp->lim->cpus || b->cg_pids != sp->lim->pids) &&
-	    cg_run_limits(&s->cg, &b->cg, sp->lim->memory, sp->lim->cpus, sp->lim->pids, err, sizeof err) < 0) {
+	    cg_run_limits(&s->cg, &b->cg, false, sp->lim->memory, sp->lim->cpus, sp->lim->pids, err, sizeof err) < 0) {
 		fail_later(b, "%s", err);
 		return;
 	}

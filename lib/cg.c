@@ -316,8 +316,8 @@ void cg_sys_free(struct cg_sys *s)
 
 /* ---- per run ---------------------------------------------------------------- */
 
-int cg_run_limits(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids, char *err,
-		  size_t errlen)
+int cg_run_limits(struct cg_sys *s, struct cg_run *r, bool fresh, uint64_t memory, double cpus, uint64_t pids,
+		  char *err, size_t errlen)
 {
 	char val[64];
 	long long quota = cpus > 0 ? (long long)(cpus * 100000) : -1;
@@ -345,10 +345,11 @@ int cg_run_limits(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cp
 					what = "cpu.max";
 			}
 		} else if (i == I_MEM) {
-			/* memsw must stay >= memory: lower memsw last, raise it first. */
+			/* memsw must stay >= memory: lower memsw last, raise it
+			 * first (a fresh group's are both unlimited). */
 			snprintf(val, sizeof val, "%llu", (unsigned long long)memory);
 			bool swap = true;
-			if (write_file(r->path[i], "memory.memsw.limit_in_bytes", val) < 0) {
+			if (!fresh && write_file(r->path[i], "memory.memsw.limit_in_bytes", val) < 0) {
 				swap = errno != ENOENT;
 				if (swap && errno != EINVAL)
 					what = "memory.memsw.limit_in_bytes";
@@ -364,7 +365,8 @@ int cg_run_limits(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cp
 				what = "pids.max";
 		} else if (i == I_CPU) {
 			snprintf(val, sizeof val, "%lld", quota);
-			if (write_file(r->path[i], "cpu.cfs_period_us", "100000") < 0 ||
+			/* A fresh group has the default period, 100 ms. */
+			if ((!fresh && write_file(r->path[i], "cpu.cfs_period_us", "100000") < 0) ||
 			    write_file(r->path[i], "cpu.cfs_quota_us", val) < 0)
 				what = "cpu.cfs_quota_us";
 		}
@@ -397,7 +399,7 @@ int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cp
 			return -1;
 		}
 	}
-	if (cg_run_limits(s, r, memory, cpus, pids, err, errlen) < 0) {
+	if (cg_run_limits(s, r, true, memory, cpus, pids, err, errlen) < 0) {
 		cg_run_destroy(s, r);
 		return -1;
 	}

@@ -55,9 +55,10 @@ const char *cg_mode_name(enum cg_mode m);
 /* Create the groups of one run with its limits; cpus <= 0: no quota. */
 int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids,
 		  char *err, size_t errlen);
-/* Change the limits of an existing group. */
-int cg_run_limits(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids, char *err,
-		  size_t errlen);
+/* Set the limits of a group; fresh: just made, with the kernel's defaults
+ * (which spares writes that would restate them). */
+int cg_run_limits(struct cg_sys *s, struct cg_run *r, bool fresh, uint64_t memory, double cpus, uint64_t pids,
+		  char *err, size_t errlen);
 /* Kill every process in the run's groups (v2 cgroup.kill; no-op on v1,
  * where the pid namespace does it). */
 void cg_run_kill(struct cg_sys *s, struct cg_run *r);
