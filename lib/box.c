@@ -11,11 +11,7 @@
  * brings up lo, joins the run's cgroups, enters a new cgroup namespace,
  * and waits for its job on a socket.  The supervisor makes those cgroups
  * meanwhile (on v2 before the clone, which puts init there) and sends init
- * their tasks files on that socket (v1).  For that to happen in parallel,
- * init starts on another CPU than the supervisor's: the scheduler puts a
- * new child on its parent's CPU, where it would wait for the supervisor to
- * block (here ~0.5 ms) unless the balancer moved it first.  init restores
- * the supervisor's affinity as soon as it runs.
+ * their tasks files on that socket (v1).
  *
  * The read-only root (ns.c) is built once, not per sandbox: a short-lived
  * builder process makes it in a mount namespace of its own, whose fd we
@@ -53,14 +49,19 @@
  *
  * init reaps everything (orphans reparent to it).  When the program exits,
  * init kills every other process of the namespace with kill(-1, SIGKILL),
- * reaps them, and reports the program's wait status, CPU time and times on
- * the status pipe.  When init itself dies (at the timeout the supervisor
- * kills it through the pidfd), the kernel kills the whole pid namespace and
- * does not let init's exit complete until every process in it is gone: so
- * when the supervisor has reaped init, the run is over, with no survivor,
- * whatever the program did (setsid, double fork, ignored signals).  init
- * also dies with the supervisor (PR_SET_PDEATHSIG), so nothing outlives a
- * killed sbx-run.
+ * reaps them until it has no child left, and only then reports the
+ * program's wait status, CPU time and times on the status pipe: at that
+ * report nothing of the job runs any more, and the result is written then,
+ * while init exits (its exit tears the namespaces down, ~0.5 ms); the
+ * supervisor reaps it and removes the cgroups afterwards, from its loop,
+ * and waits for any still exiting before it exits itself.  When init dies
+ * without a report (at the timeout the supervisor kills it through the
+ * pidfd), the kernel kills the whole pid namespace and does not let init's
+ * exit complete until every process in it is gone: the result then waits
+ * until the supervisor has reaped init.  Either way no process of the job
+ * survives its result, whatever the program did (setsid, double fork,
+ * ignored signals).  init also dies with the supervisor (PR_SET_PDEATHSIG),
+ * so nothing outlives a killed sbx-run.
  *
  * The supervisor reads both output pipes as data arrives, into bounded
  * head+tail buffers (cap.c), so a flood costs it no more than the limit;
@@ -157,7 +158,7 @@ struct box {
 	struct box_result res;
 	uint64_t timeout_ms;
 	int64_t t_start, t_running, t_kill;
-	bool assigned, warm, running, exited, finished, timed_out, cancelled;
+	bool assigned, warm, running, exited, finished, timed_out, cancelled, reaping;
 	struct msg fail, exit_msg;
 	bool have_fail, have_exit;
 	int64_t cpu_us, maxrss_kb;
@@ -368,11 +369,6 @@ static _Noreturn void init_main(struct child_args *a)
 	if (read(KFD(K_GO), &go, 1) != 1)
 		_exit(121);
 	close(KFD(K_GO));
-	/* Back to all of the supervisor's CPUs (spawn gave us a head start on
-	 * the others).  Best effort: should the host's cpuset have shrunk
-	 * meanwhile, the run just has fewer CPUs. */
-	if (a->sys->ncpus > 1)
-		sched_setaffinity(0, sizeof a->sys->cpus, &a->sys->cpus);
 	proc_set_title(a->sys->argv, "sbx-init");
 
 	if (a->sys->root) {
@@ -607,6 +603,12 @@ static void on_status(struct loop *l, int fd, short rev, void *arg)
 	read_msgs(b);
 	if (rev & (POLLHUP | POLLERR))
 		loop_unwatch(l, fd);
+	/* init reports the exit only when it has reaped every other process:
+	 * nothing of the job runs any more, and the result need not wait for
+	 * init's own exit, the namespaces' teardown (~0.5 ms).  box_free
+	 * reaps init and removes the cgroups later, from the loop. */
+	if (b->have_exit && b->assigned && !b->finished && !b->exited)
+		finish(b);
 }
 
 static void on_timer(struct loop *l, int fd, short rev, void *arg)
@@ -637,6 +639,8 @@ static void on_exit_ev(struct loop *l, int fd, short rev, void *arg)
 		return; /* poll again */
 	b->exited = true;
 	loop_unwatch(l, fd);
+	if (b->finished)
+		return; /* early, at init's report (on_status) */
 	if (!b->assigned) {
 		/* A warm sandbox died before it got a job. */
 		discard(b);
@@ -1120,14 +1124,6 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	}
 	b->pid = pid;
 	b->pidfd = pidfd;
-	/* init's head start: on a CPU other than ours, so that it makes its
-	 * namespaces while we make its cgroups (theory of operation). */
-	int cpu = sched_getcpu();
-	if (s->ncpus > 1 && cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &s->cpus)) {
-		cpu_set_t other = s->cpus;
-		CPU_CLR(cpu, &other);
-		sched_setaffinity(pid, sizeof other, &other);
-	}
 
 	/* Ids first (the child can do nothing useful before), init's OOM
 	 * shield, then go. */
@@ -1321,12 +1317,21 @@ static void discard(struct box *b)
 	box_free(b);
 }
 
+static void drain_warm(struct box_sys *s)
+{
+	while (s->warm) {
+		struct box *b = s->warm;
+		unlink_warm(b);
+		box_free(b);
+	}
+}
+
 void box_pool(struct box_sys *s, struct loop *l, size_t n, bool one_now)
 {
 	s->loop = l;
 	s->pool = n;
 	if (n == 0) {
-		box_pool_drain(s);
+		drain_warm(s);
 		return;
 	}
 	if (one_now && s->nwarm == 0 && s->started == 0) {
@@ -1336,12 +1341,35 @@ void box_pool(struct box_sys *s, struct loop *l, size_t n, bool one_now)
 	}
 }
 
+static void release(struct box *b);
+
+/* A finished box whose init is still exiting: reaped here, then its
+ * cgroups go. */
+static void on_reaped(struct loop *l, int fd, short rev, void *arg)
+{
+	struct box *b = arg;
+	siginfo_t si;
+	if (waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+		return; /* poll again */
+	loop_unwatch(l, fd);
+	for (struct box **p = &b->sys->reaping; *p; p = &(*p)->next)
+		if (*p == b) {
+			*p = b->next;
+			break;
+		}
+	b->exited = true;
+	release(b);
+	(void)rev;
+}
+
 void box_pool_drain(struct box_sys *s)
 {
-	while (s->warm) {
-		struct box *b = s->warm;
-		unlink_warm(b);
-		box_free(b);
+	drain_warm(s);
+	while (s->reaping) {
+		struct box *b = s->reaping;
+		s->reaping = b->next;
+		loop_unwatch(b->loop, b->pidfd);
+		release(b);
 	}
 }
 
@@ -1382,12 +1410,38 @@ void box_free(struct box *b)
 {
 	if (!b)
 		return;
+	if (b->pid > 0 && !b->exited && b->finished && b->have_exit && !b->reaping) {
+		/* Finished at init's report: init is on its way out by itself.
+		 * Keep only what reaping needs; the loop calls on_reaped. */
+		int fds[] = { b->status_fd, b->out_fd, b->err_fd, b->timer_fd, b->spec_fd };
+		for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+			if (fds[i] >= 0) {
+				loop_unwatch(b->loop, fds[i]);
+				close(fds[i]);
+			}
+		b->status_fd = b->out_fd = b->err_fd = b->timer_fd = b->spec_fd = -1;
+		cap_buf_free(&b->res.out);
+		cap_buf_free(&b->res.err);
+		b->reaping = true;
+		b->next = b->sys->reaping;
+		b->sys->reaping = b;
+		loop_watch(b->loop, b->pidfd, POLLIN, on_reaped, b);
+		return;
+	}
+	release(b);
+}
+
+/* Kill and reap init if it still runs, then free everything. */
+static void release(struct box *b)
+{
 	if (b->pid > 0 && !b->exited) {
-		/* Freed before it finished (a warm one, or shutdown): kill and
-		 * reap, so nothing outlives this call. */
+		/* A warm one, shutdown, or an init still exiting when the
+		 * process ends: kill (harmless for the last) and reap, so that
+		 * nothing outlives this call. */
 		syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
 		siginfo_t si;
-		waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL);
+		while (waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+			;
 	}
 	int fds[] = { b->pidfd, b->status_fd, b->out_fd, b->err_fd, b->timer_fd, b->spec_fd };
 	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
@@ -1562,8 +1616,6 @@ int box_sys_init(struct box_sys *s, const struct conf *c, char **argv, char *err
 	}
 	if (filter_build(c->seccomp_errno, &s->filter, err, errlen) < 0)
 		return -1;
-	if (sched_getaffinity(0, sizeof s->cpus, &s->cpus) == 0)
-		s->ncpus = CPU_COUNT(&s->cpus);
 	return 0;
 }
 

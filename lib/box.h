@@ -12,7 +12,6 @@
 #define SBX_BOX_H
 
 #include <linux/filter.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -50,14 +49,13 @@ struct box_sys {
 	char userns_why[256];      /* why user namespaces are unusable, or "" */
 	struct loop *loop;         /* where warm sandboxes are watched */
 	struct box *warm;          /* pre-spawned sandboxes waiting for a job */
+	struct box *reaping;       /* freed boxes whose init is still exiting */
 	size_t nwarm, pool;        /* how many there are, how many to keep */
 	unsigned long started;     /* stages started, to warm up only for streams */
 	struct box_tmpl tmpl[BOX_TMPLS];
 	struct pin pin;            /* templates shared with other processes */
 	int self_mnt_fd, root_fd;  /* our own mount namespace and root, to return to */
 	unsigned long spawned;     /* sandboxes made */
-	cpu_set_t cpus;            /* our CPU affinity, which sandboxes get too */
-	int ncpus;                 /* how many CPUs are in it; 0: unknown */
 };
 
 enum box_status { BOX_EXITED, BOX_SIGNALED, BOX_TIMEOUT, BOX_OOM, BOX_CANCELLED, BOX_INTERNAL };
@@ -114,7 +112,8 @@ void box_sys_free(struct box_sys *s);
  * receives its job when one comes, which takes namespace creation, cgroup
  * migration and root building off each job's critical path. */
 void box_pool(struct box_sys *s, struct loop *l, size_t n, bool one_now);
-/* Kill and reap the warm sandboxes (before exit). */
+/* Kill and reap the warm sandboxes, and wait for the inits of freed ones
+ * still exiting (before exit: nothing outlives the process). */
 void box_pool_drain(struct box_sys *s);
 
 /* Start a stage.  Never returns NULL: a failure to start is reported through
@@ -123,6 +122,10 @@ struct box *box_start(struct box_sys *s, struct loop *l, const struct box_spec *
 /* Kill the stage now (its result says BOX_CANCELLED). */
 void box_cancel(struct box *b);
 const struct box_result *box_result(const struct box *b);
+/* Free a box.  A finished one's init may still be exiting (the result
+ * comes at its report, before its exit): it is then reaped, and the
+ * cgroups removed, from the box's loop, or by box_pool_drain, which must
+ * run before that loop is freed. */
 void box_free(struct box *b);
 
 /* Detached, size-limited tmpfs for a job's files, owned by the sandbox

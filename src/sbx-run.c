@@ -359,6 +359,7 @@ static jv check_languages(struct conf *c, struct box_sys *sys, bool usable)
 		out = jv_array_append(out, o);
 	}
 	free(p);
+	box_pool_drain(sys); /* inits still exiting are watched on l */
 	loop_free(l);
 	return out;
 }
@@ -419,6 +420,7 @@ static int check(struct conf *c, struct box_sys *sys, const char *init_err, char
 			;
 		p.ms = util_now_ms() - t0;
 		box_free(b);
+		box_pool_drain(sys); /* its init may still be exiting, watched on l */
 		loop_free(l);
 	} else
 		snprintf(p.error, sizeof p.error, "%s", init_err);
