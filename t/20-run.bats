@@ -161,6 +161,33 @@ $sum" ]
 	[ "$(jq -r .error out | sort -u)" = "cancelled" ]
 }
 
+@test "a stream: each init is reaped and its cgroups removed while sbx-run runs on" {
+	skip_on_docker "about the native backend's inits"
+	skip_unless_root
+	# A result comes at init's report, before init's own exit; the
+	# supervisor reaps it from its loop.  Only the warm sandboxes, waiting
+	# for the next job, may remain while the input is open.
+	mkfifo in
+	sbx -j 2 < in > out 2> err &
+	local w
+	exec {w}> in
+	for i in 1 2 3 4 5 6; do printf '{"id":"%s","language":"bash","code":"echo %s"}\n' $i $i >&"$w"; done
+	for i in $(seq 100); do [ "$(wc -l < out)" -ge 6 ] && break; sleep 0.05; done
+	[ "$(jq -r .status out | sort | uniq -c | awk '{print $1, $2}')" = "6 success" ]
+	local zombies groups live
+	for i in $(seq 50); do
+		zombies=$(ps -eo uid=,stat=,args= | awk -v a="$SBX_UID" '$1==a && $2 ~ /^Z/')
+		live=$(ps -eo uid=,stat=,args= | awk -v a="$SBX_UID" '$1==a && $2 !~ /^Z/ && $3 == "sbx-init"' | wc -l)
+		groups=$(find /sys/fs/cgroup -path '*/sbx/r*' -maxdepth 8 -type d -printf '%f\n' | sort -u | wc -l)
+		[ -z "$zombies" ] && [ "$groups" = "$live" ] && break
+		sleep 0.05
+	done
+	exec {w}>&-
+	wait
+	[ -z "$zombies" ] || { echo "not reaped: $zombies"; false; }
+	[ "$groups" = "$live" ] || { echo "$groups run cgroups for $live live inits"; false; }
+}
+
 @test "SIGKILL of sbx-run takes its sandboxes with it" {
 	skip_unless_root
 	sbx -j 2 > /dev/null < <(printf '%s\n' '{"language":"bash","code":"sleep 30 & sleep 30"}' '{"language":"python","code":"import time; time.sleep(30)"}') 2>/dev/null &
