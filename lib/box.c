@@ -290,12 +290,6 @@ static _Noreturn void program_main(const struct child_args *a, const struct spec
 	set_rlimit(RLIMIT_NPROC, sp->h.pids);
 	if (sp->h.flags & SPEC_RLIMIT_DATA)
 		set_rlimit(RLIMIT_DATA, sp->h.memory);
-	/* init is shielded from the OOM killer; the program is not. */
-	int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-	if (oom >= 0) {
-		(void)!write(oom, "0", 1);
-		close(oom);
-	}
 
 	/* Drop privilege: bounding set, then ids (which clears the capability
 	 * sets), then whatever capset still shows, ambient included. */
@@ -1125,8 +1119,8 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	b->pid = pid;
 	b->pidfd = pidfd;
 
-	/* Ids first (the child can do nothing useful before), init's OOM
-	 * shield, then go. */
+	/* Ids first (the child can do nothing useful before), then the OOM
+	 * score, then go. */
 	char map[128];
 	int rc;
 	/* As root: init is 0, the program 1000, and nobody (65534, in the
@@ -1140,13 +1134,20 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	rc = write_map(pid, "uid_map", map);
 	if (!rc)
 		rc = write_map(pid, "gid_map", map);
-	/* Best effort: needs CAP_SYS_RESOURCE, which some container hosts
-	 * withhold even from root.  init stays small either way. */
-	if (s->root)
-		write_map(pid, "oom_score_adj", "-1000");
+	/* The program must be the OOM killer's first choice in its cgroup:
+	 * a negative score of ours (say -1000, from a shielded parent) would
+	 * pass to it through init, and a memory cgroup with nothing it may
+	 * kill stalls until the timeout.  Raising needs no privilege, and only
+	 * here: once init has changed ids, its /proc files are the host
+	 * root's.  init itself gets no shield: if the OOM killer takes it,
+	 * the namespace dies with it and the result still says
+	 * memory_limit. */
+	const char *what = "set up the sandbox's user namespace";
+	if (!rc && s->oom_raise && (rc = write_map(pid, "oom_score_adj", "0")) < 0)
+		what = "reset the sandbox's OOM score";
 	if (rc < 0 || write(go[1], "g", 1) != 1) {
 		b->res.status = BOX_INTERNAL;
-		snprintf(b->res.error, sizeof b->res.error, "cannot set up the sandbox's user namespace: %s", strerror(errno));
+		snprintf(b->res.error, sizeof b->res.error, "cannot %s: %s", what, strerror(errno));
 		kill_init(b);
 		goto close_all;
 	}
@@ -1616,6 +1617,12 @@ int box_sys_init(struct box_sys *s, const struct conf *c, char **argv, char *err
 	}
 	if (filter_build(c->seccomp_errno, &s->filter, err, errlen) < 0)
 		return -1;
+	char adj[16];
+	int fd = open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, adj, sizeof adj - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	s->oom_raise = n > 0 && adj[0] == '-';
 	return 0;
 }
 

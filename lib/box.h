@@ -56,6 +56,7 @@ struct box_sys {
 	struct pin pin;            /* templates shared with other processes */
 	int self_mnt_fd, root_fd;  /* our own mount namespace and root, to return to */
 	unsigned long spawned;     /* sandboxes made */
+	bool oom_raise;            /* our oom_score_adj is negative: sandboxes get 0 */
 };
 
 enum box_status { BOX_EXITED, BOX_SIGNALED, BOX_TIMEOUT, BOX_OOM, BOX_CANCELLED, BOX_INTERNAL };

@@ -77,6 +77,31 @@ $sum" ]
 	jqe 0 '.limits_enforced | index("memory")'
 }
 
+@test "the program's OOM score: sbx-run's own when not negative" {
+	skip_on_docker "the engine gives each container a score of its own"
+	echo '{"language":"bash","code":"cat /proc/self/oom_score_adj"}' > req
+	sbx < req > zero
+	[ "$(jq -r .stdout zero)" = 0 ]
+	# raising is anyone's right: a positive score passes on as it is
+	(echo 300 > /proc/self/oom_score_adj && sbx < req > high)
+	[ "$(jq -r .stdout high)" = 300 ]
+}
+
+@test "the program's OOM score is never negative, so the OOM killer can take it" {
+	skip_on_docker "the engine gives each container a score of its own"
+	skip_unless_root
+	# A shielded parent (-1000) must not shield the program: a memory
+	# cgroup with nothing the OOM killer may take stalls until the timeout.
+	(echo -1000 > /proc/self/oom_score_adj) 2>/dev/null ||
+		skip "lowering oom_score_adj needs CAP_SYS_RESOURCE, which this host withholds from root"
+	echo '{"language":"bash","code":"cat /proc/self/oom_score_adj"}' > req
+	(echo -1000 > /proc/self/oom_score_adj && sbx < req > low)
+	[ "$(jq -r .stdout low)" = 0 ]
+	echo '{"language":"python","code":"x = bytearray(512*1024*1024)","memory":"64m","timeout":10}' > big
+	(echo -1000 > /proc/self/oom_score_adj && sbx < big > oom)
+	[ "$(jq -r .status oom)" = memory_limit ]
+}
+
 @test "a crash that is not an OOM is not reported as memory_limit" {
 	run_req '{"language":"python","code":"import os\nos._exit(137)","memory":"64m"}'
 	# The docker engine reports a signal N as exit status 128+N, so there an
