@@ -75,7 +75,14 @@ PIPE="bin/sbx-validate | bin/sbx-run | bin/sbx-cap | SBX_HISTORY=$B/pipe.db bin/
 m pipe1 -n 20 -l "pipeline, 1 job" -i "$B/req1.json" -- sh -c "$PIPE"
 m pipe1000 -n 3 -w 1 -l "pipeline, 1000 jobs (-j default)" -i "$B/req1000.json" -- sh -c "$PIPE"
 m run1000 -n 3 -w 1 -l "sbx-validate | sbx-run alone, 1000 jobs" -i "$B/req1000.json" -- sh -c "bin/sbx-validate | bin/sbx-run"
-awk -v p="$(mean pipe1000)" -v r="$(mean run1000)" 'BEGIN { printf "sbx-cap + sbx-log add %.2f ms per job in a stream\n", (p - r) / 1000 }'
+awk -v p="$(mean pipe1000)" -v r="$(mean run1000)" 'BEGIN { printf "sbx-cap + sbx-log add %.2f ms per job in a stream (wall, noisy)\n", (p - r) / 1000 }'
+# Each record tool alone over the same 1,000 records (its own CPU per record).
+bin/sbx-validate < "$B/req1000.json" > "$B/jobs1000.json"
+bin/sbx-run < "$B/jobs1000.json" > "$B/res1000.json"
+m val1000 -n 5 -l "sbx-validate alone, 1000 requests" -i "$B/req1000.json" -- bin/sbx-validate
+m cap1000 -n 5 -l "sbx-cap alone, 1000 results" -i "$B/res1000.json" -- bin/sbx-cap
+m log1000 -n 5 -l "sbx-log alone, 1000 results (a new file each time)" -i "$B/res1000.json" -- sh -c "rm -f $B/log1000.db && SBX_HISTORY=$B/log1000.db bin/sbx-log"
+awk -v v="$(mean val1000)" -v c="$(mean cap1000)" -v l="$(mean log1000)" 'BEGIN { printf "per record: sbx-validate %.0f us, sbx-cap %.0f us, sbx-log %.0f us\n", v, c, l }'
 
 echo
 echo "# throughput: 200 print(1) jobs with -j 4 against bare with the same parallelism"
