@@ -726,6 +726,29 @@ static void on_failed_start(struct loop *l, int fd, short rev, void *arg)
 	(void)rev;
 }
 
+/* Kill init through its pidfd and reap it: nothing of the sandbox
+ * outlives the call. */
+static void reap_now(struct box *b)
+{
+	syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
+	siginfo_t si;
+	while (waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+		;
+	b->exited = true;
+}
+
+/* Stop watching and close the box's pipes, timer and socket. */
+static void close_io(struct box *b)
+{
+	int *fds[] = { &b->status_fd, &b->out_fd, &b->err_fd, &b->timer_fd, &b->spec_fd };
+	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+		if (*fds[i] >= 0) {
+			loop_unwatch(b->loop, *fds[i]);
+			close(*fds[i]);
+			*fds[i] = -1;
+		}
+}
+
 static void fail_later(struct box *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void fail_later(struct box *b, const char *fmt, ...)
 {
@@ -734,13 +757,9 @@ static void fail_later(struct box *b, const char *fmt, ...)
 	vsnprintf(b->res.error, sizeof b->res.error, fmt, ap);
 	va_end(ap);
 	b->res.status = BOX_INTERNAL;
-	if (b->pidfd >= 0 && !b->exited) {
-		/* Reap the half-made sandbox now: it must not outlive this. */
-		syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
-		siginfo_t si;
-		waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL);
-		b->exited = true;
-	}
+	/* The half-made sandbox must not outlive this. */
+	if (b->pidfd >= 0 && !b->exited)
+		reap_now(b);
 	if (b->timer_fd < 0)
 		b->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	struct itimerspec its = { .it_value = { 0, 1 } };
@@ -1052,17 +1071,6 @@ static int send_cgroups(struct box *b, int sock)
 	return rc;
 }
 
-/* Kill a sandbox's init that never got going, and reap it. */
-static void kill_init(struct box *b)
-{
-	syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
-	siginfo_t si;
-	waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL);
-	close(b->pidfd);
-	b->pidfd = -1;
-	b->pid = -1;
-}
-
 /* Make a sandbox for (network, rootfs, binds) up to "waiting for its job".
  * On failure the box carries the error (res.status BOX_INTERNAL) and no
  * process. */
@@ -1081,7 +1089,7 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	}
 	/* v2: clone3 puts init into the run's group, which must exist first.
 	 * v1: the groups are made after the clone, while init makes its
-	 * namespaces, and init joins them when its job comes. */
+	 * namespaces, and init joins them as soon as they exist. */
 	bool cg_first = s->cg_ok && s->cg.mode != CG_V1;
 	if (cg_first && make_cgroup(b) < 0)
 		return b;
@@ -1148,11 +1156,11 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	if (rc < 0 || write(go[1], "g", 1) != 1) {
 		b->res.status = BOX_INTERNAL;
 		snprintf(b->res.error, sizeof b->res.error, "cannot %s: %s", what, strerror(errno));
-		kill_init(b);
+		reap_now(b);
 		goto close_all;
 	}
 	if ((s->cg_ok && !cg_first && make_cgroup(b) < 0) || send_cgroups(b, sp[0]) < 0) {
-		kill_init(b);
+		reap_now(b);
 		goto close_all;
 	}
 	close(go[0]);
@@ -1414,13 +1422,7 @@ void box_free(struct box *b)
 	if (b->pid > 0 && !b->exited && b->finished && b->have_exit && !b->reaping) {
 		/* Finished at init's report: init is on its way out by itself.
 		 * Keep only what reaping needs; the loop calls on_reaped. */
-		int fds[] = { b->status_fd, b->out_fd, b->err_fd, b->timer_fd, b->spec_fd };
-		for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
-			if (fds[i] >= 0) {
-				loop_unwatch(b->loop, fds[i]);
-				close(fds[i]);
-			}
-		b->status_fd = b->out_fd = b->err_fd = b->timer_fd = b->spec_fd = -1;
+		close_io(b);
 		cap_buf_free(&b->res.out);
 		cap_buf_free(&b->res.err);
 		b->reaping = true;
@@ -1435,21 +1437,15 @@ void box_free(struct box *b)
 /* Kill and reap init if it still runs, then free everything. */
 static void release(struct box *b)
 {
-	if (b->pid > 0 && !b->exited) {
-		/* A warm one, shutdown, or an init still exiting when the
-		 * process ends: kill (harmless for the last) and reap, so that
-		 * nothing outlives this call. */
-		syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
-		siginfo_t si;
-		while (waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
-			;
+	/* A warm one, shutdown, or an init still exiting when the process
+	 * ends (killing it is harmless then). */
+	if (b->pid > 0 && !b->exited)
+		reap_now(b);
+	close_io(b);
+	if (b->pidfd >= 0) {
+		loop_unwatch(b->loop, b->pidfd);
+		close(b->pidfd);
 	}
-	int fds[] = { b->pidfd, b->status_fd, b->out_fd, b->err_fd, b->timer_fd, b->spec_fd };
-	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
-		if (fds[i] >= 0) {
-			loop_unwatch(b->loop, fds[i]);
-			close(fds[i]);
-		}
 	if (b->sys->cg_ok)
 		cg_run_destroy(&b->sys->cg, &b->cg);
 	cap_buf_free(&b->res.out);

@@ -53,13 +53,13 @@ int ns_enter_root(char *err, size_t errlen);
 /* Then the job's mounts: a fresh tmpfs of tmpfs_bytes for /tmp, $HOME and
  * /dev/shm, and the scratch (a detached mount) at NS_WORKDIR, writable and
  * noexec: cloned, or with take, moved in (the caller needs it no more; its
- * unmount then comes with the namespace's).  With exec_bins, each executable regular file at the
- * top of the scratch (what a compile stage produced) is bound over itself
- * read-only and executable: the program runs its binary and may write its
- * directory, but nothing it writes can be executed (W^X).  With deps, the
- * directory NS_DEPS of a session's workspace (what install stages wrote)
- * is bound over itself read-only and executable.  On return the cwd is
- * NS_WORKDIR. */
+ * unmount then comes with the namespace's).  With exec_bins, each
+ * executable regular file at the top of the scratch (what a compile stage
+ * produced) is bound over itself read-only and executable: the program
+ * runs its binary and may write its directory, but nothing it writes can
+ * be executed (W^X).  With deps, the directory NS_DEPS of a session's
+ * workspace (what install stages wrote) is bound over itself read-only and
+ * executable.  On return the cwd is NS_WORKDIR. */
 #define NS_DEPS ".deps"
 int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool take, bool exec_bins, bool deps, char *err, size_t errlen);
 /* Bring up lo in a new network namespace (127.0.0.1 and ::1 work). */
