@@ -727,13 +727,15 @@ static void on_failed_start(struct loop *l, int fd, short rev, void *arg)
 }
 
 /* Kill init through its pidfd and reap it: nothing of the sandbox
- * outlives the call. */
+ * outlives the call.  Its exit is no event any more: on_exit_ev would
+ * take it for init dying by itself, and finish the box with that. */
 static void reap_now(struct box *b)
 {
 	syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
 	siginfo_t si;
 	while (waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
 		;
+	loop_unwatch(b->loop, b->pidfd);
 	b->exited = true;
 }
 

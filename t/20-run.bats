@@ -155,6 +155,16 @@ $sum" ]
 	jqe 0 '.status == "internal_error" and (.error | test("cannot run \"no-such-program\" in the sandbox: No such file or directory"))'
 }
 
+@test "a job its sandbox cannot be handed is an internal_error that says why" {
+	skip_on_docker "about the native backend's spec socket"
+	# A hand-made job (sbx-validate would refuse it) whose argv exceeds
+	# what init accepts: the error must be that one, and init reaped.
+	echo '{"language":"bash","code":"true"}' | "$BIN/sbx-validate" |
+		jq -c '.exec.run += [range(12) | "x" * 100000]' > job
+	run --separate-stderr "$BIN/sbx-run" < job
+	jqe 0 '.status == "internal_error" and (.error | test("cannot hand the job to its sandbox: Argument list too long"))'
+}
+
 @test "--timings adds where the time went" {
 	run_req '{"language":"bash","code":"true"}' --timings
 	if on_docker; then
