@@ -277,14 +277,10 @@ int ns_enter_root(char *err, size_t errlen)
 #define NS_MAX_EXEC_BINS 16
 static int bind_executables(int scratch_fd, char *err, size_t errlen)
 {
-	int dfd = openat(scratch_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return fail(err, errlen, "open the scratch directory");
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
+	DIR *d = util_opendirat(scratch_fd);
+	if (!d)
 		return fail(err, errlen, "read the scratch directory");
-	}
+	int dfd = dirfd(d);
 	int n = 0, rc = 0;
 	struct dirent *e;
 	char dst[sizeof NS_WORKDIR + 256];
