@@ -81,6 +81,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <linux/capability.h>
@@ -248,6 +249,32 @@ static int recv_fds(int sock, void *buf, size_t len, int *fds)
 
 /* ---- inside the sandbox: the program ------------------------------------- */
 
+/* Exec argv[0] as the program's own environment finds it: on its PATH, not
+ * on sbx-run's (execvpe searches the caller's), so that a program resolves
+ * as it would in a docker container with the same environment.  No shell
+ * fallback for a file without a #! line.  Returns the errno to report:
+ * EACCES if a candidate was found but not executable, else the last. */
+static int exec_path(char *const *argv, char *const *env)
+{
+	if (strchr(argv[0], '/')) {
+		execve(argv[0], argv, env);
+		return errno;
+	}
+	char buf[PATH_MAX];
+	const char *p = util_env_path(env, NS_PATH);
+	int err = ENOENT;
+	bool denied = false;
+	while (util_path_next(&p, "", argv[0], buf, sizeof buf)) {
+		execve(buf, argv, env);
+		err = errno;
+		if (err == EACCES)
+			denied = true;
+		else if (err != ENOENT && err != ENOTDIR && err != ENAMETOOLONG)
+			return err;
+	}
+	return denied ? EACCES : err;
+}
+
 static void set_rlimit(int res, uint64_t v)
 {
 	struct rlimit rl = { .rlim_cur = v, .rlim_max = v };
@@ -311,9 +338,9 @@ static _Noreturn void program_main(const struct child_args *a, const struct spec
 	}
 	/* The seccomp filter (and no_new_privs) came from init: loading it costs
 	 * the kernel a pass over every system call, so it is done once. */
-	execvpe(sp->argv[0], sp->argv, sp->env);
+	int err = exec_path(sp->argv, sp->env);
 	snprintf(what, sizeof what, "%s", sp->argv[0]);
-	msg_send(st, MSG_EXECFAIL, errno, 0, 0, 0, 0, what);
+	msg_send(st, MSG_EXECFAIL, err, 0, 0, 0, 0, what);
 	_exit(127);
 }
 

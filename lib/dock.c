@@ -963,8 +963,9 @@ static void finish(struct dock *k)
 	if (r->mem_peak > 0 && (uint64_t)r->mem_peak > k->limit)
 		r->mem_peak = (int64_t)k->limit;
 	/* docker-init could not exec the program: as the native backend
-	 * says it, an internal error naming the program. */
-	jv tail = k->exit_code == 127 && r->err.total < 512 ? cap_buf_string(&r->err) : jv_invalid();
+	 * says it, an internal error naming the program (tini exits 127
+	 * when it is not found, 126 when it cannot be executed). */
+	jv tail = (k->exit_code == 127 || k->exit_code == 126) && r->err.total < 512 ? cap_buf_string(&r->err) : jv_invalid();
 	const char *fail = jv_is_valid(tail) ? strstr(jv_string_value(tail), "failed: ") : NULL;
 	if (fail && !strncmp(jv_string_value(tail), "[FATAL tini", 11) && !k->err[0] && !k->timed_out && !k->cancelled) {
 		int n = (int)strcspn(fail + 8, "\n");

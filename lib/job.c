@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "b64.h"
+#include "ns.h"
 #include "rec.h"
 #include "util.h"
 
@@ -17,9 +18,6 @@
 #define MAX_ARG_BYTES (64 * 1024)
 #define MAX_PATH_LEN 1024
 #define MAX_PATH_DEPTH 32
-
-/* PATH inside the sandbox unless a language sets its own. */
-static const char default_path[] = "/usr/local/bin:/usr/bin:/bin";
 
 void job_new_id(char *buf, size_t len)
 {
@@ -270,18 +268,10 @@ bool job_which(const char *rootfs, char *const *env, const char *argv0, char *ou
 		snprintf(out, len, "%s%s", root, argv0);
 		return access(out, X_OK) == 0;
 	}
-	const char *pathvar = default_path;
-	for (char *const *e = env; e && *e; e++)
-		if (!strncmp(*e, "PATH=", 5))
-			pathvar = *e + 5;
-	for (const char *p = pathvar; *p;) {
-		const char *colon = strchr(p, ':');
-		size_t n = colon ? (size_t)(colon - p) : strlen(p);
-		snprintf(out, len, "%s%.*s/%s", root, (int)n, p, argv0);
-		if (n && stat(out, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111))
+	const char *p = util_env_path(env, NS_PATH);
+	while (util_path_next(&p, root, argv0, out, len))
+		if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111))
 			return true;
-		p += n + (colon ? 1 : 0);
-	}
 	return false;
 }
 

@@ -35,6 +35,8 @@
 #define NS_WORKDIR "/scratch"
 #define NS_HOME "/home/sandbox"
 #define NS_UID 1000 /* the program's uid and gid inside the sandbox */
+/* Where programs are looked up when the environment sets no PATH. */
+#define NS_PATH "/usr/local/bin:/usr/bin:/bin"
 
 struct ns_root {
 	const char *rootfs;       /* "" for the host's tree */

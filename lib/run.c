@@ -20,7 +20,7 @@
 /* The environment every program starts from; the language's "env" entries
  * replace or add to it.  Nothing of the caller's environment gets in. */
 static const char *const base_env[] = {
-	"PATH=/usr/local/bin:/usr/bin:/bin",
+	"PATH=" NS_PATH,
 	"HOME=" NS_HOME,
 	"LANG=C.UTF-8",
 	"TMPDIR=/tmp",

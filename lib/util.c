@@ -384,6 +384,33 @@ char *util_exe_dir(void)
 	return util_strdup(buf[0] ? buf : "/");
 }
 
+const char *util_env_path(char *const *env, const char *dflt)
+{
+	const char *path = dflt;
+	for (char *const *e = env; e && *e; e++)
+		if (!strncmp(*e, "PATH=", 5))
+			path = *e + 5;
+	return path;
+}
+
+bool util_path_next(const char **p, const char *prefix, const char *name, char *buf, size_t len)
+{
+	size_t np = strlen(prefix), nn = strlen(name);
+	while (**p) {
+		const char *dir = *p, *colon = strchr(dir, ':');
+		size_t nd = colon ? (size_t)(colon - dir) : strlen(dir);
+		*p = dir + nd + (colon ? 1 : 0);
+		if (nd == 0 || np + nd + 1 + nn + 1 > len)
+			continue;
+		memcpy(buf, prefix, np);
+		memcpy(buf + np, dir, nd);
+		buf[np + nd] = '/';
+		memcpy(buf + np + nd + 1, name, nn + 1);
+		return true;
+	}
+	return false;
+}
+
 int util_mkdir_p(const char *path, mode_t mode)
 {
 	char *p = util_strdup(path);

@@ -88,6 +88,16 @@ int util_mkdir_p(const char *path, mode_t mode);
  * (dirfd stays the caller's); NULL with errno. */
 DIR *util_opendirat(int dirfd);
 
+/* The PATH an environment (NULL-terminated "K=V" list) sets, its last
+ * entry winning, or dflt. */
+const char *util_env_path(char *const *env, const char *dflt);
+/* The next place to look for name along the PATH list *p: writes
+ * "<prefix><dir>/<name>" into buf and advances *p.  Empty entries are
+ * skipped (no implicit "."), and so are candidates that do not fit in len.
+ * False at the end of the list.  Allocation-free and without stdio: a
+ * vforked child may call it. */
+bool util_path_next(const char **p, const char *prefix, const char *name, char *buf, size_t len);
+
 /* Check stdout for errors and close it; returns EXIT_OK or EXIT_IO. */
 int util_close_stdout(void);
 

@@ -29,6 +29,7 @@
 #include "conf.h"
 #include "job.h"
 #include "loop.h"
+#include "ns.h"
 #include "proc.h"
 #include "rec.h"
 #include "ccache.h"
@@ -412,7 +413,7 @@ static int check(struct conf *c, struct box_sys *sys, const char *init_err, char
 			.nofile = c->lim.nofile, .stack = c->lim.stack,
 		};
 		char *pargv[] = { "true", NULL };
-		char *penv[] = { "PATH=/usr/local/bin:/usr/bin:/bin", NULL };
+		char *penv[] = { "PATH=" NS_PATH, NULL };
 		struct box_spec spec = { .argv = pargv, .env = penv, .lim = &lim, .scratch_fd = -1 };
 		double t0 = util_now_ms();
 		struct box *b = box_start(sys, l, &spec, probe_done, &p);

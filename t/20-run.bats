@@ -155,6 +155,21 @@ $sum" ]
 	jqe 0 '.status == "internal_error" and (.error | test("cannot run \"no-such-program\" in the sandbox: No such file or directory"))'
 }
 
+@test "a program is looked up on the sandbox's PATH, not on sbx-run's" {
+	job=$(echo '{"language":"bash","code":"1"}' | "$BIN/sbx-validate" | jq -c '.exec.run = ["true"]')
+	# sbx-run's own PATH has no "true": the sandbox's default one has.
+	run --separate-stderr env PATH=/nonexistent "$BIN/sbx-run" <<< "$job"
+	[ "$status" -eq 0 ]
+	jqe 0 '.status == "success"'
+	# The job's PATH has no "true", sbx-run's has: not found.
+	run --separate-stderr "$BIN/sbx-run" <<< "$(jq -c '.exec.env += ["PATH=/nonexistent:/scratch"]' <<< "$job")"
+	[ "$status" -eq 1 ]
+	jqe 0 '.status == "internal_error" and (.error | test("cannot run \"true\" in the sandbox: No such file or directory"))'
+	# Found there but not executable: says so.
+	run --separate-stderr "$BIN/sbx-run" <<< "$(jq -c '.exec.run = ["main.sh"] | .exec.env += ["PATH=/nonexistent:/scratch"]' <<< "$job")"
+	jqe 0 '.status == "internal_error" and (.error | test("cannot run \"main.sh\" in the sandbox: Permission denied"))'
+}
+
 @test "a job its sandbox cannot be handed is an internal_error that says why" {
 	skip_on_docker "about the native backend's spec socket"
 	# A hand-made job (sbx-validate would refuse it) whose argv exceeds
