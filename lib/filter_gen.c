@@ -39,6 +39,15 @@ int filter_compile(int deny_errno, struct sock_fprog *prog, char *err, size_t er
 		 * where that probe cannot run (valgrind), kill the thread. */
 		rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_THREAD);
 	what = "badarch";
+	/* A binary tree of syscall numbers rather than a list: loading the
+	 * filter makes the kernel run it for every syscall number (to cache
+	 * which are always allowed), under a lock with interrupts off, and
+	 * that pass is as long as the path to "allow": 0.2 -> 0.1 ms per
+	 * sandbox here. */
+	if (!rc) {
+		what = "the binary tree";
+		rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+	}
 	for (int i = 0; !rc && filter_denied[i]; i++) {
 		int nr = seccomp_syscall_resolve_name(filter_denied[i]);
 		if (nr == __NR_SCMP_ERROR)
