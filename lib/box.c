@@ -54,21 +54,25 @@
  * report nothing of the job runs any more, and the result is written then,
  * while init exits (its exit tears the namespaces down, ~0.5 ms); the
  * supervisor reaps it and removes the cgroups afterwards, from its loop,
- * and waits for any still exiting before it exits itself.  When init dies
- * without a report (at the timeout the supervisor kills it through the
- * pidfd), the kernel kills the whole pid namespace and does not let init's
- * exit complete until every process in it is gone: the result then waits
- * until the supervisor has reaped init.  Either way no process of the job
- * survives its result, whatever the program did (setsid, double fork,
- * ignored signals).  init also dies with the supervisor (PR_SET_PDEATHSIG),
+ * and waits for any still exiting before it exits itself.  At a timeout
+ * or cancel the supervisor asks init (SIGUSR1) to kill everything, and init
+ * reports as above once all is reaped, so the CPU time it reports is the
+ * whole tree's.  When init dies without a report (it did not answer within
+ * a grace period and the supervisor killed it through the pidfd, or the
+ * OOM killer took it), the kernel kills the whole pid namespace and does
+ * not let init's exit complete until every process in it is gone: the
+ * result then waits until the supervisor has reaped init.  Either way no
+ * process of the job survives its result, whatever the program did
+ * (setsid, double fork, ignored signals).  init also dies with the supervisor (PR_SET_PDEATHSIG),
  * so nothing outlives a killed sbx-run.
  *
  * The supervisor reads both output pipes as data arrives, into bounded
  * head+tail buffers (cap.c), so a flood costs it no more than the limit;
  * arms a timerfd when init says the program started (set-up has its own,
  * longer watchdog); and writes nothing back into the sandbox.  The cgroup
- * gives memory (no swap), CPU quota and pids, and the accounting; rlimits
- * are the second wall, and the only one where cgroups are unavailable.
+ * gives memory (no swap), CPU quota and pids, and the memory accounting
+ * (CPU time comes from init's rusage); rlimits are the second wall, and the
+ * only one where cgroups are unavailable.
  *
  * Identities: as root, sandbox uid 0 maps to host uid conf.uid and uid 1000
  * (the program) to conf.uid+1; no privileged host id is mapped at all.  As
@@ -110,6 +114,9 @@
 #include "util.h"
 
 #define SETUP_TIMEOUT_MS 15000
+/* After asking init to kill everything at a timeout: then the kernel does.
+ * Beyond the cpu quota's period, which may hold init back. */
+#define KILL_GRACE_MS 250
 #define READ_CHUNK 65536
 #define READ_BUDGET (4 * READ_CHUNK) /* per callback, so one flood cannot starve others */
 
@@ -159,10 +166,11 @@ struct box {
 	struct box_result res;
 	uint64_t timeout_ms;
 	int64_t t_start, t_running, t_kill;
-	bool assigned, warm, running, exited, finished, timed_out, cancelled, reaping;
+	bool assigned, warm, running, exited, finished, timed_out, cancelled, reaping, stopping;
 	struct msg fail, exit_msg;
 	bool have_fail, have_exit;
-	int64_t cpu_us, maxrss_kb;
+	int64_t cpu_us, maxrss_kb; /* from init's report */
+	int64_t reaped_cpu_us;     /* init's rusage when reaped; < 0 unknown */
 	bool timings;
 	struct box *next;
 };
@@ -376,6 +384,14 @@ static bool recv_spec(int fd, struct spec *sp)
 	return true;
 }
 
+/* init's SIGUSR1 handler: kill(2) is async-signal-safe, and doing it here
+ * leaves no window between a flag's test and the next wait. */
+static void on_stop(int sig)
+{
+	(void)sig;
+	kill(-1, SIGKILL);
+}
+
 static _Noreturn void init_main(struct child_args *a)
 {
 	char err[256];
@@ -475,6 +491,18 @@ static _Noreturn void init_main(struct child_args *a)
 	if (timings)
 		msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "work_attached");
 
+	/* At the timeout the supervisor asks init (SIGUSR1, which no process
+	 * of the sandbox may send it) to kill everything: init then reaps it
+	 * all and reports, the CPU time of the whole tree included.  Were the
+	 * kernel to kill init instead, its pid-namespace teardown would reap
+	 * the rest unaccounted. */
+	struct sigaction sa = { .sa_handler = on_stop };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigset_t usr1;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	sigprocmask(SIG_UNBLOCK, &usr1, NULL);
 	/* The filter goes on before the fork: the program inherits it, and init
 	 * runs nothing but fork, wait and kill from here on. */
 	if (filter_load(&a->sys->filter) < 0) {
@@ -607,7 +635,8 @@ static void kill_now(struct box *b)
 		syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
 		cg_run_kill(&b->sys->cg, &b->cg);
 	}
-	b->t_kill = mono_ns();
+	if (!b->t_kill)
+		b->t_kill = mono_ns();
 }
 
 static void on_out(struct loop *l, int fd, short rev, void *arg)
@@ -632,6 +661,28 @@ static void on_status(struct loop *l, int fd, short rev, void *arg)
 		finish(b);
 }
 
+static void on_timer(struct loop *l, int fd, short rev, void *arg);
+
+/* Stop a running program: init is asked (SIGUSR1, see init_main) to kill
+ * and reap everything, and reports as at a normal exit, the CPU time of the
+ * whole tree included; the kernel kills init if it has not reported within
+ * KILL_GRACE_MS.  Before the program runs, and when the grace is over, the
+ * kernel kills at once. */
+static void stop(struct box *b)
+{
+	if (b->running && !b->stopping && !b->exited) {
+		struct itimerspec grace = { .it_value = { 0, KILL_GRACE_MS * 1000000L } };
+		b->t_kill = mono_ns();
+		if (syscall(SYS_pidfd_send_signal, b->pidfd, SIGUSR1, NULL, 0) == 0 &&
+		    timerfd_settime(b->timer_fd, 0, &grace, NULL) == 0) {
+			b->stopping = true;
+			loop_watch(b->loop, b->timer_fd, POLLIN, on_timer, b);
+			return;
+		}
+	}
+	kill_now(b);
+}
+
 static void on_timer(struct loop *l, int fd, short rev, void *arg)
 {
 	struct box *b = arg;
@@ -640,25 +691,49 @@ static void on_timer(struct loop *l, int fd, short rev, void *arg)
 	loop_unwatch(l, fd);
 	if (b->exited)
 		return;
-	if (b->running)
+	if (b->stopping)
+		kill_now(b); /* init did not report in time */
+	else if (b->running) {
 		b->timed_out = true;
-	else if (!b->have_fail) {
-		b->fail.type = MSG_FAIL;
-		snprintf(b->fail.text, sizeof b->fail.text, "sandbox set-up took longer than %d s", SETUP_TIMEOUT_MS / 1000);
-		b->have_fail = true;
+		stop(b);
+	} else {
+		if (!b->have_fail) {
+			b->fail.type = MSG_FAIL;
+			snprintf(b->fail.text, sizeof b->fail.text, "sandbox set-up took longer than %d s",
+				 SETUP_TIMEOUT_MS / 1000);
+			b->have_fail = true;
+		}
+		kill_now(b);
 	}
-	kill_now(b);
 	(void)rev;
+}
+
+/* Reap init; false if interrupted.  Its rusage (the system call's fifth
+ * argument, which glibc's waitid does not pass) counts init and all it
+ * reaped: after a kill that is every process of the namespace, since the
+ * kernel's pid-namespace teardown reaps them into init before init's own
+ * exit completes.  So a killed sandbox's CPU time needs no cgroup. */
+static bool reap(struct box *b)
+{
+	siginfo_t si;
+	struct rusage ru;
+	memset(&si, 0, sizeof si);
+	memset(&ru, 0, sizeof ru);
+	if (syscall(SYS_waitid, P_PIDFD, b->pidfd, &si, WEXITED | __WALL, &ru) < 0) {
+		if (errno == EINTR)
+			return false;
+	} else
+		b->reaped_cpu_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
+				   (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+	b->exited = true;
+	return true;
 }
 
 static void on_exit_ev(struct loop *l, int fd, short rev, void *arg)
 {
 	struct box *b = arg;
-	siginfo_t si;
-	memset(&si, 0, sizeof si);
-	if (waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+	if (!reap(b))
 		return; /* poll again */
-	b->exited = true;
 	loop_unwatch(l, fd);
 	if (b->finished)
 		return; /* early, at init's report (on_status) */
@@ -714,7 +789,7 @@ static void finish(struct box *b)
 	loop_unwatch(b->loop, b->timer_fd);
 	mark(b, "drained", mono_ns());
 
-	struct cg_stats cs = { .cpu_ms = -1, .mem_peak = -1 };
+	struct cg_stats cs = { .mem_peak = -1 };
 	if (b->sys->cg_ok)
 		cg_run_stats(&b->sys->cg, &b->cg, &cs);
 	if (b->have_fail && !b->timed_out && !b->cancelled) {
@@ -732,7 +807,10 @@ static void finish(struct box *b)
 		snprintf(r->error, sizeof r->error, "the sandbox's init died during set-up");
 	} else
 		decode_status(b, &cs);
-	r->cpu_ms = cs.cpu_ms >= 0 ? cs.cpu_ms : b->have_exit ? (double)b->cpu_us / 1000.0 : -1;
+	/* CPU time: the program's tree as init reaped it, or, where init was
+	 * killed first (timeout, cancel), init's rusage with everything the
+	 * kernel reaped into it. */
+	r->cpu_ms = b->have_exit ? (double)b->cpu_us / 1000.0 : b->reaped_cpu_us >= 0 ? (double)b->reaped_cpu_us / 1000.0 : -1;
 	r->mem_peak = cs.mem_peak >= 0 ? cs.mem_peak : b->have_exit && b->maxrss_kb > 0 ? b->maxrss_kb * 1024 : -1;
 	b->finished = true;
 	/* The cgroup goes in box_free, after the caller has written the result:
@@ -759,11 +837,9 @@ static void on_failed_start(struct loop *l, int fd, short rev, void *arg)
 static void reap_now(struct box *b)
 {
 	syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
-	siginfo_t si;
-	while (waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+	while (!reap(b))
 		;
 	loop_unwatch(b->loop, b->pidfd);
-	b->exited = true;
 }
 
 /* Stop watching and close the box's pipes, timer and socket. */
@@ -854,6 +930,7 @@ static struct box *new_box(struct box_sys *s, struct loop *l)
 	b->res.timings = jv_null();
 	b->res.cpu_ms = -1;
 	b->res.mem_peak = -1;
+	b->reaped_cpu_us = -1;
 	b->t_start = mono_ns();
 	return b;
 }
@@ -1078,7 +1155,7 @@ static int send_cgroups(struct box *b, int sock)
 	int fds[MSG_FDS];
 	uint32_t n = 0;
 	int rc = 0;
-	for (int i = 0; s->cg_ok && s->cg.mode == CG_V1 && i < 4 && !rc; i++) {
+	for (int i = 0; s->cg_ok && s->cg.mode == CG_V1 && i < CG_NHIER && !rc; i++) {
 		if (!b->cg.path[i])
 			continue;
 		char path[4096];
@@ -1386,8 +1463,7 @@ static void release(struct box *b);
 static void on_reaped(struct loop *l, int fd, short rev, void *arg)
 {
 	struct box *b = arg;
-	siginfo_t si;
-	if (waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+	if (!reap(b))
 		return; /* poll again */
 	loop_unwatch(l, fd);
 	for (struct box **p = &b->sys->reaping; *p; p = &(*p)->next)
@@ -1395,7 +1471,6 @@ static void on_reaped(struct loop *l, int fd, short rev, void *arg)
 			*p = b->next;
 			break;
 		}
-	b->exited = true;
 	release(b);
 	(void)rev;
 }
@@ -1436,7 +1511,7 @@ void box_cancel(struct box *b)
 	if (b->finished || b->exited)
 		return;
 	b->cancelled = true;
-	kill_now(b);
+	stop(b);
 }
 
 const struct box_result *box_result(const struct box *b)

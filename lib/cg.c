@@ -14,7 +14,7 @@
 
 #include "util.h"
 
-enum { I_MEM, I_CPU, I_PIDS, I_ACCT };
+enum { I_MEM, I_CPU, I_PIDS, I_V2 = CG_NHIER }; /* I_V2: the v2 slot of scan's table */
 
 const char *cg_mode_name(enum cg_mode m)
 {
@@ -99,11 +99,12 @@ static bool has_word(const char *list, const char *word)
 	return false;
 }
 
-/* Find the v1 hierarchy holding `ctrl` (idx into hs) and the v2 one (idx 4). */
-static void scan(struct hier hs[5])
+/* Find the v1 hierarchy holding each controller (idx into hs) and the v2
+ * one (I_V2). */
+static void scan(struct hier hs[CG_NHIER + 1])
 {
-	static const char *ctrls[4] = { "memory", "cpu", "pids", "cpuacct" };
-	memset(hs, 0, 5 * sizeof *hs);
+	static const char *ctrls[CG_NHIER] = { "memory", "cpu", "pids" };
+	memset(hs, 0, (CG_NHIER + 1) * sizeof *hs);
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return;
@@ -122,11 +123,11 @@ static void scan(struct hier hs[5])
 		char *super = source ? strtok_r(NULL, " \n", &save) : NULL;
 		if (!fstype || !fields[4])
 			continue;
-		if (!strcmp(fstype, "cgroup2") && !hs[4].mount) {
-			hs[4].mount = util_strdup(fields[4]);
-			hs[4].root = util_strdup(fields[3]);
+		if (!strcmp(fstype, "cgroup2") && !hs[I_V2].mount) {
+			hs[I_V2].mount = util_strdup(fields[4]);
+			hs[I_V2].root = util_strdup(fields[3]);
 		} else if (!strcmp(fstype, "cgroup") && super) {
-			for (int i = 0; i < 4; i++)
+			for (int i = 0; i < CG_NHIER; i++)
 				if (!hs[i].mount && has_word(super, ctrls[i])) {
 					hs[i].mount = util_strdup(fields[4]);
 					hs[i].root = util_strdup(fields[3]);
@@ -144,9 +145,9 @@ static void scan(struct hier hs[5])
 		char *path = c2 + 1;
 		path[strcspn(path, "\n")] = 0;
 		const char *list = c1 + 1;
-		if (!*list && hs[4].mount && !hs[4].self)
-			hs[4].self = util_strdup(path);
-		for (int i = 0; i < 4; i++)
+		if (!*list && hs[I_V2].mount && !hs[I_V2].self)
+			hs[I_V2].self = util_strdup(path);
+		for (int i = 0; i < CG_NHIER; i++)
 			if (hs[i].mount && !hs[i].self && has_word(list, ctrls[i]))
 				hs[i].self = util_strdup(path);
 	}
@@ -237,24 +238,19 @@ static int init_v2(struct cg_sys *s, struct hier *h, const char *parent, char *e
 	}
 	s->mode = CG_V2;
 	s->dir[0] = dir;
-	s->have = CG_MEM | CG_PIDS | CG_ACCT | (has_word(ctl, "cpu") ? CG_CPU : 0);
+	s->have = CG_MEM | CG_PIDS | (has_word(ctl, "cpu") ? CG_CPU : 0);
 	remove_stale(dir);
 	(void)err;
 	(void)errlen;
 	return 0;
 }
 
-static int init_v1(struct cg_sys *s, struct hier hs[5], const char *parent)
+static int init_v1(struct cg_sys *s, struct hier hs[CG_NHIER + 1], const char *parent)
 {
-	static const unsigned bits[4] = { CG_MEM, CG_CPU, CG_PIDS, CG_ACCT };
-	for (int i = 0; i < 4; i++) {
+	static const unsigned bits[CG_NHIER] = { CG_MEM, CG_CPU, CG_PIDS };
+	for (int i = 0; i < CG_NHIER; i++) {
 		if (!hs[i].mount || !hs[i].self)
 			continue;
-		/* cpu and cpuacct are often one hierarchy: one group serves both. */
-		if (i == I_ACCT && s->dir[I_CPU] && hs[I_CPU].mount && !strcmp(hs[I_CPU].mount, hs[I_ACCT].mount)) {
-			s->have |= CG_ACCT;
-			continue;
-		}
 		char *self = self_dir(&hs[i]);
 		char *dir = util_fmt("%s/%s", self, parent);
 		free(self);
@@ -271,7 +267,7 @@ static int init_v1(struct cg_sys *s, struct hier hs[5], const char *parent)
 	if (!(s->have & CG_MEM) || !(s->have & CG_PIDS)) {
 		if (!s->why[0])
 			snprintf(s->why, sizeof s->why, "no usable memory and pids cgroup controllers");
-		for (int i = 0; i < 4; i++) {
+		for (int i = 0; i < CG_NHIER; i++) {
 			free(s->dir[i]);
 			s->dir[i] = NULL;
 		}
@@ -285,11 +281,11 @@ static int init_v1(struct cg_sys *s, struct hier hs[5], const char *parent)
 int cg_sys_init(struct cg_sys *s, const char *parent, char *err, size_t errlen)
 {
 	memset(s, 0, sizeof *s);
-	struct hier hs[5];
+	struct hier hs[CG_NHIER + 1];
 	scan(hs);
 	int rc = -1;
-	if (hs[4].mount && hs[4].self)
-		rc = init_v2(s, &hs[4], parent, err, errlen);
+	if (hs[I_V2].mount && hs[I_V2].self)
+		rc = init_v2(s, &hs[I_V2], parent, err, errlen);
 	if (rc < 0 && hs[0].mount) {
 		char why[256];
 		snprintf(why, sizeof why, "%s", s->why);
@@ -300,7 +296,7 @@ int cg_sys_init(struct cg_sys *s, const char *parent, char *err, size_t errlen)
 	}
 	if (rc < 0 && !s->why[0])
 		snprintf(s->why, sizeof s->why, "no cgroup hierarchy is mounted");
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i <= CG_NHIER; i++)
 		hier_free(&hs[i]);
 	if (rc < 0)
 		s->mode = CG_NONE;
@@ -309,7 +305,7 @@ int cg_sys_init(struct cg_sys *s, const char *parent, char *err, size_t errlen)
 
 void cg_sys_free(struct cg_sys *s)
 {
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < CG_NHIER; i++)
 		free(s->dir[i]);
 	memset(s, 0, sizeof *s);
 }
@@ -323,7 +319,7 @@ int cg_run_limits(struct cg_sys *s, struct cg_run *r, bool fresh, uint64_t memor
 	long long quota = cpus > 0 ? (long long)(cpus * 100000) : -1;
 	if (quota > 0 && quota < 1000)
 		quota = 1000;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < CG_NHIER; i++) {
 		if (!r->path[i])
 			continue;
 		const char *what = NULL;
@@ -389,7 +385,7 @@ int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cp
 		return 0;
 	char name[64];
 	snprintf(name, sizeof name, "r%d-%lu", (int)getpid(), ++s->seq);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < CG_NHIER; i++) {
 		if (!s->dir[i] || (s->mode == CG_V2 && i > 0))
 			continue;
 		r->path[i] = util_fmt("%s/%s", s->dir[i], name);
@@ -420,20 +416,14 @@ void cg_run_stats(struct cg_sys *s, struct cg_run *r, struct cg_stats *st)
 {
 	char buf[4096];
 	uint64_t v;
-	st->cpu_ms = -1;
 	st->mem_peak = -1;
 	st->oom_kills = 0;
 	if (s->mode == CG_V2 && r->path[0]) {
-		if (read_file(r->path[0], "cpu.stat", buf, sizeof buf) > 0 && keyed(buf, "usage_usec", &v))
-			st->cpu_ms = (double)v / 1000.0;
 		if (read_file(r->path[0], "memory.peak", buf, sizeof buf) > 0)
 			st->mem_peak = (int64_t)strtoll(buf, NULL, 10);
 		if (read_file(r->path[0], "memory.events", buf, sizeof buf) > 0 && keyed(buf, "oom_kill", &v))
 			st->oom_kills = v;
 	} else if (s->mode == CG_V1) {
-		const char *acct = r->path[I_ACCT] ? r->path[I_ACCT] : (s->have & CG_ACCT) ? r->path[I_CPU] : NULL;
-		if (acct && read_file(acct, "cpuacct.usage", buf, sizeof buf) > 0)
-			st->cpu_ms = (double)strtoull(buf, NULL, 10) / 1e6;
 		if (r->path[I_MEM]) {
 			if (read_file(r->path[I_MEM], "memory.max_usage_in_bytes", buf, sizeof buf) > 0)
 				st->mem_peak = (int64_t)strtoll(buf, NULL, 10);
@@ -451,7 +441,7 @@ void cg_run_destroy(struct cg_sys *s, struct cg_run *r)
 		close(r->fd);
 		r->fd = -1;
 	}
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < CG_NHIER; i++) {
 		if (!r->path[i])
 			continue;
 		/* The last task may still be on its way out of the group. */

@@ -1,11 +1,11 @@
 /* cg: a control group per sandbox run, for the limits rlimits cannot give
  * (memory of a whole process tree without swap, a CPU quota, a process
- * count) and for the accounting the result reports (CPU time, memory peak,
- * OOM kills).
+ * count) and for the accounting the result reports (memory peak, OOM
+ * kills; CPU time comes from init's rusage, see box.c).
  *
  * cg_sys_init detects at run time what the machine offers: cgroup v2 with
  * the memory, cpu and pids controllers, else the v1 hierarchies (memory,
- * cpu, cpuacct, pids), else nothing (an ordinary user without a delegated
+ * cpu, pids), else nothing (an ordinary user without a delegated
  * cgroup), and creates the parent under which every run gets its own group
  * ("r<supervisor pid>-<n>").  Parents are created once and kept; leftovers
  * of a supervisor that was killed are removed by the next cg_sys_init.
@@ -26,24 +26,23 @@ enum {
 	CG_MEM = 1,
 	CG_CPU = 2,
 	CG_PIDS = 4,
-	CG_ACCT = 8, /* cpu time accounting */
 };
+#define CG_NHIER 3 /* v1 hierarchies used: memory, cpu, pids */
 
 struct cg_sys {
 	enum cg_mode mode;
 	unsigned have;       /* CG_* bits usable */
-	char *dir[4];        /* v1: parent per controller (mem, cpu, pids, cpuacct); v2: dir[0] */
+	char *dir[CG_NHIER]; /* v1: parent per controller (mem, cpu, pids); v2: dir[0] */
 	char why[256];       /* what is missing and how to fix it */
 	unsigned long seq;
 };
 
 struct cg_run {
-	char *path[4];       /* this run's groups, parallel to cg_sys.dir */
+	char *path[CG_NHIER]; /* this run's groups, parallel to cg_sys.dir */
 	int fd;              /* v2: the group, for clone3 CLONE_INTO_CGROUP; else -1 */
 };
 
 struct cg_stats {
-	double cpu_ms;       /* < 0 if unknown */
 	int64_t mem_peak;    /* < 0 if unknown */
 	uint64_t oom_kills;
 };

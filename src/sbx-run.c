@@ -390,8 +390,6 @@ static int check(struct conf *c, struct box_sys *sys, const char *init_err, char
 		ctl = jv_array_append(ctl, jv_string("cpu"));
 	if (sys->cg.have & CG_PIDS)
 		ctl = jv_array_append(ctl, jv_string("pids"));
-	if (sys->cg.have & CG_ACCT)
-		ctl = jv_array_append(ctl, jv_string("cpuacct"));
 	cg = jv_object_set(cg, jv_string("controllers"), ctl);
 	cg = jv_object_set(cg, jv_string("ok"), jv_bool(sys->cg_ok));
 	if (!sys->cg_ok) {

@@ -398,7 +398,20 @@ while True:
 @test "CPU loop: killed at the timeout, held to its CPU quota" {
 	run_req "$(py 'while True: pass' '{timeout:2}')"
 	jqe 0 '.status == "timeout"'
-	if [ "$(id -u)" = 0 ]; then jqe 0 '.cpu_ms < 1400'; fi
+	if [ "$(id -u)" = 0 ]; then jqe 0 '.cpu_ms < 1400 and .cpu_ms > 700'; fi
+}
+
+@test "a timeout's CPU time counts the processes killed at it" {
+	# Two busy grandchildren of init, killed at the timeout: their time is
+	# the run's (~500 ms at the 0.5 CPU quota, more without cgroups).
+	run_req '{"language":"bash","code":"yes > /dev/null & yes > /dev/null & wait","timeout":1}'
+	jqe 0 '.status == "timeout" and .cpu_ms > 300'
+}
+
+@test "the program cannot make init stop the run (SIGUSR1 to pid 1 is refused)" {
+	skip_on_docker "about the native backend's init"
+	run_req '{"language":"bash","code":"kill -USR1 1; echo \"kill: $?\"; sleep 0.2; echo after"}'
+	jqe 0 '.status == "success" and (.stdout | test("kill: 1\nafter"))'
 }
 
 @test "sleep past the timeout with SIGTERM ignored: killed on time" {
