@@ -61,10 +61,11 @@
  * a grace period and the supervisor killed it through the pidfd, or the
  * OOM killer took it), the kernel kills the whole pid namespace and does
  * not let init's exit complete until every process in it is gone: the
- * result then waits until the supervisor has reaped init.  Either way no
- * process of the job survives its result, whatever the program did
- * (setsid, double fork, ignored signals).  init also dies with the supervisor (PR_SET_PDEATHSIG),
- * so nothing outlives a killed sbx-run.
+ * result then waits until the supervisor has reaped init (and its CPU time
+ * is unknown).  Either way no process of the job survives its result,
+ * whatever the program did (setsid, double fork, ignored signals).  init
+ * also dies with the supervisor (PR_SET_PDEATHSIG), so nothing outlives a
+ * killed sbx-run.
  *
  * The supervisor reads both output pipes as data arrives, into bounded
  * head+tail buffers (cap.c), so a flood costs it no more than the limit;
@@ -170,7 +171,6 @@ struct box {
 	struct msg fail, exit_msg;
 	bool have_fail, have_exit;
 	int64_t cpu_us, maxrss_kb; /* from init's report */
-	int64_t reaped_cpu_us;     /* init's rusage when reaped; < 0 unknown */
 	bool timings;
 	struct box *next;
 };
@@ -708,23 +708,13 @@ static void on_timer(struct loop *l, int fd, short rev, void *arg)
 	(void)rev;
 }
 
-/* Reap init; false if interrupted.  Its rusage (the system call's fifth
- * argument, which glibc's waitid does not pass) counts init and all it
- * reaped: after a kill that is every process of the namespace, since the
- * kernel's pid-namespace teardown reaps them into init before init's own
- * exit completes.  So a killed sandbox's CPU time needs no cgroup. */
+/* Reap init; false if interrupted (poll or call again). */
 static bool reap(struct box *b)
 {
 	siginfo_t si;
-	struct rusage ru;
 	memset(&si, 0, sizeof si);
-	memset(&ru, 0, sizeof ru);
-	if (syscall(SYS_waitid, P_PIDFD, b->pidfd, &si, WEXITED | __WALL, &ru) < 0) {
-		if (errno == EINTR)
-			return false;
-	} else
-		b->reaped_cpu_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
-				   (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
+	if (waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
+		return false;
 	b->exited = true;
 	return true;
 }
@@ -807,10 +797,10 @@ static void finish(struct box *b)
 		snprintf(r->error, sizeof r->error, "the sandbox's init died during set-up");
 	} else
 		decode_status(b, &cs);
-	/* CPU time: the program's tree as init reaped it, or, where init was
-	 * killed first (timeout, cancel), init's rusage with everything the
-	 * kernel reaped into it. */
-	r->cpu_ms = b->have_exit ? (double)b->cpu_us / 1000.0 : b->reaped_cpu_us >= 0 ? (double)b->reaped_cpu_us / 1000.0 : -1;
+	/* CPU time: the program's tree, as init reaped it.  Unknown when init
+	 * died without a report: the kernel's pid-namespace teardown reaps
+	 * the rest with SIGCHLD ignored, which counts their time nowhere. */
+	r->cpu_ms = b->have_exit ? (double)b->cpu_us / 1000.0 : -1;
 	r->mem_peak = cs.mem_peak >= 0 ? cs.mem_peak : b->have_exit && b->maxrss_kb > 0 ? b->maxrss_kb * 1024 : -1;
 	b->finished = true;
 	/* The cgroup goes in box_free, after the caller has written the result:
@@ -930,7 +920,6 @@ static struct box *new_box(struct box_sys *s, struct loop *l)
 	b->res.timings = jv_null();
 	b->res.cpu_ms = -1;
 	b->res.mem_peak = -1;
-	b->reaped_cpu_us = -1;
 	b->t_start = mono_ns();
 	return b;
 }
