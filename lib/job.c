@@ -383,6 +383,21 @@ static jv install_argv(const struct conf *c, const struct conf_lang *l, jv pkgs,
 	return out;
 }
 
+/* Whether req carries key (not null) with a value other than want (borrowed).
+ * The fields sbx-validate computes may come back only as it computes them
+ * (a job validated again); any other value is an attempt to set them, which
+ * would not be honoured, so it is refused rather than silently replaced. */
+static bool computed_differs(jv req, const char *key, jv want)
+{
+	jv have = rec_get(req, key);
+	jv_kind k = jv_get_kind(have);
+	if (k == JV_KIND_INVALID || k == JV_KIND_NULL) {
+		jv_free(have);
+		return false;
+	}
+	return !jv_equal(have, jv_copy(want));
+}
+
 jv job_from_request(const struct conf *c, jv req)
 {
 	char sz1[32], sz2[32];
@@ -719,12 +734,36 @@ jv job_from_request(const struct conf *c, jv req)
 	}
 	if (installing)
 		exec = jv_object_set(exec, jv_string("install"), jv_true());
-	req = jv_object_set(req, jv_string("backend"), jv_string(backend));
-	req = jv_object_set(req, jv_string("limits"), job_limits_json(&run));
-	if (l->compile && !installing) {
-		req = jv_object_set(req, jv_string("compile_limits"), job_limits_json(&comp));
-	} else if (rec_has(req, "compile_limits"))
-		req = jv_object_delete(req, jv_string("compile_limits"));
+	jv limits = job_limits_json(&run);
+	jv climits = l->compile && !installing ? job_limits_json(&comp) : jv_null();
+	jv bk = jv_string(backend);
+	const char *set = computed_differs(req, "limits", limits)	    ? "limits"
+			  : computed_differs(req, "compile_limits", climits) ? "compile_limits"
+			  : computed_differs(req, "exec", exec)		    ? "exec"
+			  : computed_differs(req, "backend", bk)		    ? "backend"
+									    : NULL;
+	if (set) {
+		jv_free(limits);
+		jv_free(climits);
+		jv_free(exec);
+		jv_free(bk);
+		if (!strcmp(set, "limits"))
+			return rec_make_invalid(req, "\"limits\" is computed by sbx-validate and cannot be set: "
+						     "use \"timeout\", \"memory\", \"cpus\" and \"pids\"");
+		if (!strcmp(set, "backend"))
+			return rec_make_invalid(req, "\"backend\" is chosen by the configuration or SBX_BACKEND, "
+						     "not by a request (here: \"%s\")", backend);
+		return rec_make_invalid(req, "\"%s\" is computed by sbx-validate from the configuration and cannot be set", set);
+	}
+	req = jv_object_set(req, jv_string("backend"), bk);
+	req = jv_object_set(req, jv_string("limits"), limits);
+	if (jv_get_kind(climits) == JV_KIND_OBJECT)
+		req = jv_object_set(req, jv_string("compile_limits"), climits);
+	else {
+		jv_free(climits);
+		if (rec_has(req, "compile_limits"))
+			req = jv_object_delete(req, jv_string("compile_limits"));
+	}
 	req = jv_object_set(req, jv_string("exec"), exec);
 	return req;
 }

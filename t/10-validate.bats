@@ -109,6 +109,35 @@ v() { "$BIN/sbx-validate" "$@"; }
 	jqe 0 '.error == "\"network\" must be true or false"'
 }
 
+@test "the computed fields: a job validated again is the same job; setting them is refused, not ignored" {
+	v <<< '{"language":"cpp","code":"int main(){}","cpus":1,"args":["a"]}' > job.json
+	run --separate-stderr v < <(cat job.json
+		jq -c '.limits = {"cpus":2}' job.json
+		jq -c 'del(.limits) | .limits.cpus = 2' job.json
+		jq -c '.compile_limits.timeout_ms = 60000' job.json
+		jq -c '.exec.run = ["/bin/sh","-c","id"]' job.json
+		jq -c '.exec.binds = ["/root"]' job.json
+		jq -c '.backend = "docker"' job.json
+		jq -c 'del(.limits, .compile_limits, .exec, .backend) | .cpus = 2' job.json
+		echo '{"language":"python","code":"1","compile_limits":{"timeout_ms":1}}'
+		echo '{"language":"python","code":"1","limits":null,"exec":null}')
+	[ "$status" -eq 1 ]
+	[ "${#lines[@]}" -eq 10 ]
+	jq -S . job.json > want.json
+	printf '%s\n' "${lines[0]}" | jq -S . | diff - want.json
+	for i in 1 2; do
+		jqe $i '.status == "invalid" and .error == "\"limits\" is computed by sbx-validate and cannot be set: use \"timeout\", \"memory\", \"cpus\" and \"pids\""'
+	done
+	jqe 3 '.error == "\"compile_limits\" is computed by sbx-validate from the configuration and cannot be set"'
+	jqe 4 '.error == "\"exec\" is computed by sbx-validate from the configuration and cannot be set"'
+	jqe 5 '.error == "\"exec\" is computed by sbx-validate from the configuration and cannot be set"'
+	jqe 6 '.error == "\"backend\" is chosen by the configuration or SBX_BACKEND, not by a request (here: \"native\")"'
+	jqe 7 '.status == null and .limits.cpus == 2 and .compile_limits.cpus == 1 and .exec.run == ["./main","a"]'
+	jqe 8 '.error == "\"compile_limits\" is computed by sbx-validate from the configuration and cannot be set"'
+	jqe 9 '.status == null and .limits.cpus == 0.5 and .exec.run == ["python3","main.py"]'
+	[ -z "$stderr" ]
+}
+
 @test "files: relative paths only, no .., no NUL, not the program file, within limits" {
 	run --separate-stderr v < <(printf '%s\n' \
 		'{"language":"python","code":"1","files":{"data/in.txt":"x","b.bin":{"content":"AAEC","encoding":"base64"}}}' \
