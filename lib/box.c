@@ -1397,8 +1397,12 @@ static void refill(struct box_sys *s)
 			return;
 		}
 		b->warm = true;
-		b->next = s->warm;
-		s->warm = b;
+		/* At the tail: jobs take the oldest first, the one most likely
+		 * to have finished making its namespaces and root. */
+		struct box **p = &s->warm;
+		while (*p)
+			p = &(*p)->next;
+		*p = b;
 		s->nwarm++;
 	}
 }
