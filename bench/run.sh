@@ -106,6 +106,17 @@ awk -v f="$(mean cppfull)" -v h="$(mean cpphit)" 'BEGIN { printf "cache hit: %.1
 echo
 echo "# where the time goes inside one run (ms since the stage was handed its job; warm sandbox)"
 for i in $(seq 12); do cat "$B/py.json"; done | bin/sbx-run -j 1 --timings | tail -n 1 | jq -c '.timings.run_stage'
+# A sandbox made for its job (one job per sbx-run process, `true`): the
+# median of each mark over 30 runs, and the teardown after the result
+# (sbx-run's stderr line).
+for i in $(seq 30); do bin/sbx-run --timings < "$B/true.json" 2>> "$B/teardown.txt" | jq -c '.timings.run_stage'; done > "$B/cold.jsonl"
+echo "# one job per process (true), medians over 30 runs, ms since the sandbox's making began:"
+jq -s -r '(.[0] | keys_unsorted - ["warm"]) as $k | [$k[] as $m | {m: $m, v: (map(.[$m] // empty) | sort | .[length / 2 | floor])}]
+	| sort_by(.v) | map("\(.m) \(.v * 100 | round / 100)") | join(", ")' "$B/cold.jsonl"
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", v[int((NR + 1) / 2)] }'; }
+sed -n 's/.*reaped at +\([0-9.]*\) ms and its cgroups removed at +\([0-9.]*\) ms/\1 \2/p' "$B/teardown.txt" > "$B/teardown.m"
+echo "after the result: init reaped +$(cut -d' ' -f1 "$B/teardown.m" | median) ms, cgroups removed +$(cut -d' ' -f2 "$B/teardown.m" | median) ms (medians)"
+rm -f "$B/teardown.txt" "$B/teardown.m"
 
 echo
 echo "# summary"

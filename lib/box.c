@@ -167,6 +167,11 @@ struct box {
 	struct box_result res;
 	uint64_t timeout_ms;
 	int64_t t_start, t_running, t_kill;
+	/* --timings: the supervisor's steps of a sandbox made for its job, and
+	 * its teardown after the result (reported on stderr: the result is
+	 * out by then). */
+	int64_t t_cloned, t_cgroups, t_done, t_reaped;
+	char *label;
 	bool assigned, warm, running, exited, finished, timed_out, cancelled, reaping, stopping;
 	struct msg fail, exit_msg;
 	bool have_fail, have_exit;
@@ -289,7 +294,7 @@ static void set_rlimit(int res, uint64_t v)
 	setrlimit(res, &rl);
 }
 
-static _Noreturn void program_main(const struct child_args *a, const struct spec *sp)
+static _Noreturn void program_main(const struct child_args *a, const struct spec *sp, volatile int64_t *t_execve)
 {
 	int st = KFD(K_STATUS);
 	char what[160];
@@ -346,6 +351,7 @@ static _Noreturn void program_main(const struct child_args *a, const struct spec
 	}
 	/* The seccomp filter (and no_new_privs) came from init: loading it costs
 	 * the kernel a pass over every system call, so it is done once. */
+	*t_execve = mono_ns(); /* init's memory, borrowed until the exec */
 	int err = exec_path(sp->argv, sp->env);
 	snprintf(what, sizeof what, "%s", sp->argv[0]);
 	msg_send(st, MSG_EXECFAIL, err, 0, 0, 0, 0, what);
@@ -405,6 +411,11 @@ static _Noreturn void init_main(struct child_args *a)
 	char go;
 	if (read(KFD(K_GO), &go, 1) != 1)
 		_exit(121);
+	/* Set-up steps, sent as marks once the job asks for them. */
+	enum { T_IDS, T_NS, T_ROOT, T_LO, T_N };
+	static const char *const t_name[T_N] = { "ids_mapped", "namespaces_made", "root_entered", "loopback_up" };
+	int64_t t[T_N] = { 0 };
+	t[T_IDS] = mono_ns();
 	close(KFD(K_GO));
 	proc_set_title(a->sys->argv, "sbx-init");
 
@@ -424,11 +435,14 @@ static _Noreturn void init_main(struct child_args *a)
 	/* The remaining namespaces are made here rather than by clone3: their
 	 * cost (a network namespace registers sysctls and a loopback device)
 	 * is then paid in parallel, not by the supervisor's thread, which
-	 * meanwhile makes the run's v1 cgroups. */
+	 * meanwhile makes the run's v1 cgroups.  (Made before the id maps, or
+	 * with init started on the other CPU, they overlap the supervisor more
+	 * but contend with it for the rtnl and cgroup locks: no faster.) */
 	if (unshare(CLONE_NEWIPC | CLONE_NEWUTS | (a->network ? 0 : CLONE_NEWNET)) < 0) {
 		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "new ipc, uts and network namespaces");
 		_exit(122);
 	}
+	t[T_NS] = mono_ns();
 	sethostname("sandbox", 7);
 	struct ns_root root = { .rootfs = a->rootfs ? a->rootfs : "", .etc = a->sys->conf->etc, .binds = a->binds,
 				.network = a->network };
@@ -436,10 +450,12 @@ static _Noreturn void init_main(struct child_args *a)
 		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
 		_exit(123);
 	}
+	t[T_ROOT] = mono_ns();
 	if (!a->network && ns_loopback_up(err, sizeof err) < 0) {
 		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
 		_exit(123);
 	}
+	t[T_LO] = a->network ? 0 : mono_ns();
 	/* cgroup v1: join the run's groups ourselves, as soon as the
 	 * supervisor has made them.  We are a single thread, so we move just
 	 * this thread ("0" to tasks): the kernel then skips its global
@@ -477,6 +493,9 @@ static _Noreturn void init_main(struct child_args *a)
 		_exit(0);
 	bool timings = sp.h.flags & SPEC_TIMINGS;
 	if (timings) {
+		for (int i = 0; i < T_N; i++)
+			if (t[i])
+				msg_send(st, MSG_MARK, 0, t[i], 0, 0, 0, t_name[i]);
 		msg_send(st, MSG_MARK, 0, t_ready, 0, 0, 0, "root_built");
 		msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "job_received");
 	}
@@ -510,6 +529,7 @@ static _Noreturn void init_main(struct child_args *a)
 		_exit(124);
 	}
 	int64_t t0 = mono_ns();
+	volatile int64_t t_execve = 0;
 	/* vfork: the program borrows init's memory until its exec, rather
 	 * than getting a copy (page tables, copy-on-write faults on both
 	 * sides, and its teardown at exec); init has nothing to do meanwhile.
@@ -521,11 +541,14 @@ static _Noreturn void init_main(struct child_args *a)
 		_exit(124);
 	}
 	if (prog == 0)
-		program_main(a, &sp);
+		program_main(a, &sp, &t_execve);
 	close(sp.stdin_fd);
 	close(KFD(K_OUT));
 	close(KFD(K_ERR));
 	msg_send(st, MSG_RUNNING, 0, prog, t0, 0, 0, NULL);
+	/* The child's own set-up (ids, rlimits, signals) ended here. */
+	if (timings && t_execve)
+		msg_send(st, MSG_MARK, 0, t_execve, 0, 0, 0, "program_execve");
 
 	int status = 0;
 	int64_t t1 = 0;
@@ -716,6 +739,7 @@ static bool reap(struct box *b)
 	if (waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
 		return false;
 	b->exited = true;
+	b->t_reaped = mono_ns();
 	return true;
 }
 
@@ -803,6 +827,7 @@ static void finish(struct box *b)
 	r->cpu_ms = b->have_exit ? (double)b->cpu_us / 1000.0 : -1;
 	r->mem_peak = cs.mem_peak >= 0 ? cs.mem_peak : b->have_exit && b->maxrss_kb > 0 ? b->maxrss_kb * 1024 : -1;
 	b->finished = true;
+	b->t_done = mono_ns();
 	/* The cgroup goes in box_free, after the caller has written the result:
 	 * every process is gone already. */
 	b->done(b, b->arg);
@@ -1134,6 +1159,7 @@ static int make_cgroup(struct box *b)
 	b->cg_mem = dl->memory;
 	b->cg_cpus = dl->cpus;
 	b->cg_pids = dl->pids;
+	b->t_cgroups = mono_ns();
 	return 0;
 }
 
@@ -1221,6 +1247,7 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	}
 	b->pid = pid;
 	b->pidfd = pidfd;
+	b->t_cloned = mono_ns();
 
 	/* Ids first (the child can do nothing useful before), then the OOM
 	 * score, then go. */
@@ -1371,6 +1398,11 @@ static void assign(struct box *b, const struct box_spec *sp, box_done_fn done, v
 	close(b->spec_fd);
 	b->spec_fd = -1;
 	mark(b, "assigned", mono_ns());
+	/* A sandbox made for this job: its supervisor-side steps too. */
+	mark(b, "cloned", b->t_cloned);
+	mark(b, "cgroups_made", b->t_cgroups);
+	if (b->timings)
+		b->label = util_strdup(sp->label ? sp->label : "");
 	struct itimerspec its = { .it_value = { SETUP_TIMEOUT_MS / 1000, 0 } };
 	timerfd_settime(b->timer_fd, 0, &its, NULL);
 	loop_watch(b->loop, b->out_fd, POLLIN, on_out, b);
@@ -1545,6 +1577,15 @@ static void release(struct box *b)
 	}
 	if (b->sys->cg_ok)
 		cg_run_destroy(&b->sys->cg, &b->cg);
+	if (b->label && b->t_done && b->t_reaped) {
+		double reaped = (double)(b->t_reaped - b->t_done) / 1e6, removed = (double)(mono_ns() - b->t_done) / 1e6;
+		if (b->sys->cg_ok)
+			util_warn("timings: job %s: after its result, its sandbox's init was reaped at %+.3f ms and its cgroups removed at %+.3f ms",
+				  b->label, reaped, removed);
+		else
+			util_warn("timings: job %s: after its result, its sandbox's init was reaped at %+.3f ms", b->label, reaped);
+	}
+	free(b->label);
 	cap_buf_free(&b->res.out);
 	cap_buf_free(&b->res.err);
 	jv_free(b->res.timings);

@@ -94,6 +94,7 @@ struct box_spec {
 	const char *rootfs;        /* NULL: the host's tree */
 	char *const *binds;
 	bool timings;
+	const char *label;         /* with timings: the job's id, for the teardown line on stderr */
 };
 
 struct box;

@@ -426,6 +426,7 @@ static void start_stage(struct run *r, enum stage st)
 		.rootfs = j->rootfs,
 		.binds = j->binds,
 		.timings = r->env->timings,
+		.label = run_id(r),
 	};
 	mark(r, st == ST_COMPILE ? "compile_start" : "run_start");
 	if (r->env->on_stage)

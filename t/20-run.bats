@@ -187,6 +187,23 @@ $sum" ]
 		return
 	fi
 	jqe 0 '.timings.run_stage.assigned > 0 and .timings.run_stage.program_start > .timings.run_stage.assigned and .timings.run_stage.program_exit >= .timings.run_stage.program_start and .timings.result > 0'
+	# Init's steps in order; a sandbox made for its job (or made ahead
+	# while the job was being read) has the steps of its making too, the
+	# supervisor's before what depends on them.
+	jqe 0 '.timings.run_stage as $t
+		| ["ids_mapped", "namespaces_made", "root_entered", "loopback_up", "root_built", "job_received",
+		   "work_attached", "program_start", "program_execve", "program_exit", "drained"] | map($t[.]) as $chain
+		| ($chain | map(select(. != null))) as $seen
+		| $seen == ($seen | sort) and ($chain[5:] | all(. != null and . > 0)) and $t.assigned < $t.job_received
+		and (if $t.warm then true else ($chain | all(. != null)) and $t.cloned < $t.ids_mapped end)
+		and (if $t.cgroups_made and $t.root_built then $t.cgroups_made < $t.root_built else true end)'
+	# Init's exit and the cgroups' removal come after the result: stderr.
+	[[ $stderr =~ timings:\ job\ [0-9a-f-]+:\ after\ its\ result,\ its\ sandbox.s\ init\ was\ reaped\ at\ [-+][0-9.]+\ ms\ and\ its\ cgroups\ removed\ at\ \+[0-9.]+\ ms ]]
+	[ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
+	# A warm sandbox's steps before its job are not the job's time.
+	for i in 1 2 3; do echo '{"language":"bash","code":"true"}'; done | "$BIN/sbx-validate" > jobs
+	run --separate-stderr sbx -j 1 --timings < jobs
+	jqe 2 '.timings.run_stage | .warm == true and .cloned == null and .program_execve > 0 and ([.[] | numbers] | min >= 0)'
 }
 
 @test "--check reports the backend as one JSON object" {
