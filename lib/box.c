@@ -948,7 +948,7 @@ static struct box *new_box(struct box_sys *s, struct loop *l)
 	b->loop = l;
 	b->pid = -1;
 	b->pidfd = b->status_fd = b->out_fd = b->err_fd = b->timer_fd = b->spec_fd = -1;
-	b->cg.fd = -1;
+	cg_run_init(&b->cg);
 	b->res.timings = jv_null();
 	b->res.cpu_ms = -1;
 	b->res.mem_peak = -1;
@@ -1180,11 +1180,9 @@ static int send_cgroups(struct box *b, int sock)
 	for (int i = 0; s->cg_ok && s->cg.mode == CG_V1 && i < CG_NHIER && !rc; i++) {
 		if (!b->cg.path[i])
 			continue;
-		char path[4096];
-		snprintf(path, sizeof path, "%s/tasks", b->cg.path[i]);
-		if ((fds[n] = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
+		if ((fds[n] = openat(b->cg.dfd[i], "tasks", O_WRONLY | O_CLOEXEC)) < 0) {
 			b->res.status = BOX_INTERNAL;
-			snprintf(b->res.error, sizeof b->res.error, "cgroup %.400s: %s", path, strerror(errno));
+			snprintf(b->res.error, sizeof b->res.error, "cgroup %.400s/tasks: %s", b->cg.path[i], strerror(errno));
 			rc = -1;
 		} else
 			n++;

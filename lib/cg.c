@@ -21,11 +21,10 @@ const char *cg_mode_name(enum cg_mode m)
 	return m == CG_V2 ? "v2" : m == CG_V1 ? "v1" : "none";
 }
 
-static int write_file(const char *dir, const char *file, const char *val)
+/* file: relative to the directory dfd. */
+static int write_at(int dfd, const char *file, const char *val)
 {
-	char path[4096];
-	snprintf(path, sizeof path, "%s/%s", dir, file);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int fd = openat(dfd, file, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	int rc = util_write_all(fd, val, strlen(val));
@@ -35,11 +34,9 @@ static int write_file(const char *dir, const char *file, const char *val)
 	return rc;
 }
 
-static ssize_t read_file(const char *dir, const char *file, char *buf, size_t len)
+static ssize_t read_at(int dfd, const char *file, char *buf, size_t len)
 {
-	char path[4096];
-	snprintf(path, sizeof path, "%s/%s", dir, file);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = openat(dfd, file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	ssize_t n = util_read_full(fd, buf, len - 1);
@@ -48,6 +45,26 @@ static ssize_t read_file(const char *dir, const char *file, char *buf, size_t le
 		return -1;
 	buf[n] = 0;
 	return n;
+}
+
+/* The same by path, for the one-time set-up. */
+static int write_file(const char *dir, const char *file, const char *val)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	return write_at(AT_FDCWD, path, val);
+}
+
+static ssize_t read_file(const char *dir, const char *file, char *buf, size_t len)
+{
+	char path[4096];
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	return read_at(AT_FDCWD, path, buf, len);
+}
+
+static int open_dir(const char *path)
+{
+	return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
 /* "key value" line in a flat-keyed file (memory.events, cpu.stat, …). */
@@ -236,6 +253,11 @@ static int init_v2(struct cg_sys *s, struct hier *h, const char *parent, char *e
 		free(dir);
 		return -1;
 	}
+	if ((s->dfd[0] = open_dir(dir)) < 0) {
+		snprintf(s->why, sizeof s->why, "cannot open %s: %s", dir, strerror(errno));
+		free(dir);
+		return -1;
+	}
 	s->mode = CG_V2;
 	s->dir[0] = dir;
 	s->have = CG_MEM | CG_PIDS | (has_word(ctl, "cpu") ? CG_CPU : 0);
@@ -254,7 +276,7 @@ static int init_v1(struct cg_sys *s, struct hier hs[CG_NHIER + 1], const char *p
 		char *self = self_dir(&hs[i]);
 		char *dir = util_fmt("%s/%s", self, parent);
 		free(self);
-		if ((mkdir(dir, 0755) < 0 && errno != EEXIST) || !writable_dir(dir)) {
+		if ((mkdir(dir, 0755) < 0 && errno != EEXIST) || !writable_dir(dir) || (s->dfd[i] = open_dir(dir)) < 0) {
 			if (!s->why[0])
 				snprintf(s->why, sizeof s->why, "cannot create %s: %s (run as root)", dir, strerror(errno));
 			free(dir);
@@ -270,6 +292,9 @@ static int init_v1(struct cg_sys *s, struct hier hs[CG_NHIER + 1], const char *p
 		for (int i = 0; i < CG_NHIER; i++) {
 			free(s->dir[i]);
 			s->dir[i] = NULL;
+			if (s->dfd[i] >= 0)
+				close(s->dfd[i]);
+			s->dfd[i] = -1;
 		}
 		s->have = 0;
 		return -1;
@@ -281,6 +306,8 @@ static int init_v1(struct cg_sys *s, struct hier hs[CG_NHIER + 1], const char *p
 int cg_sys_init(struct cg_sys *s, const char *parent, char *err, size_t errlen)
 {
 	memset(s, 0, sizeof *s);
+	for (int i = 0; i < CG_NHIER; i++)
+		s->dfd[i] = -1;
 	struct hier hs[CG_NHIER + 1];
 	scan(hs);
 	int rc = -1;
@@ -305,9 +332,14 @@ int cg_sys_init(struct cg_sys *s, const char *parent, char *err, size_t errlen)
 
 void cg_sys_free(struct cg_sys *s)
 {
-	for (int i = 0; i < CG_NHIER; i++)
+	for (int i = 0; i < CG_NHIER; i++) {
 		free(s->dir[i]);
+		if (s->dir[i] && s->dfd[i] >= 0)
+			close(s->dfd[i]);
+	}
 	memset(s, 0, sizeof *s);
+	for (int i = 0; i < CG_NHIER; i++)
+		s->dfd[i] = -1;
 }
 
 /* ---- per run ---------------------------------------------------------------- */
@@ -325,19 +357,19 @@ int cg_run_limits(struct cg_sys *s, struct cg_run *r, bool fresh, uint64_t memor
 		const char *what = NULL;
 		if (s->mode == CG_V2) {
 			snprintf(val, sizeof val, "%llu", (unsigned long long)memory);
-			if (write_file(r->path[i], "memory.max", val) < 0)
+			if (write_at(r->dfd[i], "memory.max", val) < 0)
 				what = "memory.max";
-			else if (write_file(r->path[i], "memory.swap.max", "0") < 0 && errno != ENOENT)
+			else if (write_at(r->dfd[i], "memory.swap.max", "0") < 0 && errno != ENOENT)
 				what = "memory.swap.max";
 			snprintf(val, sizeof val, "%llu", (unsigned long long)pids);
-			if (!what && write_file(r->path[i], "pids.max", val) < 0)
+			if (!what && write_at(r->dfd[i], "pids.max", val) < 0)
 				what = "pids.max";
 			if (!what && (s->have & CG_CPU)) {
 				if (quota > 0)
 					snprintf(val, sizeof val, "%lld 100000", quota);
 				else
 					snprintf(val, sizeof val, "max 100000");
-				if (write_file(r->path[i], "cpu.max", val) < 0)
+				if (write_at(r->dfd[i], "cpu.max", val) < 0)
 					what = "cpu.max";
 			}
 		} else if (i == I_MEM) {
@@ -345,25 +377,25 @@ int cg_run_limits(struct cg_sys *s, struct cg_run *r, bool fresh, uint64_t memor
 			 * first (a fresh group's are both unlimited). */
 			snprintf(val, sizeof val, "%llu", (unsigned long long)memory);
 			bool swap = true;
-			if (!fresh && write_file(r->path[i], "memory.memsw.limit_in_bytes", val) < 0) {
+			if (!fresh && write_at(r->dfd[i], "memory.memsw.limit_in_bytes", val) < 0) {
 				swap = errno != ENOENT;
 				if (swap && errno != EINVAL)
 					what = "memory.memsw.limit_in_bytes";
 			}
-			if (!what && write_file(r->path[i], "memory.limit_in_bytes", val) < 0)
+			if (!what && write_at(r->dfd[i], "memory.limit_in_bytes", val) < 0)
 				what = "memory.limit_in_bytes";
 			/* memsw exists only with swap accounting; equal means no swap. */
-			if (!what && swap && write_file(r->path[i], "memory.memsw.limit_in_bytes", val) < 0 && errno != ENOENT)
+			if (!what && swap && write_at(r->dfd[i], "memory.memsw.limit_in_bytes", val) < 0 && errno != ENOENT)
 				what = "memory.memsw.limit_in_bytes";
 		} else if (i == I_PIDS) {
 			snprintf(val, sizeof val, "%llu", (unsigned long long)pids);
-			if (write_file(r->path[i], "pids.max", val) < 0)
+			if (write_at(r->dfd[i], "pids.max", val) < 0)
 				what = "pids.max";
 		} else if (i == I_CPU) {
 			snprintf(val, sizeof val, "%lld", quota);
 			/* A fresh group has the default period, 100 ms. */
-			if ((!fresh && write_file(r->path[i], "cpu.cfs_period_us", "100000") < 0) ||
-			    write_file(r->path[i], "cpu.cfs_quota_us", val) < 0)
+			if ((!fresh && write_at(r->dfd[i], "cpu.cfs_period_us", "100000") < 0) ||
+			    write_at(r->dfd[i], "cpu.cfs_quota_us", val) < 0)
 				what = "cpu.cfs_quota_us";
 		}
 		if (what) {
@@ -376,20 +408,26 @@ int cg_run_limits(struct cg_sys *s, struct cg_run *r, bool fresh, uint64_t memor
 	return 0;
 }
 
+void cg_run_init(struct cg_run *r)
+{
+	memset(r, 0, sizeof *r);
+	for (int i = 0; i < CG_NHIER; i++)
+		r->dfd[i] = -1;
+	r->fd = -1;
+}
+
 int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids, char *err,
 		  size_t errlen)
 {
-	memset(r, 0, sizeof *r);
-	r->fd = -1;
+	cg_run_init(r);
 	if (s->mode == CG_NONE)
 		return 0;
-	char name[64];
-	snprintf(name, sizeof name, "r%d-%lu", (int)getpid(), ++s->seq);
+	snprintf(r->name, sizeof r->name, "r%d-%lu", (int)getpid(), ++s->seq);
 	for (int i = 0; i < CG_NHIER; i++) {
 		if (!s->dir[i] || (s->mode == CG_V2 && i > 0))
 			continue;
-		r->path[i] = util_fmt("%s/%s", s->dir[i], name);
-		if (mkdir(r->path[i], 0755) < 0) {
+		r->path[i] = util_fmt("%s/%s", s->dir[i], r->name);
+		if (mkdirat(s->dfd[i], r->name, 0755) < 0 || (r->dfd[i] = openat(s->dfd[i], r->name, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
 			snprintf(err, errlen, "cgroup %s: %s", r->path[i], strerror(errno));
 			cg_run_destroy(s, r);
 			return -1;
@@ -402,14 +440,14 @@ int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cp
 	/* v2: children are born in the group (clone3 CLONE_INTO_CGROUP), no
 	 * migration and none of its synchronize_rcu. */
 	if (s->mode == CG_V2)
-		r->fd = open(r->path[0], O_PATH | O_DIRECTORY | O_CLOEXEC);
+		r->fd = r->dfd[0];
 	return 0;
 }
 
 void cg_run_kill(struct cg_sys *s, struct cg_run *r)
 {
 	if (s->mode == CG_V2 && r->path[0])
-		write_file(r->path[0], "cgroup.kill", "1");
+		write_at(r->dfd[0], "cgroup.kill", "1");
 }
 
 void cg_run_stats(struct cg_sys *s, struct cg_run *r, struct cg_stats *st)
@@ -419,15 +457,15 @@ void cg_run_stats(struct cg_sys *s, struct cg_run *r, struct cg_stats *st)
 	st->mem_peak = -1;
 	st->oom_kills = 0;
 	if (s->mode == CG_V2 && r->path[0]) {
-		if (read_file(r->path[0], "memory.peak", buf, sizeof buf) > 0)
+		if (read_at(r->dfd[0], "memory.peak", buf, sizeof buf) > 0)
 			st->mem_peak = (int64_t)strtoll(buf, NULL, 10);
-		if (read_file(r->path[0], "memory.events", buf, sizeof buf) > 0 && keyed(buf, "oom_kill", &v))
+		if (read_at(r->dfd[0], "memory.events", buf, sizeof buf) > 0 && keyed(buf, "oom_kill", &v))
 			st->oom_kills = v;
 	} else if (s->mode == CG_V1) {
 		if (r->path[I_MEM]) {
-			if (read_file(r->path[I_MEM], "memory.max_usage_in_bytes", buf, sizeof buf) > 0)
+			if (read_at(r->dfd[I_MEM], "memory.max_usage_in_bytes", buf, sizeof buf) > 0)
 				st->mem_peak = (int64_t)strtoll(buf, NULL, 10);
-			if (read_file(r->path[I_MEM], "memory.oom_control", buf, sizeof buf) > 0 && keyed(buf, "oom_kill", &v))
+			if (read_at(r->dfd[I_MEM], "memory.oom_control", buf, sizeof buf) > 0 && keyed(buf, "oom_kill", &v))
 				st->oom_kills = v;
 			/* Kernels without oom_kill in oom_control: a hit limit shows in failcnt
 			 * only together with a SIGKILL, which the caller checks. */
@@ -437,20 +475,19 @@ void cg_run_stats(struct cg_sys *s, struct cg_run *r, struct cg_stats *st)
 
 void cg_run_destroy(struct cg_sys *s, struct cg_run *r)
 {
-	if (r->fd >= 0) {
-		close(r->fd);
-		r->fd = -1;
-	}
+	r->fd = -1; /* dfd[0]'s alias */
 	for (int i = 0; i < CG_NHIER; i++) {
 		if (!r->path[i])
 			continue;
+		if (r->dfd[i] >= 0)
+			close(r->dfd[i]);
+		r->dfd[i] = -1;
 		/* The last task may still be on its way out of the group. */
-		for (int tries = 0; rmdir(r->path[i]) < 0 && errno == EBUSY && tries < 200; tries++) {
+		for (int tries = 0; unlinkat(s->dfd[i], r->name, AT_REMOVEDIR) < 0 && errno == EBUSY && tries < 200; tries++) {
 			struct timespec ts = { 0, 500000 };
 			nanosleep(&ts, NULL);
 		}
 		free(r->path[i]);
 		r->path[i] = NULL;
 	}
-	(void)s;
 }

@@ -11,7 +11,11 @@
  * of a supervisor that was killed are removed by the next cg_sys_init.
  *
  * A struct cg_sys is process-wide and read-only after init; a struct cg_run
- * belongs to one stage of one job.
+ * belongs to one stage of one job.  Both hold O_PATH descriptors of their
+ * directories: a run's groups are made, written, read and removed relative
+ * to them, not by walking the hierarchy's path again each time (every
+ * component of which takes the kernel's kernfs lock, which the network
+ * namespaces and cgroups of parallel runs take for writing).
  */
 #ifndef SBX_CG_H
 #define SBX_CG_H
@@ -33,13 +37,16 @@ struct cg_sys {
 	enum cg_mode mode;
 	unsigned have;       /* CG_* bits usable */
 	char *dir[CG_NHIER]; /* v1: parent per controller (mem, cpu, pids); v2: dir[0] */
+	int dfd[CG_NHIER];   /* dir[i] opened O_PATH; -1 where dir[i] is NULL */
 	char why[256];       /* what is missing and how to fix it */
 	unsigned long seq;
 };
 
 struct cg_run {
-	char *path[CG_NHIER]; /* this run's groups, parallel to cg_sys.dir */
-	int fd;              /* v2: the group, for clone3 CLONE_INTO_CGROUP; else -1 */
+	char *path[CG_NHIER]; /* this run's groups, parallel to cg_sys.dir (for messages) */
+	int dfd[CG_NHIER];    /* the same, opened O_PATH; -1 where path[i] is NULL */
+	char name[32];        /* "r<pid>-<n>", in each parent */
+	int fd;               /* v2: dfd[0], for clone3 CLONE_INTO_CGROUP; else -1 */
 };
 
 struct cg_stats {
@@ -51,6 +58,8 @@ int cg_sys_init(struct cg_sys *s, const char *parent, char *err, size_t errlen);
 void cg_sys_free(struct cg_sys *s);
 const char *cg_mode_name(enum cg_mode m);
 
+/* An empty run (nothing to destroy). */
+void cg_run_init(struct cg_run *r);
 /* Create the groups of one run with its limits; cpus <= 0: no quota. */
 int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids,
 		  char *err, size_t errlen);
