@@ -442,9 +442,11 @@ static _Noreturn void init_main(struct child_args *a)
 	/* The remaining namespaces are made here rather than by clone3: their
 	 * cost (a network namespace registers sysctls and a loopback device)
 	 * is then paid in parallel, not by the supervisor's thread, which
-	 * meanwhile makes the run's v1 cgroups.  (Made before the id maps, or
-	 * with init started on the other CPU, they overlap the supervisor more
-	 * but contend with it for the rtnl and cgroup locks: no faster.) */
+	 * meanwhile makes the run's v1 cgroups.  (Made before the id maps,
+	 * they gain nothing: init gets no CPU until the supervisor waits.
+	 * With init started on the other CPU they overlap, but contend with
+	 * the supervisor and the last run's teardown for the rtnl and cgroup
+	 * locks, and the sandbox was ready later, not sooner.) */
 	if (unshare(CLONE_NEWIPC | CLONE_NEWUTS | (a->network ? 0 : CLONE_NEWNET)) < 0) {
 		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "new ipc, uts and network namespaces");
 		_exit(122);

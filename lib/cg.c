@@ -333,9 +333,9 @@ int cg_sys_init(struct cg_sys *s, const char *parent, char *err, size_t errlen)
 void cg_sys_free(struct cg_sys *s)
 {
 	for (int i = 0; i < CG_NHIER; i++) {
-		free(s->dir[i]);
 		if (s->dir[i] && s->dfd[i] >= 0)
 			close(s->dfd[i]);
+		free(s->dir[i]);
 	}
 	memset(s, 0, sizeof *s);
 	for (int i = 0; i < CG_NHIER; i++)
