@@ -53,18 +53,22 @@ void ccache_free(struct ccache *c)
 	c->dir = NULL;
 }
 
-bool ccache_key(const struct job *j, char key[65])
+bool ccache_key(const struct job *j, const char *image_id, char key[65])
 {
-	/* The docker backend would need the image's ID, not its name (a pull
-	 * changes what a name means), which costs an API call per job: not
-	 * cached for now. */
-	if (!j->compile || j->workspace || j->install || strcmp(j->backend, "native"))
+	if (!j->compile || j->workspace || j->install)
+		return false;
+	bool docker = !strcmp(j->backend, "docker");
+	if (docker && (!image_id || !*image_id))
 		return false;
 	struct sha256 h;
 	sha256_init(&h);
 	sha256_str(&h, "sbx-ccache-1");
 	sha256_str(&h, j->backend);
-	{
+	if (docker) {
+		/* The image's ID, not its name: a pull changes what a name
+		 * means, and with it the compiler. */
+		sha256_str(&h, image_id);
+	} else {
 		char path[4096];
 		struct stat st;
 		if (!job_which(j->rootfs, j->env, j->compile[0], path, sizeof path) || stat(path, &st) < 0)

@@ -51,9 +51,11 @@ void ccache_init(struct ccache *c, const struct conf *conf, bool enabled);
 void ccache_free(struct ccache *c);
 
 /* The key of a job's compile stage, as 64 hex digits; false if the job is
- * not cacheable (no compile stage, a session's workspace, an install, the
- * docker backend). */
-bool ccache_key(const struct job *j, char key[65]);
+ * not cacheable (no compile stage, a session's workspace, an install).
+ * The compiler's identity: natively its binary's (device, inode, size,
+ * mtime); for the docker backend image_id, the ID of the image the job's
+ * image name means now (dock_image_id), without which it is not cached. */
+bool ccache_key(const struct job *j, const char *image_id, char key[65]);
 
 /* A hit: the artefacts (*files, *n) and the compile fields (*compile,
  * "cached": true).  A miss or a corrupt entry (removed): false. */

@@ -1445,6 +1445,29 @@ static int image_status(struct dock_sys *d, const char *image)
 	return st;
 }
 
+bool dock_image_id(struct dock_sys *d, const char *image, char *id, size_t len)
+{
+	if (!image || !*image || len < 72 || !dock_ready(d))
+		return false;
+	char *e = url_escape(image);
+	char *path = util_fmt("/images/%s/json", e);
+	struct call *c = call_sync(d, "GET", path, jv_invalid(), 10000);
+	bool ok = false;
+	if (c->status == 200 && c->bodylen) {
+		jv v = jv_parse_sized(c->body, (int)c->bodylen);
+		const char *s = jv_get_kind(v) == JV_KIND_OBJECT ? rec_str(v, "Id", NULL) : NULL;
+		/* Only a well-formed ID goes into a cache key. */
+		ok = s && !strncmp(s, "sha256:", 7) && strlen(s) == 71 && strspn(s + 7, "0123456789abcdef") == 64;
+		if (ok)
+			snprintf(id, len, "%s", s);
+		jv_free(v);
+	}
+	call_free(c);
+	free(path);
+	free(e);
+	return ok;
+}
+
 struct probe {
 	struct dock *k;
 	char *scratch;

@@ -2,7 +2,8 @@
 # The docker backend's own behaviour, against the real engine t/docker/engine
 # runs: the hardened container each stage gets (read back from the engine),
 # no leftovers after timeouts and after sbx-run is SIGKILLed, an output flood
-# that never reaches the daemon's disk, missing images, --pull, and every
+# that never reaches the daemon's disk, missing images, the compile cache
+# keyed by the image's ID, --pull, and every
 # "the engine is not there" case as an internal_error carrying the fix.
 # (The shared suites, t/20, t/25 and t/30, also run against this backend:
 # t/run --docker.)
@@ -104,6 +105,28 @@ container_of() {
 	jqe 0 '.status == "internal_error" and (.error | contains("sbx-test:no-such-tag") and contains("docker pull sbx-test:no-such-tag"))'
 	run --separate-stderr "$BIN/sbx-run" -c "$conf" --check
 	printf '%s\n' "$output" | jq -e '.languages[] | select(.name == "python") | .available == false and (.error | contains("docker pull"))'
+}
+
+@test "the compile cache: a hit on the same image, compiled again when the image's name means another image" {
+	docker tag sbx-test:host sbx-test:cache
+	conf=$(conf_with 's|^image *= *".*"|image = "sbx-test:cache"|')
+	req='{"language":"c","code":"#include <stdio.h>\nint main(void) { puts(\"hi\"); return 0; }"}'
+	run_req "$req" -c "$conf"
+	jqe 0 '.status == "success" and .stdout == "hi\n" and .compile.cached == false'
+	run_req "$req" -c "$conf"
+	jqe 0 '.status == "success" and .stdout == "hi\n" and .compile.cached == true and .compile.duration_ms < 50'
+	# The same name, another image (as after a pull): its compiler may differ.
+	c=$(docker create sbx-test:host true)
+	docker commit "$c" sbx-test:cache > /dev/null
+	docker rm "$c" > /dev/null
+	run_req "$req" -c "$conf"
+	jqe 0 '.status == "success" and .stdout == "hi\n" and .compile.cached == false'
+	run_req "$req" -c "$conf"
+	jqe 0 '.compile.cached == true'
+	docker rmi sbx-test:cache > /dev/null
+	# A name the engine does not know is not cached, and says why as before.
+	run_req "$req" -c "$conf"
+	jqe 0 '.status == "internal_error" and (.error | contains("docker pull sbx-test:cache"))'
 }
 
 @test "--pull: progress and failures on stderr, nothing on stdout, a failing exit status" {
