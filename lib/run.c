@@ -503,10 +503,11 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 		/* The docker backend's compiler is its image: the ID the name
 		 * means now (an API call per job, ~1 ms). */
 		char image_id[80] = "";
-		if (e->cache && r->docker && !r->job.workspace && !r->job.install &&
+		bool on = e->cache && e->cache->dir; /* off: no key, no waiting for a twin's compile */
+		if (on && r->docker && !r->job.workspace && !r->job.install &&
 		    !dock_image_id(e->dock, r->job.image, image_id, sizeof image_id))
 			image_id[0] = 0;
-		if (!e->cache || !ccache_key(&r->job, image_id, r->ckey))
+		if (!on || !ccache_key(&r->job, image_id, r->ckey))
 			r->ckey[0] = 0;
 		compile_or_hit(r);
 	} else
