@@ -1451,7 +1451,9 @@ bool dock_image_id(struct dock_sys *d, const char *image, char *id, size_t len)
 		return false;
 	char *e = url_escape(image);
 	char *path = util_fmt("/images/%s/json", e);
-	struct call *c = call_sync(d, "GET", path, jv_invalid(), 10000);
+	/* Short: the caller's loop waits; a slow engine costs the job its
+	 * cache lookup, not the batch its progress. */
+	struct call *c = call_sync(d, "GET", path, jv_invalid(), 2000);
 	bool ok = false;
 	if (c->status == 200 && c->bodylen) {
 		jv v = jv_parse_sized(c->body, (int)c->bodylen);
