@@ -1432,42 +1432,42 @@ static char *url_escape(const char *s)
 	return out;
 }
 
-/* 200: present, 404: absent, 0: no answer. */
-static int image_status(struct dock_sys *d, const char *image)
+/* GET /images/NAME/json, synchronously: the HTTP status (200: present, 404:
+ * absent, 0: no answer) and, if id is given, the image's ID into it ("" if
+ * the answer has no well-formed one: only such an ID goes into a cache key). */
+static int image_inspect(struct dock_sys *d, const char *image, int timeout_ms, char *id, size_t len)
 {
 	char *e = url_escape(image);
 	char *path = util_fmt("/images/%s/json", e);
-	struct call *c = call_sync(d, "GET", path, jv_invalid(), 10000);
+	struct call *c = call_sync(d, "GET", path, jv_invalid(), timeout_ms);
 	int st = c->status;
-	call_free(c);
-	free(path);
-	free(e);
-	return st;
-}
-
-bool dock_image_id(struct dock_sys *d, const char *image, char *id, size_t len)
-{
-	if (!image || !*image || len < 72 || !dock_ready(d))
-		return false;
-	char *e = url_escape(image);
-	char *path = util_fmt("/images/%s/json", e);
-	/* Short: the caller's loop waits; a slow engine costs the job its
-	 * cache lookup, not the batch its progress. */
-	struct call *c = call_sync(d, "GET", path, jv_invalid(), 2000);
-	bool ok = false;
-	if (c->status == 200 && c->bodylen) {
-		jv v = jv_parse_sized(c->body, (int)c->bodylen);
+	if (id) {
+		id[0] = 0;
+		jv v = st == 200 && c->bodylen ? jv_parse_sized(c->body, (int)c->bodylen) : jv_invalid();
 		const char *s = jv_get_kind(v) == JV_KIND_OBJECT ? rec_str(v, "Id", NULL) : NULL;
-		/* Only a well-formed ID goes into a cache key. */
-		ok = s && !strncmp(s, "sha256:", 7) && strlen(s) == 71 && strspn(s + 7, "0123456789abcdef") == 64;
-		if (ok)
+		if (s && !strncmp(s, "sha256:", 7) && strlen(s) == 71 && strspn(s + 7, "0123456789abcdef") == 64)
 			snprintf(id, len, "%s", s);
 		jv_free(v);
 	}
 	call_free(c);
 	free(path);
 	free(e);
-	return ok;
+	return st;
+}
+
+static int image_status(struct dock_sys *d, const char *image)
+{
+	return image_inspect(d, image, 10000, NULL, 0);
+}
+
+bool dock_image_id(struct dock_sys *d, const char *image, char *id, size_t len)
+{
+	if (!image || !*image || len < 72 || !dock_ready(d))
+		return false;
+	/* Short: the caller's loop waits; a slow engine costs the job its
+	 * cache lookup, not the batch its progress. */
+	image_inspect(d, image, 2000, id, len);
+	return id[0] != 0;
 }
 
 struct probe {
