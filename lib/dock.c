@@ -1462,6 +1462,8 @@ static int image_status(struct dock_sys *d, const char *image)
 
 bool dock_image_id(struct dock_sys *d, const char *image, char *id, size_t len)
 {
+	if (len)
+		id[0] = 0;
 	if (!image || !*image || len < 72 || !dock_ready(d))
 		return false;
 	/* Short: the caller's loop waits; a slow engine costs the job its

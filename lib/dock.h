@@ -58,8 +58,8 @@ bool dock_ready(struct dock_sys *d);
  * language's version as its container sees it, fixes. */
 jv dock_check(struct dock_sys *d);
 /* The ID ("sha256:" and 64 hex digits) of the image a name means now, in
- * id (at least 72 bytes); false if the engine does not answer within 2 s
- * or has no such image.  One synchronous API call (~1 ms, against a
+ * id (at least 72 bytes); false, id left "", if the engine does not answer
+ * within 2 s or has no such image.  One synchronous API call (~1 ms, against a
  * stage's ~150 ms of container making). */
 bool dock_image_id(struct dock_sys *d, const char *image, char *id, size_t len);
 /* Pull every configured image, progress on `progress`; 0 if all arrived. */
