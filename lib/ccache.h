@@ -1,8 +1,9 @@
 /* ccache: the compile cache.  A compiled language's compile stage is
  * skipped when an identical one ran before: same source files, compile
- * argv and environment, compiler (the binary's identity on the host),
- * limits and backend.  Native backend only: an image's name does not pin
- * its compiler.  The key is the SHA-256 of all of them; the
+ * argv and environment, compiler (natively the binary's identity on the
+ * host; for the docker backend the ID of the image, since a name does not
+ * pin its compiler), limits and backend.  The key is the SHA-256 of all of
+ * them; the
  * value is what the compile stage left in the scratch directory (the
  * artefacts: files that are not the job's own inputs) and the compile
  * stage's result fields.
@@ -48,6 +49,8 @@ struct ccache_file {
 /* Off (dir NULL) when the configuration says compile_cache = false or
  * `enabled` is false (sbx-run --no-cache). */
 void ccache_init(struct ccache *c, const struct conf *conf, bool enabled);
+/* Is c (which may be NULL) on? */
+static inline bool ccache_on(const struct ccache *c) { return c && c->dir; }
 void ccache_free(struct ccache *c);
 
 /* The key of a job's compile stage, as 64 hex digits; false if the job is

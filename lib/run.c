@@ -503,7 +503,7 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 		/* The docker backend's compiler is its image: the ID the name
 		 * means now (an API call per job, ~1 ms). */
 		char image_id[80] = "";
-		bool on = e->cache && e->cache->dir; /* off: no key, no waiting for a twin's compile */
+		bool on = ccache_on(e->cache); /* off: no key, no waiting for a twin's compile */
 		if (on && r->docker && !r->job.workspace && !r->job.install)
 			dock_image_id(e->dock, r->job.image, image_id, sizeof image_id); /* "" if unknown: not cached */
 		if (!on || !ccache_key(&r->job, image_id, r->ckey))
