@@ -3,9 +3,8 @@
  * argv and environment, compiler (natively the binary's identity on the
  * host; for the docker backend the ID of the image, since a name does not
  * pin its compiler), limits and backend.  The key is the SHA-256 of all of
- * them; the
- * value is what the compile stage left in the scratch directory (the
- * artefacts: files that are not the job's own inputs) and the compile
+ * them; the value is what the compile stage left in the scratch directory
+ * (the artefacts: files that are not the job's own inputs) and the compile
  * stage's result fields.
  *
  * Entries live under STATE_DIR/cache/<key>/: manifest.json (each artefact's
