@@ -19,11 +19,14 @@ export SBX_CONF=$PWD/etc/sandbox.conf
 PY=/usr/bin/python3
 # m NAME ARGS...: measure, print, and add the mean to $B/NAME.m
 m() { local name=$1; shift; "$B/timeit" -o "$B/$name.m" "$@"; }
-# mean NAME: the mean over every measurement of NAME (equal-sized rounds)
-mean() { awk '{ s += $1; n++ } END { if (n) printf "%.3f\n", s / n }' "$B/$1.m"; }
+# mean NAME [COLUMN]: the mean over every measurement of NAME (equal-sized
+# rounds) of its wall time, or of COLUMN of timeit's -o line (5: the
+# process tree's CPU, 6: the machine's)
+mean() { awk -v k="${2:-1}" '{ s += $k; n++ } END { if (n) printf "%.3f\n", s / n }' "$B/$1.m"; }
 
 echo "# $(nproc) CPUs, Linux $(uname -r), $(bin/sbx-run --check | jq -r '"cgroup " + .cgroup.version'), default configuration (cpus = 0.5 per run)"
-echo "# wall ms per run, one process per run; cpu = user+system of the command's process tree"
+echo "# wall ms per run, one process per run; cpu = user+system of the command's process tree,"
+echo "# machine = the whole machine's busy time meanwhile (kernel workers included; 10 ms ticks)"
 echo '{"language":"python","code":"print(1)"}' | bin/sbx-validate > "$B/py.json"
 echo '{"language":"bash","code":"true"}' | bin/sbx-validate | jq -c '.exec.run = ["true"]' > "$B/true.json"
 BWRAP=(bwrap --unshare-all --die-with-parent --new-session --ro-bind /usr /usr --symlink usr/bin /bin
@@ -121,10 +124,23 @@ rm -f "$B/teardown.txt" "$B/teardown.m"
 echo
 echo "# summary"
 awk -v bare="$(mean bare)" -v sbx="$(mean sbx)" -v bw="$(mean bwrap)" -v t="$(mean truebare)" -v st="$(mean sbxtrue)" \
+    -v barec="$(mean bare 5)" -v sbxc="$(mean sbx 5)" -v tc="$(mean truebare 5)" -v stc="$(mean sbxtrue 5)" \
     -v b1="$(mean b1)" -v s1="$(mean s1)" -v b2="$(mean b2)" -v s2="$(mean s2)" -v w2="$(mean w2)" 'BEGIN {
 	printf "overhead per run, one job per sbx-run process: %+.1f ms (print(1)), %+.1f ms (true); bwrap %+.1f ms\n", sbx - bare, st - t, bw - bare
+	printf "CPU per run (process tree), one job per process: %+.1f ms (print(1)), %+.1f ms (true)\n", sbxc - barec, stc - tc
 	printf "overhead per run inside a batch (-j 1):        %+.1f ms\n", (s1 - b1) / 200
 	printf "throughput with 2 at a time: sbx-run %.0f jobs/s = %.0f%% of bare (%.0f jobs/s)", 200000 / s2, 100 * b2 / s2, 200000 / b2
 	if (w2 > 0) printf "; bwrap %.0f%%", 100 * b2 / w2
 	printf "\n"
 }'
+# Where a batch's time goes: CPU per job of the process tree and of the
+# whole machine (which adds kernel workers), and the CPUs' idle share.
+ncpu=$(nproc)
+for k in b1 s1 b2 s2 w2; do
+	[ -s "$B/$k.m" ] && [ "$(mean $k)" != 0.000 ] || continue
+	awk -v k="$k" -v w="$(mean $k)" -v c="$(mean $k 5)" -v m="$(mean $k 6)" -v n="$ncpu" 'BEGIN {
+		split("b1 bare -j1,s1 sbx-run -j 1,b2 bare -j2,s2 sbx-run -j 2,w2 bwrap -j2", names, ",")
+		for (i in names) if (index(names[i], k " ") == 1) name = substr(names[i], length(k) + 2)
+		printf "CPU per job, %-13s process tree %5.1f ms, machine %5.1f ms; CPUs idle %2.0f%%\n", name ":", c / 200, m / 200, 100 * (1 - m / (n * w))
+	}'
+done
