@@ -183,6 +183,8 @@ static void disconnect(struct hist *h)
 	h->db = NULL;
 }
 
+static int prepare_insert(struct hist *h, char *err, size_t errlen);
+
 struct hist *hist_open(const char *path, bool write, bool sync_full, char *err, size_t errlen)
 {
 	struct hist *h = util_xalloc(sizeof *h);
@@ -229,7 +231,7 @@ struct hist *hist_open(const char *path, bool write, bool sync_full, char *err, 
 		sqlite3_finalize(st);
 		if (exec(h, sync_full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", err, errlen) < 0)
 			goto fail;
-		if (v != HIST_SCHEMA_VERSION && migrate(h, err, errlen) < 0)
+		if ((v != HIST_SCHEMA_VERSION && migrate(h, err, errlen) < 0) || prepare_insert(h, err, errlen) < 0)
 			goto fail;
 	} else if (v < HIST_SCHEMA_VERSION) {
 		/* An older schema: migrate it if we may write the file, then
@@ -367,15 +369,24 @@ static const char insert_sql[] =
 #undef INT
 #undef SIZE
 
+/* The insert is compiled when a writer opens the file, not at its first
+ * record: in a pipeline sbx-log opens the history while the sandbox runs,
+ * and the compile (~1 ms: the statement is large) is then off the path
+ * from a result to its logged line. */
+static int prepare_insert(struct hist *h, char *err, size_t errlen)
+{
+	if (sqlite3_create_function(h->db, "sbx_sha256", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_sha256, NULL,
+				    NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v3(h->db, insert_sql, -1, SQLITE_PREPARE_PERSISTENT, &h->insert, NULL) != SQLITE_OK)
+		return db_fail(h, err, errlen, "prepare the insert");
+	return 0;
+}
+
 int hist_append(struct hist *h, const char *json, size_t len, enum hist_code code, int64_t *id, char *err,
 		size_t errlen)
 {
-	if (!h->insert) {
-		if (sqlite3_create_function(h->db, "sbx_sha256", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_sha256,
-					    NULL, NULL) != SQLITE_OK ||
-		    sqlite3_prepare_v3(h->db, insert_sql, -1, SQLITE_PREPARE_PERSISTENT, &h->insert, NULL) != SQLITE_OK)
-			return db_fail(h, err, errlen, "prepare the insert");
-	}
+	if (!h->insert && prepare_insert(h, err, errlen) < 0)
+		return -1;
 	sqlite3_stmt *st = h->insert;
 	if (len > INT32_MAX) {
 		snprintf(err, errlen, "history %s: a record of %zu bytes is too large to store", h->path, len);
