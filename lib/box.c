@@ -1239,9 +1239,12 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 		.pidfd = (uint64_t)(uintptr_t)&pidfd,
 		.exit_signal = SIGCHLD,
 	};
-	if (b->cg.fd >= 0) {
+	/* v2: init is born in its group, no migration and none of its
+	 * synchronize_rcu. */
+	int cgfd = cg_run_clone_fd(&s->cg, &b->cg);
+	if (cgfd >= 0) {
 		cl.flags |= CLONE_INTO_CGROUP;
-		cl.cgroup = (uint64_t)b->cg.fd;
+		cl.cgroup = (uint64_t)cgfd;
 	}
 	pid_t pid = clone_from(s, tmpl_fd, &cl);
 	if (pid == 0)
@@ -1585,12 +1588,12 @@ static void release(struct box *b)
 	if (b->sys->cg_ok)
 		cg_run_destroy(&b->sys->cg, &b->cg);
 	if (b->label && b->t_done && b->t_reaped) {
-		double reaped = (double)(b->t_reaped - b->t_done) / 1e6, removed = (double)(mono_ns() - b->t_done) / 1e6;
+		char removed[64] = "";
 		if (b->sys->cg_ok)
-			util_warn("timings: job %s: after its result, its sandbox's init was reaped at %+.3f ms and its cgroups removed at %+.3f ms",
-				  b->label, reaped, removed);
-		else
-			util_warn("timings: job %s: after its result, its sandbox's init was reaped at %+.3f ms", b->label, reaped);
+			snprintf(removed, sizeof removed, " and its cgroups removed at %+.3f ms",
+				 (double)(mono_ns() - b->t_done) / 1e6);
+		util_warn("timings: job %s: after its result, its sandbox's init was reaped at %+.3f ms%s", b->label,
+			  (double)(b->t_reaped - b->t_done) / 1e6, removed);
 	}
 	free(b->label);
 	cap_buf_free(&b->res.out);

@@ -53,9 +53,14 @@ void ccache_free(struct ccache *c)
 	c->dir = NULL;
 }
 
+bool ccache_cacheable(const struct job *j)
+{
+	return j->compile && !j->workspace && !j->install;
+}
+
 bool ccache_key(const struct job *j, const char *image_id, char key[65])
 {
-	if (!j->compile || j->workspace || j->install)
+	if (!ccache_cacheable(j))
 		return false;
 	bool docker = !strcmp(j->backend, "docker");
 	if (docker && (!image_id || !*image_id))

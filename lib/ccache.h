@@ -52,8 +52,11 @@ void ccache_init(struct ccache *c, const struct conf *conf, bool enabled);
 static inline bool ccache_on(const struct ccache *c) { return c && c->dir; }
 void ccache_free(struct ccache *c);
 
+/* Whether a job's compile stage may be cached at all: it has one, and is
+ * not a session's workspace or an install. */
+bool ccache_cacheable(const struct job *j);
 /* The key of a job's compile stage, as 64 hex digits; false if the job is
- * not cacheable (no compile stage, a session's workspace, an install).
+ * not cacheable.
  * The compiler's identity: natively its binary's (device, inode, size,
  * mtime); for the docker backend image_id, the ID of the image the job's
  * image name means now (dock_image_id), without which it is not cached. */

@@ -413,7 +413,11 @@ void cg_run_init(struct cg_run *r)
 	memset(r, 0, sizeof *r);
 	for (int i = 0; i < CG_NHIER; i++)
 		r->dfd[i] = -1;
-	r->fd = -1;
+}
+
+int cg_run_clone_fd(const struct cg_sys *s, const struct cg_run *r)
+{
+	return s->mode == CG_V2 ? r->dfd[0] : -1;
 }
 
 int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids, char *err,
@@ -437,10 +441,6 @@ int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cp
 		cg_run_destroy(s, r);
 		return -1;
 	}
-	/* v2: children are born in the group (clone3 CLONE_INTO_CGROUP), no
-	 * migration and none of its synchronize_rcu. */
-	if (s->mode == CG_V2)
-		r->fd = r->dfd[0];
 	return 0;
 }
 
@@ -475,7 +475,6 @@ void cg_run_stats(struct cg_sys *s, struct cg_run *r, struct cg_stats *st)
 
 void cg_run_destroy(struct cg_sys *s, struct cg_run *r)
 {
-	r->fd = -1; /* dfd[0]'s alias */
 	for (int i = 0; i < CG_NHIER; i++) {
 		if (!r->path[i])
 			continue;

@@ -46,7 +46,6 @@ struct cg_run {
 	char *path[CG_NHIER]; /* this run's groups, parallel to cg_sys.dir (for messages) */
 	int dfd[CG_NHIER];    /* the same, opened O_PATH; -1 where path[i] is NULL */
 	char name[32];        /* "r<pid>-<n>", in each parent */
-	int fd;               /* v2: dfd[0], for clone3 CLONE_INTO_CGROUP; else -1 */
 };
 
 struct cg_stats {
@@ -60,6 +59,8 @@ const char *cg_mode_name(enum cg_mode m);
 
 /* An empty run (nothing to destroy). */
 void cg_run_init(struct cg_run *r);
+/* v2: the run's group, for clone3's CLONE_INTO_CGROUP; else -1. */
+int cg_run_clone_fd(const struct cg_sys *s, const struct cg_run *r);
 /* Create the groups of one run with its limits; cpus <= 0: no quota. */
 int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids,
 		  char *err, size_t errlen);

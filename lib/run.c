@@ -504,7 +504,7 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 		 * means now (an API call per job, ~1 ms). */
 		char image_id[80] = "";
 		bool on = ccache_on(e->cache); /* off: no key, no waiting for a twin's compile */
-		if (on && r->docker && !r->job.workspace && !r->job.install)
+		if (on && r->docker && ccache_cacheable(&r->job))
 			dock_image_id(e->dock, r->job.image, image_id, sizeof image_id); /* "" if unknown: not cached */
 		if (!on || !ccache_key(&r->job, image_id, r->ckey))
 			r->ckey[0] = 0;
