@@ -185,8 +185,9 @@ static void disconnect(struct hist *h)
 
 static int prepare_insert(struct hist *h, char *err, size_t errlen);
 
-struct hist *hist_open(const char *path, bool write, bool sync_full, char *err, size_t errlen)
+struct hist *hist_open(const char *path, enum hist_mode mode, bool sync_full, char *err, size_t errlen)
 {
+	bool write = mode != HIST_READ;
 	struct hist *h = util_xalloc(sizeof *h);
 	h->path = util_strdup(path);
 	if (write) {
@@ -231,7 +232,8 @@ struct hist *hist_open(const char *path, bool write, bool sync_full, char *err, 
 		sqlite3_finalize(st);
 		if (exec(h, sync_full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", err, errlen) < 0)
 			goto fail;
-		if ((v != HIST_SCHEMA_VERSION && migrate(h, err, errlen) < 0) || prepare_insert(h, err, errlen) < 0)
+		if ((v != HIST_SCHEMA_VERSION && migrate(h, err, errlen) < 0) ||
+		    (mode == HIST_APPEND && prepare_insert(h, err, errlen) < 0))
 			goto fail;
 	} else if (v < HIST_SCHEMA_VERSION) {
 		/* An older schema: migrate it if we may write the file, then

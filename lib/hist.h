@@ -27,11 +27,17 @@
 
 enum hist_code { HIST_CODE_PREVIEW, HIST_CODE_FULL };
 
+/* HIST_READ: queries only.  HIST_WRITE: also prune and vacuum; the file and
+ * its directory are created if missing.  HIST_APPEND: HIST_WRITE, and the
+ * insert is compiled at open, so that a pipeline's logger pays for it while
+ * the sandbox runs rather than between a result and its logged line. */
+enum hist_mode { HIST_READ, HIST_WRITE, HIST_APPEND };
+
 struct hist;
 
-/* Open (creating the file and its directory if write is set).  sync_full:
- * synchronous=FULL instead of NORMAL.  NULL with err set on failure. */
-struct hist *hist_open(const char *path, bool write, bool sync_full, char *err, size_t errlen);
+/* Open in the given mode.  sync_full: synchronous=FULL instead of NORMAL
+ * (writers).  NULL with err set on failure. */
+struct hist *hist_open(const char *path, enum hist_mode mode, bool sync_full, char *err, size_t errlen);
 void hist_close(struct hist *h);
 
 /* Writing: hist_begin, any number of hist_append, hist_commit.  json is

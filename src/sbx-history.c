@@ -406,7 +406,7 @@ int main(int argc, char **argv)
 
 	char err[1024];
 	int rc = HX_ERROR;
-	struct hist *h = hist_open(db, retention, false, err, sizeof err);
+	struct hist *h = hist_open(db, retention ? HIST_WRITE : HIST_READ, false, err, sizeof err);
 	if (!h) {
 		if (!retention && access(db, F_OK) < 0 && errno == ENOENT) {
 			util_warn("no history yet at %s", db);

@@ -213,7 +213,7 @@ int main(int argc, char **argv)
 		.status = EXIT_OK,
 	};
 	char err[1024];
-	lg.h = hist_open(db, true, !strcmp(sync_opt ? sync_opt : c->history_sync, "full"), err, sizeof err);
+	lg.h = hist_open(db, HIST_APPEND, !strcmp(sync_opt ? sync_opt : c->history_sync, "full"), err, sizeof err);
 	if (!lg.h) {
 		util_warn("%s; records are passed on without history_id", err);
 		lg.status = EXIT_STORE;
