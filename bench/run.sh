@@ -9,6 +9,15 @@ B=${BUILD:-build}/bench
 mkdir -p "$B"
 rm -f "$B"/*.m
 cc -O2 -o "$B/timeit" bench/timeit.c
+cc -O2 -o "$B/floor" bench/floor.c
+# The floor: a launcher that makes a run's namespaces and cgroups and
+# nothing else (bench/floor.c), what no sandbox made per run can go below.
+if "$B/floor" -l -c -- true; then
+	fl() { m "$@"; }
+else
+	echo "floor: cannot make namespaces and cgroups here: its rows are skipped"
+	fl() { echo "0 0 0 0 0 0" >> "$B/$1.m"; }
+fi
 N=${N:-40}
 # Commands compared with each other are measured in ROUNDS interleaved
 # rounds (bare, bubblewrap, sbx-run, bare, ...): this VM's speed drifts
@@ -47,12 +56,15 @@ for r in $(seq "$ROUNDS"); do
 	if command -v bwrap >/dev/null; then
 		m bwrap -n "$per" -l "bwrap, typical flags: print(1)" -- "${BWRAP[@]}" $PY -c 'print(1)'
 	fi
+	fl floor -n "$per" -l "floor (namespaces, loopback up, cgroups, exec: nothing else): print(1)" -- "$B/floor" -l -c -- $PY -c 'print(1)'
 	m sbx -n "$per" -l "sbx-run, one job per process: print(1)" -i "$B/py.json" -- bin/sbx-run
 	m truebare -n "$per" -l "bare: true" -- true
+	fl floortrue -n "$per" -l "floor (namespaces, loopback up, cgroups, exec: nothing else): true" -- "$B/floor" -l -c -- true
 	m sbxtrue -n "$per" -l "sbx-run, one job per process: true" -i "$B/true.json" -- bin/sbx-run
 done
-awk -v bare="$(mean bare)" -v sbx="$(mean sbx)" -v bw="$(mean bwrap)" -v t="$(mean truebare)" -v st="$(mean sbxtrue)" 'BEGIN {
-	printf "means over %d rounds: bare %.1f, bwrap %.1f, sbx-run %.1f ms (print(1)); bare %.2f, sbx-run %.1f ms (true)\n", '"$ROUNDS"', bare, bw, sbx, t, st
+awk -v bare="$(mean bare)" -v sbx="$(mean sbx)" -v bw="$(mean bwrap)" -v t="$(mean truebare)" -v st="$(mean sbxtrue)" \
+    -v f="$(mean floor)" -v ft="$(mean floortrue)" 'BEGIN {
+	printf "means over %d rounds: bare %.1f, floor %.1f, bwrap %.1f, sbx-run %.1f ms (print(1)); bare %.2f, floor %.1f, sbx-run %.1f ms (true)\n", '"$ROUNDS"', bare, f, bw, sbx, t, ft, st
 }'
 
 echo
@@ -63,8 +75,11 @@ for r in $(seq "$ROUNDS"); do
 	echo "# round $r of $ROUNDS"
 	m b1 -n 1 -w 0 -l "bare: 200 x python3, one at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 1 $PY -c
 	m s1 -n 1 -w 0 -l "sbx-run -j 1: 200 jobs" -i "$B/py200.json" -- bin/sbx-run -j 1
+	fl f1 -n 1 -w 0 -l "floor: 200 x python3, one at a time, one process" -- "$B/floor" -l -c -n 200 -j 1 -- $PY -c 'print(1)'
 	m b2 -n 1 -w 0 -l "bare: 200 x python3, two at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 2 $PY -c
 	m s2 -n 1 -w 0 -l "sbx-run -j 2: 200 jobs" -i "$B/py200.json" -- bin/sbx-run -j 2
+	fl f2 -n 1 -w 0 -l "floor: 200 x python3, two at a time, one process" -- "$B/floor" -l -c -n 200 -j 2 -- $PY -c 'print(1)'
+	fl fn2 -n 1 -w 0 -l "floor without a network namespace: the same" -- "$B/floor" -N -c -n 200 -j 2 -- $PY -c 'print(1)'
 	if command -v bwrap >/dev/null; then
 		m w2 -n 1 -w 0 -l "bwrap: 200 x python3, two at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 2 "$B/bwrap.sh"
 	fi
@@ -125,21 +140,26 @@ echo
 echo "# summary"
 awk -v bare="$(mean bare)" -v sbx="$(mean sbx)" -v bw="$(mean bwrap)" -v t="$(mean truebare)" -v st="$(mean sbxtrue)" \
     -v barec="$(mean bare 5)" -v sbxc="$(mean sbx 5)" -v tc="$(mean truebare 5)" -v stc="$(mean sbxtrue 5)" \
-    -v b1="$(mean b1)" -v s1="$(mean s1)" -v b2="$(mean b2)" -v s2="$(mean s2)" -v w2="$(mean w2)" 'BEGIN {
+    -v b1="$(mean b1)" -v s1="$(mean s1)" -v b2="$(mean b2)" -v s2="$(mean s2)" -v w2="$(mean w2)" \
+    -v f="$(mean floor)" -v ft="$(mean floortrue)" -v f1="$(mean f1)" -v f2="$(mean f2)" -v fn2="$(mean fn2)" 'BEGIN {
 	printf "overhead per run, one job per sbx-run process: %+.1f ms (print(1)), %+.1f ms (true); bwrap %+.1f ms\n", sbx - bare, st - t, bw - bare
+	if (f > 0) printf "the floor (namespaces, loopback up, cgroups, exec: nothing else): %+.1f ms (print(1)), %+.1f ms (true); sbx-run above it %+.1f, %+.1f ms\n", f - bare, ft - t, sbx - f, st - ft
 	printf "CPU per run (process tree), one job per process: %+.1f ms (print(1)), %+.1f ms (true)\n", sbxc - barec, stc - tc
-	printf "overhead per run inside a batch (-j 1):        %+.1f ms\n", (s1 - b1) / 200
+	printf "overhead per run inside a batch (-j 1):        %+.1f ms", (s1 - b1) / 200
+	if (f1 > 0) printf "; the floor %+.1f ms", (f1 - b1) / 200
+	printf "\n"
 	printf "throughput with 2 at a time: sbx-run %.0f jobs/s = %.0f%% of bare (%.0f jobs/s)", 200000 / s2, 100 * b2 / s2, 200000 / b2
 	if (w2 > 0) printf "; bwrap %.0f%%", 100 * b2 / w2
+	if (f2 > 0) printf "; the floor %.0f%% (without a network namespace %.0f%%)", 100 * b2 / f2, 100 * b2 / fn2
 	printf "\n"
 }'
 # Where a batch's time goes: CPU per job of the process tree and of the
 # whole machine (which adds kernel workers), and the CPUs' idle share.
 ncpu=$(nproc)
-for k in b1 s1 b2 s2 w2; do
+for k in b1 s1 f1 b2 s2 f2 fn2 w2; do
 	[ -s "$B/$k.m" ] && [ "$(mean $k)" != 0.000 ] || continue
 	awk -v k="$k" -v w="$(mean $k)" -v c="$(mean $k 5)" -v m="$(mean $k 6)" -v n="$ncpu" 'BEGIN {
-		split("b1 bare -j1,s1 sbx-run -j 1,b2 bare -j2,s2 sbx-run -j 2,w2 bwrap -j2", names, ",")
+		split("b1 bare -j1,s1 sbx-run -j 1,f1 floor -j1,b2 bare -j2,s2 sbx-run -j 2,f2 floor -j2,fn2 floor -N -j2,w2 bwrap -j2", names, ",")
 		for (i in names) if (index(names[i], k " ") == 1) name = substr(names[i], length(k) + 2)
 		printf "CPU per job, %-13s process tree %5.1f ms, machine %5.1f ms; CPUs idle %2.0f%%\n", name ":", c / 200, m / 200, 100 * (1 - m / (n * w))
 	}'

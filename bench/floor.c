@@ -1,0 +1,206 @@
+/* floor: the least a sandbox made per run can cost on this machine, to set
+ * sbx-run's overhead against.  A launcher with nothing but what the kernel
+ * charges for isolation: one process, linked against libc alone, that
+ * clones each run's process into new user, mount, pid, IPC, UTS and
+ * (unless -N) network namespaces, maps root to its own ids, brings
+ * loopback up (-l), puts it in cgroups of its own with sbx's default
+ * limits (-c: memory 256 MiB, 64 pids, half a CPU; removed after the run),
+ * and has it exec the command as the namespace's pid 1.  No new root, no
+ * seccomp, no rlimits, no supervisor, no JSON: none of what a sandbox
+ * needs beyond its namespaces and cgroups.
+ *
+ *   floor [-N] [-l] [-c] [-n COUNT [-j N]] -- command args...
+ *
+ * -n runs the command COUNT times, N at a time, from this one process (as
+ * `sbx-run -j N` runs a batch), instead of once.  The exit status is the
+ * last failed run's, or 0.  Not a sandbox: a measuring stick for
+ * bench/run.sh, run under bench/timeit like the commands it compares.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/sched.h>
+
+#define MAXJ 64
+
+static int net = 1, lo, cg, v2;
+static char **cmd;
+
+/* A run in flight: its process and its cgroups' directories (one under
+ * cgroup v2's root, or one in each of v1's memory, pids and cpu
+ * hierarchies, as sbx-run makes them). */
+static struct slot {
+	pid_t pid;
+	int ncg;
+	char dir[3][64];
+} slots[MAXJ];
+
+static void die(const char *what)
+{
+	fprintf(stderr, "floor: %s: %s\n", what, strerror(errno));
+	exit(127);
+}
+
+static void put(const char *dir, const char *file, const char *text)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s%s%s", dir, *dir ? "/" : "", file);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+		die(path);
+	close(fd);
+}
+
+/* The parent makes the groups and writes the limits; the child joins by
+ * itself, as sbx-run's init does (a thread moving itself through v1's
+ * tasks does not take the threadgroup lock that moving a process does). */
+static void cg_make(struct slot *s, int k)
+{
+	const char *roots[] = { "memory", "pids", "cpu" };
+	s->ncg = v2 ? 1 : 3;
+	for (int i = 0; i < s->ncg; i++) {
+		snprintf(s->dir[i], sizeof s->dir[i], "/sys/fs/cgroup/%s%sfloor.%d.%d", v2 ? "" : roots[i],
+			 v2 ? "" : "/", (int)getpid(), k);
+		if (mkdir(s->dir[i], 0755) < 0)
+			die(s->dir[i]);
+	}
+	if (v2) {
+		put(s->dir[0], "memory.max", "268435456");
+		put(s->dir[0], "pids.max", "64");
+		put(s->dir[0], "cpu.max", "50000 100000");
+	} else {
+		put(s->dir[0], "memory.limit_in_bytes", "268435456");
+		put(s->dir[1], "pids.max", "64");
+		put(s->dir[2], "cpu.cfs_quota_us", "50000");
+	}
+}
+
+static void child(struct slot *s, int go)
+{
+	char c;
+	if (read(go, &c, 1) != 1)
+		_exit(127);
+	for (int i = 0; i < s->ncg; i++)
+		put(s->dir[i], v2 ? "cgroup.procs" : "tasks", "0");
+	if (lo && net) {
+		int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		struct ifreq ifr = { .ifr_name = "lo", .ifr_flags = IFF_UP | IFF_RUNNING };
+		if (fd < 0 || ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+			die("loopback up");
+		close(fd);
+	}
+	execvp(cmd[0], cmd);
+	die(cmd[0]);
+}
+
+static void start(struct slot *s, int k)
+{
+	int go[2];
+	if (pipe2(go, O_CLOEXEC) < 0)
+		die("pipe");
+	s->ncg = 0;
+	if (cg)
+		cg_make(s, k);
+	struct clone_args ca = {
+		.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+			 (net ? CLONE_NEWNET : 0),
+		.exit_signal = SIGCHLD,
+	};
+	s->pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+	if (s->pid < 0)
+		die("clone3");
+	if (s->pid == 0) {
+		close(go[1]);
+		child(s, go[0]);
+	}
+	close(go[0]);
+	char path[64], map[64];
+	snprintf(map, sizeof map, "0 %d 1\n", (int)getuid());
+	snprintf(path, sizeof path, "/proc/%d/uid_map", (int)s->pid);
+	put("", path, map);
+	snprintf(path, sizeof path, "/proc/%d/setgroups", (int)s->pid);
+	put("", path, "deny");
+	snprintf(map, sizeof map, "0 %d 1\n", (int)getgid());
+	snprintf(path, sizeof path, "/proc/%d/gid_map", (int)s->pid);
+	put("", path, map);
+	if (write(go[1], "", 1) != 1)
+		die("start the child");
+	close(go[1]);
+}
+
+static long number(const char *s, long max)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 1 || v > max) {
+		fprintf(stderr, "floor: %s: not a number from 1 to %ld\n", s, max);
+		exit(2);
+	}
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	long count = 1, par = 1;
+	int opt;
+	while ((opt = getopt(argc, argv, "+Nlcn:j:")) != -1) {
+		switch (opt) {
+		case 'N': net = 0; break;
+		case 'l': lo = 1; break;
+		case 'c': cg = 1; break;
+		case 'n': count = number(optarg, INT_MAX); break;
+		case 'j': par = number(optarg, MAXJ); break;
+		default: return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "usage: floor [-N] [-l] [-c] [-n COUNT [-j N]] -- command args...\n");
+		return 2;
+	}
+	cmd = argv + optind;
+	v2 = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0;
+	long started = 0, done = 0;
+	int rc = 0;
+	for (int k = 0; k < par && started < count; k++, started++)
+		start(&slots[k], k);
+	while (done < count) {
+		int st;
+		pid_t pid = wait(&st);
+		if (pid < 0) {
+			if (errno == EINTR)
+				continue;
+			die("wait");
+		}
+		int k = 0;
+		while (k < par && slots[k].pid != pid)
+			k++;
+		if (k == par)
+			continue;
+		for (int i = 0; i < slots[k].ncg; i++)
+			if (rmdir(slots[k].dir[i]) < 0)
+				die(slots[k].dir[i]);
+		if (!WIFEXITED(st) || WEXITSTATUS(st))
+			rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		done++;
+		if (started < count) {
+			start(&slots[k], k);
+			started++;
+		}
+	}
+	return rc;
+}
