@@ -123,7 +123,7 @@ awk -v f="$(mean cppfull)" -v h="$(mean cpphit)" 'BEGIN { printf "cache hit: %.1
 
 echo
 echo "# where the time goes inside one run (ms since the stage was handed its job; warm sandbox)"
-for i in $(seq 12); do cat "$B/py.json"; done | bin/sbx-run -j 1 --timings | tail -n 1 | jq -c '.timings.run_stage'
+for i in $(seq 12); do cat "$B/py.json"; done | bin/sbx-run -j 1 --timings 2>/dev/null | tail -n 1 | jq -c '.timings.run_stage'
 # A sandbox made for its job (one job per sbx-run process, `true`): the
 # median of each mark over 30 runs, and the teardown after the result
 # (sbx-run's stderr line).
