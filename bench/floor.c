@@ -49,9 +49,21 @@ static struct slot {
 	char dir[3][64];
 } slots[MAXJ];
 
+static pid_t parent;
+
+/* On a failure the parent kills and reaps the runs in flight and removes
+ * every cgroup it made, so that nothing is left on the host. */
 static void die(const char *what)
 {
 	fprintf(stderr, "floor: %s: %s\n", what, strerror(errno));
+	if (getpid() == parent)
+		for (int k = 0; k < MAXJ; k++) {
+			if (slots[k].pid > 0 && kill(slots[k].pid, SIGKILL) == 0)
+				while (waitpid(slots[k].pid, NULL, 0) < 0 && errno == EINTR)
+					;
+			for (int i = 0; i < slots[k].ncg; i++)
+				rmdir(slots[k].dir[i]);
+		}
 	exit(127);
 }
 
@@ -71,12 +83,12 @@ static void put(const char *dir, const char *file, const char *text)
 static void cg_make(struct slot *s, int k)
 {
 	const char *roots[] = { "memory", "pids", "cpu" };
-	s->ncg = v2 ? 1 : 3;
-	for (int i = 0; i < s->ncg; i++) {
+	for (int i = 0; i < (v2 ? 1 : 3); i++) {
 		snprintf(s->dir[i], sizeof s->dir[i], "/sys/fs/cgroup/%s%sfloor.%d.%d", v2 ? "" : roots[i],
 			 v2 ? "" : "/", (int)getpid(), k);
 		if (mkdir(s->dir[i], 0755) < 0)
 			die(s->dir[i]);
+		s->ncg = i + 1;
 	}
 	if (v2) {
 		put(s->dir[0], "memory.max", "268435456");
@@ -173,6 +185,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	cmd = argv + optind;
+	parent = getpid();
 	v2 = access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0;
 	long started = 0, done = 0;
 	int rc = 0;
@@ -191,9 +204,11 @@ int main(int argc, char **argv)
 			k++;
 		if (k == par)
 			continue;
+		slots[k].pid = 0;
 		for (int i = 0; i < slots[k].ncg; i++)
 			if (rmdir(slots[k].dir[i]) < 0)
 				die(slots[k].dir[i]);
+		slots[k].ncg = 0;
 		if (!WIFEXITED(st) || WEXITSTATUS(st))
 			rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 		done++;

@@ -110,14 +110,13 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++)
 		sum += t[i];
 	qsort(t, (size_t)n, sizeof *t, cmp);
+	double p95 = t[(int)(n * 0.95) < n ? (int)(n * 0.95) : n - 1];
 	printf("%-44s mean %8.2f  median %8.2f  p95 %8.2f  min %8.2f  cpu %8.2f  machine %8.2f ms  (n=%d)\n",
-	       label ? label : argv[optind], sum / n, t[n / 2], t[(int)(n * 0.95) < n ? (int)(n * 0.95) : n - 1], t[0], cpu / n,
-	       machine / n, n);
+	       label ? label : argv[optind], sum / n, t[n / 2], p95, t[0], cpu / n, machine / n, n);
 	if (out) {
 		FILE *f = fopen(out, "a");
 		if (f) {
-			fprintf(f, "%.3f %.3f %.3f %.3f %.3f %.3f\n", sum / n, t[n / 2],
-				t[(int)(n * 0.95) < n ? (int)(n * 0.95) : n - 1], t[0], cpu / n, machine / n);
+			fprintf(f, "%.3f %.3f %.3f %.3f %.3f %.3f\n", sum / n, t[n / 2], p95, t[0], cpu / n, machine / n);
 			fclose(f);
 		}
 	}
