@@ -110,6 +110,7 @@
 #include <unistd.h>
 
 #include "filter.h"
+#include "kern.h"
 #include "ns.h"
 #include "proc.h"
 #include "util.h"
@@ -201,7 +202,7 @@ struct child_args {
  * /sys).  Then the job: this header, then `len` bytes of NUL-terminated
  * argv and env strings, with the stdin memfd and (SPEC_SCRATCH) the
  * scratch mount. */
-enum { SPEC_SCRATCH = 1, SPEC_EXEC_BINS = 2, SPEC_RLIMIT_DATA = 4, SPEC_TIMINGS = 8, SPEC_DEPS = 16, SPEC_TAKE = 32 };
+enum { SPEC_SCRATCH = 1, SPEC_EXEC_BINS = 2, SPEC_RLIMIT_DATA = 4, SPEC_TIMINGS = 8, SPEC_DEPS = 16 };
 struct spec_hdr {
 	uint64_t file_size, nofile, stack, pids, memory, tmpfs;
 	uint32_t flags, argc, envc, len;
@@ -311,7 +312,7 @@ static _Noreturn void program_main(const struct child_args *a, const struct spec
 			_exit(127);
 		st = 3;
 	}
-	syscall(SYS_close_range, 4u, ~0u, 0);
+	proc_close_from(4);
 
 	/* Signals as a fresh process has them: the supervisor ignores SIGPIPE
 	 * and blocks others, which programs must not inherit. */
@@ -508,8 +509,7 @@ static _Noreturn void init_main(struct child_args *a)
 		msg_send(st, MSG_MARK, 0, t_ready, 0, 0, 0, "root_built");
 		msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "job_received");
 	}
-	if (ns_attach_work(sp.h.tmpfs, sp.scratch_fd, sp.h.flags & SPEC_TAKE, sp.h.flags & SPEC_EXEC_BINS, sp.h.flags & SPEC_DEPS,
-			   err, sizeof err) < 0) {
+	if (ns_attach_work(sp.h.tmpfs, sp.scratch_fd, sp.h.flags & SPEC_EXEC_BINS, sp.h.flags & SPEC_DEPS, err, sizeof err) < 0) {
 		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
 		_exit(123);
 	}
@@ -995,21 +995,22 @@ static void tmpl_set(struct box_tmpl *t, int fd, bool network, const char *rootf
 	};
 }
 
-/* The builder: pid 1 of a new pid namespace (its procfs then shows nothing
- * once it is gone), in a new mount namespace, with our credentials.  It
- * reports on `rep`, then waits for EOF on `hold` while we open its mount
- * namespace. */
-static _Noreturn void tmpl_main(const struct conf *c, bool network, const char *rootfs, char *const *binds, int rep,
-				int hold)
+/* A mount namespace made by a short-lived child of ours (clone flags:
+ * CLONE_NEWNS and what else it needs), which runs make() there, reports
+ * on a pipe and then waits for EOF on another while we open its
+ * namespace.  make() returns 0, or -1 with errno set and what failed in
+ * its text.  The namespace's fd, or -1 with err set (prefixed by what). */
+typedef int (*ns_make_fn)(void *arg, char *text, size_t len);
+
+static _Noreturn void ns_child(ns_make_fn make, void *arg, int rep, int hold)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	int fds[2] = { rep, hold };
 	if (proc_keep_fds(fds, 2) < 0)
 		_exit(120);
-	char err[200];
-	struct ns_root r = { .rootfs = rootfs ? rootfs : "", .etc = c->etc, .binds = binds, .network = network };
-	if (ns_build_root(&r, err, sizeof err) < 0)
-		msg_send(KFD(0), MSG_FAIL, errno, 0, 0, 0, 0, err);
+	char text[sizeof ((struct msg *)0)->text] = "";
+	if (make(arg, text, sizeof text) < 0)
+		msg_send(KFD(0), MSG_FAIL, errno, 0, 0, 0, 0, text);
 	else
 		msg_send(KFD(0), MSG_MARK, 0, 0, 0, 0, 0, NULL);
 	char x;
@@ -1018,19 +1019,18 @@ static _Noreturn void tmpl_main(const struct conf *c, bool network, const char *
 	_exit(0);
 }
 
-static int tmpl_build(struct box_sys *s, struct box_tmpl *t, bool network, const char *rootfs, char *const *binds,
-		      char *err, size_t errlen)
+static int ns_made(unsigned long flags, ns_make_fn make, void *arg, const char *what, char *err, size_t errlen)
 {
 	int rep[2] = { -1, -1 }, hold[2] = { -1, -1 }, fd = -1;
 	if (pipe2(rep, O_CLOEXEC) < 0 || pipe2(hold, O_CLOEXEC) < 0) {
-		snprintf(err, errlen, "pipes: %s", strerror(errno));
+		snprintf(err, errlen, "%s: pipes: %s", what, strerror(errno));
 		goto out;
 	}
-	pid_t pid = (pid_t)syscall(SYS_clone, (unsigned long)(CLONE_NEWNS | CLONE_NEWPID | SIGCHLD), NULL, NULL, NULL, 0);
+	pid_t pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, 0);
 	if (pid == 0)
-		tmpl_main(s->conf, network, rootfs, binds, rep[1], hold[0]);
+		ns_child(make, arg, rep[1], hold[0]);
 	if (pid < 0) {
-		snprintf(err, errlen, "cannot create a mount namespace for the sandbox's root: %s", strerror(errno));
+		snprintf(err, errlen, "%s: cannot create a mount namespace: %s", what, strerror(errno));
 		goto out;
 	}
 	close(rep[1]);
@@ -1044,16 +1044,17 @@ static int tmpl_build(struct box_sys *s, struct box_tmpl *t, bool network, const
 	if (n == 1)
 		while ((got = read(rep[0], &m, sizeof m)) < 0 && errno == EINTR)
 			;
+	m.text[sizeof m.text - 1] = 0;
 	if (got != (ssize_t)sizeof m)
-		snprintf(err, errlen, "building the sandbox's root: no answer");
+		snprintf(err, errlen, "%s: no answer", what);
 	else if (m.type != MSG_MARK)
-		snprintf(err, errlen, "building the sandbox's root: %.*s: %s", (int)sizeof m.text, m.text, strerror(m.err));
+		snprintf(err, errlen, "%s: %s: %s", what, m.text, strerror(m.err));
 	else {
 		char path[64];
 		snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)pid);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
-			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			snprintf(err, errlen, "%s: %s: %s", what, path, strerror(errno));
 	}
 	if (fd < 0)
 		kill(pid, SIGKILL);
@@ -1061,14 +1062,41 @@ static int tmpl_build(struct box_sys *s, struct box_tmpl *t, bool network, const
 	hold[1] = -1;
 	while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
 		;
-	if (fd >= 0)
-		tmpl_set(t, fd, network, rootfs, binds, mono_ns());
 out:;
 	int all[] = { rep[0], rep[1], hold[0], hold[1] };
 	for (size_t i = 0; i < 4; i++)
 		if (all[i] >= 0)
 			close(all[i]);
-	return fd >= 0 ? 0 : -1;
+	return fd;
+}
+
+/* The template builder runs as pid 1 of a new pid namespace, whose procfs
+ * then shows nothing once it is gone (see ns_build_root), with our
+ * credentials. */
+struct tmpl_args {
+	const struct conf *conf;
+	bool network;
+	const char *rootfs;
+	char *const *binds;
+};
+
+static int tmpl_make(void *arg, char *text, size_t len)
+{
+	const struct tmpl_args *a = arg;
+	struct ns_root r = { .rootfs = a->rootfs ? a->rootfs : "", .etc = a->conf->etc, .binds = a->binds,
+			     .network = a->network };
+	return ns_build_root(&r, text, len);
+}
+
+static int tmpl_build(struct box_sys *s, struct box_tmpl *t, bool network, const char *rootfs, char *const *binds,
+		      char *err, size_t errlen)
+{
+	struct tmpl_args a = { .conf = s->conf, .network = network, .rootfs = rootfs, .binds = binds };
+	int fd = ns_made(CLONE_NEWNS | CLONE_NEWPID, tmpl_make, &a, "building the sandbox's root", err, errlen);
+	if (fd < 0)
+		return -1;
+	tmpl_set(t, fd, network, rootfs, binds, mono_ns());
+	return 0;
 }
 
 /* The mount namespace holding the root for (network, rootfs, binds): ours
@@ -1124,32 +1152,46 @@ static pid_t clone_plain(struct clone_args *cl)
 	return pid;
 }
 
-/* clone3 with the new mount namespace copied from the template's rather
- * than from ours (tmpl_fd TMPL_OWN: from ours): we step into the template
- * for the one call and back. */
-static pid_t clone_from(struct box_sys *s, int tmpl_fd, struct clone_args *cl)
+/* Step into the mount namespace mnt_fd, for a call or two that must be
+ * made there, and back: setns resets root and cwd to the namespace's
+ * root, so ours are restored on the way back.  *cwd holds ours meanwhile. */
+static int enter_mnt(int mnt_fd, int *cwd)
 {
-	if (tmpl_fd == TMPL_OWN)
-		return clone_plain(cl);
-	int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (setns(tmpl_fd, CLONE_NEWNS) < 0) {
+	*cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (setns(mnt_fd, CLONE_NEWNS) < 0) {
 		int e = errno;
-		if (cwd >= 0)
-			close(cwd);
+		if (*cwd >= 0)
+			close(*cwd);
 		errno = e;
 		return -1;
 	}
-	pid_t pid = clone_plain(cl);
-	if (pid == 0)
-		return 0;
+	return 0;
+}
+
+static void leave_mnt(struct box_sys *s, int cwd)
+{
 	int e = errno;
-	/* setns resets root and cwd to the namespace's root: restore ours. */
 	if (setns(s->self_mnt_fd, CLONE_NEWNS) < 0 || fchdir(s->root_fd) < 0 || chroot(".") < 0 ||
 	    (cwd >= 0 && fchdir(cwd) < 0))
 		util_die(EXIT_FAILURE, "cannot return to our own mount namespace: %s", strerror(errno));
 	if (cwd >= 0)
 		close(cwd);
 	errno = e;
+}
+
+/* clone3 with the new mount namespace copied from the template's rather
+ * than from ours (tmpl_fd TMPL_OWN: from ours). */
+static pid_t clone_from(struct box_sys *s, int tmpl_fd, struct clone_args *cl)
+{
+	if (tmpl_fd == TMPL_OWN)
+		return clone_plain(cl);
+	int cwd;
+	if (enter_mnt(tmpl_fd, &cwd) < 0)
+		return -1;
+	pid_t pid = clone_plain(cl);
+	if (pid == 0)
+		return 0;
+	leave_mnt(s, cwd);
 	return pid;
 }
 
@@ -1325,7 +1367,7 @@ static int send_spec(struct box *b, const struct box_spec *sp, int stdin_fd)
 	struct spec_hdr h = {
 		.file_size = sp->lim->file_size, .nofile = sp->lim->nofile, .stack = sp->lim->stack,
 		.pids = sp->lim->pids, .memory = sp->lim->memory, .tmpfs = sp->lim->tmpfs,
-		.flags = (sp->scratch_fd >= 0 ? SPEC_SCRATCH : 0) | (sp->scratch_take ? SPEC_TAKE : 0) |
+		.flags = (sp->scratch_fd >= 0 ? SPEC_SCRATCH : 0) |
 			 (sp->exec_bins ? SPEC_EXEC_BINS : 0) | (sp->deps ? SPEC_DEPS : 0) |
 			 (b->res.enforced & ENF_MEMORY ? 0 : SPEC_RLIMIT_DATA) | (sp->timings ? SPEC_TIMINGS : 0),
 	};
@@ -1662,6 +1704,85 @@ int box_workspace(struct box_sys *s, const char *dir, char *err, size_t errlen)
 	return fd;
 }
 
+/* The holder: a mount namespace of ours with nothing in it but a small
+ * tmpfs of mount points (ns_build_holder), where kernels before 6.15 let
+ * us clone a scratch.  They clone only
+ * mounts attached in the caller's namespace; a scratch made by fsmount is
+ * attached nowhere, and attaching it in our own namespace would show it
+ * to the host (as root, ours is the host's).  Made at the first need. */
+static int holder_make(void *arg, char *text, size_t len)
+{
+	(void)arg;
+	return ns_build_holder(text, len);
+}
+
+bool box_scratch_direct(struct box_sys *s)
+{
+	if (!s->clone_via_holder) {
+		char err[256];
+		int fd = box_scratch(s, 4096, err, sizeof err);
+		int c = fd < 0 ? -1 : open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+		if (c < 0 && fd >= 0 && errno == EINVAL)
+			s->clone_via_holder = true;
+		if (c >= 0)
+			close(c);
+		if (fd >= 0)
+			close(fd);
+	}
+	return !s->clone_via_holder;
+}
+
+int box_scratch_clone(struct box_sys *s, int scratch, int *second, char *err, size_t errlen)
+{
+	*second = -1;
+	if (!s->clone_via_holder) {
+		int fd = open_tree(scratch, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+		if (fd >= 0 || errno != EINVAL) {
+			if (fd < 0)
+				snprintf(err, errlen, "cannot clone the scratch directory: %s", strerror(errno));
+			return fd;
+		}
+		s->clone_via_holder = true; /* Linux before 6.15 */
+	}
+	if (s->holder_fd < 0 &&
+	    (s->holder_fd = ns_made(CLONE_NEWNS, holder_make, NULL, "making the namespace scratch directories are cloned in",
+				    err, errlen)) < 0)
+		return -1;
+	/* There: attach it, clone it once per stage, detach it again (our fd
+	 * still reaches its files), all on the supervisor's thread.  The
+	 * detach waits for an RCU grace period, the price of these kernels. */
+	char path[32];
+	snprintf(path, sizeof path, "/%lu", ++s->holder_seq);
+	int cwd, a = -1, b = -1;
+	const char *what = "enter the holder namespace";
+	if (enter_mnt(s->holder_fd, &cwd) == 0) {
+		what = "mkdir in the holder namespace";
+		if (mkdir(path, 0700) == 0) {
+			what = "attach the scratch in the holder namespace";
+			if (move_mount(scratch, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) == 0) {
+				what = "clone the scratch";
+				if ((a = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)) >= 0)
+					b = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+				int e = errno;
+				umount2(path, MNT_DETACH);
+				errno = e;
+			}
+			int e = errno;
+			rmdir(path);
+			errno = e;
+		}
+		leave_mnt(s, cwd);
+	}
+	if (b < 0) {
+		snprintf(err, errlen, "cannot %s: %s", what, strerror(errno));
+		if (a >= 0)
+			close(a);
+		return -1;
+	}
+	*second = b;
+	return a;
+}
+
 int box_scratch_write(struct box_sys *s, int scratch, const char *path, const char *data, size_t len, mode_t mode)
 {
 	uid_t owner = scratch_owner(s);
@@ -1739,9 +1860,12 @@ int box_sys_init(struct box_sys *s, const struct conf *c, char **argv, char *err
 	s->argv = argv;
 	s->root = geteuid() == 0;
 	/* Before anything can fail: box_sys_free follows a failed init. */
-	s->self_mnt_fd = s->root_fd = -1;
+	s->self_mnt_fd = s->root_fd = s->holder_fd = -1;
 	for (int i = 0; i < BOX_TMPLS; i++)
 		s->tmpl[i].mnt_fd = -1;
+	s->kern = kern_probe();
+	if (!kern_usable(s->kern, err, errlen))
+		return -1;
 	char cgerr[256] = "";
 	/* cgroups before the user namespace: delegation is checked against our
 	 * real ids. */
@@ -1779,6 +1903,8 @@ void box_sys_free(struct box_sys *s)
 		close(s->self_mnt_fd);
 	if (s->root_fd >= 0)
 		close(s->root_fd);
+	if (s->holder_fd >= 0)
+		close(s->holder_fd);
 	cg_sys_free(&s->cg);
 	free(s->filter.filter);
 	memset(s, 0, sizeof *s);

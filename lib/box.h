@@ -41,6 +41,7 @@ struct box_tmpl {
 struct box_sys {
 	const struct conf *conf;
 	bool root;                 /* euid 0: map sandboxes to conf->uid, conf->uid+1 */
+	unsigned kern;             /* kern_probe(): the kernel's features */
 	bool own_userns;           /* non-root: we live in a user namespace of our own */
 	struct cg_sys cg;
 	bool cg_ok;
@@ -55,6 +56,9 @@ struct box_sys {
 	struct box_tmpl tmpl[BOX_TMPLS];
 	struct pin pin;            /* templates shared with other processes */
 	int self_mnt_fd, root_fd;  /* our own mount namespace and root, to return to */
+	bool clone_via_holder;     /* the kernel clones no detached mount (before 6.15) */
+	int holder_fd;             /* the namespace we clone scratches in then, or -1 */
+	unsigned long holder_seq;  /* names its mount points */
 	unsigned long spawned;     /* sandboxes made */
 	bool oom_raise;            /* our oom_score_adj is negative: sandboxes get 0 */
 };
@@ -84,8 +88,8 @@ struct box_spec {
 	char *const *argv;
 	char *const *env;          /* "NAME=value", NULL-terminated; the whole environment */
 	const struct job_limits *lim;
-	int scratch_fd;            /* detached scratch mount (a tmpfs, or a clone of a session's workspace) */
-	bool scratch_take;         /* the sandbox may keep scratch_fd's very mount: needed no more */
+	int scratch_fd;            /* detached scratch mount (a tmpfs, or a clone of a session's workspace),
+				    * which the sandbox takes: one per stage (box_scratch_clone) */
 	bool exec_bins;            /* run stage of a compiled language: see ns_attach_work */
 	bool deps;                 /* a session's program: its installed packages, see ns_attach_work */
 	const char *stdin_data;
@@ -133,6 +137,16 @@ void box_free(struct box *b);
 /* Detached, size-limited tmpfs for a job's files, owned by the sandbox
  * user; -1 on error.  The caller closes it after the last stage. */
 int box_scratch(struct box_sys *s, uint64_t size, char *err, size_t errlen);
+/* Before the first of two stages: a new mount of the scratch for that
+ * stage, leaving `scratch` itself to the second.  Kernels before 6.15
+ * cannot clone a detached mount: there the mount comes through the holder
+ * namespace (box.c), *second gets another for the second stage, and
+ * `scratch` is left only for the supervisor's reads and writes (else
+ * *second is -1).  The caller closes both after their stages. */
+int box_scratch_clone(struct box_sys *s, int scratch, int *second, char *err, size_t errlen);
+/* Whether the kernel clones a scratch directly (Linux 6.15 and later), or
+ * box_scratch_clone goes through the holder; tried once, for --check. */
+bool box_scratch_direct(struct box_sys *s);
 /* A session's workspace directory as a detached mount, for scratch_fd. */
 int box_workspace(struct box_sys *s, const char *dir, char *err, size_t errlen);
 /* Write a file into the scratch (creating parent directories), owned by

@@ -199,23 +199,89 @@ static bool writable_dir(const char *dir)
 	return access(dir, W_OK | X_OK) == 0;
 }
 
-static int init_v2(struct cg_sys *s, struct hier *h, const char *parent, char *err, size_t errlen)
+/* The controllers (CG_* bits) named in a cgroup.controllers or
+ * subtree_control text. */
+static unsigned ctl_bits(const char *text)
 {
-	char ctl[512] = "";
-	if (read_file(h->mount, "cgroup.controllers", ctl, sizeof ctl) < 0)
-		return -1;
-	if (!has_word(ctl, "memory") || !has_word(ctl, "pids")) {
-		snprintf(s->why, sizeof s->why, "cgroup v2 lacks the memory or pids controller");
-		return -1;
+	return (has_word(text, "memory") ? CG_MEM : 0) | (has_word(text, "cpu") ? CG_CPU : 0) |
+	       (has_word(text, "pids") ? CG_PIDS : 0);
+}
+
+static void ctl_text(unsigned bits, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s", bits & CG_MEM ? "+memory " : "", bits & CG_PIDS ? "+pids " : "",
+		 bits & CG_CPU ? "+cpu " : "");
+	size_t n = strlen(buf);
+	if (n && buf[n - 1] == ' ')
+		buf[n - 1] = 0;
+}
+
+/* cgroup v2's "no internal processes" rule: a group whose children have
+ * controllers holds no process itself (the top of the hierarchy
+ * excepted).  A group delegated to a user usually holds that user's
+ * processes (systemd-run --scope puts the command there, a login shell is
+ * there too), so they are moved into a leaf of it, CG_LEAF, which sbx
+ * recognizes as its own: an sbx process started there uses the leaf's
+ * parent.  Moving stays within the delegated group (its limits still hold
+ * for all of them).  0, or -1 with errno set at the first process that
+ * could not be moved. */
+#define CG_LEAF "sbx-leaf"
+static int move_into_leaf(const char *base)
+{
+	char *leaf = util_fmt("%s/" CG_LEAF, base);
+	int rc = mkdir(leaf, 0755) < 0 && errno != EEXIST ? -1 : 0;
+	char *procs = util_fmt("%s/cgroup.procs", base);
+	FILE *f = rc ? NULL : fopen(procs, "re");
+	if (!rc && !f)
+		rc = -1;
+	char line[32];
+	while (!rc && fgets(line, sizeof line, f)) {
+		line[strcspn(line, "\n")] = 0;
+		/* A process that exited meanwhile is no error. */
+		if (*line && write_file(leaf, "cgroup.procs", line) < 0 && errno != ESRCH)
+			rc = -1;
 	}
+	int e = errno;
+	if (f)
+		fclose(f);
+	free(procs);
+	free(leaf);
+	errno = e;
+	return rc;
+}
+
+/* Earlier versions moved each ordinary user's sbx-run into a group
+ * "sbx-supervisor-PID" of its own and never removed it: remove those that
+ * are empty (rmdir refuses the others). */
+static void remove_supervisor_groups(const char *base)
+{
+	DIR *d = opendir(base);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "sbx-supervisor-", 15)) {
+			char *p = util_fmt("%s/%s", base, e->d_name);
+			rmdir(p);
+			free(p);
+		}
+	closedir(d);
+}
+
+static int init_v2(struct cg_sys *s, struct hier *h, const char *parent)
+{
 	/* As root: a parent at the top of the hierarchy, whose subtree_control
 	 * is exempt from the no-internal-processes rule.  Otherwise: our own
-	 * group, if it was delegated to us (systemd Delegate=yes). */
+	 * group, if it was delegated to us (systemd Delegate=yes), or the
+	 * group whose leaf sbx moved us into earlier. */
 	char *base;
 	if (geteuid() == 0)
 		base = util_strdup(h->mount);
 	else {
 		base = self_dir(h);
+		size_t bl = strlen(base), ll = strlen("/" CG_LEAF);
+		if (bl > ll && !strcmp(base + bl - ll, "/" CG_LEAF))
+			base[bl - ll] = 0;
 		if (!writable_dir(base)) {
 			snprintf(s->why, sizeof s->why,
 				 "cgroup %s is not delegated to this user: run as root, or under systemd-run --user --scope -p Delegate=yes",
@@ -223,47 +289,71 @@ static int init_v2(struct cg_sys *s, struct hier *h, const char *parent, char *e
 			free(base);
 			return -1;
 		}
-		/* Leave our group for a leaf so controllers can be enabled in it. */
-		char *leaf = util_fmt("%s/sbx-supervisor-%d", base, (int)getpid());
-		char pid[32];
-		snprintf(pid, sizeof pid, "%d", (int)getpid());
-		if ((mkdir(leaf, 0755) < 0 && errno != EEXIST) || write_file(leaf, "cgroup.procs", pid) < 0) {
-			snprintf(s->why, sizeof s->why, "cannot move into %s: %s", leaf, strerror(errno));
-			free(leaf);
+	}
+	/* What the group offers is what its parent delegates to it, not what
+	 * the hierarchy has at its top. */
+	char ctl[512] = "", want[64];
+	if (read_file(base, "cgroup.controllers", ctl, sizeof ctl) < 0) {
+		snprintf(s->why, sizeof s->why, "cannot read %s/cgroup.controllers: %s", base, strerror(errno));
+		free(base);
+		return -1;
+	}
+	unsigned have = ctl_bits(ctl) & (CG_MEM | CG_CPU | CG_PIDS);
+	if (!(have & CG_MEM) || !(have & CG_PIDS)) {
+		snprintf(s->why, sizeof s->why,
+			 "cgroup %s offers no %s controller (it has \"%.*s\"): its parent must delegate memory and pids "
+			 "(systemd: Delegate=yes, or Delegate=memory pids cpu)",
+			 base, !(have & CG_MEM) ? "memory" : "pids", (int)strcspn(ctl, "\n"), ctl);
+		free(base);
+		return -1;
+	}
+	ctl_text(have, want, sizeof want);
+	int rc = write_file(base, "cgroup.subtree_control", want);
+	for (int tries = 0; rc < 0 && errno == EBUSY && tries < 3; tries++) {
+		if (move_into_leaf(base) < 0) {
+			snprintf(s->why, sizeof s->why, "cgroup %s holds processes that cannot be moved into %s/" CG_LEAF ": %s",
+				 base, base, strerror(errno));
 			free(base);
 			return -1;
 		}
-		free(leaf);
+		rc = write_file(base, "cgroup.subtree_control", want);
 	}
-	const char *want = has_word(ctl, "cpu") ? "+memory +pids +cpu" : "+memory +pids";
-	if (write_file(base, "cgroup.subtree_control", want) < 0) {
+	if (rc < 0) {
 		snprintf(s->why, sizeof s->why, "cannot enable controllers in %s: %s", base, strerror(errno));
 		free(base);
 		return -1;
 	}
 	char *dir = util_fmt("%s/%s", base, parent);
-	free(base);
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
 		snprintf(s->why, sizeof s->why, "cannot create %s: %s", dir, strerror(errno));
 		free(dir);
+		free(base);
 		return -1;
 	}
 	if (write_file(dir, "cgroup.subtree_control", want) < 0) {
 		snprintf(s->why, sizeof s->why, "cannot enable controllers in %s: %s", dir, strerror(errno));
 		free(dir);
+		free(base);
 		return -1;
 	}
 	if ((s->dfd[0] = open_dir(dir)) < 0) {
 		snprintf(s->why, sizeof s->why, "cannot open %s: %s", dir, strerror(errno));
 		free(dir);
+		free(base);
 		return -1;
 	}
+	if (geteuid() != 0)
+		remove_supervisor_groups(base);
+	if (!(have & CG_CPU))
+		snprintf(s->partial, sizeof s->partial,
+			 "cgroup %s offers no cpu controller: no CPU quota (its parent must delegate cpu: systemd Delegate=yes, "
+			 "or run as root)",
+			 base);
 	s->mode = CG_V2;
 	s->dir[0] = dir;
-	s->have = CG_MEM | CG_PIDS | (has_word(ctl, "cpu") ? CG_CPU : 0);
+	s->have = have;
 	remove_stale(dir);
-	(void)err;
-	(void)errlen;
+	free(base);
 	return 0;
 }
 
@@ -299,6 +389,8 @@ static int init_v1(struct cg_sys *s, struct hier hs[CG_NHIER + 1], const char *p
 		s->have = 0;
 		return -1;
 	}
+	if (!(s->have & CG_CPU))
+		snprintf(s->partial, sizeof s->partial, "no usable cpu cgroup hierarchy: no CPU quota (run as root, with the cpu controller mounted)");
 	s->mode = CG_V1;
 	return 0;
 }
@@ -312,9 +404,9 @@ int cg_sys_init(struct cg_sys *s, const char *parent, char *err, size_t errlen)
 	scan(hs);
 	int rc = -1;
 	if (hs[I_V2].mount && hs[I_V2].self)
-		rc = init_v2(s, &hs[I_V2], parent, err, errlen);
+		rc = init_v2(s, &hs[I_V2], parent);
 	if (rc < 0 && hs[0].mount) {
-		char why[256];
+		char why[sizeof s->why];
 		snprintf(why, sizeof why, "%s", s->why);
 		s->why[0] = 0;
 		rc = init_v1(s, hs, parent);

@@ -4,11 +4,17 @@
  * kills; CPU time comes from init's rusage, see box.c).
  *
  * cg_sys_init detects at run time what the machine offers: cgroup v2 with
- * the memory, cpu and pids controllers, else the v1 hierarchies (memory,
- * cpu, pids), else nothing (an ordinary user without a delegated
- * cgroup), and creates the parent under which every run gets its own group
- * ("r<supervisor pid>-<n>").  Parents are created once and kept; leftovers
- * of a supervisor that was killed are removed by the next cg_sys_init.
+ * the memory and pids controllers (and cpu where offered), else the v1
+ * hierarchies (memory, cpu, pids), else nothing (an ordinary user without
+ * a delegated cgroup), and creates the parent under which every run gets
+ * its own group ("r<supervisor pid>-<n>").  On v2 the parent's base is
+ * the top of the hierarchy as root, else the caller's own group if it is
+ * delegated to it: there exactly the controllers the group offers are
+ * enabled, after the group's processes are moved into its leaf "sbx-leaf"
+ * (cgroup v2 allows no controllers below a group holding processes).
+ * What is missing is in `why` (unusable) or `partial` (no cpu: no CPU
+ * quota).  Parents are created once and kept; leftovers of a supervisor
+ * that was killed are removed by the next cg_sys_init.
  *
  * A struct cg_sys is process-wide and read-only after init; a struct cg_run
  * belongs to one stage of one job.  Both hold O_PATH descriptors of their
@@ -38,7 +44,8 @@ struct cg_sys {
 	unsigned have;       /* CG_* bits usable */
 	char *dir[CG_NHIER]; /* v1: parent per controller (mem, cpu, pids); v2: dir[0] */
 	int dfd[CG_NHIER];   /* dir[i] opened O_PATH; -1 where dir[i] is NULL */
-	char why[256];       /* what is missing and how to fix it */
+	char why[512];       /* unusable: what is missing and how to fix it */
+	char partial[512];   /* usable without cpu: why, and how to fix it; else "" */
 	unsigned long seq;
 };
 

@@ -39,12 +39,10 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((f
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	int e = errno;
-	char msg[256];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
-	snprintf(err, errlen, "%s: %s", msg, strerror(e));
 	errno = e;
 	return -1;
 }
@@ -251,6 +249,22 @@ int ns_build_root(const struct ns_root *r, char *err, size_t errlen)
 	return 0;
 }
 
+int ns_build_holder(char *err, size_t errlen)
+{
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return fail(err, errlen, "make / private");
+	const char *base = NULL;
+	for (int i = 0; bases[i] && !base; i++)
+		if (mount("sbx-holder", bases[i], "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,nr_inodes=4096,mode=0700") == 0)
+			base = bases[i];
+	if (!base)
+		return fail(err, errlen, "mount the holder's tmpfs");
+	/* Nothing else: the host's mounts are not kept alive by a copy here. */
+	if (chdir(base) < 0 || syscall(SYS_pivot_root, ".", ".") < 0 || umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+		return fail(err, errlen, "make the holder's tmpfs its root");
+	return 0;
+}
+
 int ns_enter_root(char *err, size_t errlen)
 {
 	/* Modes below are meant as written (1777 for /tmp). */
@@ -301,7 +315,7 @@ static int bind_executables(int scratch_fd, char *err, size_t errlen)
 	return rc;
 }
 
-int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool take, bool exec_bins, bool deps, char *err, size_t errlen)
+int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool exec_bins, bool deps, char *err, size_t errlen)
 {
 	/* One tmpfs, size-limited and noexec, for everything a program may
 	 * write besides scratch: its pages are charged to the run's memory
@@ -340,30 +354,22 @@ int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool take, bool exec_bi
 	if (rc)
 		return fail(err, errlen, "set up /tmp, $HOME and /dev/shm");
 	if (scratch_fd >= 0) {
-		uint64_t attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
-		/* Since Linux 6.15 a detached tree made by open_tree in another
-		 * mount namespace (a session's workspace, cloned by the
-		 * supervisor) cannot be cloned here: it is moved in, like any
-		 * scratch its owner hands over, and gets its flags where it
-		 * lands. */
-		if (take || attach(scratch_fd, "", NS_WORKDIR, attr, false) < 0) {
-			struct mount_attr a = { .attr_set = attr };
-			if ((!take && errno != EINVAL) ||
-			    move_mount(scratch_fd, "", AT_FDCWD, NS_WORKDIR, MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
-			    mount_setattr(AT_FDCWD, NS_WORKDIR, 0, &a, sizeof a) < 0)
-				return fail(err, errlen, "attach the scratch directory");
-			if (exec_bins) {
-				int here = open(NS_WORKDIR, O_PATH | O_DIRECTORY | O_CLOEXEC);
-				int brc = here < 0 ? -1 : bind_executables(here, err, errlen);
-				if (here >= 0)
-					close(here);
-				if (brc < 0)
-					return here < 0 ? fail(err, errlen, "open " NS_WORKDIR) : -1;
-				exec_bins = false;
-			}
+		/* The scratch is a detached mount of our own (box.c makes one per
+		 * stage, see box_scratch_clone): it is moved in, and gets its
+		 * flags where it lands.  Cloning it here instead works only
+		 * since Linux 6.15, and only for a tree made by fsmount. */
+		struct mount_attr a = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC };
+		if (move_mount(scratch_fd, "", AT_FDCWD, NS_WORKDIR, MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
+		    mount_setattr(AT_FDCWD, NS_WORKDIR, 0, &a, sizeof a) < 0)
+			return fail(err, errlen, "attach the scratch directory");
+		if (exec_bins) {
+			int here = open(NS_WORKDIR, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			int brc = here < 0 ? fail(err, errlen, "open " NS_WORKDIR) : bind_executables(here, err, errlen);
+			if (here >= 0)
+				close(here);
+			if (brc < 0)
+				return -1;
 		}
-		if (exec_bins && bind_executables(scratch_fd, err, errlen) < 0)
-			return -1;
 		struct stat st;
 		struct mount_attr x = { .attr_set = MOUNT_ATTR_RDONLY, .attr_clr = MOUNT_ATTR_NOEXEC };
 		if (deps && lstat(NS_WORKDIR "/" NS_DEPS, &st) == 0 && S_ISDIR(st.st_mode) &&

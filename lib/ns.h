@@ -22,7 +22,8 @@
  * execute).
  *
  * Everything here runs in a child between clone and exec; it uses only
- * stack memory and reports failure as text in `err`.
+ * stack memory and reports failure as text in `err` (what failed; errno
+ * says why, for the caller to add).
  */
 #ifndef SBX_NS_H
 #define SBX_NS_H
@@ -50,20 +51,25 @@ struct ns_root {
  * that is pid 1 of a new pid namespace, in a new mount namespace: this
  * depends only on the language's tree. */
 int ns_build_root(const struct ns_root *r, char *err, size_t errlen);
+/* In a new mount namespace: make everything private, and make a small
+ * tmpfs of mount points its root, with nothing of the host's tree left.
+ * box.c keeps such a namespace to clone scratch directories in, on kernels
+ * that cannot clone a detached mount. */
+int ns_build_holder(char *err, size_t errlen);
 /* In a sandbox's copy of that root: its own devpts and procfs. */
 int ns_enter_root(char *err, size_t errlen);
 /* Then the job's mounts: a fresh tmpfs of tmpfs_bytes for /tmp, $HOME and
- * /dev/shm, and the scratch (a detached mount) at NS_WORKDIR, writable and
- * noexec: cloned, or with take, moved in (the caller needs it no more; its
- * unmount then comes with the namespace's).  With exec_bins, each
- * executable regular file at the top of the scratch (what a compile stage
- * produced) is bound over itself read-only and executable: the program
- * runs its binary and may write its directory, but nothing it writes can
- * be executed (W^X).  With deps, the directory NS_DEPS of a session's
+ * /dev/shm, and the scratch (a detached mount of the caller's, which it
+ * needs no more: its unmount then comes with the namespace's) moved in at
+ * NS_WORKDIR, writable and noexec.  With exec_bins, each executable
+ * regular file at the top of the scratch (what a compile stage produced)
+ * is bound over itself read-only and executable: the program runs its
+ * binary and may write its directory, but nothing it writes can be
+ * executed (W^X).  With deps, the directory NS_DEPS of a session's
  * workspace (what install stages wrote) is bound over itself read-only and
  * executable.  On return the cwd is NS_WORKDIR. */
 #define NS_DEPS ".deps"
-int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool take, bool exec_bins, bool deps, char *err, size_t errlen);
+int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool exec_bins, bool deps, char *err, size_t errlen);
 /* Bring up lo in a new network namespace (127.0.0.1 and ::1 work). */
 int ns_loopback_up(char *err, size_t errlen);
 

@@ -9,17 +9,16 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static int close_from(int lo)
+void proc_close_from(int lo)
 {
 #ifdef SYS_close_range
 	if (syscall(SYS_close_range, (unsigned)lo, ~0u, 0) == 0)
-		return 0;
+		return;
 #endif
-	/* Kernels before 5.9: close what /proc says is open is not
+	/* Kernels before 5.9: reading what /proc says is open is not
 	 * async-signal-safe, so walk a generous range. */
 	for (int fd = lo; fd < 65536; fd++)
 		close(fd);
-	return 0;
 }
 
 int proc_keep_fds(int *fds, size_t n)
@@ -49,7 +48,8 @@ int proc_keep_fds(int *fds, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (fds[i] < 0)
 			close(3 + (int)i);
-	return close_from(3 + (int)n);
+	proc_close_from(3 + (int)n);
+	return 0;
 }
 
 int proc_child_prepare(int parent, int deathsig)

@@ -16,6 +16,9 @@
 /* Renumber fds[i] to 3+i (fds[i] may be -1: skipped and left -1), then close
  * every fd >= 3+n.  Updates fds[].  Async-signal-safe; returns -1 on error. */
 int proc_keep_fds(int *fds, size_t n);
+/* Close every fd >= lo (close_range, or one by one on kernels before 5.9).
+ * Async-signal-safe. */
+void proc_close_from(int lo);
 
 /* In a child forked to exec a tool: no blocked signals, SIGPIPE at its
  * default, and `deathsig` when the parent (whose pid was `parent` before

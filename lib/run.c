@@ -37,6 +37,7 @@ struct run {
 	struct run_env *env;
 	struct job job;
 	int scratch;
+	int stage_mnt[2];    /* native: the scratch's mount for each stage, where not scratch itself */
 	struct box *box;
 	struct dock *dock;   /* the stage's container (docker backend) */
 	char *dscratch;      /* docker: the scratch directory on the host */
@@ -198,6 +199,18 @@ static jv base_result(struct run *r, const char *status)
 	return res;
 }
 
+/* The scratch and its stages' mounts: a detached mount goes with its
+ * last descriptor. */
+static void close_mounts(struct run *r)
+{
+	int *fds[] = { &r->scratch, &r->stage_mnt[0], &r->stage_mnt[1] };
+	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+		if (*fds[i] >= 0) {
+			close(*fds[i]);
+			*fds[i] = -1;
+		}
+}
+
 static void complete(struct run *r, jv res)
 {
 	char when[40];
@@ -211,10 +224,7 @@ static void complete(struct run *r, jv res)
 	mark(r, "result");
 	if (r->env->timings)
 		res = jv_object_set(res, jv_string("timings"), jv_copy(r->timings));
-	if (r->scratch >= 0) {
-		close(r->scratch);
-		r->scratch = -1;
-	}
+	close_mounts(r);
 	r->done(r, res, r->arg);
 }
 
@@ -391,28 +401,36 @@ static void start_stage(struct run *r, enum stage st)
 {
 	struct job *j = &r->job;
 	r->stage = st;
-	if (j->workspace && st == ST_RUN && r->scratch >= 0 && !r->docker) {
-		/* A workspace is moved, not cloned, into the sandbox (see
-		 * ns_attach_work): each stage needs a mount of its own. */
+	int mnt = r->scratch;
+	if (r->scratch >= 0 && !r->docker) {
+		/* Each sandbox takes the mount it is given (see ns_attach_work),
+		 * so each stage needs its own: a workspace is opened again; a
+		 * tmpfs is cloned before the compile stage, which leaves the
+		 * scratch itself (or a second clone) to the run stage. */
 		char err[256];
-		int fresh = box_workspace(r->env->box, j->workspace, err, sizeof err);
-		if (fresh < 0) {
-			internal(r, err);
-			return;
+		if (j->workspace && st == ST_RUN) {
+			int fresh = box_workspace(r->env->box, j->workspace, err, sizeof err);
+			if (fresh < 0) {
+				internal(r, err);
+				return;
+			}
+			close(r->scratch);
+			r->scratch = mnt = fresh;
+		} else if (!j->workspace && st == ST_COMPILE) {
+			if ((r->stage_mnt[ST_COMPILE] = box_scratch_clone(r->env->box, r->scratch, &r->stage_mnt[ST_RUN], err, sizeof err)) < 0) {
+				internal(r, err);
+				return;
+			}
+			mark(r, "scratch_cloned");
 		}
-		close(r->scratch);
-		r->scratch = fresh;
+		if (r->stage_mnt[st] >= 0)
+			mnt = r->stage_mnt[st];
 	}
 	r->spec = (struct box_spec){
 		.argv = st == ST_COMPILE ? j->compile : j->run,
 		.env = r->envp,
 		.lim = st == ST_COMPILE ? &j->clim : &j->lim,
-		.scratch_fd = r->scratch,
-		/* Nothing reads the scratch after the run stage, nor a
-		 * workspace's clone after its stage: the sandbox takes the
-		 * mount, which then goes with its namespace (no unmount of
-		 * its own, see ns_attach_work). */
-		.scratch_take = st == ST_RUN || j->workspace,
+		.scratch_fd = mnt,
 		/* W^X: every program may write its directory but execute
 		 * nothing it wrote; the compiler's output alone is executable. */
 		.exec_bins = st == ST_RUN && j->compile,
@@ -443,7 +461,7 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 {
 	struct run *r = util_xalloc(sizeof *r);
 	r->env = e;
-	r->scratch = -1;
+	r->scratch = r->stage_mnt[0] = r->stage_mnt[1] = -1;
 	r->compile = jv_null();
 	r->timings = e->timings ? jv_object() : jv_null();
 	r->t0 = util_now_ms();
@@ -537,8 +555,7 @@ void run_free(struct run *r)
 		flight_end(r);
 	box_free(r->box);
 	dock_free(r->dock);
-	if (r->scratch >= 0)
-		close(r->scratch);
+	close_mounts(r);
 	if (r->dscratch) {
 		dock_scratch_remove(r->dscratch);
 		free(r->dscratch);

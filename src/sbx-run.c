@@ -28,6 +28,7 @@
 #include "box.h"
 #include "conf.h"
 #include "job.h"
+#include "kern.h"
 #include "loop.h"
 #include "ns.h"
 #include "proc.h"
@@ -365,6 +366,34 @@ static jv check_languages(struct conf *c, struct box_sys *sys, bool usable)
 	return out;
 }
 
+/* What the kernel offers, feature by feature (kern.h), and how scratch
+ * directories are cloned on it (box_scratch_clone). */
+static jv check_kernel(struct box_sys *sys)
+{
+	unsigned have = sys->kern ? sys->kern : kern_probe();
+	jv a = jv_array();
+	for (int i = 0; i < KF_N; i++) {
+		const struct kern_feature *f = &kern_features[i];
+		jv o = jv_object_set(jv_object(), jv_string("name"), jv_string(f->name));
+		o = jv_object_set(o, jv_string("since"), jv_string(f->since));
+		o = jv_object_set(o, jv_string("ok"), jv_bool(have & (1u << i)));
+		if (!(have & (1u << i)))
+			o = jv_object_set(o, jv_string(f->required ? "error" : "fallback"),
+					  jv_string(f->required ? "required: the native backend needs Linux " KERN_MIN " or later" : f->fallback));
+		a = jv_array_append(a, o);
+	}
+	if (sys->self_mnt_fd >= 0) {
+		bool direct = box_scratch_direct(sys);
+		jv o = jv_object_set(jv_object(), jv_string("name"), jv_string("clone of a detached mount"));
+		o = jv_object_set(o, jv_string("since"), jv_string("6.15"));
+		o = jv_object_set(o, jv_string("ok"), jv_bool(direct));
+		if (!direct)
+			o = jv_object_set(o, jv_string("fallback"), jv_string("scratch directories are cloned in a mount namespace of the supervisor's"));
+		a = jv_array_append(a, o);
+	}
+	return a;
+}
+
 static int check(struct conf *c, struct box_sys *sys, const char *init_err, char **argv)
 {
 	jv o = jv_object();
@@ -372,6 +401,7 @@ static int check(struct conf *c, struct box_sys *sys, const char *init_err, char
 	uname(&u);
 	o = jv_object_set(o, jv_string("backend"), jv_string("native"));
 	o = jv_object_set(o, jv_string("kernel"), jv_string(u.release));
+	o = jv_object_set(o, jv_string("kernel_features"), check_kernel(sys));
 	o = jv_object_set(o, jv_string("root"), jv_bool(geteuid() == 0 || sys->own_userns ? geteuid() == 0 && !sys->own_userns : false));
 	jv fixes = jv_array();
 	jv userns = jv_object_set(jv_object(), jv_string("ok"), jv_bool(!init_err));
@@ -392,13 +422,18 @@ static int check(struct conf *c, struct box_sys *sys, const char *init_err, char
 		ctl = jv_array_append(ctl, jv_string("pids"));
 	cg = jv_object_set(cg, jv_string("controllers"), ctl);
 	cg = jv_object_set(cg, jv_string("ok"), jv_bool(sys->cg_ok));
-	if (!sys->cg_ok) {
-		char fix[512];
+	if (!sys->cg_ok && !sys->cg.why[0])
+		cg = jv_object_set(cg, jv_string("error"), jv_string("not probed: the sandbox backend is unusable here"));
+	else if (!sys->cg_ok) {
+		char fix[700];
 		snprintf(fix, sizeof fix, "cgroups unusable (%s): runs get rlimits only, no memory/CPU/pids limit for the whole process tree", sys->cg.why);
 		cg = jv_object_set(cg, jv_string("error"), jv_string(sys->cg.why));
 		fixes = jv_array_append(fixes, jv_string(fix));
-	} else if (!(sys->cg.have & CG_CPU))
-		fixes = jv_array_append(fixes, jv_string("the cpu cgroup controller is missing: no CPU quota"));
+	} else if (sys->cg.partial[0]) {
+		cg = jv_object_set(cg, jv_string("missing"), jv_array_append(jv_array(), jv_string("cpu")));
+		cg = jv_object_set(cg, jv_string("why"), jv_string(sys->cg.partial));
+		fixes = jv_array_append(fixes, jv_string(sys->cg.partial));
+	}
 	o = jv_object_set(o, jv_string("cgroup"), cg);
 	o = jv_object_set(o, jv_string("seccomp"), jv_object_set(jv_object(), jv_string("ok"), jv_bool(sys->filter.filter != NULL)));
 
@@ -447,7 +482,7 @@ static int check(struct conf *c, struct box_sys *sys, const char *init_err, char
 	int cs = util_close_stdout();
 	if (cs)
 		return cs;
-	return !usable ? EXIT_STORE : sys->cg_ok ? EXIT_OK : EXIT_RECORDS;
+	return !usable ? EXIT_STORE : sys->cg_ok && !sys->cg.partial[0] ? EXIT_OK : EXIT_RECORDS;
 }
 
 /* ---- main ------------------------------------------------------------------- */
@@ -545,8 +580,16 @@ int main(int argc, char **argv)
 		/* No sandbox can be made here: every job gets an internal_error
 		 * saying why, so pipelines still get one line per input line. */
 		util_warn("%s", err);
-	} else
+	} else {
+		/* Limits enforced less than configured are said once, here, as
+		 * well as in every result's limits_enforced. */
+		if (rc == 0 && !sys.cg_ok)
+			util_warn("cgroups unusable (%s): memory and pids are limited per process by rlimits only, not for the "
+				  "whole process tree, and cpus not at all; see sbx-run --check", sys.cg.why);
+		else if (rc == 0 && sys.cg.partial[0])
+			util_warn("%s", sys.cg.partial);
 		rc = 0;
+	}
 
 	sigset_t mask;
 	sigemptyset(&mask);

@@ -100,6 +100,15 @@ skip_unless_root() {
 	[ "$(id -u)" = 0 ] || skip "needs root"
 }
 
+# Limits for a run's whole process tree (cgroups): as root, or as an
+# ordinary user in a cgroup v2 group delegated to it (t/guest/suite runs
+# the suites so, and names the group in SBX_TEST_DELEGATED; its parent
+# gives it memory and pids, not cpu).
+has_cgroup_limits() { [ "$(id -u)" = 0 ] || [ -n "${SBX_TEST_DELEGATED:-}" ]; }
+skip_unless_cgroups() {
+	has_cgroup_limits || skip "needs cgroup limits: root, or a cgroup v2 group delegated to this user (t/guest/suite)"
+}
+
 # py CODE [EXTRA]: a Python request, EXTRA (a jq object) merged into it.
 py() { jq -cn --arg c "$1" "{language:\"python\",code:\$c} + ${2:-{\}}"; }
 
