@@ -111,7 +111,10 @@ DEPS_TEST  := bats jq sqlite3 valgrind clang libclang-rt-14-dev procps iproute2 
 DEPS_LANG  := golang-go rustc default-jdk-headless ruby php-cli
 # The docker backend's tests run against a real engine (t/docker/engine).
 DEPS_DOCKER := docker.io
-DEPS       := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_LANG) $(DEPS_DOCKER) $(DEPS_EXTRA)
+# The guest suites boot Debian 12's kernel under QEMU (t/guest/run); its
+# init is linked statically.
+DEPS_GUEST := qemu-system-x86 cpio libc6-dev
+DEPS       := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_LANG) $(DEPS_DOCKER) $(DEPS_GUEST) $(DEPS_EXTRA)
 
 deps:
 	@missing=$$(for p in $(DEPS); do \
@@ -147,14 +150,16 @@ mcp-client: deps
 
 # ---- tests ----------------------------------------------------------------
 # The suite runs against the ASan+UBSan build (memory errors fail it) after
-# the unit tests; t/run prints the totals as its last line.
+# the unit tests, then the sandbox suites again in a guest under Debian 12's
+# kernel with cgroup v2 (t/guest/run; about 15 minutes); t/run prints the
+# totals as its last line.
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 check: deps mcp-client
 	@$(MAKE) --no-print-directory all unit
 	@$(MAKE) --no-print-directory BUILD=build/asan BINDIR=build/asan/bin CFLAGS='$(ASAN_FLAGS)' LDFLAGS='-fsanitize=address,undefined' all unit
 	@$(MAKE) -s --no-print-directory vg-wrappers
-	@t/run --valgrind --docker
+	@t/run --valgrind --docker --guest
 
 check-asan: check
 
