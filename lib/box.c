@@ -390,11 +390,18 @@ static bool recv_spec(int fd, struct spec *sp)
 }
 
 /* init's SIGUSR1 handler: kill(2) is async-signal-safe, and doing it here
- * leaves no window between a flag's test and the next wait. */
-static void on_stop(int sig)
+ * leaves no window between a flag's test and the next wait.  Only the
+ * supervisor may ask: its pidfd_send_signal arrives as SI_USER from a pid
+ * outside our namespace (si_pid 0).  A program of the sandbox has a pid
+ * here, and as an ordinary user it even has init's uid (only one is
+ * mapped), which kill(2) would otherwise let through; nor can it forge
+ * SI_USER (rt_sigqueueinfo refuses codes >= 0 to other processes). */
+static void on_stop(int sig, siginfo_t *si, void *ctx)
 {
 	(void)sig;
-	kill(-1, SIGKILL);
+	(void)ctx;
+	if (si->si_code == SI_USER && si->si_pid == 0)
+		kill(-1, SIGKILL);
 }
 
 static _Noreturn void init_main(struct child_args *a)
@@ -524,7 +531,7 @@ static _Noreturn void init_main(struct child_args *a)
 	 * all and reports, the CPU time of the whole tree included.  Were the
 	 * kernel to kill init instead, its pid-namespace teardown would reap
 	 * the rest unaccounted. */
-	struct sigaction sa = { .sa_handler = on_stop };
+	struct sigaction sa = { .sa_sigaction = on_stop, .sa_flags = SA_SIGINFO };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL);
 	sigset_t usr1;
