@@ -1446,6 +1446,8 @@ static void assign(struct box *b, const struct box_spec *sp, box_done_fn done, v
 	}
 	int in = stdin_memfd(sp->stdin_data, sp->stdin_len);
 	b->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	/* Before the send: init may run ahead of us with the job at once. */
+	int64_t t_assigned = mono_ns();
 	if (in < 0 || b->timer_fd < 0 || send_spec(b, sp, in) < 0) {
 		int e = errno;
 		if (in >= 0)
@@ -1456,7 +1458,7 @@ static void assign(struct box *b, const struct box_spec *sp, box_done_fn done, v
 	close(in);
 	close(b->spec_fd);
 	b->spec_fd = -1;
-	mark(b, "assigned", mono_ns());
+	mark(b, "assigned", t_assigned);
 	/* A sandbox made for this job: its supervisor-side steps too. */
 	mark(b, "cloned", b->t_cloned);
 	mark(b, "cgroups_made", b->t_cgroups);
