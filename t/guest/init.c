@@ -15,7 +15,9 @@
  *   /dev /proc /sys  the guest's own, cgroup v2 alone at /sys/fs/cgroup,
  *             every controller the kernel has enabled at its top;
  *   SBX_GUEST_DIR  the one read-write share ("job"): the command to run,
- *             and where its exit status goes.
+ *             and where its exit status goes;
+ *   sbx.project  the project directory (share "project", read-only at the
+ *             host's end) at its own path, under an overlay of its own.
  *
  * It then runs "/bin/sh SBX_GUEST_DIR/cmd" in the project directory (the
  * kernel command line's sbx.cwd), with stdin from /dev/null and stdout and
@@ -194,6 +196,22 @@ static void build_root(void)
 	must_mount("tmpfs", "/newroot/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
 	must_mount("tmpfs", "/newroot/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755");
 	must_mount("job", "/newroot" SBX_GUEST_DIR, "9p", 0, NINEP "cache=none");
+	/* The project at its own path, under an overlay of its own: it may
+	 * live where the guest has its own tree (a checkout in /tmp). */
+	char project[4096], dst[4200];
+	snprintf(project, sizeof project, "%s", cmdline("sbx.project", ""));
+	if (project[0] == '/' && !strstr(project, "/..")) {
+		must_mount("project", "/project", "9p", MS_RDONLY, NINEP "cache=loose");
+		if (mkdir("/rw/pupper", 0755) < 0 || mkdir("/rw/pwork", 0755) < 0)
+			fail("/rw");
+		snprintf(dst, sizeof dst, "/newroot%s", project);
+		for (char *sl = dst + strlen("/newroot") + 1; (sl = strchr(sl, '/')); sl++) {
+			*sl = 0;
+			mkdir(dst, 0755);
+			*sl = '/';
+		}
+		must_mount("overlay", dst, "overlay", 0, "lowerdir=/project,upperdir=/rw/pupper,workdir=/rw/pwork");
+	}
 	static const char *const moved[] = { "/dev", "/proc", "/sys" };
 	for (size_t i = 0; i < sizeof moved / sizeof moved[0]; i++) {
 		char dst[64];
@@ -280,8 +298,12 @@ int main(void)
 	if (pid == 0) {
 		sigprocmask(SIG_UNBLOCK, &chld, NULL);
 		int in = open("/dev/null", O_RDONLY);
-		if (in < 0 || dup2(in, 0) < 0 || dup2(out[1], 1) < 0 || dup2(out[1], 2) < 0 || chdir(cwd) < 0)
+		if (in < 0 || dup2(in, 0) < 0 || dup2(out[1], 1) < 0 || dup2(out[1], 2) < 0)
 			_exit(126);
+		if (chdir(cwd) < 0) {
+			say("cannot enter %s: %s", cwd, strerror(errno));
+			_exit(126);
+		}
 		setsid();
 		char *const argv[] = { "sh", SBX_GUEST_DIR "/cmd", NULL };
 		char *const envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
