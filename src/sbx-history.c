@@ -94,7 +94,34 @@ static const char *const table_run_cols[] = {
 	"memory_peak_bytes", "code_snippet", NULL,
 };
 
-static char *cell_text(jv v, size_t max_chars)
+/* Control characters made visible (consumes s): a terminal must never get
+ * one from a snippet (ESC and BEL retitle or reprogram it, and C1's CSI is
+ * ESC [ to some).  In a table every one, newlines and tabs as spaces; in
+ * CSV all but tab, CR and LF, which its quoting carries. */
+static char *visible(char *s, bool table)
+{
+	size_t n = 0;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		n += *p < 0x20 || *p == 0x7f ? 4 : p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f ? 5 : 0;
+	if (!n && !table)
+		return s;
+	char *out = util_xalloc(strlen(s) + n + 1), *o = out;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '\n' || *p == '\t' || *p == '\r')
+			*o++ = table ? ' ' : (char)*p;
+		else if (*p < 0x20 || *p == 0x7f)
+			o += sprintf(o, "\\x%02x", *p);
+		else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+			o += sprintf(o, "\\u%04x", *++p);
+		else
+			*o++ = (char)*p;
+	}
+	*o = 0;
+	free(s);
+	return out;
+}
+
+static char *cell_text(jv v, size_t max_chars, bool table)
 {
 	char *s;
 	switch (jv_get_kind(v)) {
@@ -112,29 +139,25 @@ static char *cell_text(jv v, size_t max_chars)
 	}
 	}
 	jv_free(v);
+	s = visible(s, table);
 	if (max_chars) {
-		/* One line per row: newlines and tabs shown, long text cut on a
+		/* One line per row (visible() made it so), long text cut on a
 		 * character boundary. */
-		size_t chars = 0, o = 0;
-		for (size_t i = 0; s[i]; i++) {
-			unsigned char c = (unsigned char)s[i];
-			if ((c & 0xc0) != 0x80 && ++chars > max_chars) {
-				o = (size_t)-1;
+		size_t chars = 0;
+		for (size_t i = 0; s[i]; i++)
+			if (((unsigned char)s[i] & 0xc0) != 0x80 && ++chars > max_chars) {
 				s[i] = 0;
+				char *t = util_fmt("%s…", s);
+				free(s);
+				s = t;
 				break;
 			}
-			if (c == '\n' || c == '\t' || c == '\r')
-				s[i] = ' ';
-		}
-		if (o == (size_t)-1) {
-			char *t = util_fmt("%s…", s);
-			free(s);
-			s = t;
-		}
 	}
 	return s;
 }
 
+/* RFC 4180: a field with a comma, quote, CR or LF is quoted, its quotes
+ * doubled. */
 static void csv_field(const char *s)
 {
 	if (!strpbrk(s, ",\"\n\r")) {
@@ -170,11 +193,13 @@ static void emit(struct out *o, jv v)
 			jv_object_keys_foreach(v, k) h = jv_array_append(h, k);
 		o->header = h;
 		if (o->fmt == F_CSV) {
+			/* keys too may come from the data (through --jq) */
 			jv_array_foreach(o->header, i, k) {
 				if (i)
 					putchar(',');
-				csv_field(jv_string_value(k));
-				jv_free(k);
+				char *t = cell_text(k, 0, false);
+				csv_field(t);
+				free(t);
 			}
 			putchar('\n');
 		}
@@ -184,7 +209,7 @@ static void emit(struct out *o, jv v)
 		jv cell = jv_object_has(jv_copy(v), jv_copy(k)) ? jv_object_get(jv_copy(v), jv_copy(k)) : jv_null();
 		const char *name = jv_string_value(k);
 		size_t max = o->fmt == F_TABLE ? (!strcmp(name, "code_snippet") || !strcmp(name, "error") ? 40 : 80) : 0;
-		char *t = cell_text(cell, max);
+		char *t = cell_text(cell, max, o->fmt == F_TABLE);
 		cells = jv_array_append(cells, jv_string(t));
 		free(t);
 		jv_free(k);
@@ -219,7 +244,13 @@ static void print_table(struct out *o)
 		return;
 	int ncol = jv_array_length(jv_copy(o->header));
 	size_t *width = calloc((size_t)ncol, sizeof *width);
-	jv all = jv_array_concat(jv_array_append(jv_array(), jv_copy(o->header)), jv_copy(o->table));
+	jv names = jv_array();
+	jv_array_foreach(o->header, i, k) {
+		char *t = cell_text(k, 0, true);
+		names = jv_array_append(names, jv_string(t));
+		free(t);
+	}
+	jv all = jv_array_concat(jv_array_append(jv_array(), names), jv_copy(o->table));
 	jv_array_foreach(all, r, row) {
 		jv_array_foreach(row, i, c) {
 			size_t w = display_width(jv_string_value(c));

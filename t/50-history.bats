@@ -273,6 +273,21 @@ logr() { "$BIN/sbx-log" "$@"; }
 	[[ "${lines[1]}" == *'print("a,b") print(2)' ]]
 }
 
+@test "control characters from a snippet never reach the terminal: escaped in table and csv, kept in json" {
+	# ESC ] 0 ; … BEL retitles a terminal; ESC [ and C1's CSI (U+009B) program it
+	jq -nc '{id: "esc", language: "python", code: "print(\"\u001b]0;pwned\u0007\u001b[31mred\u009b2J\u007f\")\n", status: "error", error: "bad \u001b[2J"}' | logr > /dev/null
+	for f in table csv; do
+		hist --format "$f" > "out.$f"
+		hist --format "$f" --jq '{(.code_snippet): .error}' >> "out.$f"
+		# not one C0 control but newline (and CSV's quoted ones), no DEL, no C1
+		! LC_ALL=C grep -qP '[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]' "out.$f"
+		grep -qF '\x1b]0;pwned\x07\x1b[31mred\u009b2J\x7f' "out.$f"
+	done
+	[ "$(hist --format json | jq -r .code_snippet)" = "$(printf 'print("\033]0;pwned\007\033[31mred\302\2332J\177")')" ]
+	# the csv still parses, to the escaped text
+	python3 -c 'import csv,sys; rows = list(csv.DictReader(open(sys.argv[1]))); assert rows[0]["error"] == "bad \\x1b[2J", rows' out.csv
+}
+
 @test "--stats: counts, success rate, nearest-rank p50/p95/max; --by day series" {
 	{
 		for d in $(seq 1 100); do jq -nc --argjson d "$d" '{language: "python", code: "x", status: "success", duration_ms: $d, started_at: "2026-11-28T10:00:00.000Z"}'; done
