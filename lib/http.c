@@ -393,6 +393,19 @@ static void on_message(jv msg, uint64_t tag, void *arg)
 
 /* A Host header's name: IP literals and localhost cannot be DNS-rebound;
  * any other name must be configured. */
+/* ":PORT" with 1 to 5 digits, at most 65535, or nothing. */
+static bool port_ok(const char *p)
+{
+	if (!*p)
+		return true;
+	if (*p++ != ':' || !*p || strlen(p) > 5 || strspn(p, "0123456789") != strlen(p))
+		return false;
+	return atol(p) <= 65535;
+}
+
+/* Host: an IP address, localhost or a configured name, and an optional
+ * port, each exactly (anything after the name but a port, such as
+ * "127.0.0.1:80@evil.example", is refused). */
 static bool host_ok(struct http *h, const char *host)
 {
 	if (!host)
@@ -403,15 +416,16 @@ static bool host_ok(struct http *h, const char *host)
 		return false;
 	if (host[0] == '[') {
 		const char *e = strchr(host, ']');
-		if (!e || (e[1] && e[1] != ':'))
+		if (!e || !port_ok(e + 1))
 			return false;
 		memcpy(name, host + 1, (size_t)(e - host - 1));
 		name[e - host - 1] = 0;
 		struct in6_addr a6;
 		return inet_pton(AF_INET6, name, &a6) == 1;
 	}
-	const char *colon = strchr(host, ':');
-	size_t len = colon ? (size_t)(colon - host) : n;
+	size_t len = strcspn(host, ":");
+	if (!port_ok(host + len))
+		return false;
 	memcpy(name, host, len);
 	name[len] = 0;
 	struct in_addr a4;

@@ -274,6 +274,11 @@ static const char *kind_name(unsigned types)
 	       types & A_BOOL ? "true or false" : types & A_ARR ? "an array" : "an object";
 }
 
+static bool has_nul(jv str)
+{
+	return strlen(jv_string_value(str)) != (size_t)jv_string_length_bytes(jv_copy(str));
+}
+
 bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t len)
 {
 	const struct tool_def *d = def_of(t);
@@ -293,14 +298,20 @@ bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t le
 			     (vk == JV_KIND_NUMBER && (a->types & A_NUM)) ||
 			     (vk == JV_KIND_NUMBER && (a->types & A_INT) && jv_number_value(v) == floor(jv_number_value(v)) &&
 			      fabs(jv_number_value(v)) < 1e15);
+			/* Names, paths and argv are C strings on their way: a NUL
+			 * in one would cut it short, so it is refused.  Data (code,
+			 * content, stdin) travels with its length. */
+			bool data = !strcmp(key, "code") || !strcmp(key, "content") || !strcmp(key, "stdin");
+			if (ok && vk == JV_KIND_STRING && !data)
+				ok = !has_nul(v);
 			if (ok && vk == JV_KIND_ARRAY)
 				jv_array_foreach(v, i, item) {
-					ok &= jv_get_kind(item) == JV_KIND_STRING;
+					ok &= jv_get_kind(item) == JV_KIND_STRING && !has_nul(item);
 					jv_free(item);
 				}
 			if (!ok)
-				snprintf(why, len, "%s: \"%s\" must be %s%s", t->name, key, kind_name(a->types),
-					 a->types & A_ARR ? " of strings" : "");
+				snprintf(why, len, "%s: \"%s\" must be %s%s%s", t->name, key, kind_name(a->types),
+					 a->types & A_ARR ? " of strings" : "", a->types & (A_ARR | A_STR) ? " without NUL" : "");
 		} else {
 			size_t o = (size_t)snprintf(why, len, "%s: unknown argument \"%.60s\" (known:", t->name, key);
 			for (int i = 0; d->args[i].key && o < len; i++)

@@ -115,6 +115,11 @@ errmsg() { jq -r .error.message body; }
 	rpc "$ping" -H 'Host: attacker.example:80'
 	[ "$code" = 403 ]
 	[[ "$(errmsg)" == *Host* ]]
+	# a good name with anything but a port after it
+	for h in '127.0.0.1:8000@evil.example' '127.0.0.1:80x' 'localhost:' '127.0.0.1:99999' '[::1]x' '[::1]:8000:1' 'mcp.internal.'; do
+		rpc "$ping" -H "Host: $h"
+		[ "$code" = 403 ] || { echo "Host: $h got $code"; false; }
+	done
 	# the server's own origin, a configured one (with CORS headers), IP and configured hosts
 	rpc "$ping" -H "Origin: $URL"
 	[ "$code" = 200 ]
