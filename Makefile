@@ -38,7 +38,22 @@ UNITS    := $(patsubst t/unit/%.c,$(BUILD)/t/%,$(UNIT_SRC))
 MANS     := $(wildcard man/*.1)
 
 .PHONY: typescript demo all check check-asan check-valgrind vg-wrappers unit deps install uninstall clean fuzz fuzz-build bench differential mcp-client
-all: $(addprefix $(BINDIR)/,$(TOOLS))
+# Helpers the tools run, not tools: in ../libexec/sbx beside the tools'
+# directory, in a checkout as when installed.
+LIBEXECDIR := $(BINDIR)/../libexec/sbx
+HELPERS    := sbx-egress sbx-egress-shim
+all: $(addprefix $(BINDIR)/,$(TOOLS)) $(addprefix $(LIBEXECDIR)/,$(HELPERS))
+
+$(LIBEXECDIR)/sbx-egress: src/sbx-egress.c $(BUILD)/libsbx.a
+	@mkdir -p $(LIBEXECDIR) $(BUILD)/obj/src
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MF $(BUILD)/obj/src/sbx-egress.d -o $@ $< $(BUILD)/libsbx.a $(LDFLAGS) $(LDLIBS)
+
+# The docker backend's install containers run this in the language's image
+# (lib/egress.h), whatever its libc: linked statically, and never with the
+# sanitizers (they do not link statically).
+$(LIBEXECDIR)/sbx-egress-shim: src/sbx-egress-shim.c
+	@mkdir -p $(LIBEXECDIR)
+	$(CC) $(WARN) -O2 -g -static -o $@ $<
 
 $(BUILD)/obj/lib/%.o: lib/%.c
 	@mkdir -p $(dir $@)
@@ -205,6 +220,8 @@ fuzz: deps fuzz-build
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SYSCONFDIR)/sbx $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(addprefix $(BINDIR)/,$(TOOLS)) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/libexec/sbx
+	install -m 0755 $(addprefix $(LIBEXECDIR)/,$(HELPERS)) $(DESTDIR)$(PREFIX)/libexec/sbx/
 	sed -e 's|^state_dir *=.*|state_dir      = "$(STATEDIR)"|' \
 	    -e 's|^history *=.*|history        = "$(STATEDIR)/sandbox_history.db"|' \
 	    etc/sandbox.conf > $(DESTDIR)$(SYSCONFDIR)/sbx/sandbox.conf
@@ -212,7 +229,8 @@ install: all
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(TOOLS)) $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MANS)))
+	rm -rf $(DESTDIR)$(PREFIX)/libexec/sbx
 	rm -rf $(DESTDIR)$(SYSCONFDIR)/sbx
 
 clean:
-	rm -rf $(BUILD) $(BINDIR)
+	rm -rf $(BUILD) $(BINDIR) libexec

@@ -138,6 +138,21 @@ size_t auth_count(const struct auth *a)
 	return a->n;
 }
 
+void auth_principal(const struct auth *a, int n, char out[AUTH_PRINCIPAL_LEN + 1])
+{
+	out[0] = 0;
+	if (n < 1 || (size_t)n > a->n)
+		return;
+	struct sha256 h;
+	unsigned char d[32];
+	sha256_init(&h);
+	sha256_update(&h, "sbx-principal", 13);
+	sha256_update(&h, a->digest[n - 1], 32);
+	sha256_final(&h, d);
+	for (int i = 0; i < AUTH_PRINCIPAL_LEN / 2; i++)
+		snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
 int auth_check(const struct auth *a, const char *h)
 {
 	if (!h)

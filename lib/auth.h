@@ -36,6 +36,12 @@ size_t auth_count(const struct auth *a);
  * missing or not "Bearer <token>", -1 for a token that is not ours. */
 int auth_check(const struct auth *a, const char *authorization);
 
+/* Principal n (1..count) as stored with its runs in the history: 16 hex
+ * digits of a digest of its token's digest (not the token, and not the
+ * digest the token is checked against), stable while the token is. */
+#define AUTH_PRINCIPAL_LEN 16
+void auth_principal(const struct auth *a, int n, char out[AUTH_PRINCIPAL_LEN + 1]);
+
 /* A token bucket. */
 struct auth_bucket {
 	double tokens, last_ms;

@@ -87,6 +87,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <linux/capability.h>
@@ -110,7 +111,9 @@
 #include <unistd.h>
 
 #include "filter.h"
+#include "egress.h"
 #include "kern.h"
+#include "ll.h"
 #include "ns.h"
 #include "proc.h"
 #include "util.h"
@@ -159,6 +162,8 @@ struct box {
 	pid_t pid;
 	int pidfd, status_fd, out_fd, err_fd, timer_fd, spec_fd;
 	struct cg_run cg;
+	char *const *egress;       /* the install's hosts, while its proxy is being started */
+	pid_t egress_pid;          /* its proxy (egress.h), or 0 */
 	uint64_t cg_mem, cg_pids;
 	double cg_cpus;
 	/* what the sandbox was built for (its "key") */
@@ -202,17 +207,17 @@ struct child_args {
  * /sys).  Then the job: this header, then `len` bytes of NUL-terminated
  * argv and env strings, with the stdin memfd and (SPEC_SCRATCH) the
  * scratch mount. */
-enum { SPEC_SCRATCH = 1, SPEC_EXEC_BINS = 2, SPEC_RLIMIT_DATA = 4, SPEC_TIMINGS = 8, SPEC_DEPS = 16 };
+enum { SPEC_SCRATCH = 1, SPEC_RLIMIT_DATA = 4, SPEC_TIMINGS = 8, SPEC_DEPS = 16, SPEC_EGRESS = 32 };
 struct spec_hdr {
 	uint64_t file_size, nofile, stack, pids, memory, tmpfs;
-	uint32_t flags, argc, envc, len;
+	uint32_t flags, argc, envc, outc, len;
 };
 #define SPEC_MAX (1u << 20)
 #define MSG_FDS 4
 
 struct spec {
 	struct spec_hdr h;
-	char **argv, **env;
+	char **argv, **env, **outputs;
 	int stdin_fd, scratch_fd;
 };
 
@@ -366,24 +371,27 @@ static bool recv_spec(int fd, struct spec *sp)
 	int fds[MSG_FDS];
 	int nfd = recv_fds(fd, &sp->h, sizeof sp->h, fds);
 	if (nfd != 1 + !!(sp->h.flags & SPEC_SCRATCH) || sp->h.len > SPEC_MAX || sp->h.argc == 0 ||
-	    sp->h.argc + sp->h.envc > SPEC_MAX)
+	    sp->h.argc + sp->h.envc > SPEC_MAX || sp->h.outc > NS_MAX_OUTPUTS)
 		return false;
 	sp->stdin_fd = fds[0];
 	sp->scratch_fd = nfd > 1 ? fds[1] : -1;
 	char *buf = malloc(sp->h.len + 1);
 	sp->argv = calloc(sp->h.argc + 1, sizeof *sp->argv);
 	sp->env = calloc(sp->h.envc + 1, sizeof *sp->env);
-	if (!buf || !sp->argv || !sp->env || util_read_full(fd, buf, sp->h.len) != (ssize_t)sp->h.len)
+	sp->outputs = calloc(sp->h.outc + 1, sizeof *sp->outputs);
+	if (!buf || !sp->argv || !sp->env || !sp->outputs || util_read_full(fd, buf, sp->h.len) != (ssize_t)sp->h.len)
 		return false;
 	buf[sp->h.len] = 0;
 	char *p = buf, *end = buf + sp->h.len;
-	for (uint32_t i = 0; i < sp->h.argc + sp->h.envc; i++) {
+	for (uint32_t i = 0; i < sp->h.argc + sp->h.envc + sp->h.outc; i++) {
 		if (p >= end)
 			return false;
 		if (i < sp->h.argc)
 			sp->argv[i] = p;
-		else
+		else if (i < sp->h.argc + sp->h.envc)
 			sp->env[i - sp->h.argc] = p;
+		else
+			sp->outputs[i - sp->h.argc - sp->h.envc] = p;
 		p += strlen(p) + 1;
 	}
 	return true;
@@ -509,6 +517,20 @@ static _Noreturn void init_main(struct child_args *a)
 	if (!recv_spec(KFD(K_SPEC), &sp))
 		_exit(0);
 	bool timings = sp.h.flags & SPEC_TIMINGS;
+	/* An install reaches only its proxy, at 127.0.0.1:EGRESS_PORT of its
+	 * own network namespace: the socket is made here, and served by the
+	 * supervisor's side (egress.h), before the program runs. */
+	if (sp.h.flags & SPEC_EGRESS) {
+		int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		struct sockaddr_in la = { .sin_family = AF_INET, .sin_port = htons(EGRESS_PORT),
+					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		if (a->network || lfd < 0 || bind(lfd, (struct sockaddr *)&la, sizeof la) < 0 || listen(lfd, 64) < 0 ||
+		    send_fds(KFD(K_SPEC), "e", 1, &lfd, 1) < 0) {
+			msg_send(st, MSG_FAIL, a->network ? EINVAL : errno, 0, 0, 0, 0, "make the install's proxy socket");
+			_exit(123);
+		}
+		close(lfd);
+	}
 	if (timings) {
 		for (int i = 0; i < T_N; i++)
 			if (t[i])
@@ -516,13 +538,21 @@ static _Noreturn void init_main(struct child_args *a)
 		msg_send(st, MSG_MARK, 0, t_ready, 0, 0, 0, "root_built");
 		msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "job_received");
 	}
-	if (ns_attach_work(sp.h.tmpfs, sp.scratch_fd, sp.h.flags & SPEC_EXEC_BINS, sp.h.flags & SPEC_DEPS, err, sizeof err) < 0) {
+	if (ns_attach_work(sp.h.tmpfs, sp.scratch_fd, sp.outputs, sp.h.flags & SPEC_DEPS, err, sizeof err) < 0) {
 		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
 		_exit(123);
 	}
 	if (sp.scratch_fd >= 0)
 		close(sp.scratch_fd);
 	close(KFD(K_SPEC));
+	/* Writes only where the sandbox may write (ll.h): no /proc/PID/mem of
+	 * a sibling.  The program inherits it. */
+	static const char *const writable[] = { NS_WORKDIR, "/tmp", NS_HOME, "/dev/shm", "/dev/pts", "/dev/null",
+						"/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", NULL };
+	if ((a->sys->kern & (1u << KF_LANDLOCK)) && ll_write_only_beneath(writable, err, sizeof err) < 0) {
+		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
+		_exit(123);
+	}
 	if (timings)
 		msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "work_attached");
 
@@ -809,6 +839,9 @@ static void decode_status(struct box *b, struct cg_stats *cs)
 static void finish(struct box *b)
 {
 	struct box_result *r = &b->res;
+	/* Nothing of the sandbox runs any more: nor may its proxy. */
+	egress_stop(b->egress_pid);
+	b->egress_pid = 0;
 	/* Everything the sandbox wrote is in the pipes now: drain them. */
 	read_msgs(b);
 	read_output(b, b->out_fd, &r->out, true);
@@ -1375,7 +1408,7 @@ static int send_spec(struct box *b, const struct box_spec *sp, int stdin_fd)
 		.file_size = sp->lim->file_size, .nofile = sp->lim->nofile, .stack = sp->lim->stack,
 		.pids = sp->lim->pids, .memory = sp->lim->memory, .tmpfs = sp->lim->tmpfs,
 		.flags = (sp->scratch_fd >= 0 ? SPEC_SCRATCH : 0) |
-			 (sp->exec_bins ? SPEC_EXEC_BINS : 0) | (sp->deps ? SPEC_DEPS : 0) |
+			 (sp->deps ? SPEC_DEPS : 0) | (sp->egress ? SPEC_EGRESS : 0) |
 			 (b->res.enforced & ENF_MEMORY ? 0 : SPEC_RLIMIT_DATA) | (sp->timings ? SPEC_TIMINGS : 0),
 	};
 	size_t len = 0;
@@ -1383,6 +1416,8 @@ static int send_spec(struct box *b, const struct box_spec *sp, int stdin_fd)
 		len += strlen(*a) + 1;
 	for (char *const *e = sp->env; e && *e; e++, h.envc++)
 		len += strlen(*e) + 1;
+	for (char *const *o = sp->outputs; o && *o && h.outc < NS_MAX_OUTPUTS; o++, h.outc++)
+		len += strlen(*o) + 1;
 	if (len > SPEC_MAX) {
 		errno = E2BIG;
 		return -1;
@@ -1393,6 +1428,8 @@ static int send_spec(struct box *b, const struct box_spec *sp, int stdin_fd)
 		p = stpcpy(p, *a) + 1;
 	for (char *const *e = sp->env; e && *e; e++)
 		p = stpcpy(p, *e) + 1;
+	for (uint32_t i = 0; i < h.outc; i++)
+		p = stpcpy(p, sp->outputs[i]) + 1;
 	int fds[2] = { stdin_fd, sp->scratch_fd };
 	/* The socket buffer holds a whole header; the strings follow (the
 	 * child reads them as soon as it has the header). */
@@ -1401,6 +1438,27 @@ static int send_spec(struct box *b, const struct box_spec *sp, int stdin_fd)
 		rc = util_write_all(b->spec_fd, buf, len);
 	free(buf);
 	return rc;
+}
+
+/* An install's init sends the listening socket of its proxy, made in the
+ * sandbox's network namespace: the proxy is started with it. */
+static void on_egress(struct loop *l, int fd, short rev, void *arg)
+{
+	struct box *b = arg;
+	char c;
+	int lfd = -1;
+	if (recv_fds(fd, &c, 1, &lfd) == 1 && lfd >= 0) {
+		char err[256];
+		b->egress_pid = egress_start(lfd, b->egress, b->sys->root ? (int)(b->sys->conf->uid + 3) : -1, err, sizeof err);
+		if (b->egress_pid < 0) {
+			b->egress_pid = 0;
+			util_warn("%s", err);
+		}
+	}
+	loop_unwatch(l, fd);
+	close(fd);
+	b->spec_fd = -1;
+	(void)rev;
 }
 
 /* Give a spawned sandbox its job. */
@@ -1456,8 +1514,14 @@ static void assign(struct box *b, const struct box_spec *sp, box_done_fn done, v
 		return;
 	}
 	close(in);
-	close(b->spec_fd);
-	b->spec_fd = -1;
+	if (sp->egress) {
+		/* init answers with the proxy's listening socket (egress.h). */
+		b->egress = sp->egress;
+		loop_watch(b->loop, b->spec_fd, POLLIN, on_egress, b);
+	} else {
+		close(b->spec_fd);
+		b->spec_fd = -1;
+	}
 	mark(b, "assigned", t_assigned);
 	/* A sandbox made for this job: its supervisor-side steps too. */
 	mark(b, "cloned", b->t_cloned);
@@ -1631,6 +1695,7 @@ static void release(struct box *b)
 	 * ends (killing it is harmless then). */
 	if (b->pid > 0 && !b->exited)
 		reap_now(b);
+	egress_stop(b->egress_pid);
 	close_io(b);
 	if (b->pidfd >= 0) {
 		loop_unwatch(b->loop, b->pidfd);
@@ -1673,7 +1738,7 @@ int box_scratch(struct box_sys *s, uint64_t size, char *err, size_t errlen)
 	}
 	snprintf(opt, sizeof opt, "%llu", (unsigned long long)size);
 	char ino[32], id[32];
-	snprintf(ino, sizeof ino, "%llu", (unsigned long long)(size / 4096 > 1024 ? size / 4096 : 1024));
+	snprintf(ino, sizeof ino, "%llu", (unsigned long long)ns_tmpfs_inodes(size));
 	snprintf(id, sizeof id, "%u", (unsigned)scratch_owner(s));
 	if (fsconfig(fs, FSCONFIG_SET_STRING, "size", opt, 0) < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", ino, 0) < 0 ||
 	    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "uid", id, 0) < 0 ||

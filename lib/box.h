@@ -90,8 +90,9 @@ struct box_spec {
 	const struct job_limits *lim;
 	int scratch_fd;            /* detached scratch mount (a tmpfs, or a clone of a session's workspace),
 				    * which the sandbox takes: one per stage (box_scratch_clone) */
-	bool exec_bins;            /* run stage of a compiled language: see ns_attach_work */
+	char *const *outputs;      /* run stage of a compiled language: its executables, see ns_attach_work */
 	bool deps;                 /* a session's program: its installed packages, see ns_attach_work */
+	char *const *egress;       /* an install: the hosts its proxy may reach (egress.h), or NULL */
 	const char *stdin_data;
 	size_t stdin_len;
 	bool network;

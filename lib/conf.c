@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "utf8.h"
+#include "ns.h"
 #include "util.h"
 
 #ifndef SBX_SYSCONFDIR
@@ -91,8 +92,10 @@ static const struct key sandbox_keys[] = {
 static const struct key session_keys[] = {
 	{ "ttl", T_DUR, SB(session_ttl_ms), 1000, 365 * 86400e3 },
 	{ "max_sessions", T_INT, SB(max_sessions), 0, 100000 },
+	{ "max_sessions_per_token", T_INT, SB(max_sessions_per_token), 1, 100000 },
 	{ "workspace_size", T_SIZE, SB(workspace_size), 64 * KB, TB },
 	{ "install_network", T_BOOL, SB(install_network), 0, 0 },
+	{ "install_specs", T_STR, SB(install_specs), 0, 0 },
 	{ NULL, 0, 0, 0, 0 },
 };
 
@@ -117,9 +120,11 @@ static const struct key lang_keys[] = {
 	{ "image", T_STR, LG(image), 0, 0 },
 	{ "file", T_STR, LG(file), 0, 0 },
 	{ "compile", T_STRARR, LG(compile), 0, 0 },
+	{ "outputs", T_STRARR, LG(outputs), 0, 0 },
 	{ "run", T_STRARR, LG(run), 0, 0 },
 	{ "version", T_STRARR, LG(version), 0, 0 },
 	{ "install", T_STRARR, LG(install), 0, 0 },
+	{ "registries", T_STRARR, LG(registries), 0, 0 },
 	{ "env", T_STRARR, LG(env), 0, 0 },
 	{ "binds", T_STRARR, LG(binds), 0, 0 },
 	{ "rootfs", T_STR, LG(rootfs), 0, 0 },
@@ -603,8 +608,10 @@ static void set_defaults(struct conf *c)
 	c->cache_size = 256u << 20;
 	c->session_ttl_ms = 1800 * 1000;
 	c->max_sessions = 16;
+	c->max_sessions_per_token = 4;
 	c->workspace_size = 256u << 20;
 	c->install_network = true;
+	c->install_specs = util_strdup("registry");
 	c->http_max_body = 8u << 20;
 	c->http_rate = 20;
 	c->http_burst = 40;
@@ -635,6 +642,7 @@ void conf_free(struct conf *c)
 	free(c->state_dir);
 	free(c->history);
 	free(c->history_code);
+	free(c->install_specs);
 	free(c->history_sync);
 	free(c->cgroup_parent);
 	free_strv(c->etc);
@@ -649,9 +657,11 @@ void conf_free(struct conf *c)
 		free(l->hint);
 		free_strv(l->aliases);
 		free_strv(l->compile);
+		free_strv(l->outputs);
 		free_strv(l->run);
 		free_strv(l->version);
 		free_strv(l->install);
+		free_strv(l->registries);
 		free_strv(l->env);
 		free_strv(l->binds);
 	}
@@ -692,6 +702,25 @@ static bool check_lang(struct parser *ps, struct conf *c, struct conf_lang *l)
 		return fail(ps, l->line, "[language.%s]: missing key \"run\" (the command that runs the program)", l->name);
 	if (l->compile && !l->compile[0])
 		return fail(ps, l->line, "[language.%s] key \"compile\": empty command (omit the key for interpreted languages)", l->name);
+	/* Only the compiler's declared outputs may execute in the run stage:
+	 * whatever else the compile stage leaves (a javac processor's copy of
+	 * a shell, say) stays noexec. */
+	int nout = 0;
+	for (char **o = l->outputs; o && *o; o++, nout++)
+		if (!plain_name(*o) || (*o)[0] == '.')
+			return fail(ps, l->line, "[language.%s] key \"outputs\": \"%s\" must be a plain file name", l->name, *o);
+	if (nout > NS_MAX_OUTPUTS)
+		return fail(ps, l->line, "[language.%s] key \"outputs\": at most %d files", l->name, NS_MAX_OUTPUTS);
+	if (l->outputs && !l->compile)
+		return fail(ps, l->line, "[language.%s] key \"outputs\": only a compiled language has outputs", l->name);
+	if (l->compile && !strncmp(l->run[0], "./", 2)) {
+		bool declared = false;
+		for (char **o = l->outputs; o && *o; o++)
+			declared |= !strcmp(*o, l->run[0] + 2);
+		if (!declared)
+			return fail(ps, l->line, "[language.%s] key \"run\": runs \"%s\", which is not among \"outputs\" (add "
+				    "outputs = [\"%s\"]: only declared outputs are executable)", l->name, l->run[0], l->run[0] + 2);
+	}
 	if (l->version && !l->version[0])
 		return fail(ps, l->line, "[language.%s] key \"version\": empty command", l->name);
 	if (l->install) {
@@ -701,6 +730,15 @@ static bool check_lang(struct parser *ps, struct conf *c, struct conf_lang *l)
 				has = true;
 		if (!has)
 			return fail(ps, l->line, "[language.%s] key \"install\": needs a \"{packages}\" element", l->name);
+	}
+	if (l->install && c->install_network && !l->registries)
+		return fail(ps, l->line,
+			    "[language.%s] key \"install\": needs \"registries\", the hosts its installs may reach (through their "
+			    "proxy, port 443 only)", l->name);
+	for (char **r = l->registries; r && *r; r++) {
+		const char *h = !strncmp(*r, "*.", 2) ? *r + 2 : *r;
+		if (!*h || strlen(h) > 253 || strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") != strlen(h))
+			return fail(ps, l->line, "[language.%s] key \"registries\": \"%s\" is not a host name (or *.domain)", l->name, *r);
 	}
 	for (char **e = l->env; e && *e; e++)
 		if (!strchr(*e, '=') || **e == '=')
@@ -894,6 +932,9 @@ static struct conf *parse(struct parser *ps, const char *path_for_root)
 		if (sect == S_SANDBOX && !strcmp(key, "history_code") && strcmp(c->history_code, "preview") &&
 		    strcmp(c->history_code, "full"))
 			fail(ps, line, "key \"history_code\": \"%s\" is not preview or full", c->history_code);
+		if (sect == S_SESSIONS && !strcmp(key, "install_specs") && strcmp(c->install_specs, "registry") &&
+		    strcmp(c->install_specs, "any"))
+			fail(ps, line, "key \"install_specs\": \"%s\" is not registry or any", c->install_specs);
 		if (sect == S_SANDBOX && !strcmp(key, "history_sync") && strcmp(c->history_sync, "normal") &&
 		    strcmp(c->history_sync, "full"))
 			fail(ps, line, "key \"history_sync\": \"%s\" is not normal or full", c->history_sync);
@@ -906,6 +947,7 @@ static struct conf *parse(struct parser *ps, const char *path_for_root)
 			fail(ps, line, "key \"cgroup_parent\": must be a relative cgroup name without ..");
 	}
 	if (!ps->failed) {
+		c->install_any = !strcmp(c->install_specs, "any");
 		if (c->nlangs == 0)
 			fail(ps, ps->line, "no [language.NAME] section: nothing could run");
 		for (size_t i = 0; i < c->nlangs && !ps->failed; i++)

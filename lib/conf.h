@@ -37,9 +37,11 @@ struct conf_lang {
 	char *image;        /* docker backend */
 	char *file;         /* the program's file name in the scratch directory */
 	char **compile;     /* argv or NULL for interpreted languages */
+	char **outputs;     /* the compile stage's executables, run stage only (W^X), or NULL */
 	char **run;         /* argv; the request's args are appended */
 	char **version;     /* argv printing the runtime's version, or NULL */
 	char **install;     /* package manager argv; "{packages}" expands to the list */
+	char **registries;  /* the hosts an install may reach, through its proxy (egress.h) */
 	char **env;         /* extra "NAME=value" entries */
 	char **binds;       /* extra read-only host paths visible in the sandbox */
 	char *rootfs;       /* replaces the host's tree, or NULL */
@@ -76,6 +78,9 @@ struct conf {
 	/* [sessions] */
 	uint64_t session_ttl_ms, max_sessions, workspace_size;
 	bool install_network;
+	uint64_t max_sessions_per_token; /* sbx-mcp over HTTP: sessions one token may hold */
+	char *install_specs; /* "registry": package names and versions only; "any": what the package manager takes */
+	bool install_any;   /* install_specs is "any" */
 
 	/* [http]: sbx-mcp --listen */
 	uint64_t http_max_body;           /* request body, bytes */

@@ -29,13 +29,14 @@
  * start removes everything whose owner is no longer alive.
  *
  * W^X as in the native backend: the scratch tmpfs is noexec; the run stage
- * of a compiled language gets the compiler's executables copied out and
- * bound read-only over themselves from an exec-allowed directory.
+ * of a compiled language gets the compiler's declared outputs copied out
+ * and bound read-only over themselves from an exec-allowed directory.
  */
 #define _GNU_SOURCE
 #include "dock.h"
 
 #include <dirent.h>
+#include <linux/openat2.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -47,12 +48,14 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "egress.h"
 #include "filter.h"
 #include "job.h"
 #include "ns.h"
@@ -445,6 +448,15 @@ void dock_scratch_remove(const char *dir)
 	snprintf(p, sizeof p, "%s/scratch", dir);
 	umount2(p, MNT_DETACH);
 	rmdir(p);
+	/* a stage's: an install's proxy socket (egress_open), the bind of a
+	 * session's .deps (deps_stage) */
+	snprintf(p, sizeof p, "%s/egress/sock", dir);
+	unlink(p);
+	snprintf(p, sizeof p, "%s/egress", dir);
+	rmdir(p);
+	snprintf(p, sizeof p, "%s/deps", dir);
+	umount2(p, MNT_DETACH | UMOUNT_NOFOLLOW);
+	rmdir(p);
 	snprintf(p, sizeof p, "%s/bin", dir);
 	DIR *dd = opendir(p);
 	if (dd) {
@@ -672,6 +684,11 @@ struct dock {
 	double t0, t_exit;
 	struct cg_run cg;
 	bool cg_made;
+	char *stage_dir;              /* root's, for what the stage binds from the host: egress/, deps */
+	bool egress;                  /* an install: its proxy's socket is stage_dir/egress/sock */
+	bool deps;                    /* a session's .deps is bound (through stage_dir/deps) */
+	char *shim;                   /* sbx-egress-shim, bound into the container */
+	pid_t egress_pid;             /* the proxy (egress.h), or 0 */
 	char err[512];
 };
 
@@ -933,10 +950,112 @@ static void stage_stats(struct dock *k, const char *rel)
 		k->res.mem_peak = (int64_t)v;
 }
 
+/* The stage's own directory on the host (root's, 0711, under the state
+ * directory, named like a scratch so that the sweep finds a dead owner's):
+ * what the container is given from the host goes through it, never
+ * through a name in a session's workspace, which the program can turn
+ * into a link to anywhere.  0 or -1 with the stage's error set. */
+static int stage_dir(struct dock *k)
+{
+	struct dock_sys *d = k->d;
+	if (k->stage_dir)
+		return 0;
+	mkdir(d->conf->state_dir, 0755);
+	mkdir(d->state, 0711);
+	char *dir = util_fmt("%s/%s-%lu", d->state, d->owner, ++d->seq);
+	if (mkdir(dir, 0711) < 0) {
+		set_err(k, "cannot create %s: %s", dir, strerror(errno));
+		free(dir);
+		return -1;
+	}
+	k->stage_dir = dir;
+	return 0;
+}
+
+/* A session's .deps, bound read-only over itself in the container: opened
+ * beneath the workspace without following any link, and bound (by that
+ * descriptor, not by its name) onto stage_dir/deps, which is the source the
+ * engine gets.  A .deps that is missing or not a directory is left out. */
+static void deps_stage(struct dock *k, const char *workspace)
+{
+	int ws = open(workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
+	int fd = ws < 0 ? -1 : (int)syscall(SYS_openat2, ws, NS_DEPS, &how, sizeof how);
+	if (ws >= 0)
+		close(ws);
+	if (fd < 0)
+		return;
+	char src[64], dst[4200];
+	snprintf(src, sizeof src, "/proc/self/fd/%d", fd);
+	if (stage_dir(k) == 0) {
+		snprintf(dst, sizeof dst, "%s/deps", k->stage_dir);
+		if (mkdir(dst, 0700) < 0 || mount(src, dst, NULL, MS_BIND, NULL) < 0 ||
+		    mount(NULL, dst, NULL, MS_PRIVATE, NULL) < 0)
+			set_err(k, "cannot bind the session's %s: %s", NS_DEPS, strerror(errno));
+		else
+			k->deps = true;
+	}
+	close(fd);
+}
+
+/* An install's way out (egress.h): the proxy on a unix socket in the
+ * stage's directory, which the container sees at EGRESS_DIR, where
+ * sbx-egress-shim (from libexec, beside our own directory) relays
+ * 127.0.0.1:3128 to it. */
+#define EGRESS_DIR "/run/sbx-egress"
+static void egress_open(struct dock *k, char *const *hosts)
+{
+	struct dock_sys *d = k->d;
+	char *shim = util_libexec("sbx-egress-shim");
+	if (!shim) {
+		set_err(k, "cannot give the install its proxy: libexec/sbx/sbx-egress-shim is missing (make builds it)");
+		return;
+	}
+	free(k->shim);
+	k->shim = shim;
+	if (stage_dir(k) < 0)
+		return;
+	char dir[4200];
+	snprintf(dir, sizeof dir, "%s/egress", k->stage_dir);
+	struct sockaddr_un ua = { .sun_family = AF_UNIX };
+	int n2 = snprintf(ua.sun_path, sizeof ua.sun_path, "%s/sock", dir);
+	int lfd = -1;
+	/* The container's user (its group) alone may connect. */
+	if (n2 >= (int)sizeof ua.sun_path || mkdir(dir, 0755) < 0 ||
+	    (lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 || bind(lfd, (struct sockaddr *)&ua, sizeof ua) < 0 ||
+	    chown(ua.sun_path, 0, (gid_t)d->uid) < 0 || chmod(ua.sun_path, 0660) < 0 || listen(lfd, 64) < 0) {
+		set_err(k, "cannot give the install its proxy: %s: %s", ua.sun_path, strerror(errno));
+		if (lfd >= 0)
+			close(lfd);
+		return;
+	}
+	k->egress = true;
+	char err[256];
+	k->egress_pid = egress_start(lfd, hosts, geteuid() == 0 ? (int)(d->conf->uid + 3) : -1, err, sizeof err);
+	if (k->egress_pid < 0) {
+		k->egress_pid = 0;
+		set_err(k, "%s", err);
+		return;
+	}
+}
+
+/* The stage's proxy and its directory go with the stage. */
+static void stage_close(struct dock *k)
+{
+	egress_stop(k->egress_pid);
+	k->egress_pid = 0;
+	if (k->stage_dir)
+		dock_scratch_remove(k->stage_dir);
+	free(k->stage_dir);
+	k->stage_dir = NULL;
+}
+
 static void finish(struct dock *k)
 {
 	k->phase = P_DONE;
 	k->finished = true;
+	stage_close(k);
 	if (k->timer >= 0) {
 		loop_unwatch(k->loop, k->timer);
 		close(k->timer);
@@ -1175,27 +1294,27 @@ static void advance(struct dock *k)
 	}
 }
 
-/* Copy the top-level executables of the scratch directory (the compiler's
- * output) to DIR/bin, which is not noexec, and bind each read-only over
- * itself: the program can run them, and nothing it writes. */
-static jv exec_bins(const char *scratch, jv mounts)
+/* Copy the compiler's declared outputs (regular files at the top of the
+ * scratch directory) to DIR/bin, which is not noexec, and bind each
+ * read-only over itself: the program can run them, and nothing it writes,
+ * nor anything else the compile stage left. */
+static jv exec_bins(const char *scratch, char *const *outputs, jv mounts)
 {
 	char src[4096], bindir[4096];
 	snprintf(src, sizeof src, "%s/scratch", scratch);
 	snprintf(bindir, sizeof bindir, "%s/bin", scratch);
-	DIR *dd = opendir(src);
-	if (!dd)
+	int sd = open(src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sd < 0)
 		return mounts;
-	struct dirent *e;
-	while ((e = readdir(dd))) {
+	for (int i = 0; outputs[i] && i < NS_MAX_OUTPUTS; i++) {
 		struct stat st;
-		if (e->d_name[0] == '.' || fstatat(dirfd(dd), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISREG(st.st_mode) || !(st.st_mode & 0111))
+		const char *name = outputs[i];
+		if (fstatat(sd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
 			continue;
 		mkdir(bindir, 0711);
-		int in = openat(dirfd(dd), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		int in = openat(sd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		char dst[4400];
-		snprintf(dst, sizeof dst, "%.4000s/%.255s", bindir, e->d_name);
+		snprintf(dst, sizeof dst, "%.4000s/%.255s", bindir, name);
 		int out = in < 0 ? -1 : open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0755);
 		bool ok = in >= 0 && out >= 0;
 		char buf[65536];
@@ -1209,14 +1328,14 @@ static jv exec_bins(const char *scratch, jv mounts)
 		if (!ok)
 			continue;
 		char target[300];
-		snprintf(target, sizeof target, "%s/%s", NS_WORKDIR, e->d_name);
+		snprintf(target, sizeof target, "%s/%s", NS_WORKDIR, name);
 		jv m = jv_object_set(jv_object(), jv_string("Type"), jv_string("bind"));
 		m = jv_object_set(m, jv_string("Source"), jv_string(dst));
 		m = jv_object_set(m, jv_string("Target"), jv_string(target));
 		m = jv_object_set(m, jv_string("ReadOnly"), jv_true());
 		mounts = jv_array_append(mounts, m);
 	}
-	closedir(dd);
+	close(sd);
 	return mounts;
 }
 
@@ -1241,6 +1360,10 @@ static jv create_body(struct dock *k, const struct dock_spec *sp, const char *cg
 	const struct job_limits *lim = b->lim;
 	struct dock_sys *d = k->d;
 	jv argv = jv_array(), env = jv_array();
+	if (k->egress) {
+		argv = jv_array_append(argv, jv_string(EGRESS_DIR "-shim"));
+		argv = jv_array_append(argv, jv_string(EGRESS_DIR "/sock"));
+	}
 	for (char *const *a = b->argv; a && *a; a++)
 		argv = jv_array_append(argv, jv_string(*a));
 	for (char *const *e = b->env; e && *e; e++)
@@ -1250,21 +1373,25 @@ static jv create_body(struct dock *k, const struct dock_spec *sp, const char *cg
 	snprintf(tmpfs, sizeof tmpfs, "rw,noexec,nosuid,nodev,size=%llu,mode=1777", (unsigned long long)lim->tmpfs);
 	snprintf(home, sizeof home, "rw,noexec,nosuid,nodev,size=%llu,uid=%d,gid=%d,mode=0755",
 		 (unsigned long long)lim->tmpfs, d->uid, d->uid);
-	/* The scratch: a stage's own tmpfs directory, or a session's
-	 * workspace (DIR itself); its installed packages read-only. */
-	char scratch[4200];
-	struct stat st;
+	/* The scratch: a stage's own tmpfs (DIR/scratch), or a session's
+	 * workspace (DIR itself), with its installed packages read-only
+	 * (through the stage's directory, see deps_stage). */
+	char scratch[4200], dir[4200];
 	snprintf(scratch, sizeof scratch, "%s/scratch", sp->scratch);
-	bool own = stat(scratch, &st) == 0 && S_ISDIR(st.st_mode);
-	jv mounts = jv_array_append(jv_array(), bind_mount(own ? scratch : sp->scratch, NS_WORKDIR, false));
-	if (b->exec_bins && own)
-		mounts = exec_bins(sp->scratch, mounts);
-	char deps[4200];
-	snprintf(deps, sizeof deps, "%s/%s", sp->scratch, NS_DEPS);
-	if (b->deps && !own && lstat(deps, &st) == 0 && S_ISDIR(st.st_mode))
-		mounts = jv_array_append(mounts, bind_mount(deps, NS_WORKDIR "/" NS_DEPS, true));
+	jv mounts = jv_array_append(jv_array(), bind_mount(sp->workspace ? sp->scratch : scratch, NS_WORKDIR, false));
+	if (b->outputs && !sp->workspace)
+		mounts = exec_bins(sp->scratch, b->outputs, mounts);
+	if (k->deps) {
+		snprintf(dir, sizeof dir, "%s/deps", k->stage_dir);
+		mounts = jv_array_append(mounts, bind_mount(dir, NS_WORKDIR "/" NS_DEPS, true));
+	}
 	for (char *const *p = b->binds; p && *p; p++)
 		mounts = jv_array_append(mounts, bind_mount(*p, *p, true));
+	if (k->egress) {
+		snprintf(dir, sizeof dir, "%s/egress", k->stage_dir);
+		mounts = jv_array_append(mounts, bind_mount(dir, EGRESS_DIR, true));
+		mounts = jv_array_append(mounts, bind_mount(k->shim, EGRESS_DIR "-shim", true));
+	}
 
 	jv hc = jv_object();
 	hc = jv_object_set(hc, jv_string("NetworkMode"), jv_string(b->network ? "default" : "none"));
@@ -1375,6 +1502,15 @@ struct dock *dock_start(struct dock_sys *d, struct loop *l, const struct dock_sp
 		arm(k, 0);
 		return k;
 	}
+	if (sp->box->egress)
+		egress_open(k, sp->box->egress);
+	if (!k->err[0] && sp->workspace && sp->box->deps)
+		deps_stage(k, sp->scratch);
+	if (k->err[0]) {
+		k->phase = P_DONE;
+		arm(k, 0);
+		return k;
+	}
 	jv body = create_body(k, sp, cgparent);
 	char path[64];
 	snprintf(path, sizeof path, "/containers/create");
@@ -1410,6 +1546,8 @@ void dock_free(struct dock *k)
 	}
 	if (k->cg_made)
 		cg_run_destroy(&k->d->cg, &k->cg);
+	stage_close(k);
+	free(k->shim);
 	cap_buf_free(&k->res.out);
 	cap_buf_free(&k->res.err);
 	jv_free(k->res.timings);

@@ -73,9 +73,10 @@ char *dock_scratch(struct dock_sys *d, uint64_t size, char *err, size_t errlen);
 void dock_scratch_remove(const char *dir);
 
 struct dock_spec {
-	const struct box_spec *box;     /* argv, env, limits, stdin, network, binds, exec_bins, deps */
+	const struct box_spec *box;     /* argv, env, limits, stdin, network, binds, outputs, deps */
 	const char *image;
 	const char *scratch;            /* host directory bound at /scratch */
+	bool workspace;                 /* it is a session's workspace, which the program writes: no name in it is trusted */
 	const char *run_id;             /* the job's id, for the sbx label */
 };
 

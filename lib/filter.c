@@ -6,7 +6,9 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 
 #include "filter_bpf.h" /* generated: filter_bpf[], FILTER_BPF_SENTINEL */
@@ -71,6 +73,7 @@ jv filter_docker_profile(int deny_errno)
 		rules = jv_array_append(rules, rule("clone", deny_errno,
 						    jv_array_append(jv_array(), arg(0, filter_ns_flags[i], filter_ns_flags[i], "SCMP_CMP_MASKED_EQ"))));
 	rules = jv_array_append(rules, rule("clone3", ENOSYS, jv_invalid()));
+	rules = jv_array_append(rules, rule("memfd_create", ENOSYS, jv_invalid()));
 	for (int fam = 0; fam < AF_MAX + 8; fam++)
 		if (!filter_family_allowed(fam))
 			rules = jv_array_append(rules, rule("socket", deny_errno,
@@ -84,6 +87,12 @@ jv filter_docker_profile(int deny_errno)
 					    jv_array_append(jv_array(), arg(1, 0xffffffffu, TIOCSTI, "SCMP_CMP_MASKED_EQ"))));
 	rules = jv_array_append(rules, rule("ioctl", deny_errno,
 					    jv_array_append(jv_array(), arg(1, 0xffffffffu, TIOCLINUX, "SCMP_CMP_MASKED_EQ"))));
+	rules = jv_array_append(rules, rule("ioctl", deny_errno,
+					    jv_array_append(jv_array(), arg(1, 0xffffffffu, TIOCSETD, "SCMP_CMP_MASKED_EQ"))));
+	rules = jv_array_append(rules, rule("mmap", deny_errno,
+					    jv_array_append(jv_array(), arg(3, MAP_HUGETLB, MAP_HUGETLB, "SCMP_CMP_MASKED_EQ"))));
+	rules = jv_array_append(rules, rule("shmget", deny_errno,
+					    jv_array_append(jv_array(), arg(2, SHM_HUGETLB, SHM_HUGETLB, "SCMP_CMP_MASKED_EQ"))));
 	jv p = jv_object_set(jv_object(), jv_string("defaultAction"), jv_string("SCMP_ACT_ALLOW"));
 	/* Only the native ABI: a call through another one matches no
 	 * architecture of the profile and is killed. */

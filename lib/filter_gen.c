@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -68,6 +69,14 @@ int filter_compile(int deny_errno, struct sock_fprog *prog, char *err, size_t er
 		if (nr != __NR_SCMP_ERROR)
 			rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
 	}
+	/* memfd_create: a file the program writes on a mount that is not
+	 * noexec, which it could then execute or map executable (even one
+	 * sealed against exec: ld.so maps it); ENOSYS, as where there is no
+	 * memfd, so that programs fall back to files, which are noexec. */
+	if (!rc) {
+		what = "memfd_create";
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(memfd_create), 0);
+	}
 	/* socket families: deny every family number that is not allowed. */
 	for (int fam = 0; !rc && fam < AF_MAX + 8; fam++) {
 		if (filter_family_allowed(fam))
@@ -92,6 +101,20 @@ int filter_compile(int deny_errno, struct sock_fprog *prog, char *err, size_t er
 	}
 	if (!rc)
 		rc = seccomp_rule_add(ctx, deny, SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX));
+	/* Line disciplines (n_gsm and friends, a history of privilege
+	 * escalations) on the sandbox's own pseudo-terminals. */
+	if (!rc)
+		rc = seccomp_rule_add(ctx, deny, SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSETD));
+	/* Huge pages come from the host's pool, outside the memory cgroup
+	 * (unless it counts them): none for a sandbox. */
+	if (!rc) {
+		what = "mmap";
+		rc = seccomp_rule_add(ctx, deny, SCMP_SYS(mmap), 1, SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_HUGETLB, MAP_HUGETLB));
+	}
+	if (!rc) {
+		what = "shmget";
+		rc = seccomp_rule_add(ctx, deny, SCMP_SYS(shmget), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, SHM_HUGETLB, SHM_HUGETLB));
+	}
 	if (rc) {
 		snprintf(err, errlen, "seccomp rule for %s: %s", what, strerror(-rc));
 		seccomp_release(ctx);

@@ -15,6 +15,9 @@ const char *const filter_denied[] = {
 	"keyctl", "add_key", "request_key",
 	/* large, often-exploited kernel subsystems */
 	"bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
+	/* the host-wide pool of AIO contexts (fs.aio-max-nr), which one
+	 * sandbox could take for every other process */
+	"io_setup",
 	/* the kernel itself and the machine */
 	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "reboot",
 	"swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "syslog", "iopl", "ioperm", "vhangup",
@@ -23,6 +26,8 @@ const char *const filter_denied[] = {
 	/* the sandbox's own walls */
 	"mount", "umount2", "pivot_root", "chroot", "fsopen", "fsmount", "fsconfig", "fspick",
 	"move_mount", "open_tree", "mount_setattr", "unshare", "setns",
+	/* memory the kernel itself cannot read: nothing a program here needs */
+	"memfd_secret",
 	NULL,
 };
 

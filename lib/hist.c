@@ -32,7 +32,9 @@ struct hist {
 };
 
 /* The seed's table (version 0), as the seed project creates it.  Version 1
- * adds the columns of our results and the indexes the readers need. */
+ * adds the columns of our results and the indexes the readers need;
+ * version 2 the principal (the bearer token, as a digest) whose MCP call a
+ * run was, so that a token's history is its own. */
 static const char seed_table[] =
 	"CREATE TABLE IF NOT EXISTS runs ("
 	" id INTEGER PRIMARY KEY AUTOINCREMENT,"
@@ -151,6 +153,11 @@ static int migrate(struct hist *h, char *err, size_t errlen)
 		if (exec(h, v1_indexes, err, errlen) < 0)
 			goto fail;
 	}
+	if (v < 2 && !has_column(h, "principal") &&
+	    exec(h, "ALTER TABLE runs ADD COLUMN principal TEXT;"
+		    "CREATE INDEX IF NOT EXISTS runs_principal ON runs(principal, timestamp) WHERE principal IS NOT NULL;",
+		    err, errlen) < 0)
+		goto fail;
 	if (v < HIST_SCHEMA_VERSION) {
 		char sql[64];
 		snprintf(sql, sizeof sql, "PRAGMA user_version = %d", HIST_SCHEMA_VERSION);
@@ -338,7 +345,7 @@ static void sql_sha256(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 static const char insert_sql[] =
 	"INSERT INTO runs (timestamp, language, code_snippet, status, exit_code, duration_ms, stdout_size,"
 	" stderr_size, run_id, signal, cpu_ms, memory_peak_bytes, backend, compile_status, compile_ms,"
-	" code_sha256, error, session_id, code, record) VALUES ("
+	" code_sha256, error, session_id, principal, code, record) VALUES ("
 	/* timestamp */ "COALESCE(CASE " T("$.started_at") " WHEN 'text' THEN (julianday(" J("$.started_at")
 	") - 2440587.5) * 86400.0 END, ?2),"
 	/* language */ TEXT_OR("$.language", "''") ","
@@ -360,6 +367,7 @@ static const char insert_sql[] =
 	/* code_sha256 */ "COALESCE(?5, CASE " T("$.code") " WHEN 'text' THEN sbx_sha256(" J("$.code") ") END),"
 	/* error */ TEXT_OR("$.error", "NULL") ","
 	/* session_id */ "COALESCE(" TEXT_OR("$.session", "NULL") ", " TEXT_OR("$.session_id", "NULL") "),"
+	/* principal */ TEXT_OR("$.principal", "NULL") ","
 	/* code: kept in full mode only */ "CASE WHEN ?3 THEN COALESCE(?6, " TEXT_OR("$.code", "NULL") ") END,"
 	/* record: in preview mode without what the user may not want kept */
 	"CASE WHEN ?3 THEN ?1 ELSE json_remove(?1, '$.code', '$.files', '$.stdin', '$.stdout', '$.stderr',"
@@ -443,6 +451,7 @@ static void where_clause(const struct hist_filter *f, char *buf, size_t len)
 	COND(f->status, "status =");
 	COND(f->id, "run_id =");
 	COND(f->session, "session_id =");
+	COND(f->principal, "principal =");
 #undef COND
 }
 
@@ -453,7 +462,7 @@ static int bind_filter(sqlite3_stmt *st, const struct hist_filter *f)
 		sqlite3_bind_double(st, ++i, f->since);
 	if (!isnan(f->until))
 		sqlite3_bind_double(st, ++i, f->until);
-	const char *strs[] = { f->language, f->status, f->id, f->session };
+	const char *strs[] = { f->language, f->status, f->id, f->session, f->principal };
 	for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++)
 		if (strs[k])
 			sqlite3_bind_text(st, ++i, strs[k], -1, SQLITE_STATIC);

@@ -22,7 +22,7 @@
 
 #include <jv.h>
 
-#define HIST_SCHEMA_VERSION 1
+#define HIST_SCHEMA_VERSION 2
 #define HIST_SNIPPET_CHARS 500
 
 enum hist_code { HIST_CODE_PREVIEW, HIST_CODE_FULL };
@@ -56,6 +56,7 @@ void hist_abort(struct hist *h);
 struct hist_filter {
 	double since, until;       /* NAN: open */
 	const char *language, *status, *id, *session;
+	const char *principal;     /* sbx-mcp's HTTP callers: a token's runs only */
 	int64_t limit;             /* <= 0: no limit */
 };
 void hist_filter_init(struct hist_filter *f);

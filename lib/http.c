@@ -293,7 +293,9 @@ static struct sess *sess_make(struct http *h, int owner, bool legacy, bool ephem
 	s->legacy = legacy;
 	s->ephemeral = ephemeral;
 	s->last_used = util_now_ms();
-	s->cl = mcp_client_new(h->mcp, (unsigned)owner, on_message, s);
+	char principal[AUTH_PRINCIPAL_LEN + 1];
+	auth_principal(h->auth, owner, principal);
+	s->cl = mcp_client_new(h->mcp, (unsigned)owner, principal, on_message, s);
 	if (!ephemeral) {
 		s->next = h->sessions;
 		h->sessions = s;

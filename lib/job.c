@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -149,6 +150,11 @@ static bool load_files(const struct conf *c, jv files, const char *program, stru
 				ok = false;
 			} else if (!strcmp(k, program)) {
 				snprintf(err, errlen, "files: \"%s\" would replace the program file", k);
+				ok = false;
+			} else if (!strncmp(k, NS_DEPS, strlen(NS_DEPS)) && (k[strlen(NS_DEPS)] == '/' || !k[strlen(NS_DEPS)])) {
+				/* A session's installed packages: executable in its runs, so
+				 * only its installs write there. */
+				snprintf(err, errlen, "files: \"%.100s\": " NS_DEPS " is the installed packages' (install_packages fills it)", k);
 				ok = false;
 			} else {
 				char ferr[256];
@@ -317,14 +323,64 @@ const char *job_backend(const struct conf *c)
 	return c->backend;
 }
 
-static bool package_name(const char *s)
+#define NAME_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
+
+/* A package as its registry names it: NAME, with npm's "@SCOPE/" before it
+ * or pip's "[EXTRAS]" after, then optionally a version ("==1.2", ">=1,<2",
+ * "@^1.2", gem's ":1.2").  Not a path, an archive, a URL, a VCS spec or an
+ * option: those install code from elsewhere than the registry. */
+static bool registry_spec(const char *s)
 {
-	size_t k = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-+=<>!~[],@/:^");
-	return *s && s[0] != '-' && !s[k] && k <= 200;
+	const char *p = s;
+	if (*p == '@') {
+		size_t k = strspn(++p, NAME_CHARS);
+		if (!k || p[k] != '/')
+			return false;
+		p += k + 1;
+	}
+	if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+		return false;
+	size_t k = strspn(p, NAME_CHARS);
+	/* A name ending like an archive is a local file to pip, npm and gem
+	 * (pip's own list of archive extensions, and the rest's). */
+	static const char *const archives[] = { "gz", "tgz", "tar", "bz2", "tbz", "tbz2", "tb2", "xz", "txz", "lz", "tlz",
+						"lzma", "zst", "zip", "whl", "egg", "gem", NULL };
+	const char *dot = memrchr(p, '.', k);
+	for (int i = 0; dot && archives[i]; i++)
+		if ((size_t)(p + k - dot - 1) == strlen(archives[i]) && !strncasecmp(dot + 1, archives[i], strlen(archives[i])))
+			return false;
+	p += k;
+	if (*p == '[') {
+		size_t e = strspn(++p, NAME_CHARS ",");
+		if (p[e] != ']')
+			return false;
+		p += e + 1;
+	}
+	if (!*p)
+		return true;
+	if (!strchr("=<>!~@:", *p))
+		return false;
+	/* gem's NAME:VERSION, not npm's file:, git:, npm: and the like */
+	if (*p == ':' && !(p[1] >= '0' && p[1] <= '9'))
+		return false;
+	return strspn(p + 1, NAME_CHARS "*+!~^<>=,|") == strlen(p + 1);
+}
+
+/* What an install may be given: 1 to 200 characters, never an option
+ * (starting with "-"), and (install_specs = "registry") a registry's name
+ * and version; with "any", whatever the package manager's alphabet. */
+static bool package_name(const struct conf *c, const char *s)
+{
+	size_t n = strlen(s);
+	if (!n || n > 200 || s[0] == '-')
+		return false;
+	if (!c->install_any)
+		return registry_spec(s);
+	return strspn(s, NAME_CHARS "+=<>!~[],@/:^") == n;
 }
 
 /* run is the language's install argv with package names for "{packages}". */
-static bool install_matches(const struct conf_lang *l, char *const *run)
+static bool install_matches(const struct conf *c, const struct conf_lang *l, char *const *run)
 {
 	if (!l || !l->install)
 		return false;
@@ -338,7 +394,7 @@ static bool install_matches(const struct conf_lang *l, char *const *run)
 		}
 		/* names up to the next fixed element (or the end) */
 		for (; run[r] && !(a[1] && !strcmp(run[r], a[1])); r++, npkg++)
-			if (!package_name(run[r]))
+			if (!package_name(c, run[r]))
 				return false;
 	}
 	return !run[r] && npkg >= 1 && npkg <= 64;
@@ -369,8 +425,14 @@ static jv install_argv(const struct conf *c, const struct conf_lang *l, jv pkgs,
 			for (int i = 0; i < n && jv_is_valid(out); i++) {
 				jv p = jv_array_get(jv_copy(pkgs), i);
 				const char *s = jv_get_kind(p) == JV_KIND_STRING ? jv_string_value(p) : NULL;
-				if (!s || !package_name(s)) {
-					snprintf(why, len, "package %d is not a package name (letters, digits and ._-+=<>!~[],@/:^, not starting with -)", i + 1);
+				if (!s || !package_name(c, s)) {
+					if (c->install_any)
+						snprintf(why, len, "package %d is not a package name (letters, digits and ._-+=<>!~[],@/:^, "
+							 "not starting with -)", i + 1);
+					else
+						snprintf(why, len, "package %d is not a package of the registry: a name, optionally with a "
+							 "version (\"name==1.2\", \"name@^1.2\", \"@scope/name\"), not a path, URL, archive or "
+							 "option (install_specs = \"any\" in %s allows them)", i + 1, c->path);
 					jv_free(out);
 					out = jv_invalid();
 				} else
@@ -706,9 +768,10 @@ jv job_from_request(const struct conf *c, jv req)
 		}
 		jv_free(runv);
 		runv = inst;
-		/* Only this step may reach the registries, if allowed; it gets
-		 * the compile stage's larger limits. */
-		network = c->install_network;
+		/* Only this step reaches the registries, and only through its
+		 * proxy (egress.h): no network of its own.  It gets the compile
+		 * stage's larger limits. */
+		network = false;
 		run.timeout_ms = cl.compile_timeout_ms > run.timeout_ms ? cl.compile_timeout_ms : run.timeout_ms;
 		run.memory = cl.compile_memory > run.memory ? cl.compile_memory : run.memory;
 		run.pids = cl.compile_pids > run.pids ? cl.compile_pids : run.pids;
@@ -984,6 +1047,10 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 				goto out;
 			}
 		}
+		/* Which files become executable, and which hosts an install
+		 * may reach, is the configuration's too. */
+		j->outputs = cl->outputs;
+		j->registries = cl->registries;
 		if ((j->rootfs || cl->rootfs) && (!j->rootfs || !cl->rootfs || strcmp(j->rootfs, cl->rootfs))) {
 			snprintf(err, errlen, "exec.rootfs differs from the configuration's rootfs for %s", cl->name);
 			goto out;
@@ -996,8 +1063,9 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 	j->workspace = rec_str(exec, "workspace", NULL);
 	if (j->workspace) {
 		size_t n = strlen(c->state_dir);
-		if (strncmp(j->workspace, c->state_dir, n) || strncmp(j->workspace + n, "/sessions/", 10) ||
-		    strstr(j->workspace, "/..") || strchr(j->workspace + n + 10, '/')) {
+		/* STATE_DIR/sessions/ID, ID exactly as sess.c makes them */
+		if (strlen(j->workspace) != n + 10 + 32 || strncmp(j->workspace, c->state_dir, n) ||
+		    strncmp(j->workspace + n, "/sessions/", 10) || strspn(j->workspace + n + 10, "0123456789abcdef") != 32) {
 			snprintf(err, errlen, "exec.workspace must be a session directory under %s/sessions", c->state_dir);
 			goto out;
 		}
@@ -1020,7 +1088,11 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 	/* An install may reach the network: it must be exactly the
 	 * configured package manager on package names, not a hand-written
 	 * command that borrows the permission. */
-	if (install && !install_matches(conf_lang(c, j->language), j->run)) {
+	if (install && j->network) {
+		snprintf(err, errlen, "exec.network of an install must be false: it reaches its registries through its proxy");
+		goto out;
+	}
+	if (install && !install_matches(c, conf_lang(c, j->language), j->run)) {
 		snprintf(err, errlen, "exec.run of an install must be the language's install command with package names");
 		goto out;
 	}

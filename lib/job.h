@@ -48,6 +48,8 @@ struct job {
 	size_t nfiles;
 	const char *file;          /* the program's file name */
 	char **compile, **run, **env, **binds; /* NULL-terminated; compile may be NULL */
+	char *const *outputs;      /* the configuration's, for the language (borrowed), or NULL */
+	char *const *registries;   /* the same: the hosts an install may reach */
 	const char *rootfs, *image, *backend, *workspace;
 	bool network;
 	bool install;              /* a package install into the workspace */

@@ -22,6 +22,9 @@ const struct kern_feature kern_features[KF_N] = {
 	[KF_OPENAT2] = { "openat2", "5.6", true, NULL },
 	[KF_CLOSE_RANGE] = { "close_range", "5.9", false, "fds closed one by one before exec" },
 	[KF_MOUNT_SETATTR] = { "mount_setattr", "5.12", true, NULL },
+	[KF_LANDLOCK] = { "Landlock", "5.19", false,
+			  "none: a program may write the memory of another process of its sandbox (/proc/PID/mem); "
+			  "the kernel needs CONFIG_SECURITY_LANDLOCK and landlock in its lsm= list" },
 };
 
 /* Each probe passes arguments the call must refuse, so that nothing
@@ -53,6 +56,10 @@ unsigned kern_probe(void)
 		have |= 1u << KF_CLOSE_RANGE;
 	if (exists(syscall(SYS_mount_setattr, -1, "", 0, NULL, 0)))
 		have |= 1u << KF_MOUNT_SETATTR;
+	/* The ABI version; ENOSYS without it, EOPNOTSUPP when not enabled.
+	 * ABI 2 at least: see ll.c. */
+	if (syscall(SYS_landlock_create_ruleset, NULL, 0, 1u /* LANDLOCK_CREATE_RULESET_VERSION */) >= 2)
+		have |= 1u << KF_LANDLOCK;
 	errno = e;
 	return have;
 }

@@ -24,6 +24,7 @@ enum kern_feat {
 	KF_OPENAT2,       /* openat2(2) and its RESOLVE_ flags (5.6) */
 	KF_CLOSE_RANGE,   /* close_range(2) (5.9) */
 	KF_MOUNT_SETATTR, /* mount_setattr(2), recursive read-only binds (5.12) */
+	KF_LANDLOCK,      /* Landlock's ABI 2 enabled (5.19, and on the kernel's LSM list) */
 	KF_N
 };
 

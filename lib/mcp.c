@@ -47,6 +47,7 @@ struct call {
 	const struct mcp_tool *tool;
 	jv args;
 	char run_id[48];       /* the pipeline record's id, for runs */
+	char principal[24];    /* its client's, kept for the call's life */
 	int progress;
 	enum { C_QUEUED, C_RUNNING, C_HELPER, C_DONE } state;
 	bool cancelled;
@@ -81,6 +82,7 @@ struct mcp {
 struct mcp_client {
 	struct mcp *m;
 	unsigned owner;        /* whose sandbox sessions it may use */
+	char principal[24];    /* its runs' in the history, or "" (mcp_client_new) */
 	mcp_send_fn send;
 	void *arg;
 	char legacy[16];       /* version agreed at initialize */
@@ -243,6 +245,8 @@ static void start_run(struct call *c)
 		m->chain = chain_new(m->loop, m->bindir, m->conf_path, m->max);
 	jv req = jv_copy(c->args);
 	req = jv_object_set(req, jv_string("id"), jv_string(c->run_id));
+	if (c->principal[0])
+		req = jv_object_set(req, jv_string("principal"), jv_string(c->principal));
 	chain_submit(m->chain, req, run_done, run_event, c);
 }
 
@@ -360,9 +364,15 @@ static void deps_installed(struct call *c, jv result)
 {
 	const char *st = rec_str(result, "status", NULL);
 	if (!st || strcmp(st, "success")) {
+		/* Why: the record's own error (a refused package, a sandbox that
+		 * could not be made), else the installer's output, which the
+		 * view carries. */
+		const char *why = rec_str(result, "error", NULL);
+		char *msg = why ? util_fmt("installing the dependencies failed: %s", why)
+				: util_strdup("installing the dependencies failed: the installer's output is in stdout and stderr");
 		jv v = mcp_run_view(result);
-		v = jv_object_set(v, jv_string("error"),
-				  jv_string("installing the dependencies failed (the install's output is in stdout/stderr)"));
+		v = jv_object_set(v, jv_string("error"), jv_string(msg));
+		free(msg);
 		finish(c, tool_result(v, true));
 		return;
 	}
@@ -457,6 +467,12 @@ static void tool_history(struct call *c)
 	bool stats = false;
 	if (rec_bool(c->args, "stats", &stats) && stats)
 		argv[a++] = "--stats";
+	/* An HTTP token sees its own runs, not the others' (nor the stdio
+	 * client's, nor the command line's). */
+	if (c->principal[0]) {
+		argv[a++] = "--principal";
+		argv[a++] = c->principal;
+	}
 	argv[a] = NULL;
 	start_helper(c, argv, history_done);
 }
@@ -608,6 +624,7 @@ static void do_tools_call(struct mcp_client *cl, uint64_t tag, jv id, jv params,
 	struct call *c = util_xalloc(sizeof *c);
 	*c = (struct call){ .m = m, .cl = cl, .tag = tag, .id = id, .token = jv_invalid(), .modern = modern, .tool = t, .args = args, .fd = -1,
 			    .after = jv_invalid(), .with = jv_invalid() };
+	snprintf(c->principal, sizeof c->principal, "%s", cl->principal);
 	jv meta = rec_get(params, "_meta");
 	if (jv_get_kind(meta) == JV_KIND_OBJECT && rec_has(meta, "progressToken")) {
 		jv tok = rec_get(meta, "progressToken");
@@ -786,10 +803,11 @@ struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path,
 	return m;
 }
 
-struct mcp_client *mcp_client_new(struct mcp *m, unsigned owner, mcp_send_fn send, void *arg)
+struct mcp_client *mcp_client_new(struct mcp *m, unsigned owner, const char *principal, mcp_send_fn send, void *arg)
 {
 	struct mcp_client *cl = util_xalloc(sizeof *cl);
 	*cl = (struct mcp_client){ .m = m, .owner = owner, .send = send, .arg = arg, .next = m->clients };
+	snprintf(cl->principal, sizeof cl->principal, "%s", principal ? principal : "");
 	m->clients = cl;
 	return cl;
 }

@@ -43,8 +43,11 @@ typedef void (*mcp_send_fn)(jv msg, uint64_t tag, void *arg);
  * them (NULL: their own lookup, which finds the same file). */
 struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path, const char *bindir);
 /* A client.  owner: whose sandbox sessions it sees (clients of one owner
- * share them; stdio has one client, owner 0). */
-struct mcp_client *mcp_client_new(struct mcp *m, unsigned owner, mcp_send_fn send, void *arg);
+ * share them; stdio has one client, owner 0).  principal: for an HTTP
+ * token, what its runs carry into the history (auth_principal), whose
+ * get_execution_history sees those runs only; NULL: the whole history
+ * (stdio, where the caller is whoever may run the server). */
+struct mcp_client *mcp_client_new(struct mcp *m, unsigned owner, const char *principal, mcp_send_fn send, void *arg);
 /* One message from the client (not necessarily valid JSON).  True if it
  * gets an answer tagged `tag` (perhaps already sent), false for
  * notifications and responses. */

@@ -274,7 +274,9 @@ int ns_enter_root(char *err, size_t errlen)
 	 * of the host, of the caller or of another sandbox, so TIOCSTI on one
 	 * can only reach the sandbox's own programs; the program itself still
 	 * has no controlling terminal (setsid in box.c). */
-	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") < 0)
+	/* At most 64 of them: the kernel's pool of ptys (kernel.pty.max) is
+	 * shared by every devpts instance of the host. */
+	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,max=64") < 0)
 		return fail(err, errlen, "mount /dev/pts");
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		return fail(err, errlen, "mount /proc");
@@ -283,39 +285,51 @@ int ns_enter_root(char *err, size_t errlen)
 	return 0;
 }
 
-/* Bind the executables at the top of the scratch read-only+exec over their
- * own names in the noexec working directory.  A bound file cannot be
- * written (EROFS), replaced or removed (EBUSY), so what runs is what the
- * compiler made.  Bounded: a directory of many executables costs at most
- * NS_MAX_EXEC_BINS mounts. */
-#define NS_MAX_EXEC_BINS 16
-static int bind_executables(int scratch_fd, char *err, size_t errlen)
+/* Bind name (in the directory dfd) over itself, with attrs set and clr
+ * cleared, recursively with rec; want: the file type it must be (S_IFREG,
+ * S_IFDIR).  The file is opened once, without following a link, and that
+ * very file is cloned, given its flags while still detached, and attached
+ * onto itself: a name swapped for a link meanwhile changes nothing.  1 if
+ * bound, 0 if it is missing or of another type, -1 on error. */
+static int bind_over_itself(int dfd, const char *name, mode_t want, uint64_t attrs, uint64_t clr, bool rec)
 {
-	DIR *d = util_opendirat(scratch_fd);
-	if (!d)
-		return fail(err, errlen, "read the scratch directory");
-	int dfd = dirfd(d);
-	int n = 0, rc = 0;
-	struct dirent *e;
-	char dst[sizeof NS_WORKDIR + 256];
-	while (rc == 0 && n < NS_MAX_EXEC_BINS && (e = readdir(d))) {
-		struct stat st;
-		if (e->d_name[0] == '.' || fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISREG(st.st_mode) || !(st.st_mode & 0111))
-			continue;
-		snprintf(dst, sizeof dst, "%s/%s", NS_WORKDIR, e->d_name);
-		/* From a noexec workspace the clone is noexec too: clear it. */
-		struct mount_attr x = { .attr_clr = MOUNT_ATTR_NOEXEC };
-		if (attach(dfd, e->d_name, dst, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0 ||
-		    mount_setattr(AT_FDCWD, dst, 0, &x, sizeof x) < 0)
-			rc = fail(err, errlen, "bind the executable %s", e->d_name);
-		n++;
+	int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || (st.st_mode & S_IFMT) != want) {
+		if (fd >= 0)
+			close(fd);
+		return errno == ENOENT || fd >= 0 ? 0 : -1;
 	}
-	closedir(d);
+	unsigned rflag = rec ? AT_RECURSIVE : 0;
+	int m = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | rflag);
+	struct mount_attr a = { .attr_set = attrs, .attr_clr = clr };
+	int rc = m < 0 || mount_setattr(m, "", AT_EMPTY_PATH | rflag, &a, sizeof a) < 0 ||
+			 move_mount(m, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0
+		 ? -1 : 1;
+	int e = errno;
+	if (m >= 0)
+		close(m);
+	close(fd);
+	errno = e;
 	return rc;
 }
 
-int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool exec_bins, bool deps, char *err, size_t errlen)
+/* Bind the declared outputs at the top of the scratch read-only+exec over
+ * their own names in the noexec working directory.  A bound file cannot be
+ * written (EROFS), replaced or removed (EBUSY), so what runs is what the
+ * compiler made; a name that is missing, or not a regular file (a link the
+ * compile stage planted), is left alone. */
+static int bind_executables(int scratch_fd, char *const *outputs, char *err, size_t errlen)
+{
+	for (int n = 0; outputs[n] && n < NS_MAX_OUTPUTS; n++)
+		/* From a noexec workspace the clone is noexec too: clear it. */
+		if (bind_over_itself(scratch_fd, outputs[n], S_IFREG, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+				     MOUNT_ATTR_NOEXEC, false) < 0)
+			return fail(err, errlen, "bind the executable %s", outputs[n]);
+	return 0;
+}
+
+int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, char *const *outputs, bool deps, char *err, size_t errlen)
 {
 	/* One tmpfs, size-limited and noexec, for everything a program may
 	 * write besides scratch: its pages are charged to the run's memory
@@ -325,8 +339,7 @@ int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool exec_bins, bool de
 	if (fs < 0)
 		return fail(err, errlen, "fsopen tmpfs");
 	snprintf(opt, sizeof opt, "%llu", (unsigned long long)tmpfs_bytes);
-	uint64_t inodes = tmpfs_bytes / 4096 > 1024 ? tmpfs_bytes / 4096 : 1024;
-	snprintf(ino, sizeof ino, "%llu", (unsigned long long)inodes);
+	snprintf(ino, sizeof ino, "%llu", (unsigned long long)ns_tmpfs_inodes(tmpfs_bytes));
 	if (fsconfig(fs, FSCONFIG_SET_STRING, "size", opt, 0) < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", ino, 0) < 0 ||
 	    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
 		close(fs);
@@ -362,19 +375,16 @@ int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool exec_bins, bool de
 		if (move_mount(scratch_fd, "", AT_FDCWD, NS_WORKDIR, MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
 		    mount_setattr(AT_FDCWD, NS_WORKDIR, 0, &a, sizeof a) < 0)
 			return fail(err, errlen, "attach the scratch directory");
-		if (exec_bins) {
+		if (outputs && *outputs) {
 			int here = open(NS_WORKDIR, O_PATH | O_DIRECTORY | O_CLOEXEC);
-			int brc = here < 0 ? fail(err, errlen, "open " NS_WORKDIR) : bind_executables(here, err, errlen);
+			int brc = here < 0 ? fail(err, errlen, "open " NS_WORKDIR) : bind_executables(here, outputs, err, errlen);
 			if (here >= 0)
 				close(here);
 			if (brc < 0)
 				return -1;
 		}
-		struct stat st;
-		struct mount_attr x = { .attr_set = MOUNT_ATTR_RDONLY, .attr_clr = MOUNT_ATTR_NOEXEC };
-		if (deps && lstat(NS_WORKDIR "/" NS_DEPS, &st) == 0 && S_ISDIR(st.st_mode) &&
-		    (attach(AT_FDCWD, NS_WORKDIR "/" NS_DEPS, NS_WORKDIR "/" NS_DEPS, 0, true) < 0 ||
-		     mount_setattr(AT_FDCWD, NS_WORKDIR "/" NS_DEPS, AT_RECURSIVE, &x, sizeof x) < 0))
+		if (deps && bind_over_itself(AT_FDCWD, NS_WORKDIR "/" NS_DEPS, S_IFDIR, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+						     MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, true) < 0)
 			return fail(err, errlen, "bind the installed packages");
 	}
 	if (chdir(NS_WORKDIR) < 0)

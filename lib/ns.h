@@ -61,15 +61,24 @@ int ns_enter_root(char *err, size_t errlen);
 /* Then the job's mounts: a fresh tmpfs of tmpfs_bytes for /tmp, $HOME and
  * /dev/shm, and the scratch (a detached mount of the caller's, which it
  * needs no more: its unmount then comes with the namespace's) moved in at
- * NS_WORKDIR, writable and noexec.  With exec_bins, each executable
- * regular file at the top of the scratch (what a compile stage produced)
+ * NS_WORKDIR, writable and noexec.  Each of `outputs` (the compile stage's
+ * declared executables, at the top of the scratch) that is a regular file
  * is bound over itself read-only and executable: the program runs its
- * binary and may write its directory, but nothing it writes can be
- * executed (W^X).  With deps, the directory NS_DEPS of a session's
+ * binary and may write its directory, but nothing it writes, nor anything
+ * else the compile stage left, can be executed (W^X).  With deps, the directory NS_DEPS of a session's
  * workspace (what install stages wrote) is bound over itself read-only and
  * executable.  On return the cwd is NS_WORKDIR. */
 #define NS_DEPS ".deps"
-int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, bool exec_bins, bool deps, char *err, size_t errlen);
+#define NS_MAX_OUTPUTS 16
+int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, char *const *outputs, bool deps, char *err, size_t errlen);
+/* The inode count for a tmpfs of `bytes`: one per 4 KiB page, at least
+ * 1024.  Inodes and their dentries are kernel memory that a tmpfs's size
+ * does not count (a million empty directories fill no page): without a
+ * bound a program could pin a gigabyte of the host's slab. */
+static inline uint64_t ns_tmpfs_inodes(uint64_t bytes)
+{
+	return bytes / 4096 > 1024 ? bytes / 4096 : 1024;
+}
 /* Bring up lo in a new network namespace (127.0.0.1 and ::1 work). */
 int ns_loopback_up(char *err, size_t errlen);
 

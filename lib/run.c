@@ -12,6 +12,7 @@
 
 #include "ccache.h"
 #include "dock.h"
+#include "egress.h"
 #include "job.h"
 #include "ns.h"
 #include "rec.h"
@@ -239,6 +240,26 @@ static void internal(struct run *r, const char *msg)
 
 static void start_stage(struct run *r, enum stage st);
 
+/* An install's package manager finds its proxy (egress.h) in the
+ * variables every one of them reads, after the language's own; nothing
+ * bypasses it. */
+static char **install_env(char *const *lang)
+{
+	static const char *const proxy[] = { "HTTPS_PROXY=" EGRESS_URL, "HTTP_PROXY=" EGRESS_URL, "https_proxy=" EGRESS_URL,
+					     "http_proxy=" EGRESS_URL, "NO_PROXY=", "no_proxy=" };
+	size_t n = 0, np = sizeof proxy / sizeof proxy[0];
+	while (lang && lang[n])
+		n++;
+	char **all = util_xalloc((n + np + 1) * sizeof *all);
+	if (n)
+		memcpy(all, lang, n * sizeof *all);
+	memcpy(all + n, proxy, np * sizeof *all);
+	all[n + np] = NULL;
+	char **env = run_build_env(all);
+	free(all);
+	return env;
+}
+
 /* ---- the compile cache ------------------------------------------------
  * Concurrent misses of one key compile once: the first run to miss owns
  * the key while it compiles; the others park on it and look again when
@@ -432,12 +453,15 @@ static void start_stage(struct run *r, enum stage st)
 		.lim = st == ST_COMPILE ? &j->clim : &j->lim,
 		.scratch_fd = mnt,
 		/* W^X: every program may write its directory but execute
-		 * nothing it wrote; the compiler's output alone is executable. */
-		.exec_bins = st == ST_RUN && j->compile,
+		 * nothing it wrote; the compiler's declared outputs alone are
+		 * executable. */
+		.outputs = st == ST_RUN && j->compile ? j->outputs : NULL,
 		/* In a session what the package manager installed is
 		 * executable and read-only for programs: they can load it, not
 		 * change it. */
 		.deps = j->workspace && !j->install,
+		/* An install reaches its registries through its proxy, only. */
+		.egress = j->install && r->env->conf->install_network ? j->registries : NULL,
 		.stdin_data = st == ST_RUN ? j->stdin_data : NULL,
 		.stdin_len = st == ST_RUN ? j->stdin_len : 0,
 		.network = j->network,
@@ -451,7 +475,7 @@ static void start_stage(struct run *r, enum stage st)
 		r->env->on_stage(r, st == ST_COMPILE ? "compile" : "run");
 	if (r->docker) {
 		struct dock_spec ds = { .box = &r->spec, .image = j->image, .scratch = r->dscratch ? r->dscratch : j->workspace,
-					.run_id = j->id };
+					.workspace = !r->dscratch, .run_id = j->id };
 		r->dock = dock_start(r->env->dock, r->env->loop, &ds, dock_stage_done, r);
 	} else
 		r->box = box_start(r->env->box, r->env->loop, &r->spec, stage_done, r);
@@ -480,7 +504,7 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 		run_free(r);
 		return NULL;
 	}
-	r->envp = run_build_env(r->job.env);
+	r->envp = r->job.install ? install_env(r->job.env) : run_build_env(r->job.env);
 	mark(r, "job_loaded");
 	/* The scratch directory: a fresh tmpfs, or the session's workspace;
 	 * for the docker backend a host directory the daemon can bind. */
@@ -570,4 +594,9 @@ void run_free(struct run *r)
 const char *run_id(const struct run *r)
 {
 	return r->job.id;
+}
+
+const char *run_workspace(const struct run *r)
+{
+	return r->job.workspace;
 }

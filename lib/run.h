@@ -53,6 +53,8 @@ void run_cancel(struct run *r);
 void run_free(struct run *r);
 /* The job's id (for logs). */
 const char *run_id(const struct run *r);
+/* Its session's workspace, or NULL. */
+const char *run_workspace(const struct run *r);
 
 /* The environment a program of a language starts from (the base entries,
  * then the language's "env"), and its release. */

@@ -227,6 +227,17 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 			 (unsigned long long)c->max_sessions);
 		return NULL;
 	}
+	/* What one HTTP token may hold (owner 0 is the stdio client, alone):
+	 * max_sessions_per_token workspaces, each of workspace_size bytes
+	 * and as many inodes. */
+	unsigned mine = 0;
+	for (struct session *x = s->list; x; x = x->next)
+		mine += x->owner == owner;
+	if (owner && mine >= c->max_sessions_per_token) {
+		snprintf(err, errlen, "too many sessions for this token (max_sessions_per_token %llu): stop one with sandbox_stop first",
+			 (unsigned long long)c->max_sessions_per_token);
+		return NULL;
+	}
 	if (language && !conf_lang(c, language)) {
 		snprintf(err, errlen, "unsupported language \"%.60s\" (list_supported_languages lists them)", language);
 		return NULL;
@@ -250,9 +261,11 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 		goto fail;
 	}
 	if (geteuid() == 0) {
-		/* The quota is the kernel's: a tmpfs of workspace_size. */
-		char opt[128];
-		snprintf(opt, sizeof opt, "size=%llu,mode=0755,uid=%u,gid=%u", (unsigned long long)c->workspace_size,
+		/* The quota is the kernel's: a tmpfs of workspace_size, and of
+		 * as many inodes (the memory a session can pin between runs). */
+		char opt[160];
+		snprintf(opt, sizeof opt, "size=%llu,nr_inodes=%llu,mode=0755,uid=%u,gid=%u",
+			 (unsigned long long)c->workspace_size, (unsigned long long)ns_tmpfs_inodes(c->workspace_size),
 			 (unsigned)uid, (unsigned)uid);
 		if (mount("sbx-session", x->dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opt) < 0) {
 			snprintf(err, errlen, "cannot mount the workspace %s: %s", x->dir, strerror(errno));
@@ -307,11 +320,16 @@ static struct session *get(struct sessions *s, unsigned owner, jv args, char *er
 	return x;
 }
 
-/* A client path: relative, no "..", no empty components, bounded. */
-static bool path_ok(const char *p, char *err, size_t errlen)
+/* A client's path, args[key]: relative, no "..", no empty components, no
+ * NUL (which would cut it short), bounded; for writing, not in the names
+ * the sandbox gives meaning to (NS_DEPS: what the package manager
+ * installed, which every later run may load and execute).  Borrowed from
+ * args, or NULL with err. */
+static const char *client_path(jv args, const char *key, bool writing, char *err, size_t errlen)
 {
-	size_t n = strlen(p);
-	bool ok = n > 0 && n < 1024 && p[0] != '/';
+	size_t n = 0;
+	const char *p = rec_str(args, key, &n);
+	bool ok = p && n > 0 && n < 1024 && strlen(p) == n && p[0] != '/';
 	for (const char *c = p; ok && *c;) {
 		const char *end = strchrnul(c, '/');
 		size_t len = (size_t)(end - c);
@@ -319,9 +337,18 @@ static bool path_ok(const char *p, char *err, size_t errlen)
 			ok = false;
 		c = *end ? end + 1 : end;
 	}
-	if (!ok)
-		snprintf(err, errlen, "path \"%.100s\" must be relative to the workspace, without \"..\" or empty parts", p);
-	return ok;
+	if (!ok) {
+		snprintf(err, errlen, "%s \"%.100s\" must be relative to the workspace, without \"..\", empty parts or NUL",
+			 key, p ? p : "");
+		return NULL;
+	}
+	size_t dl = strlen(NS_DEPS);
+	if (writing && !strncmp(p, NS_DEPS, dl) && (p[dl] == 0 || p[dl] == '/')) {
+		snprintf(err, errlen, "%s \"%.100s\": " NS_DEPS " is the installed packages' (install_packages writes it; runs "
+			 "see it read-only)", key, p);
+		return NULL;
+	}
+	return p;
 }
 
 static int open_workspace(struct session *x, char *err, size_t errlen)
@@ -334,11 +361,11 @@ static int open_workspace(struct session *x, char *err, size_t errlen)
 
 static bool do_write(struct sessions *s, struct session *x, jv args, jv *out, char *err, size_t errlen)
 {
-	const char *path = rec_str(args, "path", NULL);
+	const char *path = client_path(args, "path", true, err, errlen);
 	size_t n;
 	const char *content = rec_str(args, "content", &n);
 	const char *enc = rec_str(args, "encoding", NULL);
-	if (!path_ok(path, err, errlen))
+	if (!path)
 		return false;
 	char *data = NULL;
 	size_t len = n;
@@ -412,8 +439,8 @@ static bool do_write(struct sessions *s, struct session *x, jv args, jv *out, ch
 
 static bool do_read(struct sessions *s, struct session *x, jv args, jv *out, char *err, size_t errlen)
 {
-	const char *path = rec_str(args, "path", NULL);
-	if (!path_ok(path, err, errlen))
+	const char *path = client_path(args, "path", false, err, errlen);
+	if (!path)
 		return false;
 	int dir = open_workspace(x, err, errlen);
 	if (dir < 0)
@@ -498,8 +525,8 @@ static void list_dir(int dirfd, const char *prefix, jv *files, int *count, int d
 
 static bool do_list(struct session *x, jv args, jv *out, char *err, size_t errlen)
 {
-	const char *path = rec_str(args, "path", NULL);
-	if (path && strcmp(path, ".") && !path_ok(path, err, errlen))
+	const char *path = rec_has(args, "path") ? rec_str(args, "path", NULL) : NULL;
+	if (path && strcmp(path, ".") && !(path = client_path(args, "path", false, err, errlen)))
 		return false;
 	int dir = open_workspace(x, err, errlen);
 	if (dir < 0)
@@ -545,7 +572,9 @@ static void shell_quote(char **line, size_t *len, const char *arg)
 static jv exec_request(struct sessions *s, struct session *x, jv args, char *err, size_t errlen)
 {
 	const char *code = rec_str(args, "code", NULL);
-	const char *file = rec_str(args, "file", NULL);
+	const char *file = rec_has(args, "file") ? client_path(args, "file", false, err, errlen) : NULL;
+	if (rec_has(args, "file") && !file)
+		return jv_invalid();
 	jv command = rec_get(args, "command");
 	bool has_cmd = jv_get_kind(command) == JV_KIND_ARRAY;
 	if ((code != NULL) + (file != NULL) + has_cmd != 1) {
@@ -579,11 +608,6 @@ static jv exec_request(struct sessions *s, struct session *x, jv args, char *err
 	size_t len = 4;
 	if (file) {
 		jv_free(command);
-		if (!path_ok(file, err, errlen)) {
-			free(line);
-			jv_free(req);
-			return jv_invalid();
-		}
 		/* The language: given, else by the file's extension, else the
 		 * session's. */
 		const struct conf_lang *l = language ? conf_lang(s->conf, language) : NULL;

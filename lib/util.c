@@ -384,6 +384,18 @@ char *util_exe_dir(void)
 	return util_strdup(buf[0] ? buf : "/");
 }
 
+char *util_libexec(const char *name)
+{
+	char *dir = util_exe_dir();
+	char *p = dir ? util_fmt("%s/../libexec/sbx/%s", dir, name) : NULL;
+	free(dir);
+	if (p && access(p, X_OK) < 0) {
+		free(p);
+		p = NULL;
+	}
+	return p;
+}
+
 const char *util_env_path(char *const *env, const char *dflt)
 {
 	const char *path = dflt;

@@ -82,6 +82,10 @@ void util_random(void *buf, size_t len);
 
 /* Directory holding the running binary (from /proc/self/exe). */
 char *util_exe_dir(void);
+/* A helper the tools run (not a tool): ../libexec/sbx/NAME beside our
+ * own directory, as in a checkout and when installed; NULL if it is not
+ * there (the caller frees). */
+char *util_libexec(const char *name);
 /* mkdir -p with mode; 0 or -1 with errno. */
 int util_mkdir_p(const char *path, mode_t mode);
 /* A directory stream on the directory dirfd names, through an fd of its own

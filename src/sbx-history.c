@@ -50,6 +50,7 @@ static void help(void)
 	       "                      invalid, internal_error\n"
 	       "      --id ID         the record's id\n"
 	       "      --session S     a session's id\n"
+	       "      --principal P   the runs of one sbx-mcp HTTP token (P: its digest)\n"
 	       "  -n, --limit N       at most N rows, newest first (default 20; 0: all)\n"
 	       "\n"
 	       "Output:\n"
@@ -331,7 +332,7 @@ int main(int argc, char **argv)
 	hist_filter_init(&f);
 	f.limit = 20;
 	enum format fmt = F_JSON;
-	enum { O_SINCE = 256, O_UNTIL, O_LANG, O_STATUS, O_ID, O_SESSION, O_STATS, O_BY, O_JQ, O_RECORD, O_PRUNE,
+	enum { O_SINCE = 256, O_UNTIL, O_LANG, O_STATUS, O_ID, O_SESSION, O_PRINCIPAL, O_STATS, O_BY, O_JQ, O_RECORD, O_PRUNE,
 	       O_OLDER, O_VACUUM };
 	static const struct option opts[] = {
 		{ "since", required_argument, NULL, O_SINCE },
@@ -340,6 +341,7 @@ int main(int argc, char **argv)
 		{ "status", required_argument, NULL, O_STATUS },
 		{ "id", required_argument, NULL, O_ID },
 		{ "session", required_argument, NULL, O_SESSION },
+		{ "principal", required_argument, NULL, O_PRINCIPAL },
 		{ "limit", required_argument, NULL, 'n' },
 		{ "stats", no_argument, NULL, O_STATS },
 		{ "by", required_argument, NULL, O_BY },
@@ -362,6 +364,7 @@ int main(int argc, char **argv)
 		case O_STATUS: f.status = optarg; break;
 		case O_ID: f.id = optarg; break;
 		case O_SESSION: f.session = optarg; break;
+		case O_PRINCIPAL: f.principal = optarg; break;
 		case 'n':
 			if (!util_parse_i64(optarg, 0, INT64_MAX, &f.limit))
 				util_usage_error(synopsis, "--limit: \"%s\" is not a count (0 for all)", optarg);

@@ -236,7 +236,7 @@ int main(int argc, char **argv)
 	if (listen) {
 		S.status = serve_http(S.loop, c, listen, token_file);
 	} else {
-		S.cl = mcp_client_new(S.mcp, 0, send_line, NULL);
+		S.cl = mcp_client_new(S.mcp, 0, NULL, send_line, NULL);
 		proc_set_nonblock(STDIN_FILENO, true);
 		rec_reader_init(&S.in, STDIN_FILENO, c->max_record_size);
 		loop_watch(S.loop, STDIN_FILENO, POLLIN, on_stdin, NULL);

@@ -77,6 +77,10 @@ struct state {
 	struct rec_reader in;
 	size_t active, max;
 	struct run **runs;     /* in flight, for cancellation */
+	/* Jobs of a session whose workspace another job in flight has: they
+	 * wait, in order, until it is free (see dispatch). */
+	struct held { jv rec; const char *workspace; struct held *next; } *held;
+	size_t nheld;
 	bool in_eof, stopping, out_fifo, out_failed;
 	int sigfd, exit_sig;
 	int events_fd, control_fd; /* -1 unless given */
@@ -165,6 +169,53 @@ static void cancel_all(void)
 	for (size_t i = 0; i < S.max; i++)
 		if (S.runs[i])
 			run_cancel(S.runs[i]);
+	/* Held jobs never started: each still gets its result. */
+	while (S.held) {
+		struct held *h = S.held;
+		S.held = h->next;
+		jv rec = jv_object_set(h->rec, jv_string("status"), jv_string("internal_error"));
+		emit(jv_object_set(rec, jv_string("error"), jv_string("cancelled")));
+		free(h);
+	}
+	S.nheld = 0;
+}
+
+/* A job's session workspace as its record names it (borrowed), or NULL;
+ * run_start checks it properly. */
+static const char *workspace_of(jv rec)
+{
+	jv exec = rec_get(rec, "exec");
+	const char *ws = jv_get_kind(exec) == JV_KIND_OBJECT ? rec_str(exec, "workspace", NULL) : NULL;
+	jv_free(exec); /* rec still holds it */
+	return ws;
+}
+
+/* Is that workspace a job in flight's, or a held job's before this one? */
+static bool workspace_busy(const char *ws, const struct held *upto)
+{
+	for (size_t i = 0; i < S.max; i++)
+		if (S.runs[i] && run_workspace(S.runs[i]) && !strcmp(run_workspace(S.runs[i]), ws))
+			return true;
+	for (const struct held *h = S.held; h && h != upto; h = h->next)
+		if (!strcmp(h->workspace, ws))
+			return true;
+	return false;
+}
+
+static void start(jv rec)
+{
+	jv immediate;
+	struct run *r = run_start(&S.env, rec, run_done, NULL, &immediate);
+	if (!r) {
+		emit(immediate);
+		return;
+	}
+	for (size_t i = 0; i < S.max; i++)
+		if (!S.runs[i]) {
+			S.runs[i] = r;
+			break;
+		}
+	S.active++;
 }
 
 /* --events: one line per stage start.  The reader is the caller that asked
@@ -222,9 +273,24 @@ static void on_stdin(struct loop *l, int fd, short rev, void *arg)
 	(void)arg;
 }
 
+/* Jobs of one session run one at a time: two at once could each change
+ * what the other's next stage binds (a compiled binary swapped between
+ * its compile and run stages would run as the compiler's output). */
 static void dispatch(void)
 {
-	while (!S.stopping && !S.in_eof && S.active < S.max) {
+	for (struct held **p = &S.held; *p && !S.stopping && S.active < S.max;) {
+		struct held *h = *p;
+		if (workspace_busy(h->workspace, h)) {
+			p = &h->next;
+			continue;
+		}
+		*p = h->next;
+		S.nheld--;
+		jv rec = h->rec;
+		free(h);
+		start(rec);
+	}
+	while (!S.stopping && !S.in_eof && S.active < S.max && S.nheld < S.max) {
 		jv rec;
 		enum rec_status st = rec_next(&S.in, &rec);
 		if (st == REC_AGAIN)
@@ -237,23 +303,22 @@ static void dispatch(void)
 			emit(rec);
 			continue;
 		}
-		jv immediate;
-		struct run *r = run_start(&S.env, rec, run_done, NULL, &immediate);
-		if (!r) {
-			emit(immediate);
+		const char *ws = workspace_of(rec);
+		if (ws && workspace_busy(ws, NULL)) {
+			struct held *h = util_xalloc(sizeof *h), **tail = &S.held;
+			*h = (struct held){ .rec = rec, .workspace = ws };
+			while (*tail)
+				tail = &(*tail)->next;
+			*tail = h;
+			S.nheld++;
 			continue;
 		}
-		for (size_t i = 0; i < S.max; i++)
-			if (!S.runs[i]) {
-				S.runs[i] = r;
-				break;
-			}
-		S.active++;
+		start(rec);
 	}
 	/* No more jobs will come: warm sandboxes would be wasted. */
 	if (S.in_eof || S.stopping)
 		box_pool(S.env.box, S.loop, 0, false);
-	bool want_input = !S.stopping && !S.in_eof && S.active < S.max;
+	bool want_input = !S.stopping && !S.in_eof && S.active < S.max && S.nheld < S.max;
 	if (want_input)
 		loop_watch(S.loop, STDIN_FILENO, POLLIN, on_stdin, NULL);
 	else
@@ -641,7 +706,7 @@ int main(int argc, char **argv)
 		}
 	} else {
 		dispatch();
-		while (!S.out_failed && (S.active > 0 || !S.in_eof || S.out_len > 0)) {
+		while (!S.out_failed && (S.active > 0 || S.nheld > 0 || !S.in_eof || S.out_len > 0)) {
 			if (S.stopping && S.active == 0 && S.out_len == 0)
 				break;
 			if (loop_once(S.loop, -1) < 0) {

@@ -242,3 +242,37 @@ v() { "$BIN/sbx-validate" "$@"; }
 	run --separate-stderr env SBX_BACKEND=docker "$BIN/sbx-validate" <<< '{"language":"python","code":"1"}'
 	jqe 0 '.backend == "docker" and .exec.image == "python:3.12-slim"'
 }
+
+@test "install: registry packages only by default; paths, archives, URLs, VCS specs and options refused" {
+	sid=$(printf '%032x' 7)
+	mkdir -p "$BATS_TEST_TMPDIR/var/sessions/$sid"
+	conf=$(conf_with 's/^$//')
+	good=(requests "Django==4.2" "numpy>=1.2,<2" "pkg[security,socks]~=1.0" "zope.interface" lodash "lodash@4.17.21"
+		"@types/node@20" "@babel/core@^7.0.0" "rails:7.0" "is-number@7.0.0" "left-pad@latest")
+	bad=(./mypkg /abs/pkg ../up "x.tar.gz" "x.tgz" "x.whl" "x.zip" "x.gem" "http://127.0.0.1:8/x.tgz" "https://example.com/x"
+		"git+https://example.com/x.git" "user/repo" "pkg@file:../x" "pkg@git+ssh://x" "-e ." "--index-url=http://x"
+		"pkg @ https://x/y.whl" "pkg; python_version>'3'" "pkg==1.0 --hash" "" "@scope" "pkg[x"
+		"file:foo" "file:.." "file:evil.tgz" "npm:other" "git:x" "evil.tbz" "evil.txz" "evil.tar.lzma" "evil.tlz")
+	req() { jq -nc --arg s "$sid" --arg p "$1" --arg l "${2:-python}" '{language: $l, session: $s, install: [$p]}'; }
+	for p in "${good[@]}"; do
+		run --separate-stderr v -c "$conf" <<< "$(req "$p")"
+		jqe 0 '.status == null and .exec.network == false' || { echo "refused: $p"; false; }
+	done
+	for p in "${bad[@]}"; do
+		run --separate-stderr v -c "$conf" <<< "$(req "$p")"
+		jqe 0 '.status == "invalid"' || { echo "accepted: $p"; false; }
+	done
+	run --separate-stderr v -c "$conf" <<< "$(req ./mypkg)"
+	jqe 0 '.error | contains("not a package of the registry") and contains("install_specs")'
+	# install_specs = "any": the package manager's whole alphabet, still no options
+	conf=$(conf_with 's/^install_specs *=.*/install_specs = "any"/')
+	for p in ./mypkg "x.tgz" "git+https://example.com/x.git" "user/repo"; do
+		run --separate-stderr v -c "$conf" <<< "$(req "$p")"
+		jqe 0 '.status == null' || { echo "refused with any: $p"; false; }
+	done
+	run --separate-stderr v -c "$conf" <<< "$(req "-e .")"
+	jqe 0 '.status == "invalid"'
+	# nor may a request's files reach the installed packages
+	run --separate-stderr v -c "$conf" <<< '{"language":"python","code":"1","files":{".deps/evil.so":"x"}}'
+	jqe 0 '.status == "invalid" and (.error | contains("installed packages"))'
+}

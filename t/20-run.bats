@@ -306,3 +306,30 @@ PY
 	[ "$status" -eq 2 ]
 	[[ "${stderr_lines[0]}" == 'sbx-run: --events: "99" is not an open file descriptor above 2' ]]
 }
+
+@test "the jobs of one session run one at a time, in the order they came; other jobs run beside them" {
+	skip_on_docker "the same hold applies; this checks it once"
+	sid=$(printf '%032x' 5)
+	ws=$BATS_TEST_TMPDIR/var/sessions/$sid
+	mkdir -p "$ws/.deps"
+	owner=$(id -u)
+	[ "$owner" = 0 ] && owner=$SBX_PROG_UID
+	chown -R "$owner:$owner" "$ws"
+	conf=$(conf_with 's/^$//')
+	{
+		jq -nc --arg s "$sid" '{id: "a", language: "bash", session: $s, code: "sleep 1; echo a > order"}'
+		jq -nc --arg s "$sid" '{id: "b", language: "bash", session: $s, code: "cat order; echo b"}'
+		jq -nc '{id: "c", language: "bash", code: "sleep 1; echo c"}'
+	} | "$BIN/sbx-validate" -c "$conf" > jobs
+	start=$(date +%s%N)
+	run --separate-stderr "$BIN/sbx-run" -c "$conf" -j 3 < jobs
+	elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
+	[ "${#lines[@]}" -eq 3 ]
+	# b waited for a (it read what a wrote), c did not wait for either
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r 'select(.id == "b") | .stdout')" = "a
+b" ]
+	# a and c ran at once (about 1 s), b after a (about 1 s more): b last
+	jqe 2 '.id == "b"'
+	[ "$elapsed" -ge 1900 ] && [ "$elapsed" -lt 4000 ]
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r 'select(.id == "c") | .stdout')" = c ]
+}

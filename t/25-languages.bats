@@ -91,6 +91,7 @@ check() {
 [language.cobol]\
 file = "main.cob"\
 compile = ["cobc-not-here", "-x", "main.cob"]\
+outputs = ["main"]\
 run = ["./main"]\
 hint = "apt-get install gnucobol"')
 	if on_docker; then

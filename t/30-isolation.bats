@@ -271,6 +271,116 @@ link 18
 exec copy 13" ]
 }
 
+@test "W^X and memfd: no memfd, so none a program wrote can be run or mapped executable" {
+	# A memfd lives on a mount that is not noexec: /bin/echo copied into
+	# one would run by fexecve, execveat(AT_EMPTY_PATH), /proc/self/fd/N,
+	# or through ld.so, sealed against exec or not.  memfd_create is
+	# ENOSYS with every flag; shm_open's /dev/shm is noexec.
+	run_req "$(jq -nc --rawfile c /dev/stdin '{language: "c", code: $c}' <<'EOF'
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <sys/mman.h>
+int main(void)
+{
+	unsigned flags[] = { 0, MFD_CLOEXEC, MFD_ALLOW_SEALING, 0x8 /* MFD_NOEXEC_SEAL */, 0x10 /* MFD_EXEC */, MFD_HUGETLB };
+	for (int i = 0; i < 6; i++) {
+		int fd = memfd_create("x", flags[i]);
+		printf("%u %d\n", flags[i], fd < 0 ? errno : 0);
+	}
+	return 0;
+}
+EOF
+)"
+	jqe 0 '.status == "success" and .stdout == "0 38\n1 38\n2 38\n8 38\n16 38\n4 38\n"'
+}
+
+@test "/proc/PID/mem of another process of the sandbox cannot be written (Landlock)" {
+	skip_on_docker "a limit of the docker backend (README, Security model): its containers have no Landlock of ours"
+	landlock=$("$BIN/sbx-run" --check | jq -r '.kernel_features[] | select(.name == "Landlock") | .ok')
+	[ "$landlock" = true ] || skip "this kernel has no Landlock: a limit --check reports"
+	run_req "$(jq -nc --rawfile c /dev/stdin '{language: "c", code: $c}' <<'EOF'
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void)
+{
+	pid_t p = fork();
+	if (p == 0) { pause(); _exit(0); }
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/mem", p);
+	int w = open(path, O_RDWR), r = open(path, O_RDONLY);
+	printf("write %d read %d self %d\n", w < 0 ? errno : 0, r < 0 ? errno : 0,
+	       open("/proc/self/mem", O_WRONLY) < 0 ? errno : 0);
+	/* writes where the sandbox may write still work */
+	printf("tmp %d null %d\n", open("/tmp/x", O_WRONLY | O_CREAT, 0600) < 0 ? errno : 0,
+	       open("/dev/null", O_WRONLY) < 0 ? errno : 0);
+	kill(p, SIGKILL);
+	return 0;
+}
+EOF
+)"
+	jqe 0 '.status == "success" and .stdout == "write 13 read 0 self 13\ntmp 0 null 0\n"'
+}
+
+@test "the compile stage cannot leave an executable for the run stage: a javac annotation processor" {
+	# The request's files carry a compiled annotation processor and its
+	# service file: javac on . would run it, and it copies /bin/echo to
+	# ./evilbin with the exec bit.  -proc:none runs no processor; and even
+	# a configuration without it makes only the declared outputs (none for
+	# Java) executable: evilbin is there, and refuses to run.
+	command -v javac > /dev/null || skip "no javac here"
+	mkdir proc && cat > proc/Evil.java <<'EOF'
+import javax.annotation.processing.*;
+import javax.lang.model.SourceVersion;
+import javax.lang.model.element.TypeElement;
+import java.nio.file.*;
+import java.util.Set;
+@SupportedAnnotationTypes("*")
+public class Evil extends AbstractProcessor {
+	static {
+		try {
+			Path p = Paths.get("evilbin");
+			Files.copy(Paths.get("/bin/echo"), p, StandardCopyOption.REPLACE_EXISTING);
+			p.toFile().setExecutable(true, false);
+		} catch (Exception e) { throw new RuntimeException(e); }
+	}
+	public SourceVersion getSupportedSourceVersion() { return SourceVersion.latestSupported(); }
+	public boolean process(Set<? extends TypeElement> a, RoundEnvironment r) { return false; }
+}
+EOF
+	javac -d proc proc/Evil.java
+	cat > Main.java <<'EOF'
+public class Main {
+	public static void main(String[] a) throws Exception {
+		System.out.println("exists " + new java.io.File("evilbin").exists());
+		try {
+			Process p = new ProcessBuilder("./evilbin", "EXECUTED").redirectErrorStream(true).start();
+			System.out.println("ran " + p.waitFor() + " " + new String(p.getInputStream().readAllBytes()).trim());
+		} catch (java.io.IOException e) {
+			System.out.println("refused " + e.getMessage().replaceAll(".*error=([0-9]+).*", "$1"));
+		}
+	}
+}
+EOF
+	jq -nc --rawfile c Main.java --rawfile cls <(base64 -w0 proc/Evil.class) '{language: "java", code: $c,
+		files: {"Evil.class": {content: $cls, encoding: "base64"}, "META-INF/services/javax.annotation.processing.Processor": "Evil\n"}}' > req
+	run --separate-stderr sbx --no-cache < req
+	jqe 0 '.status == "success" and .stdout == "exists false\nrefused 2\n"'
+	# the processor runs where -proc:none is taken out; its copy stays
+	# noexec, and so does the cached one on a hit
+	conf=$(conf_with 's/"-proc:none", //')
+	! grep -q 'proc:none' "$conf"
+	for i in 1 2; do
+		run --separate-stderr sbx -c "$conf" < req
+		jqe 0 '.status == "success" and .stdout == "exists true\nrefused 13\n"'
+	done
+	jqe 0 '.compile.cached == true'
+}
+
 @test "/proc/self/exe cannot be overwritten; the host binary is unchanged" {
 	before=$(sha256sum "$(readlink -f /usr/bin/python3)")
 	run_req "$(py 'import os
@@ -516,13 +626,13 @@ except OSError as e: print(e.errno)')" -c "$conf"
 	jqe 0 '.status == "success"'
 	while read -r name e; do
 		case $name in
-		clone3) [ "$e" -eq 38 ] || { echo "$name $e"; false; } ;;
+		clone3 | memfd_create) [ "$e" -eq 38 ] || { echo "$name $e"; false; } ;;
 		socket_netlink_route) [ "$e" -eq 0 ] || { echo "$name $e"; false; } ;;
 		x32 | i386) [ "$e" -eq 31 ] || { echo "$name killed by $e"; false; } ;;
 		*) [ "$e" -eq 133 ] || { echo "$name returned $e, not the filter's 133"; false; } ;;
 		esac
 	done < <(jqn 0 .stdout)
-	[ "$(jqn 0 '.stdout | split("\n") | length')" -eq 42 ]
+	[ "$(jqn 0 '.stdout | split("\n") | length')" -eq 48 ]
 }
 
 @test "mount attempts fail, by the filter and by the missing capability" {

@@ -44,6 +44,14 @@ for d in (".", "/tmp", os.environ["HOME"], "/dev/shm"):
 /dev/shm ran" ]
 }
 
+@test "policy W^X for memfd: there is none (ENOSYS), with any flags" {
+	run_req "$(py 'import os
+for flags in (0, os.MFD_CLOEXEC, 0x10, 0x8):
+    try: os.close(os.memfd_create("x", flags)); print(flags, "made")
+    except OSError as e: print(flags, e.errno)')"
+	jqe 0 '.status == "success" and .stdout == "0 38\n1 38\n16 38\n8 38\n"'
+}
+
 @test "policy RLIMIT_FSIZE: a program sees the configured file_size as its file size limit" {
 	conf=$(conf_with 's/^file_size *=.*/file_size = "3m"/')
 	run_req "$(py 'import resource; print(resource.getrlimit(resource.RLIMIT_FSIZE))')" -c "$conf"

@@ -40,6 +40,21 @@ call() {
 		'{jsonrpc: "2.0", id: $id, method: "tools/call", params: {name: $name, arguments: $args, _meta: $meta}}'
 }
 
+# session_server [LANGUAGE]: a server on $conf fed through fd 7 (close it,
+# then wait "$server"), with a session made as call 1: $sid.  step TOOL
+# ARGS-JQ: the next call (2, 3, ...) in that session, waited for.
+session_server() {
+	mkfifo in
+	"$BIN/sbx-mcp" -c "$conf" < in > out 2> err &
+	server=$!
+	exec 7> in
+	{ init; call 1 sandbox_initialize "$(jq -nc --arg l "${1:-python}" '{language: $l}')"; } >&7
+	wait_for 1
+	sid=$(answer 1 | jq -r .result.structuredContent.session_id)
+	n=1
+}
+step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} + $2")" >&7; wait_for $n; }
+
 @test "handshake: each supported revision is echoed, others get the newest; initialized needs no answer" {
 	for v in 2024-11-05 2025-03-26 2025-06-18 2025-11-25; do
 		init "$v" | mcp
@@ -311,6 +326,124 @@ print("planted")'
 	! grep -q 'root:' out
 }
 
+@test "session file tools: .deps is the installer's; NUL in a path or an argv is refused, not cut short" {
+	session_server python
+	ws=$sessions/$sid
+	# native code planted where every later run may load it from
+	call 2 write_file "$(jq -nc --arg s "$sid" '{session_id: $s, path: ".deps/evil.so", content: "\u007fELF"}')" >&7
+	call 3 write_file "$(jq -nc --arg s "$sid" '{session_id: $s, path: ".deps", content: "x"}')" >&7
+	# a NUL would make "a.py\u0000.txt" the file a.py, and the argv "rm\u0000 -rf" rm
+	call 4 write_file "$(jq -nc --arg s "$sid" '{session_id: $s, path: "a.py\u0000.txt", content: "print(1)"}')" >&7
+	call 5 read_file "$(jq -nc --arg s "$sid" '{session_id: $s, path: "x\u0000"}')" >&7
+	call 6 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, command: ["touch", "made\u0000 -x"]}')" >&7
+	call 7 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, file: "b.py\u0000"}')" >&7
+	# reading .deps and names that merely start with it stay allowed
+	call 8 write_file "$(jq -nc --arg s "$sid" '{session_id: $s, path: ".deps-notes.txt", content: "ok"}')" >&7
+	wait_for 8
+	ls -la "$ws" > listing
+	exec 7>&-
+	wait
+	for i in 2 3 4 5 6 7; do
+		answer $i | jq -e '.result.isError == true or .error' > /dev/null || { answer $i >&2; false; }
+	done
+	answer 2 | jq -e '.result.content[0].text | contains("installed packages")'
+	answer 4 | jq -e '.result.content[0].text // .error.message | contains("NUL")'
+	answer 8 | jq -e '.result.isError == false'
+	# from the host's side: nothing was made under the names the NUL would have cut to
+	! grep -qE ' (a\.py|made|evil\.so)$' listing
+	grep -q ' .deps-notes.txt$' listing
+}
+
+@test "an install reaches its registries and nothing else: not the host, not another host or port, not a local package" {
+	command -v npm > /dev/null || skip "npm is not installed"
+	host_listener
+	cp "$conf" registry.conf # conf_with below rewrites the file $conf names
+	conf_registry=$PWD/registry.conf
+	# install_specs = "any" lets a local package and a URL through to the
+	# proxy, which must stop what they try
+	conf=$(conf_with 's/^install_specs *=.*/install_specs = "any"/')
+	egress_package mypkg
+	session_server javascript
+	step write_file "$(jq -nc --rawfile c mypkg/package.json '{path: "mypkg/package.json", content: $c}')"
+	step write_file "$(jq -nc --rawfile c mypkg/probe.js '{path: "mypkg/probe.js", content: $c}')"
+	step install_packages '{packages: ["./mypkg"]}'
+	step read_file '{path: "probe.out"}'
+	step install_packages "$(jq -nc --arg u "http://127.0.0.1:$LISTEN_PORT/x.tgz" '{packages: [$u]}')"
+	step sandbox_stop '{}'
+	exec 7>&-
+	wait "$server"
+	kill "$LISTENER"
+	[ ! -s hits ] || { echo "the host's listener was reached:"; cat hits; false; }
+	diff <(answer 5 | jq -j .result.structuredContent.content) <(egress_expected)
+	# npm asked the proxy for the URL, and the proxy said no
+	answer 6 | jq -e '.result.structuredContent.status == "error" and (.result.structuredContent.stderr | contains("405 Method Not Allowed"))'
+	# with install_specs = "registry" (the default) none of these is even tried
+	conf=$conf_registry
+	for p in ./mypkg "http://127.0.0.1:$LISTEN_PORT/x.tgz" "git+https://example.com/x.git" "user/repo" "x.tgz" "-e ." "pkg@file:../x"; do
+		{ init; call 2 run_code "$(jq -nc --arg p "$p" '{language: "javascript", code: "1", dependencies: [$p]}')"; } | mcp
+		answer 2 | jq -e '.result.isError == true and (.result.content[0].text | contains("not a package of the registry"))' > /dev/null ||
+			{ echo "$p:"; answer 2; false; }
+	done
+}
+
+@test "an allowed registry name that resolves to this host is refused: loopback, a local route (AnyIP)" {
+	skip_unless_root
+	command -v npm > /dev/null || skip "npm is not installed"
+	command -v ip > /dev/null || skip "no ip(8)"
+	# In a network namespace of the test's own: 198.51.100.0/24 is routed
+	# to this "host" itself without being any interface's address, and a
+	# listener there must see nothing, though the names are allowed.
+	cat > probe.js <<'JS'
+const net = require("net"), fs = require("fs"), out = [];
+const via = (h) => new Promise(r => {
+	const s = net.connect(3128, "127.0.0.1"); let b = "";
+	s.on("connect", () => s.write("CONNECT " + h + ":443 HTTP/1.1\r\n\r\n"));
+	s.on("data", d => { b += d; });
+	s.on("close", () => { out.push(h + " -> " + b.split("\r\n")[0]); r(); });
+	s.on("error", e => { out.push(h + " " + e.code); r(); });
+});
+(async () => { await via("198.51.100.5"); await via("localhost"); fs.writeFileSync("/scratch/probe.out", out.join("\n") + "\n"); })();
+JS
+	conf=$(conf_with -e 's/^install_specs *=.*/install_specs = "any"/' \
+		-e 's/^registries = \["registry.npmjs.org"\]/registries = ["registry.npmjs.org", "198.51.100.5", "localhost"]/')
+	sid=$(printf '%032x' 99)
+	ws=$BATS_TEST_TMPDIR/var/sessions/$sid
+	mkdir -p "$ws/.deps" "$ws/mypkg"
+	echo '{"name":"mypkg","version":"1.0.0","scripts":{"preinstall":"node probe.js"}}' > "$ws/mypkg/package.json"
+	cp probe.js "$ws/mypkg/"
+	chown -R "$SBX_PROG_UID:$SBX_PROG_UID" "$ws"
+	jq -nc --arg s "$sid" '{language: "javascript", session: $s, install: ["./mypkg"]}' | "$BIN/sbx-validate" -c "$conf" > job
+	unshare --net sh -c '
+		ip link set lo up && ip route add local 198.51.100.0/24 dev lo table local || exit 9
+		python3 -c "import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((\"0.0.0.0\", 443)); s.listen(8)
+open(\"ready\", \"w\").close()
+while True:
+    c, a = s.accept(); open(\"hits\", \"a\").write(\"%s\n\" % a[0]); c.close()" &
+		l=$!
+		for i in $(seq 50); do [ -e ready ] && break; sleep 0.1; done
+		"$1" -c "$2" < job > out
+		kill $l' sh "$BIN/sbx-run" "$conf"
+	[ ! -s hits ] || { echo "reached:"; cat hits; false; }
+	[ "$(cat "$ws/probe.out")" = "198.51.100.5 -> HTTP/1.1 502 Bad Gateway
+localhost -> HTTP/1.1 502 Bad Gateway" ]
+}
+
+@test "a session's workspace bounds its inodes: a mkdir loop ends at nr_inodes, counted on the host" {
+	skip_unless_root
+	conf=$(conf_with 's/^workspace_size *=.*/workspace_size = "16m"/')
+	session_server python
+	call 2 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, timeout: 60, code: "import os\nn = 0\ntry:\n    while True:\n        os.mkdir(\"d%d\" % n); n += 1\nexcept OSError as e: print(n, e.errno)"}')" >&7
+	wait_for 2
+	# 16 MiB of workspace: 4096 inodes, as the kernel counts them
+	read -r total free < <(stat -f -c '%c %d' "$sessions/$sid")
+	exec 7>&-
+	wait
+	[ "$total" = 4096 ]
+	[ "$free" -le 1 ]
+	answer 2 | jq -e '.result.structuredContent.stdout | test("^40[0-9][0-9] 28\n$")'
+}
+
 @test "sessions expire after their ttl; max_sessions is enforced" {
 	conf=$(conf_with 's/^max_sessions *=.*/max_sessions = 2/')
 	mkfifo in
@@ -349,14 +482,7 @@ print("planted")'
 @test "a session: install_packages (npm, real registry), then require it in sandbox_exec; network only for the install" {
 	command -v npm > /dev/null || skip "npm is not installed"
 	timeout 10 npm view is-number@7.0.0 version > /dev/null 2>&1 || skip "the npm registry is not reachable from here"
-	mkfifo in
-	"$BIN/sbx-mcp" -c "$conf" < in > out 2> err &
-	exec 7> in
-	{ init; call 1 sandbox_initialize '{"language":"javascript"}'; } >&7
-	wait_for 1
-	sid=$(answer 1 | jq -r .result.structuredContent.session_id)
-	n=1
-	step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} + $2")" >&7; wait_for $n; }
+	session_server javascript
 	step install_packages '{packages: ["is-number@7.0.0"]}'
 	step sandbox_exec '{code: "const isNumber = require(\"is-number\"); console.log(isNumber(\"7\"), isNumber(\"x\"))"}'
 	# the program itself has no network: the registry is unreachable

@@ -281,6 +281,43 @@ errmsg() { jq -r .error.message body; }
 	[ "$code" = 200 ]
 }
 
+@test "sandbox sessions per token: max_sessions_per_token of them, whatever the others hold" {
+	set_key max_sessions_per_token 2
+	http_serve
+	initialize
+	for i in 1 2 3; do
+		rpc "$(call $i sandbox_initialize '{}')"
+		cp body "made.$i"
+	done
+	jq -e '.result.structuredContent.session_id | test("^[0-9a-f]{32}$")' made.1 made.2
+	jq -e '.result.isError == true and (.result.content[0].text | contains("max_sessions_per_token 2"))' made.3
+	# another token's quota is its own
+	TOK=$TOKEN2 initialize
+	TOK=$TOKEN2 rpc "$(call 4 sandbox_initialize '{}')"
+	jq -e '.result.structuredContent.session_id | test("^[0-9a-f]{32}$")' body
+	[ "$(ls "$BATS_TEST_TMPDIR/var/sessions" | grep -vc lock)" = 3 ]
+}
+
+@test "get_execution_history over HTTP: each token sees its own runs only; the command line sees them all" {
+	http_serve
+	initialize
+	rpc "$(call 1 run_code '{"language":"python","code":"print(\"mine\")"}')"
+	jq -e '.result.structuredContent.status == "success"' body
+	rpc "$(call 2 get_execution_history '{}')"
+	jq -e '.result.structuredContent.runs | length == 1 and .[0].code_snippet == "print(\"mine\")"' body
+	TOK=$TOKEN2 initialize
+	TOK=$TOKEN2 rpc "$(call 3 get_execution_history '{}')"
+	jq -e '.result.structuredContent.runs == []' body
+	TOK=$TOKEN2 rpc "$(call 4 get_execution_history '{"stats":true}')"
+	jq -e '.result.structuredContent.stats == []' body
+	TOK=$TOKEN2 rpc "$(call 5 run_code '{"language":"python","code":"print(\"theirs\")"}')"
+	TOK=$TOKEN2 rpc "$(call 6 get_execution_history '{}')"
+	jq -e '.result.structuredContent.runs | length == 1 and .[0].code_snippet == "print(\"theirs\")"' body
+	# the operator's view: both, each with its principal
+	[ "$("$BIN/sbx-history" -c "$conf" --limit 0 | wc -l)" = 2 ]
+	[ "$(sqlite3 "$SBX_HISTORY" 'SELECT count(DISTINCT principal) FROM runs WHERE length(principal) = 16')" = 2 ]
+}
+
 @test "429: the rate limit, the in-flight quota and the session quota, each with Retry-After" {
 	set_key rate 0.5
 	set_key burst 3

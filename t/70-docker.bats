@@ -185,3 +185,35 @@ container_of() {
 	jqe 0 '.status == "success" and .stdout == "back\n"'
 	[ -z "$(docker ps -aq --filter label=sbx=mid-1)" ]
 }
+
+@test "an install's container reaches its registries only, through the proxy: not the host, not another host or port" {
+	command -v npm > /dev/null || skip "npm is not installed"
+	host_listener
+	conf=$(conf_with 's/^install_specs *=.*/install_specs = "any"/')
+	# a session's workspace, as sbx-mcp makes one
+	sid=$(printf '%032x' "$$")
+	ws=$BATS_TEST_TMPDIR/var/sessions/$sid
+	mkdir -p "$ws/.deps"
+	egress_package "$ws/mypkg"
+	chown -R "$SBX_PROG_UID:$SBX_PROG_UID" "$ws"
+	run_req "$(jq -nc --arg s "$sid" '{id: "inst-1", language: "javascript", session: $s, install: ["./mypkg"]}')" -c "$conf"
+	kill "$LISTENER"
+	[ ! -s hits ] || { echo "the host's listener was reached:"; cat hits; false; }
+	diff "$ws/probe.out" <(egress_expected)
+	# the proxy and its socket are gone with the stage
+	! pgrep -x sbx-egress
+	[ -z "$(find "$BATS_TEST_TMPDIR/var" -name sock -type s)" ]
+}
+
+@test "an install's container gets a registry package through the proxy" {
+	command -v npm > /dev/null || skip "npm is not installed"
+	timeout 10 npm view is-number@7.0.0 version > /dev/null 2>&1 || skip "the npm registry is not reachable from here"
+	sid=$(printf '%032x' "$(( $$ + 1 ))")
+	ws=$BATS_TEST_TMPDIR/var/sessions/$sid
+	mkdir -p "$ws/.deps"
+	chown -R "$SBX_PROG_UID:$SBX_PROG_UID" "$ws"
+	conf=$(conf_with 's/^$//')
+	run_req "$(jq -nc --arg s "$sid" '{id: "inst-2", language: "javascript", session: $s, install: ["is-number@7.0.0"]}')" -c "$conf"
+	jqe 0 '.status == "success"'
+	[ -f "$ws/.deps/node_modules/is-number/package.json" ]
+}

@@ -144,3 +144,43 @@ http_stop() {
 	if grep -E 'Sanitizer|runtime error' "${SRV_LOG:-srv.log}" >&2 2> /dev/null; then return 1; fi
 	return 0
 }
+
+# host_listener: a TCP listener on every address of the host (loopback
+# too) on a free port, in the background; sets $LISTEN_PORT and
+# $LISTENER (its pid); each connection it accepts is a line in ./hits.
+# Nothing a sandbox does may ever add one.
+host_listener() {
+	python3 -c 'import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", 0)); s.listen(16)
+print(s.getsockname()[1], flush=True)
+while True:
+    c, a = s.accept()
+    open(sys.argv[1], "a").write("%s:%d\n" % a); c.close()' "$BATS_TEST_TMPDIR/hits" > "$BATS_TEST_TMPDIR/listener.port" &
+	LISTENER=$!
+	for _ in $(seq 50); do [ -s "$BATS_TEST_TMPDIR/listener.port" ] && break; sleep 0.1; done
+	LISTEN_PORT=$(cat "$BATS_TEST_TMPDIR/listener.port")
+	HOST_IP=$(ip -4 -o addr show scope global 2> /dev/null | awk '{ sub("/.*", "", $4); print $4; exit }')
+}
+
+# egress_package DIR: an npm package in DIR whose preinstall script is
+# t/fixtures/egress-probe.js aimed at the host listener; egress_expected:
+# what the probe must find (nothing reached, every proxy request refused).
+egress_package() {
+	mkdir -p "$1"
+	echo '{"name":"mypkg","version":"1.0.0","scripts":{"preinstall":"node probe.js"}}' > "$1/package.json"
+	sed -e "s/@PORT@/$LISTEN_PORT/g" -e "s/@HOSTIP@/${HOST_IP:-127.0.0.1}/g" "$ROOT/t/fixtures/egress-probe.js" > "$1/probe.js"
+}
+egress_expected() {
+	local ip=${HOST_IP:-127.0.0.1} unreach=ENETUNREACH
+	[ -n "$HOST_IP" ] || unreach=ECONNREFUSED
+	cat <<EOF
+direct 127.0.0.1 ECONNREFUSED
+direct $ip $unreach
+CONNECT 127.0.0.1:$LISTEN_PORT -> HTTP/1.1 403 Forbidden
+CONNECT $ip:$LISTEN_PORT -> HTTP/1.1 403 Forbidden
+CONNECT localhost:443 -> HTTP/1.1 403 Forbidden
+CONNECT registry.npmjs.org:80 -> HTTP/1.1 403 Forbidden
+CONNECT example.com:443 -> HTTP/1.1 403 Forbidden
+GET http://127.0.0.1:$LISTEN_PORT/ -> HTTP/1.1 405 Method Not Allowed
+EOF
+}

@@ -1,0 +1,474 @@
+#define _GNU_SOURCE
+#include "egress.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "b64.h"
+#include "proc.h"
+#include "util.h"
+
+#define HEAD_MAX 8192
+#define HEAD_SECONDS 30      /* to send the request head */
+#define CONNECT_MS 10000     /* to reach the registry */
+#define IDLE_MS 300000       /* a tunnel with no traffic either way */
+#define SOCK_BUF 65536       /* each tunnel socket's buffers: kernel memory outside the run's cgroup */
+
+bool egress_host_allowed(char *const *hosts, const char *host)
+{
+	size_t hl = strlen(host);
+	for (char *const *h = hosts; h && *h; h++) {
+		if (!strcasecmp(*h, host))
+			return true;
+		/* "*.example.org": example.org's subdomains, not example.org */
+		size_t sl = strlen(*h);
+		if (sl > 2 && !strncmp(*h, "*.", 2) && hl > sl - 1 && !strcasecmp(host + hl - (sl - 1), *h + 1))
+			return true;
+	}
+	return false;
+}
+
+/* The documentation ranges (TEST-NET-1..3) and 198.18/15 stay reachable:
+ * some networks' resolvers answer with them for real hosts (an
+ * intercepting proxy, a benchmark rig), and no host uses them for its own
+ * services. */
+static bool v4_public(uint32_t a)
+{
+	static const struct { uint32_t net, mask; } deny[] = {
+		{ 0x00000000, 0xff000000 }, /* 0/8 "this network" */
+		{ 0x0a000000, 0xff000000 }, /* 10/8 */
+		{ 0x64400000, 0xffc00000 }, /* 100.64/10 shared (CGNAT) */
+		{ 0x7f000000, 0xff000000 }, /* 127/8 loopback */
+		{ 0xa9fe0000, 0xffff0000 }, /* 169.254/16 link-local (cloud metadata) */
+		{ 0xac100000, 0xfff00000 }, /* 172.16/12 */
+		{ 0xc0000000, 0xffffff00 }, /* 192.0.0/24 IETF protocol assignments */
+		{ 0xc0586300, 0xffffff00 }, /* 192.88.99/24 6to4 relay anycast */
+		{ 0xc0a80000, 0xffff0000 }, /* 192.168/16 */
+		{ 0xe0000000, 0xf0000000 }, /* 224/4 multicast */
+		{ 0xf0000000, 0xf0000000 }, /* 240/4 reserved, broadcast */
+	};
+	for (size_t i = 0; i < sizeof deny / sizeof deny[0]; i++)
+		if ((a & deny[i].mask) == deny[i].net)
+			return false;
+	return true;
+}
+
+static uint32_t v4_at(const uint8_t *b)
+{
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+bool egress_addr_public(const void *sa)
+{
+	const struct sockaddr *s = sa;
+	if (s->sa_family == AF_INET)
+		return v4_public(ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr));
+	if (s->sa_family != AF_INET6)
+		return false;
+	const uint8_t *b = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+	static const uint8_t zero[12] = { 0 };
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t nat64[12] = { 0, 0x64, 0xff, 0x9b };
+	/* IPv4 inside IPv6: mapped, compatible (::a.b.c.d, and :: and ::1
+	 * with them), the well-known NAT64 prefix: the IPv4 address decides. */
+	if (!memcmp(b, mapped, 12) || !memcmp(b, zero, 12) || !memcmp(b, nat64, 12))
+		return v4_public(v4_at(b + 12));
+	if (b[0] == 0x20 && b[1] == 0x02) /* 6to4 2002:a.b.c.d::/48 */
+		return v4_public(v4_at(b + 2));
+	if ((b[0] == 0x00 && b[1] == 0x64 && b[2] == 0xff && b[3] == 0x9b && b[4] == 0x00 && b[5] == 0x01) || /* 64:ff9b:1::/48 local NAT64 */
+	    (b[0] == 0x01 && b[1] == 0x00 && !memcmp(b + 2, zero, 6)) ||                                   /* 100::/64 discard */
+	    (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0x00 && b[3] == 0x00) ||                              /* 2001::/32 Teredo */
+	    (b[0] & 0xfe) == 0xfc ||                                                                       /* fc00::/7 unique local */
+	    (b[0] == 0xfe && (b[1] & 0x80) == 0x80) ||                                                     /* fe80::/10, fec0::/10 */
+	    b[0] == 0xff)                                                                                  /* multicast */
+		return false;
+	return true;
+}
+
+/* ---- the server (sbx-egress) --------------------------------------------- */
+
+struct server {
+	char *const *hosts;
+	struct ifaddrs *own;                    /* the host's interfaces' addresses */
+	char up_host[256], up_port[8], up_auth[400]; /* sbx-run's own proxy, or ""; its Basic credentials */
+	bool up_bad;                            /* a proxy we cannot use: nothing may go direct either */
+};
+
+static bool own_address(const struct server *sv, const struct sockaddr *sa)
+{
+	for (const struct ifaddrs *i = sv->own; i; i = i->ifa_next) {
+		const struct sockaddr *a = i->ifa_addr;
+		if (!a || a->sa_family != sa->sa_family)
+			continue;
+		if (a->sa_family == AF_INET &&
+		    ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)sa)->sin_addr.s_addr)
+			return true;
+		if (a->sa_family == AF_INET6 && !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+							&((const struct sockaddr_in6 *)sa)->sin6_addr, 16))
+			return true;
+	}
+	return false;
+}
+
+/* Does the kernel route this address to the host itself (RTN_LOCAL: an
+ * interface's address, an AnyIP range, a local table entry)?  Asked with
+ * RTM_GETROUTE, as `ip route get` does.  On any failure: yes (refuse). */
+static bool local_route(const struct sockaddr *sa)
+{
+	struct {
+		struct nlmsghdr nh;
+		struct rtmsg rt;
+		char attr[RTA_SPACE(16)];
+	} req;
+	memset(&req, 0, sizeof req);
+	bool v6 = sa->sa_family == AF_INET6;
+	size_t alen = v6 ? 16 : 4;
+	req.nh.nlmsg_len = NLMSG_LENGTH(sizeof req.rt) + RTA_LENGTH(alen);
+	req.nh.nlmsg_type = RTM_GETROUTE;
+	req.nh.nlmsg_flags = NLM_F_REQUEST;
+	req.rt.rtm_family = (unsigned char)sa->sa_family;
+	req.rt.rtm_dst_len = (unsigned char)(alen * 8);
+	struct rtattr *ra = (struct rtattr *)req.attr;
+	ra->rta_type = RTA_DST;
+	ra->rta_len = (unsigned short)RTA_LENGTH(alen);
+	memcpy(RTA_DATA(ra), v6 ? (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr
+			       : (const void *)&((const struct sockaddr_in *)sa)->sin_addr, alen);
+	int s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (s < 0)
+		return true;
+	char buf[8192];
+	ssize_t n = -1;
+	if (send(s, &req, req.nh.nlmsg_len, 0) == (ssize_t)req.nh.nlmsg_len)
+		n = recv(s, buf, sizeof buf, 0);
+	close(s);
+	if (n < (ssize_t)NLMSG_LENGTH(sizeof(struct rtmsg)))
+		return true;
+	struct nlmsghdr *nh = (struct nlmsghdr *)buf;
+	if (!NLMSG_OK(nh, (unsigned)n))
+		return true;
+	if (nh->nlmsg_type == NLMSG_ERROR) {
+		/* no route at all: nothing to reach, and nothing local */
+		const struct nlmsgerr *e = NLMSG_DATA(nh);
+		return e->error != -ENETUNREACH && e->error != -EHOSTUNREACH;
+	}
+	return nh->nlmsg_type != RTM_NEWROUTE || ((struct rtmsg *)NLMSG_DATA(nh))->rtm_type == RTN_LOCAL;
+}
+
+static void reply(int fd, const char *status, const char *why)
+{
+	char buf[1200];
+	int n = snprintf(buf, sizeof buf,
+			 "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s\n", status,
+			 strlen(why) + 1, why);
+	(void)!util_write_all(fd, buf, (size_t)(n < (int)sizeof buf ? n : (int)sizeof buf - 1));
+}
+
+static void small_buffers(int fd)
+{
+	int v = SOCK_BUF;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+}
+
+/* A connected socket to host:port, within CONNECT_MS; with check, only to
+ * addresses that are public by their number and are not the host's own.
+ * -1 with why. */
+static int dial(const struct server *sv, const char *host, const char *port, bool check, char *why, size_t len)
+{
+	struct addrinfo hint = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res;
+	int g = getaddrinfo(host, port, &hint, &res);
+	if (g) {
+		snprintf(why, len, "cannot resolve %s: %s", host, gai_strerror(g));
+		return -1;
+	}
+	int fd = -1;
+	snprintf(why, len, "%s has no address this install may reach", host);
+	for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
+		if (check && (!egress_addr_public(a->ai_addr) || own_address(sv, a->ai_addr) || local_route(a->ai_addr)))
+			continue;
+		int s = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (s < 0)
+			continue;
+		small_buffers(s);
+		if (connect(s, a->ai_addr, a->ai_addrlen) < 0 && errno != EINPROGRESS) {
+			snprintf(why, len, "cannot connect to %s: %s", host, strerror(errno));
+			close(s);
+			continue;
+		}
+		struct pollfd pf = { .fd = s, .events = POLLOUT };
+		int e = 0;
+		socklen_t el = sizeof e;
+		if (poll(&pf, 1, CONNECT_MS) != 1 || getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &el) < 0 || e) {
+			snprintf(why, len, "cannot connect to %s: %s", host, e ? strerror(e) : "timed out");
+			close(s);
+			continue;
+		}
+		fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
+		fd = s;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+/* Read a head (up to the blank line) into buf; its length, or -1.  *more
+ * is where what came after it starts (a client may send its TLS hello at
+ * once), up to the returned total in *total. */
+static ssize_t read_head(int fd, char *buf, size_t cap, size_t *total)
+{
+	size_t n = 0;
+	while (n < cap - 1) {
+		ssize_t r = read(fd, buf + n, cap - 1 - n);
+		if (r <= 0)
+			return -1;
+		n += (size_t)r;
+		buf[n] = 0;
+		char *end = strstr(buf, "\r\n\r\n");
+		if (end) {
+			*total = n;
+			return end + 4 - buf;
+		}
+	}
+	return -1;
+}
+
+/* Copy both ways until both ends are done or nothing moves for IDLE_MS. */
+static void relay(int a, int b)
+{
+	int fds[2] = { a, b };
+	bool open_[2] = { true, true };
+	char buf[65536];
+	while (open_[0] || open_[1]) {
+		struct pollfd pf[2] = { { .fd = open_[0] ? a : -1, .events = POLLIN }, { .fd = open_[1] ? b : -1, .events = POLLIN } };
+		if (poll(pf, 2, IDLE_MS) <= 0)
+			return;
+		for (int i = 0; i < 2; i++) {
+			if (!open_[i] || !pf[i].revents)
+				continue;
+			ssize_t r = read(fds[i], buf, sizeof buf);
+			if (r <= 0 || util_write_all(fds[1 - i], buf, (size_t)r) < 0) {
+				open_[i] = false;
+				shutdown(fds[1 - i], SHUT_WR);
+			}
+		}
+	}
+}
+
+/* Through sbx-run's own proxy, which the operator chose: it decides what
+ * the name resolves to. */
+static int via_upstream(const struct server *sv, const char *host, char *why, size_t len)
+{
+	int up = dial(sv, sv->up_host, sv->up_port, false, why, len);
+	if (up < 0)
+		return -1;
+	char req[1200], resp[HEAD_MAX];
+	int n = snprintf(req, sizeof req, "CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n%s%s%s\r\n", host, host,
+			 sv->up_auth[0] ? "Proxy-Authorization: Basic " : "", sv->up_auth, sv->up_auth[0] ? "\r\n" : "");
+	size_t total;
+	alarm(HEAD_SECONDS);
+	ssize_t h = util_write_all(up, req, (size_t)n) < 0 ? -1 : read_head(up, resp, sizeof resp, &total);
+	alarm(0);
+	if (h < 0 || strncmp(resp + strcspn(resp, " "), " 200", 4)) {
+		snprintf(why, len, "the upstream proxy %s refused %s: %.*s", sv->up_host, host, (int)strcspn(resp, "\r\n"),
+			 h < 0 ? "no answer" : resp);
+		close(up);
+		return -1;
+	}
+	return up;
+}
+
+static _Noreturn void handle(const struct server *sv, int c)
+{
+	char head[HEAD_MAX], why[800];
+	size_t total = 0;
+	alarm(HEAD_SECONDS);
+	ssize_t hl = read_head(c, head, sizeof head, &total);
+	if (hl < 0)
+		_exit(0);
+	alarm(0);
+	/* CONNECT host:port HTTP/1.x */
+	char host[256], port[8];
+	int nl = 0, pl = 0; /* nl: unused, keeps the two %n apart */
+	if (sscanf(head, "CONNECT %255[A-Za-z0-9.-]%n:%7[0-9]%n", host, &nl, port, &pl) != 2 || pl == 0 ||
+	    strncmp(head + pl, " HTTP/1.", 8)) {
+		reply(c, "405 Method Not Allowed",
+		      !strncmp(head, "CONNECT ", 8) ? "sbx: CONNECT takes a host name and a port" :
+						      "sbx: this proxy only tunnels HTTPS (CONNECT) to the configured registries");
+		_exit(0);
+	}
+	if (strcmp(port, "443")) {
+		snprintf(why, sizeof why, "sbx: %s:%s: only port 443 (HTTPS) is reachable from an install", host, port);
+		reply(c, "403 Forbidden", why);
+		_exit(0);
+	}
+	if (!egress_host_allowed(sv->hosts, host)) {
+		size_t o = (size_t)snprintf(why, sizeof why, "sbx: %s is not among the registries this install may reach:", host);
+		for (char *const *h = sv->hosts; h && *h && o < sizeof why; h++)
+			o += (size_t)snprintf(why + o, sizeof why - o, " %s", *h);
+		reply(c, "403 Forbidden", why);
+		_exit(0);
+	}
+	int up;
+	if (sv->up_bad) {
+		snprintf(why, sizeof why, "sbx-run's HTTPS_PROXY is not an http:// proxy it can use, and nothing goes direct");
+		up = -1;
+	} else
+		up = sv->up_host[0] ? via_upstream(sv, host, why, sizeof why) : dial(sv, host, "443", true, why, sizeof why);
+	if (up < 0) {
+		char msg[sizeof why + 8];
+		snprintf(msg, sizeof msg, "sbx: %s", why);
+		reply(c, "502 Bad Gateway", msg);
+		_exit(0);
+	}
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	if (util_write_all(c, ok, sizeof ok - 1) == 0 &&
+	    ((size_t)hl == total || util_write_all(up, head + hl, total - (size_t)hl) == 0))
+		relay(c, up);
+	_exit(0);
+}
+
+/* sbx-run's own HTTPS_PROXY: "http://[user:pass@]host:port[/]". */
+static void upstream(struct server *sv)
+{
+	const char *u = getenv("HTTPS_PROXY");
+	if (!u || !*u)
+		u = getenv("https_proxy");
+	if (!u || !*u)
+		return;
+	if (strncmp(u, "http://", 7)) {
+		sv->up_bad = true;
+		return;
+	}
+	u += 7;
+	const char *at = strchr(u, '@');
+	if (at) {
+		size_t n = (size_t)(at - u), bl;
+		char *b = n < 256 ? b64_encode(u, n, &bl) : NULL;
+		if (!b || bl >= sizeof sv->up_auth) {
+			sv->up_bad = true;
+			free(b);
+			return;
+		}
+		memcpy(sv->up_auth, b, bl + 1);
+		free(b);
+		u = at + 1;
+	}
+	if (sscanf(u, "%255[A-Za-z0-9.-]:%7[0-9]", sv->up_host, sv->up_port) != 2) {
+		sv->up_host[0] = 0;
+		sv->up_bad = true;
+	}
+}
+
+_Noreturn void egress_serve(int lfd, char *const *hosts)
+{
+	prctl(PR_SET_NAME, "sbx-egress", 0, 0, 0);
+	signal(SIGPIPE, SIG_IGN); /* a closed tunnel is EPIPE, not the end of us */
+	struct server sv = { .hosts = hosts };
+	if (getifaddrs(&sv.own) < 0)
+		_exit(1); /* without them no target can be checked */
+	upstream(&sv);
+	unsigned live = 0;
+	pid_t server = getpid();
+	for (;;) {
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			live--;
+		struct pollfd pf = { .fd = lfd, .events = POLLIN };
+		if (poll(&pf, 1, 1000) <= 0)
+			continue;
+		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0)
+			continue;
+		if (live >= EGRESS_MAX_CONNS) {
+			reply(c, "503 Service Unavailable", "sbx: too many connections from this install at once");
+			close(c);
+			continue;
+		}
+		pid_t p = fork();
+		if (p == 0) {
+			/* With the server, its connections go too. */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != server)
+				_exit(0);
+			close(lfd);
+			small_buffers(c);
+			handle(&sv, c);
+		}
+		if (p > 0)
+			live++;
+		close(c);
+	}
+}
+
+/* ---- the supervisor's side ------------------------------------------------ */
+
+pid_t egress_start(int lfd, char *const *hosts, int uid, char *err, size_t errlen)
+{
+	char *helper = util_libexec("sbx-egress");
+	if (!helper) {
+		close(lfd);
+		snprintf(err, errlen, "cannot start the install's proxy: libexec/sbx/sbx-egress is missing (make builds it)");
+		return -1;
+	}
+	size_t n = 0;
+	while (hosts && hosts[n])
+		n++;
+	char **argv = util_xalloc((n + 6) * sizeof *argv);
+	char uids[16], parent[16];
+	snprintf(uids, sizeof uids, "%d", uid);
+	snprintf(parent, sizeof parent, "%d", (int)getpid());
+	size_t k = 0;
+	argv[k++] = "sbx-egress";
+	argv[k++] = uids;
+	argv[k++] = parent;
+	for (size_t i = 0; i < n; i++)
+		argv[k++] = hosts[i];
+	argv[k] = NULL;
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	pid_t pid = devnull < 0 ? -1 : fork();
+	if (pid == 0) {
+		/* Its own process group (egress_stop kills it whole), the socket
+		 * as fd 3 and /dev/null as 0-2: nothing else of ours. */
+		setpgid(0, 0);
+		int keep[2] = { lfd, devnull };
+		if (proc_child_prepare((int)strtol(parent, NULL, 10), SIGKILL) < 0 || proc_keep_fds(keep, 2) < 0 ||
+		    dup2(keep[1], 0) < 0 || dup2(keep[1], 1) < 0 || dup2(keep[1], 2) < 0 || fcntl(keep[0], F_SETFD, 0) < 0)
+			_exit(126);
+		close(keep[1]);
+		execv(helper, argv);
+		_exit(127);
+	}
+	int e = errno;
+	if (devnull >= 0)
+		close(devnull);
+	close(lfd);
+	free(argv);
+	free(helper);
+	if (pid < 0)
+		snprintf(err, errlen, "cannot start the install's proxy: %s", strerror(e));
+	return pid;
+}
+
+void egress_stop(pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}

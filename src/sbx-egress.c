@@ -1,0 +1,45 @@
+/* sbx-egress UID PARENT HOST...: the proxy of one install (lib/egress.h),
+ * run by sbx-run with the listening socket as fd 3; not a tool.
+ *
+ * Theory of operation: started from a fresh exec, it holds nothing of the
+ * supervisor but that socket.  As root (UID >= 0) it first becomes UID,
+ * with no supplementary groups; the parent-death signal, which a change of
+ * ids clears, is then set again, and if PARENT (sbx-run) is already gone
+ * it ends at once.  It then serves CONNECTs on fd 3 for the HOSTs until
+ * sbx-run kills it (egress_stop) or dies.
+ *
+ * Exit status: 2 if misused; otherwise it does not end by itself.
+ */
+#define _GNU_SOURCE
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "egress.h"
+#include "util.h"
+
+int main(int argc, char **argv)
+{
+	util_init(argv[0]);
+	int64_t uid, parent;
+	int type = 0;
+	socklen_t tl = sizeof type;
+	if (argc < 4 || !util_parse_i64(argv[1], -1, 0x7fffffff, &uid) || !util_parse_i64(argv[2], 1, 0x7fffffff, &parent) ||
+	    getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM) {
+		fprintf(stderr, "usage: sbx-egress UID PARENT HOST... (run by sbx-run, with a listening socket as fd 3)\n");
+		return 2;
+	}
+	if (uid >= 0 && (setgroups(0, NULL) < 0 || setresgid((gid_t)uid, (gid_t)uid, (gid_t)uid) < 0 ||
+			 setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) < 0))
+		util_die(1, "cannot become uid %lld", (long long)uid);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != (pid_t)parent)
+		return 0;
+	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	egress_serve(3, argv + 3);
+}
