@@ -174,6 +174,8 @@ static pid_t spawn(struct chain *ch, int stage, int in, int out, int ev, int ctl
 	if (stage == ST_RUN) {
 		argv[a++] = "-j";
 		argv[a++] = jobs;
+		/* Results are matched by id: none waits for a slower one. */
+		argv[a++] = "--unordered";
 		argv[a++] = "--events";
 		argv[a++] = evs;
 		argv[a++] = "--control";

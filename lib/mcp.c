@@ -444,6 +444,16 @@ static void tool_history(struct call *c)
 	char *argv[32];
 	char limit[32];
 	int a = 0;
+	/* What sbx-history would refuse as a usage error, said here. */
+	const char *st = rec_str(c->args, "status", NULL), *lang = rec_str(c->args, "language", NULL);
+	if (st && !rec_status_known(st)) {
+		finish(c, tool_error("status \"%.40s\" is not a status (%s)", st, rec_status_list()));
+		return;
+	}
+	if (lang && !conf_lang(m->conf, lang)) {
+		finish(c, tool_error("language \"%.40s\" is not a configured language (%s)", lang, conf_lang_list(m->conf)));
+		return;
+	}
 	argv[a++] = "sbx-history";
 	if (m->conf_path) {
 		argv[a++] = "-c";

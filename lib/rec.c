@@ -541,3 +541,23 @@ bool rec_write(jv v)
 	free(s);
 	return ok;
 }
+
+static const char *const statuses[] = { "success", "error", "timeout", "memory_limit", "compile_error",
+					"invalid", "internal_error", "cancelled", NULL };
+
+bool rec_status_known(const char *s)
+{
+	for (int i = 0; statuses[i]; i++)
+		if (!strcmp(statuses[i], s))
+			return true;
+	return false;
+}
+
+const char *rec_status_list(void)
+{
+	static char list[200];
+	size_t o = 0;
+	for (int i = 0; statuses[i] && o < sizeof list; i++)
+		o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", statuses[i]);
+	return list;
+}

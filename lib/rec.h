@@ -89,6 +89,10 @@ bool rec_num(jv obj, const char *key, double *out);
 bool rec_bool(jv obj, const char *key, bool *out);
 /* True if obj has a final "status" (any string). */
 bool rec_has_status(jv obj);
+/* The statuses a record can have (doc/contract.md): is s one of them, and
+ * all of them for a message ("success, error, ..."; static). */
+bool rec_status_known(const char *s);
+const char *rec_status_list(void);
 
 /* Serialise compactly with a newline; the caller frees.  Consumes v. */
 char *rec_dump(jv v, size_t *len);

@@ -414,15 +414,30 @@ int main(int argc, char **argv)
 	if (db && !*db)
 		util_usage_error(synopsis, "-d: the database path is empty");
 
+	/* A typo is a usage error, never "no rows": cron reads exit 1 as
+	 * "nothing to alert about". */
+	if (f.status && !rec_status_known(f.status))
+		util_usage_error(synopsis, "--status: \"%s\" is not a status (%s)", f.status, rec_status_list());
 	struct conf *c = conf_open(conf_path);
+	bool explicit_db = db != NULL;
 	if (!db)
 		db = getenv("SBX_HISTORY") && *getenv("SBX_HISTORY") ? getenv("SBX_HISTORY") : c->history;
 	if (f.language) {
 		/* Stored languages are canonical (sbx-validate resolves
 		 * aliases); accept an alias here too. */
 		const struct conf_lang *l = conf_lang(c, f.language);
-		if (l)
-			f.language = l->name;
+		if (!l) {
+			char msg[1024];
+			snprintf(msg, sizeof msg, "--language: \"%s\" is not a configured language (%s)", f.language,
+				 conf_lang_list(c));
+			conf_free(c);
+			util_usage_error(synopsis, "%s", msg);
+		}
+		f.language = l->name;
+	}
+	if (explicit_db && access(db, F_OK) < 0) {
+		conf_free(c);
+		util_usage_error(synopsis, "-d: %s: %s", db, strerror(errno));
 	}
 
 	struct out out = { .fmt = fmt, .table_stats = stats, .header = jv_invalid(), .table = jv_array() };

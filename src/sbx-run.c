@@ -1,14 +1,20 @@
 /* sbx-run: jobs in, results out; the only tool that creates sandboxes.
  *
  * Theory of operation: one thread, one poll loop (lib/loop).  Input lines
- * are read only while fewer than -j jobs are in flight, so a long input
- * costs no memory and `-j 1` keeps the input order.  Each job becomes a
- * run (lib/run): scratch directory, compile stage, run stage, each a
- * sandbox (lib/box) whose pidfd, pipes and timer are watched by the same
- * loop.  Results are written as runs complete, one flushed line each;
- * records that are not jobs (invalid lines, records with a final status)
- * are written as soon as they are read.  SIGINT/SIGTERM/SIGHUP kill every
- * sandbox, write their results (internal_error "cancelled") and exit.
+ * are read only while fewer than -j jobs are in flight (and the reorder
+ * window below has room), so a long input costs no memory.  Each job
+ * becomes a run (lib/run): scratch directory, compile stage, run stage,
+ * each a sandbox (lib/box) whose pidfd, pipes and timer are watched by the
+ * same loop.  Every record read gets a number in input order, and results
+ * go out in that order, one flushed line each (as parallel --keep-order):
+ * a result that completes before an earlier one waits in a window of
+ * ORDER_WINDOW(-j) results; with --unordered they go out as they complete.
+ * Each result carries "input_line", its line in the input (or what an
+ * earlier tool set), so any order can be matched back.  When the reader of
+ * stdout goes away (EPIPE, or POLLERR on a pipe while idle) every sandbox
+ * is killed at once and the exit status is 3.  SIGINT/SIGTERM/SIGHUP kill
+ * every sandbox, write their results (internal_error "cancelled") and
+ * exit.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -38,7 +44,7 @@
 #include "util.h"
 
 static const char synopsis[] =
-	"usage: sbx-run [-c FILE] [-j N] [--timings] [--no-cache] [--events FD] [--control FD] < jobs.jsonl > results.jsonl\n"
+	"usage: sbx-run [-c FILE] [-j N] [--unordered] [--timings] [--no-cache] [--events FD] [--control FD] < jobs.jsonl > results.jsonl\n"
 	"       sbx-run [-c FILE] --check\n"
 	"       sbx-run [-c FILE] --pull\n";
 
@@ -48,7 +54,9 @@ static void help(void)
 	       "Run sbx-validate's jobs in sandboxes and write one result per job.\n"
 	       "\n"
 	       "  -j, --jobs N       run N jobs at once (default: max_concurrent); results\n"
-	       "                     are written as they complete; -j 1 keeps input order\n"
+	       "                     are written in input order\n"
+	       "      --unordered    write results as they complete instead (each carries\n"
+	       "                     \"input_line\" to match it back)\n"
 	       "      --timings      add a \"timings\" object (ms per phase) to each result\n"
 	       "      --no-cache     compile every time (no compile cache; see compile_cache)\n"
 	       "      --events FD    write {\"id\",\"event\"} lines to FD as stages start\n"
@@ -79,8 +87,14 @@ struct state {
 	struct run **runs;     /* in flight, for cancellation */
 	/* Jobs of a session whose workspace another job in flight has: they
 	 * wait, in order, until it is free (see dispatch). */
-	struct held { jv rec; const char *workspace; struct held *next; } *held;
+	struct held { jv rec; const char *workspace; uint64_t seq; struct held *next; } *held;
 	size_t nheld;
+	/* Input order: every record read gets the next seq; its result waits
+	 * in window[seq % cap] until every earlier one is out. */
+	bool unordered;
+	uint64_t seq, next_out;
+	jv *window;
+	size_t cap;
 	bool in_eof, stopping, out_fifo, out_failed;
 	int sigfd, exit_sig;
 	int events_fd, control_fd; /* -1 unless given */
@@ -96,29 +110,48 @@ static void dispatch(void);
 
 /* ---- output ---------------------------------------------------------------- */
 
+/* Output failed (its reader is gone, most often): every sandbox is
+ * killed at once, nothing more is read, and the exit status is 3. */
+static void output_failed(const char *why)
+{
+	if (!S.out_failed)
+		util_warn("error writing output: %s; stopping", why);
+	S.out_failed = true;
+	S.stopping = true; /* no job more */
+	S.out_len = 0;
+}
+
 static void on_stdout(struct loop *l, int fd, short rev, void *arg)
 {
+	if (S.out_len == 0) {
+		/* Idle, watched for POLLERR only: the pipe's reader closed it. */
+		if (rev & (POLLERR | POLLHUP))
+			output_failed("the reader closed the pipe");
+		loop_unwatch(l, fd);
+		return;
+	}
 	/* At most PIPE_BUF after POLLOUT: never blocks the loop. */
 	size_t n = S.out_len < 4096 ? S.out_len : 4096;
 	ssize_t w = write(fd, S.out, n);
-	if (w < 0 && errno != EINTR && errno != EAGAIN) {
-		util_warn("error writing output: %s", strerror(errno));
-		S.out_failed = true;
-		S.out_len = 0;
-	} else if (w > 0) {
+	if (w < 0 && errno != EINTR && errno != EAGAIN)
+		output_failed(strerror(errno));
+	else if (w > 0) {
 		memmove(S.out, S.out + w, S.out_len - (size_t)w);
 		S.out_len -= (size_t)w;
 	}
-	if (S.out_len == 0)
+	/* Between records a pipe is still watched, for its reader leaving
+	 * (poll reports POLLERR whatever was asked). */
+	if (S.out_failed)
 		loop_unwatch(l, fd);
-	(void)rev;
+	else if (S.out_len == 0)
+		loop_watch(l, fd, 0, on_stdout, NULL);
 	(void)arg;
 }
 
 static void emit(jv rec)
 {
 	const char *st = rec_str(rec, "status", NULL);
-	if (st && (!strcmp(st, "invalid") || !strcmp(st, "internal_error")))
+	if (st && (!strcmp(st, "invalid") || !strcmp(st, "internal_error")) && S.status == EXIT_OK)
 		S.status = EXIT_RECORDS;
 	size_t n;
 	char *line = rec_dump(rec, &n);
@@ -128,10 +161,8 @@ static void emit(jv rec)
 	}
 	if (!S.out_fifo) {
 		/* A file or a terminal: a plain write does not stall for long. */
-		if (util_write_all(STDOUT_FILENO, line, n) < 0) {
-			util_warn("error writing output: %s", strerror(errno));
-			S.out_failed = true;
-		}
+		if (util_write_all(STDOUT_FILENO, line, n) < 0)
+			output_failed(strerror(errno));
 		free(line);
 		return;
 	}
@@ -154,14 +185,36 @@ static void forget(struct run *r)
 			S.runs[i] = NULL;
 }
 
+/* The results that may wait for an earlier one: enough for every slot
+ * to finish several jobs past a slow one before reading stops. */
+#define ORDER_WINDOW(max) ((max) * 8 < 16 ? 16 : (max) * 8)
+static bool window_room(void)
+{
+	return S.unordered || S.seq - S.next_out < S.cap;
+}
+
+/* The result of record seq: out now, or when its turn comes. */
+static void deliver(uint64_t seq, jv result)
+{
+	if (S.unordered) {
+		emit(result);
+		return;
+	}
+	S.window[seq % S.cap] = result;
+	while (S.next_out < S.seq && jv_is_valid(S.window[S.next_out % S.cap])) {
+		emit(S.window[S.next_out % S.cap]);
+		S.window[S.next_out % S.cap] = jv_invalid();
+		S.next_out++;
+	}
+}
+
 static void run_done(struct run *r, jv result, void *arg)
 {
-	emit(result);
+	deliver((uint64_t)(uintptr_t)arg, result);
 	forget(r);
 	run_free(r);
 	S.active--;
 	dispatch();
-	(void)arg;
 }
 
 static void cancel_all(void)
@@ -174,7 +227,7 @@ static void cancel_all(void)
 		struct held *h = S.held;
 		S.held = h->next;
 		jv rec = jv_object_set(h->rec, jv_string("status"), jv_string("internal_error"));
-		emit(jv_object_set(rec, jv_string("error"), jv_string("cancelled")));
+		deliver(h->seq, jv_object_set(rec, jv_string("error"), jv_string("cancelled")));
 		free(h);
 	}
 	S.nheld = 0;
@@ -202,12 +255,12 @@ static bool workspace_busy(const char *ws, const struct held *upto)
 	return false;
 }
 
-static void start(jv rec)
+static void start(jv rec, uint64_t seq)
 {
 	jv immediate;
-	struct run *r = run_start(&S.env, rec, run_done, NULL, &immediate);
+	struct run *r = run_start(&S.env, rec, run_done, (void *)(uintptr_t)seq, &immediate);
 	if (!r) {
-		emit(immediate);
+		deliver(seq, immediate);
 		return;
 	}
 	for (size_t i = 0; i < S.max; i++)
@@ -287,10 +340,11 @@ static void dispatch(void)
 		*p = h->next;
 		S.nheld--;
 		jv rec = h->rec;
+		uint64_t seq = h->seq;
 		free(h);
-		start(rec);
+		start(rec, seq);
 	}
-	while (!S.stopping && !S.in_eof && S.active < S.max && S.nheld < S.max) {
+	while (!S.stopping && !S.in_eof && S.active < S.max && S.nheld < S.max && window_room()) {
 		jv rec;
 		enum rec_status st = rec_next(&S.in, &rec);
 		if (st == REC_AGAIN)
@@ -299,26 +353,29 @@ static void dispatch(void)
 			S.in_eof = true;
 			break;
 		}
+		uint64_t seq = S.seq++;
+		if (st == REC_OK && !rec_has(rec, "input_line"))
+			rec = jv_object_set(rec, jv_string("input_line"), jv_number((double)S.in.lineno));
 		if (st == REC_INVALID || rec_has_status(rec)) {
-			emit(rec);
+			deliver(seq, rec);
 			continue;
 		}
 		const char *ws = workspace_of(rec);
 		if (ws && workspace_busy(ws, NULL)) {
 			struct held *h = util_xalloc(sizeof *h), **tail = &S.held;
-			*h = (struct held){ .rec = rec, .workspace = ws };
+			*h = (struct held){ .rec = rec, .workspace = ws, .seq = seq };
 			while (*tail)
 				tail = &(*tail)->next;
 			*tail = h;
 			S.nheld++;
 			continue;
 		}
-		start(rec);
+		start(rec, seq);
 	}
 	/* No more jobs will come: warm sandboxes would be wasted. */
 	if (S.in_eof || S.stopping)
 		box_pool(S.env.box, S.loop, 0, false);
-	bool want_input = !S.stopping && !S.in_eof && S.active < S.max && S.nheld < S.max;
+	bool want_input = !S.stopping && !S.in_eof && S.active < S.max && S.nheld < S.max && window_room();
 	if (want_input)
 		loop_watch(S.loop, STDIN_FILENO, POLLIN, on_stdin, NULL);
 	else
@@ -567,6 +624,7 @@ int main(int argc, char **argv)
 		{ "pull", no_argument, NULL, 'P' },
 		{ "no-cache", no_argument, NULL, 'N' },
 		{ "timings", no_argument, NULL, 'T' },
+		{ "unordered", no_argument, NULL, 'U' },
 		UTIL_COMMON_OPTIONS,
 	};
 	int o;
@@ -600,6 +658,7 @@ int main(int argc, char **argv)
 		case 'P': do_pull = true; break;
 		case 'N': use_cache = false; break;
 		case 'T': timings = true; break;
+		case 'U': S.unordered = true; break;
 		default: util_common_option(o, argv, synopsis, help);
 		}
 	}
@@ -667,6 +726,10 @@ int main(int argc, char **argv)
 	S.loop = loop_new();
 	S.max = jobs ? (size_t)jobs : (size_t)c->max_concurrent;
 	S.runs = util_xalloc(S.max * sizeof *S.runs);
+	S.cap = ORDER_WINDOW(S.max);
+	S.window = util_xalloc(S.cap * sizeof *S.window);
+	for (size_t i = 0; i < S.cap; i++)
+		S.window[i] = jv_invalid();
 	static struct ccache cache;
 	ccache_init(&cache, c, use_cache);
 	S.env = (struct run_env){ .conf = c, .box = &sys, .dock = &dsys, .cache = &cache, .loop = S.loop, .timings = timings,
@@ -678,6 +741,8 @@ int main(int argc, char **argv)
 	}
 	struct stat st;
 	S.out_fifo = fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+	if (S.out_fifo)
+		loop_watch(S.loop, STDOUT_FILENO, 0, on_stdout, NULL); /* its reader leaving, at once */
 	rec_reader_init(&S.in, STDIN_FILENO, c->max_record_size);
 	loop_watch(S.loop, S.sigfd, POLLIN, on_signal, NULL);
 	/* Sandboxes made ahead of time, one per slot (up to 4).  If no job is
@@ -727,6 +792,9 @@ int main(int argc, char **argv)
 		rec_reader_free(&S.control);
 	box_pool_drain(&sys);
 	loop_free(S.loop);
+	for (size_t i = 0; i < S.cap; i++)
+		jv_free(S.window[i]);
+	free(S.window);
 	free(S.runs);
 	free(S.out);
 	box_sys_free(&sys);

@@ -127,14 +127,37 @@ $sum" ]
 	jqe 3 '.status == "invalid"'
 }
 
-@test "-j 4 runs four one-second jobs in about one second, results as they complete" {
+@test "-j 4 runs four one-second jobs in about one second; results in input order, each with its input_line" {
+	# the first job is the slowest: the others wait for it in the window
+	jobs() {
+		echo '{"id":"s1","language":"bash","code":"sleep 1.5; echo 1"}'
+		for i in 2 3 4; do echo "{\"id\":\"s$i\",\"language\":\"bash\",\"code\":\"sleep 1; echo $i\"}"; done
+		echo 'not json'
+	}
 	start=$(date +%s%N)
-	run --separate-stderr sbx -j 4 < <(for i in 1 2 3 4; do echo "{\"id\":\"s$i\",\"language\":\"bash\",\"code\":\"sleep 1; echo $i\"}"; done)
+	run --separate-stderr sbx -j 4 < <(jobs)
 	elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
-	[ "$status" -eq 0 ]
-	[ "${#lines[@]}" -eq 4 ]
-	[ "$(printf '%s\n' "${lines[@]}" | jq -r .id | sort | tr '\n' ' ')" = "s1 s2 s3 s4 " ]
+	[ "$status" -eq 1 ] # the line that is not JSON
+	[ "${#lines[@]}" -eq 5 ]
+	[ "$(printf '%s\n' "${lines[@]:0:4}" | jq -r '"\(.id)@\(.input_line)"' | tr '\n' ' ')" = "s1@1 s2@2 s3@3 s4@4 " ]
+	jqe 4 '.status == "invalid" and (.error | contains("line 5"))'
+	[ "$elapsed" -lt 3000 ]
+	# --unordered: as they complete; input_line still matches them back
+	run --separate-stderr sbx -j 4 --unordered < <(jobs)
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r 'select(.id) | .id' | tail -1)" = s1 ]
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r 'select(.id == "s3") | .input_line')" = 3 ]
+}
+
+@test "the reader of the results going away stops sbx-run at once: sandboxes killed, exit 3" {
+	for i in $(seq 20); do echo '{"language":"bash","code":"sleep 1; echo x"}'; done | "$BIN/sbx-validate" > jobs
+	start=$(date +%s%N)
+	"$BIN/sbx-run" -j 2 < jobs 2> err | head -1 > first
+	st=${PIPESTATUS[0]}
+	elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
+	[ "$st" -eq 3 ] || { echo "exit $st"; cat err; false; }
 	[ "$elapsed" -lt 2500 ]
+	jq -e '.stdout == "x\n"' first
+	grep -q "stopping" err
 }
 
 @test "sbx-run refuses records that are not jobs, and jobs above the configuration's ceilings" {
@@ -322,7 +345,7 @@ PY
 		jq -nc '{id: "c", language: "bash", code: "sleep 1; echo c"}'
 	} | "$BIN/sbx-validate" -c "$conf" > jobs
 	start=$(date +%s%N)
-	run --separate-stderr "$BIN/sbx-run" -c "$conf" -j 3 < jobs
+	run --separate-stderr "$BIN/sbx-run" -c "$conf" -j 3 --unordered < jobs
 	elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
 	[ "${#lines[@]}" -eq 3 ]
 	# b waited for a (it read what a wrote), c did not wait for either

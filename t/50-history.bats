@@ -266,6 +266,16 @@ logr() { "$BIN/sbx-log" "$@"; }
 	run --separate-stderr hist --format xml
 	[ "$status" -eq 2 ]
 	[[ "${stderr_lines[1]}" == usage:* ]]
+	# a typo in a cron query is a usage error naming what is valid, never "no rows"
+	run --separate-stderr hist --status timout
+	[ "$status" -eq 2 ]
+	[[ "${stderr_lines[0]}" == *'"timout" is not a status (success, error, timeout,'* ]]
+	run --separate-stderr hist --language cobol
+	[ "$status" -eq 2 ]
+	[[ "${stderr_lines[0]}" == *'"cobol" is not a configured language ('*python* ]]
+	run --separate-stderr hist -d "$BATS_TEST_TMPDIR/missing.db"
+	[ "$status" -eq 2 ]
+	[[ "${stderr_lines[0]}" == *missing.db*"No such file"* ]]
 }
 
 @test "formats: table aligned for people, csv quoted per RFC 4180, json by default" {
@@ -346,12 +356,17 @@ logr() { "$BIN/sbx-log" "$@"; }
 	results 3 | logr > /dev/null
 	sum=$(sqlite3 "$SBX_HISTORY" 'SELECT count(*) FROM runs')
 	for evil in "' OR '1'='1" "python' --" "x'; DROP TABLE runs; --" '" OR 1=1 --' "1 OR 1=1" "%" "_"; do
-		for opt in --language --status --id --session; do
+		# no such language or status: a usage error, before any SQL
+		for opt in --language --status; do
+			run --separate-stderr hist "$opt" "$evil"
+			[ "$status" -eq 2 ] || { echo "$opt $evil: $output" >&2; false; }
+		done
+		for opt in --id --session; do
 			run --separate-stderr hist "$opt" "$evil"
 			[ "$status" -eq 1 ] || { echo "$opt $evil: $output" >&2; false; }
 		done
 		run --separate-stderr hist --stats --language "$evil"
-		[ "$status" -eq 1 ]
+		[ "$status" -eq 2 ]
 		run --separate-stderr hist --since "$evil"
 		[ "$status" -eq 2 ]
 		run --separate-stderr hist --limit "$evil"
