@@ -4,7 +4,8 @@
 
 PREFIX     ?= /usr/local
 DESTDIR    ?=
-SYSCONFDIR ?= $(PREFIX)/etc
+# /usr's configuration is in /etc; any other prefix keeps its own.
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 STATEDIR   ?= /var/lib/sbx
 RUNDIR     ?= /run/sbx
 MANDIR     ?= $(PREFIX)/share/man
@@ -217,19 +218,29 @@ fuzz: deps fuzz-build
 	done
 
 # ---- install ------------------------------------------------------------
+# The tools find PREFIX/etc/sbx/sandbox.conf beside themselves, so nothing
+# depends on the PREFIX they were built with.  A configuration already
+# there is the administrator's: the new one goes beside it as .new.
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SYSCONFDIR)/sbx $(DESTDIR)$(MANDIR)/man1
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SYSCONFDIR)/sbx $(DESTDIR)$(MANDIR)/man1 \
+	    $(DESTDIR)$(PREFIX)/libexec/sbx $(DESTDIR)$(PREFIX)/share/sbx/examples
+	install -d -m 0755 $(DESTDIR)$(STATEDIR)
 	install -m 0755 $(addprefix $(BINDIR)/,$(TOOLS)) $(DESTDIR)$(PREFIX)/bin/
-	install -d $(DESTDIR)$(PREFIX)/libexec/sbx
 	install -m 0755 $(addprefix $(LIBEXECDIR)/,$(HELPERS)) $(DESTDIR)$(PREFIX)/libexec/sbx/
-	sed -e 's|^state_dir *=.*|state_dir      = "$(STATEDIR)"|' \
-	    -e 's|^history *=.*|history        = "$(STATEDIR)/sandbox_history.db"|' \
-	    etc/sandbox.conf > $(DESTDIR)$(SYSCONFDIR)/sbx/sandbox.conf
+	install -m 0644 etc/examples/tour.jsonl etc/examples/show.jq $(DESTDIR)$(PREFIX)/share/sbx/examples/
+	sed -e 's|^state_dir *=.*|state_dir       = "$(STATEDIR)"|' \
+	    -e 's|^history *=.*|history         = "$(STATEDIR)/sandbox_history.db"|' \
+	    etc/sandbox.conf > $(BUILD)/sandbox.conf.installed~ && mv $(BUILD)/sandbox.conf.installed~ $(BUILD)/sandbox.conf.installed
+	@conf=$(DESTDIR)$(SYSCONFDIR)/sbx/sandbox.conf; \
+	if [ -e $$conf ] && ! cmp -s $(BUILD)/sandbox.conf.installed $$conf; then \
+		install -m 0644 $(BUILD)/sandbox.conf.installed $$conf.new; \
+		echo "kept $$conf (yours); the new default is $$conf.new"; \
+	else install -m 0644 $(BUILD)/sandbox.conf.installed $$conf; fi
 	install -m 0644 $(MANS) $(DESTDIR)$(MANDIR)/man1/
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(TOOLS)) $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MANS)))
-	rm -rf $(DESTDIR)$(PREFIX)/libexec/sbx
+	rm -rf $(DESTDIR)$(PREFIX)/libexec/sbx $(DESTDIR)$(PREFIX)/share/sbx
 	rm -rf $(DESTDIR)$(SYSCONFDIR)/sbx
 
 clean:

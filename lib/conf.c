@@ -591,8 +591,7 @@ static void set_defaults(struct conf *c)
 	c->max_record_size = 16u << 20;
 	c->network = false;
 	c->max_concurrent = 4;
-	c->state_dir = util_strdup("var");
-	c->history = util_strdup("var/sandbox_history.db");
+	/* state_dir and history stay NULL unless given: see parse's end. */
 	c->history_code = util_strdup("preview");
 	c->history_sync = util_strdup("normal");
 	c->uid = 60000;
@@ -637,11 +636,12 @@ void conf_free(struct conf *c)
 	if (!c)
 		return;
 	free(c->path);
-	free(c->root);
+	free(c->dir);
 	free(c->backend);
 	free(c->state_dir);
 	free(c->history);
 	free(c->history_code);
+	free(c->state_note);
 	free(c->install_specs);
 	free(c->history_sync);
 	free(c->cgroup_parent);
@@ -685,11 +685,31 @@ static bool plain_name(const char *s)
 }
 
 /* Relative paths in the file are relative to `root`. */
+/* p against root, with "." and ".." taken out lexically (what p names
+ * need not exist yet), so messages and prefix tests see one spelling. */
 static char *absolute(const char *root, const char *p)
 {
-	if (p[0] == '/')
-		return util_strdup(p);
-	return util_fmt("%s/%s", root, p);
+	char *in = p[0] == '/' ? util_strdup(p) : util_fmt("%s/%s", root, p);
+	char *out = util_xalloc(strlen(in) + 2);
+	size_t n = 0;
+	for (char *save = NULL, *seg = strtok_r(in, "/", &save); seg; seg = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(seg, "."))
+			continue;
+		if (!strcmp(seg, "..")) {
+			while (n > 0 && out[--n] != '/')
+				;
+			continue;
+		}
+		out[n++] = '/';
+		size_t l = strlen(seg);
+		memcpy(out + n, seg, l);
+		n += l;
+	}
+	if (!n)
+		out[n++] = '/';
+	out[n] = 0;
+	free(in);
+	return out;
 }
 
 static bool check_lang(struct parser *ps, struct conf *c, struct conf_lang *l)
@@ -747,7 +767,7 @@ static bool check_lang(struct parser *ps, struct conf *c, struct conf_lang *l)
 		if ((*b)[0] != '/' || strstr(*b, "/../") || strstr(*b, "/.."))
 			return fail(ps, l->line, "[language.%s] key \"binds\": \"%s\" must be an absolute path without ..", l->name, *b);
 	if (l->rootfs) {
-		char *abs = absolute(c->root, l->rootfs);
+		char *abs = absolute(c->dir, l->rootfs);
 		free(l->rootfs);
 		l->rootfs = abs;
 	}
@@ -761,12 +781,14 @@ static struct conf *parse(struct parser *ps, const char *path_for_root)
 {
 	struct conf *c = util_xalloc(sizeof *c);
 	set_defaults(c);
-	/* Relative paths are relative to the project root for a checkout
-	 * (ROOT/etc/sandbox.conf) and to the file's directory otherwise. */
+	/* Every relative path in the file is relative to the file's own
+	 * directory: one base, whichever way the file was found. */
 	{
 		char *dir = util_strdup(path_for_root);
 		char *slash = strrchr(dir, '/');
-		if (slash)
+		if (slash == dir)
+			slash[1] = 0; /* "/x.conf": the root */
+		else if (slash)
 			*slash = 0;
 		else {
 			free(dir);
@@ -777,13 +799,7 @@ static struct conf *parse(struct parser *ps, const char *path_for_root)
 			free(dir);
 			dir = util_strdup(real);
 		}
-		const char *base = strrchr(dir, '/');
-		if (base && !strcmp(base + 1, "etc") && base != dir) {
-			c->root = util_strndup(dir, (size_t)(base - dir));
-			c->checkout = true;
-			free(dir);
-		} else
-			c->root = dir;
+		c->dir = dir;
 	}
 
 	enum { S_NONE, S_SANDBOX, S_SESSIONS, S_HTTP, S_LANG } sect = S_NONE;
@@ -976,13 +992,12 @@ static struct conf *parse(struct parser *ps, const char *path_for_root)
 		conf_free(c);
 		return NULL;
 	}
-	/* In a checkout state lives under the project root; an installed
-	 * copy keeps it in SBX_STATEDIR, and a relative history is in the
-	 * state directory. */
-	char *abs = absolute(c->checkout ? c->root : SBX_STATEDIR, c->state_dir);
+	/* Unset, the state lives in the system's state directory and the
+	 * history in it; given, a relative path is the file's directory's. */
+	char *abs = c->state_dir ? absolute(c->dir, c->state_dir) : util_strdup(SBX_STATEDIR);
 	free(c->state_dir);
 	c->state_dir = abs;
-	abs = absolute(c->checkout ? c->root : c->state_dir, c->history);
+	abs = c->history ? absolute(c->dir, c->history) : util_fmt("%s/sandbox_history.db", c->state_dir);
 	free(c->history);
 	c->history = abs;
 	return c;
@@ -1039,23 +1054,100 @@ char *conf_find(const char *explicit, char *err, size_t errlen)
 	const char *env = getenv("SBX_CONF");
 	if (env && *env)
 		return util_strdup(env);
+	/* Beside the binary, so a checkout and a tree installed under any
+	 * prefix work from wherever they are (bin/../etc in a checkout,
+	 * PREFIX/bin/../etc/sbx installed); then the compiled-in place. */
 	char *dir = util_exe_dir();
-	if (dir) {
-		char *p = util_fmt("%s/../etc/sandbox.conf", dir);
-		free(dir);
+	char *cand[] = {
+		dir ? util_fmt("%s/../etc/sandbox.conf", dir) : NULL,
+		dir ? util_fmt("%s/../etc/sbx/sandbox.conf", dir) : NULL,
+		util_strdup(SBX_SYSCONFDIR "/sbx/sandbox.conf"),
+		util_strdup("/etc/sbx/sandbox.conf"),
+	};
+	free(dir);
+	char *found = NULL;
+	for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
 		char real[PATH_MAX];
-		if (access(p, R_OK) == 0 && realpath(p, real)) {
-			free(p);
-			return util_strdup(real);
-		}
-		free(p);
+		if (!found && cand[i] && access(cand[i], R_OK) == 0 && realpath(cand[i], real))
+			found = util_strdup(real);
+		free(cand[i]);
 	}
-	char *p = util_strdup(SBX_SYSCONFDIR "/sbx/sandbox.conf");
-	if (access(p, R_OK) == 0)
-		return p;
-	snprintf(err, errlen, "no configuration: none given with -c or SBX_CONF, and neither ../etc/sandbox.conf next to the binary nor %s exists", p);
+	if (!found)
+		snprintf(err, errlen, "no configuration: none given with -c or SBX_CONF, and none at ../etc/sandbox.conf or "
+				      "../etc/sbx/sandbox.conf beside the binary, " SBX_SYSCONFDIR "/sbx/sandbox.conf or /etc/sbx/sandbox.conf");
+	return found;
+}
+
+/* Can we make files in dir, or make dir itself (the nearest existing
+ * ancestor is writable)? */
+static bool can_write(const char *dir)
+{
+	char *p = util_strdup(dir);
+	bool ok = false;
+	for (;;) {
+		struct stat st;
+		if (stat(p, &st) == 0) {
+			ok = S_ISDIR(st.st_mode) && access(p, W_OK | X_OK) == 0;
+			break;
+		}
+		char *slash = strrchr(p, '/');
+		if (errno != ENOENT || !slash || slash == p)
+			break;
+		*slash = 0;
+	}
 	free(p);
-	return NULL;
+	return ok;
+}
+
+static int mkdir_p(char *p, mode_t mode)
+{
+	for (char *s = p + 1; (s = strchr(s, '/')); s++) {
+		*s = 0;
+		int rc = mkdir(p, mode);
+		*s = '/';
+		if (rc < 0 && errno != EEXIST)
+			return -1;
+	}
+	return mkdir(p, mode) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+void conf_user_state(struct conf *c)
+{
+	if (geteuid() == 0 || can_write(c->state_dir))
+		return;
+	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	char *mine = xdg && xdg[0] == '/' ? util_fmt("%s/sbx", xdg)
+		   : home && home[0] == '/' && strcmp(home, "/") ? util_fmt("%s/.local/state/sbx", home) : NULL;
+	if (!mine || mkdir_p(mine, 0700) < 0 || !can_write(mine)) {
+		c->state_note = util_fmt("%s is not writable by uid %u, and there is no per-user state directory (%s%s): "
+					 "set XDG_STATE_HOME or HOME, or state_dir in %s", c->state_dir, (unsigned)geteuid(),
+					 mine ? mine : "neither XDG_STATE_HOME nor HOME is set", mine ? " cannot be made" : "", c->path);
+		free(mine);
+		return;
+	}
+	/* A history kept in the state directory moves with it; one elsewhere
+	 * stays where it was put, if it can be written. */
+	size_t n = strlen(c->state_dir);
+	if (!strncmp(c->history, c->state_dir, n) && c->history[n] == '/') {
+		char *h = util_fmt("%s%s", mine, c->history + n);
+		free(c->history);
+		c->history = h;
+	} else {
+		char *hdir = util_strdup(c->history);
+		char *slash = strrchr(hdir, '/');
+		if (slash)
+			*slash = 0;
+		if (!can_write(hdir)) {
+			free(c->history);
+			c->history = util_fmt("%s/sandbox_history.db", mine);
+		}
+		free(hdir);
+	}
+	c->state_note = util_fmt("%s is not writable by uid %u: this user's state is in %s", c->state_dir,
+				 (unsigned)geteuid(), mine);
+	free(c->state_dir);
+	c->state_dir = mine;
+	c->state_per_user = true;
 }
 
 struct conf *conf_open(const char *explicit)
@@ -1068,6 +1160,7 @@ struct conf *conf_open(const char *explicit)
 	free(path);
 	if (!c)
 		util_die(EXIT_USAGE, "%s", err);
+	conf_user_state(c);
 	return c;
 }
 

@@ -53,8 +53,7 @@ struct conf_lang {
 
 struct conf {
 	char *path;         /* the file this came from */
-	char *root;         /* base for relative paths in the file */
-	bool checkout;      /* the file is in ROOT/etc: state under ROOT, else under SBX_STATEDIR */
+	char *dir;          /* the file's directory: the base of its relative paths */
 
 	/* [sandbox] */
 	char *backend;      /* "native" or "docker" */
@@ -66,6 +65,8 @@ struct conf {
 	uint64_t max_concurrent;
 	char *state_dir;    /* absolute after loading */
 	char *history;      /* absolute after loading */
+	bool state_per_user; /* conf_user_state moved state_dir to the user's own */
+	char *state_note;   /* what conf_user_state did or could not do, or NULL */
 	char *history_code; /* "preview" (first 500 characters) or "full" (code and capped output) */
 	char *history_sync; /* "normal" or "full" (SQLite's synchronous) */
 	uint64_t uid;       /* host uid (and gid) base for sandboxes when run as root */
@@ -100,8 +101,9 @@ struct conf {
 };
 
 /* Find the file: `explicit` (-c), then $SBX_CONF, then ../etc/sandbox.conf
- * next to the binary, then SYSCONFDIR/sbx/sandbox.conf.  Returns a path the
- * caller frees, or NULL (with a message in err) if none exists. */
+ * or ../etc/sbx/sandbox.conf beside the binary, then SYSCONFDIR/sbx and
+ * /etc/sbx.  Returns a path the caller frees, or NULL (with a message in
+ * err) if none exists. */
 char *conf_find(const char *explicit, char *err, size_t errlen);
 
 /* Parse a file.  On error returns NULL and writes "FILE:LINE: message" into
@@ -111,7 +113,14 @@ struct conf *conf_load(const char *path, char *err, size_t errlen);
 struct conf *conf_parse(const char *name, const char *text, size_t len, char *err, size_t errlen);
 void conf_free(struct conf *c);
 
-/* conf_find + conf_load; on failure prints the error and exits 2. */
+/* An ordinary user who cannot write state_dir (a root-owned checkout or
+ * installed tree) gets their own: $XDG_STATE_HOME/sbx, else
+ * ~/.local/state/sbx, made 0700; a history inside state_dir moves with it.
+ * Root's state is never moved.  state_note says what happened. */
+void conf_user_state(struct conf *c);
+
+/* conf_find + conf_load + conf_user_state; on failure prints the error
+ * and exits 2. */
 struct conf *conf_open(const char *explicit);
 
 const struct conf_lang *conf_lang(const struct conf *c, const char *name_or_alias);

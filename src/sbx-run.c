@@ -516,6 +516,20 @@ static jv check_kernel(struct box_sys *sys)
 	return a;
 }
 
+/* Where this user's state and history are, and why, for both backends. */
+static jv check_state(const struct conf *c, jv *fixes)
+{
+	jv st = jv_object_set(jv_object(), jv_string("dir"), jv_string(c->state_dir));
+	st = jv_object_set(st, jv_string("history"), jv_string(getenv("SBX_HISTORY") && *getenv("SBX_HISTORY") ? getenv("SBX_HISTORY") : c->history));
+	st = jv_object_set(st, jv_string("per_user"), jv_bool(c->state_per_user));
+	if (c->state_note) {
+		st = jv_object_set(st, jv_string("why"), jv_string(c->state_note));
+		if (!c->state_per_user)
+			*fixes = jv_array_append(*fixes, jv_string(c->state_note));
+	}
+	return st;
+}
+
 static int check(struct conf *c, struct box_sys *sys, const char *init_err, char **argv)
 {
 	jv o = jv_object();
@@ -532,6 +546,7 @@ static int check(struct conf *c, struct box_sys *sys, const char *init_err, char
 		fixes = jv_array_append(fixes, jv_string(init_err));
 	}
 	o = jv_object_set(o, jv_string("user_namespaces"), userns);
+	o = jv_object_set(o, jv_string("state"), check_state(c, &fixes));
 
 	jv cg = jv_object();
 	cg = jv_object_set(cg, jv_string("version"), jv_string(cg_mode_name(sys->cg.mode)));
@@ -682,6 +697,13 @@ int main(int argc, char **argv)
 	if (docker && do_check) {
 		jv report = dock_check(&dsys);
 		bool usable = dsys.ok;
+		jv fixes = jv_object_get(jv_copy(report), jv_string("fixes"));
+		if (jv_get_kind(fixes) != JV_KIND_ARRAY) {
+			jv_free(fixes);
+			fixes = jv_array();
+		}
+		report = jv_object_set(report, jv_string("state"), check_state(c, &fixes));
+		report = jv_object_set(report, jv_string("fixes"), fixes);
 		rec_write(report);
 		dock_sys_free(&dsys);
 		conf_free(c);

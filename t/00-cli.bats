@@ -68,6 +68,28 @@ tools() {
 	done
 }
 
+@test "make install PREFIX=...: the installed tools work from any directory, state where configured" {
+	command -v make > /dev/null || skip "no make"
+	[ -f "$ROOT/bin/sbx-run" ] || skip "no build in $ROOT/bin"
+	pfx=$BATS_TEST_TMPDIR/pfx
+	make -s -C "$ROOT" install PREFIX="$pfx" STATEDIR="$pfx/state" > /dev/null
+	[ -x "$pfx/bin/sbx-run" ] && [ -x "$pfx/libexec/sbx/sbx-egress" ] && [ -f "$pfx/share/sbx/examples/show.jq" ]
+	grep -q "^state_dir *= \"$pfx/state\"" "$pfx/etc/sbx/sandbox.conf"
+	mkdir elsewhere && cd elsewhere
+	run --separate-stderr env -u SBX_CONF -u SBX_HISTORY bash -c "echo '{\"language\":\"bash\",\"code\":\"echo hi\"}' |
+		'$pfx/bin/sbx-validate' | '$pfx/bin/sbx-run' | '$pfx/bin/sbx-log' | '$pfx/bin/sbx-cap'"
+	[ "$status" -eq 0 ]
+	jqe 0 '.status == "success" and .stdout == "hi\n" and .history_id == 1'
+	[ -s "$pfx/state/sandbox_history.db" ]
+	run --separate-stderr env -u SBX_CONF -u SBX_HISTORY "$pfx/bin/sbx-history" --jq .status
+	[ "$output" = '"success"' ]
+	# an edited configuration is kept on a second install
+	echo "# mine" >> "$pfx/etc/sbx/sandbox.conf"
+	run make -s -C "$ROOT" install PREFIX="$pfx" STATEDIR="$pfx/state"
+	[ "$status" -eq 0 ] && [[ "$output" == *"kept $pfx/etc/sbx/sandbox.conf"* ]]
+	tail -1 "$pfx/etc/sbx/sandbox.conf" | grep -q mine && [ -f "$pfx/etc/sbx/sandbox.conf.new" ]
+}
+
 @test "configuration lookup: -c, then SBX_CONF, then ../etc/sandbox.conf next to the binary" {
 	mkdir -p tree/bin tree/etc
 	src=$BIN/sbx-validate
@@ -84,4 +106,10 @@ tools() {
 	jqe 0 '.limits.memory_bytes == 200*1048576'
 	run --separate-stderr env SBX_CONF=env.conf tree/bin/sbx-validate -c opt.conf <<< "$req"
 	jqe 0 '.limits.memory_bytes == 300*1048576'
+	# an installed tree: PREFIX/bin/../etc/sbx/sandbox.conf
+	mkdir -p inst/bin inst/etc/sbx
+	cp "$src" inst/bin/
+	sed 's/^memory *=.*/memory = "400m"/' "$ROOT/etc/sandbox.conf" > inst/etc/sbx/sandbox.conf
+	run --separate-stderr env -u SBX_CONF inst/bin/sbx-validate <<< "$req"
+	jqe 0 '.limits.memory_bytes == 400*1048576'
 }

@@ -17,7 +17,24 @@ local_setup() {
 	fi
 	"${AS[@]}" unshare -U true 2>/dev/null || skip "unprivileged user namespaces are disabled here"
 }
-teardown() { assert_no_leftovers; }
+teardown() {
+	[ -z "${U_DIR:-}" ] || rm -rf "$U_DIR"
+	assert_no_leftovers
+}
+
+# user_dir: $U_DIR, a directory the user can reach (the test's own is
+# root's, 0700), with ro.conf, a configuration whose state directory no
+# ordinary user can write (as with a root-owned checkout or an installed
+# tree), and $h, the user's home.
+user_dir() {
+	U_DIR=$(mktemp -d /tmp/sbx-user.XXXXXX)
+	chmod 0755 "$U_DIR"
+	grep -v '^history *=' "$SBX_CONF" | sed 's|^state_dir *=.*|state_dir = "/proc/sbx-not-yours"|' > "$U_DIR/ro.conf"
+	chmod 0644 "$U_DIR/ro.conf"
+	h=$U_DIR/home
+	mkdir "$h"
+	[ "$(id -u)" != 0 ] || chown 65534:65534 "$h"
+}
 
 delegated() { [ "$(id -u)" != 0 ] && [ -n "${SBX_TEST_DELEGATED:-}" ]; }
 skip_unless_delegated() {
@@ -102,4 +119,53 @@ x = bytearray(1 << 30)' '{memory:"64m",timeout:20}' | "$BIN/sbx-validate" | "$BI
 	wait
 	[ "$max" = 67108864 ] || { echo "memory.max: '$max'"; false; }
 	jq -e '.status == "memory_limit" and .memory_peak_bytes <= 67108864' out
+}
+
+@test "as an ordinary user: state the user cannot write moves to ~/.local/state/sbx, said in --check" {
+	# a configuration whose state directory no ordinary user can write
+	# (as with a root-owned checkout or an installed tree)
+	user_dir
+	U=(env -u SBX_HISTORY -u XDG_STATE_HOME HOME="$h" "${AS[@]}")
+	run --separate-stderr "${U[@]}" "$BIN/sbx-run" -c "$U_DIR/ro.conf" --check
+	jqe 0 ".state.per_user == true and .state.dir == \"$h/.local/state/sbx\" and .state.history == \"$h/.local/state/sbx/sandbox_history.db\""
+	jqe 0 '.state.why | test("/proc/sbx-not-yours is not writable by uid [0-9]+")'
+	# the pipeline and the history use it
+	run --separate-stderr bash -c "echo '{\"language\":\"bash\",\"code\":\"echo mine\"}' | ${U[*]} '$BIN/sbx-validate' -c '$U_DIR/ro.conf' |
+		${U[*]} '$BIN/sbx-run' -c '$U_DIR/ro.conf' | ${U[*]} '$BIN/sbx-log' -c '$U_DIR/ro.conf'"
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	jqe 0 '.status == "success" and .history_id == 1'
+	[ -s "$h/.local/state/sbx/sandbox_history.db" ]
+	[ "$(stat -c %a "$h/.local/state/sbx")" = 700 ]
+	run --separate-stderr "${U[@]}" "$BIN/sbx-history" -c "$U_DIR/ro.conf" --jq .status
+	[ "$status" -eq 0 ] && [ "$output" = "\"success\"" ]
+	# XDG_STATE_HOME wins over HOME; with neither, --check says what to do
+	mkdir -p "$U_DIR/xdg"
+	[ "$(id -u)" != 0 ] || chown 65534:65534 "$U_DIR/xdg"
+	run --separate-stderr env XDG_STATE_HOME="$U_DIR/xdg" HOME="$h" "${AS[@]}" "$BIN/sbx-run" -c "$U_DIR/ro.conf" --check
+	jqe 0 ".state.dir == \"$U_DIR/xdg/sbx\""
+	run --separate-stderr env -u XDG_STATE_HOME -u HOME "${AS[@]}" "$BIN/sbx-run" -c "$U_DIR/ro.conf" --check
+	jqe 0 '.state.per_user == false and (.fixes | any(test("set XDG_STATE_HOME or HOME")))'
+}
+
+@test "as an ordinary user: an MCP session works with the per-user state" {
+	user_dir
+	mkfifo in
+	env -u SBX_HISTORY -u XDG_STATE_HOME HOME="$h" "${AS[@]}" "$BIN/sbx-mcp" -c "$U_DIR/ro.conf" < in > out 2> err &
+	server=$!
+	exec 7> in
+	msg() { jq -nc --argjson id "$1" --arg n "$2" --argjson a "$3" '{jsonrpc: "2.0", id: $id, method: "tools/call", params: {name: $n, arguments: $a}}' >&7; }
+	got() { for _ in $(seq 150); do jq -e --argjson id "$1" 'select(.id == $id)' out > /dev/null 2>&1 && { jq -c --argjson id "$1" 'select(.id == $id)' out; return; }; sleep 0.1; done; cat err >&2; return 1; }
+	printf '%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bats","version":"1"}}}' '{"jsonrpc":"2.0","method":"notifications/initialized"}' >&7
+	msg 1 sandbox_initialize '{"language":"python"}'
+	sid=$(got 1 | jq -r .result.structuredContent.session_id)
+	[ ${#sid} -eq 32 ]
+	msg 2 write_file "$(jq -nc --arg s "$sid" '{session_id: $s, path: "data.txt", content: "41"}')"
+	got 2 > /dev/null
+	msg 3 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, code: "print(int(open(\"data.txt\").read()) + 1)"}')"
+	got 3 | jq -e '.result.structuredContent.status == "success" and .result.structuredContent.stdout == "42\n"'
+	msg 4 get_execution_history '{"limit": 5}'
+	got 4 | jq -e '.result.structuredContent.runs | length >= 1'
+	[ -d "$h/.local/state/sbx/sessions/$sid" ]
+	exec 7>&-
+	wait "$server"
 }

@@ -386,11 +386,19 @@ logr() { "$BIN/sbx-log" "$@"; }
 	[ ! -e "$SBX_HISTORY" ]
 	results 1 | logr > /dev/null
 	[ -s "$SBX_HISTORY" ]
-	# in a checkout, relative to the project root (here a scratch one)
-	mkdir -p proj/etc
-	sed 's|^history *=.*|history = "var/from-conf.db"|' "$ROOT/etc/sandbox.conf" > proj/etc/sandbox.conf
+	# relative to the configuration file's directory, wherever it is: the
+	# shipped file's "../var" beside a copy, never a doubled path
+	mkdir -p proj/etc copy
+	sed 's|^history *=.*|history = "../var/from-conf.db"|' "$ROOT/etc/sandbox.conf" > proj/etc/sandbox.conf
 	(unset SBX_HISTORY; results 1 | logr -c proj/etc/sandbox.conf > /dev/null)
 	[ -s proj/var/from-conf.db ]
+	cp "$ROOT/etc/sandbox.conf" copy/sandbox.conf
+	(unset SBX_HISTORY; results 1 | logr -c copy/sandbox.conf > /dev/null)
+	[ -s var/sandbox_history.db ] && [ ! -e copy/var ] && [ ! -e var/var ]
+	# unset, it is in the state directory
+	grep -v '^history *=' "$ROOT/etc/sandbox.conf" | sed 's|^state_dir *=.*|state_dir = "st"|' > copy/nohist.conf
+	(unset SBX_HISTORY; results 1 | logr -c copy/nohist.conf > /dev/null)
+	[ -s copy/st/sandbox_history.db ]
 }
 
 @test "sbx-log and sbx-history: --help, misuse" {
