@@ -1240,7 +1240,7 @@ static pid_t clone_from(struct box_sys *s, int tmpl_fd, struct clone_args *cl)
 static int make_cgroup(struct box *b)
 {
 	struct box_sys *s = b->sys;
-	const struct conf_limits *dl = &s->conf->lim;
+	const struct limits *dl = &s->conf->lim.run;
 	char err[256];
 	if (cg_run_create(&s->cg, &b->cg, dl->memory, dl->cpus, dl->pids, err, sizeof err) < 0) {
 		b->res.status = BOX_INTERNAL;

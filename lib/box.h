@@ -87,7 +87,7 @@ struct box_result {
 struct box_spec {
 	char *const *argv;
 	char *const *env;          /* "NAME=value", NULL-terminated; the whole environment */
-	const struct job_limits *lim;
+	const struct limits *lim;
 	int scratch_fd;            /* detached scratch mount (a tmpfs, or a clone of a session's workspace),
 				    * which the sandbox takes: one per stage (box_scratch_clone) */
 	char *const *outputs;      /* run stage of a compiled language: its executables, see ns_attach_work */

@@ -93,10 +93,13 @@ bool ccache_key(const struct job *j, const char *image_id, char key[65])
 	sha256_str(&h, "--binds");
 	for (char **b = j->binds; b && *b; b++)
 		sha256_str(&h, *b);
-	const struct job_limits *l = &j->clim;
-	uint64_t lim[] = { l->timeout_ms, l->memory, l->pids, l->file_size, l->tmpfs, l->scratch, l->nofile, l->stack,
-			   (uint64_t)(l->cpus * 1000) };
-	sha256_part(&h, lim, sizeof lim);
+	/* Every limit of the compile stage: each may change what it made
+	 * (a compiler killed at its memory, its output capped). */
+	for (int i = 0; i < LIM_N; i++) {
+		char v[64];
+		snprintf(v, sizeof v, "%s=%.17g", limit_defs[i].job, limit_get(&j->clim, i));
+		sha256_str(&h, v);
+	}
 	sha256_str(&h, j->file);
 	sha256_part(&h, j->code, j->code_len);
 	for (size_t i = 0; i < j->nfiles; i++) {

@@ -40,35 +40,39 @@ struct key {
 #define MB (1024.0 * 1024)
 #define GB (1024.0 * 1024 * 1024)
 #define TB (GB * 1024)
-#define LIM(f) offsetof(struct conf_limits, f)
+/* The limits' keys, made from limits.h's table at the first parse: KEY
+ * (the run stage), compile_KEY, and in [sandbox] max_KEY.  lim_key_of[]
+ * says which limit and which of the three each entry is. */
+enum { W_RUN, W_COMPILE, W_CEILING };
+static struct key lim_keys[3 * LIM_N + 1], lim_lang_keys[2 * LIM_N + 1];
+static struct { int id, which; } lim_key_of[3 * LIM_N];
+static char lim_names[3 * LIM_N][40];
 
-/* Limit keys, valid in [sandbox] and in [language.NAME]; offsets are into
- * struct conf_limits and the index is the bit in conf_lang.set. */
-static const struct key limit_keys[] = {
-	{ "timeout", T_DUR, LIM(timeout_ms), 1, 86400e3 },
-	{ "memory", T_SIZE, LIM(memory), 1 * MB, TB },
-	{ "pids", T_INT, LIM(pids), 1, 1 << 22 },
-	{ "cpus", T_FLOAT, LIM(cpus), 0.01, 1024 },
-	{ "output_limit", T_SIZE, LIM(output), 0, 256 * MB },
-	{ "file_size", T_SIZE, LIM(file_size), 0, TB },
-	{ "tmpfs_size", T_SIZE, LIM(tmpfs), 64 * KB, TB },
-	{ "scratch_size", T_SIZE, LIM(scratch), 64 * KB, TB },
-	{ "nofile", T_INT, LIM(nofile), 16, 1 << 20 },
-	{ "stack", T_SIZE, LIM(stack), 64 * KB, 4 * GB },
-	{ "compile_timeout", T_DUR, LIM(compile_timeout_ms), 1, 86400e3 },
-	{ "compile_memory", T_SIZE, LIM(compile_memory), 1 * MB, TB },
-	{ "compile_pids", T_INT, LIM(compile_pids), 1, 1 << 22 },
-	{ "compile_cpus", T_FLOAT, LIM(compile_cpus), 0.01, 1024 },
-	{ NULL, 0, 0, 0, 0 },
-};
+static void lim_keys_init(void)
+{
+	if (lim_keys[0].name)
+		return;
+	static const enum ctype type[] = { [LU_MS] = T_DUR, [LU_BYTES] = T_SIZE, [LU_COUNT] = T_INT, [LU_CPUS] = T_FLOAT };
+	size_t n = 0, nl = 0;
+	for (int w = W_RUN; w <= W_CEILING; w++)
+		for (int i = 0; i < LIM_N; i++) {
+			const struct limit_def *d = &limit_defs[i];
+			if ((w == W_COMPILE && !d->compile) || (w == W_CEILING && !d->req))
+				continue;
+			snprintf(lim_names[n], sizeof lim_names[n], "%s%s", w == W_COMPILE ? "compile_" : w == W_CEILING ? "max_" : "",
+				 d->conf);
+			lim_keys[n] = (struct key){ lim_names[n], type[d->unit], d->off, d->min, d->max };
+			lim_key_of[n].id = i;
+			lim_key_of[n].which = w;
+			if (w != W_CEILING)
+				lim_lang_keys[nl++] = lim_keys[n];
+			n++;
+		}
+}
 
 #define SB(f) offsetof(struct conf, f)
 static const struct key sandbox_keys[] = {
 	{ "backend", T_STR, SB(backend), 0, 0 },
-	{ "max_timeout", T_DUR, SB(max_timeout_ms), 1, 86400e3 },
-	{ "max_memory", T_SIZE, SB(max_memory), 1 * MB, TB },
-	{ "max_pids", T_INT, SB(max_pids), 1, 1 << 22 },
-	{ "max_cpus", T_FLOAT, SB(max_cpus), 0.01, 1024 },
 	{ "max_code_size", T_SIZE, SB(max_code_size), 1, 256 * MB },
 	{ "max_stdin_size", T_SIZE, SB(max_stdin_size), 0, 256 * MB },
 	{ "max_files_size", T_SIZE, SB(max_files_size), 0, 256 * MB },
@@ -564,26 +568,8 @@ static char *key_list(const struct key *a, const struct key *b)
 
 static void set_defaults(struct conf *c)
 {
-	struct conf_limits *l = &c->lim;
-	l->timeout_ms = 10000;
-	l->memory = 256u << 20;
-	l->cpus = 0.5;
-	l->pids = 64;
-	l->output = 100 * 1024;
-	l->file_size = 64u << 20;
-	l->tmpfs = 64u << 20;
-	l->scratch = 64u << 20;
-	l->nofile = 1024;
-	l->stack = 8u << 20;
-	l->compile_timeout_ms = 30000;
-	l->compile_memory = 1u << 30;
-	l->compile_pids = 128;
-	l->compile_cpus = 1;
+	limits_defaults(&c->lim.run, &c->lim.compile, &c->ceiling);
 	c->backend = util_strdup("native");
-	c->max_timeout_ms = 60000;
-	c->max_memory = 1u << 30;
-	c->max_pids = 256;
-	c->max_cpus = 2;
 	c->max_code_size = 64 * 1024;
 	c->max_stdin_size = 1u << 20;
 	c->max_files_size = 4u << 20;
@@ -806,9 +792,14 @@ static struct conf *parse(struct parser *ps, const char *path_for_root)
 	struct conf_lang *lang = NULL;
 	/* Duplicate detection: seen[] per section, reset at each header. */
 	bool seen_sandbox = false, seen_sessions = false, seen_http = false;
-	unsigned char seen[64];
+	/* seen[] holds the line of each key given in the section (0: not
+	 * given): the limits' keys first, then the section's own table. */
+	enum { OWN = 3 * LIM_N };
+	int seen[OWN + 64];
 	memset(seen, 0, sizeof seen);
+	int sandbox_line[3 * LIM_N] = { 0 }; /* [sandbox]'s limit keys, for the ceiling checks */
 	size_t lang_cap = 0;
+	lim_keys_init();
 
 	while (!ps->failed) {
 		skip_all(ps);
@@ -911,20 +902,25 @@ static struct conf *parse(struct parser *ps, const char *path_for_root)
 		const struct key *k = NULL, *table = NULL;
 		char *base = NULL;
 		int idx = -1;
-		if (sect != S_SESSIONS && sect != S_HTTP && (k = find_key(limit_keys, key))) {
-			table = limit_keys;
-			base = (char *)(sect == S_LANG ? &lang->lim : &c->lim);
-			idx = (int)(k - limit_keys);
+		bool limits = sect == S_SANDBOX || sect == S_LANG;
+		const struct key *lim_table = sect == S_SANDBOX ? lim_keys : lim_lang_keys;
+		if (limits && (k = find_key(lim_table, key))) {
+			table = lim_table;
+			/* lim_lang_keys holds lim_keys' entries less the ceilings */
+			idx = (int)(find_key(lim_keys, key) - lim_keys);
+			int w = lim_key_of[idx].which;
+			struct conf_limits *cl = sect == S_LANG ? &lang->lim : &c->lim;
+			base = (char *)(w == W_CEILING ? &c->ceiling : w == W_COMPILE ? &cl->compile : &cl->run);
 		} else {
 			table = sect == S_SANDBOX ? sandbox_keys : sect == S_SESSIONS ? session_keys : sect == S_HTTP ? http_keys : lang_keys;
 			k = find_key(table, key);
 			base = sect == S_LANG ? (char *)lang : (char *)c;
 			if (k)
-				idx = 20 + (int)(k - table);
+				idx = OWN + (int)(k - table);
 		}
 		if (!k) {
 			const char *sname = sect == S_SANDBOX ? "[sandbox]" : sect == S_SESSIONS ? "[sessions]" : sect == S_HTTP ? "[http]" : "[language.*]";
-			char *known = key_list(sect == S_SESSIONS || sect == S_HTTP ? NULL : limit_keys,
+			char *known = key_list(limits ? lim_table : NULL,
 					       sect == S_SANDBOX ? sandbox_keys : sect == S_SESSIONS ? session_keys : sect == S_HTTP ? http_keys : lang_keys);
 			fail(ps, line, "key \"%s\": unknown key in %s (known: %s)", key, sname, known);
 			free(known);
@@ -932,17 +928,22 @@ static struct conf *parse(struct parser *ps, const char *path_for_root)
 			break;
 		}
 		if (seen[idx]) {
-			fail(ps, line, "key \"%s\" appears twice in this section", key);
+			fail(ps, line, "key \"%s\" appears twice in this section (first at line %d)", key, seen[idx]);
 			val_free(&v);
 			break;
 		}
-		seen[idx] = 1;
+		seen[idx] = line;
 		bool ok = assign(ps, line, k, base, &v);
 		val_free(&v);
 		if (!ok)
 			break;
-		if (sect == S_LANG && table == limit_keys)
-			lang->set |= 1u << idx;
+		if (table == lim_table) {
+			uint32_t bit = 1u << lim_key_of[idx].id;
+			if (sect == S_LANG)
+				*(lim_key_of[idx].which == W_COMPILE ? &lang->lim.cset : &lang->lim.set) |= bit;
+			else
+				sandbox_line[idx] = line;
+		}
 		if (sect == S_SANDBOX && !strcmp(key, "backend") && strcmp(c->backend, "native") && strcmp(c->backend, "docker"))
 			fail(ps, line, "key \"backend\": \"%s\" is not a backend (native or docker)", c->backend);
 		if (sect == S_SANDBOX && !strcmp(key, "history_code") && strcmp(c->history_code, "preview") &&
@@ -978,15 +979,23 @@ static struct conf *parse(struct parser *ps, const char *path_for_root)
 						if (!strcmp(*a, *b))
 							fail(ps, c->langs[j].line, "[language.%s]: alias \"%s\" is also an alias of %s", c->langs[j].name, *a, c->langs[i].name);
 				}
-		struct conf_limits *l = &c->lim;
-		if (!ps->failed && l->timeout_ms > c->max_timeout_ms)
-			fail(ps, 1, "timeout (%g s) exceeds max_timeout (%g s)", l->timeout_ms / 1e3, c->max_timeout_ms / 1e3);
-		if (!ps->failed && l->memory > c->max_memory)
-			fail(ps, 1, "memory exceeds max_memory");
-		if (!ps->failed && l->cpus > c->max_cpus)
-			fail(ps, 1, "cpus exceeds max_cpus");
-		if (!ps->failed && l->pids > c->max_pids)
-			fail(ps, 1, "pids exceeds max_pids");
+		/* A default above its ceiling: reported at the line that set
+		 * either (the later one, if both). */
+		for (int n = 0; !ps->failed && n < 3 * LIM_N && lim_keys[n].name; n++) {
+			int i = lim_key_of[n].id;
+			if (lim_key_of[n].which != W_RUN || !limit_defs[i].req)
+				continue;
+			double v = limit_get(&c->lim.run, i), max = limit_get(&c->ceiling, i);
+			if (v <= max)
+				continue;
+			int at = sandbox_line[n];
+			for (int m = 0; m < 3 * LIM_N && lim_keys[m].name; m++)
+				if (lim_key_of[m].id == i && lim_key_of[m].which == W_CEILING && sandbox_line[m] > at)
+					at = sandbox_line[m];
+			char a[32], b[32];
+			fail(ps, at ? at : 1, "%s (%s) exceeds max_%s (%s)", limit_defs[i].conf, limit_str(i, v, a, sizeof a),
+			     limit_defs[i].conf, limit_str(i, max, b, sizeof b));
+		}
 	}
 	if (ps->failed) {
 		conf_free(c);
@@ -1198,16 +1207,32 @@ const char *conf_lang_list(const struct conf *c)
 	return buf;
 }
 
-void conf_lang_limits(const struct conf *c, const struct conf_lang *l, struct conf_limits *out)
+void conf_lang_limits(const struct conf *c, const struct conf_lang *l, struct limits *run, struct limits *compile)
 {
-	*out = c->lim;
-	if (!l)
-		return;
-	for (int i = 0; limit_keys[i].name; i++) {
-		if (!(l->set & (1u << i)))
-			continue;
-		size_t off = limit_keys[i].off;
-		size_t size = (limit_keys[i].type == T_FLOAT) ? sizeof(double) : sizeof(uint64_t);
-		memcpy((char *)out + off, (const char *)&l->lim + off, size);
+	for (int i = 0; i < LIM_N; i++) {
+		uint32_t bit = 1u << i;
+		double r = l && (l->lim.set & bit) ? limit_get(&l->lim.run, i) : limit_get(&c->lim.run, i);
+		double k = l && (l->lim.cset & bit)   ? limit_get(&l->lim.compile, i)
+			   : limit_defs[i].compile ? limit_get(&c->lim.compile, i)
+						   : r;
+		if (run)
+			limit_set(run, i, r);
+		if (compile)
+			limit_set(compile, i, k);
+	}
+}
+
+void conf_max_limits(const struct conf *c, struct limits *out)
+{
+	for (int i = 0; i < LIM_N; i++)
+		limit_set(out, i, limit_defs[i].req ? limit_get(&c->ceiling, i) : limit_get(&c->lim.run, i));
+	for (size_t n = 0; n <= c->nlangs; n++) {
+		struct limits r, k;
+		conf_lang_limits(c, n < c->nlangs ? &c->langs[n] : NULL, &r, &k);
+		for (int i = 0; i < LIM_N; i++) {
+			double m = fmax(limit_get(&r, i), limit_get(&k, i));
+			if (m > limit_get(out, i))
+				limit_set(out, i, m);
+		}
 	}
 }

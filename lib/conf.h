@@ -22,13 +22,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Per-run limits.  A language section may override any of them; `set`
- * records which ones it gave. */
+#include "limits.h"
+
+/* A section's limits (limits.h): the run stage's, the compile stage's
+ * (compile_KEY) and, in [sandbox] only, the ceilings requests may raise
+ * them to (max_KEY).  A language section may override any run or compile
+ * limit; `set` and `cset` have a bit per limit it gave. */
 struct conf_limits {
-	uint64_t timeout_ms, memory, pids, output, file_size, tmpfs, scratch, nofile, stack;
-	double cpus;
-	uint64_t compile_timeout_ms, compile_memory, compile_pids;
-	double compile_cpus;
+	struct limits run, compile;
+	uint32_t set, cset;
 };
 
 struct conf_lang {
@@ -47,7 +49,6 @@ struct conf_lang {
 	char *rootfs;       /* replaces the host's tree, or NULL */
 	char *hint;         /* how to install the runtime, for error messages */
 	struct conf_limits lim;
-	unsigned set;       /* bit per conf_limits field the section gave */
 	int line;           /* where the section starts */
 };
 
@@ -58,8 +59,7 @@ struct conf {
 	/* [sandbox] */
 	char *backend;      /* "native" or "docker" */
 	struct conf_limits lim;
-	uint64_t max_timeout_ms, max_memory, max_pids;
-	double max_cpus;
+	struct limits ceiling;  /* max_KEY of the limits a request may set */
 	uint64_t max_code_size, max_stdin_size, max_files_size, max_files, max_record_size;
 	bool network;
 	uint64_t max_concurrent;
@@ -126,7 +126,12 @@ struct conf *conf_open(const char *explicit);
 const struct conf_lang *conf_lang(const struct conf *c, const char *name_or_alias);
 /* Comma-separated language names, sorted, for error messages.  Static. */
 const char *conf_lang_list(const struct conf *c);
-/* The limits a language runs with: the sandbox defaults with its overrides. */
-void conf_lang_limits(const struct conf *c, const struct conf_lang *l, struct conf_limits *out);
+/* The limits a language runs with: the sandbox defaults with its
+ * overrides, for the run and the compile stage (a limit without
+ * compile_KEY takes the run's value there). */
+void conf_lang_limits(const struct conf *c, const struct conf_lang *l, struct limits *run, struct limits *compile);
+/* The most any job may get of each limit under this configuration: the
+ * ceilings, and every language's own run and compile values. */
+void conf_max_limits(const struct conf *c, struct limits *out);
 
 #endif

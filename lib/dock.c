@@ -1357,7 +1357,7 @@ static jv ulimit(const char *name, uint64_t v)
 static jv create_body(struct dock *k, const struct dock_spec *sp, const char *cgparent)
 {
 	const struct box_spec *b = sp->box;
-	const struct job_limits *lim = b->lim;
+	const struct limits *lim = b->lim;
 	struct dock_sys *d = k->d;
 	jv argv = jv_array(), env = jv_array();
 	if (k->egress) {
@@ -1648,11 +1648,12 @@ jv dock_check(struct dock_sys *d)
 	struct loop *l = loop_new();
 	struct probe *p = util_xalloc((c->nlangs ? c->nlangs : 1) * sizeof *p);
 	int *img = util_xalloc((c->nlangs ? c->nlangs : 1) * sizeof *img);
-	struct job_limits lim = {
-		.timeout_ms = 30000, .memory = c->lim.compile_memory, .pids = c->lim.compile_pids, .cpus = 1,
-		.output = 4096, .file_size = c->lim.file_size, .tmpfs = c->lim.tmpfs, .scratch = c->lim.scratch,
-		.nofile = c->lim.nofile, .stack = c->lim.stack,
-	};
+	/* The compile stage's limits, with room for a slow runtime to start. */
+	struct limits lim;
+	conf_lang_limits(c, NULL, NULL, &lim);
+	lim.timeout_ms = 30000;
+	lim.output = 4096;
+	lim.cpus = 1;
 	struct box_spec *bs = util_xalloc((c->nlangs ? c->nlangs : 1) * sizeof *bs);
 	for (size_t i = 0; i < c->nlangs; i++) {
 		const struct conf_lang *lg = &c->langs[i];

@@ -14,7 +14,6 @@
 #include "rec.h"
 #include "util.h"
 
-#define MIN_MEMORY (4u << 20)
 #define MAX_ARGS 256
 #define MAX_ARG_BYTES (64 * 1024)
 #define MAX_PATH_LEN 1024
@@ -197,22 +196,6 @@ static bool load_files(const struct conf *c, jv files, const char *program, stru
 
 /* ---- sbx-validate: request -> job ------------------------------------ */
 
-jv job_limits_json(const struct job_limits *l)
-{
-	jv o = jv_object();
-	o = jv_object_set(o, jv_string("timeout_ms"), jv_number((double)l->timeout_ms));
-	o = jv_object_set(o, jv_string("memory_bytes"), jv_number((double)l->memory));
-	o = jv_object_set(o, jv_string("cpus"), jv_number(l->cpus));
-	o = jv_object_set(o, jv_string("pids"), jv_number((double)l->pids));
-	o = jv_object_set(o, jv_string("output_bytes"), jv_number((double)l->output));
-	o = jv_object_set(o, jv_string("file_bytes"), jv_number((double)l->file_size));
-	o = jv_object_set(o, jv_string("tmpfs_bytes"), jv_number((double)l->tmpfs));
-	o = jv_object_set(o, jv_string("scratch_bytes"), jv_number((double)l->scratch));
-	o = jv_object_set(o, jv_string("nofile"), jv_number((double)l->nofile));
-	o = jv_object_set(o, jv_string("stack_bytes"), jv_number((double)l->stack));
-	return o;
-}
-
 static jv strv_json(char **v)
 {
 	jv a = jv_array();
@@ -221,7 +204,7 @@ static jv strv_json(char **v)
 	return a;
 }
 
-char *job_expand(const char *s, const struct job_limits *lim)
+char *job_expand(const char *s, const struct limits *lim)
 {
 	static const char *const names[] = { "{memory}", "{memory_mib}", "{cpus}" };
 	char val[3][32];
@@ -243,7 +226,7 @@ char *job_expand(const char *s, const struct job_limits *lim)
 	return out;
 }
 
-char **job_expand_strv(char *const *v, const struct job_limits *lim)
+char **job_expand_strv(char *const *v, const struct limits *lim)
 {
 	size_t n = 0;
 	while (v && v[n])
@@ -255,7 +238,7 @@ char **job_expand_strv(char *const *v, const struct job_limits *lim)
 	return out;
 }
 
-static jv strv_json_expanded(char **v, const struct job_limits *lim)
+static jv strv_json_expanded(char **v, const struct limits *lim)
 {
 	jv a = jv_array();
 	for (; v && *v; v++) {
@@ -600,109 +583,40 @@ jv job_from_request(const struct conf *c, jv req)
 		free_files(f, nf);
 	}
 
-	/* limits: language defaults over sandbox defaults; a language's own
-	 * default may exceed the global ceiling (the JVM needs more), and then is
-	 * its ceiling. */
-	struct conf_limits cl;
-	conf_lang_limits(c, l, &cl);
-	uint64_t max_timeout = c->max_timeout_ms > cl.timeout_ms ? c->max_timeout_ms : cl.timeout_ms;
-	uint64_t max_memory = c->max_memory > cl.memory ? c->max_memory : cl.memory;
-	uint64_t max_pids = c->max_pids > cl.pids ? c->max_pids : cl.pids;
-	double max_cpus = c->max_cpus > cl.cpus ? c->max_cpus : cl.cpus;
-	struct job_limits run = {
-		.timeout_ms = cl.timeout_ms, .memory = cl.memory, .pids = cl.pids, .cpus = cl.cpus,
-		.output = cl.output, .file_size = cl.file_size, .tmpfs = cl.tmpfs, .scratch = cl.scratch,
-		.nofile = cl.nofile, .stack = cl.stack,
-	};
-	jv v = rec_get(req, "timeout");
-	if (jv_get_kind(v) == JV_KIND_NUMBER) {
-		double t = jv_number_value(v);
-		if (!(t > 0) || !isfinite(t)) {
-			jv_free(v);
-			jv_free(args);
-			return rec_make_invalid(req, "timeout must be a positive number of seconds");
-		}
-		if (t * 1000 > (double)max_timeout) {
-			jv_free(v);
-			jv_free(args);
-			return rec_make_invalid(req, "timeout %g s exceeds max_timeout %g s", t, (double)max_timeout / 1000);
-		}
-		run.timeout_ms = (uint64_t)ceil(t * 1000);
-	} else if (jv_get_kind(v) != JV_KIND_INVALID && jv_get_kind(v) != JV_KIND_NULL) {
-		const char *k = rec_kind(v);
-		jv_free(v);
-		jv_free(args);
-		return rec_make_invalid(req, "\"timeout\" must be a number of seconds, got %s", k);
-	}
-	jv_free(v);
-
-	v = rec_get(req, "memory");
-	if (jv_get_kind(v) == JV_KIND_STRING || jv_get_kind(v) == JV_KIND_NUMBER) {
-		uint64_t m = 0;
-		bool ok;
-		if (jv_get_kind(v) == JV_KIND_NUMBER) {
-			double d = jv_number_value(v);
-			ok = d >= 0 && d < 9e18 && d == floor(d);
-			m = ok ? (uint64_t)d : 0;
-		} else
-			ok = util_parse_size(jv_string_value(v), &m);
-		jv_free(v);
+	/* limits: language defaults over sandbox defaults; a request may set
+	 * those limits.h marks as its own, within [minimum, ceiling], where a
+	 * language's own default above the global ceiling (the JVM needs
+	 * more) is its ceiling. */
+	struct limits run, comp;
+	conf_lang_limits(c, l, &run, &comp);
+	for (int i = 0; i < LIM_N; i++) {
+		const struct limit_def *d = &limit_defs[i];
+		if (!d->req)
+			continue;
+		char why[200], a[32], b[32];
+		double v = -1;
+		jv rv = rec_get(req, d->req);
+		bool ok = limit_from_request(i, rv, &v, why, sizeof why);
+		jv_free(rv);
 		if (!ok) {
 			jv_free(args);
-			return rec_make_invalid(req, "\"memory\" must be a size such as \"128m\" or a byte count");
+			return rec_make_invalid(req, "%s", why);
 		}
-		if (m > max_memory) {
+		if (v < 0)
+			continue;
+		double max = fmax(limit_get(&c->ceiling, i), limit_get(&run, i));
+		if (v > max) {
 			jv_free(args);
-			return rec_make_invalid(req, "memory %s exceeds max_memory %s", util_size_str(m, sz1, sizeof sz1),
-						util_size_str(max_memory, sz2, sizeof sz2));
+			return rec_make_invalid(req, "%s %s exceeds max_%s %s", d->req, limit_str(i, v, a, sizeof a), d->conf,
+						limit_str(i, max, b, sizeof b));
 		}
-		if (m < MIN_MEMORY) {
+		if (v < d->min) {
 			jv_free(args);
-			return rec_make_invalid(req, "memory %s is below the minimum of %s", util_size_str(m, sz1, sizeof sz1),
-						util_size_str(MIN_MEMORY, sz2, sizeof sz2));
+			return rec_make_invalid(req, "%s %s is below the minimum of %s", d->req, limit_str(i, v, a, sizeof a),
+						limit_str(i, d->min, b, sizeof b));
 		}
-		run.memory = m;
-	} else if (jv_get_kind(v) != JV_KIND_INVALID && jv_get_kind(v) != JV_KIND_NULL) {
-		const char *k = rec_kind(v);
-		jv_free(v);
-		jv_free(args);
-		return rec_make_invalid(req, "\"memory\" must be a size such as \"128m\", got %s", k);
-	} else
-		jv_free(v);
-
-	v = rec_get(req, "cpus");
-	if (jv_get_kind(v) == JV_KIND_NUMBER) {
-		double d = jv_number_value(v);
-		jv_free(v);
-		if (!(d >= 0.01) || d > max_cpus) {
-			jv_free(args);
-			return rec_make_invalid(req, "cpus %g is outside 0.01 to max_cpus %g", d, max_cpus);
-		}
-		run.cpus = d;
-	} else if (jv_get_kind(v) != JV_KIND_INVALID && jv_get_kind(v) != JV_KIND_NULL) {
-		const char *k = rec_kind(v);
-		jv_free(v);
-		jv_free(args);
-		return rec_make_invalid(req, "\"cpus\" must be a number, got %s", k);
-	} else
-		jv_free(v);
-
-	v = rec_get(req, "pids");
-	if (jv_get_kind(v) == JV_KIND_NUMBER) {
-		double d = jv_number_value(v);
-		jv_free(v);
-		if (d != floor(d) || d < 2 || d > (double)max_pids) {
-			jv_free(args);
-			return rec_make_invalid(req, "pids %g is outside 2 to max_pids %llu", d, (unsigned long long)max_pids);
-		}
-		run.pids = (uint64_t)d;
-	} else if (jv_get_kind(v) != JV_KIND_INVALID && jv_get_kind(v) != JV_KIND_NULL) {
-		const char *k = rec_kind(v);
-		jv_free(v);
-		jv_free(args);
-		return rec_make_invalid(req, "\"pids\" must be an integer, got %s", k);
-	} else
-		jv_free(v);
+		limit_set(&run, i, v);
+	}
 
 	/* network */
 	bool network = false;
@@ -772,15 +686,15 @@ jv job_from_request(const struct conf *c, jv req)
 		 * proxy (egress.h): no network of its own.  It gets the compile
 		 * stage's larger limits. */
 		network = false;
-		run.timeout_ms = cl.compile_timeout_ms > run.timeout_ms ? cl.compile_timeout_ms : run.timeout_ms;
-		run.memory = cl.compile_memory > run.memory ? cl.compile_memory : run.memory;
-		run.pids = cl.compile_pids > run.pids ? cl.compile_pids : run.pids;
+		for (int i = 0; i < LIM_N; i++)
+			if (limit_defs[i].compile && i != LIM_cpus && limit_get(&comp, i) > limit_get(&run, i))
+				limit_set(&run, i, limit_get(&comp, i));
 	}
-	struct job_limits comp = run;
-	comp.timeout_ms = cl.compile_timeout_ms;
-	comp.memory = cl.compile_memory;
-	comp.pids = cl.compile_pids;
-	comp.cpus = cl.compile_cpus;
+	/* The compile stage: its own values of the limits that have one, the
+	 * run's (as the request set them) of the rest. */
+	for (int i = 0; i < LIM_N; i++)
+		if (!limit_defs[i].compile)
+			limit_set(&comp, i, limit_get(&run, i));
 	jv exec = jv_object();
 	exec = jv_object_set(exec, jv_string("file"), jv_string(l->file));
 	exec = jv_object_set(exec, jv_string("compile"), l->compile && !installing ? strv_json_expanded(l->compile, &comp) : jv_null());
@@ -797,8 +711,8 @@ jv job_from_request(const struct conf *c, jv req)
 	}
 	if (installing)
 		exec = jv_object_set(exec, jv_string("install"), jv_true());
-	jv limits = job_limits_json(&run);
-	jv climits = l->compile && !installing ? job_limits_json(&comp) : jv_null();
+	jv limits = limits_to_json(&run);
+	jv climits = l->compile && !installing ? limits_to_json(&comp) : jv_null();
 	jv bk = jv_string(backend);
 	const char *set = computed_differs(req, "limits", limits)	    ? "limits"
 			  : computed_differs(req, "compile_limits", climits) ? "compile_limits"
@@ -883,79 +797,22 @@ static void free_strv(char **v)
 	free(v);
 }
 
-static bool load_limits(jv o, const char *what, struct job_limits *l, char *err, size_t errlen)
-{
-	if (jv_get_kind(o) != JV_KIND_OBJECT) {
-		snprintf(err, errlen, "%s must be an object", what);
-		return false;
-	}
-	static const struct {
-		const char *key;
-		size_t off;
-		double min, max;
-	} f[] = {
-		{ "timeout_ms", offsetof(struct job_limits, timeout_ms), 1, 86400e3 },
-		{ "memory_bytes", offsetof(struct job_limits, memory), MIN_MEMORY, 1e13 },
-		{ "pids", offsetof(struct job_limits, pids), 2, 1 << 22 },
-		{ "output_bytes", offsetof(struct job_limits, output), 0, 256.0 * 1024 * 1024 },
-		{ "file_bytes", offsetof(struct job_limits, file_size), 0, 1e13 },
-		{ "tmpfs_bytes", offsetof(struct job_limits, tmpfs), 65536, 1e13 },
-		{ "scratch_bytes", offsetof(struct job_limits, scratch), 65536, 1e13 },
-		{ "nofile", offsetof(struct job_limits, nofile), 16, 1 << 20 },
-		{ "stack_bytes", offsetof(struct job_limits, stack), 65536, 4.0 * 1024 * 1024 * 1024 },
-	};
-	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-		double d;
-		if (!rec_num(o, f[i].key, &d) || d != floor(d) || d < f[i].min || d > f[i].max) {
-			snprintf(err, errlen, "%s.%s must be an integer from %.0f to %.0f", what, f[i].key, f[i].min, f[i].max);
-			return false;
-		}
-		*(uint64_t *)((char *)l + f[i].off) = (uint64_t)d;
-	}
-	if (!rec_num(o, "cpus", &l->cpus) || !(l->cpus >= 0.01) || l->cpus > 1024) {
-		snprintf(err, errlen, "%s.cpus must be a number from 0.01 to 1024", what);
-		return false;
-	}
-	return true;
-}
-
 /* Limits above what this configuration would ever grant mean the job did not
  * come from sbx-validate with this configuration. */
 static bool within_ceilings(const struct conf *c, const struct job *j, char *err, size_t errlen)
 {
-	uint64_t max_t = c->max_timeout_ms, max_m = c->max_memory, max_p = c->max_pids;
-	double max_c = c->max_cpus;
-	uint64_t max_out = c->lim.output, max_tmp = c->lim.tmpfs, max_scr = c->lim.scratch, max_fs = c->lim.file_size;
-	for (size_t i = 0; i < c->nlangs; i++) {
-		struct conf_limits cl;
-		conf_lang_limits(c, &c->langs[i], &cl);
-#define UP(a, b) if ((b) > (a)) (a) = (b)
-		UP(max_t, cl.timeout_ms);
-		UP(max_t, cl.compile_timeout_ms);
-		UP(max_m, cl.memory);
-		UP(max_m, cl.compile_memory);
-		UP(max_p, cl.pids);
-		UP(max_p, cl.compile_pids);
-		UP(max_c, cl.cpus);
-		UP(max_c, cl.compile_cpus);
-		UP(max_out, cl.output);
-		UP(max_tmp, cl.tmpfs);
-		UP(max_scr, cl.scratch);
-		UP(max_fs, cl.file_size);
-#undef UP
-	}
-	const struct job_limits *ls[2] = { &j->lim, j->compile ? &j->clim : NULL };
-	for (int i = 0; i < 2; i++) {
-		const struct job_limits *l = ls[i];
-		if (!l)
-			continue;
-		if (l->timeout_ms > max_t || l->memory > max_m || l->pids > max_p || l->cpus > max_c + 1e-9 ||
-		    l->output > max_out || l->tmpfs > max_tmp || l->scratch > max_scr || l->file_size > max_fs) {
-			snprintf(err, errlen, "%s exceed the configuration's ceilings (%s); run requests through sbx-validate",
-				 i ? "compile_limits" : "limits", c->path);
-			return false;
-		}
-	}
+	struct limits max;
+	conf_max_limits(c, &max);
+	const struct limits *ls[2] = { &j->lim, j->compile ? &j->clim : NULL };
+	for (int n = 0; n < 2; n++)
+		for (int i = 0; ls[n] && i < LIM_N; i++)
+			if (limit_get(ls[n], i) > limit_get(&max, i) * (1 + 1e-12)) {
+				char a[32], b[32];
+				snprintf(err, errlen, "%s.%s %s exceeds the most the configuration grants (%s, in %s); run requests through sbx-validate",
+					 n ? "compile_limits" : "limits", limit_defs[i].job, limit_str(i, limit_get(ls[n], i), a, sizeof a),
+					 limit_str(i, limit_get(&max, i), b, sizeof b), c->path);
+				return false;
+			}
 	return true;
 }
 
@@ -1096,11 +953,11 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 		snprintf(err, errlen, "exec.run of an install must be the language's install command with package names");
 		goto out;
 	}
-	if (!load_limits(limits, "limits", &j->lim, err, errlen))
+	if (!limits_from_json(limits, "limits", &j->lim, err, errlen))
 		goto out;
 	if (j->compile) {
 		jv cl = rec_get(rec, "compile_limits");
-		bool lok = load_limits(cl, "compile_limits", &j->clim, err, errlen);
+		bool lok = limits_from_json(cl, "compile_limits", &j->clim, err, errlen);
 		jv_free(cl);
 		if (!lok)
 			goto out;

@@ -25,11 +25,6 @@
 
 #include "conf.h"
 
-struct job_limits {
-	uint64_t timeout_ms, memory, pids, output, file_size, tmpfs, scratch, nofile, stack;
-	double cpus;
-};
-
 struct job_file {
 	char *path;
 	char *data;
@@ -53,7 +48,7 @@ struct job {
 	const char *rootfs, *image, *backend, *workspace;
 	bool network;
 	bool install;              /* a package install into the workspace */
-	struct job_limits lim, clim;
+	struct limits lim, clim;
 };
 
 /* Where argv0 is in a tree (rootfs, or the host's for NULL) on the PATH the
@@ -68,9 +63,9 @@ const char *job_lang_missing(const struct conf *c, const struct conf_lang *l);
  * (whole cores, at least 1) replaced by lim's values, so a runtime can size
  * its heap and threads to a sandbox it cannot see; the caller frees.
  * job_from_request expands a language's compile, run and env with them. */
-char *job_expand(const char *s, const struct job_limits *lim);
+char *job_expand(const char *s, const struct limits *lim);
 /* The same over a NULL-terminated vector; free with run_free_env. */
-char **job_expand_strv(char *const *v, const struct job_limits *lim);
+char **job_expand_strv(char *const *v, const struct limits *lim);
 
 /* The backend jobs get: SBX_BACKEND if it names one, else the configuration's. */
 const char *job_backend(const struct conf *c);
@@ -91,8 +86,5 @@ bool job_path_ok(const char *path, size_t len, char *why, size_t whylen);
 
 /* Fresh id: millisecond time and 48 random bits, unique across processes. */
 void job_new_id(char *buf, size_t len);
-
-/* Limits as the JSON object carried by jobs. */
-jv job_limits_json(const struct job_limits *l);
 
 #endif

@@ -221,11 +221,11 @@ static char *describe(const struct conf *c, const char *fmt)
 				ins = tmp;
 				break;
 			}
-			case 'M': ins = util_size_str(c->lim.memory, b, sizeof b); break;
-			case 'C': snprintf(tmp, sizeof tmp, "%g", c->lim.cpus), ins = tmp; break;
-			case 'T': snprintf(tmp, sizeof tmp, "%g", c->lim.timeout_ms / 1000.0), ins = tmp; break;
-			case 'X': snprintf(tmp, sizeof tmp, "%g", c->max_timeout_ms / 1000.0), ins = tmp; break;
-			case 'O': ins = util_size_str(c->lim.output, b, sizeof b); break;
+			case 'M': ins = util_size_str(c->lim.run.memory, b, sizeof b); break;
+			case 'C': snprintf(tmp, sizeof tmp, "%g", c->lim.run.cpus), ins = tmp; break;
+			case 'T': snprintf(tmp, sizeof tmp, "%g", c->lim.run.timeout_ms / 1000.0), ins = tmp; break;
+			case 'X': snprintf(tmp, sizeof tmp, "%g", c->ceiling.timeout_ms / 1000.0), ins = tmp; break;
+			case 'O': ins = util_size_str(c->lim.run.output, b, sizeof b); break;
 			case 'W': ins = util_size_str(c->workspace_size, b, sizeof b); break;
 			case 'S': snprintf(tmp, sizeof tmp, "%g", c->session_ttl_ms / 1000.0), ins = tmp; break;
 			case 'N': snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)c->max_sessions), ins = tmp; break;

@@ -98,7 +98,7 @@ char **run_build_env(char *const *extra)
 	return env;
 }
 
-char **run_lang_env(const struct conf_lang *l, const struct job_limits *lim)
+char **run_lang_env(const struct conf_lang *l, const struct limits *lim)
 {
 	char **extra = job_expand_strv(l->env, lim);
 	char **env = run_build_env(extra);

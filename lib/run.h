@@ -62,7 +62,7 @@ char **run_build_env(char *const *extra);
 void run_free_env(char **env);
 /* A language's environment for a probe with limits lim (placeholders
  * expanded); free with run_free_env. */
-char **run_lang_env(const struct conf_lang *l, const struct job_limits *lim);
+char **run_lang_env(const struct conf_lang *l, const struct limits *lim);
 /* The first line a version command printed, or null with why set (`where`
  * names the sandbox: "the sandbox", "its container"). */
 jv run_version_of(const struct box_result *r, const char *where, char *why, size_t len);

@@ -126,7 +126,7 @@ int main(int argc, char **argv)
 		if (st == REC_INVALID)
 			status = status == EXIT_OK ? EXIT_RECORDS : status;
 		else
-			rec = cap_record(rec, forced, c->lim.output);
+			rec = cap_record(rec, forced, c->lim.run.output);
 		if (!rec_write(rec)) {
 			status = EXIT_IO;
 			break;

@@ -437,11 +437,12 @@ static jv check_languages(struct conf *c, struct box_sys *sys, bool usable)
 {
 	struct loop *l = loop_new();
 	struct version_probe *p = util_xalloc(c->nlangs * sizeof *p);
-	struct job_limits lim = {
-		.timeout_ms = 20000, .memory = c->lim.compile_memory, .pids = c->lim.compile_pids, .cpus = 1,
-		.output = 4096, .file_size = c->lim.file_size, .tmpfs = c->lim.tmpfs, .scratch = c->lim.scratch,
-		.nofile = c->lim.nofile, .stack = c->lim.stack,
-	};
+	/* The compile stage's limits, with room for a slow runtime to start. */
+	struct limits lim;
+	conf_lang_limits(c, NULL, NULL, &lim);
+	lim.timeout_ms = 20000;
+	lim.output = 4096;
+	lim.cpus = 1;
 	for (size_t i = 0; i < c->nlangs; i++) {
 		p[i] = (struct version_probe){ .l = &c->langs[i], .done = true };
 		if (!usable || job_lang_missing(c, p[i].l) || !p[i].l->version)
@@ -577,11 +578,9 @@ static int check(struct conf *c, struct box_sys *sys, const char *init_err, char
 	struct probe p = { 0 };
 	if (!init_err) {
 		struct loop *l = loop_new();
-		struct job_limits lim = {
-			.timeout_ms = 10000, .memory = c->lim.memory, .pids = c->lim.pids, .cpus = c->lim.cpus,
-			.output = 4096, .file_size = c->lim.file_size, .tmpfs = c->lim.tmpfs, .scratch = c->lim.scratch,
-			.nofile = c->lim.nofile, .stack = c->lim.stack,
-		};
+		struct limits lim = c->lim.run;
+		lim.timeout_ms = 10000;
+		lim.output = 4096;
 		char *pargv[] = { "true", NULL };
 		char *penv[] = { "PATH=" NS_PATH, NULL };
 		struct box_spec spec = { .argv = pargv, .env = penv, .lim = &lim, .scratch_fd = -1 };

@@ -167,7 +167,7 @@ $sum" ]
 		"$(echo '{"language":"python","code":"1"}' | "$BIN/sbx-validate" | jq -c '.exec.binds = ["/root"]')")
 	[ "$status" -eq 1 ]
 	jqe 0 '.status == "invalid" and (.error | startswith("not a job"))'
-	jqe 1 '.status == "invalid" and (.error | test("limits exceed the configuration"))'
+	jqe 1 '.status == "invalid" and (.error | test("limits.memory_bytes 931.3 GiB exceeds the most the configuration grants"))'
 	jqe 2 '.status == "invalid" and (.error | test("binds"))'
 }
 

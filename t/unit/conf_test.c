@@ -30,10 +30,10 @@ int main(int argc, char **argv)
 	struct conf *c = conf_load(shipped, err, sizeof err);
 	OK(c != NULL, "shipped configuration loads (%s)", c ? "" : err);
 	if (c) {
-		OK(c->lim.memory == 256u << 20, "memory 256 MiB");
-		OK(c->lim.cpus == 0.5, "cpus 0.5");
-		OK(c->lim.timeout_ms == 10000, "timeout 10 s");
-		OK(c->lim.output == 100 * 1024, "output 100 KiB");
+		OK(c->lim.run.memory == 256u << 20, "memory 256 MiB");
+		OK(c->lim.run.cpus == 0.5, "cpus 0.5");
+		OK(c->lim.run.timeout_ms == 10000, "timeout 10 s");
+		OK(c->lim.run.output == 100 * 1024, "output 100 KiB");
 		OK(!strcmp(c->backend, "native"), "backend native");
 		OK(c->state_dir[0] == '/' && c->history[0] == '/', "paths made absolute");
 		const struct conf_lang *py = conf_lang(c, "py");
@@ -53,19 +53,20 @@ int main(int argc, char **argv)
 		  "env = [\"A=1\", \"B=\\u00e9\\t\"]\nmemory = \"512m\"\n");
 	OK(c != NULL, "grammar: comments, literal strings, multi-line arrays (%s)", c ? "" : err);
 	if (c) {
-		OK(c->lim.timeout_ms == 1500, "duration string 1500ms");
-		OK(c->lim.memory == 128u << 20, "size string 128m");
-		OK(c->lim.cpus == 1.0, "integer accepted as float");
-		OK(c->lim.output == 4096, "plain byte count");
+		OK(c->lim.run.timeout_ms == 1500, "duration string 1500ms");
+		OK(c->lim.run.memory == 128u << 20, "size string 128m");
+		OK(c->lim.run.cpus == 1.0, "integer accepted as float");
+		OK(c->lim.run.output == 4096, "plain byte count");
 		OK(c->network, "boolean");
 		OK(c->seccomp_errno == 38, "errno name");
 		OK(c->session_ttl_ms == 300000, "session ttl 5m");
 		const struct conf_lang *l = conf_lang(c, "python");
 		OK(l && l->run[0] && !strcmp(l->run[1], "-u") && !strcmp(l->run[2], "main.py") && !l->run[3], "array elements");
 		OK(l && !strcmp(l->env[1], "B=\xc3\xa9\t"), "escapes \\u and \\t");
-		struct conf_limits lim;
-		conf_lang_limits(c, l, &lim);
+		struct limits lim, comp;
+		conf_lang_limits(c, l, &lim, &comp);
 		OK(lim.memory == 512u << 20 && lim.timeout_ms == 1500, "language overrides only what it sets");
+		OK(comp.memory == 1u << 30 && comp.timeout_ms == 30000 && comp.output == 4096, "compile stage: its defaults, else the run's");
 	}
 	conf_free(c);
 
@@ -83,8 +84,16 @@ int main(int argc, char **argv)
 	fails("[sandbox]\nnetwork = yes\n" LANG, "test.conf:2:", "network");
 	fails("[sandbox]\nnetwork = \"true\"\n" LANG, "test.conf:2:", "expected true or false");
 	fails("[sandbox]\nbackend = \"podman\"\n" LANG, "test.conf:2:", "not a backend");
-	fails("[sandbox]\ntimeout = 90\n" LANG, "timeout", "max_timeout");
+	fails("[sandbox]\ntimeout = 90\n" LANG, "test.conf:2: timeout (90 s) exceeds max_timeout (60 s)", NULL);
+	fails("[sandbox]\nbackend = \"native\"\nmax_memory = \"1g\"\nmemory = \"2g\"\n" LANG, "test.conf:4: memory (2 GiB) exceeds max_memory", NULL);
+	fails("[sandbox]\nmemory = \"64m\"\nmax_memory = \"32m\"\n" LANG, "test.conf:3: memory (64 MiB)", NULL);
 	fails("[sandbox]\npids = 0\n" LANG, "test.conf:2:", "out of range");
+	/* the same ranges as a job's (limits.h): what loads makes jobs sbx-run takes */
+	fails("[sandbox]\nmemory = \"2m\"\n" LANG, "test.conf:2:", "out of range (4 MiB to");
+	fails("[sandbox]\npids = 1\n" LANG, "test.conf:2:", "out of range (2 to");
+	fails("[language.x]\nfile = \"a\"\nrun = [\"a\"]\ncompile_memory = \"1m\"\n", "test.conf:4:", "out of range");
+	fails("[language.x]\nfile = \"a\"\nrun = [\"a\"]\nmax_memory = \"1g\"\n", "test.conf:4:", "unknown key");
+	fails("[sandbox]\ncompile_output_limit = 5\n" LANG, "test.conf:2:", "unknown key");
 	fails("[sandbox]\ntimeout = 5 6\n" LANG, "test.conf:2:", "unexpected text");
 	fails("[sandbox]\nbackend = \"a\\qb\"\n" LANG, "test.conf:2:", "unknown escape");
 	fails("[sandbox]\nbackend = \"\\u0000\"\n" LANG, "test.conf:2:", "not allowed");
