@@ -40,7 +40,7 @@ struct key {
 #define MB (1024.0 * 1024)
 #define GB (1024.0 * 1024 * 1024)
 #define TB (GB * 1024)
-/* The limits' keys, made from limits.h's table at the first parse: KEY
+/* The limits' keys, made from limit.h's table at the first parse: KEY
  * (the run stage), compile_KEY, and in [sandbox] max_KEY.  lim_key_of[]
  * says which limit and which of the three each entry is. */
 enum { W_RUN, W_COMPILE, W_CEILING };

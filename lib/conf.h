@@ -22,9 +22,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "limits.h"
+#include "limit.h"
 
-/* A section's limits (limits.h): the run stage's, the compile stage's
+/* A section's limits (limit.h): the run stage's, the compile stage's
  * (compile_KEY) and, in [sandbox] only, the ceilings requests may raise
  * them to (max_KEY).  A language section may override any run or compile
  * limit; `set` and `cset` have a bit per limit it gave. */

@@ -584,7 +584,7 @@ jv job_from_request(const struct conf *c, jv req)
 	}
 
 	/* limits: language defaults over sandbox defaults; a request may set
-	 * those limits.h marks as its own, within [minimum, ceiling], where a
+	 * those limit.h marks as its own, within [minimum, ceiling], where a
 	 * language's own default above the global ceiling (the JVM needs
 	 * more) is its ceiling. */
 	struct limits run, comp;

@@ -88,7 +88,7 @@ int main(int argc, char **argv)
 	fails("[sandbox]\nbackend = \"native\"\nmax_memory = \"1g\"\nmemory = \"2g\"\n" LANG, "test.conf:4: memory (2 GiB) exceeds max_memory", NULL);
 	fails("[sandbox]\nmemory = \"64m\"\nmax_memory = \"32m\"\n" LANG, "test.conf:3: memory (64 MiB)", NULL);
 	fails("[sandbox]\npids = 0\n" LANG, "test.conf:2:", "out of range");
-	/* the same ranges as a job's (limits.h): what loads makes jobs sbx-run takes */
+	/* the same ranges as a job's (limit.h): what loads makes jobs sbx-run takes */
 	fails("[sandbox]\nmemory = \"2m\"\n" LANG, "test.conf:2:", "out of range (4 MiB to");
 	fails("[sandbox]\npids = 1\n" LANG, "test.conf:2:", "out of range (2 to");
 	fails("[language.x]\nfile = \"a\"\nrun = [\"a\"]\ncompile_memory = \"1m\"\n", "test.conf:4:", "out of range");

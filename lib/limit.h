@@ -1,4 +1,4 @@
-/* limits: the one table of per-run limits.
+/* limit: the one table of per-run limits.
  *
  * Every limit a sandbox enforces is one row of LIMITS below: its field in
  * struct limits, its keys in the configuration, the request and the job,

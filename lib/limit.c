@@ -1,4 +1,4 @@
-#include "limits.h"
+#include "limit.h"
 
 #include <math.h>
 #include <stdio.h>
