@@ -207,7 +207,7 @@ struct child_args {
  * /sys).  Then the job: this header, then `len` bytes of NUL-terminated
  * argv and env strings, with the stdin memfd and (SPEC_SCRATCH) the
  * scratch mount. */
-enum { SPEC_SCRATCH = 1, SPEC_RLIMIT_DATA = 4, SPEC_TIMINGS = 8, SPEC_DEPS = 16, SPEC_EGRESS = 32 };
+enum { SPEC_SCRATCH = 1, SPEC_RLIMIT_DATA = 4, SPEC_TIMINGS = 8, SPEC_DEPS = 16, SPEC_EGRESS = 32, SPEC_WORK_EXEC = 64 };
 struct spec_hdr {
 	uint64_t file_size, nofile, stack, pids, memory, tmpfs;
 	uint32_t flags, argc, envc, outc, len;
@@ -538,7 +538,8 @@ static _Noreturn void init_main(struct child_args *a)
 		msg_send(st, MSG_MARK, 0, t_ready, 0, 0, 0, "root_built");
 		msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "job_received");
 	}
-	if (ns_attach_work(sp.h.tmpfs, sp.scratch_fd, sp.outputs, sp.h.flags & SPEC_DEPS, err, sizeof err) < 0) {
+	if (ns_attach_work(sp.h.tmpfs, sp.scratch_fd, sp.outputs, sp.h.flags & SPEC_DEPS, sp.h.flags & SPEC_WORK_EXEC, err,
+			   sizeof err) < 0) {
 		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
 		_exit(123);
 	}
@@ -1408,7 +1409,7 @@ static int send_spec(struct box *b, const struct box_spec *sp, int stdin_fd)
 		.file_size = sp->lim->file_size, .nofile = sp->lim->nofile, .stack = sp->lim->stack,
 		.pids = sp->lim->pids, .memory = sp->lim->memory, .tmpfs = sp->lim->tmpfs,
 		.flags = (sp->scratch_fd >= 0 ? SPEC_SCRATCH : 0) |
-			 (sp->deps ? SPEC_DEPS : 0) | (sp->egress ? SPEC_EGRESS : 0) |
+			 (sp->deps ? SPEC_DEPS : 0) | (sp->egress ? SPEC_EGRESS : 0) | (sp->work_exec ? SPEC_WORK_EXEC : 0) |
 			 (b->res.enforced & ENF_MEMORY ? 0 : SPEC_RLIMIT_DATA) | (sp->timings ? SPEC_TIMINGS : 0),
 	};
 	size_t len = 0;
@@ -1755,7 +1756,7 @@ int box_scratch(struct box_sys *s, uint64_t size, char *err, size_t errlen)
 	return mnt;
 }
 
-int box_workspace(struct box_sys *s, const char *dir, char *err, size_t errlen)
+int box_workspace(struct box_sys *s, const char *dir, bool exec, char *err, size_t errlen)
 {
 	int fd = open_tree(AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
 	if (fd < 0) {
@@ -1767,10 +1768,13 @@ int box_workspace(struct box_sys *s, const char *dir, char *err, size_t errlen)
 	 * are set here, by us: the sandbox moves this very mount into its
 	 * tree (a clone made in another mount namespace may not be cloned
 	 * again there) and only adds to them. */
-	struct mount_attr a = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-				.propagation = MS_PRIVATE };
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (exec ? 0 : MOUNT_ATTR_NOEXEC),
+				.attr_clr = exec ? MOUNT_ATTR_NOEXEC : 0, .propagation = MS_PRIVATE };
 	if (mount_setattr(fd, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
-		snprintf(err, errlen, "cannot make the workspace %s private: %s", dir, strerror(errno));
+		int e = errno;
+		snprintf(err, errlen, "cannot make the workspace %s private%s: %s", dir,
+			 exec && e == EPERM ? " and executable (its filesystem is mounted noexec: set workspace_exec = false, "
+					      "or put state_dir elsewhere)" : "", strerror(e));
 		close(fd);
 		return -1;
 	}

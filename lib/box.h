@@ -92,6 +92,7 @@ struct box_spec {
 				    * which the sandbox takes: one per stage (box_scratch_clone) */
 	char *const *outputs;      /* run stage of a compiled language: its executables, see ns_attach_work */
 	bool deps;                 /* a session's program: its installed packages, see ns_attach_work */
+	bool work_exec;            /* a session's workspace executable (conf workspace_exec), see ns_attach_work */
 	char *const *egress;       /* an install: the hosts its proxy may reach (egress.h), or NULL */
 	const char *stdin_data;
 	size_t stdin_len;
@@ -148,8 +149,9 @@ int box_scratch_clone(struct box_sys *s, int scratch, int *second, char *err, si
 /* Whether the kernel clones a scratch directly (Linux 6.15 and later), or
  * box_scratch_clone goes through the holder; tried once, for --check. */
 bool box_scratch_direct(struct box_sys *s);
-/* A session's workspace directory as a detached mount, for scratch_fd. */
-int box_workspace(struct box_sys *s, const char *dir, char *err, size_t errlen);
+/* A session's workspace directory as a detached mount, for scratch_fd;
+ * noexec unless exec (and box_spec.work_exec). */
+int box_workspace(struct box_sys *s, const char *dir, bool exec, char *err, size_t errlen);
 /* Write a file into the scratch (creating parent directories), owned by
  * the sandbox user. */
 int box_scratch_write(struct box_sys *s, int scratch, const char *path, const char *data, size_t len, mode_t mode);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -99,6 +100,7 @@ static const struct key session_keys[] = {
 	{ "max_sessions_per_token", T_INT, SB(max_sessions_per_token), 1, 100000 },
 	{ "workspace_size", T_SIZE, SB(workspace_size), 64 * KB, TB },
 	{ "install_network", T_BOOL, SB(install_network), 0, 0 },
+	{ "workspace_exec", T_BOOL, SB(workspace_exec), 0, 0 },
 	{ "install_specs", T_STR, SB(install_specs), 0, 0 },
 	{ NULL, 0, 0, 0, 0 },
 };
@@ -596,6 +598,7 @@ static void set_defaults(struct conf *c)
 	c->max_sessions_per_token = 4;
 	c->workspace_size = 256u << 20;
 	c->install_network = true;
+	c->workspace_exec = true;
 	c->install_specs = util_strdup("registry");
 	c->http_max_body = 8u << 20;
 	c->http_rate = 20;
@@ -1043,15 +1046,13 @@ struct conf *conf_load(const char *path, char *err, size_t errlen)
 		close(fd);
 		return NULL;
 	}
-	char *buf = util_xalloc((size_t)st.st_size + 1);
-	ssize_t n = util_read_full(fd, buf, (size_t)st.st_size);
-	close(fd);
-	if (n < 0) {
+	size_t n;
+	char *buf = util_read_close(fd, (size_t)st.st_size, &n);
+	if (!buf) {
 		snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
-		free(buf);
 		return NULL;
 	}
-	struct conf *c = conf_parse(path, buf, (size_t)n, err, errlen);
+	struct conf *c = conf_parse(path, buf, n, err, errlen);
 	free(buf);
 	return c;
 }
@@ -1176,13 +1177,32 @@ struct conf *conf_open(const char *explicit)
 const struct conf_lang *conf_lang(const struct conf *c, const char *name)
 {
 	for (size_t i = 0; i < c->nlangs; i++)
-		if (!strcmp(c->langs[i].name, name))
+		if (!strcasecmp(c->langs[i].name, name))
 			return &c->langs[i];
 	for (size_t i = 0; i < c->nlangs; i++)
 		for (char **a = c->langs[i].aliases; a && *a; a++)
-			if (!strcmp(*a, name))
+			if (!strcasecmp(*a, name))
 				return &c->langs[i];
 	return NULL;
+}
+
+const struct conf_lang *conf_lang_by_file(const struct conf *c, const char *path)
+{
+	const char *base = strrchr(path, '/');
+	const char *ext = strrchr(base ? base + 1 : path, '.');
+	const struct conf_lang *found = NULL;
+	if (!ext || ext == (base ? base + 1 : path))
+		return NULL;
+	for (size_t i = 0; i < c->nlangs; i++) {
+		const struct conf_lang *l = &c->langs[i];
+		const char *e = strrchr(l->file, '.');
+		if (!e || strcmp(e, ext))
+			continue;
+		if (found)
+			return NULL;
+		found = l;
+	}
+	return found;
 }
 
 static int cmp_str(const void *a, const void *b)

@@ -79,6 +79,7 @@ struct conf {
 	/* [sessions] */
 	uint64_t session_ttl_ms, max_sessions, workspace_size;
 	bool install_network;
+	bool workspace_exec; /* programs may execute files of a session's workspace (W^X off there) */
 	uint64_t max_sessions_per_token; /* sbx-mcp over HTTP: sessions one token may hold */
 	char *install_specs; /* "registry": package names and versions only; "any": what the package manager takes */
 	bool install_any;   /* install_specs is "any" */
@@ -123,7 +124,11 @@ void conf_user_state(struct conf *c);
  * and exits 2. */
 struct conf *conf_open(const char *explicit);
 
+/* By name or alias, in any case ("Python", "PY"). */
 const struct conf_lang *conf_lang(const struct conf *c, const char *name_or_alias);
+/* The language whose program file has path's extension
+ * ("t.js" -> javascript), or NULL: none, or more than one. */
+const struct conf_lang *conf_lang_by_file(const struct conf *c, const char *path);
 /* Comma-separated language names, sorted, for error messages.  Static. */
 const char *conf_lang_list(const struct conf *c);
 /* The limits a language runs with: the sandbox defaults with its

@@ -36,7 +36,6 @@
 #include "dock.h"
 
 #include <dirent.h>
-#include <linux/openat2.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -50,6 +49,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
@@ -979,9 +979,7 @@ static int stage_dir(struct dock *k)
 static void deps_stage(struct dock *k, const char *workspace)
 {
 	int ws = open(workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
-	int fd = ws < 0 ? -1 : (int)syscall(SYS_openat2, ws, NS_DEPS, &how, sizeof how);
+	int fd = ws < 0 ? -1 : util_open_beneath(ws, NS_DEPS, O_PATH | O_DIRECTORY, 0);
 	if (ws >= 0)
 		close(ws);
 	if (fd < 0)
@@ -1294,35 +1292,35 @@ static void advance(struct dock *k)
 	}
 }
 
-/* Copy the compiler's declared outputs (regular files at the top of the
- * scratch directory) to DIR/bin, which is not noexec, and bind each
- * read-only over itself: the program can run them, and nothing it writes,
- * nor anything else the compile stage left. */
-static jv exec_bins(const char *scratch, char *const *outputs, jv mounts)
+/* Copy the compiler's declared outputs (regular files, paths in the
+ * scratch directory or workspace src, opened beneath it through no link)
+ * to bindir, which is not noexec, and bind each read-only over itself:
+ * the program can run them, and nothing it writes, nor anything else the
+ * compile stage left. */
+static jv exec_bins(const char *src, const char *bindir, char *const *outputs, jv mounts)
 {
-	char src[4096], bindir[4096];
-	snprintf(src, sizeof src, "%s/scratch", scratch);
-	snprintf(bindir, sizeof bindir, "%s/bin", scratch);
-	int sd = open(src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int sd = open(src, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sd < 0)
 		return mounts;
 	for (int i = 0; outputs[i] && i < NS_MAX_OUTPUTS; i++) {
 		struct stat st;
 		const char *name = outputs[i];
-		if (fstatat(sd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		int in = util_open_beneath(sd, name, O_RDONLY, 0);
+		if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
+			if (in >= 0)
+				close(in);
 			continue;
+		}
 		mkdir(bindir, 0711);
-		int in = openat(sd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		char dst[4400];
-		snprintf(dst, sizeof dst, "%.4000s/%.255s", bindir, name);
-		int out = in < 0 ? -1 : open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0755);
-		bool ok = in >= 0 && out >= 0;
+		snprintf(dst, sizeof dst, "%.4000s/%d", bindir, i);
+		int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0755);
+		bool ok = out >= 0;
 		char buf[65536];
 		ssize_t n;
 		while (ok && (n = read(in, buf, sizeof buf)) > 0)
 			ok = util_write_all(out, buf, (size_t)n) == 0;
-		if (in >= 0)
-			close(in);
+		close(in);
 		if (out >= 0)
 			close(out);
 		if (!ok)
@@ -1379,8 +1377,14 @@ static jv create_body(struct dock *k, const struct dock_spec *sp, const char *cg
 	char scratch[4200], dir[4200];
 	snprintf(scratch, sizeof scratch, "%s/scratch", sp->scratch);
 	jv mounts = jv_array_append(jv_array(), bind_mount(sp->workspace ? sp->scratch : scratch, NS_WORKDIR, false));
-	if (b->outputs && !sp->workspace)
-		mounts = exec_bins(sp->scratch, b->outputs, mounts);
+	if (b->outputs && !sp->workspace) {
+		snprintf(dir, sizeof dir, "%s/bin", sp->scratch);
+		mounts = exec_bins(scratch, dir, b->outputs, mounts);
+	} else if (b->outputs && !b->work_exec && stage_dir(k) == 0) {
+		/* a noexec workspace (workspace_exec = false): the same, from it */
+		snprintf(dir, sizeof dir, "%s/bin", k->stage_dir);
+		mounts = exec_bins(sp->scratch, dir, b->outputs, mounts);
+	}
 	if (k->deps) {
 		snprintf(dir, sizeof dir, "%s/deps", k->stage_dir);
 		mounts = jv_array_append(mounts, bind_mount(dir, NS_WORKDIR "/" NS_DEPS, true));
@@ -1506,6 +1510,15 @@ struct dock *dock_start(struct dock_sys *d, struct loop *l, const struct dock_sp
 		egress_open(k, sp->box->egress);
 	if (!k->err[0] && sp->workspace && sp->box->deps)
 		deps_stage(k, sp->scratch);
+	/* The engine binds a workspace with its host mount's flags, and no
+	 * bind can add noexec: a workspace_exec = false it cannot keep is an
+	 * error, not less W^X than asked (sbx-mcp's, as root, are noexec
+	 * tmpfs mounts). */
+	struct statvfs vfs;
+	if (!k->err[0] && sp->workspace && !sp->box->work_exec &&
+	    (statvfs(sp->scratch, &vfs) < 0 || !(vfs.f_flag & ST_NOEXEC)))
+		set_err(k, "workspace_exec = false, but the workspace %s is not on a noexec mount, and the docker backend "
+			   "cannot make one (sbx-mcp's workspaces, made as root, are)", sp->scratch);
 	if (k->err[0]) {
 		k->phase = P_DONE;
 		arm(k, 0);

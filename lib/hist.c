@@ -590,8 +590,8 @@ struct stats_state {
 	void *arg;
 	bool stopped;
 	jv pending;            /* rows of the current language (and bucket) */
-	struct series all;     /* every duration of the current language */
-	size_t success;
+	struct series all;     /* the durations of the current language's runs that ran */
+	size_t success, rated; /* successes, of the runs that count for the success rate */
 	int64_t emitted;
 };
 
@@ -599,19 +599,21 @@ struct stats_state {
  * success rate, then add its "all" row, and hand them out. */
 static void flush_language(struct stats_state *s, jv bucket, const char *lang)
 {
-	if (s->all.n == 0)
+	if (s->all.n == 0 && jv_array_length(jv_copy(s->pending)) == 0)
 		return;
-	double rate = (double)s->success / (double)s->all.n;
-	qsort(s->all.v, s->all.n, sizeof *s->all.v, cmp_double);
-	jv all = jv_object();
-	if (jv_is_valid(bucket))
-		all = jv_object_set(all, jv_string("bucket"), jv_copy(bucket));
-	all = jv_object_set(all, jv_string("language"), jv_string(lang));
-	all = jv_object_set(all, jv_string("status"), jv_string("all"));
-	all = summary(all, &s->all);
-	s->pending = jv_array_append(s->pending, all);
+	double rate = s->rated ? (double)s->success / (double)s->rated : -1;
+	if (s->all.n) {
+		qsort(s->all.v, s->all.n, sizeof *s->all.v, cmp_double);
+		jv all = jv_object();
+		if (jv_is_valid(bucket))
+			all = jv_object_set(all, jv_string("bucket"), jv_copy(bucket));
+		all = jv_object_set(all, jv_string("language"), jv_string(lang));
+		all = jv_object_set(all, jv_string("status"), jv_string("all"));
+		all = summary(all, &s->all);
+		s->pending = jv_array_append(s->pending, all);
+	}
 	jv_array_foreach(s->pending, i, row) {
-		row = jv_object_set(row, jv_string("success_rate"), jv_number(round(rate * 10000) / 10000));
+		row = jv_object_set(row, jv_string("success_rate"), rate < 0 ? jv_null() : jv_number(round(rate * 10000) / 10000));
 		if (!s->stopped) {
 			s->emitted++;
 			s->stopped = !s->fn(row, s->arg);
@@ -621,7 +623,7 @@ static void flush_language(struct stats_state *s, jv bucket, const char *lang)
 	jv_free(s->pending);
 	s->pending = jv_array();
 	s->all.n = 0;
-	s->success = 0;
+	s->success = s->rated = 0;
 }
 
 int64_t hist_stats(struct hist *h, const struct hist_filter *f, int64_t bucket_s, hist_row_fn fn, void *arg,
@@ -687,9 +689,17 @@ int64_t hist_stats(struct hist *h, const struct hist_filter *f, int64_t bucket_s
 			free(status);
 			status = util_strdup(stt);
 		}
+		/* The "all" row's durations are of programs that ran: not of
+		 * requests refused, compiles that failed or calls cancelled.  The
+		 * success rate leaves out what was never a verdict on the code
+		 * (invalid requests, cancelled calls). */
 		double d = sqlite3_column_double(st, 3);
 		series_add(&cur, d);
-		series_add(&s.all, d);
+		bool ran = strcmp(stt, "invalid") && strcmp(stt, "compile_error") && strcmp(stt, "cancelled");
+		if (ran)
+			series_add(&s.all, d);
+		if (strcmp(stt, "invalid") && strcmp(stt, "cancelled"))
+			s.rated++;
 		if (!strcmp(stt, "success"))
 			s.success++;
 	}

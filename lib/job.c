@@ -1,6 +1,9 @@
 #define _GNU_SOURCE
 #include "job.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +14,7 @@
 
 #include "b64.h"
 #include "ns.h"
+#include "sha256.h"
 #include "rec.h"
 #include "util.h"
 
@@ -147,13 +151,16 @@ static bool load_files(const struct conf *c, jv files, const char *program, stru
 			if (!job_path_ok(k, klen, why, sizeof why)) {
 				snprintf(err, errlen, "files: path \"%.100s\" %s", k, why);
 				ok = false;
-			} else if (!strcmp(k, program)) {
+			} else if (program && !strcmp(k, program)) {
 				snprintf(err, errlen, "files: \"%s\" would replace the program file", k);
 				ok = false;
 			} else if (!strncmp(k, NS_DEPS, strlen(NS_DEPS)) && (k[strlen(NS_DEPS)] == '/' || !k[strlen(NS_DEPS)])) {
 				/* A session's installed packages: executable in its runs, so
 				 * only its installs write there. */
 				snprintf(err, errlen, "files: \"%.100s\": " NS_DEPS " is the installed packages' (install_packages fills it)", k);
+				ok = false;
+			} else if (ns_reserved(k)) {
+				snprintf(err, errlen, "files: \"%.100s\": names beginning " NS_RESERVED " are sbx's own", k);
 				ok = false;
 			} else {
 				char ferr[256];
@@ -204,15 +211,16 @@ static jv strv_json(char **v)
 	return a;
 }
 
-char *job_expand(const char *s, const struct limits *lim)
+char *job_expand(const char *s, const struct limits *lim, const char *dir)
 {
-	static const char *const names[] = { "{memory}", "{memory_mib}", "{cpus}" };
-	char val[3][32];
+	static const char *const names[] = { "{memory}", "{memory_mib}", "{cpus}", "{dir}" };
+	char val[4][256];
 	snprintf(val[0], sizeof val[0], "%llu", (unsigned long long)lim->memory);
 	snprintf(val[1], sizeof val[1], "%llu", (unsigned long long)(lim->memory >> 20));
 	snprintf(val[2], sizeof val[2], "%d", lim->cpus <= 1 ? 1 : (int)ceil(lim->cpus));
+	snprintf(val[3], sizeof val[3], "%s", dir ? dir : ".");
 	char *out = util_strdup(s);
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < 4; i++) {
 		char *at;
 		size_t from = 0;
 		while ((at = strstr(out + from, names[i]))) {
@@ -233,20 +241,100 @@ char **job_expand_strv(char *const *v, const struct limits *lim)
 		n++;
 	char **out = util_xalloc((n + 1) * sizeof *out);
 	for (size_t i = 0; i < n; i++)
-		out[i] = job_expand(v[i], lim);
+		out[i] = job_expand(v[i], lim, NULL);
 	out[n] = NULL;
 	return out;
 }
 
-static jv strv_json_expanded(char **v, const struct limits *lim)
+/* A language's argv as JSON, each element expanded with dir for {dir}.
+ * An element that is exactly the language's program file becomes prog
+ * (when given); in a directory of its own (dir other than "."), an
+ * element naming one of its outputs ("main", "./main") becomes that
+ * output in dir. */
+static jv argv_json(char **v, const struct conf_lang *l, const char *prog, const char *dir, const struct limits *lim)
 {
 	jv a = jv_array();
 	for (; v && *v; v++) {
-		char *e = job_expand(*v, lim);
+		char *e = NULL;
+		if (prog && !strcmp(*v, l->file))
+			e = util_strdup(prog);
+		for (char **o = l->outputs; !e && strcmp(dir, ".") && o && *o; o++)
+			if (!strcmp(*v, *o) || (!strncmp(*v, "./", 2) && !strcmp(*v + 2, *o)))
+				e = util_fmt("%s/%s", dir, *o);
+		if (!e)
+			e = job_expand(*v, lim, dir);
 		a = jv_array_append(a, jv_string(e));
 		free(e);
 	}
 	return a;
+}
+
+/* Whether any element of a (borrowed) mentions s. */
+static bool argv_mentions(jv a, const char *s)
+{
+	bool found = false;
+	jv_array_foreach(a, i, x) {
+		if (jv_get_kind(x) == JV_KIND_STRING && strstr(jv_string_value(x), s))
+			found = true;
+		jv_free(x);
+	}
+	return found;
+}
+
+/* The text of a workspace file, for an entry's record: beneath the
+ * workspace, through no link, a regular file of at most max bytes. */
+static jv read_entry(const char *workspace, const char *path, size_t max, char *why, size_t len)
+{
+	int ws = open(workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = ws < 0 ? -1 : util_open_beneath(ws, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+	int e = errno;
+	if (ws >= 0)
+		close(ws);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
+		if (fd < 0)
+			snprintf(why, len, "\"entry\" \"%.100s\": %s", path,
+				 e == ELOOP || e == EXDEV ? "a link (entries are followed through no link)" : strerror(e));
+		else
+			snprintf(why, len, "\"entry\" \"%.100s\": %s", path,
+				 !S_ISREG(st.st_mode) ? "not a regular file" : "larger than max_code_size");
+		if (fd >= 0)
+			close(fd);
+		return jv_invalid();
+	}
+	size_t n;
+	char *buf = util_read_close(fd, (size_t)st.st_size, &n);
+	if (!buf) {
+		snprintf(why, len, "\"entry\" \"%.100s\": %s", path, strerror(errno));
+		return jv_invalid();
+	}
+	jv text = jv_string_sized(buf, (int)n); /* invalid UTF-8 becomes U+FFFD */
+	free(buf);
+	return text;
+}
+
+/* A command as one would type it, for the record: an argument of plain
+ * characters as it is, any other in single quotes. */
+static void shell_quote(char **line, size_t *len, const char *arg)
+{
+	bool plain = *arg && strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") == strlen(arg);
+	*line = util_xrealloc(*line, *len + strlen(arg) * 4 + 4);
+	char *o = *line + *len;
+	if (*len)
+		*o++ = ' ';
+	if (!plain)
+		*o++ = '\'';
+	for (const char *p = arg; *p; p++) {
+		if (*p == '\'' && !plain) {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else
+			*o++ = *p;
+	}
+	if (!plain)
+		*o++ = '\'';
+	*o = 0;
+	*len = (size_t)(o - *line);
 }
 
 bool job_which(const char *rootfs, char *const *env, const char *argv0, char *out, size_t len)
@@ -443,6 +531,60 @@ static bool computed_differs(jv req, const char *key, jv want)
 	return !jv_equal(have, jv_copy(want));
 }
 
+/* Optimal string alignment distance of a and b (edits: insert, delete,
+ * substitute, swap two neighbours), case folded; stops counting at 3. */
+static int edit_distance(const char *a, const char *b)
+{
+	size_t n = strlen(a), m = strlen(b);
+	if (n > 40 || m > 40 || (n > m ? n - m : m - n) > 2)
+		return 3;
+	int d[41][41];
+	for (size_t i = 0; i <= n; i++)
+		d[i][0] = (int)i;
+	for (size_t j = 0; j <= m; j++)
+		d[0][j] = (int)j;
+	for (size_t i = 1; i <= n; i++)
+		for (size_t j = 1; j <= m; j++) {
+			int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+			int v = d[i - 1][j - 1] + (ca != cb);
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) && tolower((unsigned char)a[i - 2]) == cb &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[n][m] < 3 ? d[n][m] : 3;
+}
+
+/* A field a request does not have but nearly has ("tiemout", "Files"):
+ * the known name it is probably meant to be, or NULL.  Other unknown
+ * fields are the user's and pass through. */
+static const char *misspelled(const char *key)
+{
+	static const char *const known[] = { "id", "language", "code", "entry", "command", "stdin", "args", "files",
+					     "network", "session", "install", "limits", "compile_limits", "exec", "backend" };
+	const char *best = NULL;
+	int bestd = 3;
+	size_t klen = strlen(key);
+	for (size_t i = 0; i < sizeof known / sizeof known[0] + LIM_N; i++) {
+		const char *k = i < sizeof known / sizeof known[0] ? known[i] : limit_defs[i - sizeof known / sizeof known[0]].req;
+		if (!k)
+			continue;
+		if (!strcmp(k, key))
+			return NULL;
+		int d = edit_distance(key, k);
+		/* short names need a closer match: "ids" is not "id"'s typo */
+		if (d < bestd && (d == 0 || (d == 1 && klen >= 3 && strlen(k) >= 3) || (d == 2 && klen >= 6 && strlen(k) >= 6))) {
+			best = k;
+			bestd = d;
+		}
+	}
+	return best;
+}
+
 jv job_from_request(const struct conf *c, jv req)
 {
 	char sz1[32], sz2[32];
@@ -473,7 +615,32 @@ jv job_from_request(const struct conf *c, jv req)
 	}
 	jv_free(id);
 
-	/* language */
+	/* Misspelled fields would run silently with defaults. */
+	if (jv_get_kind(req) == JV_KIND_OBJECT) {
+		const char *typo = NULL, *meant = NULL;
+		jv_object_foreach(req, k, v) {
+			if (!typo && (meant = misspelled(jv_string_value(k))))
+				typo = util_strdup(jv_string_value(k));
+			jv_free(k);
+			jv_free(v);
+		}
+		if (typo) {
+			jv bad = rec_make_invalid(req, "unknown field \"%.60s\": did you mean \"%s\"?", typo, meant);
+			free((char *)typo);
+			return bad;
+		}
+	}
+
+	/* language: given; else, for a session's file (entry), the language
+	 * whose program file has its extension; for a command, bash's. */
+	if (!rec_has(req, "language") && (rec_has(req, "entry") || rec_has(req, "command"))) {
+		const char *entry = rec_str(req, "entry", NULL);
+		const struct conf_lang *by = entry ? conf_lang_by_file(c, entry) : conf_lang(c, "bash");
+		if (!by && entry)
+			return rec_make_invalid(req, "cannot tell the language of \"%.100s\" from its name: give \"language\"", entry);
+		if (by)
+			req = jv_object_set(req, jv_string("language"), jv_string(by->name));
+	}
 	jv lang = rec_get(req, "language");
 	if (jv_get_kind(lang) != JV_KIND_STRING) {
 		const char *k = rec_kind(lang);
@@ -499,9 +666,72 @@ jv job_from_request(const struct conf *c, jv req)
 	if (installing && !rec_has(req, "code"))
 		req = jv_object_set(req, jv_string("code"), jv_string("# packages installed by sbx\n"));
 
-	/* code */
-	size_t code_len;
-	const char *code = rec_str(req, "code", &code_len);
+	/* What runs: code (written as the language's program file), or in a
+	 * session a file of its workspace (entry) or a command.  For those two
+	 * the record's code becomes what ran (the file's text, the command
+	 * line), for the history. */
+	enum { P_CODE, P_ENTRY, P_COMMAND } prog = rec_has(req, "entry") ? P_ENTRY : rec_has(req, "command") ? P_COMMAND : P_CODE;
+	const char *entry = NULL;
+	if (prog != P_CODE) {
+		const char *what = prog == P_ENTRY ? "entry" : "command";
+		if (rec_has(req, "entry") && rec_has(req, "command"))
+			return rec_make_invalid(req, "give \"code\", \"entry\" or \"command\", not more than one");
+		if (rec_has(req, "code") && !rec_has(req, "exec"))
+			return rec_make_invalid(req, "give \"code\", \"entry\" or \"command\", not more than one");
+		if (!rec_has(req, "session"))
+			return rec_make_invalid(req, "\"%s\" runs in a session's workspace: give \"session\"", what);
+		if (installing)
+			return rec_make_invalid(req, "\"%s\" and \"install\" do not go together", what);
+		if (prog == P_ENTRY) {
+			size_t elen;
+			char why[128];
+			entry = rec_str(req, "entry", &elen);
+			if (!entry) {
+				jv e = rec_get(req, "entry");
+				const char *k = rec_kind(e);
+				jv_free(e);
+				return rec_make_invalid(req, "\"entry\" must be a path in the workspace, got %s", k);
+			}
+			if (!job_path_ok(entry, elen, why, sizeof why))
+				return rec_make_invalid(req, "\"entry\" %s", why);
+			if (ns_reserved(entry))
+				return rec_make_invalid(req, "\"entry\" \"%.100s\": names beginning " NS_RESERVED " are sbx's own", entry);
+			if (l->compile)
+				return rec_make_invalid(req, "\"entry\" runs interpreted languages' files; compile %s with \"code\", "
+							     "or build it with a \"command\"", l->name);
+		} else {
+			jv command = rec_get(req, "command");
+			int n = jv_get_kind(command) == JV_KIND_ARRAY ? jv_array_length(jv_copy(command)) : -1;
+			if (n < 1 || n > MAX_ARGS) {
+				jv_free(command);
+				return rec_make_invalid(req, "\"command\" must be an array of 1 to %d strings", MAX_ARGS);
+			}
+			char *line = NULL;
+			size_t len = 0;
+			bool ok = true;
+			jv_array_foreach(command, i, a) {
+				size_t alen = jv_get_kind(a) == JV_KIND_STRING ? (size_t)jv_string_length_bytes(jv_copy(a)) : 0;
+				if (jv_get_kind(a) != JV_KIND_STRING || memchr(jv_string_value(a), 0, alen) || len + alen > MAX_ARG_BYTES)
+					ok = false;
+				else
+					shell_quote(&line, &len, jv_string_value(a));
+				jv_free(a);
+			}
+			if (!ok) {
+				free(line);
+				jv_free(command);
+				return rec_make_invalid(req, "\"command\" must be strings without NUL bytes, 64 KiB at most");
+			}
+			jv_free(command);
+			req = jv_object_set(req, jv_string("code"), jv_string(line));
+			free(line);
+		}
+	}
+
+
+	/* code (an entry's is read below, from the workspace) */
+	size_t code_len = 0;
+	const char *code = prog == P_ENTRY ? "" : rec_str(req, "code", &code_len);
 	if (!code) {
 		jv v = rec_get(req, "code");
 		const char *k = rec_kind(v);
@@ -510,7 +740,7 @@ jv job_from_request(const struct conf *c, jv req)
 			return rec_make_invalid(req, "missing \"code\" (the program's source, as a string)");
 		return rec_make_invalid(req, "\"code\" must be a string, got %s", k);
 	}
-	if (code_len == 0)
+	if (code_len == 0 && prog == P_CODE)
 		return rec_make_invalid(req, "\"code\" is empty");
 	if (code_len > c->max_code_size)
 		return rec_make_invalid(req, "code is %s, exceeds max_code_size %s", util_size_str(code_len, sz1, sizeof sz1),
@@ -574,7 +804,7 @@ jv job_from_request(const struct conf *c, jv req)
 		struct job_file *f;
 		size_t nf;
 		jv files = rec_get(req, "files");
-		bool ok = load_files(c, files, l->file, &f, &nf, err, sizeof err);
+		bool ok = load_files(c, files, rec_has(req, "session") || prog != P_CODE ? NULL : l->file, &f, &nf, err, sizeof err);
 		jv_free(files);
 		if (!ok) {
 			jv_free(args);
@@ -666,8 +896,47 @@ jv job_from_request(const struct conf *c, jv req)
 		}
 	}
 
-	/* The job. */
-	jv runv = strv_json_expanded(l->run, &run);
+	/* What runs.  Inline code in a session goes in a directory of its
+	 * own in the workspace (NS_RESERVED-…, named after the id, so that a
+	 * job validated again is the same job), never over a user's file;
+	 * the run removes it.  An entry is the user's file; a command runs
+	 * as given. */
+	char dir[64] = ".", prog_path[128] = "";
+	if (workspace && prog == P_CODE && !installing) {
+		struct sha256 h;
+		char hex[65];
+		jv idv = rec_get(req, "id");
+		char num[40];
+		snprintf(num, sizeof num, "%.17g", jv_get_kind(idv) == JV_KIND_NUMBER ? jv_number_value(idv) : 0);
+		sha256_init(&h);
+		sha256_str(&h, jv_get_kind(idv) == JV_KIND_STRING ? jv_string_value(idv) : num);
+		jv_free(idv);
+		sha256_final_hex(&h, hex);
+		snprintf(dir, sizeof dir, NS_RESERVED "-%.16s", hex);
+		snprintf(prog_path, sizeof prog_path, "%s/%s", dir, l->file);
+	}
+	if (prog == P_ENTRY) {
+		char why[300];
+		jv text = read_entry(workspace, entry, c->max_code_size, why, sizeof why);
+		if (!jv_is_valid(text)) {
+			free(workspace);
+			jv_free(args);
+			return rec_make_invalid(req, "%s", why);
+		}
+		req = jv_object_set(req, jv_string("code"), text);
+	}
+	jv runv;
+	if (prog == P_COMMAND)
+		runv = rec_get(req, "command");
+	else
+		runv = argv_json(l->run, l, prog == P_ENTRY ? entry : prog_path[0] ? prog_path : NULL, dir, &run);
+	if (prog_path[0] && l->compile && !argv_mentions(runv, dir)) {
+		free(workspace);
+		jv_free(args);
+		jv_free(runv);
+		return rec_make_invalid(req, "language \"%s\" cannot run inline code in a session: its run command names its "
+					     "program neither by an output nor by {dir} (see %s)", l->name, c->path);
+	}
 	if (jv_get_kind(args) == JV_KIND_ARRAY)
 		runv = jv_array_concat(runv, args);
 	else
@@ -695,24 +964,29 @@ jv job_from_request(const struct conf *c, jv req)
 	for (int i = 0; i < LIM_N; i++)
 		if (!limit_defs[i].compile)
 			limit_set(&comp, i, limit_get(&run, i));
+	bool compiling = l->compile && !installing && prog == P_CODE;
 	jv exec = jv_object();
-	exec = jv_object_set(exec, jv_string("file"), jv_string(l->file));
-	exec = jv_object_set(exec, jv_string("compile"), l->compile && !installing ? strv_json_expanded(l->compile, &comp) : jv_null());
+	exec = jv_object_set(exec, jv_string("file"), prog == P_CODE && !installing ? jv_string(l->file) : jv_null());
+	if (prog_path[0])
+		exec = jv_object_set(exec, jv_string("dir"), jv_string(dir));
+	exec = jv_object_set(exec, jv_string("compile"),
+			     compiling ? argv_json(l->compile, l, prog_path[0] ? prog_path : NULL, dir, &comp) : jv_null());
 	exec = jv_object_set(exec, jv_string("run"), runv);
 	/* One environment serves both stages: it takes the run stage's limits. */
-	exec = jv_object_set(exec, jv_string("env"), strv_json_expanded(l->env, &run));
+	exec = jv_object_set(exec, jv_string("env"), argv_json(l->env, l, NULL, dir, &run));
 	exec = jv_object_set(exec, jv_string("binds"), strv_json(l->binds));
 	exec = jv_object_set(exec, jv_string("rootfs"), l->rootfs ? jv_string(l->rootfs) : jv_null());
 	exec = jv_object_set(exec, jv_string("image"), l->image ? jv_string(l->image) : jv_null());
 	exec = jv_object_set(exec, jv_string("network"), jv_bool(network));
 	if (workspace) {
 		exec = jv_object_set(exec, jv_string("workspace"), jv_string(workspace));
+		exec = jv_object_set(exec, jv_string("workspace_exec"), jv_bool(c->workspace_exec));
 		free(workspace);
 	}
 	if (installing)
 		exec = jv_object_set(exec, jv_string("install"), jv_true());
 	jv limits = limits_to_json(&run);
-	jv climits = l->compile && !installing ? limits_to_json(&comp) : jv_null();
+	jv climits = compiling ? limits_to_json(&comp) : jv_null();
 	jv bk = jv_string(backend);
 	const char *set = computed_differs(req, "limits", limits)	    ? "limits"
 			  : computed_differs(req, "compile_limits", climits) ? "compile_limits"
@@ -857,11 +1131,44 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 		snprintf(err, errlen, "unknown backend \"%.40s\" (native or docker)", j->backend);
 		goto out;
 	}
+	/* The program file: a plain name, in the scratch or, for a session's
+	 * inline code, in exec.dir; none for a session's entry or command. */
 	j->file = rec_str(exec, "file", NULL);
-	if (!j->file || !*j->file || strchr(j->file, '/') || !strcmp(j->file, "..") || !strcmp(j->file, ".")) {
-		snprintf(err, errlen, "exec.file must be a plain file name");
+	j->workspace = rec_str(exec, "workspace", NULL);
+	jv fv = rec_get(exec, "file");
+	bool file_null = jv_get_kind(fv) == JV_KIND_NULL || jv_get_kind(fv) == JV_KIND_INVALID;
+	jv_free(fv);
+	if (j->file ? !*j->file || strchr(j->file, '/') || !strcmp(j->file, "..") || !strcmp(j->file, ".")
+		    : !file_null || !j->workspace) {
+		snprintf(err, errlen, j->file || !j->workspace ? "exec.file must be a plain file name"
+							       : "exec.file must be a plain file name or null");
 		goto out;
 	}
+	j->dir = rec_str(exec, "dir", NULL);
+	if (j->dir ? !j->workspace || !j->file || strlen(j->dir) != sizeof NS_RESERVED + 16 ||
+			     strncmp(j->dir, NS_RESERVED "-", sizeof NS_RESERVED) ||
+			     strspn(j->dir + sizeof NS_RESERVED, "0123456789abcdef") != 16
+		   : rec_has(exec, "dir")) {
+		snprintf(err, errlen, "exec.dir must be " NS_RESERVED "-<16 hex digits>, for a session's inline code");
+		goto out;
+	}
+	bool inst = false;
+	rec_bool(exec, "install", &inst);
+	if (j->workspace && j->file && !j->dir && !inst) {
+		snprintf(err, errlen, "a session's inline code goes in exec.dir, never over a workspace file");
+		goto out;
+	}
+	bool wx = false;
+	if (rec_has(exec, "workspace_exec") && (!rec_bool(exec, "workspace_exec", &wx) || (wx && !j->workspace))) {
+		snprintf(err, errlen, "exec.workspace_exec must be true or false, with exec.workspace");
+		goto out;
+	}
+	if (wx && !c->workspace_exec) {
+		snprintf(err, errlen, "exec.workspace_exec: the configuration keeps workspaces noexec (workspace_exec = false in %s)",
+			 c->path);
+		goto out;
+	}
+	j->work_exec = wx;
 	bool sok;
 	j->run = load_strv(rec_get(exec, "run"), false, true, "run", err, errlen, &sok);
 	if (!sok)
@@ -917,7 +1224,6 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 			goto out;
 		}
 	}
-	j->workspace = rec_str(exec, "workspace", NULL);
 	if (j->workspace) {
 		size_t n = strlen(c->state_dir);
 		/* STATE_DIR/sessions/ID, ID exactly as sess.c makes them */
@@ -966,7 +1272,7 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 		goto out;
 	{
 		jv files = rec_get(rec, "files");
-		bool fok = load_files(c, files, j->file, &j->files, &j->nfiles, err, errlen);
+		bool fok = load_files(c, files, j->dir ? NULL : j->file, &j->files, &j->nfiles, err, errlen);
 		jv_free(files);
 		if (!fok)
 			goto out;

@@ -41,13 +41,15 @@ struct job {
 	size_t stdin_len;
 	struct job_file *files;
 	size_t nfiles;
-	const char *file;          /* the program's file name */
+	const char *file;          /* the program's file name, or NULL (a session's entry or command) */
+	const char *dir;           /* a session's inline code: its directory in the workspace, or NULL */
 	char **compile, **run, **env, **binds; /* NULL-terminated; compile may be NULL */
 	char *const *outputs;      /* the configuration's, for the language (borrowed), or NULL */
 	char *const *registries;   /* the same: the hosts an install may reach */
 	const char *rootfs, *image, *backend, *workspace;
 	bool network;
 	bool install;              /* a package install into the workspace */
+	bool work_exec;            /* the workspace is executable (conf workspace_exec) */
 	struct limits lim, clim;
 };
 
@@ -61,9 +63,11 @@ const char *job_lang_missing(const struct conf *c, const struct conf_lang *l);
 
 /* s with the placeholders "{memory}" (bytes), "{memory_mib}" and "{cpus}"
  * (whole cores, at least 1) replaced by lim's values, so a runtime can size
- * its heap and threads to a sandbox it cannot see; the caller frees.
- * job_from_request expands a language's compile, run and env with them. */
-char *job_expand(const char *s, const struct limits *lim);
+ * its heap and threads to a sandbox it cannot see, and "{dir}" by dir (the
+ * program's directory: "." for NULL, a session's inline code's own); the
+ * caller frees.  job_from_request expands a language's compile, run and
+ * env with them. */
+char *job_expand(const char *s, const struct limits *lim, const char *dir);
 /* The same over a NULL-terminated vector; free with run_free_env. */
 char **job_expand_strv(char *const *v, const struct limits *lim);
 

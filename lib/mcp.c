@@ -60,6 +60,7 @@ struct call {
 	/* multi-step calls (dependencies, sessions) */
 	void (*next)(struct call *c, jv result);
 	char *temp_session;    /* run_code with dependencies: removed at the end */
+	char *held_session;    /* a session tool's run: held from its start to the call's end */
 	jv after;              /* the run that follows an install, or invalid */
 	jv with;               /* a session tool's result, completed by its run */
 	struct call *link;
@@ -172,6 +173,9 @@ static void call_free(struct call *c)
 		}
 	if (c->cancelled && c->cl)
 		c->cl->send(jv_invalid(), c->tag, c->cl->arg); /* ended without an answer */
+	if (c->held_session)
+		sess_release(m->sessions, c->held_session);
+	free(c->held_session);
 	if (c->temp_session)
 		sess_remove(m->sessions, c->temp_session);
 	free(c->temp_session);
@@ -217,7 +221,7 @@ static void run_done(jv result, void *arg)
 		return;
 	}
 	const char *st = rec_str(result, "status", NULL);
-	bool is_error = st && (!strcmp(st, "invalid") || !strcmp(st, "internal_error"));
+	bool is_error = st && (!strcmp(st, "invalid") || !strcmp(st, "internal_error") || !strcmp(st, "cancelled"));
 	if (jv_is_valid(c->with)) {
 		/* sandbox_initialize with dependencies: the session, and how
 		 * its install went. */
@@ -233,7 +237,9 @@ static void run_done(jv result, void *arg)
 static void run_event(const char *event, void *arg)
 {
 	struct call *c = arg;
-	progress(c, !strcmp(event, "compile") ? "compiling" : "running");
+	/* "done" comes as the answer's own progress (finish) */
+	if (!strcmp(event, "compile") || !strcmp(event, "run"))
+		progress(c, !strcmp(event, "compile") ? "compiling" : "running");
 }
 
 static void start_run(struct call *c)
@@ -358,6 +364,27 @@ static jv run_request(jv args)
 	return r;
 }
 
+/* Why an install failed, in its own words: its status and the end of what
+ * it wrote (stderr, else stdout), which is where package managers say it. */
+static char *install_failure(jv result)
+{
+	const char *st = rec_str(result, "status", NULL);
+	size_t n = 0;
+	const char *text = rec_str(result, "stderr", &n);
+	if (!text || !n)
+		text = rec_str(result, "stdout", &n);
+	const char *tail = text ? text + (n > 1500 ? n - 1500 : 0) : "";
+	jv ec = rec_get(result, "exit_code");
+	char how[64];
+	if (jv_get_kind(ec) == JV_KIND_NUMBER)
+		snprintf(how, sizeof how, "exit code %d", (int)jv_number_value(ec));
+	else
+		snprintf(how, sizeof how, "%s", st ? st : "no status");
+	jv_free(ec);
+	return util_fmt("installing the dependencies failed (%s)%s%s%s", how, *tail ? ": " : ", and the installer wrote nothing",
+			n > 1500 ? "…" : "", tail);
+}
+
 /* run_code with "dependencies": a one-off session, the install, then the
  * run in it; the session is removed with the call. */
 static void deps_installed(struct call *c, jv result)
@@ -368,8 +395,7 @@ static void deps_installed(struct call *c, jv result)
 		 * could not be made), else the installer's output, which the
 		 * view carries. */
 		const char *why = rec_str(result, "error", NULL);
-		char *msg = why ? util_fmt("installing the dependencies failed: %s", why)
-				: util_strdup("installing the dependencies failed: the installer's output is in stdout and stderr");
+		char *msg = why ? util_fmt("installing the dependencies failed: %s", why) : install_failure(result);
 		jv v = mcp_run_view(result);
 		v = jv_object_set(v, jv_string("error"), jv_string(msg));
 		free(msg);
@@ -391,8 +417,14 @@ static void tool_run_code(struct call *c)
 		submit_run(c, req);
 		return;
 	}
-	char err[512];
+	char err[768];
 	const char *lang = rec_str(c->args, "language", NULL);
+	if (!sess_can_install(c->m->conf, lang, err, sizeof err)) {
+		jv_free(deps);
+		jv_free(req);
+		finish(c, tool_error("%s", err));
+		return;
+	}
 	char *sid = sess_create(c->m->sessions, c->cl ? c->cl->owner : 0, lang, 0, err, sizeof err);
 	if (!sid) {
 		jv_free(deps);
@@ -405,6 +437,10 @@ static void tool_run_code(struct call *c)
 	c->next = deps_installed;
 	jv inst = jv_object_set(jv_object(), jv_string("language"), jv_string(lang));
 	inst = jv_object_set(inst, jv_string("session"), jv_string(sid));
+	/* The files are there for the install too (a requirements file, a
+	 * package.json). */
+	if (rec_has(c->args, "files"))
+		inst = jv_object_set(inst, jv_string("files"), rec_get(c->args, "files"));
 	submit_run(c, jv_object_set(inst, jv_string("install"), deps));
 }
 
@@ -548,6 +584,11 @@ static void tool_session(struct call *c)
 		/* The tool continues as a run (sandbox_exec, install_packages,
 		 * sandbox_initialize with dependencies). */
 		c->with = out;
+		const char *sid = rec_str(req, "session", NULL);
+		if (sid) {
+			c->held_session = util_strdup(sid);
+			sess_hold(m->sessions, sid);
+		}
 		submit_run(c, req);
 		return;
 	}

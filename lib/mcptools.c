@@ -33,7 +33,7 @@ struct tool_def {
 	"{\"type\":\"object\",\"properties\":{"                                                                        \
 	"\"id\":{\"type\":\"string\"},\"language\":{\"type\":\"string\"},"                                             \
 	"\"status\":{\"type\":\"string\",\"enum\":[\"success\",\"error\",\"timeout\",\"memory_limit\",\"compile_error\"," \
-	"\"invalid\",\"internal_error\"]},"                                                                            \
+	"\"invalid\",\"internal_error\",\"cancelled\"]},"                                                                        \
 	"\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"signal\":{\"type\":[\"string\",\"null\"]},"                 \
 	"\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"                                          \
 	"\"stdout_truncated\":{\"type\":\"boolean\"},\"stderr_truncated\":{\"type\":\"boolean\"},"                     \
@@ -123,9 +123,11 @@ static const struct tool_def defs[] = {
 	{ { "sandbox_exec", MCP_T_EXEC }, "Run in a session",
 	  "Run code, a workspace file or a command in a session's workspace (its working directory), in a fresh "
 	  "sandbox with the same limits as run_code. Give exactly one of: \"code\" (with \"language\", default the "
-	  "session's), \"file\" (a workspace path, run with its language's interpreter), \"command\" (an argv array, "
-	  "run with bash's PATH). Files the program writes stay in the workspace; nothing it writes can be executed "
-	  "directly (run scripts through their interpreter).",
+	  "session's; it never replaces a workspace file), \"file\" (a workspace path, run by the interpreter of "
+	  "its extension's language, or of \"language\"), \"command\" (an argv array, e.g. [\"sh\",\"-c\","
+	  "\"make && ./app\"], with the session language's environment). Files the program writes stay in the "
+	  "workspace and, unless the server is configured otherwise (workspace_exec = false), may be executed by "
+	  "later commands.",
 	  { { "session_id", A_STR, true }, { "language", A_STR, false }, { "code", A_STR, false }, { "file", A_STR, false },
 	    { "command", A_ARR, false }, { "stdin", A_STR, false }, { "timeout", A_NUM, false }, { "args", A_ARR, false } },
 	  "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},\"language\":{\"type\":\"string\"},"
@@ -361,7 +363,10 @@ jv mcp_languages_view(const struct conf *c, jv checked, const char *backend)
 		o = jv_object_set(o, jv_string("aliases"), al);
 		o = jv_object_set(o, jv_string("compiled"), jv_bool(l->compile != NULL));
 		o = jv_object_set(o, jv_string("file"), jv_string(l->file));
-		o = jv_object_set(o, jv_string("image"), l->image ? jv_string(l->image) : jv_null());
+		/* The image only where it is what runs: the native backend runs
+		 * the host's runtime, whose version the check reports. */
+		if (!strcmp(backend ? backend : c->backend, "docker"))
+			o = jv_object_set(o, jv_string("image"), l->image ? jv_string(l->image) : jv_null());
 		o = jv_object_set(o, jv_string("packages"), jv_bool(l->install != NULL));
 		jv_array_foreach(checked, k, ch) {
 			if (jv_get_kind(ch) == JV_KIND_OBJECT && rec_str(ch, "name", NULL) &&

@@ -293,12 +293,14 @@ int ns_enter_root(char *err, size_t errlen)
  * bound, 0 if it is missing or of another type, -1 on error. */
 static int bind_over_itself(int dfd, const char *name, mode_t want, uint64_t attrs, uint64_t clr, bool rec)
 {
-	int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	/* A path's directories may be links the compile stage planted too:
+	 * none is followed (ELOOP: a link, left alone like a missing name). */
+	int fd = util_open_beneath(dfd, name, O_PATH, 0);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0 || (st.st_mode & S_IFMT) != want) {
 		if (fd >= 0)
 			close(fd);
-		return errno == ENOENT || fd >= 0 ? 0 : -1;
+		return errno == ENOENT || errno == ELOOP || fd >= 0 ? 0 : -1;
 	}
 	unsigned rflag = rec ? AT_RECURSIVE : 0;
 	int m = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | rflag);
@@ -314,7 +316,7 @@ static int bind_over_itself(int dfd, const char *name, mode_t want, uint64_t att
 	return rc;
 }
 
-/* Bind the declared outputs at the top of the scratch read-only+exec over
+/* Bind the declared outputs (paths in the scratch) read-only+exec over
  * their own names in the noexec working directory.  A bound file cannot be
  * written (EROFS), replaced or removed (EBUSY), so what runs is what the
  * compiler made; a name that is missing, or not a regular file (a link the
@@ -329,7 +331,8 @@ static int bind_executables(int scratch_fd, char *const *outputs, char *err, siz
 	return 0;
 }
 
-int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, char *const *outputs, bool deps, char *err, size_t errlen)
+int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, char *const *outputs, bool deps, bool work_exec, char *err,
+		   size_t errlen)
 {
 	/* One tmpfs, size-limited and noexec, for everything a program may
 	 * write besides scratch: its pages are charged to the run's memory
@@ -371,21 +374,19 @@ int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, char *const *outputs, b
 		 * stage, see box_scratch_clone): it is moved in, and gets its
 		 * flags where it lands.  Cloning it here instead works only
 		 * since Linux 6.15, and only for a tree made by fsmount. */
-		struct mount_attr a = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC };
+		struct mount_attr a = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (work_exec ? 0 : MOUNT_ATTR_NOEXEC) };
 		if (move_mount(scratch_fd, "", AT_FDCWD, NS_WORKDIR, MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
 		    mount_setattr(AT_FDCWD, NS_WORKDIR, 0, &a, sizeof a) < 0)
 			return fail(err, errlen, "attach the scratch directory");
-		if (outputs && *outputs) {
-			int here = open(NS_WORKDIR, O_PATH | O_DIRECTORY | O_CLOEXEC);
-			int brc = here < 0 ? fail(err, errlen, "open " NS_WORKDIR) : bind_executables(here, outputs, err, errlen);
-			if (here >= 0)
-				close(here);
-			if (brc < 0)
-				return -1;
-		}
-		if (deps && bind_over_itself(AT_FDCWD, NS_WORKDIR "/" NS_DEPS, S_IFDIR, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-						     MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, true) < 0)
-			return fail(err, errlen, "bind the installed packages");
+		int here = open(NS_WORKDIR, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		int brc = here < 0 ? fail(err, errlen, "open " NS_WORKDIR) : outputs ? bind_executables(here, outputs, err, errlen) : 0;
+		if (!brc && deps && bind_over_itself(here, NS_DEPS, S_IFDIR, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+						     MOUNT_ATTR_NOEXEC, true) < 0)
+			brc = fail(err, errlen, "bind the installed packages");
+		if (here >= 0)
+			close(here);
+		if (brc < 0)
+			return -1;
 	}
 	if (chdir(NS_WORKDIR) < 0)
 		return fail(err, errlen, "chdir " NS_WORKDIR);

@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #define NS_WORKDIR "/scratch"
@@ -61,16 +62,28 @@ int ns_enter_root(char *err, size_t errlen);
 /* Then the job's mounts: a fresh tmpfs of tmpfs_bytes for /tmp, $HOME and
  * /dev/shm, and the scratch (a detached mount of the caller's, which it
  * needs no more: its unmount then comes with the namespace's) moved in at
- * NS_WORKDIR, writable and noexec.  Each of `outputs` (the compile stage's
- * declared executables, at the top of the scratch) that is a regular file
- * is bound over itself read-only and executable: the program runs its
+ * NS_WORKDIR, writable and noexec (work_exec: executable, for a session's
+ * workspace whose configuration says so).  Each of `outputs` (the compile
+ * stage's declared executables, paths in the scratch) that is a regular
+ * file is bound over itself read-only and executable: the program runs its
  * binary and may write its directory, but nothing it writes, nor anything
- * else the compile stage left, can be executed (W^X).  With deps, the directory NS_DEPS of a session's
- * workspace (what install stages wrote) is bound over itself read-only and
- * executable.  On return the cwd is NS_WORKDIR. */
+ * else the compile stage left, can be executed (W^X).  With deps, the
+ * directory NS_DEPS of a session's workspace (what install stages wrote)
+ * is bound over itself read-only and executable.  On return the cwd is
+ * NS_WORKDIR. */
 #define NS_DEPS ".deps"
 #define NS_MAX_OUTPUTS 16
-int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, char *const *outputs, bool deps, char *err, size_t errlen);
+/* Top-level names of a session's workspace that are sbx's own: the
+ * program file and compiler outputs of a run's inline code go in a
+ * directory NS_RESERVED-<random> there, which no client may write, read
+ * or list, and which the run removes. */
+#define NS_RESERVED ".sbx"
+static inline bool ns_reserved(const char *path)
+{
+	return !strncmp(path, NS_RESERVED, sizeof NS_RESERVED - 1);
+}
+int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, char *const *outputs, bool deps, bool work_exec, char *err,
+		   size_t errlen);
 /* The inode count for a tmpfs of `bytes`: one per 4 KiB page, at least
  * 1024.  Inodes and their dentries are kernel memory that a tmpfs's size
  * does not count (a million empty directories fill no page): without a

@@ -51,6 +51,7 @@ struct run {
 	double started_epoch_ms;
 	double t0;
 	char **envp;
+	char **outputs;      /* a session's inline code: the outputs in its directory */
 	struct box_spec spec;
 	run_done_fn done;
 	void *arg;
@@ -212,8 +213,23 @@ static void close_mounts(struct run *r)
 		}
 }
 
+/* A session's inline code leaves nothing in the workspace: its directory
+ * goes when the run is done (with what the program put there). */
+static void drop_dir(struct run *r)
+{
+	if (!r->job.dir || !r->job.workspace)
+		return;
+	int ws = open(r->job.workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ws >= 0) {
+		util_remove_at(ws, r->job.dir);
+		close(ws);
+	}
+	r->job.dir = NULL;
+}
+
 static void complete(struct run *r, jv res)
 {
+	drop_dir(r);
 	char when[40];
 	util_iso8601(r->started_epoch_ms, when, sizeof when);
 	res = jv_object_set(res, jv_string("started_at"), jv_string(when));
@@ -229,9 +245,11 @@ static void complete(struct run *r, jv res)
 	r->done(r, res, r->arg);
 }
 
+/* A result with no run behind it: internal_error, or cancelled (a status
+ * of its own, so that alerts and success rates leave it out). */
 static void internal(struct run *r, const char *msg)
 {
-	jv res = base_result(r, "internal_error");
+	jv res = base_result(r, strcmp(msg, "cancelled") ? "internal_error" : "cancelled");
 	res = jv_object_set(res, jv_string("error"), jv_string(msg));
 	res = jv_object_set(res, jv_string("exit_code"), jv_null());
 	res = jv_object_set(res, jv_string("signal"), jv_null());
@@ -430,7 +448,7 @@ static void start_stage(struct run *r, enum stage st)
 		 * scratch itself (or a second clone) to the run stage. */
 		char err[256];
 		if (j->workspace && st == ST_RUN) {
-			int fresh = box_workspace(r->env->box, j->workspace, err, sizeof err);
+			int fresh = box_workspace(r->env->box, j->workspace, j->work_exec, err, sizeof err);
 			if (fresh < 0) {
 				internal(r, err);
 				return;
@@ -455,11 +473,14 @@ static void start_stage(struct run *r, enum stage st)
 		/* W^X: every program may write its directory but execute
 		 * nothing it wrote; the compiler's declared outputs alone are
 		 * executable. */
-		.outputs = st == ST_RUN && j->compile ? j->outputs : NULL,
+		.outputs = st == ST_RUN && j->compile ? r->outputs ? r->outputs : j->outputs : NULL,
 		/* In a session what the package manager installed is
 		 * executable and read-only for programs: they can load it, not
 		 * change it. */
 		.deps = j->workspace && !j->install,
+		/* A session's workspace is where agents build and run their
+		 * own programs: executable unless the configuration says not. */
+		.work_exec = j->workspace && j->work_exec,
 		/* An install reaches its registries through its proxy, only. */
 		.egress = j->install && r->env->conf->install_network ? j->registries : NULL,
 		.stdin_data = st == ST_RUN ? j->stdin_data : NULL,
@@ -519,7 +540,7 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 			snprintf(err, sizeof err, "cannot open %s: %s", sub, strerror(errno));
 		free(sub);
 	} else
-		r->scratch = r->job.workspace ? box_workspace(e->box, r->job.workspace, err, sizeof err)
+		r->scratch = r->job.workspace ? box_workspace(e->box, r->job.workspace, r->job.work_exec, err, sizeof err)
 					      : box_scratch(e->box, size, err, sizeof err);
 	if (r->scratch < 0) {
 		*immediate = jv_object_set(base_result(r, "internal_error"), jv_string("error"), jv_string(err));
@@ -529,8 +550,21 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 	/* The program and its files.  A workspace may hold anything the
 	 * session's programs planted: replace, never follow. */
 	/* An install has no program: a session's own file of that name stays. */
-	bool ok = r->job.install ||
-		  box_scratch_write(e->box, r->scratch, r->job.file, r->job.code, r->job.code_len, 0644) == 0;
+	bool ok = true;
+	if (r->job.file) {
+		char *path = r->job.dir ? util_fmt("%s/%s", r->job.dir, r->job.file) : util_strdup(r->job.file);
+		ok = box_scratch_write(e->box, r->scratch, path, r->job.code, r->job.code_len, 0644) == 0;
+		free(path);
+	}
+	if (r->job.dir && r->job.outputs) {
+		size_t n = 0;
+		while (r->job.outputs[n])
+			n++;
+		r->outputs = util_xalloc((n + 1) * sizeof *r->outputs);
+		for (size_t i = 0; i < n; i++)
+			r->outputs[i] = util_fmt("%s/%s", r->job.dir, r->job.outputs[i]);
+		r->outputs[n] = NULL;
+	}
 	for (size_t i = 0; ok && i < r->job.nfiles; i++)
 		ok = box_scratch_write(e->box, r->scratch, r->job.files[i].path, r->job.files[i].data, r->job.files[i].len, 0644) == 0;
 	if (!ok) {
@@ -580,6 +614,8 @@ void run_free(struct run *r)
 	box_free(r->box);
 	dock_free(r->dock);
 	close_mounts(r);
+	drop_dir(r);
+	run_free_env(r->outputs);
 	if (r->dscratch) {
 		dock_scratch_remove(r->dscratch);
 		free(r->dscratch);

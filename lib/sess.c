@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <math.h>
 #include <poll.h>
 #include <stdio.h>
@@ -33,6 +32,7 @@ struct session {
 	unsigned owner;        /* only its owner's clients see it */
 	uint64_t ttl_ms;
 	double last_used;      /* util_now_ms */
+	unsigned busy;         /* runs in it now (sess_hold): it does not expire under them */
 	int lockfd;
 	struct session *next;
 };
@@ -46,51 +46,10 @@ struct sessions {
 	unsigned n;
 };
 
-static int openat2_beneath(int dirfd, const char *path, int flags, mode_t mode)
-{
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
-		.mode = mode,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
-	};
-	long fd;
-	do
-		fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
-	while (fd < 0 && errno == EAGAIN);
-	return (int)fd;
-}
-
 /* Host uid owning workspace files: the sandbox's program user. */
 static uid_t sandbox_uid(const struct sessions *s)
 {
 	return geteuid() == 0 ? (uid_t)s->conf->uid + 1 : geteuid();
-}
-
-/* rm -rf below dirfd, never following a link (a workspace is sandboxed
- * code's playground: it may hold links to anything). */
-static void remove_tree(int dirfd)
-{
-	DIR *d = fdopendir(dirfd);
-	if (!d) {
-		close(dirfd);
-		return;
-	}
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		struct stat st;
-		if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		if (S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub >= 0)
-				remove_tree(sub);
-			unlinkat(dirfd, e->d_name, AT_REMOVEDIR);
-		} else
-			unlinkat(dirfd, e->d_name, 0);
-	}
-	closedir(d);
 }
 
 static void remove_dir(const char *base, const char *id)
@@ -98,10 +57,9 @@ static void remove_dir(const char *base, const char *id)
 	char *dir = util_fmt("%s/%s", base, id);
 	/* the tmpfs of a root server (EINVAL where there is none) */
 	umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW);
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0)
-		remove_tree(fd);
-	rmdir(dir);
+	/* A workspace is sandboxed code's playground: it may hold links to
+	 * anything, and none is followed. */
+	util_remove_at(AT_FDCWD, dir);
 	free(dir);
 	char *lock = util_fmt("%s/.%s.lock", base, id);
 	unlink(lock);
@@ -150,6 +108,8 @@ static struct session *find(struct sessions *s, const char *id)
 	return NULL;
 }
 
+static void rearm(struct sessions *s);
+
 void sess_remove(struct sessions *s, const char *id)
 {
 	for (struct session **p = &s->list; *p; p = &(*p)->next) {
@@ -163,26 +123,68 @@ void sess_remove(struct sessions *s, const char *id)
 		free(x->language);
 		free(x);
 		s->n--;
+		rearm(s);
 		return;
 	}
+}
+
+/* The timer goes off at the first idle session's expiry (one-shot, set
+ * again whenever a session is made, used, released or removed), so a
+ * session lives its time-to-live, not up to a polling interval more. */
+static void rearm(struct sessions *s)
+{
+	if (s->timer < 0)
+		return;
+	double first = -1;
+	for (struct session *x = s->list; x; x = x->next)
+		if (!x->busy && (first < 0 || x->last_used + (double)x->ttl_ms < first))
+			first = x->last_used + (double)x->ttl_ms;
+	struct itimerspec it = { { 0, 0 }, { 0, 0 } };
+	if (first >= 0) {
+		first += 1; /* past it, not at it */
+		it.it_value.tv_sec = (time_t)(first / 1000);
+		it.it_value.tv_nsec = (long)((first - (double)it.it_value.tv_sec * 1000) * 1e6);
+		if (it.it_value.tv_sec == 0 && it.it_value.tv_nsec == 0)
+			it.it_value.tv_nsec = 1;
+	}
+	timerfd_settime(s->timer, TFD_TIMER_ABSTIME, &it, NULL);
 }
 
 static void on_timer(struct loop *l, int fd, short rev, void *arg)
 {
 	struct sessions *s = arg;
 	uint64_t ticks;
-	if (read(fd, &ticks, sizeof ticks) < 0)
+	if (read(fd, &ticks, sizeof ticks) < 0 && errno != EAGAIN)
 		return;
 	double now = util_now_ms();
 	for (struct session *x = s->list, *next; x; x = next) {
 		next = x->next;
-		if (now - x->last_used > (double)x->ttl_ms) {
+		if (!x->busy && now - x->last_used >= (double)x->ttl_ms) {
 			util_warn("session %s expired after %.0f s idle", x->id, (double)x->ttl_ms / 1000);
 			sess_remove(s, x->id);
 		}
 	}
+	rearm(s);
 	(void)l;
 	(void)rev;
+}
+
+void sess_hold(struct sessions *s, const char *id)
+{
+	struct session *x = find(s, id);
+	if (x)
+		x->busy++;
+	rearm(s);
+}
+
+void sess_release(struct sessions *s, const char *id)
+{
+	struct session *x = find(s, id);
+	if (x && x->busy) {
+		x->busy--;
+		x->last_used = util_now_ms();
+	}
+	rearm(s);
 }
 
 struct sessions *sess_new(struct loop *l, const struct conf *c)
@@ -196,10 +198,6 @@ struct sessions *sess_new(struct loop *l, const struct conf *c)
 		remove_orphans(s);
 	s->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (s->timer >= 0) {
-		/* Expiry is checked every few seconds: a session lives at most
-		 * that much past its time-to-live. */
-		struct itimerspec it = { .it_interval = { 5, 0 }, .it_value = { 5, 0 } };
-		timerfd_settime(s->timer, 0, &it, NULL);
 		loop_watch(l, s->timer, POLLIN, on_timer, s);
 	}
 	return s;
@@ -267,7 +265,10 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 		snprintf(opt, sizeof opt, "size=%llu,nr_inodes=%llu,mode=0755,uid=%u,gid=%u",
 			 (unsigned long long)c->workspace_size, (unsigned long long)ns_tmpfs_inodes(c->workspace_size),
 			 (unsigned)uid, (unsigned)uid);
-		if (mount("sbx-session", x->dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opt) < 0) {
+		/* Executable only where the configuration lets programs run
+		 * what they build there (workspace_exec); the docker backend's
+		 * bind of it keeps this flag. */
+		if (mount("sbx-session", x->dir, "tmpfs", MS_NOSUID | MS_NODEV | (c->workspace_exec ? 0 : MS_NOEXEC), opt) < 0) {
 			snprintf(err, errlen, "cannot mount the workspace %s: %s", x->dir, strerror(errno));
 			goto fail;
 		}
@@ -295,6 +296,7 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 	x->next = s->list;
 	s->list = x;
 	s->n++;
+	rearm(s);
 	return util_strdup(x->id);
 fail:
 	remove_dir(s->base, x->id);
@@ -317,6 +319,7 @@ static struct session *get(struct sessions *s, unsigned owner, jv args, char *er
 		return NULL;
 	}
 	x->last_used = util_now_ms();
+	rearm(s);
 	return x;
 }
 
@@ -340,6 +343,10 @@ static const char *client_path(jv args, const char *key, bool writing, char *err
 	if (!ok) {
 		snprintf(err, errlen, "%s \"%.100s\" must be relative to the workspace, without \"..\", empty parts or NUL",
 			 key, p ? p : "");
+		return NULL;
+	}
+	if (ns_reserved(p)) {
+		snprintf(err, errlen, "%s \"%.100s\": names beginning " NS_RESERVED " are sbx's own", key, p);
 		return NULL;
 	}
 	size_t dl = strlen(NS_DEPS);
@@ -398,7 +405,7 @@ static bool do_write(struct sessions *s, struct session *x, jv args, jv *out, ch
 		*slash = 0;
 		if (mkdirat(dir, base, 0755) == 0)
 			fchownat(dir, base, owner, owner, AT_SYMLINK_NOFOLLOW);
-		int next = openat2_beneath(dir, base, O_PATH | O_DIRECTORY, 0);
+		int next = util_open_beneath(dir, base, O_PATH | O_DIRECTORY, 0);
 		if (next < 0) {
 			snprintf(err, errlen, "cannot use directory \"%s\": %s", base, strerror(errno));
 			ok = false;
@@ -415,7 +422,7 @@ static bool do_write(struct sessions *s, struct session *x, jv args, jv *out, ch
 		} else
 			unlinkat(dir, base, 0);
 	}
-	int fd = ok ? openat2_beneath(dir, base, O_WRONLY | O_CREAT | O_EXCL, 0644) : -1;
+	int fd = ok ? util_open_beneath(dir, base, O_WRONLY | O_CREAT | O_EXCL, 0644) : -1;
 	if (ok && fd < 0) {
 		snprintf(err, errlen, "cannot create \"%s\": %s", path, strerror(errno));
 		ok = false;
@@ -446,7 +453,7 @@ static bool do_read(struct sessions *s, struct session *x, jv args, jv *out, cha
 	if (dir < 0)
 		return false;
 	/* O_NONBLOCK: a FIFO planted under this name must not hang us. */
-	int fd = openat2_beneath(dir, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+	int fd = util_open_beneath(dir, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
 	close(dir);
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot open \"%s\": %s%s", path, strerror(errno),
@@ -496,7 +503,7 @@ static void list_dir(int dirfd, const char *prefix, jv *files, int *count, int d
 		return;
 	struct dirent *e;
 	while ((e = readdir(d)) && *count <= MAX_LIST) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || (!*prefix && ns_reserved(e->d_name)))
 			continue;
 		struct stat st;
 		if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -512,7 +519,7 @@ static void list_dir(int dirfd, const char *prefix, jv *files, int *count, int d
 		f = jv_object_set(f, jv_string("size"), jv_number((double)st.st_size));
 		*files = jv_array_append(*files, f);
 		if (S_ISDIR(st.st_mode) && depth < 32) {
-			int sub = openat2_beneath(dirfd, e->d_name, O_PATH | O_DIRECTORY, 0);
+			int sub = util_open_beneath(dirfd, e->d_name, O_PATH | O_DIRECTORY, 0);
 			if (sub >= 0) {
 				list_dir(sub, p, files, count, depth + 1);
 				close(sub);
@@ -533,7 +540,7 @@ static bool do_list(struct session *x, jv args, jv *out, char *err, size_t errle
 		return false;
 	int start = dir;
 	if (path && strcmp(path, ".")) {
-		start = openat2_beneath(dir, path, O_PATH | O_DIRECTORY, 0);
+		start = util_open_beneath(dir, path, O_PATH | O_DIRECTORY, 0);
 		close(dir);
 		if (start < 0) {
 			snprintf(err, errlen, "cannot list \"%s\": %s", path, strerror(errno));
@@ -549,111 +556,37 @@ static bool do_list(struct session *x, jv args, jv *out, char *err, size_t errle
 	return true;
 }
 
-/* 'a b' -> "'a b'", for the bash line that runs a file or a command. */
-static void shell_quote(char **line, size_t *len, const char *arg)
+/* sandbox_exec -> a request: inline code, a file of the workspace
+ * (entry) or a command; job_from_request does the rest, the same for
+ * every client.  The language: given; else for a file the one its
+ * extension names; else the session's (whose environment, such as where
+ * its installed packages are, a command gets too); else bash's. */
+static jv exec_request(const struct sessions *s, struct session *x, jv args, char *err, size_t errlen)
 {
-	size_t need = strlen(arg) * 4 + 4;
-	*line = util_xrealloc(*line, *len + need + 1);
-	char *o = *line + *len;
-	*o++ = ' ';
-	*o++ = '\'';
-	for (const char *p = arg; *p; p++) {
-		if (*p == '\'') {
-			memcpy(o, "'\\''", 4);
-			o += 4;
-		} else
-			*o++ = *p;
-	}
-	*o++ = '\'';
-	*o = 0;
-	*len = (size_t)(o - *line);
-}
-
-static jv exec_request(struct sessions *s, struct session *x, jv args, char *err, size_t errlen)
-{
-	const char *code = rec_str(args, "code", NULL);
-	const char *file = rec_has(args, "file") ? client_path(args, "file", false, err, errlen) : NULL;
-	if (rec_has(args, "file") && !file)
-		return jv_invalid();
-	jv command = rec_get(args, "command");
-	bool has_cmd = jv_get_kind(command) == JV_KIND_ARRAY;
-	if ((code != NULL) + (file != NULL) + has_cmd != 1) {
-		jv_free(command);
+	bool has_code = rec_has(args, "code"), has_file = rec_has(args, "file"), has_cmd = rec_has(args, "command");
+	if (has_code + has_file + has_cmd != 1) {
 		snprintf(err, errlen, "give exactly one of \"code\", \"file\" or \"command\"");
 		return jv_invalid();
 	}
+	const char *file = has_file ? client_path(args, "file", false, err, errlen) : NULL;
+	if (has_file && !file)
+		return jv_invalid();
 	const char *language = rec_str(args, "language", NULL);
-	if (!language)
+	if (!language && (!file || !conf_lang_by_file(s->conf, file)))
 		language = x->language;
+	if (has_code && !language && !x->language) {
+		snprintf(err, errlen, "\"language\" is needed (the session has no default language)");
+		return jv_invalid();
+	}
 	jv req = jv_object_set(jv_object(), jv_string("session"), jv_string(x->id));
-	static const char *const pass[] = { "stdin", "timeout", NULL };
+	if (language)
+		req = jv_object_set(req, jv_string("language"), jv_string(language));
+	static const char *const pass[] = { "stdin", "timeout", "args", "code", "command", NULL };
 	for (int i = 0; pass[i]; i++)
 		if (rec_has(args, pass[i]))
-			req = jv_object_set(req, jv_string(pass[i]), jv_object_get(jv_copy(args), jv_string(pass[i])));
-	if (code) {
-		jv_free(command);
-		if (!language) {
-			jv_free(req);
-			snprintf(err, errlen, "\"language\" is needed (the session has no default language)");
-			return jv_invalid();
-		}
-		req = jv_object_set(req, jv_string("language"), jv_string(language));
-		req = jv_object_set(req, jv_string("code"), jv_string(code));
-		if (rec_has(args, "args"))
-			req = jv_object_set(req, jv_string("args"), rec_get(args, "args"));
-		return req;
-	}
-	/* A file or a command runs as one bash line, `exec`ed. */
-	char *line = util_strdup("exec");
-	size_t len = 4;
-	if (file) {
-		jv_free(command);
-		/* The language: given, else by the file's extension, else the
-		 * session's. */
-		const struct conf_lang *l = language ? conf_lang(s->conf, language) : NULL;
-		const char *ext = strrchr(file, '.');
-		for (size_t i = 0; !l && ext && i < s->conf->nlangs; i++) {
-			const char *e2 = strrchr(s->conf->langs[i].file, '.');
-			if (e2 && !strcmp(e2, ext))
-				l = &s->conf->langs[i];
-		}
-		if (!l && x->language)
-			l = conf_lang(s->conf, x->language);
-		if (!l || l->compile) {
-			free(line);
-			jv_free(req);
-			snprintf(err, errlen, l ? "\"file\" runs interpreted languages; compile %s code with \"code\"" :
-						  "cannot tell the language of \"%s\": give \"language\"", l ? l->name : file);
-			return jv_invalid();
-		}
-		for (char **a = l->run; *a; a++)
-			shell_quote(&line, &len, !strcmp(*a, l->file) ? file : *a);
-	} else {
-		int n = jv_array_length(jv_copy(command));
-		if (n == 0) {
-			jv_free(command);
-			free(line);
-			jv_free(req);
-			snprintf(err, errlen, "\"command\" is empty");
-			return jv_invalid();
-		}
-		jv_array_foreach(command, i, a) {
-			shell_quote(&line, &len, jv_string_value(a));
-			jv_free(a);
-		}
-		jv_free(command);
-	}
-	jv extra = rec_has(args, "args") ? rec_get(args, "args") : jv_array();
-	if (jv_get_kind(extra) == JV_KIND_ARRAY)
-		jv_array_foreach(extra, i, a) {
-			if (jv_get_kind(a) == JV_KIND_STRING)
-				shell_quote(&line, &len, jv_string_value(a));
-			jv_free(a);
-		}
-	jv_free(extra);
-	req = jv_object_set(req, jv_string("language"), jv_string("bash"));
-	req = jv_object_set(req, jv_string("code"), jv_string(line));
-	free(line);
+			req = jv_object_set(req, jv_string(pass[i]), rec_get(args, pass[i]));
+	if (has_file)
+		req = jv_object_set(req, jv_string("entry"), rec_get(args, "file"));
 	return req;
 }
 
@@ -662,6 +595,29 @@ static jv install_request(struct session *x, const char *language, jv packages)
 	jv req = jv_object_set(jv_object(), jv_string("session"), jv_string(x->id));
 	req = jv_object_set(req, jv_string("language"), jv_string(language));
 	return jv_object_set(req, jv_string("install"), packages);
+}
+
+bool sess_can_install(const struct conf *c, const char *language, char *err, size_t errlen)
+{
+	const struct conf_lang *l = language ? conf_lang(c, language) : NULL;
+	if (!l) {
+		snprintf(err, errlen, "language \"%.40s\" is not a configured language (%s)", language ? language : "", conf_lang_list(c));
+		return false;
+	}
+	if (!l->install || !c->install_network) {
+		char with[512] = "";
+		for (size_t i = 0; i < c->nlangs && c->install_network; i++)
+			if (c->langs[i].install)
+				snprintf(with + strlen(with), sizeof with - strlen(with), "%s%s", with[0] ? ", " : "", c->langs[i].name);
+		if (!c->install_network)
+			snprintf(err, errlen, "packages cannot be installed: the configuration keeps installs off the network "
+				 "(install_network = false in %s)", c->path);
+		else
+			snprintf(err, errlen, "language \"%s\" has no package manager configured, so its dependencies cannot be "
+				 "installed (languages with one: %s)", l->name, with[0] ? with : "none");
+		return false;
+	}
+	return true;
 }
 
 bool sess_tool(struct sessions *s, unsigned owner, int kind, jv args, jv *out, jv *req, char *err, size_t errlen)
@@ -680,6 +636,10 @@ bool sess_tool(struct sessions *s, unsigned owner, int kind, jv args, jv *out, j
 		if (install && !lang) {
 			jv_free(deps);
 			snprintf(err, errlen, "\"dependencies\" needs \"language\" (whose package manager installs them)");
+			return false;
+		}
+		if (install && !sess_can_install(s->conf, lang, err, errlen)) {
+			jv_free(deps);
 			return false;
 		}
 		char *id = sess_create(s, owner, lang, (uint64_t)(ttl * 1000), err, errlen);
@@ -726,6 +686,8 @@ bool sess_tool(struct sessions *s, unsigned owner, int kind, jv args, jv *out, j
 			snprintf(err, errlen, "\"language\" is needed (the session has no default language)");
 			return false;
 		}
+		if (!sess_can_install(s->conf, lang, err, errlen))
+			return false;
 		*req = install_request(x, lang, rec_get(args, "packages"));
 		return true;
 	}

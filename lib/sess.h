@@ -32,6 +32,16 @@ struct sessions;
 struct sessions *sess_new(struct loop *l, const struct conf *c);
 /* Remove every session of this server (workspaces included). */
 void sess_free(struct sessions *s);
+/* A run in session id starts (the session does not expire while any
+ * runs), and ends (its idle time starts again from then). */
+void sess_hold(struct sessions *s, const char *id);
+void sess_release(struct sessions *s, const char *id);
+
+/* Whether packages can be installed for language (a name or alias): it
+ * is configured, has a package manager, and installs may reach their
+ * registries; else false with why, said before any session is made. */
+bool sess_can_install(const struct conf *c, const char *language, char *err, size_t errlen);
+
 /* A new session of `owner` (the tools find it only for the same owner: an
  * HTTP client's token); ttl_ms 0: the configuration's.  Returns its id
  * (the caller frees) or NULL with err. */

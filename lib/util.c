@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -472,4 +474,121 @@ DIR *util_opendirat(int dirfd)
 		errno = e;
 	}
 	return d;
+}
+
+int util_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
+		.mode = mode,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+	};
+	long fd;
+	do
+		fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+	while (fd < 0 && errno == EAGAIN);
+	return (int)fd;
+}
+
+static void remove_below(int dirfd, int depth)
+{
+	DIR *d = fdopendir(dirfd);
+	if (!d) {
+		close(dirfd);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode) && depth < 4096) {
+			int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0)
+				remove_below(sub, depth + 1);
+			unlinkat(dirfd, e->d_name, AT_REMOVEDIR);
+		} else
+			unlinkat(dirfd, e->d_name, 0);
+	}
+	closedir(d);
+}
+
+int util_remove_at(int dirfd, const char *name)
+{
+	if (!unlinkat(dirfd, name, 0) || errno == ENOENT)
+		return 0;
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0)
+		remove_below(fd, 0);
+	return unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+void util_inputs(int n, char *const *paths, const char *synopsis)
+{
+	if (n <= 0)
+		return;
+	int *fds = util_xalloc((size_t)n * sizeof *fds);
+	for (int i = 0; i < n; i++) {
+		fds[i] = strcmp(paths[i], "-") ? open(paths[i], O_RDONLY | O_CLOEXEC | O_NOCTTY) : dup(STDIN_FILENO);
+		struct stat st;
+		if (fds[i] < 0 || fstat(fds[i], &st) < 0 || S_ISDIR(st.st_mode))
+			util_usage_error(synopsis, "cannot read %s: %s", paths[i], fds[i] < 0 ? strerror(errno) : "a directory");
+	}
+	if (n == 1) {
+		if (dup2(fds[0], STDIN_FILENO) < 0)
+			util_die(EXIT_IO, "dup2: %s", strerror(errno));
+		close(fds[0]);
+		free(fds);
+		return;
+	}
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		util_die(EXIT_IO, "pipe: %s", strerror(errno));
+	pid_t pid = fork();
+	if (pid < 0)
+		util_die(EXIT_IO, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		/* The reader going (EPIPE, SIGPIPE) ends the copy, and us. */
+		close(p[0]);
+		static char buf[65536];
+		for (int i = 0; i < n; i++) {
+			ssize_t r;
+			char last = '\n';
+			while ((r = read(fds[i], buf, sizeof buf)) != 0) {
+				if (r < 0 && errno == EINTR)
+					continue;
+				if (r < 0 || util_write_all(p[1], buf, (size_t)r) < 0)
+					_exit(1);
+				last = buf[r - 1];
+			}
+			if (last != '\n' && util_write_all(p[1], "\n", 1) < 0)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	free(fds);
+	close(p[1]);
+	if (dup2(p[0], STDIN_FILENO) < 0)
+		util_die(EXIT_IO, "dup2: %s", strerror(errno));
+	close(p[0]);
+}
+
+char *util_read_close(int fd, size_t size, size_t *len)
+{
+	char *buf = util_xalloc(size + 1);
+	ssize_t n = util_read_full(fd, buf, size);
+	int e = errno;
+	close(fd);
+	if (n < 0) {
+		free(buf);
+		errno = e;
+		return NULL;
+	}
+	buf[n] = 0;
+	*len = (size_t)n;
+	return buf;
 }

@@ -66,6 +66,9 @@ const char *util_size_str(uint64_t bytes, char *buf, size_t len);
 int util_write_all(int fd, const void *buf, size_t len);
 /* Read up to len bytes, looping on EINTR and short reads until EOF. */
 ssize_t util_read_full(int fd, void *buf, size_t len);
+/* Read up to size bytes of fd and close it: a NUL-terminated buffer (its
+ * length in *len) for the caller to free, or NULL with errno. */
+char *util_read_close(int fd, size_t size, size_t *len);
 
 /* Monotonic and wall clocks. */
 double util_now_ms(void);
@@ -91,6 +94,13 @@ int util_mkdir_p(const char *path, mode_t mode);
 /* A directory stream on the directory dirfd names, through an fd of its own
  * (dirfd stays the caller's); NULL with errno. */
 DIR *util_opendirat(int dirfd);
+/* openat2 of path beneath dirfd, following no link of any kind and not
+ * crossing a mount (O_CLOEXEC | O_NOFOLLOW added): for trees sandboxed
+ * code writes, where any component may be a planted link. */
+int util_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+/* rm -rf of name in dirfd, never following a link; 0, or -1 with errno
+ * if name itself could not be removed. */
+int util_remove_at(int dirfd, const char *name);
 
 /* The PATH an environment (NULL-terminated "K=V" list) sets, its last
  * entry winning, or dflt. */
@@ -101,6 +111,13 @@ const char *util_env_path(char *const *env, const char *dflt);
  * False at the end of the list.  Allocation-free and without stdio: a
  * vforked child may call it. */
 bool util_path_next(const char **p, const char *prefix, const char *name, char *buf, size_t len);
+
+/* The record tools' FILE... arguments: stdin becomes their concatenation
+ * ("-" is stdin itself), as with cat, each file ended by a newline.  One
+ * file is opened in place of stdin; several are copied into a pipe by a
+ * child that ends with them (or when its reader goes).  A file that cannot
+ * be opened is a usage error (exit 2), before anything is read. */
+void util_inputs(int n, char *const *paths, const char *synopsis);
 
 /* Check stdout for errors and close it; returns EXIT_OK or EXIT_IO. */
 int util_close_stdout(void);

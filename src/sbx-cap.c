@@ -21,7 +21,7 @@
 #include "util.h"
 
 static const char synopsis[] =
-	"usage: sbx-cap [-c FILE] [-n BYTES] < results.jsonl > capped.jsonl\n";
+	"usage: sbx-cap [-c FILE] [-n BYTES] [RESULTS.jsonl...] > capped.jsonl\n";
 
 static void help(void)
 {
@@ -106,8 +106,7 @@ int main(int argc, char **argv)
 		default: util_common_option(o, argv, synopsis, help);
 		}
 	}
-	if (optind < argc)
-		util_usage_error(synopsis, "unexpected argument \"%s\" (results come on stdin)", argv[optind]);
+	util_inputs(argc - optind, argv + optind, synopsis);
 
 	struct conf *c = conf_open(conf_path);
 	struct rec_reader r;

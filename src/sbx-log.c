@@ -37,7 +37,7 @@
 #define BATCH_MS 20.0
 
 static const char synopsis[] =
-	"usage: sbx-log [-c FILE] [-d DB] [--store-code preview|full] [--sync normal|full] < results.jsonl\n";
+	"usage: sbx-log [-c FILE] [-d DB] [--store-code preview|full] [--sync normal|full] [RESULTS.jsonl...]\n";
 
 static void help(void)
 {
@@ -200,8 +200,7 @@ int main(int argc, char **argv)
 		default: util_common_option(o, argv, synopsis, help);
 		}
 	}
-	if (optind < argc)
-		util_usage_error(synopsis, "unexpected argument \"%s\" (records come on stdin)", argv[optind]);
+	util_inputs(argc - optind, argv + optind, synopsis);
 	if (db && !*db)
 		util_usage_error(synopsis, "-d: the database path is empty");
 

@@ -13,7 +13,7 @@
  * earlier tool set), so any order can be matched back.  When the reader of
  * stdout goes away (EPIPE, or POLLERR on a pipe while idle) every sandbox
  * is killed at once and the exit status is 3.  SIGINT/SIGTERM/SIGHUP kill
- * every sandbox, write their results (internal_error "cancelled") and
+ * every sandbox, write their results (status "cancelled") and
  * exit.
  */
 #define _GNU_SOURCE
@@ -44,8 +44,8 @@
 #include "util.h"
 
 static const char synopsis[] =
-	"usage: sbx-run [-c FILE] [-j N] [--unordered] [--timings] [--no-cache] [--events FD] [--control FD] < jobs.jsonl > results.jsonl\n"
-	"       sbx-run [-c FILE] --check\n"
+	"usage: sbx-run [-c FILE] [-j N] [--unordered] [--progress] [--timings] [--no-cache] [--events FD] [--control FD] [JOBS.jsonl...] > results.jsonl\n"
+	"       sbx-run [-c FILE] --check [--json]\n"
 	"       sbx-run [-c FILE] --pull\n";
 
 static void help(void)
@@ -57,13 +57,17 @@ static void help(void)
 	       "                     are written in input order\n"
 	       "      --unordered    write results as they complete instead (each carries\n"
 	       "                     \"input_line\" to match it back)\n"
+	       "      --progress     show done/total, rate, ETA and counts by status on one\n"
+	       "                     stderr line, and a summary at the end (the default when\n"
+	       "                     stderr is a terminal; --no-progress turns it off)\n"
 	       "      --timings      add a \"timings\" object (ms per phase) to each result\n"
 	       "      --no-cache     compile every time (no compile cache; see compile_cache)\n"
 	       "      --events FD    write {\"id\",\"event\"} lines to FD as stages start\n"
-	       "                     (\"compile\", \"run\")\n"
+	       "                     (\"compile\", \"run\") and jobs end (\"done\", with \"status\")\n"
 	       "      --control FD   read {\"cancel\": ID} lines from FD: kill that job's\n"
-	       "                     sandbox; its result is an internal_error \"cancelled\"\n"
-	       "      --check        report what the sandbox backend can do here, as JSON\n"
+	       "                     sandbox; its result has status \"cancelled\"\n"
+	       "      --check        report what the sandbox backend can do here: a table on\n"
+	       "                     a terminal, else (or with --json) one JSON object\n"
 	       "      --pull         docker backend: pull every configured image (progress\n"
 	       "                     on stderr), then exit\n"
 	       "  -c, --config FILE  configuration file\n"
@@ -74,8 +78,8 @@ static void help(void)
 	       "DOCKER_HOST (unix:// or tcp://, docker backend), SBX_TRACE (as --timings).\n"
 	       "\n"
 	       "Exit status: 0 every job ran (whatever its status), 1 some records were\n"
-	       "invalid or internal errors, 2 usage or configuration error, 3 input/output\n"
-	       "error, 4 the sandbox backend is unusable here.\n",
+	       "invalid, internal errors or cancelled, 2 usage or configuration error, 3\n"
+	       "input/output error, 4 the sandbox backend is unusable here.\n",
 	       synopsis);
 }
 
@@ -102,11 +106,16 @@ struct state {
 	char *out;
 	size_t out_len, out_cap;
 	int status;
+	/* --progress: results out, by status, of total (0: not known) */
+	bool progress, progress_tty;
+	uint64_t total, done, by_status[9];
+	double t0, drawn;
 };
 
 static struct state S;
 
 static void dispatch(void);
+static void event(jv ev);
 
 /* ---- output ---------------------------------------------------------------- */
 
@@ -148,10 +157,85 @@ static void on_stdout(struct loop *l, int fd, short rev, void *arg)
 	(void)arg;
 }
 
+/* ---- progress ------------------------------------------------------------- */
+
+static const char *const status_names[] = { "success", "error", "timeout", "memory_limit", "compile_error",
+					    "invalid", "internal_error", "cancelled", "other" };
+
+/* The non-blank lines of stdin from here, where it is a regular file
+ * (read with pread: the reader's offset stays); 0 if not known. */
+static uint64_t count_input(void)
+{
+	struct stat st;
+	off_t off = lseek(STDIN_FILENO, 0, SEEK_CUR);
+	if (fstat(STDIN_FILENO, &st) < 0 || !S_ISREG(st.st_mode) || off < 0)
+		return 0;
+	static char buf[1 << 16];
+	uint64_t n = 0;
+	bool text = false;
+	ssize_t r;
+	while ((r = pread(STDIN_FILENO, buf, sizeof buf, off)) > 0) {
+		for (ssize_t i = 0; i < r; i++) {
+			if (buf[i] == '\n') {
+				n += text;
+				text = false;
+			} else if (buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\r')
+				text = true;
+		}
+		off += r;
+	}
+	return n + text;
+}
+
+/* One stderr line, drawn over itself: done/total, rate, ETA, counts. */
+static void draw_progress(bool last)
+{
+	double now = util_now_ms();
+	/* a terminal's line is redrawn; a file gets a line every 5 s */
+	if (!last && now - S.drawn < (S.progress_tty ? 100 : 5000))
+		return;
+	S.drawn = now;
+	double secs = (now - S.t0) / 1000, rate = secs > 0 ? (double)S.done / secs : 0;
+	char line[512];
+	int n = snprintf(line, sizeof line, "%ssbx-run: %llu", S.progress_tty ? "\r\033[K" : "", (unsigned long long)S.done);
+	if (S.total)
+		n += snprintf(line + n, sizeof line - (size_t)n, "/%llu (%.0f%%)", (unsigned long long)S.total,
+			      100.0 * (double)S.done / (double)S.total);
+	n += snprintf(line + n, sizeof line - (size_t)n, last ? " done in %.1f s, %.1f/s" : ", %.1f/s", last ? secs : rate, rate);
+	if (!last && S.total && rate > 0 && S.done < S.total) {
+		double eta = (double)(S.total - S.done) / rate;
+		n += snprintf(line + n, sizeof line - (size_t)n, ", ETA %dm%02ds", (int)eta / 60, (int)eta % 60);
+	}
+	const char *sep = "; ";
+	for (size_t i = 0; i < sizeof status_names / sizeof *status_names && n < (int)sizeof line - 40; i++)
+		if (S.by_status[i]) {
+			n += snprintf(line + n, sizeof line - (size_t)n, "%s%s %llu", sep, status_names[i],
+				      (unsigned long long)S.by_status[i]);
+			sep = ", ";
+		}
+	if (last || !S.progress_tty)
+		n += snprintf(line + n, sizeof line - (size_t)n, "\n");
+	if (n > (int)sizeof line - 1)
+		n = (int)sizeof line - 1;
+	(void)!write(STDERR_FILENO, line, (size_t)n);
+}
+
+static void count_result(const char *st)
+{
+	size_t i = 0;
+	while (i < 8 && (!st || strcmp(st, status_names[i])))
+		i++;
+	S.by_status[i]++;
+	S.done++;
+	if (S.progress)
+		draw_progress(false);
+}
+
 static void emit(jv rec)
 {
 	const char *st = rec_str(rec, "status", NULL);
-	if (st && (!strcmp(st, "invalid") || !strcmp(st, "internal_error")) && S.status == EXIT_OK)
+	count_result(st);
+	if (st && (!strcmp(st, "invalid") || !strcmp(st, "internal_error") || !strcmp(st, "cancelled")) && S.status == EXIT_OK)
 		S.status = EXIT_RECORDS;
 	size_t n;
 	char *line = rec_dump(rec, &n);
@@ -210,6 +294,11 @@ static void deliver(uint64_t seq, jv result)
 
 static void run_done(struct run *r, jv result, void *arg)
 {
+	/* --events: each job as it finishes, whatever the output order */
+	jv ev = jv_object_set(jv_object(), jv_string("id"), jv_string(run_id(r)));
+	ev = jv_object_set(ev, jv_string("event"), jv_string("done"));
+	const char *st = rec_str(result, "status", NULL);
+	event(jv_object_set(ev, jv_string("status"), st ? jv_string(st) : jv_null()));
 	deliver((uint64_t)(uintptr_t)arg, result);
 	forget(r);
 	run_free(r);
@@ -226,7 +315,7 @@ static void cancel_all(void)
 	while (S.held) {
 		struct held *h = S.held;
 		S.held = h->next;
-		jv rec = jv_object_set(h->rec, jv_string("status"), jv_string("internal_error"));
+		jv rec = jv_object_set(h->rec, jv_string("status"), jv_string("cancelled"));
 		deliver(h->seq, jv_object_set(rec, jv_string("error"), jv_string("cancelled")));
 		free(h);
 	}
@@ -273,12 +362,12 @@ static void start(jv rec, uint64_t seq)
 
 /* --events: one line per stage start.  The reader is the caller that asked
  * for it (sbx-mcp); a write that fails ends the reports, not the runs. */
-static void on_stage(struct run *r, const char *stage)
+static void event(jv ev)
 {
-	if (S.events_fd < 0)
+	if (S.events_fd < 0) {
+		jv_free(ev);
 		return;
-	jv ev = jv_object_set(jv_object(), jv_string("id"), jv_string(run_id(r)));
-	ev = jv_object_set(ev, jv_string("event"), jv_string(stage));
+	}
 	size_t n;
 	char *line = rec_dump(ev, &n);
 	if (util_write_all(S.events_fd, line, n) < 0) {
@@ -287,6 +376,12 @@ static void on_stage(struct run *r, const char *stage)
 		S.events_fd = -1;
 	}
 	free(line);
+}
+
+static void on_stage(struct run *r, const char *stage)
+{
+	jv ev = jv_object_set(jv_object(), jv_string("id"), jv_string(run_id(r)));
+	event(jv_object_set(ev, jv_string("event"), jv_string(stage)));
 }
 
 /* --control: {"cancel": ID} kills the sandboxes of the job with that id.
@@ -517,6 +612,95 @@ static jv check_kernel(struct box_sys *sys)
 	return a;
 }
 
+/* --check for a person (stdout a terminal, no --json): the report as
+ * aligned lines, each section on one line where it fits; languages and
+ * fixes one per line.  The JSON is the contract; this is a reading of it. */
+static bool check_json;
+
+static void table_value(FILE *f, jv v)
+{
+	switch (jv_get_kind(v)) {
+	case JV_KIND_TRUE: fputs("yes", f); break;
+	case JV_KIND_FALSE: fputs("no", f); break;
+	case JV_KIND_NULL: fputs("-", f); break;
+	case JV_KIND_STRING: fputs(jv_string_value(v), f); break;
+	case JV_KIND_OBJECT: {
+		/* ok/error first, then the rest as key=value */
+		jv ok = jv_object_get(jv_copy(v), jv_string("ok"));
+		bool first = true;
+		if (jv_get_kind(ok) == JV_KIND_TRUE || jv_get_kind(ok) == JV_KIND_FALSE) {
+			fputs(jv_get_kind(ok) == JV_KIND_TRUE ? "ok" : "NOT OK", f);
+			first = false;
+		}
+		jv_free(ok);
+		jv_object_foreach(v, k, x) {
+			if (strcmp(jv_string_value(k), "ok")) {
+				fprintf(f, "%s%s=", first ? "" : ", ", jv_string_value(k));
+				table_value(f, jv_copy(x));
+				first = false;
+			}
+			jv_free(k);
+			jv_free(x);
+		}
+		break;
+	}
+	case JV_KIND_ARRAY: {
+		if (jv_array_length(jv_copy(v)) == 0)
+			fputs("none", f);
+		jv_array_foreach(v, i, x) {
+			fputs(i ? " " : "", f);
+			table_value(f, x);
+		}
+		break;
+	}
+	default: {
+		jv s = jv_dump_string(jv_copy(v), 0);
+		fputs(jv_string_value(s), f);
+		jv_free(s);
+	}
+	}
+	jv_free(v);
+}
+
+static void check_write(jv o)
+{
+	if (check_json || !isatty(STDOUT_FILENO)) {
+		rec_write(o);
+		return;
+	}
+	jv_object_foreach(o, k, v) {
+		const char *key = jv_string_value(k);
+		jv first = jv_get_kind(v) == JV_KIND_ARRAY && jv_array_length(jv_copy(v)) > 0 ? jv_array_get(jv_copy(v), 0) : jv_invalid();
+		bool list = jv_is_valid(first) && (jv_get_kind(first) == JV_KIND_OBJECT || !strcmp(key, "fixes"));
+		jv_free(first);
+		if (!list) {
+			printf("%-18s ", key);
+			table_value(stdout, v);
+			putchar('\n');
+		} else {
+			printf("%s:\n", key);
+			jv_array_foreach(v, i, x) {
+				/* an object with a name: "  name  the rest" */
+				jv name = jv_get_kind(x) == JV_KIND_OBJECT ? jv_object_get(jv_copy(x), jv_string("name")) : jv_invalid();
+				if (jv_get_kind(name) == JV_KIND_STRING) {
+					printf("  %-28s ", jv_string_value(name));
+					jv rest = jv_object_delete(jv_copy(x), jv_string("name"));
+					table_value(stdout, rest);
+				} else {
+					fputs("  - ", stdout);
+					table_value(stdout, jv_copy(x));
+				}
+				jv_free(name);
+				jv_free(x);
+				putchar('\n');
+			}
+			jv_free(v);
+		}
+		jv_free(k);
+	}
+	jv_free(o);
+}
+
 /* Where this user's state and history are, and why, for both backends. */
 static jv check_state(const struct conf *c, jv *fixes)
 {
@@ -613,7 +797,7 @@ static int check(struct conf *c, struct box_sys *sys, const char *init_err, char
 	o = jv_object_set(o, jv_string("usable"), jv_bool(usable));
 	o = jv_object_set(o, jv_string("languages"), check_languages(c, sys, usable));
 	o = jv_object_set(o, jv_string("fixes"), fixes);
-	rec_write(o);
+	check_write(o);
 	(void)argv;
 	int cs = util_close_stdout();
 	if (cs)
@@ -629,6 +813,7 @@ int main(int argc, char **argv)
 	const char *conf_path = NULL;
 	long jobs = 0;
 	bool do_check = false, do_pull = false, use_cache = true, timings = getenv("SBX_TRACE") != NULL;
+	int progress = -1; /* --progress, --no-progress, else on a terminal */
 	S.events_fd = S.control_fd = -1;
 	static const struct option opts[] = {
 		{ "events", required_argument, NULL, 'E' },
@@ -639,6 +824,9 @@ int main(int argc, char **argv)
 		{ "no-cache", no_argument, NULL, 'N' },
 		{ "timings", no_argument, NULL, 'T' },
 		{ "unordered", no_argument, NULL, 'U' },
+		{ "json", no_argument, NULL, 'J' },
+		{ "progress", no_argument, NULL, 'G' },
+		{ "no-progress", no_argument, NULL, 'g' },
 		UTIL_COMMON_OPTIONS,
 	};
 	int o;
@@ -673,11 +861,15 @@ int main(int argc, char **argv)
 		case 'N': use_cache = false; break;
 		case 'T': timings = true; break;
 		case 'U': S.unordered = true; break;
+		case 'J': check_json = true; break;
+		case 'G': progress = 1; break;
+		case 'g': progress = 0; break;
 		default: util_common_option(o, argv, synopsis, help);
 		}
 	}
-	if (optind < argc)
-		util_usage_error(synopsis, "unexpected argument \"%s\" (jobs come on stdin)", argv[optind]);
+	if (optind < argc && (do_check || do_pull))
+		util_usage_error(synopsis, "unexpected argument \"%s\"", argv[optind]);
+	util_inputs(argc - optind, argv + optind, synopsis);
 
 	struct conf *c = conf_open(conf_path);
 	signal(SIGPIPE, SIG_IGN);
@@ -703,7 +895,7 @@ int main(int argc, char **argv)
 		}
 		report = jv_object_set(report, jv_string("state"), check_state(c, &fixes));
 		report = jv_object_set(report, jv_string("fixes"), fixes);
-		rec_write(report);
+		check_write(report);
 		dock_sys_free(&dsys);
 		conf_free(c);
 		int cs = util_close_stdout();
@@ -766,6 +958,11 @@ int main(int argc, char **argv)
 		loop_watch(S.loop, STDOUT_FILENO, 0, on_stdout, NULL); /* its reader leaving, at once */
 	rec_reader_init(&S.in, STDIN_FILENO, c->max_record_size);
 	loop_watch(S.loop, S.sigfd, POLLIN, on_signal, NULL);
+	S.progress_tty = isatty(STDERR_FILENO);
+	S.progress = progress < 0 ? S.progress_tty : progress;
+	S.t0 = util_now_ms();
+	if (S.progress)
+		S.total = count_input();
 	/* Sandboxes made ahead of time, one per slot (up to 4).  If no job is
 	 * there yet (in a pipeline it is still being validated upstream), one
 	 * is made now: nearly every job wants the host's tree without
@@ -808,6 +1005,8 @@ int main(int argc, char **argv)
 				;
 		}
 	}
+	if (S.progress)
+		draw_progress(true);
 	rec_reader_free(&S.in);
 	if (S.control_fd >= 0)
 		rec_reader_free(&S.control);

@@ -21,7 +21,7 @@
 #include "util.h"
 
 static const char synopsis[] =
-	"usage: sbx-validate [-c FILE] < requests.jsonl > jobs.jsonl\n";
+	"usage: sbx-validate [-c FILE] [REQUESTS.jsonl...] > jobs.jsonl\n";
 
 static void help(void)
 {
@@ -53,8 +53,7 @@ int main(int argc, char **argv)
 		default: util_common_option(o, argv, synopsis, help);
 		}
 	}
-	if (optind < argc)
-		util_usage_error(synopsis, "unexpected argument \"%s\" (requests come on stdin)", argv[optind]);
+	util_inputs(argc - optind, argv + optind, synopsis);
 
 	struct conf *c = conf_open(conf_path);
 	struct rec_reader r;

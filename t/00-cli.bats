@@ -68,6 +68,25 @@ tools() {
 	done
 }
 
+@test "record tools: files as arguments are read as one stream, as cat gives them; an unreadable one is exit 2" {
+	printf '{"id":"a","language":"py","code":"1"}' > a.jsonl   # no final newline
+	printf '{"id":"b","language":"sh","code":"2"}\n[]\n' > b.jsonl
+	run --separate-stderr "$BIN/sbx-validate" a.jsonl - b.jsonl < <(echo '{"id":"s","language":"js","code":"3"}')
+	[ "$status" -eq 1 ]
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r .id | paste -sd,)" = "a,s,b,null" ]
+	jqe 3 '.status == "invalid" and (.error | startswith("line 4:"))'
+	printf '{"id":"r","status":"success","stdout":"x"}\n' > r.jsonl
+	run --separate-stderr "$BIN/sbx-cap" -n 1 r.jsonl r.jsonl
+	[ "$status" -eq 0 ] && [ "${#lines[@]}" -eq 2 ]
+	for tool in sbx-validate sbx-cap sbx-log sbx-run; do
+		run --separate-stderr "$BIN/$tool" a.jsonl missing.jsonl
+		[ "$status" -eq 2 ] && [ -z "$output" ]
+		[[ "${stderr_lines[0]}" == "$tool: cannot read missing.jsonl: No such file or directory" ]]
+	done
+	run --separate-stderr "$BIN/sbx-run" --check extra
+	[ "$status" -eq 2 ]
+}
+
 @test "make install PREFIX=...: the installed tools work from any directory, state where configured" {
 	command -v make > /dev/null || skip "no make"
 	[ -f "$ROOT/bin/sbx-run" ] || skip "no build in $ROOT/bin"

@@ -190,6 +190,23 @@ v() { "$BIN/sbx-validate" "$@"; }
 	[ "$(jqn 0 'keys_unsorted[0:5] | join(",")')" = "task_id,language,code,model,id" ]
 }
 
+@test "a misspelled field is refused with the name it nearly is; language names in any case" {
+	run --separate-stderr v < <(
+		echo '{"language":"py","code":"1","tiemout":3}'
+		echo '{"language":"py","code":"1","Files":{}}'
+		echo '{"language":"py","code":"1","memroy":"1m"}'
+		echo '{"language":"py","code":"1","cpu":1}'
+		echo '{"language":"Python","code":"1","task":"t","lang_hint":"x","timeout_note":"y"}'
+		echo '{"language":"C++","code":"int main(){}"}')
+	[ "$status" -eq 1 ]
+	jqe 0 '.status == "invalid" and .error == "unknown field \"tiemout\": did you mean \"timeout\"?"'
+	jqe 1 '.error == "unknown field \"Files\": did you mean \"files\"?"'
+	jqe 2 '.error | endswith("did you mean \"memory\"?")'
+	jqe 3 '.error | endswith("did you mean \"cpus\"?")'
+	jqe 4 '.status == null and .language == "python" and .task == "t" and .lang_hint == "x"'
+	jqe 5 '.status == null and .language == "cpp"'
+}
+
 @test "records with a final status pass through unchanged" {
 	line='{"id":"x","status":"invalid","error":"line 3: nope","language":"cobol","extra":[1,{"a":null}]}'
 	run --separate-stderr v <<< "$line"
@@ -275,4 +292,67 @@ v() { "$BIN/sbx-validate" "$@"; }
 	# nor may a request's files reach the installed packages
 	run --separate-stderr v -c "$conf" <<< '{"language":"python","code":"1","files":{".deps/evil.so":"x"}}'
 	jqe 0 '.status == "invalid" and (.error | contains("installed packages"))'
+}
+
+@test "sessions: inline code in a directory of its own, an entry by its extension, a command; what ran is the code" {
+	conf=$(conf_with 's/^$//')
+	sid=0123456789abcdef0123456789abcdef
+	ws=$BATS_TEST_TMPDIR/var/sessions/$sid
+	mkdir -p "$ws"
+	printf 'console.log(1)\n' > "$ws/t.js"
+	printf 'int main(void){return 0;}\n' > "$ws/main.c"
+	ln -s /etc/passwd "$ws/link.py"
+	s() { jq -nc --arg s "$sid" "{id: \"j\", session: \$s} + $1"; }
+	run --separate-stderr "$BIN/sbx-validate" -c "$conf" < <(
+		s '{language: "python", code: "print(1)", files: {"main.py": "mine"}}'
+		s '{entry: "t.js", args: ["x"]}'
+		s '{command: ["sh", "-c", "echo '"'"'a b'"'"'"]}'
+		s '{language: "c", code: "int main(void){return 0;}"}'
+		jq -nc '{entry: "t.js"}'
+		s '{entry: "t.js", command: ["ls"]}'
+		s '{entry: "main.c"}'
+		s '{entry: "notes.xyz"}'
+		s '{entry: "gone.py"}'
+		s '{entry: "link.py"}'
+		s '{command: ["ls\u0000 -la"]}'
+		s '{command: []}'
+		s '{language: "python", code: "1", files: {".sbx-x/main.py": "x"}}'
+		s '{entry: "T.JS", language: "JavaScript"}')
+	[ "$status" -eq 1 ]
+	dir=$(jqn 0 .exec.dir)
+	job0=${lines[0]}
+	[[ "$dir" =~ ^\.sbx-[0-9a-f]{16}$ ]]
+	jqe 0 '.exec.file == "main.py" and .exec.run == ["python3", "'"$dir"'/main.py"] and .exec.workspace_exec == true'
+	jqe 1 '.language == "javascript" and .code == "console.log(1)\n" and .exec.file == null and .exec.run == ["node", "t.js", "x"]'
+	jqe 2 '.language == "bash" and .exec.run[0:2] == ["sh", "-c"]'
+	[ "$(jqn 2 .code)" = "sh -c 'echo '\\''a b'\\'''" ]
+	jqe 3 '(.exec.compile | index("'"$dir"'/main.c") and index("'"$dir"'/main")) and .exec.run == ["'"$dir"'/main"]'
+	jqe 4 '.error == "\"entry\" runs in a session'"'"'s workspace: give \"session\""'
+	jqe 5 '.error | contains("not more than one")'
+	jqe 6 '.error | contains("interpreted languages")'
+	jqe 7 '.error | contains("cannot tell the language of \"notes.xyz\"")'
+	jqe 8 '.error | contains("gone.py") and contains("No such file")'
+	jqe 9 '.error | contains("a link")'
+	jqe 10 '.error | contains("NUL")'
+	jqe 11 '.error | contains("array of 1 to")'
+	jqe 12 '.error | contains("sbx'"'"'s own")'
+	jqe 13 '.status == "invalid" and (.error | contains("T.JS"))'
+	# validated again: the same job (the directory follows the id)
+	printf '%s\n' "${lines[0]}" | "$BIN/sbx-validate" -c "$conf" | jq -S . > again
+	printf '%s\n' "${lines[0]}" | jq -S . | diff - again
+	# sbx-run takes only what sbx-validate makes of a session's program
+	run --separate-stderr "$BIN/sbx-run" -c "$conf" < <(
+		printf '%s\n' "${lines[0]}" | jq -c '.exec.dir = "../x"'
+		printf '%s\n' "${lines[0]}" | jq -c 'del(.exec.dir)'
+		printf '%s\n' "${lines[0]}" | jq -c 'del(.exec.workspace) | .exec.file = null'
+		printf '%s\n' "${lines[1]}" | jq -c 'del(.exec.workspace)')
+	[ "$status" -eq 1 ]
+	jqe 0 '.error | contains("exec.dir must be")'
+	jqe 1 '.error | contains("never over a workspace file")'
+	jqe 2 '.error | contains("exec.file must be a plain file name")'
+	jqe 3 '.status == "invalid"'
+	# workspace_exec = false: jobs say so, and sbx-run refuses one that claims more
+	noexec=$(conf_with 's/^workspace_exec .*/workspace_exec = false/')
+	s '{language: "python", code: "1"}' | "$BIN/sbx-validate" -c "$noexec" | jq -e '.exec.workspace_exec == false'
+	printf '%s\n' "$job0" | "$BIN/sbx-run" -c "$noexec" | jq -e '.error | contains("workspace_exec = false")'
 }

@@ -229,6 +229,14 @@ $sum" ]
 	jqe 2 '.timings.run_stage | .warm == true and .cloned == null and .program_execve > 0 and ([.[] | numbers] | min >= 0)'
 }
 
+@test "--check: a table on a terminal, JSON piped or with --json" {
+	script -qec "'$BIN/sbx-run' --check" /dev/null > table || true
+	grep -qE '^backend +(native|docker)' table
+	grep -qE '^usable +yes' table
+	script -qec "'$BIN/sbx-run' --check --json" /dev/null > json || true
+	tr -d '\r' < json | jq -e '.usable == true'
+}
+
 @test "--check reports the backend as one JSON object" {
 	run --separate-stderr "$BIN/sbx-run" --check
 	[ "$status" -eq 0 ] || [ "$status" -eq 1 ]
@@ -255,7 +263,7 @@ $sum" ]
 	sleep 1
 	pkill -TERM -f "$BIN/sbx-run" || true
 	wait || true
-	[ "$(jq -r .status out | sort | uniq -c | awk '{print $1, $2}')" = "2 internal_error" ]
+	[ "$(jq -r .status out | sort | uniq -c | awk '{print $1, $2}')" = "2 cancelled" ]
 	[ "$(jq -r .error out | sort -u)" = "cancelled" ]
 }
 
@@ -320,10 +328,10 @@ PY
 		'{"id":"fast","language":"c","code":"int main(void){return 0;}"}' |
 		"$BIN/sbx-validate" | "$BIN/sbx-run" -j 2 --no-cache --events 5 --control 6 5> events 6< ctl > out 2> err || rc=$?
 	wait
-	[ "${rc:-0}" -eq 1 ] # a cancelled job is an internal_error
-	[ "$(jq -sc 'map({id, status, error}) | sort_by(.id)' out)" = '[{"id":"fast","status":"success","error":null},{"id":"slow","status":"internal_error","error":"cancelled"}]' ]
-	[ "$(jq -sc 'map(select(.id == "fast") | .event)' events)" = '["compile","run"]' ]
-	[ "$(jq -sc 'map(select(.id == "slow") | .event)' events)" = '["run"]' ]
+	[ "${rc:-0}" -eq 1 ] # a cancelled job is a failed record
+	[ "$(jq -sc 'map({id, status, error}) | sort_by(.id)' out)" = '[{"id":"fast","status":"success","error":null},{"id":"slow","status":"cancelled","error":"cancelled"}]' ]
+	[ "$(jq -sc 'map(select(.id == "fast") | .event)' events)" = '["compile","run","done"]' ]
+	[ "$(jq -sc 'map(select(.id == "slow") | [.event, .status])' events)" = '[["run",null],["done","cancelled"]]' ]
 	grep -q 'sbx-run: --control: line 2 is not {"cancel": ID}' err
 	run --separate-stderr "$BIN/sbx-run" --events 99 < /dev/null
 	[ "$status" -eq 2 ]
@@ -355,4 +363,19 @@ b" ]
 	jqe 2 '.id == "b"'
 	[ "$elapsed" -ge 1900 ] && [ "$elapsed" -lt 4000 ]
 	[ "$(printf '%s\n' "${lines[@]}" | jq -r 'select(.id == "c") | .stdout')" = c ]
+}
+
+@test "--progress: done/total, rate and counts by status on stderr, a summary at the end; --events says done" {
+	{ for i in 1 2 3; do echo '{"language":"bash","code":"echo hi"}'; done; echo '{"language":"bash","code":"exit 3"}'; } |
+		"$BIN/sbx-validate" > jobs.jsonl
+	run --separate-stderr "$BIN/sbx-run" --progress -j 2 --events 7 jobs.jsonl 7> events
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 4 ]
+	[[ "${stderr_lines[-1]}" =~ ^sbx-run:\ 4/4\ \(100%\)\ done\ in\ [0-9.]+\ s,\ [0-9.]+/s\;\ success\ 3,\ error\ 1$ ]]
+	[ "$(jq -r 'select(.event == "done") | .status' events | sort | uniq -c | awk '{print $1 $2}' | paste -sd,)" = "1error,3success" ]
+	# not on a pipe unless asked; on a terminal by default
+	run --separate-stderr "$BIN/sbx-run" jobs.jsonl
+	[ -z "$stderr" ]
+	script -qec "'$BIN/sbx-run' jobs.jsonl > /dev/null" /dev/null > tty
+	tr '\r' '\n' < tty | grep -q 'done in'
 }

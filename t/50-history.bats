@@ -317,18 +317,23 @@ logr() { "$BIN/sbx-log" "$@"; }
 		for d in $(seq 1 100); do jq -nc --argjson d "$d" '{language: "python", code: "x", status: "success", duration_ms: $d, started_at: "2026-11-28T10:00:00.000Z"}'; done
 		jq -nc '{language: "python", code: "x", status: "timeout", duration_ms: 10000, started_at: "2026-11-29T10:00:00.000Z"}'
 		jq -nc '{language: "c", code: "x", status: "compile_error", duration_ms: 0, started_at: "2026-11-29T11:00:00.000Z"}'
+		# neither a verdict on the code nor a program that ran: out of the rate and the "all" durations
+		for i in 1 2 3; do jq -nc '{language: "python", code: "x", status: "invalid", duration_ms: 0, started_at: "2026-11-28T10:00:00.000Z"}'; done
+		jq -nc '{language: "python", code: "x", status: "cancelled", duration_ms: 1, started_at: "2026-11-28T10:00:00.000Z"}'
 	} | logr > /dev/null
 	run --separate-stderr hist --stats
 	[ "$status" -eq 0 ]
-	[ "${#lines[@]}" -eq 5 ]
+	[ "${#lines[@]}" -eq 6 ]
 	jqe 0 '.language == "c" and .status == "compile_error" and .count == 1 and .success_rate == 0'
-	jqe 2 '.language == "python" and .status == "success" and .count == 100 and .p50_ms == 50 and .p95_ms == 95 and .max_ms == 100'
-	jqe 3 '.language == "python" and .status == "timeout" and .count == 1 and .max_ms == 10000'
-	jqe 4 '.status == "all" and .count == 101 and .success_rate == 0.9901 and .p50_ms == 51 and .max_ms == 10000'
+	jqe 1 '.language == "python" and .status == "cancelled" and .count == 1'
+	jqe 2 '.language == "python" and .status == "invalid" and .count == 3'
+	jqe 3 '.language == "python" and .status == "success" and .count == 100 and .p50_ms == 50 and .p95_ms == 95 and .max_ms == 100'
+	jqe 4 '.language == "python" and .status == "timeout" and .count == 1 and .max_ms == 10000'
+	jqe 5 '.status == "all" and .count == 101 and .success_rate == 0.9901 and .p50_ms == 51 and .max_ms == 10000'
 	run --separate-stderr hist --stats --by day --language python --jq '"\(.bucket) \(.status) \(.count)"'
-	[ "$(printf '%s\n' "${lines[@]}" | jq -r . | paste -sd' ')" = "2026-11-28T00:00:00.000Z success 100 2026-11-28T00:00:00.000Z all 100 2026-11-29T00:00:00.000Z timeout 1 2026-11-29T00:00:00.000Z all 1" ]
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r . | paste -sd' ')" = "2026-11-28T00:00:00.000Z cancelled 1 2026-11-28T00:00:00.000Z invalid 3 2026-11-28T00:00:00.000Z success 100 2026-11-28T00:00:00.000Z all 100 2026-11-29T00:00:00.000Z timeout 1 2026-11-29T00:00:00.000Z all 1" ]
 	run --separate-stderr hist --stats --since 2026-11-29
-	[ "${#lines[@]}" -eq 4 ]
+	[ "${#lines[@]}" -eq 3 ]
 	run --separate-stderr hist --by day
 	[ "$status" -eq 2 ]
 }

@@ -161,7 +161,8 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	answer 3 | jq -e '.result.structuredContent.stdout == "1\n"'
 	awk -v t="$took" 'BEGIN { exit !(t < 8) }'
 	# the history says what happened to it
-	"$BIN/sbx-history" --status internal_error --jq .error | grep -q cancelled
+	"$BIN/sbx-history" --status cancelled --jq .error | grep -q cancelled
+	! "$BIN/sbx-history" --status internal_error
 }
 
 @test "8 concurrent run_code calls finish in about the time of one; ping is never held up" {
@@ -259,6 +260,64 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	answer 10 | jq -e '.result.structuredContent.stopped == true'
 	answer 11 | jq -e '.result.isError == true and (.result.content[0].text | contains("unknown session"))'
 	[ ! -e "$ws" ]
+}
+
+# Issue 24, items 1, 2, 9: inline code and wrappers never touch a user's
+# file; a file runs by its extension; the history keeps what really ran;
+# agents build and run their own programs in the workspace.
+@test "sandbox_exec: inline code never replaces a workspace file, a file runs by its extension, builds run" {
+	session_server python
+	ws=$sessions/$sid
+	step write_file '{path: "main.py", content: "print(\"mine\")\n"}'
+	step sandbox_exec '{code: "print(\"inline\")"}'
+	step sandbox_exec '{file: "main.py"}'
+	step write_file '{path: "t.js", content: "console.log(\"node\", typeof require)\n"}'
+	step sandbox_exec '{file: "t.js"}'
+	step write_file '{path: "main.c", content: "#include <stdio.h>\nint main(void) { puts(\"my c\"); return 0; }\n"}'
+	step sandbox_exec '{language: "c", code: "#include <stdio.h>\nint main(void) { puts(\"inline c\"); return 0; }\n"}'
+	step write_file '{path: "run.sh", content: "#!/bin/sh\necho script ran\n"}'
+	step sandbox_exec '{command: ["sh", "-c", "chmod +x run.sh && ./run.sh && gcc -o a.out main.c && ./a.out"]}'
+	step list_files '{}'
+	step read_file '{path: ".sbx-x/main.py"}'
+	step write_file '{path: ".sbx-0123456789abcdef/main.py", content: "x"}'
+	step write_file '{path: "noext", content: "import sys; print(sys.version_info[0])\n"}'
+	step sandbox_exec '{file: "noext"}'
+	# from the host's side: the user's files are theirs, nothing else was left
+	[ "$(cat "$ws/main.py")" = 'print("mine")' ]
+	grep -q 'my c' "$ws/main.c"
+	[ -z "$(find "$ws" -maxdepth 1 \( -name '.sbx*' -o -name main.sh -o -name main \))" ]
+	[ ! -e "$ws/.sbx-0123456789abcdef" ]
+	exec 7>&-
+	wait "$server"
+	answer 3 | jq -e '.result.structuredContent.stdout == "inline\n"'
+	answer 4 | jq -e '.result.structuredContent.stdout == "mine\n"'
+	answer 6 | jq -e '.result.structuredContent.stdout == "node function\n" and .result.structuredContent.language == "javascript"'
+	answer 8 | jq -e '.result.structuredContent.stdout == "inline c\n"'
+	answer 10 | jq -e '.result.structuredContent.stdout == "script ran\nmy c\n"' || { answer 10 >&2; false; }
+	answer 11 | jq -e '[.result.structuredContent.files[].path] | sort == [".deps", "a.out", "main.c", "main.py", "run.sh", "t.js"]'
+	answer 12 | jq -e '.result.isError == true and (.result.content[0].text | contains("sbx"))'
+	answer 13 | jq -e '.result.isError == true'
+	# an extensionless file runs in the session's language (python here)
+	answer 15 | jq -e '.result.structuredContent.stdout == "3\n"'
+	# the history has the real language and the file's code, not a bash wrapper
+	"$BIN/sbx-history" -c "$conf" --session "$sid" --jq '[.language, .code_snippet]' > hist
+	grep -qF '["javascript","console.log(\"node\", typeof require)\n"]' hist
+	grep -qF '["python","print(\"mine\")\n"]' hist
+	grep -qF '["python","sh -c '"'"'chmod +x run.sh && ./run.sh && gcc -o a.out main.c && ./a.out'"'"'"]' hist
+	! grep -q '"bash"' hist
+}
+
+@test "workspace_exec = false keeps a session's workspace noexec; inline C still runs" {
+	conf=$(conf_with 's/^workspace_exec .*/workspace_exec = false/')
+	session_server python
+	ws=$sessions/$sid
+	step write_file '{path: "run.sh", content: "#!/bin/sh\necho script ran\n"}'
+	step sandbox_exec '{command: ["sh", "-c", "chmod +x run.sh && ./run.sh"]}'
+	step sandbox_exec '{language: "c", code: "#include <stdio.h>\nint main(void) { puts(\"inline c\"); return 0; }\n"}'
+	exec 7>&-
+	wait "$server"
+	answer 3 | jq -e '.result.structuredContent.status == "error" and (.result.structuredContent.stderr | contains("Permission denied"))'
+	answer 4 | jq -e '.result.structuredContent.stdout == "inline c\n"' || { answer 4 >&2; false; }
 }
 
 # A session with a planted tree: a symlink to /etc/shadow, a FIFO, a big
@@ -440,27 +499,40 @@ localhost -> HTTP/1.1 502 Bad Gateway" ]
 	exec 7>&-
 	wait
 	[ "$total" = 4096 ]
-	[ "$free" -le 1 ]
+	# full but for what the run's own program took (its directory and file, gone with it)
+	[ "$free" -le 3 ]
 	answer 2 | jq -e '.result.structuredContent.stdout | test("^40[0-9][0-9] 28\n$")'
 }
 
-@test "sessions expire after their ttl; max_sessions is enforced" {
-	conf=$(conf_with 's/^max_sessions *=.*/max_sessions = 2/')
+@test "sessions expire on time after their ttl, never under a run; max_sessions is enforced" {
+	conf=$(conf_with 's/^max_sessions *=.*/max_sessions = 3/')
 	mkfifo in
 	"$BIN/sbx-mcp" -c "$conf" < in > out 2> err &
 	exec 7> in
-	{ init; call 1 sandbox_initialize '{"ttl":1}'; call 2 sandbox_initialize '{}'; call 3 sandbox_initialize '{}'; } >&7
-	for i in $(seq 50); do answer 3 | grep -q result && break; sleep 0.1; done
+	{ init; call 1 sandbox_initialize '{"ttl":1}'; call 2 sandbox_initialize '{"ttl":1,"language":"bash"}'
+	  call 3 sandbox_initialize '{}'; call 4 sandbox_initialize '{}'; } >&7
+	for i in $(seq 50); do answer 4 | grep -q result && break; sleep 0.1; done
 	sid=$(answer 1 | jq -r .result.structuredContent.session_id)
-	answer 3 | jq -e '.result.isError == true and (.result.content[0].text | contains("max_sessions 2"))'
+	busy=$(answer 2 | jq -r .result.structuredContent.session_id)
+	answer 4 | jq -e '.result.isError == true and (.result.content[0].text | contains("max_sessions 3"))'
 	[ -d "$sessions/$sid" ]
-	sleep 7
-	call 4 list_files "{\"session_id\":\"$sid\"}" >&7
+	# a run three times its session's ttl: the session outlives it
+	call 5 sandbox_exec "$(jq -nc --arg s "$busy" '{session_id: $s, code: "sleep 3; echo > survived; echo ok"}')" >&7
+	sleep 2
+	# 1 s of idle time, then gone within a fraction of a second (not at a polling interval)
+	[ ! -e "$sessions/$sid" ]
+	wait_for 5
+	answer 5 | jq -e '.result.structuredContent.stdout == "ok\n"'
+	# its idle time starts at the run's end: the workspace is still there, with what the run wrote
+	[ -e "$sessions/$busy/survived" ]
+	sleep 1.6
+	[ ! -e "$sessions/$busy" ]
+	call 6 list_files "{\"session_id\":\"$sid\"}" >&7
 	exec 7>&-
 	wait
-	answer 4 | jq -e '.result.isError == true'
-	[ ! -e "$sessions/$sid" ]
+	answer 6 | jq -e '.result.isError == true'
 	grep -q "session $sid expired" err
+	grep -q "session $busy expired" err
 	# a server's sessions go with it
 	[ -z "$(ls "$sessions")" ]
 }
@@ -472,10 +544,16 @@ localhost -> HTTP/1.1 502 Bad Gateway" ]
 		init
 		call 1 run_code '{"language":"javascript","code":"console.log(require(\"is-number\")(\"7\"))","dependencies":["is-number@7.0.0"]}'
 		call 2 run_code '{"language":"javascript","code":"require(\"is-number\")"}'
+		call 3 run_code '{"language":"bash","code":"true","dependencies":["jq"]}'
+		call 4 run_code '{"language":"javascript","code":"1","dependencies":["is-number@999.0.0"]}'
 	} | mcp
 	answer 1 | jq -e '.result.structuredContent.status == "success" and .result.structuredContent.stdout == "true\n"'
 	# a one-off install is gone with its run
 	answer 2 | jq -e '.result.structuredContent.status == "error" and (.result.structuredContent.stderr | contains("Cannot find module"))'
+	# said up front, before any session or sandbox
+	answer 3 | jq -e '.result.isError == true and (.result.content[0].text | contains("\"bash\" has no package manager") and contains("javascript"))'
+	# a failed install says why in the installer's own words
+	answer 4 | jq -e '.result.isError == true and (.result.structuredContent.error | contains("exit code") and contains("is-number"))' || { answer 4 >&2; false; }
 	[ -z "$(ls "$sessions" 2>/dev/null | grep -v lock)" ]
 }
 

@@ -389,12 +389,14 @@ errmsg() { jq -r .error.message body; }
 	post() { req POST "$ep" -H "Authorization: Bearer ${2:-$TOK}" -H 'Content-Type: application/json' --data-binary "$1"; }
 	post '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}'
 	[ "$code" = 202 ]
-	post "$(call 1 run_code '{"language":"python","code":"print(5)"}')"
+	post "$(call 1 run_code '{"language":"python","code":"print(5)"}' '{"progressToken":"p"}')"
 	[ "$code" = 202 ]
 	for _ in $(seq 100); do grep -q '"id":1' stream && break; sleep 0.1; done
 	sed -n 's/^data: //p' stream | grep '^{' > msgs
 	jq -se 'map(select(.id == 0))[0].result.protocolVersion == "2024-11-05"' msgs
 	jq -se 'map(select(.id == 1))[0].result.structuredContent.stdout == "5\n"' msgs
+	# the progress, to its final "done", before the answer, as on the other transports
+	[ "$(jq -r 'select(.method == "notifications/progress") | .params.message' msgs | tr '\n' ,)" = "queued,running,done," ]
 	# another token cannot post into it; a made-up session is unknown
 	post '{"jsonrpc":"2.0","id":2,"method":"ping"}' "$TOKEN2"
 	[ "$code" = 404 ]
