@@ -38,7 +38,7 @@ UNIT_SRC := $(wildcard t/unit/*.c)
 UNITS    := $(patsubst t/unit/%.c,$(BUILD)/t/%,$(UNIT_SRC))
 MANS     := $(wildcard man/*.1)
 
-.PHONY: typescript demo all check check-asan check-valgrind vg-wrappers unit deps install uninstall clean fuzz fuzz-build bench differential mcp-client
+.PHONY: typescript demo all check check-asan check-valgrind vg-wrappers unit deps install uninstall clean fuzz fuzz-build bench bench-run differential mcp-client
 # Helpers the tools run, not tools: in ../libexec/sbx beside the tools'
 # directory, in a checkout as when installed.
 LIBEXECDIR := $(BINDIR)/../libexec/sbx
@@ -94,7 +94,20 @@ demo: deps
 	@echo "sbx-history --stats --since 1h --format table" >&2
 	@$(BINDIR)/sbx-history --stats --since 1h --format table
 
+# make bench: every benchmark, its tables to the terminal and to
+# bench/results/DATE-COMMIT.md with the machine and the commit they
+# describe (nobody copies figures by hand; doc/performance.md says how to
+# read them).
 bench: deps all
+	@mkdir -p bench/results
+	@f=bench/results/$$(date -u +%Y-%m-%dT%H%MZ)-$$(git rev-parse --short HEAD 2>/dev/null || echo unknown).md; \
+	{ echo "# make bench, $$(date -u '+%F %T') UTC"; echo; \
+	  echo "- machine: $$(uname -srm), $$(nproc) CPUs, $$(awk '/MemTotal/ {print int($$2 / 1024) " MiB"}' /proc/meminfo), /sys/fs/cgroup is $$(stat -fc %T /sys/fs/cgroup)"; \
+	  echo "- commit: $$(git rev-parse HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo ', with uncommitted changes')"; \
+	  echo; echo '```'; $(MAKE) -s --no-print-directory bench-run 2>&1; echo '```'; } | tee "$$f"; \
+	echo "written to $$f"
+
+bench-run:
 	@bench/run.sh
 	@echo
 	@bench/history.sh
