@@ -19,10 +19,12 @@ WARN := -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototype
 ifeq ($(CI),true)
 WARN += -Werror
 endif
-PKGS     := libseccomp sqlite3 libmicrohttpd
+PKGS     := libseccomp sqlite3 libmicrohttpd libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lseccomp -lsqlite3 -lmicrohttpd)
-CPPFLAGS += -Ilib -D_FILE_OFFSET_BITS=64 \
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lseccomp -lsqlite3 -lmicrohttpd -lcrypto)
+# lib/ in layers (lib/README.md): each folder's headers by their own names.
+LAYERS   := core sandbox run history mcp
+CPPFLAGS += $(addprefix -Ilib/,$(LAYERS)) -D_FILE_OFFSET_BITS=64 \
             -DSBX_SYSCONFDIR='"$(SYSCONFDIR)"' -DSBX_STATEDIR='"$(STATEDIR)"' \
             -DSBX_RUNDIR='"$(RUNDIR)"'
 ALL_CFLAGS = $(WARN) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP
@@ -32,7 +34,7 @@ ALL_CFLAGS = $(WARN) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP
 LDLIBS  += -Wl,--as-needed -ljq $(PKG_LIBS) -lm -Wl,-z,relro,-z,now
 
 TOOLS    := sbx-validate sbx-run sbx-cap sbx-log sbx-history sbx-mcp
-LIB_SRC  := $(wildcard lib/*.c)
+LIB_SRC  := $(wildcard $(addsuffix /*.c,$(addprefix lib/,$(LAYERS))))
 LIB_OBJ  := $(patsubst lib/%.c,$(BUILD)/obj/lib/%.o,$(LIB_SRC))
 UNIT_SRC := $(wildcard t/unit/*.c)
 UNITS    := $(patsubst t/unit/%.c,$(BUILD)/t/%,$(UNIT_SRC))
@@ -50,7 +52,7 @@ $(LIBEXECDIR)/sbx-egress: src/sbx-egress.c $(BUILD)/libsbx.a
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MF $(BUILD)/obj/src/sbx-egress.d -o $@ $< $(BUILD)/libsbx.a $(LDFLAGS) $(LDLIBS)
 
 # The docker backend's install containers run this in the language's image
-# (lib/egress.h), whatever its libc: linked statically, and never with the
+# (lib/sandbox/egress.h), whatever its libc: linked statically, and never with the
 # sanitizers (they do not link statically).
 $(LIBEXECDIR)/sbx-egress-shim: src/sbx-egress-shim.c
 	@mkdir -p $(LIBEXECDIR)
@@ -61,18 +63,24 @@ $(BUILD)/obj/lib/%.o: lib/%.c
 	$(CC) $(CPPFLAGS) -I$(BUILD)/gen $(ALL_CFLAGS) -c -o $@ $<
 
 # The seccomp program, compiled with libseccomp here rather than in every
-# process (lib/filter.h).
-$(BUILD)/gen/filter_bpf.h: build-aux/gen-filter.c lib/filter_gen.c lib/filter_policy.c lib/util.c lib/filter.h
+# process (lib/sandbox/filter.h).  build-aux/filter_gen.c, which does it,
+# is build-time only: not in the library.
+$(BUILD)/gen/filter_bpf.h: build-aux/gen-filter.c build-aux/filter_gen.c lib/sandbox/filter_policy.c lib/core/util.c lib/sandbox/filter.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MF $(BUILD)/gen/gen-filter.d -o $(BUILD)/gen/gen-filter build-aux/gen-filter.c \
-		lib/filter_gen.c lib/filter_policy.c lib/util.c $(LDFLAGS) $(LDLIBS)
+		build-aux/filter_gen.c lib/sandbox/filter_policy.c lib/core/util.c $(LDFLAGS) $(LDLIBS)
 	$(BUILD)/gen/gen-filter > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/obj/lib/filter.o: $(BUILD)/gen/filter_bpf.h
+$(BUILD)/obj/lib/sandbox/filter.o: $(BUILD)/gen/filter_bpf.h
 
-$(BUILD)/libsbx.a: $(LIB_OBJ)
+# A layer includes only its own and the layers below it (lib/README.md).
+$(BUILD)/layers.ok: build-aux/check-layers $(LIB_SRC) $(wildcard lib/*/*.h)
+	@mkdir -p $(BUILD)
+	@build-aux/check-layers && touch $@
+
+$(BUILD)/libsbx.a: $(LIB_OBJ) $(BUILD)/layers.ok
 	@rm -f $@
-	$(AR) rcs $@ $^
+	$(AR) rcs $@ $(LIB_OBJ)
 
 $(BINDIR)/%: src/%.c $(BUILD)/libsbx.a
 	@mkdir -p $(BINDIR) $(BUILD)/obj/src
@@ -80,7 +88,8 @@ $(BINDIR)/%: src/%.c $(BUILD)/libsbx.a
 
 $(BUILD)/t/%: t/unit/%.c $(BUILD)/libsbx.a
 	@mkdir -p $(BUILD)/t $(BUILD)/obj/t
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MF $(BUILD)/obj/t/$*.d -o $@ $< $(BUILD)/libsbx.a $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MF $(BUILD)/obj/t/$*.d -o $@ $< $(if $(filter filter_test,$*),build-aux/filter_gen.c) \
+		$(BUILD)/libsbx.a $(LDFLAGS) $(LDLIBS)
 
 -include $(LIB_OBJ:.o=.d) $(wildcard $(BUILD)/obj/src/*.d) $(wildcard $(BUILD)/obj/t/*.d)
 
@@ -107,7 +116,14 @@ bench: deps all
 	  echo; echo '```'; $(MAKE) -s --no-print-directory bench-run 2>&1; echo '```'; } | tee "$$f"; \
 	echo "written to $$f"
 
-bench-run:
+$(BUILD)/bench/sha256: bench/sha256.c $(BUILD)/libsbx.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MF $@.d -o $@ $< $(BUILD)/libsbx.a $(LDFLAGS) $(LDLIBS)
+
+bench-run: $(BUILD)/bench/sha256
+	@echo "# SHA-256 (bench/sha256.c)"
+	@$(BUILD)/bench/sha256
+	@echo
 	@bench/run.sh
 	@echo
 	@bench/history.sh
@@ -134,7 +150,7 @@ differential: deps all
 # fuzzing).  Only what is missing is installed; as non-root the command is
 # printed instead.  npm is asked for only when no npm is on PATH (Node.js
 # from NodeSource brings its own, and conflicts with Debian's).
-DEPS_BUILD := gcc make pkg-config libjq-dev libseccomp-dev libsqlite3-dev libmicrohttpd-dev
+DEPS_BUILD := gcc make pkg-config libjq-dev libseccomp-dev libsqlite3-dev libmicrohttpd-dev libssl-dev
 DEPS_TEST  := bats jq sqlite3 valgrind clang libclang-rt-14-dev procps iproute2 util-linux python3 python3-pip g++ nodejs bubblewrap hyperfine wrk curl libpython3.11-testsuite
 # The runtimes of etc/sandbox.conf's languages, so every language is tested.
 DEPS_LANG  := golang-go rustc default-jdk-headless ruby php-cli
@@ -218,7 +234,7 @@ FUZZ_TARGETS := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
 
 fuzz-build: $(FUZZ_TARGETS)
-$(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRC) $(wildcard lib/*.h) $(BUILD)/gen/filter_bpf.h
+$(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRC) $(wildcard lib/*/*.h) $(BUILD)/gen/filter_bpf.h
 	@mkdir -p $(BUILD)/fuzz
 	clang $(CPPFLAGS) -I$(BUILD)/gen -std=c11 $(FUZZ_FLAGS) $(PKG_CFLAGS) -o $@ $< $(LIB_SRC) -ljq $(PKG_LIBS) -lm
 

@@ -3,7 +3,7 @@
  *
  * Theory of operation: an install container has no network (NetworkMode
  * "none": only its loopback), like the native backend's install sandbox.
- * Its way out is the proxy sbx-run serves (lib/egress.h) on a unix socket
+ * Its way out is the proxy sbx-run serves (lib/sandbox/egress.h) on a unix socket
  * that the container sees at SOCKET.  Package managers speak to proxies
  * over TCP, so this shim listens on 127.0.0.1:3128 in the container's own
  * network namespace, relays each connection to SOCKET byte for byte, and

@@ -1,4 +1,4 @@
-/* sbx-egress UID PARENT HOST...: the proxy of one install (lib/egress.h),
+/* sbx-egress UID PARENT HOST...: the proxy of one install (lib/sandbox/egress.h),
  * run by sbx-run with the listening socket as fd 3; not a tool.
  *
  * Theory of operation: started from a fresh exec, it holds nothing of the

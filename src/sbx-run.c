@@ -542,7 +542,7 @@ static jv check_languages(struct conf *c, struct box_sys *sys, bool usable)
 		p[i] = (struct version_probe){ .l = &c->langs[i], .done = true };
 		if (!usable || job_lang_missing(c, p[i].l) || !p[i].l->version)
 			continue;
-		p[i].env = run_lang_env(p[i].l, &lim);
+		p[i].env = stage_lang_env(p[i].l, &lim);
 		struct box_spec spec = { .argv = p[i].l->version, .env = p[i].env, .lim = &lim, .scratch_fd = -1,
 					 .rootfs = p[i].l->rootfs, .binds = p[i].l->binds };
 		p[i].done = false;
@@ -568,9 +568,9 @@ static jv check_languages(struct conf *c, struct box_sys *sys, bool usable)
 		else if (!usable)
 			snprintf(why, sizeof why, "the sandbox backend is unusable here");
 		else if (p[i].b) {
-			version = run_version_of(box_result(p[i].b), "the sandbox", why, sizeof why);
+			version = stage_version(box_result(p[i].b), "the sandbox", why, sizeof why);
 			box_free(p[i].b);
-			run_free_env(p[i].env);
+			util_strv_free(p[i].env);
 		}
 		o = jv_object_set(o, jv_string("available"), jv_bool(!why[0]));
 		o = jv_object_set(o, jv_string("version"), version);

@@ -317,12 +317,18 @@ v() { "$BIN/sbx-validate" "$@"; }
 		s '{command: ["ls\u0000 -la"]}'
 		s '{command: []}'
 		s '{language: "python", code: "1", files: {".sbx-x/main.py": "x"}}'
-		s '{entry: "T.JS", language: "JavaScript"}')
+		s '{entry: "T.JS", language: "JavaScript"}'
+		s '{entry: "-c", language: "python", args: ["print(1)"]}')
 	[ "$status" -eq 1 ]
-	dir=$(jqn 0 .exec.dir)
+	# interpreted: a file of its own at the top (its directory is the workspace's, for imports)
+	file=$(jqn 0 .exec.file)
 	job0=${lines[0]}
+	[[ "$file" =~ ^\.sbx-[0-9a-f]{16}-main\.py$ ]]
+	jqe 0 '.exec.dir == null and .exec.run == ["python3", "'"$file"'"] and .exec.workspace_exec == true'
+	# compiled: a directory of its own, with its outputs
+	dir=$(jqn 3 .exec.dir)
 	[[ "$dir" =~ ^\.sbx-[0-9a-f]{16}$ ]]
-	jqe 0 '.exec.file == "main.py" and .exec.run == ["python3", "'"$dir"'/main.py"] and .exec.workspace_exec == true'
+	[ "${file:0:21}" = "$dir" ] # the same id, the same hash
 	jqe 1 '.language == "javascript" and .code == "console.log(1)\n" and .exec.file == null and .exec.run == ["node", "t.js", "x"]'
 	jqe 2 '.language == "bash" and .exec.run[0:2] == ["sh", "-c"]'
 	[ "$(jqn 2 .code)" = "sh -c 'echo '\\''a b'\\'''" ]
@@ -337,13 +343,14 @@ v() { "$BIN/sbx-validate" "$@"; }
 	jqe 11 '.error | contains("array of 1 to")'
 	jqe 12 '.error | contains("sbx'"'"'s own")'
 	jqe 13 '.status == "invalid" and (.error | contains("T.JS"))'
+	jqe 14 '.error | contains("begins with \"-\"")'
 	# validated again: the same job (the directory follows the id)
 	printf '%s\n' "${lines[0]}" | "$BIN/sbx-validate" -c "$conf" | jq -S . > again
 	printf '%s\n' "${lines[0]}" | jq -S . | diff - again
 	# sbx-run takes only what sbx-validate makes of a session's program
 	run --separate-stderr "$BIN/sbx-run" -c "$conf" < <(
 		printf '%s\n' "${lines[0]}" | jq -c '.exec.dir = "../x"'
-		printf '%s\n' "${lines[0]}" | jq -c 'del(.exec.dir)'
+		printf '%s\n' "${lines[0]}" | jq -c '.exec.file = "main.py"'
 		printf '%s\n' "${lines[0]}" | jq -c 'del(.exec.workspace) | .exec.file = null'
 		printf '%s\n' "${lines[1]}" | jq -c 'del(.exec.workspace)')
 	[ "$status" -eq 1 ]

@@ -282,6 +282,11 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	step write_file '{path: ".sbx-0123456789abcdef/main.py", content: "x"}'
 	step write_file '{path: "noext", content: "import sys; print(sys.version_info[0])\n"}'
 	step sandbox_exec '{file: "noext"}'
+	# inline code sees the workspace's modules as a file there would
+	step write_file '{path: "helper.py", content: "X = 7\n"}'
+	step sandbox_exec '{code: "import helper; print(helper.X)"}'
+	step write_file '{path: "h.js", content: "module.exports = 8\n"}'
+	step sandbox_exec '{language: "javascript", code: "console.log(require(\"./h.js\"))"}'
 	# from the host's side: the user's files are theirs, nothing else was left
 	[ "$(cat "$ws/main.py")" = 'print("mine")' ]
 	grep -q 'my c' "$ws/main.c"
@@ -299,6 +304,8 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	answer 13 | jq -e '.result.isError == true'
 	# an extensionless file runs in the session's language (python here)
 	answer 15 | jq -e '.result.structuredContent.stdout == "3\n"'
+	answer 17 | jq -e '.result.structuredContent.stdout == "7\n"'
+	answer 19 | jq -e '.result.structuredContent.stdout == "8\n"'
 	# the history has the real language and the file's code, not a bash wrapper
 	"$BIN/sbx-history" -c "$conf" --session "$sid" --jq '[.language, .code_snippet]' > hist
 	grep -qF '["javascript","console.log(\"node\", typeof require)\n"]' hist
@@ -396,13 +403,17 @@ print("planted")'
 	call 5 read_file "$(jq -nc --arg s "$sid" '{session_id: $s, path: "x\u0000"}')" >&7
 	call 6 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, command: ["touch", "made\u0000 -x"]}')" >&7
 	call 7 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, file: "b.py\u0000"}')" >&7
+	# "." parts meet the same checks
+	call 9 write_file "$(jq -nc --arg s "$sid" '{session_id: $s, path: "./.deps/evil.so", content: "\u007fELF"}')" >&7
+	call 10 write_file "$(jq -nc --arg s "$sid" '{session_id: $s, path: "./.sbx-0123456789abcdef/x", content: "x"}')" >&7
 	# reading .deps and names that merely start with it stay allowed
 	call 8 write_file "$(jq -nc --arg s "$sid" '{session_id: $s, path: ".deps-notes.txt", content: "ok"}')" >&7
 	wait_for 8
 	ls -la "$ws" > listing
+	[ -z "$(ls -A "$ws/.deps")" ] && [ ! -e "$ws/.sbx-0123456789abcdef" ]
 	exec 7>&-
 	wait
-	for i in 2 3 4 5 6 7; do
+	for i in 2 3 4 5 6 7 9 10; do
 		answer $i | jq -e '.result.isError == true or .error' > /dev/null || { answer $i >&2; false; }
 	done
 	answer 2 | jq -e '.result.content[0].text | contains("installed packages")'

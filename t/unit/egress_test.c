@@ -1,4 +1,4 @@
-/* Unit tests for the install proxy's two decisions (lib/egress.h): which
+/* Unit tests for the install proxy's two decisions (lib/sandbox/egress.h): which
  * host names an install may ask for, and which addresses it may then be
  * connected to, whatever a name resolves to. */
 #include <arpa/inet.h>

@@ -18,8 +18,8 @@
  * ceiling max_KEY (requestable limits only), the default of its compile
  * stage's compile_KEY (0: the compile stage takes the run's value).
  */
-#ifndef SBX_LIMITS_H
-#define SBX_LIMITS_H
+#ifndef SBX_LIMIT_H
+#define SBX_LIMIT_H
 
 #include <stdbool.h>
 #include <stddef.h>

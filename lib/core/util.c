@@ -487,7 +487,50 @@ int util_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
 	do
 		fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
 	while (fd < 0 && errno == EAGAIN);
-	return (int)fd;
+	if (fd >= 0 || errno != ENOSYS)
+		return (int)fd;
+	/* No openat2 (valgrind 3.19 does not know it): the same rules, a
+	 * component at a time, each opened without following a link, none
+	 * "." or ".." or on another file system. */
+	struct stat top, st;
+	if (*path == '/' || fstat(dirfd, &top) < 0) {
+		errno = EXDEV;
+		return -1;
+	}
+	int dir = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	const char *p = path;
+	while (dir >= 0) {
+		const char *end = strchrnul(p, '/');
+		size_t n = (size_t)(end - p);
+		char name[256];
+		if (n == 0 || n >= sizeof name || (n == 1 && p[0] == '.') || (n == 2 && !strncmp(p, "..", 2))) {
+			close(dir);
+			errno = n >= sizeof name ? ENAMETOOLONG : EXDEV;
+			return -1;
+		}
+		memcpy(name, p, n);
+		name[n] = 0;
+		bool last = !*end;
+		int next = last ? openat(dir, name, flags | O_CLOEXEC | O_NOFOLLOW, mode)
+				: openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int e = errno;
+		close(dir);
+		if (next < 0) {
+			errno = e;
+			return -1;
+		}
+		if (fstat(next, &st) < 0 || st.st_dev != top.st_dev || S_ISLNK(st.st_mode)) {
+			e = S_ISLNK(st.st_mode) ? ELOOP : EXDEV;
+			close(next);
+			errno = e;
+			return -1;
+		}
+		if (last)
+			return next;
+		dir = next;
+		p = end + 1;
+	}
+	return -1;
 }
 
 static void remove_below(int dirfd, int depth)
@@ -591,4 +634,11 @@ char *util_read_close(int fd, size_t size, size_t *len)
 	buf[n] = 0;
 	*len = (size_t)n;
 	return buf;
+}
+
+void util_strv_free(char **v)
+{
+	for (char **s = v; s && *s; s++)
+		free(*s);
+	free(v);
 }

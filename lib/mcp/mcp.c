@@ -433,6 +433,9 @@ static void tool_run_code(struct call *c)
 		return;
 	}
 	c->temp_session = sid;
+	/* held, so that a short ttl cannot end it between install and run */
+	c->held_session = util_strdup(sid);
+	sess_hold(c->m->sessions, sid);
 	c->after = jv_object_set(req, jv_string("session"), jv_string(sid));
 	c->next = deps_installed;
 	jv inst = jv_object_set(jv_object(), jv_string("language"), jv_string(lang));

@@ -66,6 +66,8 @@ const char *util_size_str(uint64_t bytes, char *buf, size_t len);
 int util_write_all(int fd, const void *buf, size_t len);
 /* Read up to len bytes, looping on EINTR and short reads until EOF. */
 ssize_t util_read_full(int fd, void *buf, size_t len);
+/* Free a NULL-terminated vector of strings and the strings (NULL is fine). */
+void util_strv_free(char **v);
 /* Read up to size bytes of fd and close it: a NUL-terminated buffer (its
  * length in *len) for the caller to free, or NULL with errno. */
 char *util_read_close(int fd, size_t size, size_t *len);

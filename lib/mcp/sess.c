@@ -18,7 +18,8 @@
 
 #include "b64.h"
 #include "mcptools.h"
-#include "ns.h"
+#include "job.h"
+#include "layout.h"
 #include "rec.h"
 #include "utf8.h"
 #include "util.h"
@@ -265,10 +266,13 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 		snprintf(opt, sizeof opt, "size=%llu,nr_inodes=%llu,mode=0755,uid=%u,gid=%u",
 			 (unsigned long long)c->workspace_size, (unsigned long long)ns_tmpfs_inodes(c->workspace_size),
 			 (unsigned)uid, (unsigned)uid);
-		/* Executable only where the configuration lets programs run
-		 * what they build there (workspace_exec); the docker backend's
-		 * bind of it keeps this flag. */
-		if (mount("sbx-session", x->dir, "tmpfs", MS_NOSUID | MS_NODEV | (c->workspace_exec ? 0 : MS_NOEXEC), opt) < 0) {
+		/* noexec on the host: nothing a sandbox wrote runs there.  The
+		 * native backend's clone of it is made executable where the
+		 * configuration lets programs run what they build
+		 * (workspace_exec, box_workspace); the docker backend's bind
+		 * keeps the host's flags, so for it the mount follows the key. */
+		bool host_exec = c->workspace_exec && !strcmp(job_backend(c), "docker");
+		if (mount("sbx-session", x->dir, "tmpfs", MS_NOSUID | MS_NODEV | (host_exec ? 0 : MS_NOEXEC), opt) < 0) {
 			snprintf(err, errlen, "cannot mount the workspace %s: %s", x->dir, strerror(errno));
 			goto fail;
 		}
@@ -323,7 +327,7 @@ static struct session *get(struct sessions *s, unsigned owner, jv args, char *er
 	return x;
 }
 
-/* A client's path, args[key]: relative, no "..", no empty components, no
+/* A client's path, args[key]: relative, no "." or "..", no empty components, no
  * NUL (which would cut it short), bounded; for writing, not in the names
  * the sandbox gives meaning to (NS_DEPS: what the package manager
  * installed, which every later run may load and execute).  Borrowed from
@@ -336,12 +340,13 @@ static const char *client_path(jv args, const char *key, bool writing, char *err
 	for (const char *c = p; ok && *c;) {
 		const char *end = strchrnul(c, '/');
 		size_t len = (size_t)(end - c);
-		if (len == 0 || (len == 2 && !strncmp(c, "..", 2)))
+		/* "." too: "./.deps/x" must meet the checks ".deps/x" does */
+		if (len == 0 || (len == 1 && *c == '.') || (len == 2 && !strncmp(c, "..", 2)))
 			ok = false;
 		c = *end ? end + 1 : end;
 	}
 	if (!ok) {
-		snprintf(err, errlen, "%s \"%.100s\" must be relative to the workspace, without \"..\", empty parts or NUL",
+		snprintf(err, errlen, "%s \"%.100s\" must be relative to the workspace, without \".\" or \"..\" parts, empty parts or NUL",
 			 key, p ? p : "");
 		return NULL;
 	}

@@ -1,8 +1,11 @@
-/* sha256: FIPS 180-4 SHA-256, incremental.
+/* sha256: SHA-256, incremental, over libcrypto's EVP interface (which
+ * uses the CPU's SHA extensions: 4 MiB in ~2 ms here, against ~12 ms for a
+ * portable C version, measured in bench/sha256.c).
  *
- * For identities, not secrets: the history groups identical code by its
- * hash, the compile cache keys artefacts by one.  The context is a plain
- * struct on the caller's stack; nothing is allocated.
+ * For identities: the history groups identical code by its hash, the
+ * compile cache keys artefacts by one, tokens are compared as digests.
+ * sha256_init allocates the context and sha256_final (or _final_hex)
+ * frees it: every init ends in exactly one final.
  */
 #ifndef SBX_SHA256_H
 #define SBX_SHA256_H
@@ -11,10 +14,7 @@
 #include <stdint.h>
 
 struct sha256 {
-	uint32_t h[8];
-	uint64_t len;          /* bytes hashed so far */
-	unsigned char buf[64];
-	size_t used;           /* bytes in buf */
+	struct evp_md_ctx_st *ctx; /* libcrypto's EVP_MD_CTX */
 };
 
 void sha256_init(struct sha256 *s);

@@ -60,7 +60,7 @@
 #include "job.h"
 #include "ns.h"
 #include "rec.h"
-#include "run.h"
+#include "stage.h"
 #include "util.h"
 
 static const char *cg_relative(const char *path);
@@ -1305,7 +1305,8 @@ static jv exec_bins(const char *src, const char *bindir, char *const *outputs, j
 	for (int i = 0; outputs[i] && i < NS_MAX_OUTPUTS; i++) {
 		struct stat st;
 		const char *name = outputs[i];
-		int in = util_open_beneath(sd, name, O_RDONLY, 0);
+		/* non-blocking: a FIFO planted under the name must not hang us */
+		int in = util_open_beneath(sd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
 		if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
 			if (in >= 0)
 				close(in);
@@ -1677,7 +1678,7 @@ jv dock_check(struct dock_sys *d)
 		p[i].scratch = dock_scratch(d, 1 << 20, p[i].err, sizeof p[i].err);
 		if (!p[i].scratch)
 			continue;
-		p[i].env = run_lang_env(lg, &lim);
+		p[i].env = stage_lang_env(lg, &lim);
 		bs[i] = (struct box_spec){ .argv = lg->version, .env = p[i].env, .lim = &lim, .binds = lg->binds };
 		struct dock_spec ds = { .box = &bs[i], .image = lg->image, .scratch = p[i].scratch, .run_id = "check" };
 		p[i].done = false;
@@ -1707,7 +1708,7 @@ jv dock_check(struct dock_sys *d)
 		else if (img[i] != 200)
 			snprintf(why, sizeof why, "the Docker daemon did not say whether it has the image %s", lg->image);
 		else if (p[i].k)
-			version = run_version_of(dock_result(p[i].k), "its container", why, sizeof why);
+			version = stage_version(dock_result(p[i].k), "its container", why, sizeof why);
 		else if (lg->version)
 			snprintf(why, sizeof why, "no scratch directory for the probe: %s", p[i].err);
 		if (why[0] && d->ok && img[i] == 404)
@@ -1718,7 +1719,7 @@ jv dock_check(struct dock_sys *d)
 			x = jv_object_set(x, jv_string("error"), jv_string(why));
 		langs = jv_array_append(langs, x);
 		dock_free(p[i].k);
-		run_free_env(p[i].env);
+		util_strv_free(p[i].env);
 		if (p[i].scratch) {
 			dock_scratch_remove(p[i].scratch);
 			free(p[i].scratch);

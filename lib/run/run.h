@@ -23,6 +23,7 @@
 #include "dock.h"
 #include "conf.h"
 #include "loop.h"
+#include "stage.h"
 
 struct run;
 struct cflight;
@@ -56,18 +57,5 @@ const char *run_id(const struct run *r);
 /* Its session's workspace, or NULL. */
 const char *run_workspace(const struct run *r);
 
-/* The environment a program of a language starts from (the base entries,
- * then the language's "env"), and its release. */
-char **run_build_env(char *const *extra);
-void run_free_env(char **env);
-/* A language's environment for a probe with limits lim (placeholders
- * expanded); free with run_free_env. */
-char **run_lang_env(const struct conf_lang *l, const struct limits *lim);
-/* The first line a version command printed, or null with why set (`where`
- * names the sandbox: "the sandbox", "its container"). */
-jv run_version_of(const struct box_result *r, const char *where, char *why, size_t len);
-
-/* "SIGSEGV" for 11. */
-const char *run_signal_name(int sig, char *buf, size_t len);
 
 #endif

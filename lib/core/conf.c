@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "utf8.h"
-#include "ns.h"
+#include "layout.h"
 #include "util.h"
 
 #ifndef SBX_SYSCONFDIR
@@ -611,14 +611,6 @@ static void set_defaults(struct conf *c)
 	c->http_grace_ms = 10 * 1000;
 }
 
-static void free_strv(char **v)
-{
-	if (!v)
-		return;
-	for (char **s = v; *s; s++)
-		free(*s);
-	free(v);
-}
 
 void conf_free(struct conf *c)
 {
@@ -634,9 +626,9 @@ void conf_free(struct conf *c)
 	free(c->install_specs);
 	free(c->history_sync);
 	free(c->cgroup_parent);
-	free_strv(c->etc);
-	free_strv(c->http_origins);
-	free_strv(c->http_hosts);
+	util_strv_free(c->etc);
+	util_strv_free(c->http_origins);
+	util_strv_free(c->http_hosts);
 	for (size_t i = 0; i < c->nlangs; i++) {
 		struct conf_lang *l = &c->langs[i];
 		free(l->name);
@@ -644,15 +636,15 @@ void conf_free(struct conf *c)
 		free(l->file);
 		free(l->rootfs);
 		free(l->hint);
-		free_strv(l->aliases);
-		free_strv(l->compile);
-		free_strv(l->outputs);
-		free_strv(l->run);
-		free_strv(l->version);
-		free_strv(l->install);
-		free_strv(l->registries);
-		free_strv(l->env);
-		free_strv(l->binds);
+		util_strv_free(l->aliases);
+		util_strv_free(l->compile);
+		util_strv_free(l->outputs);
+		util_strv_free(l->run);
+		util_strv_free(l->version);
+		util_strv_free(l->install);
+		util_strv_free(l->registries);
+		util_strv_free(l->env);
+		util_strv_free(l->binds);
 	}
 	free(c->langs);
 	free(c);

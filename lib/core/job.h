@@ -68,7 +68,7 @@ const char *job_lang_missing(const struct conf *c, const struct conf_lang *l);
  * caller frees.  job_from_request expands a language's compile, run and
  * env with them. */
 char *job_expand(const char *s, const struct limits *lim, const char *dir);
-/* The same over a NULL-terminated vector; free with run_free_env. */
+/* The same over a NULL-terminated vector; free with util_strv_free. */
 char **job_expand_strv(char *const *v, const struct limits *lim);
 
 /* The backend jobs get: SBX_BACKEND if it names one, else the configuration's. */

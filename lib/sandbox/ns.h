@@ -34,11 +34,8 @@
 #include <string.h>
 #include <sys/types.h>
 
-#define NS_WORKDIR "/scratch"
-#define NS_HOME "/home/sandbox"
-#define NS_UID 1000 /* the program's uid and gid inside the sandbox */
-/* Where programs are looked up when the environment sets no PATH. */
-#define NS_PATH "/usr/local/bin:/usr/bin:/bin"
+#include "layout.h"
+
 
 struct ns_root {
 	const char *rootfs;       /* "" for the host's tree */
@@ -71,27 +68,8 @@ int ns_enter_root(char *err, size_t errlen);
  * directory NS_DEPS of a session's workspace (what install stages wrote)
  * is bound over itself read-only and executable.  On return the cwd is
  * NS_WORKDIR. */
-#define NS_DEPS ".deps"
-#define NS_MAX_OUTPUTS 16
-/* Top-level names of a session's workspace that are sbx's own: the
- * program file and compiler outputs of a run's inline code go in a
- * directory NS_RESERVED-<random> there, which no client may write, read
- * or list, and which the run removes. */
-#define NS_RESERVED ".sbx"
-static inline bool ns_reserved(const char *path)
-{
-	return !strncmp(path, NS_RESERVED, sizeof NS_RESERVED - 1);
-}
 int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, char *const *outputs, bool deps, bool work_exec, char *err,
 		   size_t errlen);
-/* The inode count for a tmpfs of `bytes`: one per 4 KiB page, at least
- * 1024.  Inodes and their dentries are kernel memory that a tmpfs's size
- * does not count (a million empty directories fill no page): without a
- * bound a program could pin a gigabyte of the host's slab. */
-static inline uint64_t ns_tmpfs_inodes(uint64_t bytes)
-{
-	return bytes / 4096 > 1024 ? bytes / 4096 : 1024;
-}
 /* Bring up lo in a new network namespace (127.0.0.1 and ::1 work). */
 int ns_loopback_up(char *err, size_t errlen);
 

@@ -977,13 +977,6 @@ static char **copy_strv(char *const *v)
 	return c;
 }
 
-static void free_strv(char **v)
-{
-	for (char **p = v; p && *p; p++)
-		free(*p);
-	free(v);
-}
-
 static struct box *new_box(struct box_sys *s, struct loop *l)
 {
 	struct box *b = util_xalloc(sizeof *b);
@@ -1023,7 +1016,7 @@ static void tmpl_clear(struct box_tmpl *t)
 	if (t->mnt_fd >= 0)
 		close(t->mnt_fd);
 	free(t->rootfs);
-	free_strv(t->binds);
+	util_strv_free(t->binds);
 	*t = (struct box_tmpl){ .mnt_fd = -1 };
 }
 
@@ -1717,7 +1710,7 @@ static void release(struct box *b)
 	cap_buf_free(&b->res.err);
 	jv_free(b->res.timings);
 	free(b->rootfs);
-	free_strv(b->binds);
+	util_strv_free(b->binds);
 	free(b);
 }
 

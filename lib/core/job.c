@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "b64.h"
-#include "ns.h"
+#include "layout.h"
 #include "sha256.h"
 #include "rec.h"
 #include "util.h"
@@ -585,151 +585,167 @@ static const char *misspelled(const char *key)
 	return best;
 }
 
-jv job_from_request(const struct conf *c, jv req)
+/* The steps of job_from_request.  Each checks its part of the request
+ * (and may add to it: an id, the canonical language, a command's code
+ * line); true, or false with why, the invalid record's error. */
+
+static bool req_id(jv *req, char *why, size_t wlen)
 {
-	char sz1[32], sz2[32];
-	/* id */
-	jv id = rec_get(req, "id");
+	jv id = rec_get(*req, "id");
 	jv_kind idk = jv_get_kind(id);
+	bool ok = true;
 	if (idk == JV_KIND_STRING) {
 		size_t n = (size_t)jv_string_length_bytes(jv_copy(id));
 		const char *s = jv_string_value(id);
-		bool clean = n > 0 && n <= 128;
-		for (size_t i = 0; clean && i < n; i++)
+		ok = n > 0 && n <= 128;
+		for (size_t i = 0; ok && i < n; i++)
 			if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-				clean = false;
-		if (!clean) {
-			jv_free(id);
-			return rec_make_invalid(req, "\"id\" must be 1 to 128 printable characters");
-		}
+				ok = false;
+		if (!ok)
+			snprintf(why, wlen, "\"id\" must be 1 to 128 printable characters");
 	} else if (idk != JV_KIND_INVALID && idk != JV_KIND_NUMBER) {
-		jv_free(id);
-		return rec_make_invalid(req, "\"id\" must be a string or a number, got %s", rec_kind(id));
-	}
-	if (idk == JV_KIND_INVALID) {
+		snprintf(why, wlen, "\"id\" must be a string or a number, got %s", rec_kind(id));
+		ok = false;
+	} else if (idk == JV_KIND_INVALID) {
 		char buf[64];
 		job_new_id(buf, sizeof buf);
 		/* The id goes first, for people reading the lines. */
-		jv o = jv_object_set(jv_object(), jv_string("id"), jv_string(buf));
-		req = jv_object_merge(o, req);
+		*req = jv_object_merge(jv_object_set(jv_object(), jv_string("id"), jv_string(buf)), *req);
 	}
 	jv_free(id);
+	return ok;
+}
 
-	/* Misspelled fields would run silently with defaults. */
-	if (jv_get_kind(req) == JV_KIND_OBJECT) {
-		const char *typo = NULL, *meant = NULL;
-		jv_object_foreach(req, k, v) {
-			if (!typo && (meant = misspelled(jv_string_value(k))))
-				typo = util_strdup(jv_string_value(k));
-			jv_free(k);
-			jv_free(v);
+/* Misspelled fields would run silently with defaults. */
+static bool req_spelling(jv req, char *why, size_t wlen)
+{
+	bool ok = true;
+	jv_object_foreach(req, k, v) {
+		const char *meant = ok ? misspelled(jv_string_value(k)) : NULL;
+		if (meant) {
+			snprintf(why, wlen, "unknown field \"%.60s\": did you mean \"%s\"?", jv_string_value(k), meant);
+			ok = false;
 		}
-		if (typo) {
-			jv bad = rec_make_invalid(req, "unknown field \"%.60s\": did you mean \"%s\"?", typo, meant);
-			free((char *)typo);
-			return bad;
-		}
+		jv_free(k);
+		jv_free(v);
 	}
+	return ok;
+}
 
-	/* language: given; else, for a session's file (entry), the language
-	 * whose program file has its extension; for a command, bash's. */
-	if (!rec_has(req, "language") && (rec_has(req, "entry") || rec_has(req, "command"))) {
-		const char *entry = rec_str(req, "entry", NULL);
+/* The language: given; else, for a session's file (entry), the one whose
+ * program file has its extension; for a command, bash's.  The record
+ * gets its canonical name. */
+static const struct conf_lang *req_language(const struct conf *c, jv *req, char *why, size_t wlen)
+{
+	if (!rec_has(*req, "language") && (rec_has(*req, "entry") || rec_has(*req, "command"))) {
+		const char *entry = rec_str(*req, "entry", NULL);
 		const struct conf_lang *by = entry ? conf_lang_by_file(c, entry) : conf_lang(c, "bash");
-		if (!by && entry)
-			return rec_make_invalid(req, "cannot tell the language of \"%.100s\" from its name: give \"language\"", entry);
+		if (!by && entry) {
+			snprintf(why, wlen, "cannot tell the language of \"%.100s\" from its name: give \"language\"", entry);
+			return NULL;
+		}
 		if (by)
-			req = jv_object_set(req, jv_string("language"), jv_string(by->name));
+			*req = jv_object_set(*req, jv_string("language"), jv_string(by->name));
 	}
-	jv lang = rec_get(req, "language");
+	jv lang = rec_get(*req, "language");
+	const struct conf_lang *l = jv_get_kind(lang) == JV_KIND_STRING ? conf_lang(c, jv_string_value(lang)) : NULL;
 	if (jv_get_kind(lang) != JV_KIND_STRING) {
 		const char *k = rec_kind(lang);
-		jv_free(lang);
 		if (!strcmp(k, "missing"))
-			return rec_make_invalid(req, "missing \"language\" (supported: %s)", conf_lang_list(c));
-		return rec_make_invalid(req, "\"language\" must be a string, got %s (supported: %s)", k, conf_lang_list(c));
-	}
-	const struct conf_lang *l = conf_lang(c, jv_string_value(lang));
-	if (!l) {
-		char name[64];
-		snprintf(name, sizeof name, "%.40s%s", jv_string_value(lang),
-			 jv_string_length_bytes(jv_copy(lang)) > 40 ? "…" : "");
-		jv_free(lang);
-		return rec_make_invalid(req, "unsupported language \"%s\" (supported: %s)", name, conf_lang_list(c));
-	}
+			snprintf(why, wlen, "missing \"language\" (supported: %s)", conf_lang_list(c));
+		else
+			snprintf(why, wlen, "\"language\" must be a string, got %s (supported: %s)", k, conf_lang_list(c));
+	} else if (!l)
+		snprintf(why, wlen, "unsupported language \"%.40s%s\" (supported: %s)", jv_string_value(lang),
+			 jv_string_length_bytes(jv_copy(lang)) > 40 ? "…" : "", conf_lang_list(c));
 	jv_free(lang);
-	req = jv_object_set(req, jv_string("language"), jv_string(l->name));
+	if (l)
+		*req = jv_object_set(*req, jv_string("language"), jv_string(l->name));
+	return l;
+}
 
-	/* install: a package manager run into a session's workspace, instead
-	 * of a program (no code). */
-	bool installing = rec_has(req, "install");
-	if (installing && !rec_has(req, "code"))
-		req = jv_object_set(req, jv_string("code"), jv_string("# packages installed by sbx\n"));
+enum prog { P_CODE, P_ENTRY, P_COMMAND };
 
-	/* What runs: code (written as the language's program file), or in a
-	 * session a file of its workspace (entry) or a command.  For those two
-	 * the record's code becomes what ran (the file's text, the command
-	 * line), for the history. */
-	enum { P_CODE, P_ENTRY, P_COMMAND } prog = rec_has(req, "entry") ? P_ENTRY : rec_has(req, "command") ? P_COMMAND : P_CODE;
-	const char *entry = NULL;
-	if (prog != P_CODE) {
-		const char *what = prog == P_ENTRY ? "entry" : "command";
-		if (rec_has(req, "entry") && rec_has(req, "command"))
-			return rec_make_invalid(req, "give \"code\", \"entry\" or \"command\", not more than one");
-		if (rec_has(req, "code") && !rec_has(req, "exec"))
-			return rec_make_invalid(req, "give \"code\", \"entry\" or \"command\", not more than one");
-		if (!rec_has(req, "session"))
-			return rec_make_invalid(req, "\"%s\" runs in a session's workspace: give \"session\"", what);
-		if (installing)
-			return rec_make_invalid(req, "\"%s\" and \"install\" do not go together", what);
-		if (prog == P_ENTRY) {
-			size_t elen;
-			char why[128];
-			entry = rec_str(req, "entry", &elen);
-			if (!entry) {
-				jv e = rec_get(req, "entry");
-				const char *k = rec_kind(e);
-				jv_free(e);
-				return rec_make_invalid(req, "\"entry\" must be a path in the workspace, got %s", k);
-			}
-			if (!job_path_ok(entry, elen, why, sizeof why))
-				return rec_make_invalid(req, "\"entry\" %s", why);
-			if (ns_reserved(entry))
-				return rec_make_invalid(req, "\"entry\" \"%.100s\": names beginning " NS_RESERVED " are sbx's own", entry);
-			if (l->compile)
-				return rec_make_invalid(req, "\"entry\" runs interpreted languages' files; compile %s with \"code\", "
-							     "or build it with a \"command\"", l->name);
-		} else {
-			jv command = rec_get(req, "command");
-			int n = jv_get_kind(command) == JV_KIND_ARRAY ? jv_array_length(jv_copy(command)) : -1;
-			if (n < 1 || n > MAX_ARGS) {
-				jv_free(command);
-				return rec_make_invalid(req, "\"command\" must be an array of 1 to %d strings", MAX_ARGS);
-			}
-			char *line = NULL;
-			size_t len = 0;
-			bool ok = true;
-			jv_array_foreach(command, i, a) {
-				size_t alen = jv_get_kind(a) == JV_KIND_STRING ? (size_t)jv_string_length_bytes(jv_copy(a)) : 0;
-				if (jv_get_kind(a) != JV_KIND_STRING || memchr(jv_string_value(a), 0, alen) || len + alen > MAX_ARG_BYTES)
-					ok = false;
-				else
-					shell_quote(&line, &len, jv_string_value(a));
-				jv_free(a);
-			}
-			if (!ok) {
-				free(line);
-				jv_free(command);
-				return rec_make_invalid(req, "\"command\" must be strings without NUL bytes, 64 KiB at most");
-			}
-			jv_free(command);
-			req = jv_object_set(req, jv_string("code"), jv_string(line));
-			free(line);
-		}
+/* What runs: code (written as the language's program file), or in a
+ * session a file of its workspace (entry) or a command.  For those two the
+ * record's code becomes what ran (the file's text, read once the
+ * workspace is known; the command line), for the history.  *entry is
+ * borrowed from the record. */
+static bool req_program(const struct conf_lang *l, jv *req, bool installing, enum prog *prog, const char **entry,
+			char *why, size_t wlen)
+{
+	*prog = rec_has(*req, "entry") ? P_ENTRY : rec_has(*req, "command") ? P_COMMAND : P_CODE;
+	*entry = NULL;
+	if (*prog == P_CODE)
+		return true;
+	const char *what = *prog == P_ENTRY ? "entry" : "command";
+	if ((rec_has(*req, "entry") && rec_has(*req, "command")) || (rec_has(*req, "code") && !rec_has(*req, "exec"))) {
+		/* (a job validated again carries the code made here) */
+		snprintf(why, wlen, "give \"code\", \"entry\" or \"command\", not more than one");
+		return false;
 	}
+	if (!rec_has(*req, "session")) {
+		snprintf(why, wlen, "\"%s\" runs in a session's workspace: give \"session\"", what);
+		return false;
+	}
+	if (installing) {
+		snprintf(why, wlen, "\"%s\" and \"install\" do not go together", what);
+		return false;
+	}
+	if (*prog == P_ENTRY) {
+		size_t elen;
+		char pwhy[128];
+		const char *e = rec_str(*req, "entry", &elen);
+		if (!e) {
+			jv ev = rec_get(*req, "entry");
+			snprintf(why, wlen, "\"entry\" must be a path in the workspace, got %s", rec_kind(ev));
+			jv_free(ev);
+		} else if (!job_path_ok(e, elen, pwhy, sizeof pwhy))
+			snprintf(why, wlen, "\"entry\" %s", pwhy);
+		else if (e[0] == '-')
+			snprintf(why, wlen, "\"entry\" \"%.100s\" begins with \"-\", which its interpreter would take for an "
+				 "option: rename it", e);
+		else if (ns_reserved(e))
+			snprintf(why, wlen, "\"entry\" \"%.100s\": names beginning " NS_RESERVED " are sbx's own", e);
+		else if (l->compile)
+			snprintf(why, wlen, "\"entry\" runs interpreted languages' files; compile %s with \"code\", or build it "
+				 "with a \"command\"", l->name);
+		else {
+			*entry = e;
+			return true;
+		}
+		return false;
+	}
+	jv command = rec_get(*req, "command");
+	int n = jv_get_kind(command) == JV_KIND_ARRAY ? jv_array_length(jv_copy(command)) : -1;
+	char *line = NULL;
+	size_t len = 0;
+	bool ok = n >= 1 && n <= MAX_ARGS;
+	if (!ok)
+		snprintf(why, wlen, "\"command\" must be an array of 1 to %d strings", MAX_ARGS);
+	else {
+		jv_array_foreach(command, i, a) {
+			size_t alen = jv_get_kind(a) == JV_KIND_STRING ? (size_t)jv_string_length_bytes(jv_copy(a)) : 0;
+			if (jv_get_kind(a) != JV_KIND_STRING || memchr(jv_string_value(a), 0, alen) || len + alen > MAX_ARG_BYTES)
+				ok = false;
+			else
+				shell_quote(&line, &len, jv_string_value(a));
+			jv_free(a);
+		}
+		if (!ok)
+			snprintf(why, wlen, "\"command\" must be strings without NUL bytes, 64 KiB at most");
+		else
+			*req = jv_object_set(*req, jv_string("code"), jv_string(line));
+	}
+	free(line);
+	jv_free(command);
+	return ok;
+}
 
-
-	/* code (an entry's is read below, from the workspace) */
+/* code (an entry's is read later, from the workspace), stdin, args */
+static bool req_data(const struct conf *c, jv req, enum prog prog, char *why, size_t wlen)
+{
+	char sz1[32], sz2[32];
 	size_t code_len = 0;
 	const char *code = prog == P_ENTRY ? "" : rec_str(req, "code", &code_len);
 	if (!code) {
@@ -737,184 +753,191 @@ jv job_from_request(const struct conf *c, jv req)
 		const char *k = rec_kind(v);
 		jv_free(v);
 		if (!strcmp(k, "missing"))
-			return rec_make_invalid(req, "missing \"code\" (the program's source, as a string)");
-		return rec_make_invalid(req, "\"code\" must be a string, got %s", k);
+			snprintf(why, wlen, "missing \"code\" (the program's source, as a string)");
+		else
+			snprintf(why, wlen, "\"code\" must be a string, got %s", k);
+		return false;
 	}
-	if (code_len == 0 && prog == P_CODE)
-		return rec_make_invalid(req, "\"code\" is empty");
-	if (code_len > c->max_code_size)
-		return rec_make_invalid(req, "code is %s, exceeds max_code_size %s", util_size_str(code_len, sz1, sizeof sz1),
-					util_size_str(c->max_code_size, sz2, sizeof sz2));
-
-	/* stdin */
+	if (code_len == 0 && prog == P_CODE) {
+		snprintf(why, wlen, "\"code\" is empty");
+		return false;
+	}
+	if (code_len > c->max_code_size) {
+		snprintf(why, wlen, "code is %s, exceeds max_code_size %s", util_size_str(code_len, sz1, sizeof sz1),
+			 util_size_str(c->max_code_size, sz2, sizeof sz2));
+		return false;
+	}
 	if (rec_has(req, "stdin")) {
 		size_t n;
 		jv v = rec_get(req, "stdin");
 		jv_kind k = jv_get_kind(v);
 		jv_free(v);
-		if (k != JV_KIND_NULL) {
-			if (!rec_str(req, "stdin", &n))
-				return rec_make_invalid(req, "\"stdin\" must be a string, got %s", k == JV_KIND_NUMBER ? "number" : k == JV_KIND_ARRAY ? "array" : k == JV_KIND_OBJECT ? "object" : "boolean");
-			if (n > c->max_stdin_size)
-				return rec_make_invalid(req, "stdin is %s, exceeds max_stdin_size %s", util_size_str(n, sz1, sizeof sz1),
-							util_size_str(c->max_stdin_size, sz2, sizeof sz2));
+		if (k != JV_KIND_NULL && !rec_str(req, "stdin", &n)) {
+			snprintf(why, wlen, "\"stdin\" must be a string, got %s",
+				 k == JV_KIND_NUMBER ? "number" : k == JV_KIND_ARRAY ? "array" : k == JV_KIND_OBJECT ? "object" : "boolean");
+			return false;
+		}
+		if (k != JV_KIND_NULL && n > c->max_stdin_size) {
+			snprintf(why, wlen, "stdin is %s, exceeds max_stdin_size %s", util_size_str(n, sz1, sizeof sz1),
+				 util_size_str(c->max_stdin_size, sz2, sizeof sz2));
+			return false;
 		}
 	}
-
-	/* args */
 	jv args = rec_get(req, "args");
 	jv_kind ak = jv_get_kind(args);
+	bool ok = true;
 	if (ak != JV_KIND_INVALID && ak != JV_KIND_NULL) {
 		if (ak != JV_KIND_ARRAY) {
-			jv_free(args);
-			return rec_make_invalid(req, "\"args\" must be an array of strings, got %s", rec_kind(args));
+			snprintf(why, wlen, "\"args\" must be an array of strings, got %s", rec_kind(args));
+			ok = false;
+		} else if (jv_array_length(jv_copy(args)) > MAX_ARGS) {
+			snprintf(why, wlen, "%d args exceed the limit of %d", jv_array_length(jv_copy(args)), MAX_ARGS);
+			ok = false;
 		}
-		int n = jv_array_length(jv_copy(args));
 		size_t total = 0;
-		if (n > MAX_ARGS) {
-			jv_free(args);
-			return rec_make_invalid(req, "%d args exceed the limit of %d", n, MAX_ARGS);
-		}
-		for (int i = 0; i < n; i++) {
+		for (int i = 0; ok && i < jv_array_length(jv_copy(args)); i++) {
 			jv a = jv_array_get(jv_copy(args), i);
 			if (jv_get_kind(a) != JV_KIND_STRING) {
-				const char *k = rec_kind(a);
-				jv_free(a);
-				jv_free(args);
-				return rec_make_invalid(req, "args[%d] must be a string, got %s", i, k);
+				snprintf(why, wlen, "args[%d] must be a string, got %s", i, rec_kind(a));
+				ok = false;
+			} else {
+				size_t alen = (size_t)jv_string_length_bytes(jv_copy(a));
+				total += alen;
+				if (memchr(jv_string_value(a), 0, alen)) {
+					snprintf(why, wlen, "args[%d] contains a NUL byte", i);
+					ok = false;
+				}
 			}
-			size_t alen = (size_t)jv_string_length_bytes(jv_copy(a));
-			bool nul = memchr(jv_string_value(a), 0, alen) != NULL;
-			total += alen;
 			jv_free(a);
-			if (nul) {
-				jv_free(args);
-				return rec_make_invalid(req, "args[%d] contains a NUL byte", i);
-			}
 		}
-		if (total > MAX_ARG_BYTES) {
-			jv_free(args);
-			return rec_make_invalid(req, "args total %zu bytes, exceed 64 KiB", total);
+		if (ok && total > MAX_ARG_BYTES) {
+			snprintf(why, wlen, "args total %zu bytes, exceed 64 KiB", total);
+			ok = false;
 		}
 	}
+	jv_free(args);
+	return ok;
+}
 
-	/* files */
-	{
-		char err[512];
-		struct job_file *f;
-		size_t nf;
-		jv files = rec_get(req, "files");
-		bool ok = load_files(c, files, rec_has(req, "session") || prog != P_CODE ? NULL : l->file, &f, &nf, err, sizeof err);
-		jv_free(files);
-		if (!ok) {
-			jv_free(args);
-			return rec_make_invalid(req, "%s", err);
-		}
-		free_files(f, nf);
-	}
-
-	/* limits: language defaults over sandbox defaults; a request may set
-	 * those limit.h marks as its own, within [minimum, ceiling], where a
-	 * language's own default above the global ceiling (the JVM needs
-	 * more) is its ceiling. */
-	struct limits run, comp;
-	conf_lang_limits(c, l, &run, &comp);
+/* Limits: language defaults over sandbox defaults; a request may set
+ * those limit.h marks as its own, within [minimum, ceiling], where a
+ * language's own default above the global ceiling (the JVM needs more)
+ * is its ceiling.  The compile stage's stay the language's. */
+static bool req_limits(const struct conf *c, const struct conf_lang *l, jv req, struct limits *run, struct limits *comp,
+		       char *why, size_t wlen)
+{
+	conf_lang_limits(c, l, run, comp);
 	for (int i = 0; i < LIM_N; i++) {
 		const struct limit_def *d = &limit_defs[i];
 		if (!d->req)
 			continue;
-		char why[200], a[32], b[32];
+		char a[32], b[32];
 		double v = -1;
 		jv rv = rec_get(req, d->req);
-		bool ok = limit_from_request(i, rv, &v, why, sizeof why);
+		bool ok = limit_from_request(i, rv, &v, why, wlen);
 		jv_free(rv);
-		if (!ok) {
-			jv_free(args);
-			return rec_make_invalid(req, "%s", why);
-		}
+		if (!ok)
+			return false;
 		if (v < 0)
 			continue;
-		double max = fmax(limit_get(&c->ceiling, i), limit_get(&run, i));
+		double max = fmax(limit_get(&c->ceiling, i), limit_get(run, i));
 		if (v > max) {
-			jv_free(args);
-			return rec_make_invalid(req, "%s %s exceeds max_%s %s", d->req, limit_str(i, v, a, sizeof a), d->conf,
-						limit_str(i, max, b, sizeof b));
+			snprintf(why, wlen, "%s %s exceeds max_%s %s", d->req, limit_str(i, v, a, sizeof a), d->conf,
+				 limit_str(i, max, b, sizeof b));
+			return false;
 		}
 		if (v < d->min) {
-			jv_free(args);
-			return rec_make_invalid(req, "%s %s is below the minimum of %s", d->req, limit_str(i, v, a, sizeof a),
-						limit_str(i, d->min, b, sizeof b));
+			snprintf(why, wlen, "%s %s is below the minimum of %s", d->req, limit_str(i, v, a, sizeof a),
+				 limit_str(i, d->min, b, sizeof b));
+			return false;
 		}
-		limit_set(&run, i, v);
+		limit_set(run, i, v);
 	}
+	return true;
+}
 
-	/* network */
-	bool network = false;
-	if (rec_has(req, "network")) {
-		jv nv = rec_get(req, "network");
-		jv_kind k = jv_get_kind(nv);
-		jv_free(nv);
-		if (k != JV_KIND_NULL && !rec_bool(req, "network", &network)) {
-			jv_free(args);
-			return rec_make_invalid(req, "\"network\" must be true or false");
-		}
-		if (network && !c->network) {
-			jv_free(args);
-			return rec_make_invalid(req, "\"network\": true is not allowed by the configuration (network = false in %s)", c->path);
-		}
+/* network: only where the configuration allows it */
+static bool req_network(const struct conf *c, jv req, bool *network, char *why, size_t wlen)
+{
+	*network = false;
+	if (!rec_has(req, "network"))
+		return true;
+	jv nv = rec_get(req, "network");
+	jv_kind k = jv_get_kind(nv);
+	jv_free(nv);
+	if (k != JV_KIND_NULL && !rec_bool(req, "network", network)) {
+		snprintf(why, wlen, "\"network\" must be true or false");
+		return false;
 	}
-
-	/* Is the runtime there at all?  Only knowable for the native backend. */
-	const char *backend = job_backend(c);
-	if (!strcmp(backend, "native")) {
-		const char *missing = job_lang_missing(c, l);
-		if (missing) {
-			jv_free(args);
-			return rec_make_invalid(req, "language \"%s\" is configured but its program \"%s\" is not installed%s%s%s",
-						l->name, missing, l->hint ? " (install it: " : "", l->hint ? l->hint : "", l->hint ? ")" : "");
-		}
+	if (*network && !c->network) {
+		snprintf(why, wlen, "\"network\": true is not allowed by the configuration (network = false in %s)", c->path);
+		return false;
 	}
+	return true;
+}
 
-	/* session: the job runs in that session's workspace (made by
-	 * sbx-mcp's sandbox_initialize; state between runs is its files). */
-	char *workspace = NULL;
-	if (rec_has(req, "session")) {
-		const char *sid = rec_str(req, "session", NULL);
-		size_t i = 0;
-		for (; sid && i < 32 && ((sid[i] >= '0' && sid[i] <= '9') || (sid[i] >= 'a' && sid[i] <= 'f')); i++)
-			;
-		if (!sid || i != 32 || sid[32]) {
-			jv_free(args);
-			return rec_make_invalid(req, "\"session\" must be a session id (32 hexadecimal digits)");
-		}
-		workspace = util_fmt("%s/sessions/%s", c->state_dir, sid);
-		struct stat st;
-		if (lstat(workspace, &st) < 0 || !S_ISDIR(st.st_mode)) {
-			free(workspace);
-			jv_free(args);
-			return rec_make_invalid(req, "unknown session \"%s\" (it expired, was stopped, or never existed)", sid);
-		}
+/* session: the job runs in that session's workspace (made by sbx-mcp's
+ * sandbox_initialize; state between runs is its files).  *workspace is
+ * its directory (the caller frees), NULL without a session. */
+static bool req_session(const struct conf *c, jv req, char **workspace, char *why, size_t wlen)
+{
+	*workspace = NULL;
+	if (!rec_has(req, "session"))
+		return true;
+	const char *sid = rec_str(req, "session", NULL);
+	size_t i = 0;
+	for (; sid && i < 32 && ((sid[i] >= '0' && sid[i] <= '9') || (sid[i] >= 'a' && sid[i] <= 'f')); i++)
+		;
+	if (!sid || i != 32 || sid[32]) {
+		snprintf(why, wlen, "\"session\" must be a session id (32 hexadecimal digits)");
+		return false;
 	}
+	char *dir = util_fmt("%s/sessions/%s", c->state_dir, sid);
+	struct stat st;
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(why, wlen, "unknown session \"%s\" (it expired, was stopped, or never existed)", sid);
+		free(dir);
+		return false;
+	}
+	*workspace = dir;
+	return true;
+}
 
-	/* What runs.  Inline code in a session goes in a directory of its
-	 * own in the workspace (NS_RESERVED-…, named after the id, so that a
-	 * job validated again is the same job), never over a user's file;
-	 * the run removes it.  An entry is the user's file; a command runs
-	 * as given. */
+/* Where a session's inline code goes.  It never goes over a user's file:
+ * an interpreted language's is a file of its own at the workspace's top
+ * (NS_RESERVED-HEX-main.py, so that its directory is the workspace's and
+ * "import helper" finds helper.py), a compiled language's goes with its
+ * outputs in a directory of its own (NS_RESERVED-HEX: javac wants
+ * Main.java); HEX is of the id, so that a job validated again is the same
+ * job.  The run removes them.  dir stays "." (and prog "") otherwise. */
+static void session_program(jv req, const struct conf_lang *l, char dir[64], char prog[128])
+{
+	struct sha256 h;
+	char hex[65], num[40];
+	jv idv = rec_get(req, "id");
+	snprintf(num, sizeof num, "%.17g", jv_get_kind(idv) == JV_KIND_NUMBER ? jv_number_value(idv) : 0);
+	sha256_init(&h);
+	sha256_str(&h, jv_get_kind(idv) == JV_KIND_STRING ? jv_string_value(idv) : num);
+	jv_free(idv);
+	sha256_final_hex(&h, hex);
+	if (l->compile) {
+		snprintf(dir, 64, NS_RESERVED "-%.16s", hex);
+		snprintf(prog, 128, "%s/%s", dir, l->file);
+	} else
+		snprintf(prog, 128, NS_RESERVED "-%.16s-%s", hex, l->file);
+}
+
+/* The job: exec's commands (what runs, where), the limits, the backend,
+ * added to the request; or an invalid record.  Consumes req and
+ * workspace. */
+static jv job_exec(const struct conf *c, const struct conf_lang *l, jv req, enum prog prog, const char *entry, char *workspace,
+		   struct limits *runp, struct limits *compp, bool network, bool installing, const char *backend)
+{
+	struct limits run = *runp, comp = *compp;
+	jv args = rec_get(req, "args");
 	char dir[64] = ".", prog_path[128] = "";
-	if (workspace && prog == P_CODE && !installing) {
-		struct sha256 h;
-		char hex[65];
-		jv idv = rec_get(req, "id");
-		char num[40];
-		snprintf(num, sizeof num, "%.17g", jv_get_kind(idv) == JV_KIND_NUMBER ? jv_number_value(idv) : 0);
-		sha256_init(&h);
-		sha256_str(&h, jv_get_kind(idv) == JV_KIND_STRING ? jv_string_value(idv) : num);
-		jv_free(idv);
-		sha256_final_hex(&h, hex);
-		snprintf(dir, sizeof dir, NS_RESERVED "-%.16s", hex);
-		snprintf(prog_path, sizeof prog_path, "%s/%s", dir, l->file);
-	}
+	if (workspace && prog == P_CODE && !installing)
+		session_program(req, l, dir, prog_path);
 	if (prog == P_ENTRY) {
 		char why[300];
 		jv text = read_entry(workspace, entry, c->max_code_size, why, sizeof why);
@@ -930,7 +953,7 @@ jv job_from_request(const struct conf *c, jv req)
 		runv = rec_get(req, "command");
 	else
 		runv = argv_json(l->run, l, prog == P_ENTRY ? entry : prog_path[0] ? prog_path : NULL, dir, &run);
-	if (prog_path[0] && l->compile && !argv_mentions(runv, dir)) {
+	if (prog_path[0] && !argv_mentions(runv, l->compile ? dir : prog_path)) {
 		free(workspace);
 		jv_free(args);
 		jv_free(runv);
@@ -966,8 +989,9 @@ jv job_from_request(const struct conf *c, jv req)
 			limit_set(&comp, i, limit_get(&run, i));
 	bool compiling = l->compile && !installing && prog == P_CODE;
 	jv exec = jv_object();
-	exec = jv_object_set(exec, jv_string("file"), prog == P_CODE && !installing ? jv_string(l->file) : jv_null());
-	if (prog_path[0])
+	exec = jv_object_set(exec, jv_string("file"), prog == P_CODE && !installing ? jv_string(prog_path[0] && !l->compile ? prog_path : l->file)
+											: jv_null());
+	if (prog_path[0] && l->compile)
 		exec = jv_object_set(exec, jv_string("dir"), jv_string(dir));
 	exec = jv_object_set(exec, jv_string("compile"),
 			     compiling ? argv_json(l->compile, l, prog_path[0] ? prog_path : NULL, dir, &comp) : jv_null());
@@ -1019,6 +1043,49 @@ jv job_from_request(const struct conf *c, jv req)
 	return req;
 }
 
+jv job_from_request(const struct conf *c, jv req)
+{
+	char why[768];
+	if (!req_id(&req, why, sizeof why) || !req_spelling(req, why, sizeof why))
+		return rec_make_invalid(req, "%s", why);
+	const struct conf_lang *l = req_language(c, &req, why, sizeof why);
+	if (!l)
+		return rec_make_invalid(req, "%s", why);
+	/* install: a package manager run into a session's workspace, instead
+	 * of a program (no code). */
+	bool installing = rec_has(req, "install");
+	if (installing && !rec_has(req, "code"))
+		req = jv_object_set(req, jv_string("code"), jv_string("# packages installed by sbx\n"));
+	enum prog prog;
+	const char *entry;
+	struct limits run, comp;
+	bool network;
+	char *workspace = NULL;
+	if (!req_program(l, &req, installing, &prog, &entry, why, sizeof why) || !req_data(c, req, prog, why, sizeof why))
+		return rec_make_invalid(req, "%s", why);
+	{
+		struct job_file *f;
+		size_t nf;
+		jv files = rec_get(req, "files");
+		bool ok = load_files(c, files, rec_has(req, "session") || prog != P_CODE ? NULL : l->file, &f, &nf, why, sizeof why);
+		jv_free(files);
+		if (!ok)
+			return rec_make_invalid(req, "%s", why);
+		free_files(f, nf);
+	}
+	if (!req_limits(c, l, req, &run, &comp, why, sizeof why) || !req_network(c, req, &network, why, sizeof why))
+		return rec_make_invalid(req, "%s", why);
+	/* Is the runtime there at all?  Only knowable for the native backend. */
+	const char *backend = job_backend(c);
+	const char *missing = !strcmp(backend, "native") ? job_lang_missing(c, l) : NULL;
+	if (missing)
+		return rec_make_invalid(req, "language \"%s\" is configured but its program \"%s\" is not installed%s%s%s",
+					l->name, missing, l->hint ? " (install it: " : "", l->hint ? l->hint : "", l->hint ? ")" : "");
+	if (!req_session(c, req, &workspace, why, sizeof why))
+		return rec_make_invalid(req, "%s", why);
+	return job_exec(c, l, req, prog, entry, workspace, &run, &comp, network, installing, backend);
+}
+
 /* ---- sbx-run: job -> struct job -------------------------------------- */
 
 /* v (consumed): an array of strings without NUL -> NULL-terminated copy. */
@@ -1062,14 +1129,6 @@ done:
 	return out;
 }
 
-static void free_strv(char **v)
-{
-	if (!v)
-		return;
-	for (char **s = v; *s; s++)
-		free(*s);
-	free(v);
-}
 
 /* Limits above what this configuration would ever grant mean the job did not
  * come from sbx-validate with this configuration. */
@@ -1090,17 +1149,9 @@ static bool within_ceilings(const struct conf *c, const struct job *j, char *err
 	return true;
 }
 
-bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t errlen)
+/* The record's own fields: id, language, code, stdin, backend. */
+static bool load_record(const struct conf *c, jv rec, struct job *j, char *err, size_t errlen)
 {
-	memset(j, 0, sizeof *j);
-	j->rec = rec;
-	jv exec = rec_get(rec, "exec");
-	jv limits = rec_get(rec, "limits");
-	bool ok = false;
-	if (jv_get_kind(exec) != JV_KIND_OBJECT || jv_get_kind(limits) != JV_KIND_OBJECT) {
-		snprintf(err, errlen, "not a job (no \"exec\" and \"limits\"): pass requests through sbx-validate first");
-		goto out;
-	}
 	jv id = rec_get(rec, "id");
 	if (jv_get_kind(id) == JV_KIND_STRING)
 		snprintf(j->id, sizeof j->id, "%.128s", jv_string_value(id));
@@ -1113,7 +1164,7 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 	j->code = rec_str(rec, "code", &j->code_len);
 	if (!j->language || !j->code) {
 		snprintf(err, errlen, "a job needs \"language\" and \"code\" strings");
-		goto out;
+		return false;
 	}
 	if (rec_has(rec, "stdin")) {
 		jv s = rec_get(rec, "stdin");
@@ -1121,7 +1172,7 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 		jv_free(s);
 		if (k != JV_KIND_NULL && !(j->stdin_data = rec_str(rec, "stdin", &j->stdin_len))) {
 			snprintf(err, errlen, "\"stdin\" must be a string");
-			goto out;
+			return false;
 		}
 	}
 	j->backend = rec_str(rec, "backend", NULL);
@@ -1129,10 +1180,16 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 		j->backend = c->backend;
 	if (strcmp(j->backend, "native") && strcmp(j->backend, "docker")) {
 		snprintf(err, errlen, "unknown backend \"%.40s\" (native or docker)", j->backend);
-		goto out;
+		return false;
 	}
-	/* The program file: a plain name, in the scratch or, for a session's
-	 * inline code, in exec.dir; none for a session's entry or command. */
+	return true;
+}
+
+/* The program file: a plain name, in the scratch or, for a session's
+ * inline code, in exec.dir or a name of sbx's own; none for a session's
+ * entry or command.  And whether its workspace is executable. */
+static bool load_program(const struct conf *c, jv exec, struct job *j, char *err, size_t errlen)
+{
 	j->file = rec_str(exec, "file", NULL);
 	j->workspace = rec_str(exec, "workspace", NULL);
 	jv fv = rec_get(exec, "file");
@@ -1142,7 +1199,7 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 		    : !file_null || !j->workspace) {
 		snprintf(err, errlen, j->file || !j->workspace ? "exec.file must be a plain file name"
 							       : "exec.file must be a plain file name or null");
-		goto out;
+		return false;
 	}
 	j->dir = rec_str(exec, "dir", NULL);
 	if (j->dir ? !j->workspace || !j->file || strlen(j->dir) != sizeof NS_RESERVED + 16 ||
@@ -1150,47 +1207,55 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 			     strspn(j->dir + sizeof NS_RESERVED, "0123456789abcdef") != 16
 		   : rec_has(exec, "dir")) {
 		snprintf(err, errlen, "exec.dir must be " NS_RESERVED "-<16 hex digits>, for a session's inline code");
-		goto out;
+		return false;
 	}
 	bool inst = false;
 	rec_bool(exec, "install", &inst);
-	if (j->workspace && j->file && !j->dir && !inst) {
-		snprintf(err, errlen, "a session's inline code goes in exec.dir, never over a workspace file");
-		goto out;
+	if (j->workspace && j->file && !j->dir && !ns_reserved(j->file) && !inst) {
+		snprintf(err, errlen, "a session's inline code goes in exec.dir or a file named " NS_RESERVED "-…, never over a "
+				      "workspace file");
+		return false;
 	}
 	bool wx = false;
 	if (rec_has(exec, "workspace_exec") && (!rec_bool(exec, "workspace_exec", &wx) || (wx && !j->workspace))) {
 		snprintf(err, errlen, "exec.workspace_exec must be true or false, with exec.workspace");
-		goto out;
+		return false;
 	}
 	if (wx && !c->workspace_exec) {
 		snprintf(err, errlen, "exec.workspace_exec: the configuration keeps workspaces noexec (workspace_exec = false in %s)",
 			 c->path);
-		goto out;
+		return false;
 	}
 	j->work_exec = wx;
+	return true;
+}
+
+/* The commands, their environment and what they see of the host: only
+ * what the configuration gives the language. */
+static bool load_commands(const struct conf *c, jv exec, struct job *j, char *err, size_t errlen)
+{
 	bool sok;
 	j->run = load_strv(rec_get(exec, "run"), false, true, "run", err, errlen, &sok);
 	if (!sok)
-		goto out;
+		return false;
 	j->compile = load_strv(rec_get(exec, "compile"), true, true, "compile", err, errlen, &sok);
 	if (!sok)
-		goto out;
+		return false;
 	j->env = load_strv(rec_get(exec, "env"), true, false, "env", err, errlen, &sok);
 	if (!sok)
-		goto out;
+		return false;
 	for (char **e = j->env; e && *e; e++)
 		if (!strchr(*e, '=') || **e == '=') {
 			snprintf(err, errlen, "exec.env entries must be NAME=value");
-			goto out;
+			return false;
 		}
 	j->binds = load_strv(rec_get(exec, "binds"), true, false, "binds", err, errlen, &sok);
 	if (!sok)
-		goto out;
+		return false;
 	for (char **b = j->binds; b && *b; b++)
 		if ((*b)[0] != '/' || strstr(*b, "/..")) {
 			snprintf(err, errlen, "exec.binds entries must be absolute paths without ..");
-			goto out;
+			return false;
 		}
 	j->rootfs = rec_str(exec, "rootfs", NULL);
 	j->image = rec_str(exec, "image", NULL);
@@ -1200,7 +1265,7 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 		const struct conf_lang *cl = conf_lang(c, j->language);
 		if (!cl) {
 			snprintf(err, errlen, "language \"%.40s\" is not in the configuration (%s)", j->language, c->path);
-			goto out;
+			return false;
 		}
 		for (char **b = j->binds; b && *b; b++) {
 			bool known = false;
@@ -1208,7 +1273,7 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 				known = !strcmp(*k, *b);
 			if (!known) {
 				snprintf(err, errlen, "exec.binds: \"%.100s\" is not among the binds the configuration gives %s", *b, cl->name);
-				goto out;
+				return false;
 			}
 		}
 		/* Which files become executable, and which hosts an install
@@ -1217,72 +1282,99 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 		j->registries = cl->registries;
 		if ((j->rootfs || cl->rootfs) && (!j->rootfs || !cl->rootfs || strcmp(j->rootfs, cl->rootfs))) {
 			snprintf(err, errlen, "exec.rootfs differs from the configuration's rootfs for %s", cl->name);
-			goto out;
+			return false;
 		}
 		if ((j->image || cl->image) && (!j->image || !cl->image || strcmp(j->image, cl->image))) {
 			snprintf(err, errlen, "exec.image differs from the configuration's image for %s", cl->name);
-			goto out;
+			return false;
 		}
 	}
+	return true;
+}
+
+/* Where it runs (a session's workspace), its network, and whether it is
+ * an install: exactly the configured package manager, through its proxy. */
+static bool load_place(const struct conf *c, jv exec, struct job *j, char *err, size_t errlen)
+{
 	if (j->workspace) {
 		size_t n = strlen(c->state_dir);
 		/* STATE_DIR/sessions/ID, ID exactly as sess.c makes them */
 		if (strlen(j->workspace) != n + 10 + 32 || strncmp(j->workspace, c->state_dir, n) ||
 		    strncmp(j->workspace + n, "/sessions/", 10) || strspn(j->workspace + n + 10, "0123456789abcdef") != 32) {
 			snprintf(err, errlen, "exec.workspace must be a session directory under %s/sessions", c->state_dir);
-			goto out;
+			return false;
 		}
 	}
 	if (rec_has(exec, "network") && !rec_bool(exec, "network", &j->network)) {
 		snprintf(err, errlen, "exec.network must be true or false");
-		goto out;
+		return false;
 	}
 	bool install = false;
 	rec_bool(exec, "install", &install);
 	j->install = install;
 	if (install && !j->workspace) {
 		snprintf(err, errlen, "exec.install needs exec.workspace");
-		goto out;
+		return false;
 	}
 	if (j->network && !(install ? c->install_network : c->network)) {
 		snprintf(err, errlen, "network is not allowed by the configuration (%s)", c->path);
-		goto out;
+		return false;
 	}
 	/* An install may reach the network: it must be exactly the
 	 * configured package manager on package names, not a hand-written
 	 * command that borrows the permission. */
 	if (install && j->network) {
 		snprintf(err, errlen, "exec.network of an install must be false: it reaches its registries through its proxy");
-		goto out;
+		return false;
 	}
 	if (install && !install_matches(c, conf_lang(c, j->language), j->run)) {
 		snprintf(err, errlen, "exec.run of an install must be the language's install command with package names");
-		goto out;
+		return false;
 	}
+	return true;
+}
+
+/* Its limits, within this configuration's ceilings; its files. */
+static bool load_limits(const struct conf *c, jv rec, jv limits, struct job *j, char *err, size_t errlen)
+{
 	if (!limits_from_json(limits, "limits", &j->lim, err, errlen))
-		goto out;
+		return false;
 	if (j->compile) {
 		jv cl = rec_get(rec, "compile_limits");
 		bool lok = limits_from_json(cl, "compile_limits", &j->clim, err, errlen);
 		jv_free(cl);
 		if (!lok)
-			goto out;
+			return false;
 	}
 	if (!within_ceilings(c, j, err, errlen))
-		goto out;
+		return false;
 	{
 		jv files = rec_get(rec, "files");
 		bool fok = load_files(c, files, j->dir ? NULL : j->file, &j->files, &j->nfiles, err, errlen);
 		jv_free(files);
 		if (!fok)
-			goto out;
+			return false;
 	}
 	if (j->code_len > c->max_code_size) {
 		snprintf(err, errlen, "code exceeds max_code_size");
-		goto out;
+		return false;
 	}
-	ok = true;
-out:
+	return true;
+}
+
+bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t errlen)
+{
+	memset(j, 0, sizeof *j);
+	j->rec = rec;
+	jv exec = rec_get(rec, "exec");
+	jv limits = rec_get(rec, "limits");
+	bool ok = false;
+	if (jv_get_kind(exec) != JV_KIND_OBJECT || jv_get_kind(limits) != JV_KIND_OBJECT)
+		snprintf(err, errlen, "not a job (no \"exec\" and \"limits\"): pass requests through sbx-validate first");
+	else
+		ok = load_record(c, rec, j, err, errlen) && load_program(c, exec, j, err, errlen) &&
+		     load_commands(c, exec, j, err, errlen) && load_place(c, exec, j, err, errlen) &&
+		     load_limits(c, rec, limits, j, err, errlen);
 	jv_free(exec);
 	jv_free(limits);
 	if (!ok) {
@@ -1298,10 +1390,10 @@ out:
 void job_free(struct job *j)
 {
 	free_files(j->files, j->nfiles);
-	free_strv(j->compile);
-	free_strv(j->run);
-	free_strv(j->env);
-	free_strv(j->binds);
+	util_strv_free(j->compile);
+	util_strv_free(j->run);
+	util_strv_free(j->env);
+	util_strv_free(j->binds);
 	jv_free(j->rec);
 	memset(j, 0, sizeof *j);
 	j->rec = jv_invalid();

@@ -18,20 +18,6 @@
 #include "rec.h"
 #include "util.h"
 
-/* The environment every program starts from; the language's "env" entries
- * replace or add to it.  Nothing of the caller's environment gets in. */
-static const char *const base_env[] = {
-	"PATH=" NS_PATH,
-	"HOME=" NS_HOME,
-	"LANG=C.UTF-8",
-	"TMPDIR=/tmp",
-	"USER=sandbox",
-	"LOGNAME=sandbox",
-	"SHELL=/bin/sh",
-	"PWD=" NS_WORKDIR,
-	NULL,
-};
-
 enum stage { ST_COMPILE, ST_RUN };
 
 struct run {
@@ -52,87 +38,15 @@ struct run {
 	double t0;
 	char **envp;
 	char **outputs;      /* a session's inline code: the outputs in its directory */
+	bool own_removed;    /* its own name in the workspace is gone (or it has none) */
 	struct box_spec spec;
 	run_done_fn done;
 	void *arg;
 };
 
-const char *run_signal_name(int sig, char *buf, size_t len)
-{
-	const char *abbrev = sigabbrev_np(sig);
-	if (abbrev)
-		snprintf(buf, len, "SIG%s", abbrev);
-	else
-		snprintf(buf, len, "SIG%d", sig);
-	return buf;
-}
-
 static double round1(double v)
 {
 	return round(v * 10) / 10;
-}
-
-char **run_build_env(char *const *extra)
-{
-	size_t n = 0, m = 0;
-	while (base_env[n])
-		n++;
-	while (extra && extra[m])
-		m++;
-	char **env = util_xalloc((n + m + 1) * sizeof *env);
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		env[k++] = util_strdup(base_env[i]);
-	for (size_t i = 0; i < m; i++) {
-		size_t name = (size_t)(strchr(extra[i], '=') - extra[i]);
-		size_t j;
-		for (j = 0; j < k; j++)
-			if (!strncmp(env[j], extra[i], name + 1))
-				break;
-		if (j < k) {
-			free(env[j]);
-			env[j] = util_strdup(extra[i]);
-		} else
-			env[k++] = util_strdup(extra[i]);
-	}
-	env[k] = NULL;
-	return env;
-}
-
-char **run_lang_env(const struct conf_lang *l, const struct limits *lim)
-{
-	char **extra = job_expand_strv(l->env, lim);
-	char **env = run_build_env(extra);
-	run_free_env(extra);
-	return env;
-}
-
-jv run_version_of(const struct box_result *r, const char *where, char *why, size_t len)
-{
-	jv text = cap_buf_string(r->out.total ? &r->out : &r->err);
-	const char *s = jv_string_value(text);
-	size_t n = strcspn(s, "\n");
-	jv version = jv_null();
-	if (r->status == BOX_EXITED && r->exit_code == 0 && n > 0)
-		version = jv_string_sized(s, (int)n);
-	else if (r->status == BOX_INTERNAL)
-		snprintf(why, len, "%s", r->error);
-	else {
-		jv e = cap_buf_string(&r->err);
-		const char *es = jv_string_value(e);
-		snprintf(why, len, "its version command failed in %s%s%.*s", where, *es ? ": " : "",
-			 (int)(strcspn(es, "\n") < 300 ? strcspn(es, "\n") : 300), es);
-		jv_free(e);
-	}
-	jv_free(text);
-	return version;
-}
-
-void run_free_env(char **env)
-{
-	for (char **e = env; e && *e; e++)
-		free(*e);
-	free(env);
 }
 
 static jv enforced_json(unsigned bits)
@@ -172,7 +86,7 @@ static jv stage_fields(jv obj, const struct box_result *br)
 	obj = jv_object_set(obj, jv_string("exit_code"), br->status == BOX_EXITED ? jv_number(br->exit_code) : jv_null());
 	obj = jv_object_set(obj, jv_string("signal"),
 			    br->status == BOX_EXITED || br->status == BOX_INTERNAL || br->status == BOX_CANCELLED || !br->signal
-				    ? jv_null() : jv_string(run_signal_name(br->signal, sig, sizeof sig)));
+				    ? jv_null() : jv_string(stage_signal_name(br->signal, sig, sizeof sig)));
 	obj = jv_object_set(obj, jv_string("stdout"), cap_buf_string(&br->out));
 	obj = jv_object_set(obj, jv_string("stderr"), cap_buf_string(&br->err));
 	obj = jv_object_set(obj, jv_string("stdout_bytes"), jv_number((double)br->out.total));
@@ -213,18 +127,35 @@ static void close_mounts(struct run *r)
 		}
 }
 
-/* A session's inline code leaves nothing in the workspace: its directory
- * goes when the run is done (with what the program put there). */
-static void drop_dir(struct run *r)
+/* A session's inline code: the name of its own at the workspace's top
+ * (its directory, or its file), or NULL. */
+static const char *own_name(const struct job *j)
 {
-	if (!r->job.dir || !r->job.workspace)
-		return;
-	int ws = open(r->job.workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (!j->workspace || j->install)
+		return NULL;
+	return j->dir ? j->dir : j->file && ns_reserved(j->file) ? j->file : NULL;
+}
+
+/* Remove it, and whatever is there under its name (a program of the
+ * session may have planted anything, even for an id not used yet). */
+static void remove_own(struct run *r)
+{
+	const char *own = own_name(&r->job);
+	int ws = own ? open(r->job.workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
 	if (ws >= 0) {
-		util_remove_at(ws, r->job.dir);
+		util_remove_at(ws, own);
 		close(ws);
 	}
-	r->job.dir = NULL;
+}
+
+/* A session's inline code leaves nothing in the workspace: it goes when
+ * the run is done (with what the program put beside it). */
+static void drop_dir(struct run *r)
+{
+	if (!r->own_removed) {
+		remove_own(r);
+		r->own_removed = true;
+	}
 }
 
 static void complete(struct run *r, jv res)
@@ -273,7 +204,7 @@ static char **install_env(char *const *lang)
 		memcpy(all, lang, n * sizeof *all);
 	memcpy(all + n, proxy, np * sizeof *all);
 	all[n + np] = NULL;
-	char **env = run_build_env(all);
+	char **env = stage_env(all);
 	free(all);
 	return env;
 }
@@ -525,7 +456,7 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 		run_free(r);
 		return NULL;
 	}
-	r->envp = r->job.install ? install_env(r->job.env) : run_build_env(r->job.env);
+	r->envp = r->job.install ? install_env(r->job.env) : stage_env(r->job.env);
 	mark(r, "job_loaded");
 	/* The scratch directory: a fresh tmpfs, or the session's workspace;
 	 * for the docker backend a host directory the daemon can bind. */
@@ -551,7 +482,10 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 	 * session's programs planted: replace, never follow. */
 	/* An install has no program: a session's own file of that name stays. */
 	bool ok = true;
-	if (r->job.file) {
+	/* An install writes no program (a record that names one, written by
+	 * hand or before, must not write over a workspace file). */
+	remove_own(r);
+	if (r->job.file && !r->job.install) {
 		char *path = r->job.dir ? util_fmt("%s/%s", r->job.dir, r->job.file) : util_strdup(r->job.file);
 		ok = box_scratch_write(e->box, r->scratch, path, r->job.code, r->job.code_len, 0644) == 0;
 		free(path);
@@ -615,12 +549,12 @@ void run_free(struct run *r)
 	dock_free(r->dock);
 	close_mounts(r);
 	drop_dir(r);
-	run_free_env(r->outputs);
+	util_strv_free(r->outputs);
 	if (r->dscratch) {
 		dock_scratch_remove(r->dscratch);
 		free(r->dscratch);
 	}
-	run_free_env(r->envp);
+	util_strv_free(r->envp);
 	jv_free(r->compile);
 	jv_free(r->timings);
 	job_free(&r->job);
