@@ -83,11 +83,15 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 }
 
 @test "tools/list: eleven tools, each with title, description, input and output schemas" {
-	{ init; echo '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'; } | mcp
+	{ init; echo '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+	  echo '{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"page-2"}}'; } | mcp
+	# one page, no nextCursor; any cursor is unknown
+	answer 1 | jq -e '.result | has("nextCursor") | not'
+	answer 2 | jq -e '.error.code == -32602 and (.error.message | contains("cursor"))'
 	answer 1 | jq -e '[.result.tools[].name] | sort == ["check_backend","get_execution_history","install_packages","list_files","list_supported_languages","read_file","run_code","sandbox_exec","sandbox_initialize","sandbox_stop","write_file"]'
 	answer 1 | jq -e 'all(.result.tools[]; (.title | length > 0) and (.description | length > 40) and .inputSchema.type == "object" and .outputSchema.type == "object")'
 	# descriptions quote the configured limits
-	answer 1 | jq -e '.result.tools[] | select(.name == "run_code") | .description | contains("256 MiB") and contains("10 s")'
+	answer 1 | jq -e '.result.tools[] | select(.name == "run_code") | .description | contains("256 MiB") and contains("10 s") and contains("up to 1 GiB")'
 }
 
 @test "errors: parse error, batch, bad request, unknown method, unknown tool, bad params; the server lives on" {
@@ -110,13 +114,18 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	answer 2 | jq -e '.error.code == -32600'
 	answer 3 | jq -e '.error.code == -32601 and (.error.message | contains("resources/list"))'
 	answer 4 | jq -e '.error.code == -32602 and (.error.message | contains("no_such_tool"))'
-	answer 5 | jq -e '.error.code == -32602 and (.error.message | contains("missing \"code\""))'
-	answer 6 | jq -e '.error.code == -32602 and (.error.message | contains("\"code\" must be a string"))'
-	answer 7 | jq -e '.error.code == -32602 and (.error.message | contains("unknown argument \"color\""))'
+	# arguments the schema refuses: since 2025-11-25 (SEP-1303) the tool's
+	# error, which the model reads and corrects
+	answer 5 | jq -e '.result.isError == true and (.result.content[0].text | contains("missing \"code\""))'
+	answer 6 | jq -e '.result.isError == true and (.result.content[0].text | contains("\"code\" must be a string"))'
+	answer 7 | jq -e '.result.isError == true and (.result.content[0].text | contains("unknown argument \"color\""))'
 	answer 8 | jq -e '.error.code == -32602'
 	answer 10 | jq -e '.result == {}'
 	# stdout holds JSON-RPC only
 	jq -e '.jsonrpc == "2.0"' out > /dev/null
+	# earlier revisions: -32602, as their clients expect
+	{ init 2025-06-18; call 5 run_code '{"language":"python"}'; } | mcp
+	answer 5 | jq -e '.error.code == -32602 and (.error.message | contains("missing \"code\""))'
 }
 
 @test "run_code: success, the seed's C++ example, compile error, timeout, invalid input as a tool error" {
@@ -129,6 +138,9 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 		call 4 run_code '{"language":"python","code":"import time\ntime.sleep(30)","timeout":1}'
 		call 5 run_code '{"language":"cobol","code":"x"}'
 		call 6 run_code '{"language":"python","code":"import sys; print(sys.stdin.read()[::-1]); open(\"d/f\").read()","stdin":"abc","files":{"d/f":"x"}}'
+		# per-call memory and cpus, within the ceilings
+		call 7 run_code '{"language":"python","code":"x = bytearray(100 << 20)","memory":"32m","cpus":1}'
+		call 8 run_code '{"language":"python","code":"1","memory":"64g"}'
 	} | mcp
 	answer 1 | jq -e '.result.isError == false and .result.structuredContent.status == "success" and .result.structuredContent.stdout == "6\n" and .result.structuredContent.history_id > 0'
 	answer 1 | jq -e '(.result.content[0].text | fromjson) == .result.structuredContent'
@@ -137,6 +149,8 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	answer 4 | jq -e '.result.structuredContent.status == "timeout" and .result.structuredContent.signal == "SIGKILL"'
 	answer 5 | jq -e '.result.isError == true and (.result.structuredContent.error | contains("unsupported language \"cobol\""))'
 	answer 6 | jq -e '.result.structuredContent.stdout == "cba\n"'
+	if has_cgroup_limits; then answer 7 | jq -e '.result.structuredContent.status == "memory_limit"'; fi
+	answer 8 | jq -e '.result.isError == true and (.result.structuredContent.error | contains("exceeds max_memory"))'
 }
 
 @test "progress: queued, compiling, running, done, in order, before the answer" {

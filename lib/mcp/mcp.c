@@ -356,7 +356,7 @@ static void start_helper(struct call *c, char **argv, void (*done)(struct call *
 /* run_code's arguments as a pipeline request (sbx-validate checks them). */
 static jv run_request(jv args)
 {
-	static const char *const keys[] = { "language", "code", "stdin", "files", "timeout", "args", NULL };
+	static const char *const keys[] = { "language", "code", "stdin", "files", "timeout", "memory", "cpus", "args", NULL };
 	jv r = jv_object();
 	for (int i = 0; keys[i]; i++)
 		if (rec_has(args, keys[i]))
@@ -672,7 +672,13 @@ static void do_tools_call(struct mcp_client *cl, uint64_t tag, jv id, jv params,
 		if (jv_get_kind(args) != JV_KIND_OBJECT)
 			snprintf(why, sizeof why, "\"arguments\" must be an object");
 		jv_free(args);
-		send_error(cl, tag, id, E_PARAMS, why, jv_invalid());
+		/* Since 2025-11-25 (SEP-1303) arguments the schema refuses are
+		 * the tool's error, for the model to read and correct, not a
+		 * protocol fault; older revisions get -32602 as before. */
+		if (modern || strcmp(cl->legacy, "2025-11-25") >= 0)
+			send_result(cl, tag, id, modern, tool_error("%s", why));
+		else
+			send_error(cl, tag, id, E_PARAMS, why, jv_invalid());
 		return;
 	}
 	struct call *c = util_xalloc(sizeof *c);
@@ -817,9 +823,17 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 		do_discover(cl, tag, id, modern);
 	else if (!strcmp(method, "ping"))
 		send_result(cl, tag, id, modern, jv_object());
-	else if (!strcmp(method, "tools/list"))
-		send_result(cl, tag, id, modern, jv_object_set(jv_object(), jv_string("tools"), jv_copy(m->tools)));
-	else if (!strcmp(method, "tools/call")) {
+	else if (!strcmp(method, "tools/list")) {
+		/* One page holds every tool: no cursor of ours exists, so any
+		 * cursor given is unknown (-32602, as the revisions say). */
+		jv cur = jv_get_kind(params) == JV_KIND_OBJECT ? rec_get(params, "cursor") : jv_invalid();
+		bool bad = jv_get_kind(cur) != JV_KIND_INVALID && jv_get_kind(cur) != JV_KIND_NULL;
+		jv_free(cur);
+		if (bad)
+			send_error(cl, tag, id, E_PARAMS, "unknown cursor: tools/list has one page (no nextCursor)", jv_invalid());
+		else
+			send_result(cl, tag, id, modern, jv_object_set(jv_object(), jv_string("tools"), jv_copy(m->tools)));
+	} else if (!strcmp(method, "tools/call")) {
 		do_tools_call(cl, tag, id, params, modern); /* params borrowed */
 	} else {
 		char text[200];

@@ -22,7 +22,7 @@ struct tool_def {
 	struct mcp_tool t;
 	const char *title;
 	const char *description;   /* printf format; see describe() */
-	struct arg args[10];
+	struct arg args[16];        /* terminated by an empty entry: at most 15 */
 	const char *input_schema;  /* JSON */
 	const char *output_schema; /* JSON */
 	bool read_only, destructive, idempotent;
@@ -47,23 +47,31 @@ struct tool_def {
 	"{\"type\":\"object\",\"description\":\"more files next to the program: path -> text, or path -> "  \
 	"{content, encoding: base64}\",\"additionalProperties\":{\"type\":[\"string\",\"object\"]}}"
 
+/* Per-call memory and CPU, within the configured ceilings (sbx-validate
+ * checks them as for any request). */
+#define MEM_CPUS_SCHEMA                                                                                              \
+	"\"memory\":{\"type\":[\"string\",\"number\"],\"description\":\"RAM for the run: bytes or a size such as "     \
+	"\\\"512m\\\"\"},\"cpus\":{\"type\":\"number\",\"description\":\"CPU quota in cores\"},"
+
 static const struct tool_def defs[] = {
 	{ { "run_code", MCP_T_RUN }, "Run code",
 	  "Run a program in a fresh, isolated sandbox and return its output. Languages: %L. The sandbox has no "
-	  "network, %M of memory, %C CPU, %T s wall time (max %X s with \"timeout\"), %O of stdout and of stderr "
-	  "kept (head and tail). Compiled languages are compiled first; a compiler error comes back as status "
+	  "network, %M of memory (up to %Y with \"memory\"), %C CPU (up to %Z with \"cpus\"), %T s wall time (max "
+	  "%X s with \"timeout\"), %O of stdout and of stderr kept (head and tail). Compiled languages are compiled first; a compiler error comes back as status "
 	  "compile_error with the compiler's messages in compile.stderr (compile.stdout for tsc). A program that fails is a normal result "
 	  "(status error, timeout or memory_limit, with exit_code or signal), not a tool error. Nothing persists "
 	  "after the run; use sandbox_initialize for state. \"dependencies\" installs packages (pip, npm, …) for "
 	  "this run only.",
 	  { { "language", A_STR, true }, { "code", A_STR, true }, { "stdin", A_STR, false }, { "files", A_OBJ, false },
-	    { "timeout", A_NUM, false }, { "dependencies", A_ARR, false }, { "args", A_ARR, false } },
+	    { "timeout", A_NUM, false }, { "memory", A_STR | A_NUM, false }, { "cpus", A_NUM, false },
+	    { "dependencies", A_ARR, false }, { "args", A_ARR, false } },
 	  "{\"type\":\"object\",\"properties\":{"
 	  "\"language\":{\"type\":\"string\",\"description\":\"a language name or alias (list_supported_languages)\"},"
 	  "\"code\":{\"type\":\"string\",\"description\":\"the program's source\"},"
 	  "\"stdin\":{\"type\":\"string\",\"description\":\"the program's standard input\"},"
 	  "\"files\":" FILES_SCHEMA ","
 	  "\"timeout\":{\"type\":\"number\",\"description\":\"wall-clock seconds\"},"
+	  MEM_CPUS_SCHEMA
 	  "\"args\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"command-line arguments\"},"
 	  "\"dependencies\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"packages to install "
 	  "first with the language's package manager\"}},"
@@ -129,11 +137,12 @@ static const struct tool_def defs[] = {
 	  "workspace and, unless the server is configured otherwise (workspace_exec = false), may be executed by "
 	  "later commands.",
 	  { { "session_id", A_STR, true }, { "language", A_STR, false }, { "code", A_STR, false }, { "file", A_STR, false },
-	    { "command", A_ARR, false }, { "stdin", A_STR, false }, { "timeout", A_NUM, false }, { "args", A_ARR, false } },
+	    { "command", A_ARR, false }, { "stdin", A_STR, false }, { "timeout", A_NUM, false },
+	    { "memory", A_STR | A_NUM, false }, { "cpus", A_NUM, false }, { "args", A_ARR, false } },
 	  "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},\"language\":{\"type\":\"string\"},"
 	  "\"code\":{\"type\":\"string\"},\"file\":{\"type\":\"string\"},"
 	  "\"command\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stdin\":{\"type\":\"string\"},"
-	  "\"timeout\":{\"type\":\"number\"},\"args\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}},"
+	  "\"timeout\":{\"type\":\"number\"}," MEM_CPUS_SCHEMA "\"args\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}},"
 	  "\"required\":[\"session_id\"],\"additionalProperties\":false}",
 	  RUN_RESULT_SCHEMA, false, false, false },
 	{ { "sandbox_stop", MCP_T_STOP }, "End a session",
@@ -227,6 +236,8 @@ static char *describe(const struct conf *c, const char *fmt)
 			case 'C': snprintf(tmp, sizeof tmp, "%g", c->lim.run.cpus), ins = tmp; break;
 			case 'T': snprintf(tmp, sizeof tmp, "%g", c->lim.run.timeout_ms / 1000.0), ins = tmp; break;
 			case 'X': snprintf(tmp, sizeof tmp, "%g", c->ceiling.timeout_ms / 1000.0), ins = tmp; break;
+			case 'Y': ins = util_size_str(c->ceiling.memory, b, sizeof b); break;
+			case 'Z': snprintf(tmp, sizeof tmp, "%g", c->ceiling.cpus), ins = tmp; break;
 			case 'O': ins = util_size_str(c->lim.run.output, b, sizeof b); break;
 			case 'W': ins = util_size_str(c->workspace_size, b, sizeof b); break;
 			case 'S': snprintf(tmp, sizeof tmp, "%g", c->session_ttl_ms / 1000.0), ins = tmp; break;

@@ -586,7 +586,7 @@ static jv exec_request(const struct sessions *s, struct session *x, jv args, cha
 	jv req = jv_object_set(jv_object(), jv_string("session"), jv_string(x->id));
 	if (language)
 		req = jv_object_set(req, jv_string("language"), jv_string(language));
-	static const char *const pass[] = { "stdin", "timeout", "args", "code", "command", NULL };
+	static const char *const pass[] = { "stdin", "timeout", "memory", "cpus", "args", "code", "command", NULL };
 	for (int i = 0; pass[i]; i++)
 		if (rec_has(args, pass[i]))
 			req = jv_object_set(req, jv_string(pass[i]), rec_get(args, pass[i]));
