@@ -155,11 +155,12 @@ except OSError: pass'
 	# (An sbx-run whose first job is not there yet makes a sandbox for the
 	# plain host tree meanwhile: that root is pinned first, so that it is
 	# not new below.)
-	sbx <<< '{"language":"bash","code":"true"}' > /dev/null
 	# A pin is copied only in the minute it was made (pin.h): start early
-	# in one, so that 1 and 2 share it even on a slow machine (a guest).
+	# in one, so that all of this shares it even on a slow machine (a
+	# guest).
 	local sec=$(date +%-S)
 	if [ "$sec" -gt 10 ]; then sleep $((60 - sec)); fi
+	sbx <<< '{"language":"bash","code":"true"}' > /dev/null
 	ls $pins > before
 	for i in 1 2 3 4 5 6 7 8; do py "$code" | sbx -c "$conf" > out$i & done
 	wait

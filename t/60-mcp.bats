@@ -100,7 +100,7 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 		echo 'this is not json'
 		echo '[{"jsonrpc":"2.0","id":1,"method":"ping"}]'
 		echo '{"jsonrpc":"1.0","id":2,"method":"ping"}'
-		echo '{"jsonrpc":"2.0","id":3,"method":"resources/list"}'
+		echo '{"jsonrpc":"2.0","id":3,"method":"prompts/list"}'
 		call 4 no_such_tool '{}'
 		call 5 run_code '{"language":"python"}'
 		call 6 run_code '{"language":"python","code":1}'
@@ -112,7 +112,7 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	} | mcp
 	[ "$(jq -sc '[.[] | select(.id == null) | .error.code]' out)" = '[-32700,-32600,-32600,-32700]' ]
 	answer 2 | jq -e '.error.code == -32600'
-	answer 3 | jq -e '.error.code == -32601 and (.error.message | contains("resources/list"))'
+	answer 3 | jq -e '.error.code == -32601 and (.error.message | contains("prompts/list"))'
 	answer 4 | jq -e '.error.code == -32602 and (.error.message | contains("no_such_tool"))'
 	# arguments the schema refuses: since 2025-11-25 (SEP-1303) the tool's
 	# error, which the model reads and corrects
@@ -339,6 +339,41 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	wait "$server"
 	answer 3 | jq -e '.result.structuredContent.status == "error" and (.result.structuredContent.stderr | contains("Permission denied"))'
 	answer 4 | jq -e '.result.structuredContent.stdout == "inline c\n"' || { answer 4 >&2; false; }
+}
+
+@test "resources: session files listed (paged), read as text or blob, one template; confined as the file tools; logging" {
+	session_server python
+	step write_file '{path: "a/b.py", content: "print(1)\n"}'
+	step write_file '{path: "p.png", content: "iVBORw0KGgo=", encoding: "base64"}'
+	step sandbox_exec '{code: "import os; os.symlink(\"/etc/passwd\", \"link\"); open(\"out.txt\", \"w\").write(\"made\")"}'
+	for m in '"resources/list"' '"resources/templates/list"'; do
+		n=$((n + 1)); echo "{\"jsonrpc\":\"2.0\",\"id\":$n,\"method\":$m}" >&7; wait_for $n
+	done
+	read_res() { n=$((n + 1)); jq -nc --argjson id $n --arg u "$1" '{jsonrpc: "2.0", id: $id, method: "resources/read", params: {uri: $u}}' >&7; wait_for $n; }
+	read_res "sbx://session/$sid/a/b.py"
+	read_res "sbx://session/$sid/p.png"
+	read_res "sbx://session/$sid/link"
+	read_res "sbx://session/$sid/../../../etc/passwd"
+	read_res "sbx://session/00000000000000000000000000000000/x"
+	n=$((n + 1)); echo "{\"jsonrpc\":\"2.0\",\"id\":$n,\"method\":\"resources/list\",\"params\":{\"cursor\":\"nope\"}}" >&7; wait_for $n
+	# logging: nothing until asked; then what the agent should know
+	n=$((n + 1)); echo "{\"jsonrpc\":\"2.0\",\"id\":$n,\"method\":\"logging/setLevel\",\"params\":{\"level\":\"info\"}}" >&7; wait_for $n
+	n=$((n + 1)); call $n run_code '{"language":"python","code":"1","timeout":999}' >&7; wait_for $n
+	exec 7>&-
+	wait "$server"
+	answer 5 | jq -e --arg s "$sid" '[.result.resources[] | [.uri, .mimeType]] | sort == [["sbx://session/\($s)/a/b.py", "text/x-python"], ["sbx://session/\($s)/out.txt", "text/plain"], ["sbx://session/\($s)/p.png", "image/png"]]'
+	answer 5 | jq -e '.result | has("nextCursor") | not'
+	answer 6 | jq -e '.result.resourceTemplates[0].uriTemplate == "sbx://session/{session_id}/{path}"'
+	answer 7 | jq -e '.result.contents[0].text == "print(1)\n" and .result.contents[0].mimeType == "text/x-python"'
+	answer 8 | jq -e '.result.contents[0].blob == "iVBORw0KGgo=" and .result.contents[0].mimeType == "image/png"'
+	answer 9 | jq -e '.error.code == -32002 and (.error.message | contains("symbolic links are not followed"))'
+	answer 10 | jq -e '.error.code == -32002'
+	answer 11 | jq -e '.error.code == -32002'
+	answer 12 | jq -e '.error.code == -32602'
+	answer 13 | jq -e '.result == {}'
+	# one message, at warning, before the call's answer; none before setLevel
+	[ "$(jq -sc '[.[] | select(.method == "notifications/message") | .params | [.level, .logger, (.data | contains("exceeds max_timeout"))]]' out)" = '[["warning","sbx",true]]' ]
+	answer 0 | jq -e '.result.capabilities | has("resources") and has("logging")'
 }
 
 # A session with a planted tree: a symlink to /etc/shadow, a FIFO, a big

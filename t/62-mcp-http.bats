@@ -200,9 +200,19 @@ errmsg() { jq -r .error.message body; }
 	TOK=$TOKEN2 initialize
 	TOK=$TOKEN2 rpc "$(call 3 write_file "{\"session_id\":\"$ws\",\"path\":\"x\",\"content\":\"y\"}")"
 	jq -e '.result.isError == true and (.result.content[0].text | test("unknown session"))' body
+	b=$SID
 	SID=$a
 	rpc "$(call 4 write_file "{\"session_id\":\"$ws\",\"path\":\"x\",\"content\":\"y\"}")"
 	jq -e '.result.structuredContent.bytes == 1' body
+	# its files as resources: the owner's only
+	rpc '{"jsonrpc":"2.0","id":5,"method":"resources/list"}'
+	jq -e --arg u "sbx://session/$ws/x" '[.result.resources[].uri] == [$u]' body
+	SID=$b
+	TOK=$TOKEN2 rpc '{"jsonrpc":"2.0","id":6,"method":"resources/list"}'
+	jq -e '.result.resources == []' body
+	TOK=$TOKEN2 rpc "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"resources/read\",\"params\":{\"uri\":\"sbx://session/$ws/x\"}}"
+	jq -e '.error.code == -32002' body
+	SID=$a
 	# DELETE ends it
 	req DELETE /mcp -H "Authorization: Bearer $TOK" -H "Mcp-Session-Id: $SID"
 	[ "$code" = 204 ]

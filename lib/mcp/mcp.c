@@ -87,10 +87,37 @@ struct mcp_client {
 	mcp_send_fn send;
 	void *arg;
 	char legacy[16];       /* version agreed at initialize */
+	int log_level;         /* logging/setLevel's, an index of log_levels; -1: none asked, nothing sent */
 	struct mcp_client *next;
 };
 
 /* ---- messages --------------------------------------------------------- */
+
+static const char *const log_levels[] = { "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency", NULL };
+enum { L_DEBUG, L_INFO, L_NOTICE, L_WARNING, L_ERROR };
+
+static void send_msg(struct mcp_client *cl, uint64_t tag, jv msg);
+
+/* notifications/message to a client that asked for this level or a lower
+ * one: what an operator or agent should know (a run queued, refused or
+ * not set up, an install's outcome), on the call's own stream.  Never
+ * code, output or tokens: those are the call's result. */
+static void mcp_log(struct mcp_client *cl, uint64_t tag, int level, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void mcp_log(struct mcp_client *cl, uint64_t tag, int level, const char *fmt, ...)
+{
+	if (!cl || cl->log_level < 0 || level < cl->log_level)
+		return;
+	char text[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	jv p = jv_object_set(jv_object(), jv_string("level"), jv_string(log_levels[level]));
+	p = jv_object_set(p, jv_string("logger"), jv_string("sbx"));
+	p = jv_object_set(p, jv_string("data"), jv_string(text));
+	jv n = jv_object_set(jv_object(), jv_string("method"), jv_string("notifications/message"));
+	send_msg(cl, tag, jv_object_set(n, jv_string("params"), p));
+}
 
 static void send_msg(struct mcp_client *cl, uint64_t tag, jv msg)
 {
@@ -222,6 +249,11 @@ static void run_done(jv result, void *arg)
 	}
 	const char *st = rec_str(result, "status", NULL);
 	bool is_error = st && (!strcmp(st, "invalid") || !strcmp(st, "internal_error") || !strcmp(st, "cancelled"));
+	const char *why = rec_str(result, "error", NULL);
+	if (st && !strcmp(st, "internal_error"))
+		mcp_log(c->cl, c->tag, L_ERROR, "%s: the sandbox could not be set up: %.400s", c->tool->name, why ? why : "");
+	else if (st && !strcmp(st, "invalid"))
+		mcp_log(c->cl, c->tag, L_WARNING, "%s: refused: %.400s", c->tool->name, why ? why : "");
 	if (jv_is_valid(c->with)) {
 		/* sandbox_initialize with dependencies: the session, and how
 		 * its install went. */
@@ -265,6 +297,9 @@ static void submit_run(struct call *c, jv request)
 	snprintf(c->run_id, sizeof c->run_id, "mcp-%d-%u-%08x", (int)getpid(), ++m->seq, (unsigned)random());
 	c->state = C_QUEUED;
 	progress(c, "queued");
+	if (m->running >= m->max)
+		mcp_log(c->cl, c->tag, L_INFO, "%s: queued behind %zu running call(s) (max_concurrent %zu)", c->tool->name,
+			(size_t)m->running, (size_t)m->max);
 	dispatch_queue(m);
 }
 
@@ -610,7 +645,86 @@ static jv server_info(void)
 static jv capabilities(void)
 {
 	jv tools = jv_object_set(jv_object(), jv_string("listChanged"), jv_false());
-	return jv_object_set(jv_object(), jv_string("tools"), tools);
+	jv res = jv_object_set(jv_object_set(jv_object(), jv_string("subscribe"), jv_false()), jv_string("listChanged"), jv_false());
+	jv c = jv_object_set(jv_object(), jv_string("tools"), tools);
+	c = jv_object_set(c, jv_string("resources"), res);
+	return jv_object_set(c, jv_string("logging"), jv_object());
+}
+
+static void do_set_level(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
+{
+	const char *level = jv_get_kind(params) == JV_KIND_OBJECT ? rec_str(params, "level", NULL) : NULL;
+	for (int i = 0; level && log_levels[i]; i++)
+		if (!strcmp(level, log_levels[i])) {
+			cl->log_level = i;
+			send_result(cl, tag, id, modern, jv_object());
+			return;
+		}
+	send_error(cl, tag, id, E_PARAMS, "\"level\" must be one of debug, info, notice, warning, error, critical, alert, emergency",
+		   jv_invalid());
+}
+
+/* ---- resources: the caller's sessions' files (sess.h) ------------------ */
+
+#define RES_PAGE 100
+#define E_NOT_FOUND -32002 /* the revisions' "resource not found" */
+
+static void do_resources_list(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
+{
+	/* The cursor is the offset of the next page, as we gave it. */
+	size_t first = 0;
+	jv cur = jv_get_kind(params) == JV_KIND_OBJECT ? rec_get(params, "cursor") : jv_invalid();
+	if (jv_get_kind(cur) == JV_KIND_STRING) {
+		int64_t v;
+		if (!util_parse_i64(jv_string_value(cur), 1, INT32_MAX, &v)) {
+			jv_free(cur);
+			send_error(cl, tag, id, E_PARAMS, "unknown cursor (give back a nextCursor as it came)", jv_invalid());
+			return;
+		}
+		first = (size_t)v;
+	} else if (jv_get_kind(cur) != JV_KIND_INVALID && jv_get_kind(cur) != JV_KIND_NULL) {
+		jv_free(cur);
+		send_error(cl, tag, id, E_PARAMS, "\"cursor\" must be a string", jv_invalid());
+		return;
+	}
+	jv_free(cur);
+	bool more;
+	jv list = sess_resources(cl->m->sessions, cl->owner, first, RES_PAGE, &more);
+	jv r = jv_object_set(jv_object(), jv_string("resources"), list);
+	if (more) {
+		char next[32];
+		snprintf(next, sizeof next, "%zu", first + RES_PAGE);
+		r = jv_object_set(r, jv_string("nextCursor"), jv_string(next));
+	}
+	send_result(cl, tag, id, modern, r);
+}
+
+static void do_resource_templates(struct mcp_client *cl, uint64_t tag, jv id, bool modern)
+{
+	jv t = jv_object_set(jv_object(), jv_string("uriTemplate"), jv_string(SESS_URI "{session_id}/{path}"));
+	t = jv_object_set(t, jv_string("name"), jv_string("session file"));
+	t = jv_object_set(t, jv_string("title"), jv_string("A file of a sandbox session's workspace"));
+	t = jv_object_set(t, jv_string("description"),
+			  jv_string("Any file a session's runs or write_file made; session_id from sandbox_initialize, "
+				    "path relative to the workspace (as for read_file)."));
+	send_result(cl, tag, id, modern,
+		    jv_object_set(jv_object(), jv_string("resourceTemplates"), jv_array_append(jv_array(), t)));
+}
+
+static void do_resources_read(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
+{
+	const char *uri = jv_get_kind(params) == JV_KIND_OBJECT ? rec_str(params, "uri", NULL) : NULL;
+	char err[512];
+	jv c;
+	if (!uri) {
+		send_error(cl, tag, id, E_PARAMS, "resources/read needs \"uri\" (a string)", jv_invalid());
+		return;
+	}
+	if (!sess_resource_read(cl->m->sessions, cl->owner, uri, &c, err, sizeof err)) {
+		send_error(cl, tag, id, E_NOT_FOUND, err, jv_object_set(jv_object(), jv_string("uri"), jv_string(uri)));
+		return;
+	}
+	send_result(cl, tag, id, modern, jv_object_set(jv_object(), jv_string("contents"), jv_array_append(jv_array(), c)));
 }
 
 static const char instructions[] =
@@ -835,7 +949,15 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 			send_result(cl, tag, id, modern, jv_object_set(jv_object(), jv_string("tools"), jv_copy(m->tools)));
 	} else if (!strcmp(method, "tools/call")) {
 		do_tools_call(cl, tag, id, params, modern); /* params borrowed */
-	} else {
+	} else if (!strcmp(method, "resources/list"))
+		do_resources_list(cl, tag, id, params, modern);
+	else if (!strcmp(method, "resources/templates/list"))
+		do_resource_templates(cl, tag, id, modern);
+	else if (!strcmp(method, "resources/read"))
+		do_resources_read(cl, tag, id, params, modern);
+	else if (!strcmp(method, "logging/setLevel"))
+		do_set_level(cl, tag, id, params, modern);
+	else {
 		char text[200];
 		snprintf(text, sizeof text, "method \"%.100s\" not found", method);
 		send_error(cl, tag, id, E_METHOD, text, jv_invalid());
@@ -874,7 +996,7 @@ struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path,
 struct mcp_client *mcp_client_new(struct mcp *m, unsigned owner, const char *principal, mcp_send_fn send, void *arg)
 {
 	struct mcp_client *cl = util_xalloc(sizeof *cl);
-	*cl = (struct mcp_client){ .m = m, .owner = owner, .send = send, .arg = arg, .next = m->clients };
+	*cl = (struct mcp_client){ .m = m, .owner = owner, .send = send, .arg = arg, .log_level = -1, .next = m->clients };
 	snprintf(cl->principal, sizeof cl->principal, "%s", principal ? principal : "");
 	m->clients = cl;
 	return cl;

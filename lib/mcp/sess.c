@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -600,6 +601,100 @@ static jv install_request(struct session *x, const char *language, jv packages)
 	jv req = jv_object_set(jv_object(), jv_string("session"), jv_string(x->id));
 	req = jv_object_set(req, jv_string("language"), jv_string(language));
 	return jv_object_set(req, jv_string("install"), packages);
+}
+
+/* ---- resources ------------------------------------------------------------ */
+
+/* A MIME type from the name, for the text and image files agents make;
+ * else by content: text/plain or application/octet-stream. */
+static const char *mime_of(const char *path, bool text)
+{
+	static const char *const map[][2] = {
+		{ ".py", "text/x-python" }, { ".js", "text/javascript" }, { ".ts", "text/x-typescript" },
+		{ ".json", "application/json" }, { ".md", "text/markdown" }, { ".csv", "text/csv" },
+		{ ".html", "text/html" }, { ".c", "text/x-c" }, { ".h", "text/x-c" }, { ".cpp", "text/x-c++" },
+		{ ".go", "text/x-go" }, { ".rs", "text/x-rust" }, { ".java", "text/x-java" }, { ".rb", "text/x-ruby" },
+		{ ".php", "text/x-php" }, { ".sh", "text/x-shellscript" }, { ".svg", "image/svg+xml" },
+		{ ".png", "image/png" }, { ".jpg", "image/jpeg" }, { ".jpeg", "image/jpeg" }, { ".gif", "image/gif" },
+		{ ".webp", "image/webp" }, { ".pdf", "application/pdf" },
+	};
+	const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+	for (size_t i = 0; dot && (!slash || dot > slash) && i < sizeof map / sizeof map[0]; i++)
+		if (!strcasecmp(dot, map[i][0]))
+			return map[i][1];
+	return text ? "text/plain" : "application/octet-stream";
+}
+
+jv sess_resources(struct sessions *s, unsigned owner, size_t first, size_t max, bool *more)
+{
+	jv out = jv_array();
+	size_t seen = 0;
+	*more = false;
+	for (struct session *x = s->list; x && !*more; x = x->next) {
+		if (x->owner != owner)
+			continue;
+		int dir = open(x->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dir < 0)
+			continue;
+		jv files = jv_array();
+		int count = 0;
+		list_dir(dir, "", &files, &count, 0);
+		close(dir);
+		jv_array_foreach(files, i, f) {
+			const char *path = rec_str(f, "path", NULL), *type = rec_str(f, "type", NULL);
+			size_t dl = strlen(NS_DEPS);
+			bool deps = path && !strncmp(path, NS_DEPS, dl) && (path[dl] == '/' || !path[dl]);
+			if (path && type && !strcmp(type, "file") && !deps) {
+				if (seen >= first && jv_array_length(jv_copy(out)) < (int)max) {
+					char *uri = util_fmt(SESS_URI "%s/%s", x->id, path);
+					jv r = jv_object_set(jv_object(), jv_string("uri"), jv_string(uri));
+					r = jv_object_set(r, jv_string("name"), jv_string(path));
+					r = jv_object_set(r, jv_string("mimeType"), jv_string(mime_of(path, true)));
+					r = jv_object_set(r, jv_string("size"), rec_get(f, "size"));
+					out = jv_array_append(out, r);
+					free(uri);
+				} else if (seen >= first)
+					*more = true;
+				seen++;
+			}
+			jv_free(f);
+		}
+		jv_free(files);
+	}
+	return out;
+}
+
+bool sess_resource_read(struct sessions *s, unsigned owner, const char *uri, jv *out, char *err, size_t errlen)
+{
+	size_t pl = strlen(SESS_URI);
+	char id[33];
+	if (strncmp(uri, SESS_URI, pl) || strlen(uri) < pl + 34 || uri[pl + 32] != '/') {
+		snprintf(err, errlen, "not found: resources are " SESS_URI "SESSION_ID/PATH");
+		return false;
+	}
+	memcpy(id, uri + pl, 32);
+	id[32] = 0;
+	struct session *x = is_id(id) ? find(s, id) : NULL;
+	if (!x || x->owner != owner) {
+		snprintf(err, errlen, "not found: no session %s of yours", id);
+		return false;
+	}
+	jv args = jv_object_set(jv_object(), jv_string("path"), jv_string(uri + pl + 33));
+	jv file;
+	bool ok = do_read(s, x, args, &file, err, errlen);
+	jv_free(args);
+	if (!ok)
+		return false;
+	const char *enc = rec_str(file, "encoding", NULL);
+	bool text = enc && !strcmp(enc, "utf-8");
+	jv c = jv_object_set(jv_object(), jv_string("uri"), jv_string(uri));
+	c = jv_object_set(c, jv_string("mimeType"), jv_string(mime_of(uri + pl + 33, text)));
+	c = jv_object_set(c, jv_string(text ? "text" : "blob"), rec_get(file, "content"));
+	jv_free(file);
+	*out = c;
+	x->last_used = util_now_ms();
+	rearm(s);
+	return true;
 }
 
 bool sess_can_install(const struct conf *c, const char *language, char *err, size_t errlen)

@@ -37,6 +37,18 @@ void sess_free(struct sessions *s);
 void sess_hold(struct sessions *s, const char *id);
 void sess_release(struct sessions *s, const char *id);
 
+/* MCP resources: every regular file of the owner's sessions' workspaces
+ * (not .deps, not sbx's own names) as {uri, name, mimeType, size}, its URI
+ * SESS_URI "ID/PATH"; at most max of them from the first'th on, and
+ * *more set if there are others after. */
+#define SESS_URI "sbx://session/"
+jv sess_resources(struct sessions *s, unsigned owner, size_t first, size_t max, bool *more);
+/* resources/read of such a URI, by the file tools' rules (no link
+ * followed, regular files only, at most max_files_size):
+ * {uri, mimeType, text} or {uri, mimeType, blob}; false with why (an
+ * unknown session, another owner's, a missing file: "not found"). */
+bool sess_resource_read(struct sessions *s, unsigned owner, const char *uri, jv *out, char *err, size_t errlen);
+
 /* Whether packages can be installed for language (a name or alias): it
  * is configured, has a package manager, and installs may reach their
  * registries; else false with why, said before any session is made. */
