@@ -379,3 +379,30 @@ b" ]
 	script -qec "'$BIN/sbx-run' jobs.jsonl > /dev/null" /dev/null > tty
 	tr '\r' '\n' < tty | grep -q 'done in'
 }
+
+@test "artifacts: the files a run made or changed, typed by content, bounded; links, FIFOs and unchanged inputs left out" {
+	code='import os
+open("out.txt", "w").write("hello")
+open("img.png", "wb").write(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
+os.makedirs("sub", exist_ok=True)
+open("sub/x.svg", "w").write("<svg xmlns=\"http://www.w3.org/2000/svg\"/>")
+open("in.txt", "a").write("+more")
+open("big.bin", "wb").write(os.urandom(5 << 20))
+os.symlink("/etc/shadow", "shadow")
+os.mkfifo("fifo")'
+	run_req "$(py "$code" '{artifacts: true, files: {"in.txt": "a", "keep.txt": "same"}}')"
+	jqe 0 '.status == "success"'
+	jqe 0 '[.artifacts[] | [.path, .mime_type, .bytes]] == [["img.png", "image/png", 264], ["in.txt", "text/plain", 6], ["out.txt", "text/plain", 5], ["sub/x.svg", "image/svg+xml", 41]]'
+	jqe 0 '.artifacts_truncated == true'
+	[ "$(jqn 0 '.artifacts[1].content' | base64 -d)" = "a+more" ]
+	jqn 0 '.artifacts[0].content' | base64 -d | cmp - <(printf '\211PNG\r\n\032\n'; python3 -c 'import sys; sys.stdout.buffer.write(bytes(range(256)))')
+	# not asked: none; a compiled program's binary is not one of them
+	run_req "$(py 'open("o", "w").write("x")')"
+	jqe 0 'has("artifacts") | not'
+	run_req "$(jq -nc '{language: "c", code: "#include <stdio.h>\nint main(void){FILE *f = fopen(\"r.txt\", \"w\"); fputs(\"c\", f); return 0;}", artifacts: true}')"
+	jqe 0 '[.artifacts[].path] == ["r.txt"]'
+	# max_artifacts
+	conf=$(conf_with 's/^max_artifacts *=.*/max_artifacts = 1/')
+	run_req "$(py 'open("a", "w").write("1"); open("b", "w").write("2")' '{artifacts: true}')" -c "$conf"
+	jqe 0 '[.artifacts[].path] == ["a"] and .artifacts_truncated == true'
+}

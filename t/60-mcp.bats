@@ -376,6 +376,22 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	answer 0 | jq -e '.result.capabilities | has("resources") and has("logging")'
 }
 
+@test "artifacts: an image a run makes comes back as an image, other files as resources; the history keeps none of it" {
+	{
+		init
+		call 1 run_code '{"language":"python","code":"open(\"plot.png\", \"wb\").write(b\"\\x89PNG\\r\\n\\x1a\\n\" + b\"x\" * 10); open(\"notes.txt\", \"w\").write(\"n\")"}'
+	} | mcp
+	answer 1 | jq -e '.result.structuredContent.artifacts == [{"path": "notes.txt", "mime_type": "text/plain", "bytes": 1}, {"path": "plot.png", "mime_type": "image/png", "bytes": 18}]'
+	answer 1 | jq -e '.result.content[1].type == "resource" and (.result.content[1].resource.uri | test("^sbx://run/.*/notes.txt$")) and .result.content[1].resource.blob == "bg=="'
+	answer 1 | jq -e '.result.content[2] == {"type": "image", "data": "iVBORw0KGgp4eHh4eHh4eHh4", "mimeType": "image/png"}'
+	"$BIN/sbx-history" -c "$conf" --record --jq '.record | has("artifacts")' | grep -qx false
+	session_server python
+	step sandbox_exec '{code: "open(\"r.txt\", \"w\").write(\"r\")"}'
+	exec 7>&-
+	wait "$server"
+	answer 2 | jq -e --arg s "$sid" '.result.content[1] == {"type": "resource_link", "uri": "sbx://session/\($s)/r.txt", "name": "r.txt", "mimeType": "text/plain"}'
+}
+
 # A session with a planted tree: a symlink to /etc/shadow, a FIFO, a big
 # file (1 GiB is refused by file_size), a symlinked directory.  Then every file tool is attacked.
 @test "session attacks: traversal, planted symlink, FIFO, 1 GiB and 60 MiB files, symlinked directory, guessed ids" {

@@ -78,6 +78,8 @@ static const struct key sandbox_keys[] = {
 	{ "max_stdin_size", T_SIZE, SB(max_stdin_size), 0, 256 * MB },
 	{ "max_files_size", T_SIZE, SB(max_files_size), 0, 256 * MB },
 	{ "max_files", T_INT, SB(max_files), 0, 100000 },
+	{ "max_artifacts", T_INT, SB(max_artifacts), 0, 64 },
+	{ "max_artifacts_size", T_SIZE, SB(max_artifacts_size), 0, 8 * MB },
 	{ "max_record_size", T_SIZE, SB(max_record_size), 4 * KB, 1 * GB },
 	{ "network", T_BOOL, SB(network), 0, 0 },
 	{ "max_concurrent", T_INT, SB(max_concurrent), 1, 4096 },
@@ -576,6 +578,8 @@ static void set_defaults(struct conf *c)
 	c->max_stdin_size = 1u << 20;
 	c->max_files_size = 4u << 20;
 	c->max_files = 100;
+	c->max_artifacts = 8;
+	c->max_artifacts_size = 4u << 20;
 	c->max_record_size = 16u << 20;
 	c->network = false;
 	c->max_concurrent = 4;

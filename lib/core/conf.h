@@ -61,6 +61,7 @@ struct conf {
 	struct conf_limits lim;
 	struct limits ceiling;  /* max_KEY of the limits a request may set */
 	uint64_t max_code_size, max_stdin_size, max_files_size, max_files, max_record_size;
+	uint64_t max_artifacts, max_artifacts_size; /* files a run made, returned with "artifacts": true */
 	bool network;
 	uint64_t max_concurrent;
 	char *state_dir;    /* absolute after loading */

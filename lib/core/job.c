@@ -565,7 +565,8 @@ static int edit_distance(const char *a, const char *b)
 static const char *misspelled(const char *key)
 {
 	static const char *const known[] = { "id", "language", "code", "entry", "command", "stdin", "args", "files",
-					     "network", "session", "install", "limits", "compile_limits", "exec", "backend" };
+					     "network", "session", "install", "limits", "compile_limits", "exec", "backend",
+					     "artifacts" };
 	const char *best = NULL;
 	int bestd = 3;
 	size_t klen = strlen(key);
@@ -856,10 +857,15 @@ static bool req_limits(const struct conf *c, const struct conf_lang *l, jv req, 
 	return true;
 }
 
-/* network: only where the configuration allows it */
+/* network: only where the configuration allows it; artifacts: a boolean */
 static bool req_network(const struct conf *c, jv req, bool *network, char *why, size_t wlen)
 {
 	*network = false;
+	bool a;
+	if (rec_has(req, "artifacts") && !rec_bool(req, "artifacts", &a)) {
+		snprintf(why, wlen, "\"artifacts\" must be true or false");
+		return false;
+	}
 	if (!rec_has(req, "network"))
 		return true;
 	jv nv = rec_get(req, "network");
@@ -1152,6 +1158,7 @@ static bool within_ceilings(const struct conf *c, const struct job *j, char *err
 /* The record's own fields: id, language, code, stdin, backend. */
 static bool load_record(const struct conf *c, jv rec, struct job *j, char *err, size_t errlen)
 {
+	rec_bool(rec, "artifacts", &j->artifacts);
 	jv id = rec_get(rec, "id");
 	if (jv_get_kind(id) == JV_KIND_STRING)
 		snprintf(j->id, sizeof j->id, "%.128s", jv_string_value(id));

@@ -50,6 +50,7 @@ struct job {
 	bool network;
 	bool install;              /* a package install into the workspace */
 	bool work_exec;            /* the workspace is executable (conf workspace_exec) */
+	bool artifacts;            /* return the files the run made or changed ("artifacts": true) */
 	struct limits lim, clim;
 };
 

@@ -371,7 +371,7 @@ static const char insert_sql[] =
 	/* code: kept in full mode only */ "CASE WHEN ?3 THEN COALESCE(?6, " TEXT_OR("$.code", "NULL") ") END,"
 	/* record: in preview mode without what the user may not want kept */
 	"CASE WHEN ?3 THEN ?1 ELSE json_remove(?1, '$.code', '$.files', '$.stdin', '$.stdout', '$.stderr',"
-	" '$.compile.stdout', '$.compile.stderr') END)";
+	" '$.compile.stdout', '$.compile.stderr', '$.artifacts') END)";
 #undef J
 #undef T
 #undef TEXT_OR

@@ -162,14 +162,19 @@ static void progress(struct call *c, const char *what)
 
 /* A tool's answer: the structured result, the same as JSON text (for
  * clients without structuredContent), and isError. */
-static jv tool_result(jv structured, bool is_error)
+static jv tool_result_with(jv structured, jv blocks, bool is_error)
 {
 	jv text = jv_dump_string(jv_copy(structured), 0);
 	jv item = jv_object_set(jv_object(), jv_string("type"), jv_string("text"));
 	item = jv_object_set(item, jv_string("text"), text);
-	jv r = jv_object_set(jv_object(), jv_string("content"), jv_array_append(jv_array(), item));
+	jv r = jv_object_set(jv_object(), jv_string("content"), jv_array_concat(jv_array_append(jv_array(), item), blocks));
 	r = jv_object_set(r, jv_string("structuredContent"), structured);
 	return jv_object_set(r, jv_string("isError"), jv_bool(is_error));
+}
+
+static jv tool_result(jv structured, bool is_error)
+{
+	return tool_result_with(structured, jv_array(), is_error);
 }
 
 /* An error the agent can act on, as a tool result (isError): text only,
@@ -263,7 +268,8 @@ static void run_done(jv result, void *arg)
 		finish(c, tool_result(jv_object_set(with, jv_string("install"), mcp_run_view(result)), is_error));
 		return;
 	}
-	finish(c, tool_result(mcp_run_view(result), is_error));
+	jv blocks = mcp_run_blocks(result);
+	finish(c, tool_result_with(mcp_run_view(result), blocks, is_error));
 }
 
 static void run_event(const char *event, void *arg)
@@ -396,7 +402,8 @@ static jv run_request(jv args)
 	for (int i = 0; keys[i]; i++)
 		if (rec_has(args, keys[i]))
 			r = jv_object_set(r, jv_string(keys[i]), jv_object_get(jv_copy(args), jv_string(keys[i])));
-	return r;
+	/* the files it makes come back (images as images) */
+	return jv_object_set(r, jv_string("artifacts"), jv_true());
 }
 
 /* Why an install failed, in its own words: its status and the end of what

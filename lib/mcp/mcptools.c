@@ -40,7 +40,9 @@ struct tool_def {
 	"\"duration_ms\":{\"type\":[\"number\",\"null\"]},\"cpu_ms\":{\"type\":[\"number\",\"null\"]},"                \
 	"\"memory_peak_bytes\":{\"type\":[\"integer\",\"null\"]},"                                                     \
 	"\"compile\":{\"type\":[\"object\",\"null\"]},\"error\":{\"type\":\"string\"},"                                \
-	"\"session_id\":{\"type\":\"string\"},\"history_id\":{\"type\":[\"integer\",\"null\"]}},"                      \
+	"\"session_id\":{\"type\":\"string\"},\"history_id\":{\"type\":[\"integer\",\"null\"]},"                       \
+	"\"artifacts\":{\"type\":\"array\",\"description\":\"files the run made or changed (path, mime_type, bytes); "   \
+	"images also come as image content, other files as resources\"},\"artifacts_truncated\":{\"type\":\"boolean\"}},"     \
 	"\"required\":[\"status\"]}"
 
 #define FILES_SCHEMA                                                                                    \
@@ -349,7 +351,8 @@ jv mcp_run_view(jv r)
 {
 	static const char *const keep[] = {
 		"id", "language", "status", "exit_code", "signal", "stdout", "stderr", "stdout_truncated",
-		"stderr_truncated", "duration_ms", "cpu_ms", "memory_peak_bytes", "compile", "error", "history_id", NULL,
+		"stderr_truncated", "duration_ms", "cpu_ms", "memory_peak_bytes", "compile", "error", "history_id",
+		"artifacts_truncated", NULL,
 	};
 	jv v = jv_object();
 	for (int i = 0; keep[i]; i++)
@@ -358,8 +361,64 @@ jv mcp_run_view(jv r)
 	const char *sess = rec_str(r, "session", NULL);
 	if (sess)
 		v = jv_object_set(v, jv_string("session_id"), jv_string(sess));
+	/* The files it made, without their content (that goes in content
+	 * blocks: mcp_run_blocks). */
+	jv arts = rec_get(r, "artifacts");
+	if (jv_get_kind(arts) == JV_KIND_ARRAY) {
+		jv list = jv_array();
+		jv_array_foreach(arts, i, a) {
+			if (jv_get_kind(a) == JV_KIND_OBJECT)
+				list = jv_array_append(list, jv_object_delete(a, jv_string("content")));
+			else
+				jv_free(a);
+		}
+		v = jv_object_set(v, jv_string("artifacts"), list);
+	}
+	jv_free(arts);
 	jv_free(r);
 	return v;
+}
+
+jv mcp_run_blocks(jv r)
+{
+	jv blocks = jv_array();
+	jv arts = rec_get(r, "artifacts");
+	const char *sess = rec_str(r, "session", NULL), *id = rec_str(r, "id", NULL);
+	if (jv_get_kind(arts) != JV_KIND_ARRAY) {
+		jv_free(arts);
+		return blocks;
+	}
+	jv_array_foreach(arts, i, a) {
+		const char *path = rec_str(a, "path", NULL), *mime = rec_str(a, "mime_type", NULL);
+		const char *data = rec_str(a, "content", NULL);
+		if (path && mime && data) {
+			jv b;
+			char *uri = sess ? util_fmt("sbx://session/%s/%s", sess, path) : util_fmt("sbx://run/%s/%s", id ? id : "", path);
+			if (!strncmp(mime, "image/", 6)) {
+				/* an image the host can show: its bytes, as they are */
+				b = jv_object_set(jv_object(), jv_string("type"), jv_string("image"));
+				b = jv_object_set(b, jv_string("data"), jv_string(data));
+				b = jv_object_set(b, jv_string("mimeType"), jv_string(mime));
+			} else if (sess) {
+				/* it stays in the workspace: a link to its resource */
+				b = jv_object_set(jv_object(), jv_string("type"), jv_string("resource_link"));
+				b = jv_object_set(b, jv_string("uri"), jv_string(uri));
+				b = jv_object_set(b, jv_string("name"), jv_string(path));
+				b = jv_object_set(b, jv_string("mimeType"), jv_string(mime));
+			} else {
+				/* a stateless run's is gone with it: embedded */
+				jv res = jv_object_set(jv_object(), jv_string("uri"), jv_string(uri));
+				res = jv_object_set(res, jv_string("mimeType"), jv_string(mime));
+				res = jv_object_set(res, jv_string("blob"), jv_string(data));
+				b = jv_object_set(jv_object_set(jv_object(), jv_string("type"), jv_string("resource")), jv_string("resource"), res);
+			}
+			free(uri);
+			blocks = jv_array_append(blocks, b);
+		}
+		jv_free(a);
+	}
+	jv_free(arts);
+	return blocks;
 }
 
 jv mcp_languages_view(const struct conf *c, jv checked, const char *backend)

@@ -42,6 +42,10 @@ jv mcp_tools_list(const struct conf *c);
 bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t len);
 /* A pipeline result (consumed) as run_code's structured result. */
 jv mcp_run_view(jv result);
+/* The content blocks for the files a run made (result borrowed): images
+ * as image blocks; other files as resource_links into the session, or, for
+ * a stateless run, embedded resources (sbx://run/ID/PATH). */
+jv mcp_run_blocks(jv result);
 /* list_supported_languages' result from the configuration and sbx-run
  * --check's "languages" (consumed). */
 jv mcp_languages_view(const struct conf *c, jv checked, const char *backend);

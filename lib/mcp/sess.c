@@ -593,7 +593,7 @@ static jv exec_request(const struct sessions *s, struct session *x, jv args, cha
 			req = jv_object_set(req, jv_string(pass[i]), rec_get(args, pass[i]));
 	if (has_file)
 		req = jv_object_set(req, jv_string("entry"), rec_get(args, "file"));
-	return req;
+	return jv_object_set(req, jv_string("artifacts"), jv_true());
 }
 
 static jv install_request(struct session *x, const char *language, jv packages)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "artifact.h"
 #include "ccache.h"
 #include "dock.h"
 #include "egress.h"
@@ -39,6 +40,8 @@ struct run {
 	char **envp;
 	char **outputs;      /* a session's inline code: the outputs in its directory */
 	bool own_removed;    /* its own name in the workspace is gone (or it has none) */
+	struct art_snap before; /* "artifacts": the scratch's files before the run stage */
+	bool snapped;
 	struct box_spec spec;
 	run_done_fn done;
 	void *arg;
@@ -354,6 +357,8 @@ static void stage_result(struct run *r, const struct box_result *br)
 	}
 	jv res = base_result(r, status_name(br));
 	res = stage_fields(res, br);
+	if (r->snapped)
+		res = art_collect(r->env->conf, r->scratch, &r->before, res);
 	complete(r, res);
 }
 
@@ -371,6 +376,10 @@ static void start_stage(struct run *r, enum stage st)
 {
 	struct job *j = &r->job;
 	r->stage = st;
+	if (st == ST_RUN && j->artifacts && !r->snapped) {
+		art_scan(r->scratch, &r->before);
+		r->snapped = true;
+	}
 	int mnt = r->scratch;
 	if (r->scratch >= 0 && !r->docker) {
 		/* Each sandbox takes the mount it is given (see ns_attach_work),
@@ -549,6 +558,7 @@ void run_free(struct run *r)
 	dock_free(r->dock);
 	close_mounts(r);
 	drop_dir(r);
+	art_free(&r->before);
 	util_strv_free(r->outputs);
 	if (r->dscratch) {
 		dock_scratch_remove(r->dscratch);
