@@ -113,8 +113,10 @@ bench: deps all
 	{ echo "# make bench, $$(date -u '+%F %T') UTC"; echo; \
 	  echo "- machine: $$(uname -srm), $$(nproc) CPUs, $$(awk '/MemTotal/ {print int($$2 / 1024) " MiB"}' /proc/meminfo), /sys/fs/cgroup is $$(stat -fc %T /sys/fs/cgroup)"; \
 	  echo "- commit: $$(git rev-parse HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo ', with uncommitted changes')"; \
-	  echo; echo '```'; $(MAKE) -s --no-print-directory bench-run 2>&1; echo '```'; } | tee "$$f"; \
-	echo "written to $$f"
+	  echo; echo '```'; rm -f $(BUILD)/bench/summary.tsv; \
+	  SBX_BENCH_SUMMARY=$(CURDIR)/$(BUILD)/bench/summary.tsv $(MAKE) -s --no-print-directory bench-run 2>&1; echo '```'; } | tee "$$f"; \
+	echo "written to $$f"; \
+	build-aux/bench-readme $(BUILD)/bench/summary.tsv "$$f"
 
 $(BUILD)/bench/sha256: bench/sha256.c $(BUILD)/libsbx.a
 	@mkdir -p $(dir $@)

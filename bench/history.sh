@@ -39,6 +39,10 @@ echo "# sbx-log: records per second into one database ($(nproc) CPUs, $(df -T "$
 records "$ROWS" big > "$B/big.jsonl"
 t0=$(now); bin/sbx-log -d "$B/h.db" < "$B/big.jsonl" > /dev/null; t1=$(now)
 rate "one sbx-log, synchronous=NORMAL (default)" "$ROWS" "$(secs "$t0" "$t1")"
+[ -z "${SBX_BENCH_SUMMARY:-}" ] || awk -v n="$ROWS" -v s="$(secs "$t0" "$t1")" 'BEGIN {
+	r = sprintf("%d", n / s + 0.5); c = ""
+	while (length(r) > 3) { c = "," substr(r, length(r) - 2) c; r = substr(r, 1, length(r) - 3) }
+	printf "`sbx-log` into one SQLite file\t%s%s records/s\n", r, c }' >> "$SBX_BENCH_SUMMARY"
 head -n 100000 "$B/big.jsonl" > "$B/100k.jsonl"
 t0=$(now); bin/sbx-log -d "$B/full.db" --sync full < "$B/100k.jsonl" > /dev/null; t1=$(now)
 rate "one sbx-log, synchronous=FULL" 100000 "$(secs "$t0" "$t1")"

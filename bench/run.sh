@@ -26,6 +26,9 @@ N=${N:-40}
 ROUNDS=${ROUNDS:-5}
 export SBX_CONF=$PWD/etc/sandbox.conf
 PY=/usr/bin/python3
+# summary ROW VALUE: a row of the README's table (make bench writes them
+# there, build-aux/bench-readme); nothing when not run by make bench.
+summary() { [ -z "${SBX_BENCH_SUMMARY:-}" ] || printf '%s\t%s\n' "$1" "$2" >> "$SBX_BENCH_SUMMARY"; }
 # m NAME ARGS...: measure, print, and add the mean to $B/NAME.m
 m() { local name=$1; shift; "$B/timeit" -o "$B/$name.m" "$@"; }
 # mean NAME [COLUMN]: the mean over every measurement of NAME (equal-sized
@@ -120,6 +123,7 @@ bin/sbx-run < "$B/cpp.json" > /dev/null # store it
 m cpphit -n 20 -l "sbx-run: cache hit + run" -i "$B/cpp.json" -- bin/sbx-run
 m cppbarerun -n 20 -l "bare: ./main" -- "$B/hello"
 awk -v f="$(mean cppfull)" -v h="$(mean cpphit)" 'BEGIN { printf "cache hit: %.1fx faster than compile + run\n", f / h }'
+summary "C++ hello world, compile + run / compile-cache hit + run" "$(awk -v f="$(mean cppfull)" -v h="$(mean cpphit)" 'BEGIN { printf "%.0f ms / %.1f ms", f, h }')"
 # Each stage takes a mount of the scratch of its own, cloned before the
 # compile stage (directly since Linux 6.15; before, through a namespace of
 # the supervisor's, whose detach waits for an RCU grace period).
@@ -141,6 +145,9 @@ median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", v[int((NR 
 sed -n 's/.*reaped at +\([0-9.]*\) ms and its cgroups removed at +\([0-9.]*\) ms/\1 \2/p' "$B/teardown.txt" > "$B/teardown.m"
 echo "after the result: init reaped +$(cut -d' ' -f1 "$B/teardown.m" | median) ms, cgroups removed +$(cut -d' ' -f2 "$B/teardown.m" | median) ms (medians)"
 rm -f "$B/teardown.txt" "$B/teardown.m"
+
+summary "\`python3 -c 'print(1)'\`: bare / through \`sbx-run\`" "$(awk -v b="$(mean bare)" -v s="$(mean sbx)" 'BEGIN { printf "%.1f ms / %.1f ms", b, s }')"
+summary "200 Python jobs, \`sbx-run -j 2\`, against bare" "$(awk -v b="$(mean b2)" -v s="$(mean s2)" 'BEGIN { printf "%.0f %% of bare'"'"'s throughput", 100 * b / s }')"
 
 echo
 echo "# summary"

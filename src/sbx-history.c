@@ -322,16 +322,21 @@ static double parse_time(const char *opt, const char *s)
 			 opt, s);
 }
 
-int main(int argc, char **argv)
-{
-	util_init(argv[0]);
-	const char *conf_path = NULL, *db = NULL, *jq_filter = NULL, *older = NULL, *by = NULL;
-	const char *since = NULL, *until = NULL;
-	bool stats = false, prune = false, vacuum = false, with_record = false;
+struct opts {
+	const char *conf_path, *db, *jq_filter, *by;
+	bool stats, prune, vacuum, with_record, retention;
+	uint64_t older_ms;
 	struct hist_filter f;
-	hist_filter_init(&f);
-	f.limit = 20;
-	enum format fmt = F_JSON;
+	enum format fmt;
+};
+
+static void options(int argc, char **argv, struct opts *o)
+{
+	const char *since = NULL, *until = NULL, *older = NULL;
+	struct hist_filter *f = &o->f;
+	hist_filter_init(f);
+	f->limit = 20;
+	o->fmt = F_JSON;
 	enum { O_SINCE = 256, O_UNTIL, O_LANG, O_STATUS, O_ID, O_SESSION, O_PRINCIPAL, O_STATS, O_BY, O_JQ, O_RECORD, O_PRUNE,
 	       O_OLDER, O_VACUUM };
 	static const struct option opts[] = {
@@ -354,99 +359,132 @@ int main(int argc, char **argv)
 		{ "database", required_argument, NULL, 'd' },
 		UTIL_COMMON_OPTIONS,
 	};
-	int o;
+	int ch;
 	opterr = 0;
-	while ((o = getopt_long(argc, argv, ":c:d:n:f:h", opts, NULL)) != -1) {
-		switch (o) {
+	while ((ch = getopt_long(argc, argv, ":c:d:n:f:h", opts, NULL)) != -1) {
+		switch (ch) {
 		case O_SINCE: since = optarg; break;
 		case O_UNTIL: until = optarg; break;
-		case O_LANG: f.language = optarg; break;
-		case O_STATUS: f.status = optarg; break;
-		case O_ID: f.id = optarg; break;
-		case O_SESSION: f.session = optarg; break;
-		case O_PRINCIPAL: f.principal = optarg; break;
+		case O_LANG: f->language = optarg; break;
+		case O_STATUS: f->status = optarg; break;
+		case O_ID: f->id = optarg; break;
+		case O_SESSION: f->session = optarg; break;
+		case O_PRINCIPAL: f->principal = optarg; break;
 		case 'n':
-			if (!util_parse_i64(optarg, 0, INT64_MAX, &f.limit))
+			if (!util_parse_i64(optarg, 0, INT64_MAX, &f->limit))
 				util_usage_error(synopsis, "--limit: \"%s\" is not a count (0 for all)", optarg);
 			break;
-		case O_STATS: stats = true; break;
+		case O_STATS: o->stats = true; break;
 		case O_BY:
 			if (strcmp(optarg, "hour") && strcmp(optarg, "day"))
 				util_usage_error(synopsis, "--by: \"%s\" is not hour or day", optarg);
-			by = optarg;
+			o->by = optarg;
 			break;
-		case O_JQ: jq_filter = optarg; break;
+		case O_JQ: o->jq_filter = optarg; break;
 		case 'f':
 			if (!strcmp(optarg, "json"))
-				fmt = F_JSON;
+				o->fmt = F_JSON;
 			else if (!strcmp(optarg, "table"))
-				fmt = F_TABLE;
+				o->fmt = F_TABLE;
 			else if (!strcmp(optarg, "csv"))
-				fmt = F_CSV;
+				o->fmt = F_CSV;
 			else
 				util_usage_error(synopsis, "--format: \"%s\" is not json, table or csv", optarg);
 			break;
-		case O_RECORD: with_record = true; break;
-		case O_PRUNE: prune = true; break;
+		case O_RECORD: o->with_record = true; break;
+		case O_PRUNE: o->prune = true; break;
 		case O_OLDER: older = optarg; break;
-		case O_VACUUM: vacuum = true; break;
-		case 'd': db = optarg; break;
-		case 'c': conf_path = optarg; break;
-		default: util_common_option(o, argv, synopsis, help);
+		case O_VACUUM: o->vacuum = true; break;
+		case 'd': o->db = optarg; break;
+		case 'c': o->conf_path = optarg; break;
+		default: util_common_option(ch, argv, synopsis, help);
 		}
 	}
 	if (optind < argc)
 		util_usage_error(synopsis, "unexpected argument \"%s\"", argv[optind]);
-	if (by && !stats)
+	if (o->by && !o->stats)
 		util_usage_error(synopsis, "--by needs --stats");
-	if (prune != !!older)
-		util_usage_error(synopsis, prune ? "--prune needs --older-than DURATION" : "--older-than needs --prune");
-	bool retention = prune || vacuum;
-	if (retention && (stats || jq_filter || since || until || f.language || f.status || f.id || f.session))
+	if (o->prune != !!older)
+		util_usage_error(synopsis, o->prune ? "--prune needs --older-than DURATION" : "--older-than needs --prune");
+	o->retention = o->prune || o->vacuum;
+	if (o->retention && (o->stats || o->jq_filter || since || until || f->language || f->status || f->id || f->session))
 		util_usage_error(synopsis, "--prune and --vacuum take no filters, --stats or --jq");
-	uint64_t older_ms = 0;
-	if (older && (!util_parse_duration(older, &older_ms) || older_ms == 0))
+	if (older && (!util_parse_duration(older, &o->older_ms) || o->older_ms == 0))
 		util_usage_error(synopsis, "--older-than: \"%s\" is not a duration (30d, 12h, 2w)", older);
 	if (since)
-		f.since = parse_time("--since", since);
+		f->since = parse_time("--since", since);
 	if (until)
-		f.until = parse_time("--until", until);
-	if (db && !*db)
+		f->until = parse_time("--until", until);
+	if (o->db && !*o->db)
 		util_usage_error(synopsis, "-d: the database path is empty");
 
 	/* A typo is a usage error, never "no rows": cron reads exit 1 as
 	 * "nothing to alert about". */
-	if (f.status && !rec_status_known(f.status))
-		util_usage_error(synopsis, "--status: \"%s\" is not a status (%s)", f.status, rec_status_list());
-	struct conf *c = conf_open(conf_path);
-	bool explicit_db = db != NULL;
+	if (f->status && !rec_status_known(f->status))
+		util_usage_error(synopsis, "--status: \"%s\" is not a status (%s)", f->status, rec_status_list());
+}
+
+/* --prune, --vacuum: HX_ROWS, or HX_ERROR after saying why. */
+static int retain(struct hist *h, const struct opts *o)
+{
+	char err[1024];
+	int64_t n = 0;
+	double before = (util_epoch_ms() - (double)o->older_ms) / 1000.0;
+	if (o->prune && (n = hist_prune(h, before, err, sizeof err)) < 0) {
+		util_warn("%s", err);
+		return HX_ERROR;
+	}
+	if (o->vacuum && hist_vacuum(h, err, sizeof err) < 0) {
+		util_warn("%s", err);
+		return HX_ERROR;
+	}
+	if (o->prune) {
+		char when[40];
+		util_iso8601(before * 1000.0, when, sizeof when);
+		if (o->fmt == F_JSON) {
+			jv r = jv_object_set(jv_object(), jv_string("pruned"), jv_number((double)n));
+			rec_write(jv_object_set(r, jv_string("older_than"), jv_string(when)));
+		} else
+			printf("pruned %lld runs older than %s\n", (long long)n, when);
+	}
+	return HX_ROWS;
+}
+
+int main(int argc, char **argv)
+{
+	util_init(argv[0]);
+	struct opts o;
+	memset(&o, 0, sizeof o);
+	options(argc, argv, &o);
+	struct conf *c = conf_open(o.conf_path);
+	const char *db = o.db;
 	if (!db)
 		db = getenv("SBX_HISTORY") && *getenv("SBX_HISTORY") ? getenv("SBX_HISTORY") : c->history;
-	if (f.language) {
+	if (o.f.language) {
 		/* Stored languages are canonical (sbx-validate resolves
 		 * aliases); accept an alias here too. */
-		const struct conf_lang *l = conf_lang(c, f.language);
+		const struct conf_lang *l = conf_lang(c, o.f.language);
 		if (!l) {
 			char msg[1024];
-			snprintf(msg, sizeof msg, "--language: \"%s\" is not a configured language (%s)", f.language,
+			snprintf(msg, sizeof msg, "--language: \"%s\" is not a configured language (%s)", o.f.language,
 				 conf_lang_list(c));
 			conf_free(c);
 			util_usage_error(synopsis, "%s", msg);
 		}
-		f.language = l->name;
+		o.f.language = l->name;
 	}
-	if (explicit_db && access(db, F_OK) < 0) {
+	if (o.db && access(db, F_OK) < 0) {
 		conf_free(c);
 		util_usage_error(synopsis, "-d: %s: %s", db, strerror(errno));
 	}
 
-	struct out out = { .fmt = fmt, .table_stats = stats, .header = jv_invalid(), .table = jv_array() };
-	if (jq_filter) {
+	struct out out = { .fmt = o.fmt, .table_stats = o.stats, .header = jv_invalid(), .table = jv_array() };
+	if (o.jq_filter) {
 		out.jq = jq_init();
 		if (!out.jq)
 			util_die(HX_ERROR, "cannot initialise jq");
 		jq_set_error_cb(out.jq, jq_error, NULL);
-		if (!jq_compile(out.jq, jq_filter)) {
+		if (!jq_compile(out.jq, o.jq_filter)) {
 			jq_teardown(&out.jq);
 			conf_free(c);
 			util_usage_error(synopsis, "--jq: the filter does not compile");
@@ -455,45 +493,26 @@ int main(int argc, char **argv)
 
 	char err[1024];
 	int rc = HX_ERROR;
-	struct hist *h = hist_open(db, retention ? HIST_WRITE : HIST_READ, false, err, sizeof err);
+	struct hist *h = hist_open(db, o.retention ? HIST_WRITE : HIST_READ, false, err, sizeof err);
 	if (!h) {
-		if (!retention && access(db, F_OK) < 0 && errno == ENOENT) {
+		if (!o.retention && access(db, F_OK) < 0 && errno == ENOENT) {
 			util_warn("no history yet at %s", db);
 			rc = HX_NONE;
 		} else
 			util_warn("%s", err);
 		goto out;
 	}
-	if (retention) {
-		int64_t n = 0;
-		double before = (util_epoch_ms() - (double)older_ms) / 1000.0;
-		if (prune && (n = hist_prune(h, before, err, sizeof err)) < 0) {
-			util_warn("%s", err);
-			goto out;
-		}
-		if (vacuum && hist_vacuum(h, err, sizeof err) < 0) {
-			util_warn("%s", err);
-			goto out;
-		}
-		if (prune) {
-			char when[40];
-			util_iso8601(before * 1000.0, when, sizeof when);
-			if (fmt == F_JSON) {
-				jv r = jv_object_set(jv_object(), jv_string("pruned"), jv_number((double)n));
-				rec_write(jv_object_set(r, jv_string("older_than"), jv_string(when)));
-			} else
-				printf("pruned %lld runs older than %s\n", (long long)n, when);
-		}
-		rc = HX_ROWS;
+	if (o.retention) {
+		rc = retain(h, &o);
 		goto out;
 	}
-	int64_t n = stats ? hist_stats(h, &f, by ? (!strcmp(by, "hour") ? 3600 : 86400) : 0, on_row, &out, err, sizeof err)
-			  : hist_query(h, &f, with_record, on_row, &out, err, sizeof err);
+	int64_t n = o.stats ? hist_stats(h, &o.f, o.by ? (!strcmp(o.by, "hour") ? 3600 : 86400) : 0, on_row, &out, err, sizeof err)
+			  : hist_query(h, &o.f, o.with_record, on_row, &out, err, sizeof err);
 	if (n < 0) {
 		util_warn("%s", err);
 		goto out;
 	}
-	if (fmt == F_TABLE)
+	if (o.fmt == F_TABLE)
 		print_table(&out);
 	rc = out.failed ? HX_ERROR : out.printed > 0 ? HX_ROWS : HX_NONE;
 out:

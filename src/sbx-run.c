@@ -31,12 +31,10 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "box.h"
+#include "backend.h"
 #include "conf.h"
 #include "job.h"
-#include "kern.h"
 #include "loop.h"
-#include "ns.h"
 #include "proc.h"
 #include "rec.h"
 #include "ccache.h"
@@ -85,6 +83,7 @@ static void help(void)
 
 struct state {
 	struct run_env env;
+	struct backend *def;   /* the configuration's backend: its sandboxes are kept warm */
 	struct loop *loop;
 	struct rec_reader in;
 	size_t active, max;
@@ -469,7 +468,7 @@ static void dispatch(void)
 	}
 	/* No more jobs will come: warm sandboxes would be wasted. */
 	if (S.in_eof || S.stopping)
-		box_pool(S.env.box, S.loop, 0, false);
+		S.def->ops->pool(S.def, S.loop, 0, false);
 	bool want_input = !S.stopping && !S.in_eof && S.active < S.max && S.nheld < S.max && window_room();
 	if (want_input)
 		loop_watch(S.loop, STDIN_FILENO, POLLIN, on_stdin, NULL);
@@ -494,123 +493,6 @@ static void on_signal(struct loop *l, int fd, short rev, void *arg)
 }
 
 /* ---- --check ----------------------------------------------------------------- */
-
-struct probe {
-	bool done;
-	char error[512];
-	double ms;
-};
-
-static void probe_done(struct box *b, void *arg)
-{
-	struct probe *p = arg;
-	const struct box_result *r = box_result(b);
-	if (r->status == BOX_INTERNAL)
-		snprintf(p->error, sizeof p->error, "%s", r->error);
-	else if (!(r->status == BOX_EXITED && r->exit_code == 0))
-		snprintf(p->error, sizeof p->error, "a trivial program (true) did not succeed in the sandbox (status %d)", (int)r->status);
-	p->done = true;
-}
-
-/* Each language's version, as its own sandbox sees it: its version
- * command run with the language's tree, binds and environment, all at
- * once.  available: the programs are on PATH and the command exits 0. */
-struct version_probe {
-	const struct conf_lang *l;
-	char **env;
-	struct box *b;
-	bool done;
-};
-
-static void version_done(struct box *b, void *arg)
-{
-	((struct version_probe *)arg)->done = true;
-	(void)b;
-}
-
-static jv check_languages(struct conf *c, struct box_sys *sys, bool usable)
-{
-	struct loop *l = loop_new();
-	struct version_probe *p = util_xalloc(c->nlangs * sizeof *p);
-	/* The compile stage's limits, with room for a slow runtime to start. */
-	struct limits lim;
-	conf_lang_limits(c, NULL, NULL, &lim);
-	lim.timeout_ms = 20000;
-	lim.output = 4096;
-	lim.cpus = 1;
-	for (size_t i = 0; i < c->nlangs; i++) {
-		p[i] = (struct version_probe){ .l = &c->langs[i], .done = true };
-		if (!usable || job_lang_missing(c, p[i].l) || !p[i].l->version)
-			continue;
-		p[i].env = stage_lang_env(p[i].l, &lim);
-		struct box_spec spec = { .argv = p[i].l->version, .env = p[i].env, .lim = &lim, .scratch_fd = -1,
-					 .rootfs = p[i].l->rootfs, .binds = p[i].l->binds };
-		p[i].done = false;
-		p[i].b = box_start(sys, l, &spec, version_done, &p[i]);
-	}
-	for (;;) {
-		bool all = true;
-		for (size_t i = 0; i < c->nlangs; i++)
-			all &= p[i].done;
-		if (all || loop_once(l, 1000) < 0)
-			break;
-	}
-	jv out = jv_array();
-	for (size_t i = 0; i < c->nlangs; i++) {
-		const struct conf_lang *lang = p[i].l;
-		jv o = jv_object_set(jv_object(), jv_string("name"), jv_string(lang->name));
-		const char *missing = job_lang_missing(c, lang);
-		jv version = jv_null();
-		char why[600] = "";
-		if (missing)
-			snprintf(why, sizeof why, "\"%s\" is not installed%s%s", missing, lang->hint ? "; install it: " : "",
-				 lang->hint ? lang->hint : "");
-		else if (!usable)
-			snprintf(why, sizeof why, "the sandbox backend is unusable here");
-		else if (p[i].b) {
-			version = stage_version(box_result(p[i].b), "the sandbox", why, sizeof why);
-			box_free(p[i].b);
-			util_strv_free(p[i].env);
-		}
-		o = jv_object_set(o, jv_string("available"), jv_bool(!why[0]));
-		o = jv_object_set(o, jv_string("version"), version);
-		if (why[0])
-			o = jv_object_set(o, jv_string("error"), jv_string(why));
-		out = jv_array_append(out, o);
-	}
-	free(p);
-	box_pool_drain(sys); /* inits still exiting are watched on l */
-	loop_free(l);
-	return out;
-}
-
-/* What the kernel offers, feature by feature (kern.h), and how scratch
- * directories are cloned on it (box_scratch_clone). */
-static jv check_kernel(struct box_sys *sys)
-{
-	unsigned have = sys->kern ? sys->kern : kern_probe();
-	jv a = jv_array();
-	for (int i = 0; i < KF_N; i++) {
-		const struct kern_feature *f = &kern_features[i];
-		jv o = jv_object_set(jv_object(), jv_string("name"), jv_string(f->name));
-		o = jv_object_set(o, jv_string("since"), jv_string(f->since));
-		o = jv_object_set(o, jv_string("ok"), jv_bool(have & (1u << i)));
-		if (!(have & (1u << i)))
-			o = jv_object_set(o, jv_string(f->required ? "error" : "fallback"),
-					  jv_string(f->required ? "required: the native backend needs Linux " KERN_MIN " or later" : f->fallback));
-		a = jv_array_append(a, o);
-	}
-	if (sys->self_mnt_fd >= 0) {
-		bool direct = box_scratch_direct(sys);
-		jv o = jv_object_set(jv_object(), jv_string("name"), jv_string("clone of a detached mount"));
-		o = jv_object_set(o, jv_string("since"), jv_string("6.15"));
-		o = jv_object_set(o, jv_string("ok"), jv_bool(direct));
-		if (!direct)
-			o = jv_object_set(o, jv_string("fallback"), jv_string("scratch directories are cloned in a mount namespace of the supervisor's"));
-		a = jv_array_append(a, o);
-	}
-	return a;
-}
 
 /* --check for a person (stdout a terminal, no --json): the report as
  * aligned lines, each section on one line where it fits; languages and
@@ -715,105 +597,45 @@ static jv check_state(const struct conf *c, jv *fixes)
 	return st;
 }
 
-static int check(struct conf *c, struct box_sys *sys, const char *init_err, char **argv)
+/* --check: the backend's own report, then where the state is and each
+ * language as a stage of it sees it. */
+static int check(struct conf *c, struct backend *be)
 {
-	jv o = jv_object();
-	struct utsname u;
-	uname(&u);
-	o = jv_object_set(o, jv_string("backend"), jv_string("native"));
-	o = jv_object_set(o, jv_string("kernel"), jv_string(u.release));
-	o = jv_object_set(o, jv_string("kernel_features"), check_kernel(sys));
-	o = jv_object_set(o, jv_string("root"), jv_bool(geteuid() == 0 || sys->own_userns ? geteuid() == 0 && !sys->own_userns : false));
-	jv fixes = jv_array();
-	jv userns = jv_object_set(jv_object(), jv_string("ok"), jv_bool(!init_err));
-	if (init_err) {
-		userns = jv_object_set(userns, jv_string("error"), jv_string(init_err));
-		fixes = jv_array_append(fixes, jv_string(init_err));
+	bool degraded = false;
+	jv o = be->ops->check(be, &degraded);
+	jv fixes = jv_object_get(jv_copy(o), jv_string("fixes"));
+	jv usable_v = jv_object_get(jv_copy(o), jv_string("usable"));
+	bool usable = jv_get_kind(usable_v) == JV_KIND_TRUE;
+	jv_free(usable_v);
+	if (jv_get_kind(fixes) != JV_KIND_ARRAY) {
+		jv_free(fixes);
+		fixes = jv_array();
 	}
-	o = jv_object_set(o, jv_string("user_namespaces"), userns);
+	o = jv_object_delete(o, jv_string("fixes"));
 	o = jv_object_set(o, jv_string("state"), check_state(c, &fixes));
-
-	jv cg = jv_object();
-	cg = jv_object_set(cg, jv_string("version"), jv_string(cg_mode_name(sys->cg.mode)));
-	jv ctl = jv_array();
-	if (sys->cg.have & CG_MEM)
-		ctl = jv_array_append(ctl, jv_string("memory"));
-	if (sys->cg.have & CG_CPU)
-		ctl = jv_array_append(ctl, jv_string("cpu"));
-	if (sys->cg.have & CG_PIDS)
-		ctl = jv_array_append(ctl, jv_string("pids"));
-	cg = jv_object_set(cg, jv_string("controllers"), ctl);
-	cg = jv_object_set(cg, jv_string("ok"), jv_bool(sys->cg_ok));
-	if (!sys->cg_ok && !sys->cg.why[0])
-		cg = jv_object_set(cg, jv_string("error"), jv_string("not probed: the sandbox backend is unusable here"));
-	else if (!sys->cg_ok) {
-		char fix[700];
-		snprintf(fix, sizeof fix, "cgroups unusable (%s): runs get rlimits only, no memory/CPU/pids limit for the whole process tree", sys->cg.why);
-		cg = jv_object_set(cg, jv_string("error"), jv_string(sys->cg.why));
-		fixes = jv_array_append(fixes, jv_string(fix));
-	} else if (sys->cg.partial[0]) {
-		cg = jv_object_set(cg, jv_string("missing"), jv_array_append(jv_array(), jv_string("cpu")));
-		cg = jv_object_set(cg, jv_string("why"), jv_string(sys->cg.partial));
-		fixes = jv_array_append(fixes, jv_string(sys->cg.partial));
-	}
-	o = jv_object_set(o, jv_string("cgroup"), cg);
-	o = jv_object_set(o, jv_string("seccomp"), jv_object_set(jv_object(), jv_string("ok"), jv_bool(sys->filter.filter != NULL)));
-
-	struct probe p = { 0 };
-	if (!init_err) {
-		struct loop *l = loop_new();
-		struct limits lim = c->lim.run;
-		lim.timeout_ms = 10000;
-		lim.output = 4096;
-		char *pargv[] = { "true", NULL };
-		char *penv[] = { "PATH=" NS_PATH, NULL };
-		struct box_spec spec = { .argv = pargv, .env = penv, .lim = &lim, .scratch_fd = -1 };
-		double t0 = util_now_ms();
-		struct box *b = box_start(sys, l, &spec, probe_done, &p);
-		while (!p.done && loop_once(l, 1000) >= 0)
-			;
-		p.ms = util_now_ms() - t0;
-		box_free(b);
-		box_pool_drain(sys); /* its init may still be exiting, watched on l */
-		loop_free(l);
-	} else
-		snprintf(p.error, sizeof p.error, "%s", init_err);
-	jv pr = jv_object_set(jv_object(), jv_string("ok"), jv_bool(!p.error[0]));
-	pr = jv_object_set(pr, jv_string("ms"), jv_number(round(p.ms * 10) / 10));
-	if (p.error[0]) {
-		pr = jv_object_set(pr, jv_string("error"), jv_string(p.error));
-		fixes = jv_array_append(fixes, jv_string(p.error));
-	}
-	o = jv_object_set(o, jv_string("probe"), pr);
-	/* Roots shared with later processes (pin.h); the probe tried. */
-	jv roots = jv_object_set(jv_object(), jv_string("dir"), jv_string(SBX_RUNDIR "/roots"));
-	roots = jv_object_set(roots, jv_string("shared"), jv_bool(sys->pin.state > 0));
-	if (sys->pin.state <= 0)
-		roots = jv_object_set(roots, jv_string("why"),
-				      jv_string(!sys->root ? "only root shares roots between processes"
-							   : "the directory is missing, not root's, or writable by others: each process builds its own root"));
-	o = jv_object_set(o, jv_string("shared_roots"), roots);
-	bool usable = !init_err && !p.error[0];
-	o = jv_object_set(o, jv_string("usable"), jv_bool(usable));
-	o = jv_object_set(o, jv_string("languages"), check_languages(c, sys, usable));
+	o = jv_object_set(o, jv_string("languages"), bk_check_languages(be, usable, &fixes));
 	o = jv_object_set(o, jv_string("fixes"), fixes);
 	check_write(o);
-	(void)argv;
 	int cs = util_close_stdout();
 	if (cs)
 		return cs;
-	return !usable ? EXIT_STORE : sys->cg_ok && !sys->cg.partial[0] ? EXIT_OK : EXIT_RECORDS;
+	return !usable ? EXIT_STORE : degraded ? EXIT_RECORDS : EXIT_OK;
 }
 
 /* ---- main ------------------------------------------------------------------- */
 
-int main(int argc, char **argv)
+struct opts {
+	const char *conf_path;
+	long jobs;             /* -j, 0: the configuration's */
+	bool check, pull, use_cache, timings;
+	int progress;          /* --progress, --no-progress, else (-1) on a terminal */
+};
+
+static void options(int argc, char **argv, struct opts *o)
 {
-	util_init(argv[0]);
-	const char *conf_path = NULL;
-	long jobs = 0;
-	bool do_check = false, do_pull = false, use_cache = true, timings = getenv("SBX_TRACE") != NULL;
-	int progress = -1; /* --progress, --no-progress, else on a terminal */
+	o->use_cache = true;
+	o->timings = getenv("SBX_TRACE") != NULL;
+	o->progress = -1;
 	S.events_fd = S.control_fd = -1;
 	static const struct option opts[] = {
 		{ "events", required_argument, NULL, 'E' },
@@ -829,16 +651,16 @@ int main(int argc, char **argv)
 		{ "no-progress", no_argument, NULL, 'g' },
 		UTIL_COMMON_OPTIONS,
 	};
-	int o;
+	int ch;
 	opterr = 0;
-	while ((o = getopt_long(argc, argv, ":c:j:h", opts, NULL)) != -1) {
-		switch (o) {
-		case 'c': conf_path = optarg; break;
+	while ((ch = getopt_long(argc, argv, ":c:j:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': o->conf_path = optarg; break;
 		case 'j': {
 			int64_t v;
 			if (!util_parse_i64(optarg, 1, 4096, &v))
 				util_usage_error(synopsis, "-j: \"%s\" is not a number from 1 to 4096", optarg);
-			jobs = (long)v;
+			o->jobs = (long)v;
 			break;
 		}
 		case 'E':
@@ -847,8 +669,8 @@ int main(int argc, char **argv)
 			struct stat fst;
 			if (!util_parse_i64(optarg, 3, 1 << 20, &fd) || fstat((int)fd, &fst) < 0)
 				util_usage_error(synopsis, "%s: \"%s\" is not an open file descriptor above 2",
-						 o == 'E' ? "--events" : "--control", optarg);
-			if (o == 'E')
+						 ch == 'E' ? "--events" : "--control", optarg);
+			if (ch == 'E')
 				S.events_fd = (int)fd;
 			else
 				S.control_fd = (int)fd;
@@ -856,78 +678,25 @@ int main(int argc, char **argv)
 			fcntl((int)fd, F_SETFD, FD_CLOEXEC);
 			break;
 		}
-		case 'C': do_check = true; break;
-		case 'P': do_pull = true; break;
-		case 'N': use_cache = false; break;
-		case 'T': timings = true; break;
+		case 'C': o->check = true; break;
+		case 'P': o->pull = true; break;
+		case 'N': o->use_cache = false; break;
+		case 'T': o->timings = true; break;
 		case 'U': S.unordered = true; break;
 		case 'J': check_json = true; break;
-		case 'G': progress = 1; break;
-		case 'g': progress = 0; break;
-		default: util_common_option(o, argv, synopsis, help);
+		case 'G': o->progress = 1; break;
+		case 'g': o->progress = 0; break;
+		default: util_common_option(ch, argv, synopsis, help);
 		}
 	}
-	if (optind < argc && (do_check || do_pull))
+	if (optind < argc && (o->check || o->pull))
 		util_usage_error(synopsis, "unexpected argument \"%s\"", argv[optind]);
 	util_inputs(argc - optind, argv + optind, synopsis);
+}
 
-	struct conf *c = conf_open(conf_path);
-	signal(SIGPIPE, SIG_IGN);
-	/* The docker backend: connected at start when it is the one jobs get
-	 * (which also removes what a killed sbx-run left behind), else when a
-	 * job first asks for it. */
-	static struct dock_sys dsys;
-	dock_sys_init(&dsys, c);
-	bool docker = !strcmp(job_backend(c), "docker");
-	if (do_pull) {
-		int st = dock_pull(&dsys, stderr) == 0 ? EXIT_OK : dsys.ok ? EXIT_RECORDS : EXIT_STORE;
-		dock_sys_free(&dsys);
-		conf_free(c);
-		return st;
-	}
-	if (docker && do_check) {
-		jv report = dock_check(&dsys);
-		bool usable = dsys.ok;
-		jv fixes = jv_object_get(jv_copy(report), jv_string("fixes"));
-		if (jv_get_kind(fixes) != JV_KIND_ARRAY) {
-			jv_free(fixes);
-			fixes = jv_array();
-		}
-		report = jv_object_set(report, jv_string("state"), check_state(c, &fixes));
-		report = jv_object_set(report, jv_string("fixes"), fixes);
-		check_write(report);
-		dock_sys_free(&dsys);
-		conf_free(c);
-		int cs = util_close_stdout();
-		return cs ? cs : usable ? EXIT_OK : EXIT_STORE;
-	}
-	if (docker && !dock_ready(&dsys))
-		util_warn("%s", dsys.why);
-	struct box_sys sys;
-	char err[512];
-	int rc = box_sys_init(&sys, c, argv, err, sizeof err);
-	if (do_check) {
-		int st = check(c, &sys, rc < 0 ? err : NULL, argv);
-		box_sys_free(&sys);
-		dock_sys_free(&dsys);
-		conf_free(c);
-		return st;
-	}
-	if (rc < 0 && !docker) {
-		/* No sandbox can be made here: every job gets an internal_error
-		 * saying why, so pipelines still get one line per input line. */
-		util_warn("%s", err);
-	} else {
-		/* Limits enforced less than configured are said once, here, as
-		 * well as in every result's limits_enforced. */
-		if (rc == 0 && !sys.cg_ok)
-			util_warn("cgroups unusable (%s): memory and pids are limited per process by rlimits only, not for the "
-				  "whole process tree, and cpus not at all; see sbx-run --check", sys.cg.why);
-		else if (rc == 0 && sys.cg.partial[0])
-			util_warn("%s", sys.cg.partial);
-		rc = 0;
-	}
-
+/* The loop, its watches and the run environment, for a stream of jobs. */
+static void setup(struct conf *c, const struct opts *o, struct backend **bk, size_t nbk, struct ccache *cache)
+{
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
@@ -937,16 +706,15 @@ int main(int argc, char **argv)
 	S.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
 	S.loop = loop_new();
-	S.max = jobs ? (size_t)jobs : (size_t)c->max_concurrent;
+	S.max = o->jobs ? (size_t)o->jobs : (size_t)c->max_concurrent;
 	S.runs = util_xalloc(S.max * sizeof *S.runs);
 	S.cap = ORDER_WINDOW(S.max);
 	S.window = util_xalloc(S.cap * sizeof *S.window);
 	for (size_t i = 0; i < S.cap; i++)
 		S.window[i] = jv_invalid();
-	static struct ccache cache;
-	ccache_init(&cache, c, use_cache);
-	S.env = (struct run_env){ .conf = c, .box = &sys, .dock = &dsys, .cache = &cache, .loop = S.loop, .timings = timings,
-				  .on_stage = on_stage };
+	ccache_init(cache, c, o->use_cache);
+	S.env = (struct run_env){ .conf = c, .backends = bk, .nbackends = nbk, .cache = cache, .loop = S.loop,
+				  .timings = o->timings, .on_stage = on_stage };
 	if (S.control_fd >= 0) {
 		fcntl(S.control_fd, F_SETFL, fcntl(S.control_fd, F_GETFL) | O_NONBLOCK);
 		rec_reader_init(&S.control, S.control_fd, 4096);
@@ -959,73 +727,126 @@ int main(int argc, char **argv)
 	rec_reader_init(&S.in, STDIN_FILENO, c->max_record_size);
 	loop_watch(S.loop, S.sigfd, POLLIN, on_signal, NULL);
 	S.progress_tty = isatty(STDERR_FILENO);
-	S.progress = progress < 0 ? S.progress_tty : progress;
+	S.progress = o->progress < 0 ? S.progress_tty : o->progress;
 	S.t0 = util_now_ms();
 	if (S.progress)
 		S.total = count_input();
-	/* Sandboxes made ahead of time, one per slot (up to 4).  If no job is
-	 * there yet (in a pipeline it is still being validated upstream), one
-	 * is made now: nearly every job wants the host's tree without
-	 * network, and its namespaces are then made while we wait.  A job
-	 * that is already there goes first: it may want another tree. */
-	if (rc == 0 && !docker) {
-		struct pollfd in = { .fd = STDIN_FILENO, .events = POLLIN };
-		box_pool(&sys, S.loop, S.max < 4 ? S.max : 4, poll(&in, 1, 0) == 0);
-	}
+}
 
-	if (rc < 0) {
-		for (;;) {
-			jv rec;
-			enum rec_status rs = rec_read(&S.in, &rec);
-			if (rs == REC_EOF || rs == REC_ERROR)
-				break;
-			if (rs == REC_OK && !rec_has_status(rec)) {
-				rec = jv_object_set(rec, jv_string("status"), jv_string("internal_error"));
-				rec = jv_object_set(rec, jv_string("error"), jv_string(err));
-			}
-			emit(rec);
-			while (S.out_len && !S.out_failed)
-				loop_once(S.loop, -1);
+/* No sandbox can be made here: every job gets an internal_error saying
+ * why, so pipelines still get one line per input line. */
+static void refuse_all(const char *why)
+{
+	for (;;) {
+		jv rec;
+		enum rec_status rs = rec_read(&S.in, &rec);
+		if (rs == REC_EOF || rs == REC_ERROR)
+			break;
+		if (rs == REC_OK && !rec_has_status(rec)) {
+			rec = jv_object_set(rec, jv_string("status"), jv_string("internal_error"));
+			rec = jv_object_set(rec, jv_string("error"), jv_string(why));
 		}
-	} else {
-		dispatch();
-		while (!S.out_failed && (S.active > 0 || S.nheld > 0 || !S.in_eof || S.out_len > 0)) {
-			if (S.stopping && S.active == 0 && S.out_len == 0)
-				break;
-			if (loop_once(S.loop, -1) < 0) {
-				util_warn("poll: %s", strerror(errno));
-				break;
-			}
+		emit(rec);
+		while (S.out_len && !S.out_failed)
+			loop_once(S.loop, -1);
+	}
+}
+
+/* Jobs in, results out, until the input ends and every run is done (or
+ * a signal, or stdout failing). */
+static void serve(void)
+{
+	dispatch();
+	while (!S.out_failed && (S.active > 0 || S.nheld > 0 || !S.in_eof || S.out_len > 0)) {
+		if (S.stopping && S.active == 0 && S.out_len == 0)
+			break;
+		if (loop_once(S.loop, -1) < 0) {
+			util_warn("poll: %s", strerror(errno));
+			break;
 		}
-		if (S.out_failed) {
-			S.status = EXIT_IO;
-			cancel_all();
-			/* Let the killed sandboxes finish so nothing is left behind. */
-			while (S.active > 0 && loop_once(S.loop, 1000) >= 0)
-				;
-		}
+	}
+	if (S.out_failed) {
+		S.status = EXIT_IO;
+		cancel_all();
+		/* Let the killed sandboxes finish so nothing is left behind. */
+		while (S.active > 0 && loop_once(S.loop, 1000) >= 0)
+			;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	util_init(argv[0]);
+	struct opts o;
+	memset(&o, 0, sizeof o);
+	options(argc, argv, &o);
+	struct conf *c = conf_open(o.conf_path);
+	signal(SIGPIPE, SIG_IGN);
+	/* The docker backend: connected at start when it is the one jobs get
+	 * (which also removes what a killed sbx-run left behind), else when a
+	 * job first asks for it.  It comes first: --pull and its --check need
+	 * no native sandbox (whose set-up, as non-root, moves this process
+	 * into a user namespace). */
+	bool docker = !strcmp(job_backend(c), "docker");
+	struct backend *bk[2] = { backend_docker(c, docker && !o.pull && !o.check), NULL };
+	if (o.pull || (docker && o.check)) {
+		int st = o.pull ? bk[0]->ops->pull(bk[0], stderr) : check(c, bk[0]);
+		bk_free(bk[0]);
+		conf_free(c);
+		return o.pull ? (st == 0 ? EXIT_OK : st == 1 ? EXIT_RECORDS : EXIT_STORE) : st;
+	}
+	bk[1] = backend_native(c, argv);
+	struct backend *def = S.def = bk[docker ? 0 : 1];
+	if (o.check) {
+		int st = check(c, def);
+		bk_free(bk[0]);
+		bk_free(bk[1]);
+		conf_free(c);
+		return st;
+	}
+	/* Limits enforced less than configured are said once, here, as well
+	 * as in every result's limits_enforced. */
+	if (def->broken || def->warn[0])
+		util_warn("%s", def->broken ? def->why : def->warn);
+
+	static struct ccache cache;
+	setup(c, &o, bk, 2, &cache);
+	if (def->broken)
+		refuse_all(def->why);
+	else {
+		/* Sandboxes made ahead of time, one per slot (up to 4).  If no
+		 * job is there yet (in a pipeline it is still being validated
+		 * upstream), one is made now: nearly every job wants the host's
+		 * tree without network, and its namespaces are then made while
+		 * we wait.  A job that is already there goes first: it may want
+		 * another tree. */
+		struct pollfd in = { .fd = STDIN_FILENO, .events = POLLIN };
+		def->ops->pool(def, S.loop, S.max < 4 ? S.max : 4, poll(&in, 1, 0) == 0);
+		serve();
 	}
 	if (S.progress)
 		draw_progress(true);
 	rec_reader_free(&S.in);
 	if (S.control_fd >= 0)
 		rec_reader_free(&S.control);
-	box_pool_drain(&sys);
+	for (size_t i = 0; i < 2; i++)
+		bk[i]->ops->drain(bk[i]);
 	loop_free(S.loop);
 	for (size_t i = 0; i < S.cap; i++)
 		jv_free(S.window[i]);
 	free(S.window);
 	free(S.runs);
 	free(S.out);
-	box_sys_free(&sys);
-	dock_sys_free(&dsys);
+	bool broken = def->broken;
+	bk_free(bk[0]);
+	bk_free(bk[1]);
 	ccache_free(&cache);
 	free(S.env.flights);
 	conf_free(c);
 	int cs = util_close_stdout();
 	if (S.exit_sig)
 		return 128 + S.exit_sig;
-	if (rc < 0)
+	if (broken)
 		return EXIT_STORE;
 	return S.status ? S.status : cs;
 }

@@ -762,240 +762,263 @@ static bool check_lang(struct parser *ps, struct conf *c, struct conf_lang *l)
 	return true;
 }
 
+/* Every relative path in the file is relative to the file's own
+ * directory: one base, whichever way the file was found. */
+static char *conf_dir(const char *path_for_root)
+{
+	char *dir = util_strdup(path_for_root);
+	char *slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = 0; /* "/x.conf": the root */
+	else if (slash)
+		*slash = 0;
+	else {
+		free(dir);
+		dir = util_strdup(".");
+	}
+	char real[PATH_MAX];
+	if (realpath(dir, real)) {
+		free(dir);
+		dir = util_strdup(real);
+	}
+	return dir;
+}
+
+enum sect { S_NONE, S_SANDBOX, S_SESSIONS, S_HTTP, S_LANG };
+enum { OWN = 3 * LIM_N };  /* seen[]: the limits' keys first, then the section's own table */
+
+/* Where parse is: the section, and what has been given. */
+struct pstate {
+	enum sect sect;
+	struct conf_lang *lang;        /* S_LANG's */
+	bool seen_sandbox, seen_sessions, seen_http;
+	int seen[OWN + 64];            /* the line of each key given in this section (0: not given) */
+	int sandbox_line[3 * LIM_N];   /* [sandbox]'s limit keys, for the ceiling checks */
+	size_t lang_cap;
+};
+
+/* A "[name]" line (ps at the '['); false to stop. */
+static bool section(struct parser *ps, struct conf *c, struct pstate *st, int line)
+{
+	const char *s = ++ps->p;
+	while (ps->p < ps->end && *ps->p != ']' && *ps->p != '\n')
+		ps->p++;
+	if (ps->p >= ps->end || *ps->p != ']')
+		return fail(ps, line, "unterminated section header");
+	char *name = util_strndup(s, (size_t)(ps->p - s));
+	ps->p++;
+	if (!end_of_line(ps, "the section header")) {
+		free(name);
+		return false;
+	}
+	memset(st->seen, 0, sizeof st->seen);
+	static const struct {
+		const char *name;
+		enum sect sect;
+		size_t seen;
+	} plain[] = {
+		{ "sandbox", S_SANDBOX, offsetof(struct pstate, seen_sandbox) },
+		{ "sessions", S_SESSIONS, offsetof(struct pstate, seen_sessions) },
+		{ "http", S_HTTP, offsetof(struct pstate, seen_http) },
+	};
+	for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+		if (!strcmp(name, plain[i].name)) {
+			bool *seen = (bool *)((char *)st + plain[i].seen);
+			if (*seen)
+				fail(ps, line, "section [%s] appears twice", name);
+			*seen = true;
+			st->sect = plain[i].sect;
+			free(name);
+			return !ps->failed;
+		}
+	const char *ln = strncmp(name, "language.", 9) ? "" : name + 9;
+	if (!*ln && strncmp(name, "language.", 9))
+		fail(ps, line, "unknown section [%s] (known: [sandbox], [sessions], [http], [language.NAME])", name);
+	else if (!valid_lang_name(ln))
+		fail(ps, line, "section [%s]: language names use a-z, 0-9, _, - and +", name);
+	for (size_t i = 0; !ps->failed && i < c->nlangs; i++)
+		if (!strcmp(c->langs[i].name, ln))
+			fail(ps, line, "section [%s] appears twice (first on line %d)", name, c->langs[i].line);
+	if (!ps->failed) {
+		if (c->nlangs == st->lang_cap) {
+			st->lang_cap = st->lang_cap ? st->lang_cap * 2 : 8;
+			c->langs = util_xrealloc(c->langs, st->lang_cap * sizeof *c->langs);
+		}
+		st->lang = &c->langs[c->nlangs++];
+		memset(st->lang, 0, sizeof *st->lang);
+		st->lang->name = util_strdup(ln);
+		st->lang->line = line;
+		st->sect = S_LANG;
+	}
+	free(name);
+	return !ps->failed;
+}
+
+/* The key at ps, into key; false (after saying why) if there is none. */
+static bool read_key(struct parser *ps, int line, char *key, size_t len)
+{
+	const char *ks = ps->p;
+	while (ps->p < ps->end && ((*ps->p >= 'a' && *ps->p <= 'z') || (*ps->p >= 'A' && *ps->p <= 'Z') ||
+				   (*ps->p >= '0' && *ps->p <= '9') || *ps->p == '_' || *ps->p == '-'))
+		ps->p++;
+	if (ps->p == ks)
+		return fail(ps, line, "expected a key, a [section] or a comment");
+	size_t klen = (size_t)(ps->p - ks);
+	if (klen >= len)
+		return fail(ps, line, "key too long");
+	memcpy(key, ks, klen);
+	key[klen] = 0;
+	skip_space(ps);
+	if (ps->p >= ps->end || *ps->p != '=')
+		return fail(ps, line, "key \"%s\": expected = after the key", key);
+	ps->p++;
+	skip_space(ps);
+	return true;
+}
+
+/* The values a key may take beyond its type, once assigned. */
+static void check_value(struct parser *ps, const struct conf *c, enum sect sect, const char *key, int line)
+{
+	static const struct {
+		enum sect sect;
+		const char *key, *a, *b, *what;
+		size_t off;
+	} choices[] = {
+		{ S_SANDBOX, "backend", "native", "docker", "a backend (native or docker)", offsetof(struct conf, backend) },
+		{ S_SANDBOX, "history_code", "preview", "full", "preview or full", offsetof(struct conf, history_code) },
+		{ S_SANDBOX, "history_sync", "normal", "full", "normal or full", offsetof(struct conf, history_sync) },
+		{ S_SESSIONS, "install_specs", "registry", "any", "registry or any", offsetof(struct conf, install_specs) },
+	};
+	for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++) {
+		const char *v = *(char *const *)((const char *)c + choices[i].off);
+		if (sect == choices[i].sect && !strcmp(key, choices[i].key) && strcmp(v, choices[i].a) && strcmp(v, choices[i].b))
+			fail(ps, line, "key \"%s\": \"%s\" is not %s", key, v, choices[i].what);
+	}
+	if (sect == S_SANDBOX && !strcmp(key, "etc"))
+		for (char **e = c->etc; *e; e++)
+			if (!**e || (*e)[0] == '/' || strstr(*e, ".."))
+				fail(ps, line, "key \"etc\": \"%s\" must be a path relative to /etc without ..", *e);
+	if (sect == S_SANDBOX && !strcmp(key, "cgroup_parent") &&
+	    (!*c->cgroup_parent || strstr(c->cgroup_parent, "..") || c->cgroup_parent[0] == '/'))
+		fail(ps, line, "key \"cgroup_parent\": must be a relative cgroup name without ..");
+}
+
+/* A "key = value" line; false to stop. */
+static bool key_value(struct parser *ps, struct conf *c, struct pstate *st, int line)
+{
+	char key[64];
+	if (!read_key(ps, line, key, sizeof key))
+		return false;
+	if (st->sect == S_NONE)
+		return fail(ps, line, "key \"%s\" outside any section (start with [sandbox])", key);
+	struct val v;
+	if (!parse_value(ps, key, &v) || !end_of_line(ps, "the value")) {
+		val_free(&v);
+		return false;
+	}
+	enum sect sect = st->sect;
+	const struct key *own = sect == S_SANDBOX ? sandbox_keys : sect == S_SESSIONS ? session_keys : sect == S_HTTP ? http_keys : lang_keys;
+	const struct key *k = NULL, *table = NULL;
+	char *base = NULL;
+	int idx = -1;
+	bool limits = sect == S_SANDBOX || sect == S_LANG;
+	const struct key *lim_table = sect == S_SANDBOX ? lim_keys : lim_lang_keys;
+	if (limits && (k = find_key(lim_table, key))) {
+		table = lim_table;
+		/* lim_lang_keys holds lim_keys' entries less the ceilings */
+		idx = (int)(find_key(lim_keys, key) - lim_keys);
+		int w = lim_key_of[idx].which;
+		struct conf_limits *cl = sect == S_LANG ? &st->lang->lim : &c->lim;
+		base = (char *)(w == W_CEILING ? &c->ceiling : w == W_COMPILE ? &cl->compile : &cl->run);
+	} else if ((k = find_key(own, key))) {
+		table = own;
+		base = sect == S_LANG ? (char *)st->lang : (char *)c;
+		idx = OWN + (int)(k - table);
+	}
+	if (!k) {
+		const char *sname = sect == S_SANDBOX ? "[sandbox]" : sect == S_SESSIONS ? "[sessions]" : sect == S_HTTP ? "[http]" : "[language.*]";
+		char *known = key_list(limits ? lim_table : NULL, own);
+		fail(ps, line, "key \"%s\": unknown key in %s (known: %s)", key, sname, known);
+		free(known);
+		val_free(&v);
+		return false;
+	}
+	if (st->seen[idx]) {
+		fail(ps, line, "key \"%s\" appears twice in this section (first at line %d)", key, st->seen[idx]);
+		val_free(&v);
+		return false;
+	}
+	st->seen[idx] = line;
+	bool ok = assign(ps, line, k, base, &v);
+	val_free(&v);
+	if (!ok)
+		return false;
+	if (table == lim_table) {
+		uint32_t bit = 1u << lim_key_of[idx].id;
+		if (sect == S_LANG)
+			*(lim_key_of[idx].which == W_COMPILE ? &st->lang->lim.cset : &st->lang->lim.set) |= bit;
+		else
+			st->sandbox_line[idx] = line;
+	}
+	check_value(ps, c, sect, key, line);
+	return true;
+}
+
+/* What holds only across sections, after the last line. */
+static void check_whole(struct parser *ps, struct conf *c, const struct pstate *st)
+{
+	c->install_any = !strcmp(c->install_specs, "any");
+	if (c->nlangs == 0)
+		fail(ps, ps->line, "no [language.NAME] section: nothing could run");
+	for (size_t i = 0; i < c->nlangs && !ps->failed; i++)
+		check_lang(ps, c, &c->langs[i]);
+	/* Aliases must not shadow names or each other. */
+	for (size_t i = 0; i < c->nlangs && !ps->failed; i++)
+		for (char **a = c->langs[i].aliases; a && *a && !ps->failed; a++)
+			for (size_t j = 0; j < c->nlangs; j++) {
+				if (!strcmp(c->langs[j].name, *a))
+					fail(ps, c->langs[i].line, "[language.%s]: alias \"%s\" is also a language name", c->langs[i].name, *a);
+				for (char **b = c->langs[j].aliases; j > i && b && *b; b++)
+					if (!strcmp(*a, *b))
+						fail(ps, c->langs[j].line, "[language.%s]: alias \"%s\" is also an alias of %s", c->langs[j].name, *a, c->langs[i].name);
+			}
+	/* A default above its ceiling: reported at the line that set either
+	 * (the later one, if both). */
+	for (int n = 0; !ps->failed && n < 3 * LIM_N && lim_keys[n].name; n++) {
+		int i = lim_key_of[n].id;
+		if (lim_key_of[n].which != W_RUN || !limit_defs[i].req)
+			continue;
+		double v = limit_get(&c->lim.run, i), max = limit_get(&c->ceiling, i);
+		if (v <= max)
+			continue;
+		int at = st->sandbox_line[n];
+		for (int m = 0; m < 3 * LIM_N && lim_keys[m].name; m++)
+			if (lim_key_of[m].id == i && lim_key_of[m].which == W_CEILING && st->sandbox_line[m] > at)
+				at = st->sandbox_line[m];
+		char a[32], b[32];
+		fail(ps, at ? at : 1, "%s (%s) exceeds max_%s (%s)", limit_defs[i].conf, limit_str(i, v, a, sizeof a),
+		     limit_defs[i].conf, limit_str(i, max, b, sizeof b));
+	}
+}
+
 static struct conf *parse(struct parser *ps, const char *path_for_root)
 {
 	struct conf *c = util_xalloc(sizeof *c);
 	set_defaults(c);
-	/* Every relative path in the file is relative to the file's own
-	 * directory: one base, whichever way the file was found. */
-	{
-		char *dir = util_strdup(path_for_root);
-		char *slash = strrchr(dir, '/');
-		if (slash == dir)
-			slash[1] = 0; /* "/x.conf": the root */
-		else if (slash)
-			*slash = 0;
-		else {
-			free(dir);
-			dir = util_strdup(".");
-		}
-		char real[PATH_MAX];
-		if (realpath(dir, real)) {
-			free(dir);
-			dir = util_strdup(real);
-		}
-		c->dir = dir;
-	}
-
-	enum { S_NONE, S_SANDBOX, S_SESSIONS, S_HTTP, S_LANG } sect = S_NONE;
-	struct conf_lang *lang = NULL;
-	/* Duplicate detection: seen[] per section, reset at each header. */
-	bool seen_sandbox = false, seen_sessions = false, seen_http = false;
-	/* seen[] holds the line of each key given in the section (0: not
-	 * given): the limits' keys first, then the section's own table. */
-	enum { OWN = 3 * LIM_N };
-	int seen[OWN + 64];
-	memset(seen, 0, sizeof seen);
-	int sandbox_line[3 * LIM_N] = { 0 }; /* [sandbox]'s limit keys, for the ceiling checks */
-	size_t lang_cap = 0;
+	c->dir = conf_dir(path_for_root);
+	struct pstate *st = util_xalloc(sizeof *st);
 	lim_keys_init();
-
 	while (!ps->failed) {
 		skip_all(ps);
 		if (ps->p >= ps->end)
 			break;
 		int line = ps->line;
-		if (*ps->p == '[') {
-			const char *s = ++ps->p;
-			while (ps->p < ps->end && *ps->p != ']' && *ps->p != '\n')
-				ps->p++;
-			if (ps->p >= ps->end || *ps->p != ']') {
-				fail(ps, line, "unterminated section header");
-				break;
-			}
-			char *name = util_strndup(s, (size_t)(ps->p - s));
-			ps->p++;
-			if (!end_of_line(ps, "the section header")) {
-				free(name);
-				break;
-			}
-			memset(seen, 0, sizeof seen);
-			if (!strcmp(name, "sandbox")) {
-				if (seen_sandbox)
-					fail(ps, line, "section [sandbox] appears twice");
-				seen_sandbox = true;
-				sect = S_SANDBOX;
-			} else if (!strcmp(name, "sessions")) {
-				if (seen_sessions)
-					fail(ps, line, "section [sessions] appears twice");
-				seen_sessions = true;
-				sect = S_SESSIONS;
-			} else if (!strcmp(name, "http")) {
-				if (seen_http)
-					fail(ps, line, "section [http] appears twice");
-				seen_http = true;
-				sect = S_HTTP;
-			} else if (!strncmp(name, "language.", 9)) {
-				const char *ln = name + 9;
-				if (!valid_lang_name(ln)) {
-					fail(ps, line, "section [%s]: language names use a-z, 0-9, _, - and +", name);
-				} else {
-					for (size_t i = 0; i < c->nlangs; i++)
-						if (!strcmp(c->langs[i].name, ln))
-							fail(ps, line, "section [%s] appears twice (first on line %d)", name, c->langs[i].line);
-					if (!ps->failed) {
-						if (c->nlangs == lang_cap) {
-							lang_cap = lang_cap ? lang_cap * 2 : 8;
-							c->langs = util_xrealloc(c->langs, lang_cap * sizeof *c->langs);
-						}
-						lang = &c->langs[c->nlangs++];
-						memset(lang, 0, sizeof *lang);
-						lang->name = util_strdup(ln);
-						lang->line = line;
-						sect = S_LANG;
-					}
-				}
-			} else {
-				fail(ps, line, "unknown section [%s] (known: [sandbox], [sessions], [http], [language.NAME])", name);
-			}
-			free(name);
-			continue;
-		}
-		/* key = value */
-		const char *ks = ps->p;
-		while (ps->p < ps->end && ((*ps->p >= 'a' && *ps->p <= 'z') || (*ps->p >= 'A' && *ps->p <= 'Z') ||
-					   (*ps->p >= '0' && *ps->p <= '9') || *ps->p == '_' || *ps->p == '-'))
-			ps->p++;
-		if (ps->p == ks) {
-			fail(ps, line, "expected a key, a [section] or a comment");
+		if (!(*ps->p == '[' ? section(ps, c, st, line) : key_value(ps, c, st, line)))
 			break;
-		}
-		char key[64];
-		size_t klen = (size_t)(ps->p - ks);
-		if (klen >= sizeof key) {
-			fail(ps, line, "key too long");
-			break;
-		}
-		memcpy(key, ks, klen);
-		key[klen] = 0;
-		skip_space(ps);
-		if (ps->p >= ps->end || *ps->p != '=') {
-			fail(ps, line, "key \"%s\": expected = after the key", key);
-			break;
-		}
-		ps->p++;
-		skip_space(ps);
-		if (sect == S_NONE) {
-			fail(ps, line, "key \"%s\" outside any section (start with [sandbox])", key);
-			break;
-		}
-		struct val v;
-		if (!parse_value(ps, key, &v)) {
-			val_free(&v);
-			break;
-		}
-		if (!end_of_line(ps, "the value")) {
-			val_free(&v);
-			break;
-		}
-		const struct key *k = NULL, *table = NULL;
-		char *base = NULL;
-		int idx = -1;
-		bool limits = sect == S_SANDBOX || sect == S_LANG;
-		const struct key *lim_table = sect == S_SANDBOX ? lim_keys : lim_lang_keys;
-		if (limits && (k = find_key(lim_table, key))) {
-			table = lim_table;
-			/* lim_lang_keys holds lim_keys' entries less the ceilings */
-			idx = (int)(find_key(lim_keys, key) - lim_keys);
-			int w = lim_key_of[idx].which;
-			struct conf_limits *cl = sect == S_LANG ? &lang->lim : &c->lim;
-			base = (char *)(w == W_CEILING ? &c->ceiling : w == W_COMPILE ? &cl->compile : &cl->run);
-		} else {
-			table = sect == S_SANDBOX ? sandbox_keys : sect == S_SESSIONS ? session_keys : sect == S_HTTP ? http_keys : lang_keys;
-			k = find_key(table, key);
-			base = sect == S_LANG ? (char *)lang : (char *)c;
-			if (k)
-				idx = OWN + (int)(k - table);
-		}
-		if (!k) {
-			const char *sname = sect == S_SANDBOX ? "[sandbox]" : sect == S_SESSIONS ? "[sessions]" : sect == S_HTTP ? "[http]" : "[language.*]";
-			char *known = key_list(limits ? lim_table : NULL,
-					       sect == S_SANDBOX ? sandbox_keys : sect == S_SESSIONS ? session_keys : sect == S_HTTP ? http_keys : lang_keys);
-			fail(ps, line, "key \"%s\": unknown key in %s (known: %s)", key, sname, known);
-			free(known);
-			val_free(&v);
-			break;
-		}
-		if (seen[idx]) {
-			fail(ps, line, "key \"%s\" appears twice in this section (first at line %d)", key, seen[idx]);
-			val_free(&v);
-			break;
-		}
-		seen[idx] = line;
-		bool ok = assign(ps, line, k, base, &v);
-		val_free(&v);
-		if (!ok)
-			break;
-		if (table == lim_table) {
-			uint32_t bit = 1u << lim_key_of[idx].id;
-			if (sect == S_LANG)
-				*(lim_key_of[idx].which == W_COMPILE ? &lang->lim.cset : &lang->lim.set) |= bit;
-			else
-				sandbox_line[idx] = line;
-		}
-		if (sect == S_SANDBOX && !strcmp(key, "backend") && strcmp(c->backend, "native") && strcmp(c->backend, "docker"))
-			fail(ps, line, "key \"backend\": \"%s\" is not a backend (native or docker)", c->backend);
-		if (sect == S_SANDBOX && !strcmp(key, "history_code") && strcmp(c->history_code, "preview") &&
-		    strcmp(c->history_code, "full"))
-			fail(ps, line, "key \"history_code\": \"%s\" is not preview or full", c->history_code);
-		if (sect == S_SESSIONS && !strcmp(key, "install_specs") && strcmp(c->install_specs, "registry") &&
-		    strcmp(c->install_specs, "any"))
-			fail(ps, line, "key \"install_specs\": \"%s\" is not registry or any", c->install_specs);
-		if (sect == S_SANDBOX && !strcmp(key, "history_sync") && strcmp(c->history_sync, "normal") &&
-		    strcmp(c->history_sync, "full"))
-			fail(ps, line, "key \"history_sync\": \"%s\" is not normal or full", c->history_sync);
-		if (sect == S_SANDBOX && !strcmp(key, "etc"))
-			for (char **e = c->etc; *e; e++)
-				if (!**e || (*e)[0] == '/' || strstr(*e, ".."))
-					fail(ps, line, "key \"etc\": \"%s\" must be a path relative to /etc without ..", *e);
-		if (sect == S_SANDBOX && !strcmp(key, "cgroup_parent") &&
-		    (!*c->cgroup_parent || strstr(c->cgroup_parent, "..") || c->cgroup_parent[0] == '/'))
-			fail(ps, line, "key \"cgroup_parent\": must be a relative cgroup name without ..");
 	}
-	if (!ps->failed) {
-		c->install_any = !strcmp(c->install_specs, "any");
-		if (c->nlangs == 0)
-			fail(ps, ps->line, "no [language.NAME] section: nothing could run");
-		for (size_t i = 0; i < c->nlangs && !ps->failed; i++)
-			check_lang(ps, c, &c->langs[i]);
-		/* Aliases must not shadow names or each other. */
-		for (size_t i = 0; i < c->nlangs && !ps->failed; i++)
-			for (char **a = c->langs[i].aliases; a && *a && !ps->failed; a++)
-				for (size_t j = 0; j < c->nlangs; j++) {
-					if (!strcmp(c->langs[j].name, *a))
-						fail(ps, c->langs[i].line, "[language.%s]: alias \"%s\" is also a language name", c->langs[i].name, *a);
-					for (char **b = c->langs[j].aliases; j > i && b && *b; b++)
-						if (!strcmp(*a, *b))
-							fail(ps, c->langs[j].line, "[language.%s]: alias \"%s\" is also an alias of %s", c->langs[j].name, *a, c->langs[i].name);
-				}
-		/* A default above its ceiling: reported at the line that set
-		 * either (the later one, if both). */
-		for (int n = 0; !ps->failed && n < 3 * LIM_N && lim_keys[n].name; n++) {
-			int i = lim_key_of[n].id;
-			if (lim_key_of[n].which != W_RUN || !limit_defs[i].req)
-				continue;
-			double v = limit_get(&c->lim.run, i), max = limit_get(&c->ceiling, i);
-			if (v <= max)
-				continue;
-			int at = sandbox_line[n];
-			for (int m = 0; m < 3 * LIM_N && lim_keys[m].name; m++)
-				if (lim_key_of[m].id == i && lim_key_of[m].which == W_CEILING && sandbox_line[m] > at)
-					at = sandbox_line[m];
-			char a[32], b[32];
-			fail(ps, at ? at : 1, "%s (%s) exceeds max_%s (%s)", limit_defs[i].conf, limit_str(i, v, a, sizeof a),
-			     limit_defs[i].conf, limit_str(i, max, b, sizeof b));
-		}
-	}
+	if (!ps->failed)
+		check_whole(ps, c, st);
+	free(st);
 	if (ps->failed) {
 		conf_free(c);
 		return NULL;

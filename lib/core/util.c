@@ -558,6 +558,45 @@ static void remove_below(int dirfd, int depth)
 	closedir(d);
 }
 
+int util_write_beneath(int dirfd, const char *path, const void *data, size_t len, mode_t mode, uid_t owner)
+{
+	/* Walk the components from dirfd, never following a link
+	 * (a workspace may hold planted ones). */
+	char buf[4096];
+	snprintf(buf, sizeof buf, "%s", path);
+	int dir = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	if (dir < 0)
+		return -1;
+	char *p = buf;
+	for (char *slash; (slash = strchr(p, '/')); p = slash + 1) {
+		*slash = 0;
+		if (mkdirat(dir, p, 0755) < 0 && errno != EEXIST) {
+			close(dir);
+			return -1;
+		}
+		fchownat(dir, p, owner, owner, AT_SYMLINK_NOFOLLOW);
+		int next = openat(dir, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(dir);
+		if (next < 0)
+			return -1;
+		dir = next;
+	}
+	/* Replace whatever is there (a workspace may hold a planted symlink or
+	 * FIFO under this name): unlink, then create exclusively. */
+	unlinkat(dir, p, 0);
+	int fd = openat(dir, p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	close(dir);
+	if (fd < 0)
+		return -1;
+	int rc = len ? util_write_all(fd, data, len) : 0;
+	if (!rc)
+		rc = fchown(fd, owner, owner);
+	int e2 = errno;
+	close(fd);
+	errno = e2;
+	return rc;
+}
+
 int util_remove_at(int dirfd, const char *name)
 {
 	if (!unlinkat(dirfd, name, 0) || errno == ENOENT)
@@ -634,6 +673,20 @@ char *util_read_close(int fd, size_t size, size_t *len)
 	buf[n] = 0;
 	*len = (size_t)n;
 	return buf;
+}
+
+char **util_strv_dup(char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	if (!n)
+		return NULL;
+	char **c = util_xalloc((n + 1) * sizeof *c);
+	for (size_t i = 0; i < n; i++)
+		c[i] = util_strdup(v[i]);
+	c[n] = NULL;
+	return c;
 }
 
 void util_strv_free(char **v)

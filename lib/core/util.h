@@ -66,6 +66,8 @@ const char *util_size_str(uint64_t bytes, char *buf, size_t len);
 int util_write_all(int fd, const void *buf, size_t len);
 /* Read up to len bytes, looping on EINTR and short reads until EOF. */
 ssize_t util_read_full(int fd, void *buf, size_t len);
+/* A copy of a NULL-terminated string list; NULL for an empty or NULL one. */
+char **util_strv_dup(char *const *v);
 /* Free a NULL-terminated vector of strings and the strings (NULL is fine). */
 void util_strv_free(char **v);
 /* Read up to size bytes of fd and close it: a NUL-terminated buffer (its
@@ -100,6 +102,11 @@ DIR *util_opendirat(int dirfd);
  * crossing a mount (O_CLOEXEC | O_NOFOLLOW added): for trees sandboxed
  * code writes, where any component may be a planted link. */
 int util_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+/* Write a file at path beneath dirfd: parents made (mode 0755), no link
+ * followed, whatever is at the name replaced (unlinked, then created
+ * exclusively), the file and new parents chowned to owner.  0, or -1 with
+ * errno. */
+int util_write_beneath(int dirfd, const char *path, const void *data, size_t len, mode_t mode, uid_t owner);
 /* rm -rf of name in dirfd, never following a link; 0, or -1 with errno
  * if name itself could not be removed. */
 int util_remove_at(int dirfd, const char *name);

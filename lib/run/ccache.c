@@ -58,35 +58,15 @@ bool ccache_cacheable(const struct job *j)
 	return j->compile && !j->workspace && !j->install;
 }
 
-bool ccache_key(const struct job *j, const char *image_id, char key[65])
+bool ccache_key(const struct job *j, const char *compiler_id, char key[65])
 {
-	if (!ccache_cacheable(j))
+	if (!ccache_cacheable(j) || !compiler_id || !*compiler_id)
 		return false;
-	bool docker = !strcmp(j->backend, "docker");
-	if (docker && (!image_id || !*image_id))
-		return false;
-	/* The compiler's identity: the image's ID, not its name (a pull
-	 * changes what a name means, and with it the compiler); natively its
-	 * binary's. */
-	char id[4400];
-	if (docker)
-		snprintf(id, sizeof id, "%s", image_id);
-	else {
-		char path[4096];
-		struct stat st;
-		if (!job_which(j->rootfs, j->env, j->compile[0], path, sizeof path) || stat(path, &st) < 0)
-			return false;
-		snprintf(id, sizeof id, "%s %llu %llu %lld %lld.%09ld", path, (unsigned long long)st.st_dev,
-			 (unsigned long long)st.st_ino, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
-			 st.st_mtim.tv_nsec);
-	}
 	struct sha256 h;
 	sha256_init(&h);
-	sha256_str(&h, "sbx-ccache-1");
+	sha256_str(&h, "sbx-ccache-2");
 	sha256_str(&h, j->backend);
-	sha256_str(&h, id);
-	if (!docker)
-		sha256_str(&h, j->rootfs);
+	sha256_str(&h, compiler_id);
 	for (char **a = j->compile; *a; a++)
 		sha256_str(&h, *a);
 	sha256_str(&h, "--env");

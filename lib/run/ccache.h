@@ -57,10 +57,10 @@ void ccache_free(struct ccache *c);
 bool ccache_cacheable(const struct job *j);
 /* The key of a job's compile stage, as 64 hex digits; false if the job is
  * not cacheable.
- * The compiler's identity: natively its binary's (device, inode, size,
- * mtime); for the docker backend image_id, the ID of the image the job's
- * image name means now (dock_image_id), without which it is not cached. */
-bool ccache_key(const struct job *j, const char *image_id, char key[65]);
+ * compiler_id is the compiler's identity as its backend gives it
+ * (backend.h: natively its binary's, for docker its image's ID), without
+ * which it is not cached. */
+bool ccache_key(const struct job *j, const char *compiler_id, char key[65]);
 
 /* A hit: the artefacts (*files, *n) and the compile fields (*compile,
  * "cached": true).  A miss or a corrupt entry (removed): false. */

@@ -12,7 +12,6 @@
 
 #include "artifact.h"
 #include "ccache.h"
-#include "dock.h"
 #include "egress.h"
 #include "job.h"
 #include "ns.h"
@@ -24,12 +23,9 @@ enum stage { ST_COMPILE, ST_RUN };
 struct run {
 	struct run_env *env;
 	struct job job;
-	int scratch;
-	int stage_mnt[2];    /* native: the scratch's mount for each stage, where not scratch itself */
-	struct box *box;
-	struct dock *dock;   /* the stage's container (docker backend) */
-	char *dscratch;      /* docker: the scratch directory on the host */
-	bool docker;
+	struct backend *be;  /* the job's backend */
+	struct bk_scratch *scratch;
+	struct bk_stage *st; /* the stage in its sandbox, or NULL */
 	char ckey[65];       /* compile cache key, "" if not cacheable */
 	bool parked;         /* waiting for another run compiling the same key */
 	enum stage stage;
@@ -42,7 +38,7 @@ struct run {
 	bool own_removed;    /* its own name in the workspace is gone (or it has none) */
 	struct art_snap before; /* "artifacts": the scratch's files before the run stage */
 	bool snapped;
-	struct box_spec spec;
+	struct stage_spec spec;
 	run_done_fn done;
 	void *arg;
 };
@@ -69,26 +65,26 @@ static jv enforced_json(unsigned bits)
 	return a;
 }
 
-static const char *status_name(const struct box_result *br)
+static const char *status_name(const struct stage_result *br)
 {
 	switch (br->status) {
-	case BOX_EXITED: return br->exit_code == 0 ? "success" : "error";
-	case BOX_SIGNALED: return "error";
-	case BOX_TIMEOUT: return "timeout";
-	case BOX_OOM: return "memory_limit";
-	case BOX_CANCELLED:
-	case BOX_INTERNAL: return "internal_error";
+	case STAGE_EXITED: return br->exit_code == 0 ? "success" : "error";
+	case STAGE_SIGNALED: return "error";
+	case STAGE_TIMEOUT: return "timeout";
+	case STAGE_OOM: return "memory_limit";
+	case STAGE_CANCELLED:
+	case STAGE_INTERNAL: return "internal_error";
 	}
 	return "internal_error";
 }
 
 /* The fields one stage contributes, into obj (consumed). */
-static jv stage_fields(jv obj, const struct box_result *br)
+static jv stage_fields(jv obj, const struct stage_result *br)
 {
 	char sig[32];
-	obj = jv_object_set(obj, jv_string("exit_code"), br->status == BOX_EXITED ? jv_number(br->exit_code) : jv_null());
+	obj = jv_object_set(obj, jv_string("exit_code"), br->status == STAGE_EXITED ? jv_number(br->exit_code) : jv_null());
 	obj = jv_object_set(obj, jv_string("signal"),
-			    br->status == BOX_EXITED || br->status == BOX_INTERNAL || br->status == BOX_CANCELLED || !br->signal
+			    br->status == STAGE_EXITED || br->status == STAGE_INTERNAL || br->status == STAGE_CANCELLED || !br->signal
 				    ? jv_null() : jv_string(stage_signal_name(br->signal, sig, sizeof sig)));
 	obj = jv_object_set(obj, jv_string("stdout"), cap_buf_string(&br->out));
 	obj = jv_object_set(obj, jv_string("stderr"), cap_buf_string(&br->err));
@@ -118,16 +114,19 @@ static jv base_result(struct run *r, const char *status)
 	return res;
 }
 
-/* The scratch and its stages' mounts: a detached mount goes with its
- * last descriptor. */
-static void close_mounts(struct run *r)
+/* The scratch goes as soon as the result is made (a native one, a
+ * detached mount, with its last descriptor). */
+static void close_scratch(struct run *r)
 {
-	int *fds[] = { &r->scratch, &r->stage_mnt[0], &r->stage_mnt[1] };
-	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
-		if (*fds[i] >= 0) {
-			close(*fds[i]);
-			*fds[i] = -1;
-		}
+	bk_scratch_close(r->scratch);
+	r->scratch = NULL;
+}
+
+static void free_stage(struct run *r)
+{
+	if (r->st)
+		r->be->ops->stage_free(r->st);
+	r->st = NULL;
 }
 
 /* A session's inline code: the name of its own at the workspace's top
@@ -167,15 +166,14 @@ static void complete(struct run *r, jv res)
 	char when[40];
 	util_iso8601(r->started_epoch_ms, when, sizeof when);
 	res = jv_object_set(res, jv_string("started_at"), jv_string(when));
-	res = jv_object_set(res, jv_string("backend"), jv_string(r->docker ? "docker" : "native"));
+	res = jv_object_set(res, jv_string("backend"), jv_string(r->be->name));
 	res = jv_object_set(res, jv_string("compile"), jv_copy(r->compile));
-	if (r->box || r->dock)
-		res = jv_object_set(res, jv_string("limits_enforced"),
-				    enforced_json((r->dock ? dock_result(r->dock) : box_result(r->box))->enforced));
+	if (r->st)
+		res = jv_object_set(res, jv_string("limits_enforced"), enforced_json(r->be->ops->result(r->st)->enforced));
 	mark(r, "result");
 	if (r->env->timings)
 		res = jv_object_set(res, jv_string("timings"), jv_copy(r->timings));
-	close_mounts(r);
+	close_scratch(r);
 	r->done(r, res, r->arg);
 }
 
@@ -253,7 +251,7 @@ static void flight_end(struct run *r)
 static bool restore(struct run *r, struct ccache_file *files, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (box_scratch_write(r->env->box, r->scratch, files[i].path, files[i].data, files[i].len, files[i].mode) < 0)
+		if (r->be->ops->scratch_write(r->scratch, files[i].path, files[i].data, files[i].len, files[i].mode) < 0)
 			return false;
 	return true;
 }
@@ -313,14 +311,14 @@ static void unpark(struct run *r)
 	r->ckey[0] = 0;
 }
 
-static void stage_result(struct run *r, const struct box_result *br)
+static void stage_result(struct run *r, const struct stage_result *br)
 {
 	if (r->env->timings) {
 		jv t = jv_copy(br->timings);
 		r->timings = jv_object_set(r->timings, jv_string(r->stage == ST_COMPILE ? "compile_stage" : "run_stage"), t);
 	}
-	if (br->status == BOX_INTERNAL || br->status == BOX_CANCELLED) {
-		internal(r, br->status == BOX_CANCELLED ? "cancelled" : br->error);
+	if (br->status == STAGE_INTERNAL || br->status == STAGE_CANCELLED) {
+		internal(r, br->status == STAGE_CANCELLED ? "cancelled" : br->error);
 		return;
 	}
 	if (r->stage == ST_COMPILE) {
@@ -331,24 +329,21 @@ static void stage_result(struct run *r, const struct box_result *br)
 		jv_free(r->compile);
 		r->compile = c;
 		if (r->ckey[0]) {
-			if (br->status == BOX_EXITED && br->exit_code == 0)
-				ccache_put(r->env->cache, r->ckey, &r->job, r->scratch, c);
+			if (br->status == STAGE_EXITED && br->exit_code == 0)
+				ccache_put(r->env->cache, r->ckey, &r->job, r->scratch->dir, c);
 			flight_end(r);
 			r->ckey[0] = 0;
 		}
-		if (br->status == BOX_EXITED && br->exit_code == 0) {
-			box_free(r->box);
-			r->box = NULL;
-			dock_free(r->dock);
-			r->dock = NULL;
+		if (br->status == STAGE_EXITED && br->exit_code == 0) {
+			free_stage(r);
 			start_stage(r, ST_RUN);
 			return;
 		}
 		jv res = base_result(r, "compile_error");
 		/* The program never ran: empty output, no exit code. */
-		struct box_result none;
+		struct stage_result none;
 		memset(&none, 0, sizeof none);
-		none.status = BOX_INTERNAL;
+		none.status = STAGE_INTERNAL;
 		none.cpu_ms = -1;
 		none.mem_peak = -1;
 		res = stage_fields(res, &none);
@@ -358,18 +353,14 @@ static void stage_result(struct run *r, const struct box_result *br)
 	jv res = base_result(r, status_name(br));
 	res = stage_fields(res, br);
 	if (r->snapped)
-		res = art_collect(r->env->conf, r->scratch, &r->before, res);
+		res = art_collect(r->env->conf, r->scratch->dir, &r->before, res);
 	complete(r, res);
 }
 
-static void stage_done(struct box *b, void *arg)
+static void stage_done(void *arg)
 {
-	stage_result(arg, box_result(b));
-}
-
-static void dock_stage_done(struct dock *k, void *arg)
-{
-	stage_result(arg, dock_result(k));
+	struct run *r = arg;
+	stage_result(r, r->be->ops->result(r->st));
 }
 
 static void start_stage(struct run *r, enum stage st)
@@ -377,39 +368,23 @@ static void start_stage(struct run *r, enum stage st)
 	struct job *j = &r->job;
 	r->stage = st;
 	if (st == ST_RUN && j->artifacts && !r->snapped) {
-		art_scan(r->scratch, &r->before);
+		art_scan(r->scratch->dir, &r->before);
 		r->snapped = true;
 	}
-	int mnt = r->scratch;
-	if (r->scratch >= 0 && !r->docker) {
-		/* Each sandbox takes the mount it is given (see ns_attach_work),
-		 * so each stage needs its own: a workspace is opened again; a
-		 * tmpfs is cloned before the compile stage, which leaves the
-		 * scratch itself (or a second clone) to the run stage. */
-		char err[256];
-		if (j->workspace && st == ST_RUN) {
-			int fresh = box_workspace(r->env->box, j->workspace, j->work_exec, err, sizeof err);
-			if (fresh < 0) {
-				internal(r, err);
-				return;
-			}
-			close(r->scratch);
-			r->scratch = mnt = fresh;
-		} else if (!j->workspace && st == ST_COMPILE) {
-			if ((r->stage_mnt[ST_COMPILE] = box_scratch_clone(r->env->box, r->scratch, &r->stage_mnt[ST_RUN], err, sizeof err)) < 0) {
-				internal(r, err);
-				return;
-			}
-			mark(r, "scratch_cloned");
-		}
-		if (r->stage_mnt[st] >= 0)
-			mnt = r->stage_mnt[st];
+	char err[256];
+	int made = r->be->ops->scratch_stage(r->scratch, st == ST_COMPILE, err, sizeof err);
+	if (made < 0) {
+		internal(r, err);
+		return;
 	}
-	r->spec = (struct box_spec){
+	if (made)
+		mark(r, "scratch_cloned");
+	r->spec = (struct stage_spec){
 		.argv = st == ST_COMPILE ? j->compile : j->run,
 		.env = r->envp,
 		.lim = st == ST_COMPILE ? &j->clim : &j->lim,
-		.scratch_fd = mnt,
+		.scratch = r->scratch,
+		.compile = st == ST_COMPILE,
 		/* W^X: every program may write its directory but execute
 		 * nothing it wrote; the compiler's declared outputs alone are
 		 * executable. */
@@ -428,61 +403,49 @@ static void start_stage(struct run *r, enum stage st)
 		.network = j->network,
 		.rootfs = j->rootfs,
 		.binds = j->binds,
+		.image = j->image,
 		.timings = r->env->timings,
 		.label = run_id(r),
 	};
 	mark(r, st == ST_COMPILE ? "compile_start" : "run_start");
 	if (r->env->on_stage)
 		r->env->on_stage(r, st == ST_COMPILE ? "compile" : "run");
-	if (r->docker) {
-		struct dock_spec ds = { .box = &r->spec, .image = j->image, .scratch = r->dscratch ? r->dscratch : j->workspace,
-					.workspace = !r->dscratch, .run_id = j->id };
-		r->dock = dock_start(r->env->dock, r->env->loop, &ds, dock_stage_done, r);
-	} else
-		r->box = box_start(r->env->box, r->env->loop, &r->spec, stage_done, r);
+	r->st = bk_start(r->be, r->env->loop, &r->spec, stage_done, r);
 }
 
 struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv *immediate)
 {
 	struct run *r = util_xalloc(sizeof *r);
 	r->env = e;
-	r->scratch = r->stage_mnt[0] = r->stage_mnt[1] = -1;
 	r->compile = jv_null();
 	r->timings = e->timings ? jv_object() : jv_null();
 	r->t0 = util_now_ms();
 	r->started_epoch_ms = util_epoch_ms();
 	r->done = done;
 	r->arg = arg;
-	char err[512];
+	char err[640];
 	if (!job_load(e->conf, rec, &r->job, err, sizeof err)) {
 		*immediate = rec_make_invalid(jv_copy(r->job.rec), "%s", err);
 		run_free(r);
 		return NULL;
 	}
-	r->docker = !strcmp(r->job.backend, "docker");
-	if (r->docker && !e->dock) {
-		*immediate = rec_make_invalid(jv_copy(r->job.rec), "backend \"docker\" is not available to this program");
+	for (size_t i = 0; i < e->nbackends && !r->be; i++)
+		if (!strcmp(e->backends[i]->name, r->job.backend))
+			r->be = e->backends[i];
+	if (!r->be) {
+		*immediate = rec_make_invalid(jv_copy(r->job.rec), "backend \"%s\" is not available to this program", r->job.backend);
 		run_free(r);
 		return NULL;
 	}
 	r->envp = r->job.install ? install_env(r->job.env) : stage_env(r->job.env);
 	mark(r, "job_loaded");
-	/* The scratch directory: a fresh tmpfs, or the session's workspace;
-	 * for the docker backend a host directory the daemon can bind. */
+	/* The scratch directory: the session's workspace, or a fresh one. */
 	uint64_t size = r->job.lim.scratch > r->job.clim.scratch ? r->job.lim.scratch : r->job.clim.scratch;
-	if (r->docker) {
-		char *dir = r->job.workspace ? NULL : dock_scratch(e->dock, size, err, sizeof err);
-		if (dir)
-			r->dscratch = dir;
-		char *sub = r->job.workspace ? util_strdup(r->job.workspace) : dir ? util_fmt("%s/scratch", dir) : NULL;
-		r->scratch = sub ? open(sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-		if (sub && r->scratch < 0)
-			snprintf(err, sizeof err, "cannot open %s: %s", sub, strerror(errno));
-		free(sub);
-	} else
-		r->scratch = r->job.workspace ? box_workspace(e->box, r->job.workspace, r->job.work_exec, err, sizeof err)
-					      : box_scratch(e->box, size, err, sizeof err);
-	if (r->scratch < 0) {
+	if (r->be->broken)
+		snprintf(err, sizeof err, "%s", r->be->why);
+	else
+		r->scratch = bk_scratch_open(r->be, r->job.workspace, r->job.work_exec, size, err, sizeof err);
+	if (!r->scratch) {
 		*immediate = jv_object_set(base_result(r, "internal_error"), jv_string("error"), jv_string(err));
 		run_free(r);
 		return NULL;
@@ -496,7 +459,7 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 	remove_own(r);
 	if (r->job.file && !r->job.install) {
 		char *path = r->job.dir ? util_fmt("%s/%s", r->job.dir, r->job.file) : util_strdup(r->job.file);
-		ok = box_scratch_write(e->box, r->scratch, path, r->job.code, r->job.code_len, 0644) == 0;
+		ok = r->be->ops->scratch_write(r->scratch, path, r->job.code, r->job.code_len, 0644) == 0;
 		free(path);
 	}
 	if (r->job.dir && r->job.outputs) {
@@ -509,7 +472,7 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 		r->outputs[n] = NULL;
 	}
 	for (size_t i = 0; ok && i < r->job.nfiles; i++)
-		ok = box_scratch_write(e->box, r->scratch, r->job.files[i].path, r->job.files[i].data, r->job.files[i].len, 0644) == 0;
+		ok = r->be->ops->scratch_write(r->scratch, r->job.files[i].path, r->job.files[i].data, r->job.files[i].len, 0644) == 0;
 	if (!ok) {
 		snprintf(err, sizeof err, "cannot write the job's files into its scratch directory: %s%s", strerror(errno),
 			 errno == ENOSPC ? " (files larger than scratch_size)" : "");
@@ -519,13 +482,12 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 	}
 	mark(r, "files_written");
 	if (r->job.compile) {
-		/* The docker backend's compiler is its image: the ID the name
-		 * means now (an API call per job, ~1 ms). */
-		char image_id[80] = "";
-		bool on = ccache_on(e->cache); /* off: no key, no waiting for a twin's compile */
-		if (on && r->docker && ccache_cacheable(&r->job))
-			dock_image_id(e->dock, r->job.image, image_id, sizeof image_id); /* "" if unknown: not cached */
-		if (!on || !ccache_key(&r->job, image_id, r->ckey))
+		/* The compiler's identity (docker: an API call per job, ~1 ms);
+		 * unknown, the job is not cached.  Off: no key, no waiting for a
+		 * twin's compile. */
+		char id[4400];
+		if (!ccache_on(e->cache) || !ccache_cacheable(&r->job) || !r->be->ops->compiler_id(r->be, &r->job, id, sizeof id) ||
+		    !ccache_key(&r->job, id, r->ckey))
 			r->ckey[0] = 0;
 		compile_or_hit(r);
 	} else
@@ -540,10 +502,8 @@ void run_cancel(struct run *r)
 		internal(r, "cancelled");
 		return;
 	}
-	if (r->box)
-		box_cancel(r->box);
-	if (r->dock)
-		dock_cancel(r->dock);
+	if (r->st)
+		r->be->ops->cancel(r->st);
 }
 
 void run_free(struct run *r)
@@ -554,16 +514,11 @@ void run_free(struct run *r)
 		unpark(r);
 	else if (r->ckey[0])
 		flight_end(r);
-	box_free(r->box);
-	dock_free(r->dock);
-	close_mounts(r);
+	free_stage(r);
+	close_scratch(r);
 	drop_dir(r);
 	art_free(&r->before);
 	util_strv_free(r->outputs);
-	if (r->dscratch) {
-		dock_scratch_remove(r->dscratch);
-		free(r->dscratch);
-	}
 	util_strv_free(r->envp);
 	jv_free(r->compile);
 	jv_free(r->timings);

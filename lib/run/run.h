@@ -5,9 +5,8 @@
  * has one and then the run stage, each as its own sandbox with its own
  * limits, and builds the result record of DESIGN §2 from the stages'
  * outcomes.  Runs are driven by the caller's event loop; many may be in
- * flight at once.  The scratch directory exists only as a detached mount
- * held by the run: it disappears with the last reference, even if the
- * supervisor is killed.
+ * flight at once.  The job names its backend (backend.h); nothing here
+ * depends on which it is.
  *
  * The result record is the job record without the fields that only
  * sbx-run needs ("exec", "compile_limits"), plus the result fields.
@@ -19,8 +18,7 @@
 
 #include <jv.h>
 
-#include "box.h"
-#include "dock.h"
+#include "backend.h"
 #include "conf.h"
 #include "loop.h"
 #include "stage.h"
@@ -29,8 +27,8 @@ struct run;
 struct cflight;
 struct run_env {
 	const struct conf *conf;
-	struct box_sys *box;
-	struct dock_sys *dock;     /* NULL: docker jobs are refused */
+	struct backend **backends; /* a job's "backend" names one; others are refused */
+	size_t nbackends;
 	struct ccache *cache;      /* NULL: no compile cache */
 	struct cflight *flights;   /* keys being compiled (run.c) */
 	size_t nflights;

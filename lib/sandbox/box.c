@@ -81,7 +81,7 @@
  * own (box_sys_init) and maps its single uid to 1000 in each sandbox.
  */
 #define _GNU_SOURCE
-#include "box.h"
+#include "box_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -125,39 +125,12 @@
 #define READ_CHUNK 65536
 #define READ_BUDGET (4 * READ_CHUNK) /* per callback, so one flood cannot starve others */
 
-/* ---- messages from the sandbox's init ------------------------------------- */
-
-enum { MSG_FAIL = 1, MSG_EXECFAIL, MSG_RUNNING, MSG_EXIT, MSG_MARK };
-
-struct msg {
-	uint32_t type;
-	int32_t err;
-	int64_t v[4];
-	char text[200];
-};
-
-static void msg_send(int fd, uint32_t type, int err, int64_t v0, int64_t v1, int64_t v2, int64_t v3, const char *text)
-{
-	struct msg m = { .type = type, .err = err, .v = { v0, v1, v2, v3 } };
-	if (text)
-		snprintf(m.text, sizeof m.text, "%s", text);
-	/* < PIPE_BUF: atomic */
-	(void)!write(fd, &m, sizeof m);
-}
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* ---- the box ---------------------------------------------------------------- */
 
 struct box {
 	struct box_sys *sys;
 	struct loop *loop;
-	box_done_fn done;
+	stage_done_fn done;
 	void *arg;
 	pid_t pid;
 	int pidfd, status_fd, out_fd, err_fd, timer_fd, spec_fd;
@@ -170,7 +143,7 @@ struct box {
 	bool network;
 	char *rootfs;
 	char **binds;
-	struct box_result res;
+	struct stage_result res;
 	uint64_t timeout_ms;
 	int64_t t_start, t_running, t_kill;
 	/* --timings: the supervisor's steps of a sandbox made for its job, and
@@ -185,444 +158,6 @@ struct box {
 	bool timings;
 	struct box *next;
 };
-
-/* Fixed fd numbers inside the child after proc_keep_fds. */
-enum { K_GO, K_STATUS, K_OUT, K_ERR, K_SPEC, K_N };
-#define KFD(i) (3 + (i))
-
-struct child_args {
-	struct box_sys *sys;
-	bool network;
-	bool build_root;         /* no template: build the root here */
-	const char *rootfs;
-	char *const *binds;
-	int fds[K_N];
-	unsigned long flags;
-};
-
-/* Two messages go to a sandbox's init over its spec socket, each with its
- * fds as SCM_RIGHTS on its first byte.  First, as soon as the supervisor
- * has made the run's cgroups: a uint32_t count and (v1) that many tasks
- * files, opened by the supervisor (the sandbox's mount namespace has no
- * /sys).  Then the job: this header, then `len` bytes of NUL-terminated
- * argv and env strings, with the stdin memfd and (SPEC_SCRATCH) the
- * scratch mount. */
-enum { SPEC_SCRATCH = 1, SPEC_RLIMIT_DATA = 4, SPEC_TIMINGS = 8, SPEC_DEPS = 16, SPEC_EGRESS = 32, SPEC_WORK_EXEC = 64 };
-struct spec_hdr {
-	uint64_t file_size, nofile, stack, pids, memory, tmpfs;
-	uint32_t flags, argc, envc, outc, len;
-};
-#define SPEC_MAX (1u << 20)
-#define MSG_FDS 4
-
-struct spec {
-	struct spec_hdr h;
-	char **argv, **env, **outputs;
-	int stdin_fd, scratch_fd;
-};
-
-/* Send len bytes with nfd fds (0..MSG_FDS) attached to the first. */
-static int send_fds(int sock, const void *buf, size_t len, const int *fds, int nfd)
-{
-	char cbuf[CMSG_SPACE(MSG_FDS * sizeof(int))];
-	memset(cbuf, 0, sizeof cbuf);
-	struct iovec iov = { (void *)buf, len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	if (nfd > 0) {
-		mh.msg_control = cbuf;
-		mh.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(nfd * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, nfd * sizeof(int));
-	}
-	ssize_t n;
-	do
-		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	return n == (ssize_t)len ? 0 : -1;
-}
-
-/* Receive exactly len bytes and the fds that came with them (at most
- * MSG_FDS; their number, or -1 at EOF or on a short read). */
-static int recv_fds(int sock, void *buf, size_t len, int *fds)
-{
-	char cbuf[CMSG_SPACE(MSG_FDS * sizeof(int))];
-	struct iovec iov = { buf, len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf };
-	ssize_t n;
-	do
-		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL);
-	while (n < 0 && errno == EINTR);
-	int nfd = 0;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && !nfd) {
-			nfd = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-			if (nfd > MSG_FDS)
-				nfd = MSG_FDS;
-			memcpy(fds, CMSG_DATA(c), nfd * sizeof(int));
-		}
-	return n == (ssize_t)len ? nfd : -1;
-}
-
-/* ---- inside the sandbox: the program ------------------------------------- */
-
-/* Exec argv[0] as the program's own environment finds it: on its PATH, not
- * on sbx-run's (execvpe searches the caller's), so that a program resolves
- * as it would in a docker container with the same environment.  No shell
- * fallback for a file without a #! line.  Returns the errno to report:
- * EACCES if a candidate was found but not executable, else the last. */
-static int exec_path(char *const *argv, char *const *env)
-{
-	if (strchr(argv[0], '/')) {
-		execve(argv[0], argv, env);
-		return errno;
-	}
-	char buf[PATH_MAX];
-	const char *p = util_env_path(env, NS_PATH);
-	int err = ENOENT;
-	bool denied = false;
-	while (util_path_next(&p, "", argv[0], buf, sizeof buf)) {
-		execve(buf, argv, env);
-		err = errno;
-		if (err == EACCES)
-			denied = true;
-		else if (err != ENOENT && err != ENOTDIR && err != ENAMETOOLONG)
-			return err;
-	}
-	return denied ? EACCES : err;
-}
-
-static void set_rlimit(int res, uint64_t v)
-{
-	struct rlimit rl = { .rlim_cur = v, .rlim_max = v };
-	setrlimit(res, &rl);
-}
-
-static _Noreturn void program_main(const struct child_args *a, const struct spec *sp, volatile int64_t *t_execve)
-{
-	int st = KFD(K_STATUS);
-	char what[160];
-
-	/* A new session: no controlling terminal, its own process group. */
-	setsid();
-	if (dup2(sp->stdin_fd, 0) < 0 || dup2(KFD(K_OUT), 1) < 0 || dup2(KFD(K_ERR), 2) < 0) {
-		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "set up fds 0-2");
-		_exit(127);
-	}
-	/* Only 0-2 and the (close-on-exec) status pipe survive. */
-	if (st != 3) {
-		if (dup3(st, 3, O_CLOEXEC) < 0)
-			_exit(127);
-		st = 3;
-	}
-	proc_close_from(4);
-
-	/* Signals as a fresh process has them: the supervisor ignores SIGPIPE
-	 * and blocks others, which programs must not inherit. */
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			signal(sig, SIG_DFL);
-
-	/* rlimits: the second wall (the first where cgroups are missing). */
-	set_rlimit(RLIMIT_CORE, 0);
-	set_rlimit(RLIMIT_FSIZE, sp->h.file_size);
-	set_rlimit(RLIMIT_NOFILE, sp->h.nofile);
-	set_rlimit(RLIMIT_STACK, sp->h.stack);
-	set_rlimit(RLIMIT_NPROC, sp->h.pids);
-	if (sp->h.flags & SPEC_RLIMIT_DATA)
-		set_rlimit(RLIMIT_DATA, sp->h.memory);
-
-	/* Drop privilege: ids (which clears the capability sets; init emptied
-	 * the bounding and ambient sets we inherit), then whatever capset
-	 * still shows. */
-	if (a->sys->root)
-		setgroups(0, NULL);
-	if (setresgid(NS_UID, NS_UID, NS_UID) < 0 || setresuid(NS_UID, NS_UID, NS_UID) < 0) {
-		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "switch to the sandbox user");
-		_exit(127);
-	}
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[2];
-	memset(data, 0, sizeof data);
-	if (syscall(SYS_capset, &hdr, data) < 0) {
-		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "drop capabilities");
-		_exit(127);
-	}
-	/* The seccomp filter (and no_new_privs) came from init: loading it costs
-	 * the kernel a pass over every system call, so it is done once. */
-	*t_execve = mono_ns(); /* init's memory, borrowed until the exec */
-	int err = exec_path(sp->argv, sp->env);
-	snprintf(what, sizeof what, "%s", sp->argv[0]);
-	msg_send(st, MSG_EXECFAIL, err, 0, 0, 0, 0, what);
-	_exit(127);
-}
-
-/* ---- inside the sandbox: init --------------------------------------------- */
-
-/* Read the job from the spec socket; false at EOF (the supervisor let the
- * warm sandbox go) or on any malformed message. */
-static bool recv_spec(int fd, struct spec *sp)
-{
-	int fds[MSG_FDS];
-	int nfd = recv_fds(fd, &sp->h, sizeof sp->h, fds);
-	if (nfd != 1 + !!(sp->h.flags & SPEC_SCRATCH) || sp->h.len > SPEC_MAX || sp->h.argc == 0 ||
-	    sp->h.argc + sp->h.envc > SPEC_MAX || sp->h.outc > NS_MAX_OUTPUTS)
-		return false;
-	sp->stdin_fd = fds[0];
-	sp->scratch_fd = nfd > 1 ? fds[1] : -1;
-	char *buf = malloc(sp->h.len + 1);
-	sp->argv = calloc(sp->h.argc + 1, sizeof *sp->argv);
-	sp->env = calloc(sp->h.envc + 1, sizeof *sp->env);
-	sp->outputs = calloc(sp->h.outc + 1, sizeof *sp->outputs);
-	if (!buf || !sp->argv || !sp->env || !sp->outputs || util_read_full(fd, buf, sp->h.len) != (ssize_t)sp->h.len)
-		return false;
-	buf[sp->h.len] = 0;
-	char *p = buf, *end = buf + sp->h.len;
-	for (uint32_t i = 0; i < sp->h.argc + sp->h.envc + sp->h.outc; i++) {
-		if (p >= end)
-			return false;
-		if (i < sp->h.argc)
-			sp->argv[i] = p;
-		else if (i < sp->h.argc + sp->h.envc)
-			sp->env[i - sp->h.argc] = p;
-		else
-			sp->outputs[i - sp->h.argc - sp->h.envc] = p;
-		p += strlen(p) + 1;
-	}
-	return true;
-}
-
-/* init's SIGUSR1 handler: kill(2) is async-signal-safe, and doing it here
- * leaves no window between a flag's test and the next wait.  Only the
- * supervisor may ask: its pidfd_send_signal arrives as SI_USER from a pid
- * outside our namespace (si_pid 0).  A program of the sandbox has a pid
- * here, and as an ordinary user it even has init's uid (only one is
- * mapped), which kill(2) would otherwise let through; nor can it forge
- * SI_USER (rt_sigqueueinfo refuses codes >= 0 to other processes). */
-static void on_stop(int sig, siginfo_t *si, void *ctx)
-{
-	(void)sig;
-	(void)ctx;
-	if (si->si_code == SI_USER && si->si_pid == 0)
-		kill(-1, SIGKILL);
-}
-
-static _Noreturn void init_main(struct child_args *a)
-{
-	char err[256];
-	int st;
-	/* Die with the supervisor; then wait for it to write our id maps.  EOF
-	 * on the go pipe means it is gone. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (proc_keep_fds(a->fds, K_N) < 0)
-		_exit(120);
-	st = KFD(K_STATUS);
-	char go;
-	if (read(KFD(K_GO), &go, 1) != 1)
-		_exit(121);
-	/* Set-up steps, sent as marks once the job asks for them. */
-	enum { T_IDS, T_NS, T_ROOT, T_LO, T_N };
-	static const char *const t_name[T_N] = { "ids_mapped", "namespaces_made", "root_entered", "loopback_up" };
-	int64_t t[T_N] = { 0 };
-	t[T_IDS] = mono_ns();
-	close(KFD(K_GO));
-	proc_set_title(a->sys->argv, "sbx-init");
-
-	if (a->sys->root) {
-		if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0 || setgroups(0, NULL) < 0) {
-			msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "become root of the user namespace");
-			_exit(122);
-		}
-		/* Changing ids cleared the parent-death signal: set it again, then
-		 * make sure the supervisor did not die in between (its end of the
-		 * status pipe would be gone). */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		struct pollfd pf = { .fd = st, .events = POLLOUT };
-		if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLERR))
-			_exit(121);
-	}
-	/* Nothing exec'd in the sandbox may gain a capability: empty the
-	 * bounding and ambient sets now, once, rather than in every program's
-	 * child between its fork and its exec (41 calls, each a new set of
-	 * credentials).  Our own permitted and effective sets, which the
-	 * mounts and kills below need, stay. */
-	for (int cap = 0; cap < 64; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno == EINVAL)
-			break; /* past the kernel's last capability */
-	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-	/* The remaining namespaces are made here rather than by clone3: their
-	 * cost (a network namespace registers sysctls and a loopback device)
-	 * is then paid in parallel, not by the supervisor's thread, which
-	 * meanwhile makes the run's v1 cgroups.  (Made before the id maps,
-	 * they gain nothing: init gets no CPU until the supervisor waits.
-	 * With init started on the other CPU they overlap, but contend with
-	 * the supervisor and the last run's teardown for the rtnl and cgroup
-	 * locks, and the sandbox was ready later, not sooner.) */
-	if (unshare(CLONE_NEWIPC | CLONE_NEWUTS | (a->network ? 0 : CLONE_NEWNET)) < 0) {
-		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "new ipc, uts and network namespaces");
-		_exit(122);
-	}
-	t[T_NS] = mono_ns();
-	sethostname("sandbox", 7);
-	struct ns_root root = { .rootfs = a->rootfs ? a->rootfs : "", .etc = a->sys->conf->etc, .binds = a->binds,
-				.network = a->network };
-	if ((a->build_root && ns_build_root(&root, err, sizeof err) < 0) || ns_enter_root(err, sizeof err) < 0) {
-		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
-		_exit(123);
-	}
-	t[T_ROOT] = mono_ns();
-	if (!a->network && ns_loopback_up(err, sizeof err) < 0) {
-		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
-		_exit(123);
-	}
-	t[T_LO] = a->network ? 0 : mono_ns();
-	/* cgroup v1: join the run's groups ourselves, as soon as the
-	 * supervisor has made them.  We are a single thread, so we move just
-	 * this thread ("0" to tasks): the kernel then skips its global
-	 * threadgroup lock, whose write side waits for an RCU grace period
-	 * (10-45 ms here, on every run that is not right after another);
-	 * moving a process by pid, or through cgroup.procs, would take it.
-	 * The kernel checks the permission of whoever opened the file (the
-	 * supervisor, host root).  What we fork later is born in these groups.
-	 * Then the cgroup namespace, so that the run's group is our "/". */
-	uint32_t ncg;
-	int cg[MSG_FDS];
-	int got = recv_fds(KFD(K_SPEC), &ncg, sizeof ncg, cg);
-	if (got < 0)
-		_exit(0);
-	if (got != (int)ncg) {
-		msg_send(st, MSG_FAIL, EPROTO, 0, 0, 0, 0, "join the run's cgroup");
-		_exit(122);
-	}
-	for (int i = 0; i < got; i++) {
-		if (write(cg[i], "0", 1) != 1) {
-			msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "join the run's cgroup");
-			_exit(122);
-		}
-		close(cg[i]);
-	}
-	if (unshare(CLONE_NEWCGROUP) < 0) {
-		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "new cgroup namespace");
-		_exit(122);
-	}
-	int64_t t_ready = mono_ns();
-
-	/* Ready: wait for the job.  Marks go out only if it asks for them. */
-	struct spec sp;
-	if (!recv_spec(KFD(K_SPEC), &sp))
-		_exit(0);
-	bool timings = sp.h.flags & SPEC_TIMINGS;
-	/* An install reaches only its proxy, at 127.0.0.1:EGRESS_PORT of its
-	 * own network namespace: the socket is made here, and served by the
-	 * supervisor's side (egress.h), before the program runs. */
-	if (sp.h.flags & SPEC_EGRESS) {
-		int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		struct sockaddr_in la = { .sin_family = AF_INET, .sin_port = htons(EGRESS_PORT),
-					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-		if (a->network || lfd < 0 || bind(lfd, (struct sockaddr *)&la, sizeof la) < 0 || listen(lfd, 64) < 0 ||
-		    send_fds(KFD(K_SPEC), "e", 1, &lfd, 1) < 0) {
-			msg_send(st, MSG_FAIL, a->network ? EINVAL : errno, 0, 0, 0, 0, "make the install's proxy socket");
-			_exit(123);
-		}
-		close(lfd);
-	}
-	if (timings) {
-		for (int i = 0; i < T_N; i++)
-			if (t[i])
-				msg_send(st, MSG_MARK, 0, t[i], 0, 0, 0, t_name[i]);
-		msg_send(st, MSG_MARK, 0, t_ready, 0, 0, 0, "root_built");
-		msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "job_received");
-	}
-	if (ns_attach_work(sp.h.tmpfs, sp.scratch_fd, sp.outputs, sp.h.flags & SPEC_DEPS, sp.h.flags & SPEC_WORK_EXEC, err,
-			   sizeof err) < 0) {
-		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
-		_exit(123);
-	}
-	if (sp.scratch_fd >= 0)
-		close(sp.scratch_fd);
-	close(KFD(K_SPEC));
-	/* Writes only where the sandbox may write (ll.h): no /proc/PID/mem of
-	 * a sibling.  The program inherits it. */
-	static const char *const writable[] = { NS_WORKDIR, "/tmp", NS_HOME, "/dev/shm", "/dev/pts", "/dev/null",
-						"/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", NULL };
-	if ((a->sys->kern & (1u << KF_LANDLOCK)) && ll_write_only_beneath(writable, err, sizeof err) < 0) {
-		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
-		_exit(123);
-	}
-	if (timings)
-		msg_send(st, MSG_MARK, 0, mono_ns(), 0, 0, 0, "work_attached");
-
-	/* At the timeout the supervisor asks init (SIGUSR1, which no process
-	 * of the sandbox may send it) to kill everything: init then reaps it
-	 * all and reports, the CPU time of the whole tree included.  Were the
-	 * kernel to kill init instead, its pid-namespace teardown would reap
-	 * the rest unaccounted. */
-	struct sigaction sa = { .sa_sigaction = on_stop, .sa_flags = SA_SIGINFO };
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR1, &sa, NULL);
-	sigset_t usr1;
-	sigemptyset(&usr1);
-	sigaddset(&usr1, SIGUSR1);
-	sigprocmask(SIG_UNBLOCK, &usr1, NULL);
-	/* The filter goes on before the fork: the program inherits it, and init
-	 * runs nothing but fork, wait and kill from here on. */
-	if (filter_load(&a->sys->filter) < 0) {
-		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "load the seccomp filter");
-		_exit(124);
-	}
-	int64_t t0 = mono_ns();
-	volatile int64_t t_execve = 0;
-	/* vfork: the program borrows init's memory until its exec, rather
-	 * than getting a copy (page tables, copy-on-write faults on both
-	 * sides, and its teardown at exec); init has nothing to do meanwhile.
-	 * program_main changes only what is the child's own (fds, signal
-	 * dispositions, ids, rlimits) and then execs or _exits. */
-	pid_t prog = vfork();
-	if (prog < 0) {
-		msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "fork the program");
-		_exit(124);
-	}
-	if (prog == 0)
-		program_main(a, &sp, &t_execve);
-	close(sp.stdin_fd);
-	close(KFD(K_OUT));
-	close(KFD(K_ERR));
-	msg_send(st, MSG_RUNNING, 0, prog, t0, 0, 0, NULL);
-	/* The child's own set-up (ids, rlimits, signals) ended here. */
-	if (timings && t_execve)
-		msg_send(st, MSG_MARK, 0, t_execve, 0, 0, 0, "program_execve");
-
-	int status = 0;
-	int64_t t1 = 0;
-	bool prog_done = false;
-	for (;;) {
-		int s;
-		pid_t p = waitpid(-1, &s, __WALL);
-		if (p < 0) {
-			if (errno == EINTR)
-				continue;
-			break; /* ECHILD: everyone is reaped */
-		}
-		if (p == prog && !prog_done) {
-			prog_done = true;
-			status = s;
-			t1 = mono_ns();
-			/* The program is done: so is everything it started. */
-			kill(-1, SIGKILL);
-		}
-	}
-	struct rusage ru;
-	getrusage(RUSAGE_CHILDREN, &ru);
-	int64_t cpu_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec +
-			 (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
-	msg_send(st, MSG_EXIT, 0, status, cpu_us, ru.ru_maxrss, t1 - t0, NULL);
-	_exit(0);
-}
 
 /* ---- the supervisor ---------------------------------------------------------- */
 
@@ -706,7 +241,7 @@ static void kill_now(struct box *b)
 		cg_run_kill(&b->sys->cg, &b->cg);
 	}
 	if (!b->t_kill)
-		b->t_kill = mono_ns();
+		b->t_kill = box_mono_ns();
 }
 
 static void on_out(struct loop *l, int fd, short rev, void *arg)
@@ -733,7 +268,7 @@ static void on_status(struct loop *l, int fd, short rev, void *arg)
 
 static void on_timer(struct loop *l, int fd, short rev, void *arg);
 
-/* Stop a running program: init is asked (SIGUSR1, see init_main) to kill
+/* Stop a running program: init is asked (SIGUSR1, see box_init_main) to kill
  * and reap everything, and reports as at a normal exit, the CPU time of the
  * whole tree included; the kernel kills init if it has not reported within
  * KILL_GRACE_MS.  Before the program runs, and when the grace is over, the
@@ -742,7 +277,7 @@ static void stop(struct box *b)
 {
 	if (b->running && !b->stopping && !b->exited) {
 		struct itimerspec grace = { .it_value = { 0, KILL_GRACE_MS * 1000000L } };
-		b->t_kill = mono_ns();
+		b->t_kill = box_mono_ns();
 		if (syscall(SYS_pidfd_send_signal, b->pidfd, SIGUSR1, NULL, 0) == 0 &&
 		    timerfd_settime(b->timer_fd, 0, &grace, NULL) == 0) {
 			b->stopping = true;
@@ -786,7 +321,7 @@ static bool reap(struct box *b)
 	if (waitid(P_PIDFD, (id_t)b->pidfd, &si, WEXITED | __WALL) < 0 && errno == EINTR)
 		return false;
 	b->exited = true;
-	b->t_reaped = mono_ns();
+	b->t_reaped = box_mono_ns();
 	return true;
 }
 
@@ -803,43 +338,43 @@ static void on_exit_ev(struct loop *l, int fd, short rev, void *arg)
 		discard(b);
 		return;
 	}
-	mark(b, "init_reaped", mono_ns());
+	mark(b, "init_reaped", box_mono_ns());
 	finish(b);
 	(void)rev;
 }
 
 static void decode_status(struct box *b, struct cg_stats *cs)
 {
-	struct box_result *r = &b->res;
+	struct stage_result *r = &b->res;
 	int ws = (int)b->exit_msg.v[0];
 	if (b->have_exit) {
 		r->duration_ms = (double)b->exit_msg.v[3] / 1e6;
 		if (WIFEXITED(ws)) {
-			r->status = BOX_EXITED;
+			r->status = STAGE_EXITED;
 			r->exit_code = WEXITSTATUS(ws);
 		} else {
-			r->status = BOX_SIGNALED;
+			r->status = STAGE_SIGNALED;
 			r->signal = WTERMSIG(ws);
 		}
 	} else {
 		/* init died before reporting: killed with its namespace. */
-		r->status = BOX_SIGNALED;
+		r->status = STAGE_SIGNALED;
 		r->signal = SIGKILL;
-		r->duration_ms = b->running ? (double)((b->t_kill ? b->t_kill : mono_ns()) - b->t_running) / 1e6 : 0;
+		r->duration_ms = b->running ? (double)((b->t_kill ? b->t_kill : box_mono_ns()) - b->t_running) / 1e6 : 0;
 	}
 	if (b->cancelled)
-		r->status = BOX_CANCELLED;
+		r->status = STAGE_CANCELLED;
 	else if (b->timed_out) {
-		r->status = BOX_TIMEOUT;
+		r->status = STAGE_TIMEOUT;
 		r->signal = SIGKILL;
 		r->duration_ms = (double)(b->t_kill - b->t_running) / 1e6;
-	} else if (cs->oom_kills > 0 && !(r->status == BOX_EXITED && r->exit_code == 0))
-		r->status = BOX_OOM;
+	} else if (cs->oom_kills > 0 && !(r->status == STAGE_EXITED && r->exit_code == 0))
+		r->status = STAGE_OOM;
 }
 
 static void finish(struct box *b)
 {
-	struct box_result *r = &b->res;
+	struct stage_result *r = &b->res;
 	/* Nothing of the sandbox runs any more: nor may its proxy. */
 	egress_stop(b->egress_pid);
 	b->egress_pid = 0;
@@ -851,13 +386,13 @@ static void finish(struct box *b)
 	loop_unwatch(b->loop, b->out_fd);
 	loop_unwatch(b->loop, b->err_fd);
 	loop_unwatch(b->loop, b->timer_fd);
-	mark(b, "drained", mono_ns());
+	mark(b, "drained", box_mono_ns());
 
 	struct cg_stats cs = { .mem_peak = -1 };
 	if (b->sys->cg_ok)
 		cg_run_stats(&b->sys->cg, &b->cg, &cs);
 	if (b->have_fail && !b->timed_out && !b->cancelled) {
-		r->status = BOX_INTERNAL;
+		r->status = STAGE_INTERNAL;
 		if (b->fail.type == MSG_EXECFAIL)
 			snprintf(r->error, sizeof r->error,
 				 "cannot run \"%s\" in the sandbox: %s (is it installed, and on PATH inside the sandbox?)",
@@ -867,7 +402,7 @@ static void finish(struct box *b)
 		else
 			snprintf(r->error, sizeof r->error, "sandbox set-up failed: %s", b->fail.text);
 	} else if (!b->have_exit && !b->running && !b->timed_out && !b->cancelled) {
-		r->status = BOX_INTERNAL;
+		r->status = STAGE_INTERNAL;
 		snprintf(r->error, sizeof r->error, "the sandbox's init died during set-up");
 	} else
 		decode_status(b, &cs);
@@ -877,10 +412,10 @@ static void finish(struct box *b)
 	r->cpu_ms = b->have_exit ? (double)b->cpu_us / 1000.0 : -1;
 	r->mem_peak = cs.mem_peak >= 0 ? cs.mem_peak : b->have_exit && b->maxrss_kb > 0 ? b->maxrss_kb * 1024 : -1;
 	b->finished = true;
-	b->t_done = mono_ns();
+	b->t_done = box_mono_ns();
 	/* The cgroup goes in box_free, after the caller has written the result:
 	 * every process is gone already. */
-	b->done(b, b->arg);
+	b->done(b->arg);
 }
 
 /* A stage that could not even start still ends through the loop, so the
@@ -892,7 +427,7 @@ static void on_failed_start(struct loop *l, int fd, short rev, void *arg)
 	(void)!read(fd, &n, sizeof n);
 	loop_unwatch(l, fd);
 	b->finished = true;
-	b->done(b, b->arg);
+	b->done(b->arg);
 	(void)rev;
 }
 
@@ -926,7 +461,7 @@ static void fail_later(struct box *b, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(b->res.error, sizeof b->res.error, fmt, ap);
 	va_end(ap);
-	b->res.status = BOX_INTERNAL;
+	b->res.status = STAGE_INTERNAL;
 	/* The half-made sandbox must not outlive this. */
 	if (b->pidfd >= 0 && !b->exited)
 		reap_now(b);
@@ -964,19 +499,6 @@ static int stdin_memfd(const char *data, size_t len)
 	return fd;
 }
 
-static char **copy_strv(char *const *v)
-{
-	size_t n = 0;
-	while (v && v[n])
-		n++;
-	if (!n)
-		return NULL;
-	char **c = util_xalloc((n + 1) * sizeof *c);
-	for (size_t i = 0; i < n; i++)
-		c[i] = util_strdup(v[i]);
-	return c;
-}
-
 static struct box *new_box(struct box_sys *s, struct loop *l)
 {
 	struct box *b = util_xalloc(sizeof *b);
@@ -988,263 +510,24 @@ static struct box *new_box(struct box_sys *s, struct loop *l)
 	b->res.timings = jv_null();
 	b->res.cpu_ms = -1;
 	b->res.mem_peak = -1;
-	b->t_start = mono_ns();
+	b->t_start = box_mono_ns();
 	return b;
 }
 
-/* ---- root templates ------------------------------------------------------------ */
-
-/* A template older than this is rebuilt at the next spawn, so that host
- * files replaced under it (a new ld.so.cache, updated certificates) reach
- * the sandboxes of a long-running supervisor. */
-#define TMPL_TTL_NS (60LL * 1000000000)
-/* tmpl_get: no template, the sandbox builds its own root (not an error). */
-#define TMPL_OWN (-2)
-
-static bool strv_eq(char *const *a, char *const *b);
-
-/* Do two sandboxes (or a sandbox and a template) need the same root? */
-static bool same_tree(bool net_a, const char *rootfs_a, char *const *binds_a, bool net_b, const char *rootfs_b,
-		      char *const *binds_b)
-{
-	return net_a == net_b && strv_eq(binds_a, binds_b) &&
-	       ((!rootfs_a && !rootfs_b) || (rootfs_a && rootfs_b && !strcmp(rootfs_a, rootfs_b)));
-}
-
-static void tmpl_clear(struct box_tmpl *t)
-{
-	if (t->mnt_fd >= 0)
-		close(t->mnt_fd);
-	free(t->rootfs);
-	util_strv_free(t->binds);
-	*t = (struct box_tmpl){ .mnt_fd = -1 };
-}
-
-static void tmpl_set(struct box_tmpl *t, int fd, bool network, const char *rootfs, char *const *binds, int64_t born_ns)
-{
-	tmpl_clear(t);
-	*t = (struct box_tmpl){
-		.mnt_fd = fd, .network = network, .rootfs = rootfs ? util_strdup(rootfs) : NULL,
-		.binds = copy_strv(binds), .born_ns = born_ns,
-	};
-}
-
-/* A mount namespace made by a short-lived child of ours (clone flags:
- * CLONE_NEWNS and what else it needs), which runs make() there, reports
- * on a pipe and then waits for EOF on another while we open its
- * namespace.  make() returns 0, or -1 with errno set and what failed in
- * its text.  The namespace's fd, or -1 with err set (prefixed by what). */
-typedef int (*ns_make_fn)(void *arg, char *text, size_t len);
-
-static _Noreturn void ns_child(ns_make_fn make, void *arg, int rep, int hold)
-{
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	int fds[2] = { rep, hold };
-	if (proc_keep_fds(fds, 2) < 0)
-		_exit(120);
-	char text[sizeof ((struct msg *)0)->text] = "";
-	if (make(arg, text, sizeof text) < 0)
-		msg_send(KFD(0), MSG_FAIL, errno, 0, 0, 0, 0, text);
-	else
-		msg_send(KFD(0), MSG_MARK, 0, 0, 0, 0, 0, NULL);
-	char x;
-	while (read(KFD(1), &x, 1) < 0 && errno == EINTR)
-		;
-	_exit(0);
-}
-
-static int ns_made(unsigned long flags, ns_make_fn make, void *arg, const char *what, char *err, size_t errlen)
-{
-	int rep[2] = { -1, -1 }, hold[2] = { -1, -1 }, fd = -1;
-	if (pipe2(rep, O_CLOEXEC) < 0 || pipe2(hold, O_CLOEXEC) < 0) {
-		snprintf(err, errlen, "%s: pipes: %s", what, strerror(errno));
-		goto out;
-	}
-	pid_t pid = (pid_t)syscall(SYS_clone, flags | SIGCHLD, NULL, NULL, NULL, 0);
-	if (pid == 0)
-		ns_child(make, arg, rep[1], hold[0]);
-	if (pid < 0) {
-		snprintf(err, errlen, "%s: cannot create a mount namespace: %s", what, strerror(errno));
-		goto out;
-	}
-	close(rep[1]);
-	rep[1] = -1;
-	struct pollfd pf = { .fd = rep[0], .events = POLLIN };
-	struct msg m = { 0 };
-	int n;
-	while ((n = poll(&pf, 1, SETUP_TIMEOUT_MS)) < 0 && errno == EINTR)
-		;
-	ssize_t got = 0;
-	if (n == 1)
-		while ((got = read(rep[0], &m, sizeof m)) < 0 && errno == EINTR)
-			;
-	m.text[sizeof m.text - 1] = 0;
-	if (got != (ssize_t)sizeof m)
-		snprintf(err, errlen, "%s: no answer", what);
-	else if (m.type != MSG_MARK)
-		snprintf(err, errlen, "%s: %s: %s", what, m.text, strerror(m.err));
-	else {
-		char path[64];
-		snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			snprintf(err, errlen, "%s: %s: %s", what, path, strerror(errno));
-	}
-	if (fd < 0)
-		kill(pid, SIGKILL);
-	close(hold[1]);
-	hold[1] = -1;
-	while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
-		;
-out:;
-	int all[] = { rep[0], rep[1], hold[0], hold[1] };
-	for (size_t i = 0; i < 4; i++)
-		if (all[i] >= 0)
-			close(all[i]);
-	return fd;
-}
-
-/* The template builder runs as pid 1 of a new pid namespace, whose procfs
- * then shows nothing once it is gone (see ns_build_root), with our
- * credentials. */
-struct tmpl_args {
-	const struct conf *conf;
-	bool network;
-	const char *rootfs;
-	char *const *binds;
-};
-
-static int tmpl_make(void *arg, char *text, size_t len)
-{
-	const struct tmpl_args *a = arg;
-	struct ns_root r = { .rootfs = a->rootfs ? a->rootfs : "", .etc = a->conf->etc, .binds = a->binds,
-			     .network = a->network };
-	return ns_build_root(&r, text, len);
-}
-
-static int tmpl_build(struct box_sys *s, struct box_tmpl *t, bool network, const char *rootfs, char *const *binds,
-		      char *err, size_t errlen)
-{
-	struct tmpl_args a = { .conf = s->conf, .network = network, .rootfs = rootfs, .binds = binds };
-	int fd = ns_made(CLONE_NEWNS | CLONE_NEWPID, tmpl_make, &a, "building the sandbox's root", err, errlen);
-	if (fd < 0)
-		return -1;
-	tmpl_set(t, fd, network, rootfs, binds, mono_ns());
-	return 0;
-}
-
-/* The mount namespace holding the root for (network, rootfs, binds): ours
- * if we have a fresh one, else one another process pinned (pin.h), else
- * one we build now (and pin).  TMPL_OWN when this process's first sandbox
- * should rather build its own (below); -1 on failure. */
-static int tmpl_get(struct box_sys *s, bool network, const char *rootfs, char *const *binds, char *err, size_t errlen)
-{
-	struct box_tmpl *t = NULL, *oldest = &s->tmpl[0];
-	for (int i = 0; i < BOX_TMPLS && !t; i++) {
-		if (s->tmpl[i].mnt_fd >= 0 && same_tree(s->tmpl[i].network, s->tmpl[i].rootfs, s->tmpl[i].binds, network, rootfs, binds))
-			t = &s->tmpl[i];
-		else if (s->tmpl[i].mnt_fd < 0 || (oldest->mnt_fd >= 0 && s->tmpl[i].born_ns < oldest->born_ns))
-			oldest = &s->tmpl[i];
-	}
-	if (t && mono_ns() - t->born_ns < TMPL_TTL_NS)
-		return t->mnt_fd;
-	if (!t)
-		t = oldest;
-	char name[PIN_NAME_MAX];
-	int64_t age_ns;
-	/* Only real root pins (not root of a user namespace of our own). */
-	bool pinning = s->root && pin_name(&s->pin, network, rootfs, s->conf->etc, binds, name, &age_ns);
-	if (pinning) {
-		int fd = pin_get(&s->pin, name);
-		if (fd >= 0) {
-			/* It may be as old as its minute: expire it with it. */
-			tmpl_set(t, fd, network, rootfs, binds, mono_ns() - age_ns);
-			return fd;
-		}
-	} else if (s->spawned++ == 0) {
-		/* Without pins a template pays off from the second sandbox on:
-		 * the first builds its root itself, in parallel with us, so a
-		 * one-job sbx-run pays nothing for it. */
-		return TMPL_OWN;
-	}
-	if (tmpl_build(s, t, network, rootfs, binds, err, errlen) < 0)
-		return -1;
-	if (pinning)
-		pin_put(&s->pin, name, t->mnt_fd);
-	return t->mnt_fd;
-}
-
-static pid_t clone_plain(struct clone_args *cl)
-{
-	pid_t pid = (pid_t)syscall(SYS_clone3, cl, sizeof *cl);
-	if (pid < 0 && errno == ENOSYS && !(cl->flags & CLONE_INTO_CGROUP)) {
-		/* Kernels before 5.3, and valgrind: the old clone, fork-like (no
-		 * stack), pidfd through the parent-tid argument. */
-		pid = (pid_t)syscall(SYS_clone, (unsigned long)cl->flags | SIGCHLD, NULL, (int *)(uintptr_t)cl->pidfd,
-				     NULL, 0);
-	}
-	return pid;
-}
-
-/* Step into the mount namespace mnt_fd, for a call or two that must be
- * made there, and back: setns resets root and cwd to the namespace's
- * root, so ours are restored on the way back.  *cwd holds ours meanwhile. */
-static int enter_mnt(int mnt_fd, int *cwd)
-{
-	*cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (setns(mnt_fd, CLONE_NEWNS) < 0) {
-		int e = errno;
-		if (*cwd >= 0)
-			close(*cwd);
-		errno = e;
-		return -1;
-	}
-	return 0;
-}
-
-static void leave_mnt(struct box_sys *s, int cwd)
-{
-	int e = errno;
-	if (setns(s->self_mnt_fd, CLONE_NEWNS) < 0 || fchdir(s->root_fd) < 0 || chroot(".") < 0 ||
-	    (cwd >= 0 && fchdir(cwd) < 0))
-		util_die(EXIT_FAILURE, "cannot return to our own mount namespace: %s", strerror(errno));
-	if (cwd >= 0)
-		close(cwd);
-	errno = e;
-}
-
-/* clone3 with the new mount namespace copied from the template's rather
- * than from ours (tmpl_fd TMPL_OWN: from ours). */
-static pid_t clone_from(struct box_sys *s, int tmpl_fd, struct clone_args *cl)
-{
-	if (tmpl_fd == TMPL_OWN)
-		return clone_plain(cl);
-	int cwd;
-	if (enter_mnt(tmpl_fd, &cwd) < 0)
-		return -1;
-	pid_t pid = clone_plain(cl);
-	if (pid == 0)
-		return 0;
-	leave_mnt(s, cwd);
-	return pid;
-}
-
-/* The run's cgroups with the default limits (a job's own are set when it
- * comes). */
 static int make_cgroup(struct box *b)
 {
 	struct box_sys *s = b->sys;
 	const struct limits *dl = &s->conf->lim.run;
 	char err[256];
 	if (cg_run_create(&s->cg, &b->cg, dl->memory, dl->cpus, dl->pids, err, sizeof err) < 0) {
-		b->res.status = BOX_INTERNAL;
+		b->res.status = STAGE_INTERNAL;
 		snprintf(b->res.error, sizeof b->res.error, "%s", err);
 		return -1;
 	}
 	b->cg_mem = dl->memory;
 	b->cg_cpus = dl->cpus;
 	b->cg_pids = dl->pids;
-	b->t_cgroups = mono_ns();
+	b->t_cgroups = box_mono_ns();
 	return 0;
 }
 
@@ -1259,14 +542,14 @@ static int send_cgroups(struct box *b, int sock)
 		if (!b->cg.path[i])
 			continue;
 		if ((fds[n] = openat(b->cg.dfd[i], "tasks", O_WRONLY | O_CLOEXEC)) < 0) {
-			b->res.status = BOX_INTERNAL;
+			b->res.status = STAGE_INTERNAL;
 			snprintf(b->res.error, sizeof b->res.error, "cgroup %.400s/tasks: %s", b->cg.path[i], strerror(errno));
 			rc = -1;
 		} else
 			n++;
 	}
-	if (!rc && send_fds(sock, &n, sizeof n, fds, (int)n) < 0) {
-		b->res.status = BOX_INTERNAL;
+	if (!rc && box_send_fds(sock, &n, sizeof n, fds, (int)n) < 0) {
+		b->res.status = STAGE_INTERNAL;
 		snprintf(b->res.error, sizeof b->res.error, "cannot hand the sandbox its cgroups: %s", strerror(errno));
 		rc = -1;
 	}
@@ -1276,18 +559,18 @@ static int send_cgroups(struct box *b, int sock)
 }
 
 /* Make a sandbox for (network, rootfs, binds) up to "waiting for its job".
- * On failure the box carries the error (res.status BOX_INTERNAL) and no
+ * On failure the box carries the error (res.status STAGE_INTERNAL) and no
  * process. */
 static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const char *rootfs, char *const *binds)
 {
 	struct box *b = new_box(s, l);
 	b->network = network;
 	b->rootfs = rootfs ? util_strdup(rootfs) : NULL;
-	b->binds = copy_strv(binds);
+	b->binds = util_strv_dup(binds);
 	char err[256];
-	int tmpl_fd = tmpl_get(s, network, rootfs, binds, err, sizeof err);
+	int tmpl_fd = box_tmpl_get(s, network, rootfs, binds, err, sizeof err);
 	if (tmpl_fd == -1) {
-		b->res.status = BOX_INTERNAL;
+		b->res.status = STAGE_INTERNAL;
 		snprintf(b->res.error, sizeof b->res.error, "%s", err);
 		return b;
 	}
@@ -1300,7 +583,7 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	int go[2] = { -1, -1 }, stp[2] = { -1, -1 }, outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, sp[2] = { -1, -1 };
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(stp, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
-		b->res.status = BOX_INTERNAL;
+		b->res.status = STAGE_INTERNAL;
 		snprintf(b->res.error, sizeof b->res.error, "pipes: %s", strerror(errno));
 		goto close_all;
 	}
@@ -1322,18 +605,18 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 		cl.flags |= CLONE_INTO_CGROUP;
 		cl.cgroup = (uint64_t)cgfd;
 	}
-	pid_t pid = clone_from(s, tmpl_fd, &cl);
+	pid_t pid = box_clone_from(s, tmpl_fd, &cl);
 	if (pid == 0)
-		init_main(&ca);
+		box_init_main(&ca);
 	if (pid < 0) {
-		b->res.status = BOX_INTERNAL;
+		b->res.status = STAGE_INTERNAL;
 		snprintf(b->res.error, sizeof b->res.error, "cannot create the sandbox's namespaces: %s (see sbx-run --check)",
 			 strerror(errno));
 		goto close_all;
 	}
 	b->pid = pid;
 	b->pidfd = pidfd;
-	b->t_cloned = mono_ns();
+	b->t_cloned = box_mono_ns();
 
 	/* Ids first (the child can do nothing useful before), then the OOM
 	 * score, then go. */
@@ -1362,7 +645,7 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	if (!rc && s->oom_raise && (rc = write_map(pid, "oom_score_adj", "0")) < 0)
 		what = "reset the sandbox's OOM score";
 	if (rc < 0 || write(go[1], "g", 1) != 1) {
-		b->res.status = BOX_INTERNAL;
+		b->res.status = STAGE_INTERNAL;
 		snprintf(b->res.error, sizeof b->res.error, "cannot %s: %s", what, strerror(errno));
 		reap_now(b);
 		goto close_all;
@@ -1396,12 +679,12 @@ close_all:;
 	return b;
 }
 
-static int send_spec(struct box *b, const struct box_spec *sp, int stdin_fd)
+static int send_spec(struct box *b, const struct stage_spec *sp, int stdin_fd, int scratch_fd)
 {
 	struct spec_hdr h = {
 		.file_size = sp->lim->file_size, .nofile = sp->lim->nofile, .stack = sp->lim->stack,
 		.pids = sp->lim->pids, .memory = sp->lim->memory, .tmpfs = sp->lim->tmpfs,
-		.flags = (sp->scratch_fd >= 0 ? SPEC_SCRATCH : 0) |
+		.flags = (scratch_fd >= 0 ? SPEC_SCRATCH : 0) |
 			 (sp->deps ? SPEC_DEPS : 0) | (sp->egress ? SPEC_EGRESS : 0) | (sp->work_exec ? SPEC_WORK_EXEC : 0) |
 			 (b->res.enforced & ENF_MEMORY ? 0 : SPEC_RLIMIT_DATA) | (sp->timings ? SPEC_TIMINGS : 0),
 	};
@@ -1424,10 +707,10 @@ static int send_spec(struct box *b, const struct box_spec *sp, int stdin_fd)
 		p = stpcpy(p, *e) + 1;
 	for (uint32_t i = 0; i < h.outc; i++)
 		p = stpcpy(p, sp->outputs[i]) + 1;
-	int fds[2] = { stdin_fd, sp->scratch_fd };
+	int fds[2] = { stdin_fd, scratch_fd };
 	/* The socket buffer holds a whole header; the strings follow (the
 	 * child reads them as soon as it has the header). */
-	int rc = send_fds(b->spec_fd, &h, sizeof h, fds, sp->scratch_fd >= 0 ? 2 : 1);
+	int rc = box_send_fds(b->spec_fd, &h, sizeof h, fds, scratch_fd >= 0 ? 2 : 1);
 	if (!rc)
 		rc = util_write_all(b->spec_fd, buf, len);
 	free(buf);
@@ -1441,7 +724,7 @@ static void on_egress(struct loop *l, int fd, short rev, void *arg)
 	struct box *b = arg;
 	char c;
 	int lfd = -1;
-	if (recv_fds(fd, &c, 1, &lfd) == 1 && lfd >= 0) {
+	if (box_recv_fds(fd, &c, 1, &lfd) == 1 && lfd >= 0) {
 		char err[256];
 		b->egress_pid = egress_start(lfd, b->egress, b->sys->root ? (int)(b->sys->conf->uid + 3) : -1, err, sizeof err);
 		if (b->egress_pid < 0) {
@@ -1456,7 +739,7 @@ static void on_egress(struct loop *l, int fd, short rev, void *arg)
 }
 
 /* Give a spawned sandbox its job. */
-static void assign(struct box *b, const struct box_spec *sp, box_done_fn done, void *arg)
+static void assign(struct box *b, const struct stage_spec *sp, int scratch_fd, stage_done_fn done, void *arg)
 {
 	struct box_sys *s = b->sys;
 	b->assigned = true;
@@ -1469,7 +752,7 @@ static void assign(struct box *b, const struct box_spec *sp, box_done_fn done, v
 		b->res.timings = jv_object_set(jv_object(), jv_string("warm"), jv_bool(b->warm));
 	}
 	if (b->warm)
-		b->t_start = mono_ns();
+		b->t_start = box_mono_ns();
 	cap_buf_init(&b->res.out, sp->lim->output);
 	cap_buf_init(&b->res.err, sp->lim->output);
 	b->res.enforced = ENF_NAMESPACES | ENF_SECCOMP | ENF_RLIMITS | ENF_TIMEOUT;
@@ -1478,7 +761,7 @@ static void assign(struct box *b, const struct box_spec *sp, box_done_fn done, v
 				   (s->cg.have & CG_PIDS ? ENF_PIDS : 0);
 	if (!(b->res.enforced & ENF_MEMORY))
 		b->res.enforced |= ENF_MEMORY_RLIMIT;
-	if (b->res.status == BOX_INTERNAL) {
+	if (b->res.status == STAGE_INTERNAL) {
 		/* spawn's error, reported now (not formatted into itself:
 		 * vsnprintf's source and destination must not overlap). */
 		char why[sizeof b->res.error];
@@ -1499,8 +782,8 @@ static void assign(struct box *b, const struct box_spec *sp, box_done_fn done, v
 	int in = stdin_memfd(sp->stdin_data, sp->stdin_len);
 	b->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	/* Before the send: init may run ahead of us with the job at once. */
-	int64_t t_assigned = mono_ns();
-	if (in < 0 || b->timer_fd < 0 || send_spec(b, sp, in) < 0) {
+	int64_t t_assigned = box_mono_ns();
+	if (in < 0 || b->timer_fd < 0 || send_spec(b, sp, in, scratch_fd) < 0) {
 		int e = errno;
 		if (in >= 0)
 			close(in);
@@ -1529,20 +812,11 @@ static void assign(struct box *b, const struct box_spec *sp, box_done_fn done, v
 	loop_watch(b->loop, b->timer_fd, POLLIN, on_timer, b);
 }
 
-static bool strv_eq(char *const *a, char *const *b)
-{
-	size_t i = 0;
-	for (; a && b && a[i] && b[i]; i++)
-		if (strcmp(a[i], b[i]))
-			return false;
-	return !(a && a[i]) && !(b && b[i]);
-}
-
 static void refill(struct box_sys *s)
 {
 	while (s->loop && s->nwarm < s->pool) {
 		struct box *b = spawn(s, s->loop, false, NULL, NULL);
-		if (b->res.status == BOX_INTERNAL) {
+		if (b->res.status == STAGE_INTERNAL) {
 			/* Do not spin: the next job will spawn (and report) itself. */
 			box_free(b);
 			return;
@@ -1630,19 +904,20 @@ void box_pool_drain(struct box_sys *s)
 	}
 }
 
-struct box *box_start(struct box_sys *s, struct loop *l, const struct box_spec *sp, box_done_fn done, void *arg)
+struct box *box_start(struct box_sys *s, struct loop *l, const struct stage_spec *sp, int scratch_fd, stage_done_fn done,
+		      void *arg)
 {
 	struct box *b = NULL;
 	const char *rootfs = sp->rootfs && *sp->rootfs ? sp->rootfs : NULL;
 	for (struct box *w = s->warm; w; w = w->next)
-		if (w->loop == l && !w->exited && same_tree(w->network, w->rootfs, w->binds, sp->network, rootfs, sp->binds)) {
+		if (w->loop == l && !w->exited && box_same_tree(w->network, w->rootfs, w->binds, sp->network, rootfs, sp->binds)) {
 			b = w;
 			unlink_warm(b);
 			break;
 		}
 	if (!b)
 		b = spawn(s, l, sp->network, rootfs, sp->binds);
-	assign(b, sp, done, arg);
+	assign(b, sp, scratch_fd, done, arg);
 	/* Warm up once jobs come in a stream: a single job gains nothing from a
 	 * sandbox made for a successor that never comes. */
 	if (++s->started >= 2)
@@ -1658,7 +933,7 @@ void box_cancel(struct box *b)
 	stop(b);
 }
 
-const struct box_result *box_result(const struct box *b)
+const struct stage_result *box_result(const struct box *b)
 {
 	return &b->res;
 }
@@ -1701,7 +976,7 @@ static void release(struct box *b)
 		char removed[64] = "";
 		if (b->sys->cg_ok)
 			snprintf(removed, sizeof removed, " and its cgroups removed at %+.3f ms",
-				 (double)(mono_ns() - b->t_done) / 1e6);
+				 (double)(box_mono_ns() - b->t_done) / 1e6);
 		util_warn("timings: job %s: after its result, its sandbox's init was reaped at %+.3f ms%s", b->label,
 			  (double)(b->t_reaped - b->t_done) / 1e6, removed);
 	}
@@ -1712,187 +987,6 @@ static void release(struct box *b)
 	free(b->rootfs);
 	util_strv_free(b->binds);
 	free(b);
-}
-
-/* ---- scratch ------------------------------------------------------------------ */
-
-static uid_t scratch_owner(struct box_sys *s)
-{
-	/* The program's uid 1000 as the supervisor sees it. */
-	return s->root ? (uid_t)(s->conf->uid + 1) : 0;
-}
-
-int box_scratch(struct box_sys *s, uint64_t size, char *err, size_t errlen)
-{
-	char opt[64];
-	int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
-	if (fs < 0) {
-		snprintf(err, errlen, "cannot create a scratch tmpfs: %s", strerror(errno));
-		return -1;
-	}
-	snprintf(opt, sizeof opt, "%llu", (unsigned long long)size);
-	char ino[32], id[32];
-	snprintf(ino, sizeof ino, "%llu", (unsigned long long)ns_tmpfs_inodes(size));
-	snprintf(id, sizeof id, "%u", (unsigned)scratch_owner(s));
-	if (fsconfig(fs, FSCONFIG_SET_STRING, "size", opt, 0) < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", ino, 0) < 0 ||
-	    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "uid", id, 0) < 0 ||
-	    fsconfig(fs, FSCONFIG_SET_STRING, "gid", id, 0) < 0 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
-		snprintf(err, errlen, "cannot configure the scratch tmpfs: %s", strerror(errno));
-		close(fs);
-		return -1;
-	}
-	int mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-	int e = errno;
-	close(fs);
-	if (mnt < 0)
-		snprintf(err, errlen, "cannot mount the scratch tmpfs: %s", strerror(e));
-	return mnt;
-}
-
-int box_workspace(struct box_sys *s, const char *dir, bool exec, char *err, size_t errlen)
-{
-	int fd = open_tree(AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot open the workspace %s: %s", dir, strerror(errno));
-		return -1;
-	}
-	/* The clone inherits the host mount's propagation (shared, on most
-	 * systems): nothing the sandbox mounts may propagate back.  Its flags
-	 * are set here, by us: the sandbox moves this very mount into its
-	 * tree (a clone made in another mount namespace may not be cloned
-	 * again there) and only adds to them. */
-	struct mount_attr a = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (exec ? 0 : MOUNT_ATTR_NOEXEC),
-				.attr_clr = exec ? MOUNT_ATTR_NOEXEC : 0, .propagation = MS_PRIVATE };
-	if (mount_setattr(fd, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
-		int e = errno;
-		snprintf(err, errlen, "cannot make the workspace %s private%s: %s", dir,
-			 exec && e == EPERM ? " and executable (its filesystem is mounted noexec: set workspace_exec = false, "
-					      "or put state_dir elsewhere)" : "", strerror(e));
-		close(fd);
-		return -1;
-	}
-	(void)s;
-	return fd;
-}
-
-/* The holder: a mount namespace of ours with nothing in it but a small
- * tmpfs of mount points (ns_build_holder), where kernels before 6.15 let
- * us clone a scratch.  They clone only
- * mounts attached in the caller's namespace; a scratch made by fsmount is
- * attached nowhere, and attaching it in our own namespace would show it
- * to the host (as root, ours is the host's).  Made at the first need. */
-static int holder_make(void *arg, char *text, size_t len)
-{
-	(void)arg;
-	return ns_build_holder(text, len);
-}
-
-bool box_scratch_direct(struct box_sys *s)
-{
-	if (!s->clone_via_holder) {
-		char err[256];
-		int fd = box_scratch(s, 4096, err, sizeof err);
-		int c = fd < 0 ? -1 : open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-		if (c < 0 && fd >= 0 && errno == EINVAL)
-			s->clone_via_holder = true;
-		if (c >= 0)
-			close(c);
-		if (fd >= 0)
-			close(fd);
-	}
-	return !s->clone_via_holder;
-}
-
-int box_scratch_clone(struct box_sys *s, int scratch, int *second, char *err, size_t errlen)
-{
-	*second = -1;
-	if (!s->clone_via_holder) {
-		int fd = open_tree(scratch, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
-		if (fd >= 0 || errno != EINVAL) {
-			if (fd < 0)
-				snprintf(err, errlen, "cannot clone the scratch directory: %s", strerror(errno));
-			return fd;
-		}
-		s->clone_via_holder = true; /* Linux before 6.15 */
-	}
-	if (s->holder_fd < 0 &&
-	    (s->holder_fd = ns_made(CLONE_NEWNS, holder_make, NULL, "making the namespace scratch directories are cloned in",
-				    err, errlen)) < 0)
-		return -1;
-	/* There: attach it, clone it once per stage, detach it again (our fd
-	 * still reaches its files), all on the supervisor's thread.  The
-	 * detach waits for an RCU grace period, the price of these kernels. */
-	char path[32];
-	snprintf(path, sizeof path, "/%lu", ++s->holder_seq);
-	int cwd, a = -1, b = -1;
-	const char *what = "enter the holder namespace";
-	if (enter_mnt(s->holder_fd, &cwd) == 0) {
-		what = "mkdir in the holder namespace";
-		if (mkdir(path, 0700) == 0) {
-			what = "attach the scratch in the holder namespace";
-			if (move_mount(scratch, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) == 0) {
-				what = "clone the scratch";
-				if ((a = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)) >= 0)
-					b = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-				int e = errno;
-				umount2(path, MNT_DETACH);
-				errno = e;
-			}
-			int e = errno;
-			rmdir(path);
-			errno = e;
-		}
-		leave_mnt(s, cwd);
-	}
-	if (b < 0) {
-		snprintf(err, errlen, "cannot %s: %s", what, strerror(errno));
-		if (a >= 0)
-			close(a);
-		return -1;
-	}
-	*second = b;
-	return a;
-}
-
-int box_scratch_write(struct box_sys *s, int scratch, const char *path, const char *data, size_t len, mode_t mode)
-{
-	uid_t owner = scratch_owner(s);
-	/* Walk the components from the scratch root, never following a link
-	 * (there are none in a fresh scratch, and there never will be one we
-	 * follow). */
-	char buf[4096];
-	snprintf(buf, sizeof buf, "%s", path);
-	int dir = dup(scratch);
-	if (dir < 0)
-		return -1;
-	char *p = buf;
-	for (char *slash; (slash = strchr(p, '/')); p = slash + 1) {
-		*slash = 0;
-		if (mkdirat(dir, p, 0755) < 0 && errno != EEXIST) {
-			close(dir);
-			return -1;
-		}
-		fchownat(dir, p, owner, owner, AT_SYMLINK_NOFOLLOW);
-		int next = openat(dir, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		close(dir);
-		if (next < 0)
-			return -1;
-		dir = next;
-	}
-	/* Replace whatever is there (a workspace may hold a planted symlink or
-	 * FIFO under this name): unlink, then create exclusively. */
-	unlinkat(dir, p, 0);
-	int fd = openat(dir, p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-	close(dir);
-	if (fd < 0)
-		return -1;
-	int rc = len ? util_write_all(fd, data, len) : 0;
-	if (!rc)
-		rc = fchown(fd, owner, owner);
-	int e2 = errno;
-	close(fd);
-	errno = e2;
-	return rc;
 }
 
 /* ---- the system --------------------------------------------------------------- */
@@ -1969,7 +1063,7 @@ void box_sys_free(struct box_sys *s)
 {
 	box_pool_drain(s);
 	for (int i = 0; i < BOX_TMPLS; i++)
-		tmpl_clear(&s->tmpl[i]);
+		box_tmpl_clear(&s->tmpl[i]);
 	if (s->self_mnt_fd >= 0)
 		close(s->self_mnt_fd);
 	if (s->root_fd >= 0)
@@ -1980,3 +1074,4 @@ void box_sys_free(struct box_sys *s)
 	free(s->filter.filter);
 	memset(s, 0, sizeof *s);
 }
+

@@ -1,6 +1,10 @@
 /* box: the native sandbox.  One box is one stage (compile or run) of one
  * job: a tree of processes in fresh namespaces, watched by the supervisor
- * from an event loop.  See box.c for the theory of operation.
+ * from an event loop.  See box.c for the theory of operation; the rest of
+ * sbx reaches it through backend.h (native.c), not this header.  Its
+ * parts: box.c the supervisor and the pool, box_init.c the sandbox's init
+ * and program, box_tmpl.c the read-only roots, box_scratch.c the scratch
+ * mounts, box_int.h what they share.
  *
  * A struct box_sys is made once per process (what the machine offers,
  * cgroup parents, the seccomp program, the root templates); boxes borrow
@@ -18,6 +22,7 @@
 
 #include <jv.h>
 
+#include "backend.h"
 #include "cap.h"
 #include "cg.h"
 #include "conf.h"
@@ -63,48 +68,6 @@ struct box_sys {
 	bool oom_raise;            /* our oom_score_adj is negative: sandboxes get 0 */
 };
 
-enum box_status { BOX_EXITED, BOX_SIGNALED, BOX_TIMEOUT, BOX_OOM, BOX_CANCELLED, BOX_INTERNAL };
-
-/* Which limits were enforced, for the result's "limits_enforced". */
-enum {
-	ENF_NAMESPACES = 1, ENF_SECCOMP = 2, ENF_MEMORY = 4, ENF_CPU = 8, ENF_PIDS = 16, ENF_RLIMITS = 32,
-	ENF_TIMEOUT = 64, ENF_MEMORY_RLIMIT = 128,
-};
-
-struct box_result {
-	enum box_status status;
-	int exit_code;             /* BOX_EXITED */
-	int signal;                /* BOX_SIGNALED (and OOM/timeout kills) */
-	char error[512];           /* BOX_INTERNAL */
-	struct cap_buf out, err;
-	double duration_ms;        /* program start to exit (or kill) */
-	double cpu_ms;             /* < 0 unknown */
-	int64_t mem_peak;          /* < 0 unknown */
-	unsigned enforced;
-	jv timings;                /* object of phase -> ms, or jv_null() */
-};
-
-struct box_spec {
-	char *const *argv;
-	char *const *env;          /* "NAME=value", NULL-terminated; the whole environment */
-	const struct limits *lim;
-	int scratch_fd;            /* detached scratch mount (a tmpfs, or a clone of a session's workspace),
-				    * which the sandbox takes: one per stage (box_scratch_clone) */
-	char *const *outputs;      /* run stage of a compiled language: its executables, see ns_attach_work */
-	bool deps;                 /* a session's program: its installed packages, see ns_attach_work */
-	bool work_exec;            /* a session's workspace executable (conf workspace_exec), see ns_attach_work */
-	char *const *egress;       /* an install: the hosts its proxy may reach (egress.h), or NULL */
-	const char *stdin_data;
-	size_t stdin_len;
-	bool network;
-	const char *rootfs;        /* NULL: the host's tree */
-	char *const *binds;
-	bool timings;
-	const char *label;         /* with timings: the job's id, for the teardown line on stderr */
-};
-
-struct box;
-typedef void (*box_done_fn)(struct box *b, void *arg);
 
 /* Detect, create cgroup parents, build the filter.  As non-root this moves
  * the calling process into a user and mount namespace of its own (needed to
@@ -125,11 +88,12 @@ void box_pool(struct box_sys *s, struct loop *l, size_t n, bool one_now);
 void box_pool_drain(struct box_sys *s);
 
 /* Start a stage.  Never returns NULL: a failure to start is reported through
- * done (called from the loop) with BOX_INTERNAL. */
-struct box *box_start(struct box_sys *s, struct loop *l, const struct box_spec *spec, box_done_fn done, void *arg);
-/* Kill the stage now (its result says BOX_CANCELLED). */
+ * done (called from the loop) with STAGE_INTERNAL. */
+struct box *box_start(struct box_sys *s, struct loop *l, const struct stage_spec *spec, int scratch_fd, stage_done_fn done,
+		      void *arg);
+/* Kill the stage now (its result says STAGE_CANCELLED). */
 void box_cancel(struct box *b);
-const struct box_result *box_result(const struct box *b);
+const struct stage_result *box_result(const struct box *b);
 /* Free a box.  A finished one's init may still be exiting (the result
  * comes at its report, before its exit): it is then reaped, and the
  * cgroups removed, from the box's loop, or by box_pool_drain, which must
@@ -150,10 +114,10 @@ int box_scratch_clone(struct box_sys *s, int scratch, int *second, char *err, si
  * box_scratch_clone goes through the holder; tried once, for --check. */
 bool box_scratch_direct(struct box_sys *s);
 /* A session's workspace directory as a detached mount, for scratch_fd;
- * noexec unless exec (and box_spec.work_exec). */
+ * noexec unless exec (and stage_spec.work_exec). */
 int box_workspace(struct box_sys *s, const char *dir, bool exec, char *err, size_t errlen);
-/* Write a file into the scratch (creating parent directories), owned by
- * the sandbox user. */
-int box_scratch_write(struct box_sys *s, int scratch, const char *path, const char *data, size_t len, mode_t mode);
+/* The owner of what the supervisor writes into a scratch: the program's
+ * uid as the supervisor sees it. */
+uid_t box_scratch_owner(const struct box_sys *s);
 
 #endif

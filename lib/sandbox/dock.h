@@ -1,8 +1,12 @@
 /* dock: the docker backend.  One stage of one job is one disposable
  * container, driven through the Docker Engine API over the daemon's socket
  * (DOCKER_HOST: unix:// or tcp://; the docker CLI is not needed), from the
- * caller's event loop like a native box, with the same struct box_result.
- * See dock.c for the theory of operation.
+ * caller's event loop like a native box, with the same struct stage_result.
+ * See dock.c for the theory of operation; the rest of sbx reaches it
+ * through backend.h (docker.c), not this header.  Its parts: dock.c a
+ * stage's container, dock_api.c the Engine API client, dock_sys.c the
+ * daemon, leftovers, images and scratch directories, dock_int.h what they
+ * share.
  *
  * A struct dock_sys is made once per process: where the daemon is, what it
  * is, and the cgroup parent under which each stage's container gets a group
@@ -20,7 +24,7 @@
 
 #include <jv.h>
 
-#include "box.h"
+#include "backend.h"
 #include "cg.h"
 #include "conf.h"
 #include "loop.h"
@@ -54,9 +58,9 @@ void dock_sys_free(struct dock_sys *d);
  * sbx.owner, scratch directories, accounting groups).  Asks again while it
  * does not answer; d->why then says why, with the fix. */
 bool dock_ready(struct dock_sys *d);
-/* The backend's report for sbx-run --check: engine, images, each
- * language's version as its container sees it, fixes. */
-jv dock_check(struct dock_sys *d);
+/* Whether the engine has an image: 200 yes, 404 no, else it did not say
+ * (one synchronous API call). */
+int dock_image_status(struct dock_sys *d, const char *image);
 /* The ID ("sha256:" and 64 hex digits) of the image a name means now, in
  * id (at least 72 bytes); false, id left "", if the engine does not answer
  * within 2 s or has no such image.  One synchronous API call (~1 ms, against a
@@ -73,7 +77,7 @@ char *dock_scratch(struct dock_sys *d, uint64_t size, char *err, size_t errlen);
 void dock_scratch_remove(const char *dir);
 
 struct dock_spec {
-	const struct box_spec *box;     /* argv, env, limits, stdin, network, binds, outputs, deps */
+	const struct stage_spec *st;    /* argv, env, limits, stdin, network, binds, outputs, deps */
 	const char *image;
 	const char *scratch;            /* host directory bound at /scratch */
 	bool workspace;                 /* it is a session's workspace, which the program writes: no name in it is trusted */
@@ -81,11 +85,10 @@ struct dock_spec {
 };
 
 struct dock;
-typedef void (*dock_done_fn)(struct dock *k, void *arg);
-/* Start a stage.  Never NULL: failures come through done as BOX_INTERNAL. */
-struct dock *dock_start(struct dock_sys *d, struct loop *l, const struct dock_spec *spec, dock_done_fn done, void *arg);
+/* Start a stage.  Never NULL: failures come through done as STAGE_INTERNAL. */
+struct dock *dock_start(struct dock_sys *d, struct loop *l, const struct dock_spec *spec, stage_done_fn done, void *arg);
 void dock_cancel(struct dock *k);
-const struct box_result *dock_result(const struct dock *k);
+const struct stage_result *dock_result(const struct dock *k);
 void dock_free(struct dock *k);
 
 #endif

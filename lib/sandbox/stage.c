@@ -68,15 +68,15 @@ char **stage_lang_env(const struct conf_lang *l, const struct limits *lim)
 	return env;
 }
 
-jv stage_version(const struct box_result *r, const char *where, char *why, size_t len)
+jv stage_version(const struct stage_result *r, const char *where, char *why, size_t len)
 {
 	jv text = cap_buf_string(r->out.total ? &r->out : &r->err);
 	const char *s = jv_string_value(text);
 	size_t n = strcspn(s, "\n");
 	jv version = jv_null();
-	if (r->status == BOX_EXITED && r->exit_code == 0 && n > 0)
+	if (r->status == STAGE_EXITED && r->exit_code == 0 && n > 0)
 		version = jv_string_sized(s, (int)n);
-	else if (r->status == BOX_INTERNAL)
+	else if (r->status == STAGE_INTERNAL)
 		snprintf(why, len, "%s", r->error);
 	else {
 		jv e = cap_buf_string(&r->err);

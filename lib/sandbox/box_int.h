@@ -1,0 +1,94 @@
+/* box_int: what the parts of the native sandbox share, and nobody else
+ * (box.c the supervisor, box_init.c the sandbox's init and program,
+ * box_tmpl.c the read-only roots, box_scratch.c the scratch mounts).
+ * The supervisor and init talk through the messages and the spec below,
+ * over pipes and a socket made before the clone; see box.c.
+ */
+#ifndef SBX_BOX_INT_H
+#define SBX_BOX_INT_H
+
+#include <linux/sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "box.h"
+
+/* Messages from init to the supervisor, on the status pipe. */
+enum { MSG_FAIL = 1, MSG_EXECFAIL, MSG_RUNNING, MSG_EXIT, MSG_MARK };
+
+struct msg {
+	uint32_t type;
+	int32_t err;
+	int64_t v[4];
+	char text[200];
+};
+
+/* Fixed fd numbers inside the child after proc_keep_fds. */
+enum { K_GO, K_STATUS, K_OUT, K_ERR, K_SPEC, K_N };
+#define KFD(i) (3 + (i))
+
+struct child_args {
+	struct box_sys *sys;
+	bool network;
+	bool build_root;         /* no template: build the root here */
+	const char *rootfs;
+	char *const *binds;
+	int fds[K_N];
+	unsigned long flags;
+};
+
+/* Two messages go to a sandbox's init over its spec socket, each with its
+ * fds as SCM_RIGHTS on its first byte.  First, as soon as the supervisor
+ * has made the run's cgroups: a uint32_t count and (v1) that many tasks
+ * files, opened by the supervisor (the sandbox's mount namespace has no
+ * /sys).  Then the job: this header, then `len` bytes of NUL-terminated
+ * argv and env strings, with the stdin memfd and (SPEC_SCRATCH) the
+ * scratch mount. */
+enum { SPEC_SCRATCH = 1, SPEC_RLIMIT_DATA = 4, SPEC_TIMINGS = 8, SPEC_DEPS = 16, SPEC_EGRESS = 32, SPEC_WORK_EXEC = 64 };
+struct spec_hdr {
+	uint64_t file_size, nofile, stack, pids, memory, tmpfs;
+	uint32_t flags, argc, envc, outc, len;
+};
+#define SPEC_MAX (1u << 20)
+#define MSG_FDS 4
+
+struct spec {
+	struct spec_hdr h;
+	char **argv, **env, **outputs;
+	int stdin_fd, scratch_fd;
+};
+
+/* Send len bytes with nfd fds (0..MSG_FDS) attached to the first. */
+int box_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfd);
+/* Receive exactly len bytes and the fds that came with them (at most
+ * MSG_FDS; their number, or -1 at EOF or on a short read). */
+int box_recv_fds(int sock, void *buf, size_t len, int *fds);
+/* One message (< PIPE_BUF: atomic). */
+void box_msg_send(int fd, uint32_t type, int err, int64_t v0, int64_t v1, int64_t v2, int64_t v3, const char *text);
+int64_t box_mono_ns(void);
+
+/* The child of spawn's clone3: the sandbox's init (box_init.c). */
+_Noreturn void box_init_main(struct child_args *a);
+
+/* Roots (box_tmpl.c).  box_tmpl_get: the template's mount namespace fd
+ * for a tree, TMPL_OWN if the sandbox is to build its own, -1 with err. */
+#define TMPL_OWN (-2)
+int box_tmpl_get(struct box_sys *s, bool network, const char *rootfs, char *const *binds, char *err, size_t errlen);
+void box_tmpl_clear(struct box_tmpl *t);
+/* Do two sandboxes (or a sandbox and a template) need the same root? */
+bool box_same_tree(bool net_a, const char *rootfs_a, char *const *binds_a, bool net_b, const char *rootfs_b,
+		   char *const *binds_b);
+/* clone3 with the new mount namespace copied from the template's rather
+ * than from ours (tmpl_fd TMPL_OWN: from ours). */
+pid_t box_clone_from(struct box_sys *s, int tmpl_fd, struct clone_args *cl);
+/* Step into the mount namespace mnt_fd for a call or two, and back
+ * (setns resets root and cwd: ours are restored; *cwd holds ours). */
+int box_enter_mnt(int mnt_fd, int *cwd);
+void box_leave_mnt(struct box_sys *s, int cwd);
+/* A namespace (flags) made by a short-lived child running make in it,
+ * kept as an nsfs fd; -1 with err ("what" names it). */
+typedef int (*box_ns_make_fn)(void *arg, char *text, size_t len);
+int box_ns_made(unsigned long flags, box_ns_make_fn make, void *arg, const char *what, char *err, size_t errlen);
+
+#endif

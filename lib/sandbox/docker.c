@@ -1,0 +1,214 @@
+/* docker: the docker backend (dock.c's containers) behind backend.h.
+ *
+ * Theory of operation.  A job's scratch is a host directory the daemon can
+ * bind: a fresh noexec tmpfs mounted under STATE_DIR/docker (dock_scratch),
+ * or a session's workspace itself.  Every stage binds the same directory,
+ * so a stage needs nothing made for it.  The supervisor writes and reads
+ * the job's files through a directory fd opened once, without following
+ * links (a workspace holds whatever its programs planted).  A compiled
+ * program's identity for the cache is the ID its image's name means now.
+ */
+#define _GNU_SOURCE
+#include "backend.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dock.h"
+#include "util.h"
+
+struct docker {
+	struct backend be;
+	struct dock_sys d;
+};
+
+struct docker_scratch {
+	struct bk_scratch base;
+	char *host;                /* dock_scratch's directory (removed at close), or NULL */
+	const char *bind;          /* what stages bind: host, or the workspace */
+	char *workspace;
+};
+
+static struct dock_sys *sys_of(struct backend *be)
+{
+	return &((struct docker *)be)->d;
+}
+
+static struct bk_scratch *d_scratch_open(struct backend *be, const char *workspace, bool exec, uint64_t size, char *err,
+					 size_t errlen)
+{
+	(void)exec; /* the engine binds a workspace with its own mount's flags (dock_start) */
+	char *host = workspace ? NULL : dock_scratch(sys_of(be), size, err, errlen);
+	if (!workspace && !host)
+		return NULL;
+	char *sub = workspace ? util_strdup(workspace) : util_fmt("%s/scratch", host);
+	int fd = open(sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open %s: %s", sub, strerror(errno));
+		free(sub);
+		if (host) {
+			dock_scratch_remove(host);
+			free(host);
+		}
+		return NULL;
+	}
+	free(sub);
+	struct docker_scratch *s = util_xalloc(sizeof *s);
+	*s = (struct docker_scratch){ .base = { .be = be, .dir = fd }, .host = host };
+	s->workspace = workspace ? util_strdup(workspace) : NULL;
+	s->bind = host ? host : s->workspace;
+	return &s->base;
+}
+
+static int d_scratch_stage(struct bk_scratch *sc, bool compile, char *err, size_t errlen)
+{
+	(void)sc;
+	(void)compile;
+	(void)err;
+	(void)errlen;
+	return 0;
+}
+
+static int d_scratch_write(struct bk_scratch *sc, const char *path, const char *data, size_t len, mode_t mode)
+{
+	return util_write_beneath(sc->dir, path, data, len, mode, (uid_t)sys_of(sc->be)->uid);
+}
+
+static void d_scratch_close(struct bk_scratch *sc)
+{
+	struct docker_scratch *s = (struct docker_scratch *)sc;
+	close(s->base.dir);
+	if (s->host) {
+		dock_scratch_remove(s->host);
+		free(s->host);
+	}
+	free(s->workspace);
+	free(s);
+}
+
+static struct bk_stage *d_start(struct backend *be, struct loop *l, const struct stage_spec *sp, stage_done_fn done,
+				void *arg)
+{
+	struct docker_scratch *s = (struct docker_scratch *)sp->scratch;
+	struct dock_spec ds = { .st = sp, .image = sp->image, .scratch = s ? s->bind : NULL, .workspace = s && !s->host,
+				.run_id = sp->label };
+	return (struct bk_stage *)dock_start(sys_of(be), l, &ds, done, arg);
+}
+
+static void d_cancel(struct bk_stage *st)
+{
+	dock_cancel((struct dock *)st);
+}
+
+static const struct stage_result *d_result(const struct bk_stage *st)
+{
+	return dock_result((const struct dock *)st);
+}
+
+static void d_stage_free(struct bk_stage *st)
+{
+	dock_free((struct dock *)st);
+}
+
+static bool d_compiler_id(struct backend *be, const struct job *j, char *id, size_t len)
+{
+	return dock_image_id(sys_of(be), j->image, id, len);
+}
+
+static bool d_lang_ready(struct backend *be, const struct conf_lang *l, jv *info, char *why, size_t len, bool *fix)
+{
+	struct dock_sys *d = sys_of(be);
+	*info = jv_object_set(*info, jv_string("image"), l->image ? jv_string(l->image) : jv_null());
+	*fix = false;
+	int img = d->ok && l->image ? dock_image_status(d, l->image) : 0;
+	if (!d->ok)
+		snprintf(why, len, "the Docker daemon is not usable: %s", d->why);
+	else if (!l->image)
+		snprintf(why, len, "no image in the configuration");
+	else if (img == 404) {
+		snprintf(why, len, "the image %s is not on this Docker host: docker pull %s, or sbx-run --pull", l->image, l->image);
+		*fix = true;
+	} else if (img != 200)
+		snprintf(why, len, "the Docker daemon did not say whether it has the image %s", l->image);
+	return img == 200;
+}
+
+static void d_pool(struct backend *be, struct loop *l, size_t n, bool one_now)
+{
+	/* A container is made per stage by the daemon: nothing to keep warm. */
+	(void)be;
+	(void)l;
+	(void)n;
+	(void)one_now;
+}
+
+static void d_drain(struct backend *be)
+{
+	(void)be;
+}
+
+static jv d_check(struct backend *be, bool *degraded)
+{
+	struct dock_sys *d = sys_of(be);
+	jv o = jv_object_set(jv_object(), jv_string("backend"), jv_string("docker"));
+	o = jv_object_set(o, jv_string("docker_host"), jv_string(d->host));
+	dock_ready(d);
+	jv fixes = jv_array();
+	if (d->ok) {
+		jv e = jv_object_set(jv_object(), jv_string("version"), jv_string(d->version));
+		e = jv_object_set(e, jv_string("api_version"), jv_string(d->api + 1));
+		e = jv_object_set(e, jv_string("cgroup_driver"), jv_string(d->cgroup_driver));
+		o = jv_object_set(o, jv_string("engine"), e);
+		o = jv_object_set(o, jv_string("accounting"), jv_bool(d->cg_ok));
+	} else {
+		o = jv_object_set(o, jv_string("engine"), jv_null());
+		o = jv_object_set(o, jv_string("error"), jv_string(d->why));
+		fixes = jv_array_append(fixes, jv_string(d->why));
+	}
+	o = jv_object_set(o, jv_string("usable"), jv_bool(d->ok));
+	*degraded = false;
+	return jv_object_set(o, jv_string("fixes"), fixes);
+}
+
+static int d_pull(struct backend *be, FILE *progress)
+{
+	struct dock_sys *d = sys_of(be);
+	return dock_pull(d, progress) == 0 ? 0 : d->ok ? 1 : 2;
+}
+
+static void d_free(struct backend *be)
+{
+	dock_sys_free(sys_of(be));
+	free(be);
+}
+
+static const struct backend_ops docker_ops = {
+	.scratch_open = d_scratch_open,
+	.scratch_stage = d_scratch_stage,
+	.scratch_write = d_scratch_write,
+	.scratch_close = d_scratch_close,
+	.start = d_start,
+	.cancel = d_cancel,
+	.result = d_result,
+	.stage_free = d_stage_free,
+	.compiler_id = d_compiler_id,
+	.lang_ready = d_lang_ready,
+	.pool = d_pool,
+	.drain = d_drain,
+	.check = d_check,
+	.pull = d_pull,
+	.free = d_free,
+};
+
+struct backend *backend_docker(const struct conf *c, bool connect)
+{
+	struct docker *k = util_xalloc(sizeof *k);
+	k->be = (struct backend){ .name = "docker", .where = "its container", .ops = &docker_ops, .conf = c };
+	dock_sys_init(&k->d, c);
+	if (connect && !dock_ready(&k->d))
+		snprintf(k->be.warn, sizeof k->be.warn, "%s", k->d.why);
+	return &k->be;
+}

@@ -1,0 +1,346 @@
+/* native: the native backend (box.c's sandboxes) behind backend.h.
+ *
+ * Theory of operation.  A job's scratch is a detached mount: a fresh,
+ * size-limited tmpfs, or a clone of a session's workspace directory.  A
+ * sandbox takes the mount it is handed (ns_attach_work moves it into its
+ * tree), so each stage needs one of its own: before a compile stage a
+ * tmpfs is cloned (the compile stage takes the clone; the run stage the
+ * scratch itself, or on kernels before 6.15 a second clone, since only the
+ * holder namespace can clone there), and a workspace is opened again
+ * before each run stage.  The supervisor keeps `dir`, through which it
+ * writes the job's files and reads what the compile made: a detached
+ * mount's files stay reachable through any fd of it, and the whole tmpfs
+ * goes with the last one, even if the supervisor is killed.
+ *
+ * --check asks this backend for the kernel's features, user namespaces,
+ * cgroups, seccomp, a trivial program run in a real sandbox, and the
+ * shared roots; sbx-run adds the rest (state, languages).
+ */
+#define _GNU_SOURCE
+#include "backend.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "box.h"
+#include "kern.h"
+#include "layout.h"
+#include "util.h"
+
+struct native {
+	struct backend be;
+	struct box_sys sys;
+};
+
+struct native_scratch {
+	struct bk_scratch base;
+	struct box_sys *sys;
+	char *workspace;           /* a session's workspace, or NULL: a tmpfs */
+	bool exec;
+	int stage_mnt[2];          /* a tmpfs's clones for compile, run (-1: none) */
+	int next;                  /* the mount the next stage takes */
+};
+
+static struct box_sys *sys_of(struct backend *be)
+{
+	return &((struct native *)be)->sys;
+}
+
+static struct bk_scratch *n_scratch_open(struct backend *be, const char *workspace, bool exec, uint64_t size, char *err,
+					 size_t errlen)
+{
+	struct box_sys *s = sys_of(be);
+	int fd = workspace ? box_workspace(s, workspace, exec, err, errlen) : box_scratch(s, size, err, errlen);
+	if (fd < 0)
+		return NULL;
+	struct native_scratch *n = util_xalloc(sizeof *n);
+	*n = (struct native_scratch){ .base = { .be = be, .dir = fd }, .sys = s, .exec = exec, .stage_mnt = { -1, -1 }, .next = fd };
+	n->workspace = workspace ? util_strdup(workspace) : NULL;
+	return &n->base;
+}
+
+static int n_scratch_stage(struct bk_scratch *sc, bool compile, char *err, size_t errlen)
+{
+	struct native_scratch *n = (struct native_scratch *)sc;
+	if (n->workspace && !compile) {
+		int fresh = box_workspace(n->sys, n->workspace, n->exec, err, errlen);
+		if (fresh < 0)
+			return -1;
+		close(n->base.dir);
+		n->base.dir = n->next = fresh;
+		return 0;
+	}
+	if (!n->workspace && compile) {
+		if ((n->stage_mnt[0] = box_scratch_clone(n->sys, n->base.dir, &n->stage_mnt[1], err, errlen)) < 0)
+			return -1;
+		n->next = n->stage_mnt[0];
+		return 1;
+	}
+	n->next = n->stage_mnt[1] >= 0 ? n->stage_mnt[1] : n->base.dir;
+	return 0;
+}
+
+static int n_scratch_write(struct bk_scratch *sc, const char *path, const char *data, size_t len, mode_t mode)
+{
+	struct native_scratch *n = (struct native_scratch *)sc;
+	return util_write_beneath(n->base.dir, path, data, len, mode, box_scratch_owner(n->sys));
+}
+
+static void n_scratch_close(struct bk_scratch *sc)
+{
+	struct native_scratch *n = (struct native_scratch *)sc;
+	int fds[] = { n->base.dir, n->stage_mnt[0], n->stage_mnt[1] };
+	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(n->workspace);
+	free(n);
+}
+
+static struct bk_stage *n_start(struct backend *be, struct loop *l, const struct stage_spec *sp, stage_done_fn done,
+				void *arg)
+{
+	int fd = sp->scratch ? ((struct native_scratch *)sp->scratch)->next : -1;
+	return (struct bk_stage *)box_start(sys_of(be), l, sp, fd, done, arg);
+}
+
+static void n_cancel(struct bk_stage *st)
+{
+	box_cancel((struct box *)st);
+}
+
+static const struct stage_result *n_result(const struct bk_stage *st)
+{
+	return box_result((const struct box *)st);
+}
+
+static void n_stage_free(struct bk_stage *st)
+{
+	box_free((struct box *)st);
+}
+
+static bool n_compiler_id(struct backend *be, const struct job *j, char *id, size_t len)
+{
+	char path[4096];
+	struct stat st;
+	(void)be;
+	if (!job_which(j->rootfs, j->env, j->compile[0], path, sizeof path) || stat(path, &st) < 0)
+		return false;
+	snprintf(id, len, "%s %llu %llu %lld %lld.%09ld %s", path, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+		 (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, j->rootfs ? j->rootfs : "/");
+	return true;
+}
+
+static bool n_lang_ready(struct backend *be, const struct conf_lang *l, jv *info, char *why, size_t len, bool *fix)
+{
+	const char *missing = job_lang_missing(be->conf, l);
+	if (missing)
+		snprintf(why, len, "\"%s\" is not installed%s%s", missing, l->hint ? "; install it: " : "", l->hint ? l->hint : "");
+	(void)info;
+	*fix = false;
+	return !missing;
+}
+
+static void n_pool(struct backend *be, struct loop *l, size_t n, bool one_now)
+{
+	if (!be->broken)
+		box_pool(sys_of(be), l, n, one_now);
+}
+
+static void n_drain(struct backend *be)
+{
+	box_pool_drain(sys_of(be));
+}
+
+static int n_pull(struct backend *be, FILE *progress)
+{
+	(void)be;
+	(void)progress;
+	return 0; /* the host's runtimes are the languages': nothing to fetch */
+}
+
+static void n_free(struct backend *be)
+{
+	box_sys_free(sys_of(be));
+	free(be);
+}
+
+/* ---- --check ----------------------------------------------------------------- */
+
+/* What the kernel offers, feature by feature (kern.h), and how scratch
+ * directories are cloned on it (box_scratch_clone). */
+static jv check_kernel(struct box_sys *s)
+{
+	unsigned have = s->kern ? s->kern : kern_probe();
+	jv a = jv_array();
+	for (int i = 0; i < KF_N; i++) {
+		const struct kern_feature *f = &kern_features[i];
+		jv o = jv_object_set(jv_object(), jv_string("name"), jv_string(f->name));
+		o = jv_object_set(o, jv_string("since"), jv_string(f->since));
+		o = jv_object_set(o, jv_string("ok"), jv_bool(have & (1u << i)));
+		if (!(have & (1u << i)))
+			o = jv_object_set(o, jv_string(f->required ? "error" : "fallback"),
+					  jv_string(f->required ? "required: the native backend needs Linux " KERN_MIN " or later" : f->fallback));
+		a = jv_array_append(a, o);
+	}
+	if (s->self_mnt_fd >= 0) {
+		bool direct = box_scratch_direct(s);
+		jv o = jv_object_set(jv_object(), jv_string("name"), jv_string("clone of a detached mount"));
+		o = jv_object_set(o, jv_string("since"), jv_string("6.15"));
+		o = jv_object_set(o, jv_string("ok"), jv_bool(direct));
+		if (!direct)
+			o = jv_object_set(o, jv_string("fallback"), jv_string("scratch directories are cloned in a mount namespace of the supervisor's"));
+		a = jv_array_append(a, o);
+	}
+	return a;
+}
+
+static jv check_cgroup(struct box_sys *s, jv *fixes)
+{
+	jv cg = jv_object_set(jv_object(), jv_string("version"), jv_string(cg_mode_name(s->cg.mode)));
+	jv ctl = jv_array();
+	if (s->cg.have & CG_MEM)
+		ctl = jv_array_append(ctl, jv_string("memory"));
+	if (s->cg.have & CG_CPU)
+		ctl = jv_array_append(ctl, jv_string("cpu"));
+	if (s->cg.have & CG_PIDS)
+		ctl = jv_array_append(ctl, jv_string("pids"));
+	cg = jv_object_set(cg, jv_string("controllers"), ctl);
+	cg = jv_object_set(cg, jv_string("ok"), jv_bool(s->cg_ok));
+	if (!s->cg_ok && !s->cg.why[0])
+		cg = jv_object_set(cg, jv_string("error"), jv_string("not probed: the sandbox backend is unusable here"));
+	else if (!s->cg_ok) {
+		char fix[700];
+		snprintf(fix, sizeof fix, "cgroups unusable (%s): runs get rlimits only, no memory/CPU/pids limit for the whole process tree", s->cg.why);
+		cg = jv_object_set(cg, jv_string("error"), jv_string(s->cg.why));
+		*fixes = jv_array_append(*fixes, jv_string(fix));
+	} else if (s->cg.partial[0]) {
+		cg = jv_object_set(cg, jv_string("missing"), jv_array_append(jv_array(), jv_string("cpu")));
+		cg = jv_object_set(cg, jv_string("why"), jv_string(s->cg.partial));
+		*fixes = jv_array_append(*fixes, jv_string(s->cg.partial));
+	}
+	return cg;
+}
+
+struct probe {
+	struct box *b;
+	bool done;
+};
+
+static void probe_done(void *arg)
+{
+	((struct probe *)arg)->done = true;
+}
+
+/* A trivial program (true) in a real sandbox: how long it took; why is
+ * left "" if it succeeded. */
+static double probe_true(struct backend *be, char *why, size_t len)
+{
+	struct box_sys *s = sys_of(be);
+	struct loop *l = loop_new();
+	struct limits lim = be->conf->lim.run;
+	lim.timeout_ms = 10000;
+	lim.output = 4096;
+	char *pargv[] = { "true", NULL };
+	char *penv[] = { "PATH=" NS_PATH, NULL };
+	struct stage_spec spec = { .argv = pargv, .env = penv, .lim = &lim };
+	struct probe p = { 0 };
+	double t0 = util_now_ms();
+	p.b = box_start(s, l, &spec, -1, probe_done, &p);
+	while (!p.done && loop_once(l, 1000) >= 0)
+		;
+	double ms = util_now_ms() - t0;
+	const struct stage_result *r = box_result(p.b);
+	if (r->status == STAGE_INTERNAL)
+		snprintf(why, len, "%s", r->error);
+	else if (!(r->status == STAGE_EXITED && r->exit_code == 0))
+		snprintf(why, len, "a trivial program (true) did not succeed in the sandbox (status %d)", (int)r->status);
+	box_free(p.b);
+	box_pool_drain(s); /* its init may still be exiting, watched on l */
+	loop_free(l);
+	return ms;
+}
+
+static jv n_check(struct backend *be, bool *degraded)
+{
+	struct box_sys *s = sys_of(be);
+	struct utsname u;
+	uname(&u);
+	jv o = jv_object_set(jv_object(), jv_string("backend"), jv_string("native"));
+	o = jv_object_set(o, jv_string("kernel"), jv_string(u.release));
+	o = jv_object_set(o, jv_string("kernel_features"), check_kernel(s));
+	o = jv_object_set(o, jv_string("root"), jv_bool(geteuid() == 0 && !s->own_userns));
+	jv fixes = jv_array();
+	jv userns = jv_object_set(jv_object(), jv_string("ok"), jv_bool(!be->broken));
+	if (be->broken) {
+		userns = jv_object_set(userns, jv_string("error"), jv_string(be->why));
+		fixes = jv_array_append(fixes, jv_string(be->why));
+	}
+	o = jv_object_set(o, jv_string("user_namespaces"), userns);
+	o = jv_object_set(o, jv_string("cgroup"), check_cgroup(s, &fixes));
+	o = jv_object_set(o, jv_string("seccomp"), jv_object_set(jv_object(), jv_string("ok"), jv_bool(s->filter.filter != NULL)));
+
+	char why[sizeof be->why] = "";
+	double ms = 0;
+	if (be->broken)
+		snprintf(why, sizeof why, "%s", be->why);
+	else
+		ms = probe_true(be, why, sizeof why);
+	jv pr = jv_object_set(jv_object(), jv_string("ok"), jv_bool(!why[0]));
+	pr = jv_object_set(pr, jv_string("ms"), jv_number(round(ms * 10) / 10));
+	if (why[0]) {
+		pr = jv_object_set(pr, jv_string("error"), jv_string(why));
+		fixes = jv_array_append(fixes, jv_string(why));
+	}
+	o = jv_object_set(o, jv_string("probe"), pr);
+	/* Roots shared with later processes (pin.h); the probe tried. */
+	jv roots = jv_object_set(jv_object(), jv_string("dir"), jv_string(SBX_RUNDIR "/roots"));
+	roots = jv_object_set(roots, jv_string("shared"), jv_bool(s->pin.state > 0));
+	if (s->pin.state <= 0)
+		roots = jv_object_set(roots, jv_string("why"),
+				      jv_string(!s->root ? "only root shares roots between processes"
+							 : "the directory is missing, not root's, or writable by others: each process builds its own root"));
+	o = jv_object_set(o, jv_string("shared_roots"), roots);
+	o = jv_object_set(o, jv_string("usable"), jv_bool(!be->broken && !why[0]));
+	*degraded = !s->cg_ok || s->cg.partial[0];
+	return jv_object_set(o, jv_string("fixes"), fixes);
+}
+
+static const struct backend_ops native_ops = {
+	.scratch_open = n_scratch_open,
+	.scratch_stage = n_scratch_stage,
+	.scratch_write = n_scratch_write,
+	.scratch_close = n_scratch_close,
+	.start = n_start,
+	.cancel = n_cancel,
+	.result = n_result,
+	.stage_free = n_stage_free,
+	.compiler_id = n_compiler_id,
+	.lang_ready = n_lang_ready,
+	.pool = n_pool,
+	.drain = n_drain,
+	.check = n_check,
+	.pull = n_pull,
+	.free = n_free,
+};
+
+struct backend *backend_native(const struct conf *c, char **argv)
+{
+	struct native *n = util_xalloc(sizeof *n);
+	n->be = (struct backend){ .name = "native", .where = "the sandbox", .ops = &native_ops, .conf = c };
+	struct backend *be = &n->be;
+	if (box_sys_init(&n->sys, c, argv, be->why, sizeof be->why) < 0)
+		be->broken = true;
+	else if (!n->sys.cg_ok)
+		snprintf(be->warn, sizeof be->warn,
+			 "cgroups unusable (%s): memory and pids are limited per process by rlimits only, not for the "
+			 "whole process tree, and cpus not at all; see sbx-run --check", n->sys.cg.why);
+	else if (n->sys.cg.partial[0])
+		snprintf(be->warn, sizeof be->warn, "%s", n->sys.cg.partial);
+	return be;
+}
