@@ -40,7 +40,7 @@ UNIT_SRC := $(wildcard t/unit/*.c)
 UNITS    := $(patsubst t/unit/%.c,$(BUILD)/t/%,$(UNIT_SRC))
 MANS     := $(wildcard man/*.1)
 
-.PHONY: typescript demo all check check-asan check-valgrind vg-wrappers unit deps install uninstall clean fuzz fuzz-build bench bench-run differential mcp-client
+.PHONY: typescript python-site demo all check check-asan check-valgrind vg-wrappers unit deps install uninstall clean fuzz fuzz-build bench bench-run differential mcp-client
 # Helpers the tools run, not tools: in ../libexec/sbx beside the tools'
 # directory, in a checkout as when installed.
 LIBEXECDIR := $(BINDIR)/../libexec/sbx
@@ -133,6 +133,8 @@ bench-run: $(BUILD)/bench/sha256
 	@echo "# MCP over stdio (bench/mcp_rtt.py)"
 	@SBX_HISTORY=$(CURDIR)/$(BUILD)/bench/mcp-history.db bench/mcp_rtt.py
 	@echo
+	@SBX_HISTORY=$(CURDIR)/$(BUILD)/bench/mcp-history.db bench/live.py
+	@echo
 	@bench/memory.py
 	@echo
 	@bench/http.sh
@@ -154,8 +156,9 @@ differential: deps all
 # from NodeSource brings its own, and conflicts with Debian's).
 DEPS_BUILD := gcc make pkg-config libjq-dev libseccomp-dev libsqlite3-dev libmicrohttpd-dev libssl-dev
 DEPS_TEST  := bats jq sqlite3 valgrind clang libclang-rt-14-dev procps iproute2 util-linux python3 python3-pip g++ nodejs bubblewrap hyperfine wrk curl libpython3.11-testsuite
-# The runtimes of etc/sandbox.conf's languages, so every language is tested.
-DEPS_LANG  := golang-go rustc default-jdk-headless ruby php-cli
+# The runtimes of etc/sandbox.conf's languages, so every language is tested;
+# Python's plotting and data libraries, which programs import out of the box.
+DEPS_LANG  := golang-go rustc default-jdk-headless ruby php-cli python3-matplotlib python3-numpy python3-pandas
 # The docker backend's tests run against a real engine (t/docker/engine).
 DEPS_DOCKER := docker.io
 # The guest suites boot Debian 12's kernel under QEMU (t/guest/run); its
@@ -168,13 +171,23 @@ deps:
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
 	done | tr '\n' ' '); \
 	command -v npm > /dev/null || missing="$$missing npm"; \
-	if [ -z "$${missing% }" ]; then $(MAKE) -s --no-print-directory typescript; exit 0; fi; \
+	if [ -z "$${missing% }" ]; then $(MAKE) -s --no-print-directory typescript python-site; exit 0; fi; \
 	if [ "$$(id -u)" != 0 ]; then \
 		echo "make deps: missing Debian packages; as root run: apt-get install -y $$missing" >&2; exit 1; \
 	fi; \
 	echo "make deps: installing $$missing" >&2; \
 	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; } >&2
-	@$(MAKE) -s --no-print-directory typescript
+	@$(MAKE) -s --no-print-directory typescript python-site
+
+# Python's start-up hook for sandboxes (share/python/sitecustomize.py:
+# figures without a display, plt.show() to a PNG), where etc/sandbox.conf's
+# PYTHONPATH points and sandboxes see it; make install puts it under PREFIX.
+PYSITE := /usr/local/share/sbx/python
+python-site:
+	@if cmp -s share/python/sitecustomize.py $(PYSITE)/sitecustomize.py; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then \
+		echo "make deps: as root, install -D -m 0644 share/python/sitecustomize.py $(PYSITE)/sitecustomize.py" >&2; exit 0; fi; \
+	install -D -m 0644 share/python/sitecustomize.py $(PYSITE)/sitecustomize.py
 
 # TypeScript: Debian's tsc (4.8) has no Node.js type definitions to go with
 # NodeSource's Node.js, so the compiler and @types/node come from the npm
@@ -189,11 +202,13 @@ typescript:
 	npm install -g --prefix /usr/local --no-audit --no-fund --loglevel=error $(TS_PKGS) >&2 || \
 		echo "make deps: TypeScript could not be installed; its tests will be skipped" >&2
 
-# The official MCP SDK for t/65-mcp-sdk.bats, exactly as locked.
+# The official MCP SDK for t/65-mcp-sdk.bats and the official conformance
+# suite for t/66-mcp-conformance.bats, exactly as locked.
 mcp-client: deps
 	@if command -v npm > /dev/null; then \
-		cd t/mcp-client && npm ci --no-audit --no-fund --loglevel=error >&2; \
-	else echo "make mcp-client: npm is missing; the SDK client test will be skipped" >&2; fi
+		(cd t/mcp-client && npm ci --no-audit --no-fund --loglevel=error) >&2 && \
+		(cd t/mcp-conformance && npm ci --no-audit --no-fund --loglevel=error) >&2; \
+	else echo "make mcp-client: npm is missing; the SDK client and conformance tests will be skipped" >&2; fi
 
 # ---- tests ----------------------------------------------------------------
 # The suite runs against the ASan+UBSan build (memory errors fail it) after
@@ -259,7 +274,9 @@ install: all
 	install -m 0755 $(addprefix $(BINDIR)/,$(TOOLS)) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0755 $(addprefix $(LIBEXECDIR)/,$(HELPERS)) $(DESTDIR)$(PREFIX)/libexec/sbx/
 	install -m 0644 etc/examples/tour.jsonl etc/examples/show.jq $(DESTDIR)$(PREFIX)/share/sbx/examples/
+	install -D -m 0644 share/python/sitecustomize.py $(DESTDIR)$(PREFIX)/share/sbx/python/sitecustomize.py
 	sed -e 's|^state_dir *=.*|state_dir       = "$(STATEDIR)"|' \
+	    -e 's|$(PYSITE)|$(PREFIX)/share/sbx/python|g' \
 	    -e 's|^history *=.*|history         = "$(STATEDIR)/sandbox_history.db"|' \
 	    etc/sandbox.conf > $(BUILD)/sandbox.conf.installed~ && mv $(BUILD)/sandbox.conf.installed~ $(BUILD)/sandbox.conf.installed
 	@conf=$(DESTDIR)$(SYSCONFDIR)/sbx/sandbox.conf; \

@@ -38,11 +38,12 @@
 #include "proc.h"
 #include "rec.h"
 #include "ccache.h"
+#include "live.h"
 #include "run.h"
 #include "util.h"
 
 static const char synopsis[] =
-	"usage: sbx-run [-c FILE] [-j N] [--unordered] [--progress] [--timings] [--no-cache] [--events FD] [--control FD] [JOBS.jsonl...] > results.jsonl\n"
+	"usage: sbx-run [-c FILE] [-j N] [--unordered] [--progress] [--timings] [--no-cache] [--events FD [--live]] [--control FD] [JOBS.jsonl...] > results.jsonl\n"
 	"       sbx-run [-c FILE] --check [--json]\n"
 	"       sbx-run [-c FILE] --pull\n";
 
@@ -62,6 +63,9 @@ static void help(void)
 	       "      --no-cache     compile every time (no compile cache; see compile_cache)\n"
 	       "      --events FD    write {\"id\",\"event\"} lines to FD as stages start\n"
 	       "                     (\"compile\", \"run\") and jobs end (\"done\", with \"status\")\n"
+	       "      --live         with --events: also each job's output as it comes\n"
+	       "                     (\"output\", with \"stream\" and \"data\"; every 100 ms at most,\n"
+	       "                     64 KiB of a job in all; the result keeps all of it)\n"
 	       "      --control FD   read {\"cancel\": ID} lines from FD: kill that job's\n"
 	       "                     sandbox; its result has status \"cancelled\"\n"
 	       "      --check        report what the sandbox backend can do here: a table on\n"
@@ -84,6 +88,7 @@ static void help(void)
 struct state {
 	struct run_env env;
 	struct backend *def;   /* the configuration's backend: its sandboxes are kept warm */
+	struct live *live;     /* --live, or NULL */
 	struct loop *loop;
 	struct rec_reader in;
 	size_t active, max;
@@ -297,6 +302,8 @@ static void run_done(struct run *r, jv result, void *arg)
 	jv ev = jv_object_set(jv_object(), jv_string("id"), jv_string(run_id(r)));
 	ev = jv_object_set(ev, jv_string("event"), jv_string("done"));
 	const char *st = rec_str(result, "status", NULL);
+	if (S.live)
+		live_end(S.live, run_id(r));
 	event(jv_object_set(ev, jv_string("status"), st ? jv_string(st) : jv_null()));
 	deliver((uint64_t)(uintptr_t)arg, result);
 	forget(r);
@@ -375,6 +382,17 @@ static void event(jv ev)
 		S.events_fd = -1;
 	}
 	free(line);
+}
+
+static void live_emit(jv ev, void *arg)
+{
+	(void)arg;
+	event(ev);
+}
+
+static void on_output(struct run *r, int stream, const char *data, size_t len)
+{
+	live_add(S.live, run_id(r), stream, data, len);
 }
 
 static void on_stage(struct run *r, const char *stage)
@@ -627,7 +645,7 @@ static int check(struct conf *c, struct backend *be)
 struct opts {
 	const char *conf_path;
 	long jobs;             /* -j, 0: the configuration's */
-	bool check, pull, use_cache, timings;
+	bool check, pull, use_cache, timings, live;
 	int progress;          /* --progress, --no-progress, else (-1) on a terminal */
 };
 
@@ -649,6 +667,7 @@ static void options(int argc, char **argv, struct opts *o)
 		{ "json", no_argument, NULL, 'J' },
 		{ "progress", no_argument, NULL, 'G' },
 		{ "no-progress", no_argument, NULL, 'g' },
+		{ "live", no_argument, NULL, 'L' },
 		UTIL_COMMON_OPTIONS,
 	};
 	int ch;
@@ -686,9 +705,12 @@ static void options(int argc, char **argv, struct opts *o)
 		case 'J': check_json = true; break;
 		case 'G': o->progress = 1; break;
 		case 'g': o->progress = 0; break;
+		case 'L': o->live = true; break;
 		default: util_common_option(ch, argv, synopsis, help);
 		}
 	}
+	if (o->live && S.events_fd < 0)
+		util_usage_error(synopsis, "--live needs --events FD");
 	if (optind < argc && (o->check || o->pull))
 		util_usage_error(synopsis, "unexpected argument \"%s\"", argv[optind]);
 	util_inputs(argc - optind, argv + optind, synopsis);
@@ -715,6 +737,10 @@ static void setup(struct conf *c, const struct opts *o, struct backend **bk, siz
 	ccache_init(cache, c, o->use_cache);
 	S.env = (struct run_env){ .conf = c, .backends = bk, .nbackends = nbk, .cache = cache, .loop = S.loop,
 				  .timings = o->timings, .on_stage = on_stage };
+	if (o->live) {
+		S.live = live_new(S.loop, live_emit, NULL);
+		S.env.on_output = on_output;
+	}
 	if (S.control_fd >= 0) {
 		fcntl(S.control_fd, F_SETFL, fcntl(S.control_fd, F_GETFL) | O_NONBLOCK);
 		rec_reader_init(&S.control, S.control_fd, 4096);
@@ -831,6 +857,7 @@ int main(int argc, char **argv)
 		rec_reader_free(&S.control);
 	for (size_t i = 0; i < 2; i++)
 		bk[i]->ops->drain(bk[i]);
+	live_free(S.live);
 	loop_free(S.loop);
 	for (size_t i = 0; i < S.cap; i++)
 		jv_free(S.window[i]);

@@ -406,3 +406,28 @@ os.mkfifo("fifo")'
 	run_req "$(py 'open("a", "w").write("1"); open("b", "w").write("2")' '{artifacts: true}')" -c "$conf"
 	jqe 0 '[.artifacts[].path] == ["a"] and .artifacts_truncated == true'
 }
+
+@test "matplotlib out of the box: Agg without a display, plt.show() gives each open figure as a PNG; numpy and pandas import" {
+	[ -d /usr/lib/python3/dist-packages/matplotlib ] || skip "python3-matplotlib is not installed (make deps installs it)"
+	cmp -s "$ROOT/share/python/sitecustomize.py" /usr/local/share/sbx/python/sitecustomize.py ||
+		skip "the sandboxes' Python hook is not installed (make deps installs it)"
+	code='import matplotlib, matplotlib.pyplot as plt, numpy as np, pandas as pd
+print(matplotlib.get_backend())
+df = pd.DataFrame({"x": np.arange(5), "y": np.arange(5) ** 2})
+df.plot(x="x", y="y")
+plt.show()
+plt.figure(); plt.bar(["a", "b"], [1, 2]); plt.figure(); plt.plot([3, 1])
+plt.show()
+print(len(plt.get_fignums()))'
+	run_req "$(py "$code" '{artifacts: true, timeout: 30}')"
+	jqe 0 '.status == "success" and .stdout == "agg\n0\n"'
+	jqe 0 '[.artifacts[] | [.path, .mime_type]] == [["figure-1.png", "image/png"], ["figure-2.png", "image/png"], ["figure-3.png", "image/png"]]'
+	jqn 0 '.artifacts[1].content' | base64 -d > fig.png
+	file fig.png | grep -q 'PNG image data, 640 x 480'
+	# a program that chooses its backend keeps it; a name already taken is not written over
+	run_req "$(py 'import matplotlib; matplotlib.use("svg"); import matplotlib.pyplot as plt
+open("figure-1.png", "w").write("mine")
+print(matplotlib.get_backend()); plt.plot([1]); plt.show()' '{artifacts: true, timeout: 30}')"
+	jqe 0 '.stdout == "svg\n" and ([.artifacts[].path] == ["figure-1.png", "figure-2.png"])'
+	[ "$(jqn 0 '.artifacts[0].content' | base64 -d)" = mine ]
+}

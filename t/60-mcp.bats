@@ -376,6 +376,82 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	answer 0 | jq -e '.result.capabilities | has("resources") and has("logging")'
 }
 
+@test "resources/subscribe: a change a call makes is announced before its answer; unchanged, unsubscribed or unknown: nothing" {
+	session_server python
+	rpc() { n=$((n + 1)); jq -nc --argjson id $n --arg m "$1" --argjson p "$2" '{jsonrpc: "2.0", id: $id, method: $m, params: $p}' >&7; wait_for $n; }
+	uri="sbx://session/$sid/out.txt"
+	rpc resources/subscribe "$(jq -nc --arg u "$uri" '{uri: $u}')"; sub=$n
+	rpc resources/subscribe '{"uri": "test://nothing-of-ours"}'
+	rpc resources/subscribe "$(jq -nc --arg u "sbx://session/$sid/other.txt" '{uri: $u}')"
+	step sandbox_exec '{code: "open(\"out.txt\", \"w\").write(\"1\")"}'; made=$n
+	step sandbox_exec '{code: "print(open(\"out.txt\").read())"}'; same=$n
+	step write_file '{path: "out.txt", content: "2"}'; wrote=$n
+	rpc resources/unsubscribe "$(jq -nc --arg u "$uri" '{uri: $u}')"
+	step sandbox_exec '{code: "open(\"out.txt\", \"w\").write(\"3\")"}'
+	rpc resources/subscribe '{"uri": ""}'; bad=$n
+	exec 7>&-
+	wait "$server"
+	answer $sub | jq -e '.result == {}'
+	answer $bad | jq -e '.error.code == -32602'
+	# exactly two announcements, of out.txt, each just before the answer of the call that made it
+	jq -sc '[.[] | select(.method == "notifications/resources/updated") | .params.uri]' out | jq -e --arg u "$uri" '. == [$u, $u]'
+	for id in $made $wrote; do
+		jq -sc --argjson id $id 'map(select(.method == "notifications/resources/updated" or .id == $id)) | . as $a
+			| [range(length - 1) | select($a[. + 1].id == $id)] | .[0] as $i | $a[$i].method' out | grep -q resources/updated
+	done
+	answer 0 | jq -e '.result.capabilities.resources.subscribe == true and .result.capabilities.completions == {}'
+}
+
+@test "live output: with a progress token, a program's output comes as progress notifications while it runs; the answer is unchanged" {
+	code='import sys, time
+for i in range(3):
+    print("line", i, flush=True)
+    time.sleep(0.4)
+sys.stderr.write("warn\n"); sys.stderr.flush()
+time.sleep(0.4)
+print("x" * 70000)'
+	{
+		init
+		call 1 run_code "$(jq -nc --arg c "$code" '{language: "python", code: $c}')" '{"progressToken": "t1"}'
+		call 2 run_code '{"language":"python","code":"print(1)"}'
+	} | mcp
+	jq -sc '[.[] | select(.method == "notifications/progress" and .params.progressToken == "t1") | .params]' out > p
+	# the stage notifications, and between "running" and "done" the output in order, each while it ran
+	jq -e '[.[].message] | .[0:5] == ["queued", "running", "line 0\n", "line 1\n", "line 2\n"] and .[-1] == "done"' p
+	jq -e '[.[] | select(._meta["io.github.sbx/output"].stream == "stderr") | .message] == ["warn\n"]' p
+	jq -e '[.[].progress] as $v | [range(1; $v | length) | $v[.] > $v[. - 1]] | all' p
+	# 64 KiB at most, then one notification that the rest is in the result
+	jq -e '([.[] | select(._meta["io.github.sbx/output"]) | .message | length] | add) <= 65536 + 40' p
+	jq -e 'any(.[]; .message == "(more output: in the result)")' p
+	answer 1 | jq -e '.result.structuredContent.stdout | startswith("line 0\nline 1\nline 2\nxxx")'
+	# no token, no notifications
+	[ "$(jq -sc '[.[] | select(.method == "notifications/progress" and .params.progressToken != "t1")] | length' out)" = 0 ]
+	answer 2 | jq -e '.result.structuredContent.stdout == "1\n"'
+}
+
+@test "completion/complete: the caller's session ids, a session's paths, language names; nothing for prompts" {
+	session_server python
+	rpc() { n=$((n + 1)); jq -nc --argjson id $n --arg m "$1" --argjson p "$2" '{jsonrpc: "2.0", id: $id, method: $m, params: $p}' >&7; wait_for $n; }
+	step write_file '{path: "src/main.py", content: "1"}'
+	step write_file '{path: "src/util.py", content: "2"}'
+	step write_file '{path: "notes.txt", content: "3"}'
+	tmpl='{"type": "ref/resource", "uri": "sbx://session/{session_id}/{path}"}'
+	rpc completion/complete "$(jq -nc --argjson r "$tmpl" --arg v "${sid:0:4}" '{ref: $r, argument: {name: "session_id", value: $v}}')"; ids=$n
+	rpc completion/complete "$(jq -nc --argjson r "$tmpl" --arg s "$sid" '{ref: $r, argument: {name: "path", value: "src/"}, context: {arguments: {session_id: $s}}}')"; paths=$n
+	rpc completion/complete "$(jq -nc --argjson r "$tmpl" '{ref: $r, argument: {name: "path", value: ""}, context: {arguments: {session_id: "00000000000000000000000000000000"}}}')"; other=$n
+	rpc completion/complete '{"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "language", "value": "py"}}'; langs=$n
+	rpc completion/complete '{"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"}, "argument": {"name": "arg1", "value": "a"}}'; prompt=$n
+	rpc completion/complete '{"ref": {"type": "ref/tool"}, "argument": {"name": "a", "value": ""}}'; bad=$n
+	exec 7>&-
+	wait "$server"
+	answer $ids | jq -e --arg s "$sid" '.result.completion == {values: [$s], total: 1, hasMore: false}'
+	answer $paths | jq -e '.result.completion.values == ["src/main.py", "src/util.py"]'
+	answer $other | jq -e '.result.completion.values == []'
+	answer $langs | jq -e '.result.completion.values | index("python") and index("py") and index("python3") and (map(startswith("py")) | all)'
+	answer $prompt | jq -e '.result.completion == {values: [], total: 0, hasMore: false}'
+	answer $bad | jq -e '.error.code == -32602'
+}
+
 @test "artifacts: an image a run makes comes back as an image, other files as resources; the history keeps none of it" {
 	{
 		init
@@ -390,6 +466,20 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	exec 7>&-
 	wait "$server"
 	answer 2 | jq -e --arg s "$sid" '.result.content[1] == {"type": "resource_link", "uri": "sbx://session/\($s)/r.txt", "name": "r.txt", "mimeType": "text/plain"}'
+}
+
+@test "run_code with matplotlib: plt.show() is an image block the model sees" {
+	[ -d /usr/lib/python3/dist-packages/matplotlib ] || skip "python3-matplotlib is not installed (make deps installs it)"
+	cmp -s "$ROOT/share/python/sitecustomize.py" /usr/local/share/sbx/python/sitecustomize.py ||
+		skip "the sandboxes' Python hook is not installed (make deps installs it)"
+	{
+		init
+		call 1 run_code '{"language":"python","timeout":30,"code":"import matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.title(\"squares\")\nplt.show()\nprint(\"shown\")"}'
+	} | mcp
+	answer 1 | jq -e '(.result.isError // false) == false and .result.structuredContent.status == "success"'
+	answer 1 | jq -e '[.result.content[] | select(.type == "image")] | length == 1 and .[0].mimeType == "image/png"'
+	answer 1 | jq -r '.result.content[] | select(.type == "image") | .data' | base64 -d > fig.png
+	file fig.png | grep -q 'PNG image data'
 }
 
 # A session with a planted tree: a symlink to /etc/shadow, a FIFO, a big
@@ -646,7 +736,7 @@ localhost -> HTTP/1.1 502 Bad Gateway" ]
 	step sandbox_stop '{}'
 	exec 7>&-
 	wait
-	answer 2 | jq -e '.result.isError == false and .result.structuredContent.status == "success"'
+	answer 2 | jq -e '(.result.isError // false) == false and .result.structuredContent.status == "success"'
 	answer 3 | jq -e '.result.structuredContent.status == "success" and .result.structuredContent.stdout == "true false\n"'
 	answer 4 | jq -e '.result.structuredContent.stdout | test("^(ENOTFOUND|EAI_AGAIN|ENETUNREACH|ECONNREFUSED)\n$")'
 	answer 5 | jq -e '.result.structuredContent.stdout == "EROFS\n"'

@@ -232,11 +232,13 @@ errmsg() { jq -r .error.message body; }
 	http_serve
 	initialize
 	auth=(-H "Authorization: Bearer $TOK")
+	req GET /mcp "${auth[@]}" -H 'Accept: application/json' -H "Mcp-Session-Id: $SID"
+	[ "$code" = 406 ]
 	req GET /mcp "${auth[@]}" -H 'Accept: text/event-stream'
-	[ "$code" = 405 ]
-	[ "$(hdr allow)" = "POST, DELETE" ]
+	[ "$code" = 400 ]
 	req PUT /mcp "${auth[@]}"
 	[ "$code" = 405 ]
+	[ "$(hdr allow)" = "GET, POST, DELETE" ]
 	req GET /messages "${auth[@]}"
 	[ "$code" = 405 ]
 	req POST /sse "${auth[@]}" -H 'Content-Type: application/json' -d '{}'
@@ -386,6 +388,56 @@ errmsg() { jq -r .error.message body; }
 	rpc "$(call 2 run_code '{"language":"python","code":"print(2)"}' "$meta")" -H 'MCP-Protocol-Version: 2026-07-28'
 	[ "$code" = 200 ]
 	jq -e '.result.structuredContent.stdout == "2\n" and .result.resultType == "complete"' body
+}
+
+@test "GET /mcp: a session's stream of what it is told unasked, with event ids; Last-Event-ID replays; one at a time; other tokens hear nothing" {
+	http_serve
+	initialize
+	S1=$SID
+	rpc "$(call 1 sandbox_initialize '{"language":"python"}')"
+	box=$(jq -r '.result.structuredContent.session_id' body)
+	uri="sbx://session/$box/out.txt"
+	sub=$(jq -nc --arg u "$uri" '{jsonrpc: "2.0", id: 2, method: "resources/subscribe", params: {uri: $u}}')
+	# a second MCP session of the same token, and one of another token, both subscribed
+	initialize
+	S2=$SID
+	rpc "$sub"
+	jq -e '.result == {}' body
+	TOK=$TOKEN2 initialize
+	S3=$SID
+	TOK=$TOKEN2 rpc "$sub"
+	get() { curl -sS -N "$URL/mcp" -H "Authorization: Bearer $1" -H "Mcp-Session-Id: $2" -H 'Accept: text/event-stream' "${@:3}"; }
+	curl -sS -N "$URL/mcp" -H "Authorization: Bearer $TOKEN" -H "Mcp-Session-Id: $S2" -H 'Accept: text/event-stream' > s2 &
+	g2=$!
+	curl -sS -N "$URL/mcp" -H "Authorization: Bearer $TOKEN2" -H "Mcp-Session-Id: $S3" -H 'Accept: text/event-stream' > s3 &
+	g3=$!
+	for _ in $(seq 50); do grep -q '^id: 0' s2 2> /dev/null && grep -q '^id: 0' s3 2> /dev/null && break; sleep 0.1; done
+	# one stream at a time per session
+	req GET /mcp -H "Authorization: Bearer $TOKEN" -H "Mcp-Session-Id: $S2" -H 'Accept: text/event-stream'
+	[ "$code" = 409 ]
+	SID=$S1
+	for i in 1 2; do
+		rpc "$(call $((i + 2)) sandbox_exec "$(jq -nc --arg s "$box" --arg c "open('out.txt', 'w').write('$i')" '{session_id: $s, code: $c}')")"
+		jq -e '.result.structuredContent.status == "success"' <(sed -n 's/^data: //p' body | tail -1)
+		for _ in $(seq 50); do [ "$(grep -c '^id: [1-9]' s2)" -ge "$i" ] && break; sleep 0.1; done
+	done
+	kill $g2 $g3
+	wait $g2 $g3 || true
+	[ "$(sed -n 's/^id: //p' s2 | tr '\n' ,)" = "0,1,2," ]
+	sed -n 's/^data: //p' s2 | grep '^{' | jq -se --arg u "$uri" 'length == 2 and all(.method == "notifications/resources/updated" and .params.uri == $u)'
+	! grep -q resources/updated s3
+	# reconnect after event 1: event 2 again, then the priming id
+	# (the server notices the hang-up within its next tick: 409 until then)
+	for _ in $(seq 30); do
+		get "$TOKEN" "$S2" -H 'Last-Event-ID: 1' -m 1 > again || true
+		grep -q '^id:' again && break
+		sleep 0.1
+	done
+	[ "$(sed -n 's/^id: //p' again | tr '\n' ,)" = "2,2," ]
+	grep -q resources/updated again
+	# a GET names its session, of its own token
+	req GET /mcp -H "Authorization: Bearer $TOKEN2" -H "Mcp-Session-Id: $S2" -H 'Accept: text/event-stream'
+	[ "$code" = 404 ]
 }
 
 @test "HTTP+SSE (2024-11-05): the endpoint event, 202 for posts, answers on the stream; a closed stream ends the session" {

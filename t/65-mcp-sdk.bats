@@ -14,6 +14,11 @@ teardown() {
 
 need_sdk() {
 	command -v node > /dev/null || skip "Node.js is not installed"
+	# the figure check, where the sandboxes have matplotlib (make deps)
+	if [ -d /usr/lib/python3/dist-packages/matplotlib ] &&
+		cmp -s "$ROOT/share/python/sitecustomize.py" /usr/local/share/sbx/python/sitecustomize.py; then
+		export SBX_TEST_MATPLOTLIB=1
+	fi
 	[ -d "$ROOT/t/mcp-client/node_modules/@modelcontextprotocol/sdk" ] || skip "the MCP SDK is not installed (make mcp-client)"
 }
 
@@ -22,7 +27,7 @@ sdk() {
 	run --separate-stderr node "$ROOT/t/mcp-client/client.mjs" "$@"
 	printf '%s\n' "$output" | grep -v '^ok ' >&3 || true
 	[ "$status" -eq 0 ]
-	[[ "${lines[-1]}" =~ ^1\.\.2[0-9]$ ]]
+	[[ "${lines[-1]}" =~ ^1\.\.[2-4][0-9]$ ]]
 	! printf '%s\n' "$output" | grep -q '^not ok'
 }
 

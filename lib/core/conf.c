@@ -151,8 +151,9 @@ static const char *default_etc[] = {
 	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone",
 	"ssl", "ca-certificates", "ca-certificates.conf", "services", "protocols", "mime.types",
 	"os-release", "locale.alias", "gai.conf",
-	/* Runtimes' configuration that Debian links from /usr into /etc. */
-	"python3", "python3.*", "java-*", "php", "perl", "ruby", NULL,
+	/* Runtimes' configuration that Debian links from /usr into /etc;
+	 * fontconfig's and matplotlib's, for programs that draw. */
+	"python3", "python3.*", "java-*", "php", "perl", "ruby", "fonts", "matplotlibrc", NULL,
 };
 
 /* ---- lexer ----------------------------------------------------------- */

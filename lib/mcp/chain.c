@@ -133,7 +133,7 @@ static void on_event(struct loop *l, int fd, short rev, void *arg)
 		const char *what = st == REC_OK ? rec_str(ev, "event", NULL) : NULL;
 		struct req **p = id && what ? find(ch, id) : NULL;
 		if (p && (*p)->event)
-			(*p)->event(what, (*p)->arg);
+			(*p)->event(what, ev, (*p)->arg);
 		jv_free(ev);
 	}
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
@@ -164,7 +164,7 @@ static pid_t spawn(struct chain *ch, int stage, int in, int out, int ev, int ctl
 	char *tool = util_fmt("%s/%s", ch->bindir, stage_tool[stage]);
 	char jobs[16], evs[4] = "3", ctls[4] = "4";
 	snprintf(jobs, sizeof jobs, "%u", ch->jobs);
-	char *argv[12];
+	char *argv[14];
 	int a = 0;
 	argv[a++] = tool;
 	if (ch->conf_path) {
@@ -178,6 +178,7 @@ static pid_t spawn(struct chain *ch, int stage, int in, int out, int ev, int ctl
 		argv[a++] = "--unordered";
 		argv[a++] = "--events";
 		argv[a++] = evs;
+		argv[a++] = "--live";
 		argv[a++] = "--control";
 		argv[a++] = ctls;
 	}

@@ -28,8 +28,10 @@
 
 struct chain;
 typedef void (*chain_done_fn)(jv result, void *arg);
-/* A stage of the request started: "compile" or "run". */
-typedef void (*chain_event_fn)(const char *event, void *arg);
+/* What sbx-run says of the request while it runs: a stage started
+ * ("compile", "run"), or its output ("output", sbx-run --live); ev is the
+ * whole event (borrowed). */
+typedef void (*chain_event_fn)(const char *event, jv ev, void *arg);
 
 /* bindir: where the sbx-* binaries are; conf_path: passed as -c (may be
  * NULL); jobs: sbx-run -j. */

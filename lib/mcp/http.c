@@ -28,6 +28,8 @@ struct principal {
 	unsigned inflight, sessions;
 };
 
+#define RING_EVENTS 64
+
 /* An MCP conversation over HTTP. */
 struct sess {
 	struct http *h;
@@ -37,7 +39,11 @@ struct sess {
 	bool ephemeral;        /* one sessionless request (2026-07-28) */
 	struct mcp_client *cl;
 	double last_used;
-	struct ex *stream;     /* legacy: its GET /sse */
+	struct ex *stream;     /* legacy: its GET /sse; Streamable HTTP: its GET /mcp, or NULL */
+	/* The GET stream's last events, for a client that reconnects with
+	 * Last-Event-ID (a ring of RING_EVENTS; ids count from 1). */
+	uint64_t event_id;
+	struct { uint64_t id; char *text; size_t len; } ring[RING_EVENTS];
 	struct sess *next;
 };
 
@@ -346,11 +352,58 @@ static void sess_free(struct sess *s)
 		if (ex->made == s)
 			ex->made = NULL;
 	}
+	for (int i = 0; i < RING_EVENTS; i++)
+		free(s->ring[i].text);
 	if (s->stream) {
 		s->stream->ended = true;
 		wake(s->stream);
 	}
 	free(s);
+}
+
+/* An unasked message on the session's GET stream, with the next event id,
+ * kept in the ring for a reconnect. */
+static void ring_event(struct sess *s, jv msg)
+{
+	size_t n;
+	char *line = rec_dump(msg, &n); /* consumes msg */
+	uint64_t id = ++s->event_id;
+	char *text = util_fmt("id: %llu\nevent: message\ndata: %.*s\n", (unsigned long long)id, (int)n, line);
+	free(line);
+	size_t len = strlen(text);
+	out_add(s->stream, text, len);
+	s->stream->stream = true;
+	int slot = (int)(id % RING_EVENTS);
+	free(s->ring[slot].text);
+	s->ring[slot].id = id;
+	s->ring[slot].text = text;
+	s->ring[slot].len = len;
+}
+
+/* GET /mcp: the session's stream of what the server says unasked (one at
+ * a time).  With Last-Event-ID, the events after it that the ring still
+ * holds come first; a first event (an id, no data) tells the client where
+ * it is, so that it can resume from there. */
+static enum MHD_Result open_stream(struct ex *ex)
+{
+	struct sess *s = ex->s;
+	if (s->stream && s->stream->conn && !s->stream->ended && !s->stream->gone)
+		return fail(ex, MHD_HTTP_CONFLICT, -32000, "this session's GET stream is open already (one at a time)", NULL,
+			    NULL, NULL, NULL);
+	s->stream = ex;
+	ex->stream = true;
+	const char *last = header(ex, "Last-Event-ID");
+	int64_t from;
+	if (last && util_parse_i64(last, 0, INT64_MAX, &from))
+		for (uint64_t id = (uint64_t)from + 1; id <= s->event_id; id++) {
+			int slot = (int)(id % RING_EVENTS);
+			if (s->ring[slot].text && s->ring[slot].id == id)
+				out_add(ex, s->ring[slot].text, s->ring[slot].len);
+		}
+	char prime[48];
+	int n = snprintf(prime, sizeof prime, "id: %llu\ndata:\n\n", (unsigned long long)s->event_id);
+	out_add(ex, prime, (size_t)n);
+	return reply_stream(ex);
 }
 
 /* What the MCP server says, routed by the request's tag: a POST's own
@@ -364,6 +417,14 @@ static void on_message(jv msg, uint64_t tag, void *arg)
 	if (s->legacy) {
 		if (jv_is_valid(msg) && s->stream && !s->stream->ended) {
 			out_event(s->stream, "message", msg);
+			wake(s->stream);
+		} else
+			jv_free(msg);
+	} else if (!p && !final && jv_is_valid(msg)) {
+		/* Unasked (a subscribed resource changed by another client's
+		 * call): the GET stream's, if one is open; else it is lost. */
+		if (s->stream && !s->stream->ended && s->stream->conn) {
+			ring_event(s, msg);
 			wake(s->stream);
 		} else
 			jv_free(msg);
@@ -521,11 +582,14 @@ static enum MHD_Result begin(struct ex *ex)
 	if (ex->route == R_MESSAGES && !post)
 		return fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "/messages: POST a JSON-RPC message", "Allow", "POST",
 			    NULL, NULL);
-	if (ex->route == R_MCP && !post && strcmp(ex->method, "DELETE"))
+	bool get = !strcmp(ex->method, "GET");
+	if (ex->route == R_MCP && !post && !get && strcmp(ex->method, "DELETE"))
 		return fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000,
-			    "/mcp: POST messages, DELETE ends a session; this server sends nothing unasked, so it "
-			    "offers no GET stream",
-			    "Allow", "POST, DELETE", NULL, NULL);
+			    "/mcp: POST messages, GET opens a session's stream of notifications, DELETE ends a session",
+			    "Allow", "GET, POST, DELETE", NULL, NULL);
+	if (ex->route == R_MCP && get && !lists_type(header(ex, "Accept") ? header(ex, "Accept") : "", "text/event-stream"))
+		return fail(ex, MHD_HTTP_NOT_ACCEPTABLE, -32000, "GET /mcp is an event stream: Accept: text/event-stream",
+			    NULL, NULL, NULL, NULL);
 	const char *pv = header(ex, "MCP-Protocol-Version");
 	bool modern;
 	if (pv && !mcp_version_known(pv, &modern)) {
@@ -562,8 +626,8 @@ static enum MHD_Result begin(struct ex *ex)
 					    NULL, NULL, NULL, NULL);
 			ex->s->last_used = util_now_ms();
 		} else if (!post)
-			return fail(ex, MHD_HTTP_BAD_REQUEST, -32000, "DELETE needs the Mcp-Session-Id header", NULL, NULL,
-				    NULL, NULL);
+			return fail(ex, MHD_HTTP_BAD_REQUEST, -32000, "GET and DELETE need the Mcp-Session-Id header", NULL,
+				    NULL, NULL, NULL);
 	} else if (ex->route == R_MESSAGES) {
 		const char *sid = MHD_lookup_connection_value(ex->conn, MHD_GET_ARGUMENT_KIND, "sessionId");
 		ex->s = sess_find(h, sid, who, true);
@@ -595,6 +659,8 @@ static enum MHD_Result handle(struct ex *ex)
 		ex->s = NULL;
 		return reply(ex, MHD_HTTP_NO_CONTENT, NULL, "", 0, NULL);
 	}
+	if (ex->route == R_MCP && !strcmp(ex->method, "GET"))
+		return open_stream(ex);
 	if (ex->route == R_SSE) {
 		if (h->who[ex->owner].sessions >= c->http_max_sessions)
 			goto too_many_sessions;
@@ -800,9 +866,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 		if (p->ex == ex)
 			p->ex = NULL; /* the answer, if it comes, is dropped */
 	if (ex->s && ex->s->stream == ex) {
-		/* A legacy client's stream closed: that is its end. */
+		/* A legacy client's stream closed: that is its end; a GET
+		 * /mcp stream may come again. */
 		ex->s->stream = NULL;
-		sess_free(ex->s);
+		if (ex->s->legacy)
+			sess_free(ex->s);
 	} else if (ex->s && ex->s->ephemeral)
 		sess_free(ex->s);
 	ex_unref(ex);
@@ -843,7 +911,7 @@ static void on_tick(struct loop *l, int fd, short rev, void *arg)
 		next = s->next;
 		if (s->legacy || mcp_client_pending(s->cl))
 			continue;
-		bool waiting = false;
+		bool waiting = s->stream != NULL; /* a client listening uses its session */
 		for (struct pend *p = h->pends; p; p = p->next)
 			waiting |= p->s == s;
 		if (!waiting && now - s->last_used > (double)h->conf->http_session_ttl_ms) {

@@ -48,7 +48,9 @@ struct call {
 	jv args;
 	char run_id[48];       /* the pipeline record's id, for runs */
 	char principal[24];    /* its client's, kept for the call's life */
+	unsigned owner;        /* its client's, kept for the call's life */
 	int progress;
+	unsigned outputs;      /* live output notifications since the stage's */
 	enum { C_QUEUED, C_RUNNING, C_HELPER, C_DONE } state;
 	bool cancelled;
 	/* C_HELPER: a tool process whose stdout we collect */
@@ -88,8 +90,17 @@ struct mcp_client {
 	void *arg;
 	char legacy[16];       /* version agreed at initialize */
 	int log_level;         /* logging/setLevel's, an index of log_levels; -1: none asked, nothing sent */
+	struct sub *subs;      /* resources/subscribe's URIs */
+	size_t nsubs;
 	struct mcp_client *next;
 };
+
+/* A subscribed URI and what its file was when last seen (sess_resource_stamp). */
+struct sub {
+	char *uri;
+	char stamp[96];
+};
+#define MAX_SUBS 256
 
 /* ---- messages --------------------------------------------------------- */
 
@@ -222,13 +233,20 @@ static void call_free(struct call *c)
 
 static void dispatch_queue(struct mcp *m);
 
-/* Answer a call (result consumed) and forget it. */
+static void notify_updates(struct mcp *m, unsigned owner, const char *sid, struct mcp_client *caller, uint64_t tag);
+
+/* Answer a call (result consumed) and forget it.  A call in a session may
+ * have changed its files: subscribers hear of it first, the caller on the
+ * call's own stream. */
 static void finish(struct call *c, jv result)
 {
 	struct mcp *m = c->m;
 	if (c->state == C_RUNNING)
 		m->running--;
 	c->state = C_DONE;
+	const char *sid = c->held_session ? c->held_session : rec_str(c->args, "session_id", NULL);
+	if (sid && c->tool && c->tool->kind != MCP_T_HISTORY)
+		notify_updates(m, c->cl ? c->cl->owner : c->owner, sid, c->cancelled ? NULL : c->cl, c->tag);
 	if (!c->cancelled) {
 		progress(c, "done");
 		send_result(c->cl, c->tag, jv_copy(c->id), c->modern, result);
@@ -272,12 +290,38 @@ static void run_done(jv result, void *arg)
 	finish(c, tool_result_with(mcp_run_view(result), blocks, is_error));
 }
 
-static void run_event(const char *event, void *arg)
+/* Live output: a progress notification with the new text, its progress
+ * between the stage's and "done"'s (each notification's must grow), the
+ * stream in _meta.  Only for calls that asked for progress. */
+static void live_progress(struct call *c, jv ev)
+{
+	if (!jv_is_valid(c->token) || c->cancelled)
+		return;
+	const char *data = rec_str(ev, "data", NULL), *stream = rec_str(ev, "stream", NULL);
+	bool truncated = false;
+	rec_bool(ev, "truncated", &truncated);
+	if (!data && !truncated)
+		return;
+	c->outputs++;
+	jv p = jv_object_set(jv_object(), jv_string("progressToken"), jv_copy(c->token));
+	p = jv_object_set(p, jv_string("progress"), jv_number(c->progress + (double)c->outputs / (c->outputs + 1)));
+	p = jv_object_set(p, jv_string("total"), jv_number(4));
+	p = jv_object_set(p, jv_string("message"), jv_string(data ? data : "(more output: in the result)"));
+	jv meta = jv_object_set(jv_object(), jv_string("stream"), jv_string(stream ? stream : "stdout"));
+	p = jv_object_set(p, jv_string("_meta"), jv_object_set(jv_object(), jv_string("io.github.sbx/output"), meta));
+	jv n = jv_object_set(jv_object(), jv_string("method"), jv_string("notifications/progress"));
+	send_msg(c->cl, c->tag, jv_object_set(n, jv_string("params"), p));
+}
+
+static void run_event(const char *event, jv ev, void *arg)
 {
 	struct call *c = arg;
 	/* "done" comes as the answer's own progress (finish) */
-	if (!strcmp(event, "compile") || !strcmp(event, "run"))
+	if (!strcmp(event, "compile") || !strcmp(event, "run")) {
+		c->outputs = 0;
 		progress(c, !strcmp(event, "compile") ? "compiling" : "running");
+	} else if (!strcmp(event, "output"))
+		live_progress(c, ev);
 }
 
 static void start_run(struct call *c)
@@ -652,9 +696,10 @@ static jv server_info(void)
 static jv capabilities(void)
 {
 	jv tools = jv_object_set(jv_object(), jv_string("listChanged"), jv_false());
-	jv res = jv_object_set(jv_object_set(jv_object(), jv_string("subscribe"), jv_false()), jv_string("listChanged"), jv_false());
+	jv res = jv_object_set(jv_object_set(jv_object(), jv_string("subscribe"), jv_true()), jv_string("listChanged"), jv_false());
 	jv c = jv_object_set(jv_object(), jv_string("tools"), tools);
 	c = jv_object_set(c, jv_string("resources"), res);
+	c = jv_object_set(c, jv_string("completions"), jv_object());
 	return jv_object_set(c, jv_string("logging"), jv_object());
 }
 
@@ -734,6 +779,110 @@ static void do_resources_read(struct mcp_client *cl, uint64_t tag, jv id, jv par
 	send_result(cl, tag, id, modern, jv_object_set(jv_object(), jv_string("contents"), jv_array_append(jv_array(), c)));
 }
 
+/* resources/subscribe, resources/unsubscribe: any URI is accepted (one
+ * that names nothing of the caller's never changes, so it is never
+ * announced); at most MAX_SUBS per client. */
+static void do_subscribe(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern, bool on)
+{
+	const char *uri = rec_str(params, "uri", NULL);
+	if (!uri || !*uri || strlen(uri) > 4096) {
+		send_error(cl, tag, id, E_PARAMS, "needs \"uri\": a string of 1 to 4096 bytes", jv_invalid());
+		return;
+	}
+	size_t i = 0;
+	while (i < cl->nsubs && strcmp(cl->subs[i].uri, uri))
+		i++;
+	if (!on && i < cl->nsubs) {
+		free(cl->subs[i].uri);
+		cl->subs[i] = cl->subs[--cl->nsubs];
+	} else if (on && i == cl->nsubs) {
+		if (cl->nsubs >= MAX_SUBS) {
+			send_error(cl, tag, id, E_PARAMS, "too many subscriptions (256 per client): unsubscribe some first", jv_invalid());
+			return;
+		}
+		cl->subs = util_xrealloc(cl->subs, (cl->nsubs + 1) * sizeof *cl->subs);
+		struct sub *sb = &cl->subs[cl->nsubs++];
+		sb->uri = util_strdup(uri);
+		sess_resource_stamp(cl->m->sessions, cl->owner, uri, sb->stamp, sizeof sb->stamp);
+	}
+	send_result(cl, tag, id, modern, jv_object());
+}
+
+/* After a call in session sid: notifications/resources/updated to every
+ * client of the owner subscribed to a file of it that changed (or came or
+ * went); the caller's on its call's stream (tag), the others' unasked. */
+static void notify_updates(struct mcp *m, unsigned owner, const char *sid, struct mcp_client *caller, uint64_t tag)
+{
+	char prefix[80];
+	int pl = snprintf(prefix, sizeof prefix, SESS_URI "%.40s/", sid);
+	for (struct mcp_client *cl = m->clients; cl; cl = cl->next) {
+		if (cl->owner != owner)
+			continue;
+		for (size_t i = 0; i < cl->nsubs; i++) {
+			struct sub *sb = &cl->subs[i];
+			char now[sizeof sb->stamp];
+			if (strncmp(sb->uri, prefix, (size_t)pl))
+				continue;
+			sess_resource_stamp(m->sessions, owner, sb->uri, now, sizeof now);
+			if (!strcmp(now, sb->stamp))
+				continue;
+			memcpy(sb->stamp, now, sizeof now);
+			jv n = jv_object_set(jv_object(), jv_string("method"), jv_string("notifications/resources/updated"));
+			n = jv_object_set(n, jv_string("params"), jv_object_set(jv_object(), jv_string("uri"), jv_string(sb->uri)));
+			send_msg(cl, cl == caller ? tag : 0, n);
+		}
+	}
+}
+
+/* completion/complete: the session template's arguments (the caller's
+ * session ids, a session's file paths), and language names for an
+ * argument called "language" wherever it is; no prompts, so nothing for
+ * them.  At most 100 values, with the total. */
+static void do_complete(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
+{
+	jv ref = rec_get(params, "ref"), arg = rec_get(params, "argument");
+	const char *type = jv_get_kind(ref) == JV_KIND_OBJECT ? rec_str(ref, "type", NULL) : NULL;
+	const char *name = jv_get_kind(arg) == JV_KIND_OBJECT ? rec_str(arg, "name", NULL) : NULL;
+	const char *value = jv_get_kind(arg) == JV_KIND_OBJECT ? rec_str(arg, "value", NULL) : NULL;
+	if (!type || !name || !value || (strcmp(type, "ref/resource") && strcmp(type, "ref/prompt"))) {
+		jv_free(ref);
+		jv_free(arg);
+		send_error(cl, tag, id, E_PARAMS,
+			   "completion/complete needs \"ref\" {type: ref/resource or ref/prompt} and \"argument\" {name, value}",
+			   jv_invalid());
+		return;
+	}
+	const char *uri = !strcmp(type, "ref/resource") ? rec_str(ref, "uri", NULL) : NULL;
+	jv values = jv_array();
+	if (!strcmp(name, "language")) {
+		const struct conf *c = cl->m->conf;
+		for (size_t i = 0; i < c->nlangs; i++) {
+			if (!strncmp(c->langs[i].name, value, strlen(value)))
+				values = jv_array_append(values, jv_string(c->langs[i].name));
+			for (char **a = c->langs[i].aliases; a && *a; a++)
+				if (!strncmp(*a, value, strlen(value)))
+					values = jv_array_append(values, jv_string(*a));
+		}
+	} else if (uri && !strcmp(uri, SESS_URI "{session_id}/{path}")) {
+		jv ctx = rec_get(params, "context");
+		jv args = jv_get_kind(ctx) == JV_KIND_OBJECT ? rec_get(ctx, "arguments") : jv_invalid();
+		const char *sid = jv_get_kind(args) == JV_KIND_OBJECT ? rec_str(args, "session_id", NULL) : NULL;
+		jv_free(values);
+		values = sess_complete(cl->m->sessions, cl->owner, name, value, sid);
+		jv_free(args);
+		jv_free(ctx);
+	}
+	int total = jv_array_length(jv_copy(values));
+	if (total > 100)
+		values = jv_array_slice(values, 0, 100);
+	jv comp = jv_object_set(jv_object(), jv_string("values"), values);
+	comp = jv_object_set(comp, jv_string("total"), jv_number(total));
+	comp = jv_object_set(comp, jv_string("hasMore"), jv_bool(total > 100));
+	jv_free(ref);
+	jv_free(arg);
+	send_result(cl, tag, id, modern, jv_object_set(jv_object(), jv_string("completion"), comp));
+}
+
 static const char instructions[] =
 	"Runs code snippets in disposable, isolated Linux sandboxes (no network, limited CPU, memory, time and "
 	"output) and returns structured results: status, exit code, stdout, stderr, duration, memory. Use run_code "
@@ -806,6 +955,7 @@ static void do_tools_call(struct mcp_client *cl, uint64_t tag, jv id, jv params,
 	*c = (struct call){ .m = m, .cl = cl, .tag = tag, .id = id, .token = jv_invalid(), .modern = modern, .tool = t, .args = args, .fd = -1,
 			    .after = jv_invalid(), .with = jv_invalid() };
 	snprintf(c->principal, sizeof c->principal, "%s", cl->principal);
+	c->owner = cl->owner;
 	jv meta = rec_get(params, "_meta");
 	if (jv_get_kind(meta) == JV_KIND_OBJECT && rec_has(meta, "progressToken")) {
 		jv tok = rec_get(meta, "progressToken");
@@ -962,6 +1112,10 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 		do_resource_templates(cl, tag, id, modern);
 	else if (!strcmp(method, "resources/read"))
 		do_resources_read(cl, tag, id, params, modern);
+	else if (!strcmp(method, "resources/subscribe") || !strcmp(method, "resources/unsubscribe"))
+		do_subscribe(cl, tag, id, params, modern, !strcmp(method, "resources/subscribe"));
+	else if (!strcmp(method, "completion/complete"))
+		do_complete(cl, tag, id, params, modern);
 	else if (!strcmp(method, "logging/setLevel"))
 		do_set_level(cl, tag, id, params, modern);
 	else {
@@ -1041,6 +1195,9 @@ void mcp_client_free(struct mcp_client *cl)
 			*p = cl->next;
 			break;
 		}
+	for (size_t i = 0; i < cl->nsubs; i++)
+		free(cl->subs[i].uri);
+	free(cl->subs);
 	free(cl);
 }
 

@@ -625,6 +625,29 @@ static const char *mime_of(const char *path, bool text)
 	return text ? "text/plain" : "application/octet-stream";
 }
 
+/* Everything in a session's workspace, as list_files lists it. */
+static jv workspace_files(const struct session *x)
+{
+	jv files = jv_array();
+	int count = 0;
+	int dir = open(x->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir >= 0) {
+		list_dir(dir, "", &files, &count, 0);
+		close(dir);
+	}
+	return files;
+}
+
+/* A listed file's path if it is a resource (a regular file, not in
+ * .deps), else NULL; borrowed from f. */
+static const char *resource_path(jv f)
+{
+	const char *path = rec_str(f, "path", NULL), *type = rec_str(f, "type", NULL);
+	size_t dl = strlen(NS_DEPS);
+	bool deps = path && !strncmp(path, NS_DEPS, dl) && (path[dl] == '/' || !path[dl]);
+	return path && type && !strcmp(type, "file") && !deps ? path : NULL;
+}
+
 jv sess_resources(struct sessions *s, unsigned owner, size_t first, size_t max, bool *more)
 {
 	jv out = jv_array();
@@ -633,18 +656,10 @@ jv sess_resources(struct sessions *s, unsigned owner, size_t first, size_t max, 
 	for (struct session *x = s->list; x && !*more; x = x->next) {
 		if (x->owner != owner)
 			continue;
-		int dir = open(x->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (dir < 0)
-			continue;
-		jv files = jv_array();
-		int count = 0;
-		list_dir(dir, "", &files, &count, 0);
-		close(dir);
+		jv files = workspace_files(x);
 		jv_array_foreach(files, i, f) {
-			const char *path = rec_str(f, "path", NULL), *type = rec_str(f, "type", NULL);
-			size_t dl = strlen(NS_DEPS);
-			bool deps = path && !strncmp(path, NS_DEPS, dl) && (path[dl] == '/' || !path[dl]);
-			if (path && type && !strcmp(type, "file") && !deps) {
+			const char *path = resource_path(f);
+			if (path) {
 				if (seen >= first && jv_array_length(jv_copy(out)) < (int)max) {
 					char *uri = util_fmt(SESS_URI "%s/%s", x->id, path);
 					jv r = jv_object_set(jv_object(), jv_string("uri"), jv_string(uri));
@@ -664,22 +679,34 @@ jv sess_resources(struct sessions *s, unsigned owner, size_t first, size_t max, 
 	return out;
 }
 
-bool sess_resource_read(struct sessions *s, unsigned owner, const char *uri, jv *out, char *err, size_t errlen)
+/* The owner's session a URI names, and the path in it; NULL with why. */
+static struct session *uri_session(struct sessions *s, unsigned owner, const char *uri, const char **path, char *err,
+				   size_t errlen)
 {
 	size_t pl = strlen(SESS_URI);
 	char id[33];
 	if (strncmp(uri, SESS_URI, pl) || strlen(uri) < pl + 34 || uri[pl + 32] != '/') {
 		snprintf(err, errlen, "not found: resources are " SESS_URI "SESSION_ID/PATH");
-		return false;
+		return NULL;
 	}
 	memcpy(id, uri + pl, 32);
 	id[32] = 0;
 	struct session *x = is_id(id) ? find(s, id) : NULL;
 	if (!x || x->owner != owner) {
 		snprintf(err, errlen, "not found: no session %s of yours", id);
-		return false;
+		return NULL;
 	}
-	jv args = jv_object_set(jv_object(), jv_string("path"), jv_string(uri + pl + 33));
+	*path = uri + pl + 33;
+	return x;
+}
+
+bool sess_resource_read(struct sessions *s, unsigned owner, const char *uri, jv *out, char *err, size_t errlen)
+{
+	const char *path;
+	struct session *x = uri_session(s, owner, uri, &path, err, errlen);
+	if (!x)
+		return false;
+	jv args = jv_object_set(jv_object(), jv_string("path"), jv_string(path));
 	jv file;
 	bool ok = do_read(s, x, args, &file, err, errlen);
 	jv_free(args);
@@ -688,13 +715,55 @@ bool sess_resource_read(struct sessions *s, unsigned owner, const char *uri, jv 
 	const char *enc = rec_str(file, "encoding", NULL);
 	bool text = enc && !strcmp(enc, "utf-8");
 	jv c = jv_object_set(jv_object(), jv_string("uri"), jv_string(uri));
-	c = jv_object_set(c, jv_string("mimeType"), jv_string(mime_of(uri + pl + 33, text)));
+	c = jv_object_set(c, jv_string("mimeType"), jv_string(mime_of(path, text)));
 	c = jv_object_set(c, jv_string(text ? "text" : "blob"), rec_get(file, "content"));
 	jv_free(file);
 	*out = c;
 	x->last_used = util_now_ms();
 	rearm(s);
 	return true;
+}
+
+void sess_resource_stamp(struct sessions *s, unsigned owner, const char *uri, char *stamp, size_t len)
+{
+	char err[256];
+	const char *path;
+	struct session *x = uri_session(s, owner, uri, &path, err, sizeof err);
+	stamp[0] = 0;
+	int dir = x ? open(x->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	int fd = dir >= 0 && *path ? util_open_beneath(dir, path, O_PATH, 0) : -1;
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		snprintf(stamp, len, "%llu %llu %lld.%09ld", (unsigned long long)st.st_ino, (unsigned long long)st.st_size,
+			 (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+	if (fd >= 0)
+		close(fd);
+	if (dir >= 0)
+		close(dir);
+}
+
+jv sess_complete(struct sessions *s, unsigned owner, const char *arg, const char *value, const char *session_id)
+{
+	jv out = jv_array();
+	size_t vl = strlen(value);
+	if (!strcmp(arg, "session_id")) {
+		for (struct session *x = s->list; x; x = x->next)
+			if (x->owner == owner && !strncmp(x->id, value, vl))
+				out = jv_array_append(out, jv_string(x->id));
+		return out;
+	}
+	struct session *x = session_id && is_id(session_id) ? find(s, session_id) : NULL;
+	if (strcmp(arg, "path") || !x || x->owner != owner)
+		return out;
+	jv files = workspace_files(x);
+	jv_array_foreach(files, i, f) {
+		const char *path = resource_path(f);
+		if (path && !strncmp(path, value, vl))
+			out = jv_array_append(out, jv_string(path));
+		jv_free(f);
+	}
+	jv_free(files);
+	return jv_sort(out, jv_copy(out));
 }
 
 bool sess_can_install(const struct conf *c, const char *language, char *err, size_t errlen)

@@ -48,6 +48,14 @@ jv sess_resources(struct sessions *s, unsigned owner, size_t first, size_t max, 
  * {uri, mimeType, text} or {uri, mimeType, blob}; false with why (an
  * unknown session, another owner's, a missing file: "not found"). */
 bool sess_resource_read(struct sessions *s, unsigned owner, const char *uri, jv *out, char *err, size_t errlen);
+/* What a subscription compares: the file's identity, size and mtime as a
+ * string, "" when the URI names no regular file of the owner's (absent,
+ * another's, a link): a change of it is a change of the resource. */
+void sess_resource_stamp(struct sessions *s, unsigned owner, const char *uri, char *stamp, size_t len);
+/* completion/complete of the session template's arguments: the owner's
+ * session ids (arg "session_id"), or the files of its session session_id
+ * (arg "path", as resources/list names them), that start with value. */
+jv sess_complete(struct sessions *s, unsigned owner, const char *arg, const char *value, const char *session_id);
 
 /* Whether packages can be installed for language (a name or alias): it
  * is configured, has a package manager, and installs may reach their

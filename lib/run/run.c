@@ -363,6 +363,12 @@ static void stage_done(void *arg)
 	stage_result(r, r->be->ops->result(r->st));
 }
 
+static void stage_output(void *arg, int stream, const char *data, size_t len)
+{
+	struct run *r = arg;
+	r->env->on_output(r, stream, data, len);
+}
+
 static void start_stage(struct run *r, enum stage st)
 {
 	struct job *j = &r->job;
@@ -404,6 +410,8 @@ static void start_stage(struct run *r, enum stage st)
 		.rootfs = j->rootfs,
 		.binds = j->binds,
 		.image = j->image,
+		.on_output = r->env->on_output ? stage_output : NULL,
+		.output_arg = r,
 		.timings = r->env->timings,
 		.label = run_id(r),
 	};

@@ -37,6 +37,10 @@ struct run_env {
 	/* Optional: told when a stage's sandbox is handed its job ("compile",
 	 * "run"), for progress reports. */
 	void (*on_stage)(struct run *r, const char *stage);
+	/* Optional: the program's output as it arrives (stream 1 stdout, 2
+	 * stderr; the compile stage's too), for live output.  The result is
+	 * unchanged. */
+	void (*on_output)(struct run *r, int stream, const char *data, size_t len);
 };
 
 struct run;

@@ -80,6 +80,11 @@ struct stage_spec {
 	const char *image;         /* docker: the language's image */
 	bool timings;
 	const char *label;         /* the job's id: docker's label; with timings native's teardown line */
+	/* Optional: told of the program's output as it arrives (stream 1
+	 * stdout, 2 stderr), before any cap, from the loop; for live output.
+	 * The result's capture is unchanged. */
+	void (*on_output)(void *arg, int stream, const char *data, size_t len);
+	void *output_arg;
 };
 
 typedef void (*stage_done_fn)(void *arg);

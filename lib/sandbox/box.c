@@ -156,6 +156,8 @@ struct box {
 	bool have_fail, have_exit;
 	int64_t cpu_us, maxrss_kb; /* from init's report */
 	bool timings;
+	void (*on_output)(void *arg, int stream, const char *data, size_t len);
+	void *output_arg;
 	struct box *next;
 };
 
@@ -230,6 +232,8 @@ static void read_output(struct box *b, int fd, struct cap_buf *cb, bool drain)
 			return;
 		}
 		cap_buf_add(cb, buf, (size_t)n);
+		if (b->on_output)
+			b->on_output(b->output_arg, cb == &b->res.out ? 1 : 2, buf, (size_t)n);
 		budget = (size_t)n < budget ? budget - (size_t)n : 0;
 	}
 }
@@ -747,6 +751,8 @@ static void assign(struct box *b, const struct stage_spec *sp, int scratch_fd, s
 	b->arg = arg;
 	b->timeout_ms = sp->lim->timeout_ms;
 	b->timings = sp->timings;
+	b->on_output = sp->on_output;
+	b->output_arg = sp->output_arg;
 	if (b->timings) {
 		jv_free(b->res.timings);
 		b->res.timings = jv_object_set(jv_object(), jv_string("warm"), jv_bool(b->warm));

@@ -101,6 +101,8 @@ struct dock {
 	char *shim;                   /* sbx-egress-shim, bound into the container */
 	pid_t egress_pid;             /* the proxy (egress.h), or 0 */
 	char err[512];
+	void (*on_output)(void *arg, int stream, const char *data, size_t len);
+	void *output_arg;
 };
 
 static void advance(struct dock *k);
@@ -154,6 +156,8 @@ static void demux(struct dock *k, const char *p, size_t n)
 		}
 		size_t take = k->left < n ? k->left : n;
 		cap_buf_add(k->ftype == 2 ? &k->res.err : &k->res.out, p, take);
+		if (k->on_output)
+			k->on_output(k->output_arg, k->ftype == 2 ? 2 : 1, p, take);
 		k->left -= take;
 		p += take;
 		n -= take;
@@ -887,6 +891,8 @@ struct dock *dock_start(struct dock_sys *d, struct loop *l, const struct dock_sp
 	k->res.cpu_ms = -1;
 	k->res.mem_peak = -1;
 	k->timings = sp->st->timings;
+	k->on_output = sp->st->on_output;
+	k->output_arg = sp->st->output_arg;
 	k->limit = sp->st->lim->memory;
 	k->limit_out = sp->st->lim->output;
 	k->t_begin = util_now_ms();

@@ -4,10 +4,12 @@
 //   node client.mjs /path/to/sbx-mcp               (StdioClientTransport)
 //   node client.mjs http http://HOST:PORT TOKEN    (StreamableHTTPClientTransport, /mcp)
 //   node client.mjs sse http://HOST:PORT TOKEN     (SSEClientTransport, /sse)
+// With SBX_TEST_MATPLOTLIB=1, also a matplotlib figure, decoded as an image.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
+import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [kind, base, token] = process.argv.slice(2);
 let n = 0, failed = 0;
@@ -64,6 +66,13 @@ check(r.structuredContent?.status === "error" && r.structuredContent.exit_code =
 check(JSON.stringify(progress.slice(0, 3)) === JSON.stringify(["queued", "compiling", "running"]),
   "progress notifications: queued, compiling, running (, done)", progress);
 
+const live = [];
+r = await client.callTool({ name: "run_code", arguments: { language: "python",
+  code: "import time\nprint('first', flush=True)\ntime.sleep(0.5)\nprint('second', flush=True)\ntime.sleep(0.3)" } }, undefined,
+  { onprogress: (p) => live.push(p.message) });
+check(r.structuredContent?.stdout === "first\nsecond\n" && live.includes("first\n") && live.includes("second\n") &&
+  live.indexOf("first\n") < live.indexOf("second\n"), "live output: each line as a progress notification while it runs", live);
+
 r = await call("run_code", { language: "cobol", code: "x" });
 check(r.isError === true && /unsupported language/.test(r.structuredContent?.error), "run_code: unknown language is a tool error", r);
 
@@ -92,6 +101,31 @@ r = await sc("list_files", { session_id: sid });
 check(r?.files?.some((f) => f.path === "data/in.txt" && f.type === "file" && f.size === 5), "list_files", r);
 r = await sc("sandbox_exec", { session_id: sid, command: ["cat", "data/in.txt"] });
 check(r?.stdout === "hello", "sandbox_exec: a command", r);
+// The session's files as resources: read, completed, subscribed to.
+r = await client.readResource({ uri: `sbx://session/${sid}/data/in.txt` });
+check(r.contents?.[0]?.text === "hello" && r.contents[0].mimeType === "text/plain", "resources/read: a session file", r);
+r = await client.complete({ ref: { type: "ref/resource", uri: "sbx://session/{session_id}/{path}" },
+  argument: { name: "path", value: "da" }, context: { arguments: { session_id: sid } } });
+check(JSON.stringify(r.completion?.values) === JSON.stringify(["data/in.txt"]), "completion/complete: a session's paths", r);
+const updated = [];
+client.setNotificationHandler(ResourceUpdatedNotificationSchema, (m) => updated.push(m.params.uri));
+const watched = `sbx://session/${sid}/watched.txt`;
+await client.subscribeResource({ uri: watched });
+r = await sc("sandbox_exec", { session_id: sid, code: "open('watched.txt', 'w').write('now')" });
+for (let i = 0; i < 50 && !updated.length; i++) await new Promise((res) => setTimeout(res, 20));
+check(r?.status === "success" && JSON.stringify(updated) === JSON.stringify([watched]),
+  "resources/subscribe: notifications/resources/updated when a run changes the file", updated);
+await client.unsubscribeResource({ uri: watched });
+
+if (process.env.SBX_TEST_MATPLOTLIB) {
+  r = await call("run_code", { language: "python", timeout: 30,
+    code: "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.title('squares')\nplt.show()" });
+  const img = r.content?.find((c) => c.type === "image");
+  const png = img && Buffer.from(img.data, "base64");
+  check(img?.mimeType === "image/png" && png?.subarray(0, 8).equals(Buffer.from([137, 80, 78, 71, 13, 10, 26, 10])),
+    "run_code: a matplotlib figure shown is an image the SDK decodes (PNG)", r.content?.map((c) => c.type));
+}
+
 r = await call("install_packages", { session_id: sid, packages: ["-e", "x"] });
 check(r.isError === true && /not a package (name|of the registry)/.test(r.structuredContent?.error ?? r.content[0].text),
   "install_packages: option injection refused", r);

@@ -1,0 +1,54 @@
+# sbx: figures in a sandbox, which has no display.  Python imports this
+# module at start from PYTHONPATH (etc/sandbox.conf; make deps and make
+# install put it in PREFIX/share/sbx/python).  It does nothing until a
+# program imports matplotlib.pyplot: then the backend is the non-interactive
+# Agg (unless the program or MPLBACKEND chose another), and plt.show()
+# saves every open figure as figure-N.png in the working directory and
+# closes it, so that sbx returns it as an image (a request's "artifacts").
+# Nothing else of Python changes; a program that never plots pays for one
+# entry on sys.meta_path.
+import importlib.abc
+import importlib.util
+import os
+import sys
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+def _patch(plt):
+    shown = [0]
+
+    def show(*args, **kwargs):
+        for num in plt.get_fignums():
+            fig = plt.figure(num)
+            while True:
+                shown[0] += 1
+                path = "figure-%d.png" % shown[0]
+                if not os.path.lexists(path):
+                    break
+            fig.savefig(path)
+        plt.close("all")
+
+    show.__doc__ = plt.show.__doc__
+    plt.show = show
+
+
+class _Pyplot(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "matplotlib.pyplot":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_and_patch(module):
+            exec_module(module)
+            _patch(module)
+
+        spec.loader.exec_module = exec_and_patch
+        return spec
+
+
+sys.meta_path.insert(0, _Pyplot())
