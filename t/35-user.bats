@@ -154,7 +154,7 @@ x = bytearray(1 << 30)' '{memory:"64m",timeout:20}' | "$BIN/sbx-validate" | "$BI
 	server=$!
 	exec 7> in
 	msg() { jq -nc --argjson id "$1" --arg n "$2" --argjson a "$3" '{jsonrpc: "2.0", id: $id, method: "tools/call", params: {name: $n, arguments: $a}}' >&7; }
-	got() { for _ in $(seq 150); do jq -e --argjson id "$1" 'select(.id == $id)' out > /dev/null 2>&1 && { jq -c --argjson id "$1" 'select(.id == $id)' out; return; }; sleep 0.1; done; cat err >&2; return 1; }
+	got() { for _ in $(seq 600); do jq -e --argjson id "$1" 'select(.id == $id)' out > /dev/null 2>&1 && { jq -c --argjson id "$1" 'select(.id == $id)' out; return; }; sleep 0.1; done; cat err >&2; return 1; }
 	printf '%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bats","version":"1"}}}' '{"jsonrpc":"2.0","method":"notifications/initialized"}' >&7
 	msg 1 sandbox_initialize '{"language":"python"}'
 	sid=$(got 1 | jq -r .result.structuredContent.session_id)

@@ -429,6 +429,87 @@ print("x" * 70000)'
 	answer 2 | jq -e '.result.structuredContent.stdout == "1\n"'
 }
 
+@test "tasks: a run as a task, polled, waited for, listed, cancelled; tools that do not run as tasks say so" {
+	session_server python
+	rpc() { n=$((n + 1)); jq -nc --argjson id $n --arg m "$1" --argjson p "$2" '{jsonrpc: "2.0", id: $id, method: $m, params: $p}' >&7; }
+	tcall() { n=$((n + 1)); jq -nc --argjson id $n --arg t "$1" --argjson a "$2" '{jsonrpc: "2.0", id: $id, method: "tools/call", params: {name: $t, arguments: $a, task: {ttl: 60000}, _meta: {progressToken: "tp"}}}' >&7; wait_for $n; }
+	rpc tools/list '{}'; wait_for $n; list=$n
+	tcall run_code '{"language": "python", "code": "import time\ntime.sleep(1)\nprint(\"late\")"}'; made=$n
+	task=$(answer $made | jq -r .result.task.taskId)
+	rpc tasks/get "$(jq -nc --arg t "$task" '{taskId: $t}')"; wait_for $n; working=$n
+	rpc tasks/result "$(jq -nc --arg t "$task" '{taskId: $t}')"; waited=$n
+	wait_for $waited
+	rpc tasks/get "$(jq -nc --arg t "$task" '{taskId: $t}')"; wait_for $n; done_get=$n
+	tcall run_code '{"language": "python", "code": "import time\ntime.sleep(30)"}'; long=$n
+	ltask=$(answer $long | jq -r .result.task.taskId)
+	rpc tasks/cancel "$(jq -nc --arg t "$ltask" '{taskId: $t}')"; wait_for $n; cancel=$n
+	rpc tasks/result "$(jq -nc --arg t "$ltask" '{taskId: $t}')"; wait_for $n; cres=$n
+	rpc tasks/cancel "$(jq -nc --arg t "$ltask" '{taskId: $t}')"; wait_for $n; again=$n
+	tcall run_code '{"language": "cobol", "code": "x"}'; bad=$n
+	btask=$(answer $bad | jq -r .result.task.taskId)
+	rpc tasks/result "$(jq -nc --arg t "$btask" '{taskId: $t}')"; wait_for $n; bres=$n
+	rpc tasks/list '{}'; wait_for $n; listed=$n
+	tcall list_files "$(jq -nc --arg s "$sid" '{session_id: $s}')"; notask=$n
+	rpc tasks/get '{"taskId": "0123"}'; wait_for $n; unknown=$n
+	exec 7>&-
+	wait "$server"
+	answer $list | jq -e '.result.tools | map(select(.execution.taskSupport == "optional") | .name) | sort == ["install_packages", "run_code", "sandbox_exec"]'
+	answer $made | jq -e '.result.task.status == "working" and .result.task.ttl == 60000 and .result.task.pollInterval > 0 and (.result.task.taskId | test("^[0-9a-f]{32}$"))'
+	answer $working | jq -e '.result.status == "working" and .result.createdAt'
+	answer $waited | jq -e --arg t "$task" '.result.structuredContent.stdout == "late\n" and .result._meta["io.modelcontextprotocol/related-task"].taskId == $t'
+	answer $done_get | jq -e '.result.status == "completed" and (has("pollInterval") | not)'
+	# the answer waited: tasks/result came after the run, the task's status was announced
+	jq -se --arg t "$task" 'map(select(.method == "notifications/tasks/status" and .params.taskId == $t)) | .[0].params.status == "completed"' out
+	answer $cancel | jq -e '.result.status == "cancelled"'
+	answer $cres | jq -e '.result.isError == true'
+	answer $again | jq -e '.error.code == -32602'
+	answer $bres | jq -e '.result.isError == true and (.result.content[0].text | test("unsupported language"))'
+	answer $listed | jq -e --arg a "$task" --arg b "$ltask" --arg c "$btask" '[.result.tasks[] | {(.taskId): .status}] | add | .[$a] == "completed" and .[$b] == "cancelled" and .[$c] == "failed"'
+	answer $notask | jq -e '.error.code == -32601'
+	answer $unknown | jq -e '.error.code == -32602'
+	answer 0 | jq -e '.result.capabilities.tasks == {list: {}, cancel: {}, requests: {tools: {call: {}}}}'
+}
+
+@test "2026-07-28 tasks extension: a run still going after a second becomes a task (resultType task), polled to its result with tasks/get" {
+	ext='{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}'
+	plain='{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
+	mkfifo in
+	"$BIN/sbx-mcp" -c "$conf" < in > out 2> err &
+	server=$!
+	exec 7> in
+	jq -nc --argjson m "$ext" '{jsonrpc: "2.0", id: 1, method: "server/discover", params: {_meta: $m}}' >&7
+	call 2 run_code '{"language":"python","code":"import time\ntime.sleep(2)\nprint(\"slow\")"}' "$ext" >&7
+	call 3 run_code '{"language":"python","code":"print(\"fast\")"}' "$ext" >&7
+	call 4 run_code '{"language":"python","code":"import time\ntime.sleep(1.5)\nprint(\"no ext\")"}' "$plain" >&7
+	wait_for 2
+	task=$(answer 2 | jq -r .result.taskId)
+	# poll, as a client does, until it is terminal
+	for i in $(seq 40); do
+		jq -nc --argjson id $((100 + i)) --arg t "$task" --argjson m "$plain" '{jsonrpc: "2.0", id: $id, method: "tasks/get", params: {taskId: $t, _meta: $m}}' >&7
+		wait_for $((100 + i))
+		[ "$(answer $((100 + i)) | jq -r .result.status)" = working ] || break
+		sleep 0.25
+	done
+	last=$((100 + i))
+	call 5 run_code '{"language":"python","code":"import time\ntime.sleep(30)"}' "$ext" >&7
+	wait_for 5
+	long=$(answer 5 | jq -r .result.taskId)
+	jq -nc --arg t "$long" --argjson m "$plain" '{jsonrpc: "2.0", id: 6, method: "tasks/cancel", params: {taskId: $t, _meta: $m}}' >&7
+	wait_for 6
+	jq -nc --arg t "$long" --argjson m "$plain" '{jsonrpc: "2.0", id: 7, method: "tasks/get", params: {taskId: $t, _meta: $m}}' >&7
+	wait_for 7
+	wait_for 4
+	exec 7>&-
+	wait "$server"
+	answer 1 | jq -e '.result.capabilities.extensions["io.modelcontextprotocol/tasks"] == {}'
+	answer 2 | jq -e '.result.resultType == "task" and .result.status == "working" and .result.ttlMs > 0 and .result.pollIntervalMs > 0'
+	answer 3 | jq -e '.result.resultType == "complete" and .result.structuredContent.stdout == "fast\n"'
+	answer $last | jq -e '.result.status == "completed" and .result.resultType == "complete" and .result.result.structuredContent.stdout == "slow\n"'
+	answer 4 | jq -e '.result.resultType == "complete" and .result.structuredContent.stdout == "no ext\n"'
+	answer 6 | jq -e '.result == {resultType: "complete"}'
+	answer 7 | jq -e '.result.status == "cancelled"'
+}
+
 @test "completion/complete: the caller's session ids, a session's paths, language names; nothing for prompts" {
 	session_server python
 	rpc() { n=$((n + 1)); jq -nc --argjson id $n --arg m "$1" --argjson p "$2" '{jsonrpc: "2.0", id: $id, method: $m, params: $p}' >&7; wait_for $n; }
@@ -442,6 +523,7 @@ print("x" * 70000)'
 	rpc completion/complete '{"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "language", "value": "py"}}'; langs=$n
 	rpc completion/complete '{"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"}, "argument": {"name": "arg1", "value": "a"}}'; prompt=$n
 	rpc completion/complete '{"ref": {"type": "ref/tool"}, "argument": {"name": "a", "value": ""}}'; bad=$n
+	rpc resources/templates/list '{"cursor": "1"}'; tcur=$n
 	exec 7>&-
 	wait "$server"
 	answer $ids | jq -e --arg s "$sid" '.result.completion == {values: [$s], total: 1, hasMore: false}'
@@ -450,6 +532,8 @@ print("x" * 70000)'
 	answer $langs | jq -e '.result.completion.values | index("python") and index("py") and index("python3") and (map(startswith("py")) | all)'
 	answer $prompt | jq -e '.result.completion == {values: [], total: 0, hasMore: false}'
 	answer $bad | jq -e '.error.code == -32602'
+	# every list method refuses a cursor it did not give
+	answer $tcur | jq -e '.error.code == -32602'
 }
 
 @test "artifacts: an image a run makes comes back as an image, other files as resources; the history keeps none of it" {

@@ -388,6 +388,20 @@ errmsg() { jq -r .error.message body; }
 	rpc "$(call 2 run_code '{"language":"python","code":"print(2)"}' "$meta")" -H 'MCP-Protocol-Version: 2026-07-28'
 	[ "$code" = 200 ]
 	jq -e '.result.structuredContent.stdout == "2\n" and .result.resultType == "complete"' body
+	# the tasks extension: a long run is a task, polled from later requests, each alone
+	ext='{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}'
+	rpc "$(call 3 run_code '{"language":"python","code":"import time\ntime.sleep(2)\nprint(3)"}' "$ext")" -H 'MCP-Protocol-Version: 2026-07-28'
+	jq -e '.result.resultType == "task" and .result.status == "working"' body
+	task=$(jq -r .result.taskId body)
+	for _ in $(seq 40); do
+		rpc "$(jq -nc --arg t "$task" --argjson m "$meta" '{jsonrpc:"2.0",id:4,method:"tasks/get",params:{taskId:$t,_meta:$m}}')" -H 'MCP-Protocol-Version: 2026-07-28'
+		[ "$(jq -r .result.status body)" = working ] || break
+		sleep 0.25
+	done
+	jq -e '.result.status == "completed" and .result.result.structuredContent.stdout == "3\n"' body
+	# another token does not see it
+	TOK=$TOKEN2 rpc "$(jq -nc --arg t "$task" --argjson m "$meta" '{jsonrpc:"2.0",id:5,method:"tasks/get",params:{taskId:$t,_meta:$m}}')" -H 'MCP-Protocol-Version: 2026-07-28'
+	jq -e '.error.code == -32602' body
 }
 
 @test "GET /mcp: a session's stream of what it is told unasked, with event ids; Last-Event-ID replays; one at a time; other tokens hear nothing" {
@@ -440,6 +454,49 @@ errmsg() { jq -r .error.message body; }
 	[ "$code" = 404 ]
 }
 
+@test "a POST's event stream resumed: the client drops it mid-run, GETs with Last-Event-ID, and gets the rest and the answer, nothing twice" {
+	http_serve
+	initialize
+	body=$(call 1 run_code '{"language":"python","code":"import time\nprint(\"a\", flush=True)\ntime.sleep(1.5)\nprint(\"b\", flush=True)\ntime.sleep(0.5)"}' '{"progressToken":"r1"}')
+	# the first second of the stream, then the connection is gone
+	curl -sS -N -m 1 "$URL/mcp" -H "Authorization: Bearer $TOK" -H "Mcp-Session-Id: $SID" -H 'Content-Type: application/json' \
+		-H 'Accept: application/json, text/event-stream' --data-binary "$body" > first || true
+	last=$(sed -n 's/^id: //p' first | tail -1)
+	[ -n "$last" ]
+	grep -q '"message":"a\\n"' first
+	! grep -q '"id":1,' first
+	curl -sS -N -m 10 "$URL/mcp" -H "Authorization: Bearer $TOK" -H "Mcp-Session-Id: $SID" -H 'Accept: text/event-stream' \
+		-H "Last-Event-ID: $last" > rest
+	# the rest: "b", done, then the answer, which ends the stream
+	sed -n 's/^data: //p' first rest | grep '^{' > all
+	jq -se '[.[] | select(.method == "notifications/progress") | .params.message] == ["queued", "running", "a\n", "b\n", "done"]' all
+	jq -se 'map(select(.id == 1)) | length == 1 and .[0].result.structuredContent.stdout == "a\nb\n"' all
+	# ids grow, none twice
+	[ "$(sed -n 's/^id: //p' first rest | sort -n | uniq -d | wc -l)" = 0 ]
+}
+
+@test "tasks over HTTP: a task outlives the session that started it; the token's other sessions get its result, other tokens do not" {
+	http_serve
+	initialize
+	rpc '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_code","arguments":{"language":"python","code":"import time\ntime.sleep(1)\nprint(7)"},"task":{}}}'
+	[ "$code" = 200 ]
+	task=$(jq -r .result.task.taskId body)
+	[[ "$task" =~ ^[0-9a-f]{32}$ ]]
+	# the client goes away
+	req DELETE /mcp -H "Authorization: Bearer $TOK" -H "Mcp-Session-Id: $SID"
+	[ "$code" = 204 ]
+	initialize
+	get='{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"'$task'"}}'
+	rpc "$get"
+	[ "$code" = 200 ]
+	jq -e --arg t "$task" '.result.structuredContent.stdout == "7\n" and .result._meta["io.modelcontextprotocol/related-task"].taskId == $t' body
+	TOK=$TOKEN2 initialize
+	TOK=$TOKEN2 rpc "$get"
+	jq -e '.error.code == -32602' body
+	TOK=$TOKEN2 rpc '{"jsonrpc":"2.0","id":3,"method":"tasks/list","params":{}}'
+	jq -e '.result.tasks == []' body
+}
+
 @test "HTTP+SSE (2024-11-05): the endpoint event, 202 for posts, answers on the stream; a closed stream ends the session" {
 	http_serve
 	curl -sS -N "$URL/sse" -H "Authorization: Bearer $TOK" > stream &
@@ -458,7 +515,7 @@ errmsg() { jq -r .error.message body; }
 	jq -se 'map(select(.id == 0))[0].result.protocolVersion == "2024-11-05"' msgs
 	jq -se 'map(select(.id == 1))[0].result.structuredContent.stdout == "5\n"' msgs
 	# the progress, to its final "done", before the answer, as on the other transports
-	[ "$(jq -r 'select(.method == "notifications/progress") | .params.message' msgs | tr '\n' ,)" = "queued,running,done," ]
+	[ "$(jq -r 'select(.method == "notifications/progress" and (.params._meta | not)) | .params.message' msgs | tr '\n' ,)" = "queued,running,done," ]
 	# another token cannot post into it; a made-up session is unknown
 	post '{"jsonrpc":"2.0","id":2,"method":"ping"}' "$TOKEN2"
 	[ "$code" = 404 ]

@@ -28,7 +28,7 @@ struct principal {
 	unsigned inflight, sessions;
 };
 
-#define RING_EVENTS 64
+#define RING_EVENTS 128
 
 /* An MCP conversation over HTTP. */
 struct sess {
@@ -40,10 +40,12 @@ struct sess {
 	struct mcp_client *cl;
 	double last_used;
 	struct ex *stream;     /* legacy: its GET /sse; Streamable HTTP: its GET /mcp, or NULL */
-	/* The GET stream's last events, for a client that reconnects with
-	 * Last-Event-ID (a ring of RING_EVENTS; ids count from 1). */
+	/* The last events of the session's streams (its GET stream's, tag 0,
+	 * and its POST streams', each its request's tag), for a client that
+	 * reconnects with Last-Event-ID: a ring of RING_EVENTS; ids count
+	 * from 1 across the session. */
 	uint64_t event_id;
-	struct { uint64_t id; char *text; size_t len; } ring[RING_EVENTS];
+	struct { uint64_t id, tag; char *text; size_t len; } ring[RING_EVENTS];
 	struct sess *next;
 };
 
@@ -51,7 +53,8 @@ struct sess {
 struct pend {
 	uint64_t tag;
 	struct sess *s;
-	struct ex *ex;         /* Streamable HTTP: the POST it answers */
+	struct ex *ex;         /* Streamable HTTP: the POST it answers (or a GET resuming it), or NULL */
+	bool streamed;         /* its POST became an event stream: what comes after it closed is kept */
 	struct pend *next;
 };
 
@@ -361,9 +364,10 @@ static void sess_free(struct sess *s)
 	free(s);
 }
 
-/* An unasked message on the session's GET stream, with the next event id,
- * kept in the ring for a reconnect. */
-static void ring_event(struct sess *s, jv msg)
+/* An event of one of the session's streams (tag: the request's, 0 the
+ * GET stream), with the next event id, kept in the ring for a reconnect,
+ * and sent on ex if there is one. */
+static void ring_event(struct sess *s, struct ex *ex, uint64_t tag, jv msg)
 {
 	size_t n;
 	char *line = rec_dump(msg, &n); /* consumes msg */
@@ -371,13 +375,26 @@ static void ring_event(struct sess *s, jv msg)
 	char *text = util_fmt("id: %llu\nevent: message\ndata: %.*s\n", (unsigned long long)id, (int)n, line);
 	free(line);
 	size_t len = strlen(text);
-	out_add(s->stream, text, len);
-	s->stream->stream = true;
+	if (ex) {
+		out_add(ex, text, len);
+		ex->stream = true;
+	}
 	int slot = (int)(id % RING_EVENTS);
 	free(s->ring[slot].text);
 	s->ring[slot].id = id;
+	s->ring[slot].tag = tag;
 	s->ring[slot].text = text;
 	s->ring[slot].len = len;
+}
+
+/* The ring's events of stream tag after id `from`, onto ex. */
+static void replay(struct sess *s, struct ex *ex, uint64_t tag, uint64_t from)
+{
+	for (uint64_t id = from + 1; id <= s->event_id; id++) {
+		int slot = (int)(id % RING_EVENTS);
+		if (s->ring[slot].text && s->ring[slot].id == id && s->ring[slot].tag == tag)
+			out_add(ex, s->ring[slot].text, s->ring[slot].len);
+	}
 }
 
 /* GET /mcp: the session's stream of what the server says unasked (one at
@@ -387,19 +404,38 @@ static void ring_event(struct sess *s, jv msg)
 static enum MHD_Result open_stream(struct ex *ex)
 {
 	struct sess *s = ex->s;
+	struct http *h = s->h;
+	const char *last = header(ex, "Last-Event-ID");
+	int64_t from = -1;
+	if (last && !util_parse_i64(last, 0, INT64_MAX, &from))
+		from = -1;
+	/* An event of a POST stream: that stream resumed, to its answer. */
+	int slot = from > 0 ? (int)((uint64_t)from % RING_EVENTS) : 0;
+	if (from > 0 && s->ring[slot].text && s->ring[slot].id == (uint64_t)from && s->ring[slot].tag) {
+		uint64_t tag = s->ring[slot].tag;
+		replay(s, ex, tag, (uint64_t)from);
+		struct pend *p = pend_find(h, tag);
+		if (p) {
+			/* What comes next, the answer too, comes here; the old
+			 * connection (the client gave it up, and its hang-up may
+			 * not be seen yet) ends. */
+			if (p->ex && p->ex != ex) {
+				p->ex->ended = true;
+				wake(p->ex);
+			}
+			p->ex = ex;
+		} else
+			ex->ended = true; /* the answer was in the ring */
+		ex->stream = true;
+		return reply_stream(ex);
+	}
 	if (s->stream && s->stream->conn && !s->stream->ended && !s->stream->gone)
 		return fail(ex, MHD_HTTP_CONFLICT, -32000, "this session's GET stream is open already (one at a time)", NULL,
 			    NULL, NULL, NULL);
 	s->stream = ex;
 	ex->stream = true;
-	const char *last = header(ex, "Last-Event-ID");
-	int64_t from;
-	if (last && util_parse_i64(last, 0, INT64_MAX, &from))
-		for (uint64_t id = (uint64_t)from + 1; id <= s->event_id; id++) {
-			int slot = (int)(id % RING_EVENTS);
-			if (s->ring[slot].text && s->ring[slot].id == id)
-				out_add(ex, s->ring[slot].text, s->ring[slot].len);
-		}
+	if (from >= 0)
+		replay(s, ex, 0, (uint64_t)from);
 	char prime[48];
 	int n = snprintf(prime, sizeof prime, "id: %llu\ndata:\n\n", (unsigned long long)s->event_id);
 	out_add(ex, prime, (size_t)n);
@@ -422,31 +458,32 @@ static void on_message(jv msg, uint64_t tag, void *arg)
 			jv_free(msg);
 	} else if (!p && !final && jv_is_valid(msg)) {
 		/* Unasked (a subscribed resource changed by another client's
-		 * call): the GET stream's, if one is open; else it is lost. */
-		if (s->stream && !s->stream->ended && s->stream->conn) {
-			ring_event(s, msg);
+		 * call): the GET stream's, kept for its reconnect. */
+		bool open = s->stream && !s->stream->ended && s->stream->conn;
+		ring_event(s, open ? s->stream : NULL, 0, msg);
+		if (open)
 			wake(s->stream);
-		} else
-			jv_free(msg);
 	} else if (p && p->ex) {
 		struct ex *ex = p->ex;
 		if (!jv_is_valid(msg))
 			ex->no_answer = true;
 		else if (!final) {
 			/* Progress: only worth a stream if the client reads one. */
-			if (ex->accept_sse)
-				out_event(ex, "message", msg);
+			if (ex->accept_sse || ex->stream)
+				ring_event(s, ex, tag, msg);
 			else
 				jv_free(msg);
 		} else if (ex->stream) {
-			out_event(ex, "message", msg);
+			ring_event(s, ex, tag, msg);
 			ex->ended = true;
 		} else {
 			jv_free(ex->answer);
 			ex->answer = msg;
 		}
 		wake(ex);
-	} else
+	} else if (p && p->streamed && jv_is_valid(msg))
+		ring_event(s, NULL, tag, msg); /* its stream closed: kept for a resume */
+	else
 		jv_free(msg);
 	if (final && p)
 		pend_done(h, p);
@@ -863,8 +900,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 		  ex->rpc[0] ? ex->rpc : "-", (unsigned)toe < sizeof why / sizeof *why ? why[toe] : "");
 	ex->conn = NULL;
 	for (struct pend *p = h->pends; p; p = p->next)
-		if (p->ex == ex)
-			p->ex = NULL; /* the answer, if it comes, is dropped */
+		if (p->ex == ex) {
+			/* the answer, if it comes, is dropped, or kept for a
+			 * resume when the stream had begun */
+			p->streamed |= ex->stream;
+			p->ex = NULL;
+		}
 	if (ex->s && ex->s->stream == ex) {
 		/* A legacy client's stream closed: that is its end; a GET
 		 * /mcp stream may come again. */

@@ -15,10 +15,12 @@
 #include <unistd.h>
 
 #include "chain.h"
+#include "mcp_int.h"
 #include "mcptools.h"
 #include "proc.h"
 #include "rec.h"
 #include "sess.h"
+#include "task.h"
 #include "util.h"
 
 #define SERVER_NAME "sbx"
@@ -26,88 +28,12 @@
 /* Handshake revisions, oldest first; the last is offered to others. */
 static const char *const legacy_versions[] = { "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", NULL };
 
-/* JSON-RPC and MCP error codes. */
-enum {
-	E_PARSE = -32700,
-	E_INVALID_REQUEST = -32600,
-	E_METHOD = -32601,
-	E_PARAMS = -32602,
-	E_INTERNAL = -32603,
-	E_UNSUPPORTED_VERSION = -32022,
-};
-
-/* A request being worked on. */
-struct call {
-	struct mcp *m;
-	struct mcp_client *cl; /* NULL once its client is gone */
-	uint64_t tag;          /* the transport's, for every message of the call */
-	jv id;                 /* JSON-RPC id */
-	jv token;              /* progressToken, or invalid */
-	bool modern;
-	const struct mcp_tool *tool;
-	jv args;
-	char run_id[48];       /* the pipeline record's id, for runs */
-	char principal[24];    /* its client's, kept for the call's life */
-	unsigned owner;        /* its client's, kept for the call's life */
-	int progress;
-	unsigned outputs;      /* live output notifications since the stage's */
-	enum { C_QUEUED, C_RUNNING, C_HELPER, C_DONE } state;
-	bool cancelled;
-	/* C_HELPER: a tool process whose stdout we collect */
-	pid_t pid;
-	int fd;
-	char *buf;
-	size_t len, cap;
-	void (*helper_done)(struct call *c, int status, char *out, size_t len);
-	/* multi-step calls (dependencies, sessions) */
-	void (*next)(struct call *c, jv result);
-	char *temp_session;    /* run_code with dependencies: removed at the end */
-	char *held_session;    /* a session tool's run: held from its start to the call's end */
-	jv after;              /* the run that follows an install, or invalid */
-	jv with;               /* a session tool's result, completed by its run */
-	struct call *link;
-};
-
-struct mcp {
-	struct loop *loop;
-	const struct conf *conf;
-	char *conf_path, *bindir;
-	struct mcp_client *clients;
-	struct chain *chain;
-	unsigned max, running;
-	struct call *calls;    /* every call in flight, queued or not */
-	unsigned seq;
-	jv languages;          /* cached list_supported_languages, or invalid */
-	jv tools;              /* tools/list's answer: made once, shared by copy */
-	struct sessions *sessions;
-};
-
-struct mcp_client {
-	struct mcp *m;
-	unsigned owner;        /* whose sandbox sessions it may use */
-	char principal[24];    /* its runs' in the history, or "" (mcp_client_new) */
-	mcp_send_fn send;
-	void *arg;
-	char legacy[16];       /* version agreed at initialize */
-	int log_level;         /* logging/setLevel's, an index of log_levels; -1: none asked, nothing sent */
-	struct sub *subs;      /* resources/subscribe's URIs */
-	size_t nsubs;
-	struct mcp_client *next;
-};
-
-/* A subscribed URI and what its file was when last seen (sess_resource_stamp). */
-struct sub {
-	char *uri;
-	char stamp[96];
-};
-#define MAX_SUBS 256
-
 /* ---- messages --------------------------------------------------------- */
 
 static const char *const log_levels[] = { "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency", NULL };
 enum { L_DEBUG, L_INFO, L_NOTICE, L_WARNING, L_ERROR };
 
-static void send_msg(struct mcp_client *cl, uint64_t tag, jv msg);
+void mcp_send_msg(struct mcp_client *cl, uint64_t tag, jv msg);
 
 /* notifications/message to a client that asked for this level or a lower
  * one: what an operator or agent should know (a run queued, refused or
@@ -127,10 +53,10 @@ static void mcp_log(struct mcp_client *cl, uint64_t tag, int level, const char *
 	p = jv_object_set(p, jv_string("logger"), jv_string("sbx"));
 	p = jv_object_set(p, jv_string("data"), jv_string(text));
 	jv n = jv_object_set(jv_object(), jv_string("method"), jv_string("notifications/message"));
-	send_msg(cl, tag, jv_object_set(n, jv_string("params"), p));
+	mcp_send_msg(cl, tag, jv_object_set(n, jv_string("params"), p));
 }
 
-static void send_msg(struct mcp_client *cl, uint64_t tag, jv msg)
+void mcp_send_msg(struct mcp_client *cl, uint64_t tag, jv msg)
 {
 	if (!cl) {
 		jv_free(msg);
@@ -139,7 +65,7 @@ static void send_msg(struct mcp_client *cl, uint64_t tag, jv msg)
 	cl->send(jv_object_set(msg, jv_string("jsonrpc"), jv_string("2.0")), tag, cl->arg);
 }
 
-static void send_error(struct mcp_client *cl, uint64_t tag, jv id, int code, const char *msg, jv data)
+void mcp_send_error(struct mcp_client *cl, uint64_t tag, jv id, int code, const char *msg, jv data)
 {
 	jv err = jv_object_set(jv_object(), jv_string("code"), jv_number(code));
 	err = jv_object_set(err, jv_string("message"), jv_string(msg));
@@ -148,15 +74,15 @@ static void send_error(struct mcp_client *cl, uint64_t tag, jv id, int code, con
 	else
 		jv_free(data);
 	jv r = jv_object_set(jv_object(), jv_string("id"), id);
-	send_msg(cl, tag, jv_object_set(r, jv_string("error"), err));
+	mcp_send_msg(cl, tag, jv_object_set(r, jv_string("error"), err));
 }
 
-static void send_result(struct mcp_client *cl, uint64_t tag, jv id, bool modern, jv result)
+void mcp_send_result(struct mcp_client *cl, uint64_t tag, jv id, bool modern, jv result)
 {
 	if (modern)
 		result = jv_object_set(result, jv_string("resultType"), jv_string("complete"));
 	jv r = jv_object_set(jv_object(), jv_string("id"), id);
-	send_msg(cl, tag, jv_object_set(r, jv_string("result"), result));
+	mcp_send_msg(cl, tag, jv_object_set(r, jv_string("result"), result));
 }
 
 static void progress(struct call *c, const char *what)
@@ -168,7 +94,7 @@ static void progress(struct call *c, const char *what)
 	p = jv_object_set(p, jv_string("total"), jv_number(4));
 	p = jv_object_set(p, jv_string("message"), jv_string(what));
 	jv n = jv_object_set(jv_object(), jv_string("method"), jv_string("notifications/progress"));
-	send_msg(c->cl, c->tag, jv_object_set(n, jv_string("params"), p));
+	mcp_send_msg(c->cl, c->tag, jv_object_set(n, jv_string("params"), p));
 }
 
 /* A tool's answer: the structured result, the same as JSON text (for
@@ -190,8 +116,8 @@ static jv tool_result(jv structured, bool is_error)
 
 /* An error the agent can act on, as a tool result (isError): text only,
  * since it does not have the shape of the tool's output schema. */
-static jv tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static jv tool_error(const char *fmt, ...)
+jv mcp_tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+jv mcp_tool_error(const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -206,8 +132,17 @@ static jv tool_error(const char *fmt, ...)
 
 /* ---- calls ------------------------------------------------------------ */
 
-static void call_free(struct call *c)
+bool mcp_cursor_given(jv params)
 {
+	jv cur = jv_get_kind(params) == JV_KIND_OBJECT ? rec_get(params, "cursor") : jv_invalid();
+	bool given = jv_get_kind(cur) != JV_KIND_INVALID && jv_get_kind(cur) != JV_KIND_NULL;
+	jv_free(cur);
+	return given;
+}
+
+void mcp_call_free(struct call *c)
+{
+	mcp_task_disarm(c);
 	struct mcp *m = c->m;
 	for (struct call **p = &m->calls; *p; p = &(*p)->link)
 		if (*p == c) {
@@ -233,7 +168,6 @@ static void call_free(struct call *c)
 
 static void dispatch_queue(struct mcp *m);
 
-static void notify_updates(struct mcp *m, unsigned owner, const char *sid, struct mcp_client *caller, uint64_t tag);
 
 /* Answer a call (result consumed) and forget it.  A call in a session may
  * have changed its files: subscribers hear of it first, the caller on the
@@ -246,13 +180,21 @@ static void finish(struct call *c, jv result)
 	c->state = C_DONE;
 	const char *sid = c->held_session ? c->held_session : rec_str(c->args, "session_id", NULL);
 	if (sid && c->tool && c->tool->kind != MCP_T_HISTORY)
-		notify_updates(m, c->cl ? c->cl->owner : c->owner, sid, c->cancelled ? NULL : c->cl, c->tag);
+		mcp_notify_updates(m, c->cl ? c->cl->owner : c->owner, sid, c->cancelled ? NULL : c->cl, c->tag);
+	if (c->task) {
+		/* The answer is the task's, for tasks/result; the call was
+		 * answered when it became a task. */
+		mcp_task_done(m, c, result);
+		mcp_call_free(c);
+		dispatch_queue(m);
+		return;
+	}
 	if (!c->cancelled) {
 		progress(c, "done");
-		send_result(c->cl, c->tag, jv_copy(c->id), c->modern, result);
+		mcp_send_result(c->cl, c->tag, jv_copy(c->id), c->modern, result);
 	} else
 		jv_free(result);
-	call_free(c);
+	mcp_call_free(c);
 	dispatch_queue(m);
 }
 
@@ -310,7 +252,7 @@ static void live_progress(struct call *c, jv ev)
 	jv meta = jv_object_set(jv_object(), jv_string("stream"), jv_string(stream ? stream : "stdout"));
 	p = jv_object_set(p, jv_string("_meta"), jv_object_set(jv_object(), jv_string("io.github.sbx/output"), meta));
 	jv n = jv_object_set(jv_object(), jv_string("method"), jv_string("notifications/progress"));
-	send_msg(c->cl, c->tag, jv_object_set(n, jv_string("params"), p));
+	mcp_send_msg(c->cl, c->tag, jv_object_set(n, jv_string("params"), p));
 }
 
 static void run_event(const char *event, jv ev, void *arg)
@@ -391,7 +333,7 @@ static void on_helper(struct loop *l, int fd, short rev, void *arg)
 	c->buf[c->len] = 0;
 	c->state = C_DONE;
 	if (c->cancelled) {
-		call_free(c);
+		mcp_call_free(c);
 		return;
 	}
 	c->helper_done(c, status, c->buf, c->len);
@@ -406,7 +348,7 @@ static void start_helper(struct call *c, char **argv, void (*done)(struct call *
 	char *path = util_fmt("%s/%s", m->bindir, argv[0]);
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		free(path);
-		finish(c, tool_error("cannot start %s: %s", argv[0], strerror(errno)));
+		finish(c, mcp_tool_error("cannot start %s: %s", argv[0], strerror(errno)));
 		return;
 	}
 	pid_t parent = getpid();
@@ -425,7 +367,7 @@ static void start_helper(struct call *c, char **argv, void (*done)(struct call *
 	close(p[1]);
 	if (pid < 0) {
 		close(p[0]);
-		finish(c, tool_error("cannot start %s: %s", argv[0], strerror(errno)));
+		finish(c, mcp_tool_error("cannot start %s: %s", argv[0], strerror(errno)));
 		return;
 	}
 	c->state = C_HELPER;
@@ -508,14 +450,14 @@ static void tool_run_code(struct call *c)
 	if (!sess_can_install(c->m->conf, lang, err, sizeof err)) {
 		jv_free(deps);
 		jv_free(req);
-		finish(c, tool_error("%s", err));
+		finish(c, mcp_tool_error("%s", err));
 		return;
 	}
 	char *sid = sess_create(c->m->sessions, c->cl ? c->cl->owner : 0, lang, 0, err, sizeof err);
 	if (!sid) {
 		jv_free(deps);
 		jv_free(req);
-		finish(c, tool_error("%s", err));
+		finish(c, mcp_tool_error("%s", err));
 		return;
 	}
 	c->temp_session = sid;
@@ -536,7 +478,7 @@ static void tool_run_code(struct call *c)
 static void history_done(struct call *c, int status, char *out, size_t len)
 {
 	if (!WIFEXITED(status) || WEXITSTATUS(status) > 1) {
-		finish(c, tool_error("the history could not be read (sbx-history exit status %d); see the server's log",
+		finish(c, mcp_tool_error("the history could not be read (sbx-history exit status %d); see the server's log",
 				     WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)));
 		return;
 	}
@@ -572,11 +514,11 @@ static void tool_history(struct call *c)
 	/* What sbx-history would refuse as a usage error, said here. */
 	const char *st = rec_str(c->args, "status", NULL), *lang = rec_str(c->args, "language", NULL);
 	if (st && !rec_status_known(st)) {
-		finish(c, tool_error("status \"%.40s\" is not a status (%s)", st, rec_status_list()));
+		finish(c, mcp_tool_error("status \"%.40s\" is not a status (%s)", st, rec_status_list()));
 		return;
 	}
 	if (lang && !conf_lang(m->conf, lang)) {
-		finish(c, tool_error("language \"%.40s\" is not a configured language (%s)", lang, conf_lang_list(m->conf)));
+		finish(c, mcp_tool_error("language \"%.40s\" is not a configured language (%s)", lang, conf_lang_list(m->conf)));
 		return;
 	}
 	argv[a++] = "sbx-history";
@@ -593,7 +535,7 @@ static void tool_history(struct call *c)
 	}
 	double n = 20;
 	if (rec_num(c->args, "limit", &n) && (n < 0 || n > 10000 || n != floor(n))) {
-		finish(c, tool_error("limit must be an integer from 0 to 10000 (0: all the matching runs up to 10000)"));
+		finish(c, mcp_tool_error("limit must be an integer from 0 to 10000 (0: all the matching runs up to 10000)"));
 		return;
 	}
 	snprintf(limit, sizeof limit, "%d", n == 0 ? 10000 : (int)n);
@@ -617,7 +559,7 @@ static void check_done(struct call *c, int status, char *out, size_t len)
 	jv v = jv_parse_sized(out, (int)len);
 	if (jv_get_kind(v) != JV_KIND_OBJECT) {
 		jv_free(v);
-		finish(c, tool_error("sbx-run --check gave no report (exit status %d); see the server's log",
+		finish(c, mcp_tool_error("sbx-run --check gave no report (exit status %d); see the server's log",
 				     WIFEXITED(status) ? WEXITSTATUS(status) : -1));
 		return;
 	}
@@ -666,7 +608,7 @@ static void tool_session(struct call *c)
 	jv req = jv_invalid();
 	bool ok = sess_tool(m->sessions, c->cl ? c->cl->owner : 0, c->tool->kind, c->args, &out, &req, err, sizeof err);
 	if (!ok) {
-		finish(c, tool_error("%s", err));
+		finish(c, mcp_tool_error("%s", err));
 		return;
 	}
 	if (jv_is_valid(req)) {
@@ -700,6 +642,10 @@ static jv capabilities(void)
 	jv c = jv_object_set(jv_object(), jv_string("tools"), tools);
 	c = jv_object_set(c, jv_string("resources"), res);
 	c = jv_object_set(c, jv_string("completions"), jv_object());
+	jv calls = jv_object_set(jv_object(), jv_string("tools"), jv_object_set(jv_object(), jv_string("call"), jv_object()));
+	jv tasks = jv_object_set(jv_object(), jv_string("list"), jv_object());
+	tasks = jv_object_set(tasks, jv_string("cancel"), jv_object());
+	c = jv_object_set(c, jv_string("tasks"), jv_object_set(tasks, jv_string("requests"), calls));
 	return jv_object_set(c, jv_string("logging"), jv_object());
 }
 
@@ -709,178 +655,11 @@ static void do_set_level(struct mcp_client *cl, uint64_t tag, jv id, jv params, 
 	for (int i = 0; level && log_levels[i]; i++)
 		if (!strcmp(level, log_levels[i])) {
 			cl->log_level = i;
-			send_result(cl, tag, id, modern, jv_object());
+			mcp_send_result(cl, tag, id, modern, jv_object());
 			return;
 		}
-	send_error(cl, tag, id, E_PARAMS, "\"level\" must be one of debug, info, notice, warning, error, critical, alert, emergency",
+	mcp_send_error(cl, tag, id, E_PARAMS, "\"level\" must be one of debug, info, notice, warning, error, critical, alert, emergency",
 		   jv_invalid());
-}
-
-/* ---- resources: the caller's sessions' files (sess.h) ------------------ */
-
-#define RES_PAGE 100
-#define E_NOT_FOUND -32002 /* the revisions' "resource not found" */
-
-static void do_resources_list(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
-{
-	/* The cursor is the offset of the next page, as we gave it. */
-	size_t first = 0;
-	jv cur = jv_get_kind(params) == JV_KIND_OBJECT ? rec_get(params, "cursor") : jv_invalid();
-	if (jv_get_kind(cur) == JV_KIND_STRING) {
-		int64_t v;
-		if (!util_parse_i64(jv_string_value(cur), 1, INT32_MAX, &v)) {
-			jv_free(cur);
-			send_error(cl, tag, id, E_PARAMS, "unknown cursor (give back a nextCursor as it came)", jv_invalid());
-			return;
-		}
-		first = (size_t)v;
-	} else if (jv_get_kind(cur) != JV_KIND_INVALID && jv_get_kind(cur) != JV_KIND_NULL) {
-		jv_free(cur);
-		send_error(cl, tag, id, E_PARAMS, "\"cursor\" must be a string", jv_invalid());
-		return;
-	}
-	jv_free(cur);
-	bool more;
-	jv list = sess_resources(cl->m->sessions, cl->owner, first, RES_PAGE, &more);
-	jv r = jv_object_set(jv_object(), jv_string("resources"), list);
-	if (more) {
-		char next[32];
-		snprintf(next, sizeof next, "%zu", first + RES_PAGE);
-		r = jv_object_set(r, jv_string("nextCursor"), jv_string(next));
-	}
-	send_result(cl, tag, id, modern, r);
-}
-
-static void do_resource_templates(struct mcp_client *cl, uint64_t tag, jv id, bool modern)
-{
-	jv t = jv_object_set(jv_object(), jv_string("uriTemplate"), jv_string(SESS_URI "{session_id}/{path}"));
-	t = jv_object_set(t, jv_string("name"), jv_string("session file"));
-	t = jv_object_set(t, jv_string("title"), jv_string("A file of a sandbox session's workspace"));
-	t = jv_object_set(t, jv_string("description"),
-			  jv_string("Any file a session's runs or write_file made; session_id from sandbox_initialize, "
-				    "path relative to the workspace (as for read_file)."));
-	send_result(cl, tag, id, modern,
-		    jv_object_set(jv_object(), jv_string("resourceTemplates"), jv_array_append(jv_array(), t)));
-}
-
-static void do_resources_read(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
-{
-	const char *uri = jv_get_kind(params) == JV_KIND_OBJECT ? rec_str(params, "uri", NULL) : NULL;
-	char err[512];
-	jv c;
-	if (!uri) {
-		send_error(cl, tag, id, E_PARAMS, "resources/read needs \"uri\" (a string)", jv_invalid());
-		return;
-	}
-	if (!sess_resource_read(cl->m->sessions, cl->owner, uri, &c, err, sizeof err)) {
-		send_error(cl, tag, id, E_NOT_FOUND, err, jv_object_set(jv_object(), jv_string("uri"), jv_string(uri)));
-		return;
-	}
-	send_result(cl, tag, id, modern, jv_object_set(jv_object(), jv_string("contents"), jv_array_append(jv_array(), c)));
-}
-
-/* resources/subscribe, resources/unsubscribe: any URI is accepted (one
- * that names nothing of the caller's never changes, so it is never
- * announced); at most MAX_SUBS per client. */
-static void do_subscribe(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern, bool on)
-{
-	const char *uri = rec_str(params, "uri", NULL);
-	if (!uri || !*uri || strlen(uri) > 4096) {
-		send_error(cl, tag, id, E_PARAMS, "needs \"uri\": a string of 1 to 4096 bytes", jv_invalid());
-		return;
-	}
-	size_t i = 0;
-	while (i < cl->nsubs && strcmp(cl->subs[i].uri, uri))
-		i++;
-	if (!on && i < cl->nsubs) {
-		free(cl->subs[i].uri);
-		cl->subs[i] = cl->subs[--cl->nsubs];
-	} else if (on && i == cl->nsubs) {
-		if (cl->nsubs >= MAX_SUBS) {
-			send_error(cl, tag, id, E_PARAMS, "too many subscriptions (256 per client): unsubscribe some first", jv_invalid());
-			return;
-		}
-		cl->subs = util_xrealloc(cl->subs, (cl->nsubs + 1) * sizeof *cl->subs);
-		struct sub *sb = &cl->subs[cl->nsubs++];
-		sb->uri = util_strdup(uri);
-		sess_resource_stamp(cl->m->sessions, cl->owner, uri, sb->stamp, sizeof sb->stamp);
-	}
-	send_result(cl, tag, id, modern, jv_object());
-}
-
-/* After a call in session sid: notifications/resources/updated to every
- * client of the owner subscribed to a file of it that changed (or came or
- * went); the caller's on its call's stream (tag), the others' unasked. */
-static void notify_updates(struct mcp *m, unsigned owner, const char *sid, struct mcp_client *caller, uint64_t tag)
-{
-	char prefix[80];
-	int pl = snprintf(prefix, sizeof prefix, SESS_URI "%.40s/", sid);
-	for (struct mcp_client *cl = m->clients; cl; cl = cl->next) {
-		if (cl->owner != owner)
-			continue;
-		for (size_t i = 0; i < cl->nsubs; i++) {
-			struct sub *sb = &cl->subs[i];
-			char now[sizeof sb->stamp];
-			if (strncmp(sb->uri, prefix, (size_t)pl))
-				continue;
-			sess_resource_stamp(m->sessions, owner, sb->uri, now, sizeof now);
-			if (!strcmp(now, sb->stamp))
-				continue;
-			memcpy(sb->stamp, now, sizeof now);
-			jv n = jv_object_set(jv_object(), jv_string("method"), jv_string("notifications/resources/updated"));
-			n = jv_object_set(n, jv_string("params"), jv_object_set(jv_object(), jv_string("uri"), jv_string(sb->uri)));
-			send_msg(cl, cl == caller ? tag : 0, n);
-		}
-	}
-}
-
-/* completion/complete: the session template's arguments (the caller's
- * session ids, a session's file paths), and language names for an
- * argument called "language" wherever it is; no prompts, so nothing for
- * them.  At most 100 values, with the total. */
-static void do_complete(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
-{
-	jv ref = rec_get(params, "ref"), arg = rec_get(params, "argument");
-	const char *type = jv_get_kind(ref) == JV_KIND_OBJECT ? rec_str(ref, "type", NULL) : NULL;
-	const char *name = jv_get_kind(arg) == JV_KIND_OBJECT ? rec_str(arg, "name", NULL) : NULL;
-	const char *value = jv_get_kind(arg) == JV_KIND_OBJECT ? rec_str(arg, "value", NULL) : NULL;
-	if (!type || !name || !value || (strcmp(type, "ref/resource") && strcmp(type, "ref/prompt"))) {
-		jv_free(ref);
-		jv_free(arg);
-		send_error(cl, tag, id, E_PARAMS,
-			   "completion/complete needs \"ref\" {type: ref/resource or ref/prompt} and \"argument\" {name, value}",
-			   jv_invalid());
-		return;
-	}
-	const char *uri = !strcmp(type, "ref/resource") ? rec_str(ref, "uri", NULL) : NULL;
-	jv values = jv_array();
-	if (!strcmp(name, "language")) {
-		const struct conf *c = cl->m->conf;
-		for (size_t i = 0; i < c->nlangs; i++) {
-			if (!strncmp(c->langs[i].name, value, strlen(value)))
-				values = jv_array_append(values, jv_string(c->langs[i].name));
-			for (char **a = c->langs[i].aliases; a && *a; a++)
-				if (!strncmp(*a, value, strlen(value)))
-					values = jv_array_append(values, jv_string(*a));
-		}
-	} else if (uri && !strcmp(uri, SESS_URI "{session_id}/{path}")) {
-		jv ctx = rec_get(params, "context");
-		jv args = jv_get_kind(ctx) == JV_KIND_OBJECT ? rec_get(ctx, "arguments") : jv_invalid();
-		const char *sid = jv_get_kind(args) == JV_KIND_OBJECT ? rec_str(args, "session_id", NULL) : NULL;
-		jv_free(values);
-		values = sess_complete(cl->m->sessions, cl->owner, name, value, sid);
-		jv_free(args);
-		jv_free(ctx);
-	}
-	int total = jv_array_length(jv_copy(values));
-	if (total > 100)
-		values = jv_array_slice(values, 0, 100);
-	jv comp = jv_object_set(jv_object(), jv_string("values"), values);
-	comp = jv_object_set(comp, jv_string("total"), jv_number(total));
-	comp = jv_object_set(comp, jv_string("hasMore"), jv_bool(total > 100));
-	jv_free(ref);
-	jv_free(arg);
-	send_result(cl, tag, id, modern, jv_object_set(jv_object(), jv_string("completion"), comp));
 }
 
 static const char instructions[] =
@@ -901,7 +680,7 @@ static void do_initialize(struct mcp_client *cl, uint64_t tag, jv id, jv params)
 	r = jv_object_set(r, jv_string("capabilities"), capabilities());
 	r = jv_object_set(r, jv_string("serverInfo"), server_info());
 	r = jv_object_set(r, jv_string("instructions"), jv_string(instructions));
-	send_result(cl, tag, id, false, r);
+	mcp_send_result(cl, tag, id, false, r);
 }
 
 static void do_discover(struct mcp_client *cl, uint64_t tag, jv id, bool modern)
@@ -911,10 +690,26 @@ static void do_discover(struct mcp_client *cl, uint64_t tag, jv id, bool modern)
 		v = jv_array_append(v, jv_string(legacy_versions[i]));
 	v = jv_array_append(v, jv_string(MODERN));
 	jv r = jv_object_set(jv_object(), jv_string("supportedVersions"), v);
-	r = jv_object_set(r, jv_string("capabilities"), capabilities());
+	jv caps = capabilities();
+	caps = jv_object_set(caps, jv_string("extensions"),
+			     jv_object_set(jv_object(), jv_string("io.modelcontextprotocol/tasks"), jv_object()));
+	r = jv_object_set(r, jv_string("capabilities"), caps);
 	r = jv_object_set(r, jv_string("serverInfo"), server_info());
 	r = jv_object_set(r, jv_string("instructions"), jv_string(instructions));
-	send_result(cl, tag, id, modern, r);
+	mcp_send_result(cl, tag, id, modern, r);
+}
+
+/* 2026-07-28: whether the request's client declared the tasks extension. */
+static bool client_has_tasks(jv params)
+{
+	jv meta = rec_get(params, "_meta");
+	jv caps = jv_get_kind(meta) == JV_KIND_OBJECT ? rec_get(meta, "io.modelcontextprotocol/clientCapabilities") : jv_invalid();
+	jv ext = jv_get_kind(caps) == JV_KIND_OBJECT ? rec_get(caps, "extensions") : jv_invalid();
+	bool has = jv_get_kind(ext) == JV_KIND_OBJECT && rec_has(ext, "io.modelcontextprotocol/tasks");
+	jv_free(ext);
+	jv_free(caps);
+	jv_free(meta);
+	return has;
 }
 
 static void do_tools_call(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
@@ -922,14 +717,14 @@ static void do_tools_call(struct mcp_client *cl, uint64_t tag, jv id, jv params,
 	struct mcp *m = cl->m;
 	const char *name = rec_str(params, "name", NULL);
 	if (!name) {
-		send_error(cl, tag, id, E_PARAMS, "tools/call needs \"name\" (a string)", jv_invalid());
+		mcp_send_error(cl, tag, id, E_PARAMS, "tools/call needs \"name\" (a string)", jv_invalid());
 		return;
 	}
 	const struct mcp_tool *t = mcp_tool_find(name);
 	if (!t) {
 		char msg[256];
 		snprintf(msg, sizeof msg, "unknown tool \"%.100s\" (tools/list lists them)", name);
-		send_error(cl, tag, id, E_PARAMS, msg, jv_invalid());
+		mcp_send_error(cl, tag, id, E_PARAMS, msg, jv_invalid());
 		return;
 	}
 	jv args = rec_get(params, "arguments");
@@ -946,14 +741,46 @@ static void do_tools_call(struct mcp_client *cl, uint64_t tag, jv id, jv params,
 		 * the tool's error, for the model to read and correct, not a
 		 * protocol fault; older revisions get -32602 as before. */
 		if (modern || strcmp(cl->legacy, "2025-11-25") >= 0)
-			send_result(cl, tag, id, modern, tool_error("%s", why));
+			mcp_send_result(cl, tag, id, modern, mcp_tool_error("%s", why));
 		else
-			send_error(cl, tag, id, E_PARAMS, why, jv_invalid());
+			mcp_send_error(cl, tag, id, E_PARAMS, why, jv_invalid());
 		return;
 	}
+	struct task *task = NULL;
+	jv tparams = rec_get(params, "task");
+	if (jv_get_kind(tparams) == JV_KIND_OBJECT) {
+		/* A task-augmented call: answered at once with the task; the
+		 * tool's answer waits in it (tasks/get, tasks/result). */
+		double ttl = 0;
+		char why_task[200] = "";
+		if (!mcp_tool_tasks(t))
+			snprintf(why_task, sizeof why_task, "tool \"%s\" does not run as a task (run_code, sandbox_exec and install_packages do)", t->name);
+		else if (rec_num(tparams, "ttl", &ttl) && (ttl < 1000 || ttl != floor(ttl)))
+			snprintf(why_task, sizeof why_task, "task.ttl must be an integer of at least 1000 (ms)");
+		else {
+			task_expire(&m->tasks, util_epoch_ms(), mcp_task_gone, m);
+			if (!(task = task_new(&m->tasks, cl->owner, (uint64_t)ttl)))
+				snprintf(why_task, sizeof why_task, "too many tasks (%d): let some end or cancel them", TASK_MAX);
+		}
+		jv_free(tparams);
+		if (!task) {
+			jv_free(args);
+			mcp_send_error(cl, tag, id, strstr(why_task, "does not run") ? E_METHOD : E_PARAMS, why_task, jv_invalid());
+			return;
+		}
+		jv r = jv_object_set(jv_object(), jv_string("task"), task_json(task));
+		jv meta = jv_object_set(jv_object(), jv_string("io.modelcontextprotocol/model-immediate-response"),
+					jv_string("The run continues as a task; its result comes from tasks/result."));
+		mcp_send_result(cl, tag, jv_copy(id), modern, jv_object_set(r, jv_string("_meta"), meta));
+	} else
+		jv_free(tparams);
 	struct call *c = util_xalloc(sizeof *c);
 	*c = (struct call){ .m = m, .cl = cl, .tag = tag, .id = id, .token = jv_invalid(), .modern = modern, .tool = t, .args = args, .fd = -1,
-			    .after = jv_invalid(), .with = jv_invalid() };
+			    .after = jv_invalid(), .with = jv_invalid(), .task = task, .task_timer = -1 };
+	if (task)
+		task->call = c;
+	else if (modern && mcp_tool_tasks(t) && client_has_tasks(params))
+		mcp_task_arm(c);
 	snprintf(c->principal, sizeof c->principal, "%s", cl->principal);
 	c->owner = cl->owner;
 	jv meta = rec_get(params, "_meta");
@@ -986,7 +813,7 @@ static void do_cancelled(struct mcp_client *cl, jv params)
 			continue;
 		c->cancelled = true;
 		if (c->state == C_QUEUED) {
-			call_free(c);
+			mcp_call_free(c);
 		} else if (c->state == C_RUNNING)
 			chain_cancel(m->chain, c->run_id); /* the result is dropped when it comes */
 		else if (c->state == C_HELPER)
@@ -1003,7 +830,7 @@ void mcp_reject_line(struct mcp_client *cl, const char *why, uint64_t tag)
 	snprintf(msg, sizeof msg, "%s: %s",
 		 not_object ? "invalid request: a message is one JSON-RPC object (batches are not supported)" : "parse error",
 		 why ? why : "not JSON");
-	send_error(cl, tag, jv_null(), not_object ? E_INVALID_REQUEST : E_PARSE, msg, jv_invalid());
+	mcp_send_error(cl, tag, jv_null(), not_object ? E_INVALID_REQUEST : E_PARSE, msg, jv_invalid());
 }
 
 bool mcp_handle_line(struct mcp_client *cl, const char *line, size_t len, uint64_t tag)
@@ -1031,7 +858,7 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 	if (!ver || strcmp(ver, "2.0") || (has_id && ik != JV_KIND_STRING && ik != JV_KIND_NUMBER) ||
 	    (!method && !rec_has(msg, "result") && !rec_has(msg, "error"))) {
 		jv_free(id);
-		send_error(cl, tag, has_id && (ik == JV_KIND_STRING || ik == JV_KIND_NUMBER) ? rec_get(msg, "id") : jv_null(),
+		mcp_send_error(cl, tag, has_id && (ik == JV_KIND_STRING || ik == JV_KIND_NUMBER) ? rec_get(msg, "id") : jv_null(),
 			   E_INVALID_REQUEST, "not a JSON-RPC 2.0 request (needs \"jsonrpc\": \"2.0\", \"method\", an id that is a string or number)",
 			   jv_invalid());
 		jv_free(msg);
@@ -1055,7 +882,7 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 		return false;
 	}
 	if (jv_get_kind(params) != JV_KIND_OBJECT) {
-		send_error(cl, tag, id, E_INVALID_REQUEST, "\"params\" must be an object", jv_invalid());
+		mcp_send_error(cl, tag, id, E_INVALID_REQUEST, "\"params\" must be an object", jv_invalid());
 		jv_free(params);
 		jv_free(msg);
 		return true;
@@ -1078,7 +905,7 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 			data = jv_object_set(data, jv_string("requested"), jv_string(pv));
 			char msgtext[160];
 			snprintf(msgtext, sizeof msgtext, "unsupported protocol version \"%.40s\"", pv);
-			send_error(cl, tag, id, E_UNSUPPORTED_VERSION, msgtext, data);
+			mcp_send_error(cl, tag, id, E_UNSUPPORTED_VERSION, msgtext, data);
 			jv_free(meta);
 			jv_free(params);
 			jv_free(msg);
@@ -1093,35 +920,34 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 	else if (!strcmp(method, "server/discover"))
 		do_discover(cl, tag, id, modern);
 	else if (!strcmp(method, "ping"))
-		send_result(cl, tag, id, modern, jv_object());
+		mcp_send_result(cl, tag, id, modern, jv_object());
 	else if (!strcmp(method, "tools/list")) {
 		/* One page holds every tool: no cursor of ours exists, so any
 		 * cursor given is unknown (-32602, as the revisions say). */
-		jv cur = jv_get_kind(params) == JV_KIND_OBJECT ? rec_get(params, "cursor") : jv_invalid();
-		bool bad = jv_get_kind(cur) != JV_KIND_INVALID && jv_get_kind(cur) != JV_KIND_NULL;
-		jv_free(cur);
-		if (bad)
-			send_error(cl, tag, id, E_PARAMS, "unknown cursor: tools/list has one page (no nextCursor)", jv_invalid());
+		if (mcp_cursor_given(params))
+			mcp_send_error(cl, tag, id, E_PARAMS, "unknown cursor: tools/list has one page (no nextCursor)", jv_invalid());
 		else
-			send_result(cl, tag, id, modern, jv_object_set(jv_object(), jv_string("tools"), jv_copy(m->tools)));
+			mcp_send_result(cl, tag, id, modern, jv_object_set(jv_object(), jv_string("tools"), jv_copy(m->tools)));
 	} else if (!strcmp(method, "tools/call")) {
 		do_tools_call(cl, tag, id, params, modern); /* params borrowed */
 	} else if (!strcmp(method, "resources/list"))
-		do_resources_list(cl, tag, id, params, modern);
+		mcp_res_list(cl, tag, id, params, modern);
 	else if (!strcmp(method, "resources/templates/list"))
-		do_resource_templates(cl, tag, id, modern);
+		mcp_res_templates(cl, tag, id, params, modern);
 	else if (!strcmp(method, "resources/read"))
-		do_resources_read(cl, tag, id, params, modern);
+		mcp_res_read(cl, tag, id, params, modern);
 	else if (!strcmp(method, "resources/subscribe") || !strcmp(method, "resources/unsubscribe"))
-		do_subscribe(cl, tag, id, params, modern, !strcmp(method, "resources/subscribe"));
+		mcp_res_subscribe(cl, tag, id, params, modern, !strcmp(method, "resources/subscribe"));
 	else if (!strcmp(method, "completion/complete"))
-		do_complete(cl, tag, id, params, modern);
+		mcp_complete(cl, tag, id, params, modern);
+	else if (!strncmp(method, "tasks/", 6))
+		mcp_tasks(cl, tag, id, method + 6, params, modern);
 	else if (!strcmp(method, "logging/setLevel"))
 		do_set_level(cl, tag, id, params, modern);
 	else {
 		char text[200];
 		snprintf(text, sizeof text, "method \"%.100s\" not found", method);
-		send_error(cl, tag, id, E_METHOD, text, jv_invalid());
+		mcp_send_error(cl, tag, id, E_METHOD, text, jv_invalid());
 	}
 	jv_free(params);
 	jv_free(msg);
@@ -1172,11 +998,11 @@ static void cancel_calls(struct mcp *m, struct mcp_client *only)
 		if (only && c->cl != only)
 			continue;
 		c->cl = NULL;
-		if (c->cancelled)
-			continue;
+		if (c->cancelled || (only && c->task))
+			continue; /* a task outlives its client's connection */
 		c->cancelled = true;
 		if (c->state == C_QUEUED)
-			call_free(c);
+			mcp_call_free(c);
 		else if (c->state == C_RUNNING)
 			chain_cancel(m->chain, c->run_id);
 		else if (c->state == C_HELPER)
@@ -1195,6 +1021,15 @@ void mcp_client_free(struct mcp_client *cl)
 			*p = cl->next;
 			break;
 		}
+	for (struct waiter **w = &m->waiters; *w;) {
+		if ((*w)->cl == cl) {
+			struct waiter *gone = *w;
+			*w = gone->next;
+			jv_free(gone->id);
+			free(gone);
+		} else
+			w = &(*w)->next;
+	}
 	for (size_t i = 0; i < cl->nsubs; i++)
 		free(cl->subs[i].uri);
 	free(cl->subs);
@@ -1235,7 +1070,14 @@ void mcp_free(struct mcp *m)
 	 * kills its sandboxes); an idle chain is let finish by itself. */
 	chain_free(m->chain, m->calls ? 0 : 2000);
 	while (m->calls)
-		call_free(m->calls);
+		mcp_call_free(m->calls);
+	while (m->waiters) {
+		struct waiter *w = m->waiters;
+		m->waiters = w->next;
+		jv_free(w->id);
+		free(w);
+	}
+	task_free_all(&m->tasks);
 	sess_free(m->sessions);
 	jv_free(m->languages);
 	jv_free(m->tools);

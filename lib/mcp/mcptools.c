@@ -277,6 +277,8 @@ jv mcp_tools_list(const struct conf *c)
 		ann = jv_object_set(ann, jv_string("idempotentHint"), jv_bool(d->idempotent));
 		ann = jv_object_set(ann, jv_string("openWorldHint"), jv_bool(d->t.kind == MCP_T_INSTALL));
 		t = jv_object_set(t, jv_string("annotations"), ann);
+		if (mcp_tool_tasks(&d->t))
+			t = jv_object_set(t, jv_string("execution"), jv_object_set(jv_object(), jv_string("taskSupport"), jv_string("optional")));
 		list = jv_array_append(list, t);
 		free(desc);
 	}
@@ -292,6 +294,11 @@ static const char *kind_name(unsigned types)
 static bool has_nul(jv str)
 {
 	return strlen(jv_string_value(str)) != (size_t)jv_string_length_bytes(jv_copy(str));
+}
+
+bool mcp_tool_tasks(const struct mcp_tool *t)
+{
+	return t->kind == MCP_T_RUN || t->kind == MCP_T_EXEC || t->kind == MCP_T_INSTALL;
 }
 
 bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t len)

@@ -40,6 +40,9 @@ jv mcp_tools_list(const struct conf *c);
 /* Check args (borrowed, an object) against the tool's input schema: known
  * keys only, required keys present, JSON types right.  False with why. */
 bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t len);
+/* Whether a call of the tool may be a task (execution.taskSupport
+ * "optional"): the ones that run a program. */
+bool mcp_tool_tasks(const struct mcp_tool *t);
 /* A pipeline result (consumed) as run_code's structured result. */
 jv mcp_run_view(jv result);
 /* The content blocks for the files a run made (result borrowed): images

@@ -1,18 +1,17 @@
 # sbx: figures in a sandbox, which has no display.  Python imports this
 # module at start from PYTHONPATH (etc/sandbox.conf; make deps and make
 # install put it in PREFIX/share/sbx/python).  It does nothing until a
-# program imports matplotlib.pyplot: then the backend is the non-interactive
-# Agg (unless the program or MPLBACKEND chose another), and plt.show()
+# program imports matplotlib: then the backend is the non-interactive Agg
+# (unless the program or MPLBACKEND chose another), and plt.show()
 # saves every open figure as figure-N.png in the working directory and
 # closes it, so that sbx returns it as an image (a request's "artifacts").
-# Nothing else of Python changes; a program that never plots pays for one
-# entry on sys.meta_path.
+# Nothing else of Python changes (its environment included); a program that
+# never plots pays for one entry on sys.meta_path.
 import importlib.abc
 import importlib.util
 import os
 import sys
 
-os.environ.setdefault("MPLBACKEND", "Agg")
 
 
 def _patch(plt):
@@ -35,6 +34,12 @@ def _patch(plt):
 
 class _Pyplot(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
+        if name == "matplotlib":
+            # Read at its import: the program's own choice (matplotlib.use,
+            # MPLBACKEND) still wins.  Nothing is set for programs that
+            # never import it.
+            os.environ.setdefault("MPLBACKEND", "Agg")
+            return None
         if name != "matplotlib.pyplot":
             return None
         sys.meta_path.remove(self)

@@ -9,7 +9,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [kind, base, token] = process.argv.slice(2);
 let n = 0, failed = 0;
@@ -134,7 +134,22 @@ check(r?.stopped === true, "sandbox_stop", r);
 r = await call("read_file", { session_id: sid, path: "data/in.txt" });
 check(r.isError === true && /unknown session/.test(r.content[0].text), "a stopped session is gone", r);
 
+// Tasks (2025-11-25): a run as a task, streamed to its result.
+const msgs = [];
+for await (const m of client.experimental.tasks.callToolStream({ name: "run_code", arguments: { language: "python", code: "print(8)" } },
+  undefined, { task: { ttl: 60000 } }))
+  msgs.push(m);
+check(msgs[0]?.type === "taskCreated" && msgs.at(-1)?.type === "result" && msgs.at(-1).result?.structuredContent?.stdout === "8\n",
+  "tasks: run_code as a task, to its result (callToolStream)", msgs.map((m) => m.type));
+
 if (kind === "http") {
+  // A task started, its client gone (DELETE), polled and read back by
+  // another client of the same token.
+  let taskId;
+  for await (const m of client.experimental.tasks.callToolStream({ name: "run_code",
+    arguments: { language: "python", code: "import time\ntime.sleep(1)\nprint(9)" } }, undefined, { task: { ttl: 60000 } })) {
+    if (m.type === "taskCreated") { taskId = m.task.taskId; break; }
+  }
   // The session is ours alone: another token does not see it, and after
   // DELETE (terminateSession) it is gone.
   const sidHttp = transport.sessionId;
@@ -143,6 +158,18 @@ if (kind === "http") {
   const res = await fetch(new URL("/mcp", base), { method: "POST", headers: { ...auth.headers, "Content-Type": "application/json",
     Accept: "application/json, text/event-stream", "Mcp-Session-Id": sidHttp }, body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "ping" }) });
   check(res.status === 404, "after terminateSession (DELETE) the session is unknown: 404", res.status);
+  const again = new Client({ name: "sbx-sdk-test-2", version: "1.0.0" });
+  await again.connect(new StreamableHTTPClientTransport(new URL("/mcp", base), { requestInit: auth }));
+  let st;
+  for (let i = 0; i < 100; i++) {
+    st = await again.experimental.tasks.getTask(taskId);
+    if (st.status !== "working") break;
+    await new Promise((r) => setTimeout(r, Math.min(st.pollInterval ?? 100, 200)));
+  }
+  const tr = await again.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+  check(st?.status === "completed" && tr.structuredContent?.stdout === "9\n",
+    "tasks: started, its session deleted, polled and read back from another session", { st, tr });
+  await again.close();
 }
 await client.close();
 console.log(`1..${n}`);

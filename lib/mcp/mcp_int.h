@@ -1,0 +1,145 @@
+/* mcp_int: what the parts of the MCP server share, and nobody else: mcp.c
+ * (messages, calls, tools, methods), mcp_res.c (resources, subscriptions,
+ * completion), mcp_task.c (tasks).  The structures are mcp.c's; the other
+ * parts borrow them.
+ */
+#ifndef SBX_MCP_INT_H
+#define SBX_MCP_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jv.h>
+
+#include "chain.h"
+#include "mcp.h"
+#include "mcptools.h"
+#include "sess.h"
+#include "task.h"
+
+/* JSON-RPC and MCP error codes. */
+enum {
+	E_PARSE = -32700,
+	E_INVALID_REQUEST = -32600,
+	E_METHOD = -32601,
+	E_PARAMS = -32602,
+	E_INTERNAL = -32603,
+	E_UNSUPPORTED_VERSION = -32022,
+};
+
+/* A request being worked on. */
+struct call {
+	struct mcp *m;
+	struct mcp_client *cl; /* NULL once its client is gone */
+	uint64_t tag;          /* the transport's, for every message of the call */
+	jv id;                 /* JSON-RPC id */
+	jv token;              /* progressToken, or invalid */
+	bool modern;
+	const struct mcp_tool *tool;
+	jv args;
+	char run_id[48];       /* the pipeline record's id, for runs */
+	char principal[24];    /* its client's, kept for the call's life */
+	unsigned owner;        /* its client's, kept for the call's life */
+	int progress;
+	unsigned outputs;      /* live output notifications since the stage's */
+	enum { C_QUEUED, C_RUNNING, C_HELPER, C_DONE } state;
+	bool cancelled;
+	/* C_HELPER: a tool process whose stdout we collect */
+	pid_t pid;
+	int fd;
+	char *buf;
+	size_t len, cap;
+	void (*helper_done)(struct call *c, int status, char *out, size_t len);
+	/* multi-step calls (dependencies, sessions) */
+	void (*next)(struct call *c, jv result);
+	char *temp_session;    /* run_code with dependencies: removed at the end */
+	char *held_session;    /* a session tool's run: held from its start to the call's end */
+	jv after;              /* the run that follows an install, or invalid */
+	jv with;               /* a session tool's result, completed by its run */
+	struct task *task;     /* a task-augmented call's task: its answer is kept there */
+	int task_timer;        /* 2026-07-28 with the tasks extension: a call not answered by
+				* TASK_AFTER_MS becomes a task (timerfd), or -1 */
+	struct call *link;
+};
+
+/* A tasks/result waiting for its task to end. */
+struct waiter {
+	struct mcp_client *cl;
+	uint64_t tag;
+	jv id;
+	bool modern;
+	struct task *task;
+	struct waiter *next;
+};
+
+struct mcp {
+	struct loop *loop;
+	const struct conf *conf;
+	char *conf_path, *bindir;
+	struct mcp_client *clients;
+	struct chain *chain;
+	unsigned max, running;
+	struct call *calls;    /* every call in flight, queued or not */
+	unsigned seq;
+	jv languages;          /* cached list_supported_languages, or invalid */
+	jv tools;              /* tools/list's answer: made once, shared by copy */
+	struct sessions *sessions;
+	struct tasks tasks;
+	struct waiter *waiters;
+};
+
+struct mcp_client {
+	struct mcp *m;
+	unsigned owner;        /* whose sandbox sessions it may use */
+	char principal[24];    /* its runs' in the history, or "" (mcp_client_new) */
+	mcp_send_fn send;
+	void *arg;
+	char legacy[16];       /* version agreed at initialize */
+	int log_level;         /* logging/setLevel's, an index of log_levels; -1: none asked, nothing sent */
+	struct sub *subs;      /* resources/subscribe's URIs */
+	size_t nsubs;
+	struct mcp_client *next;
+};
+
+/* A subscribed URI and what its file was when last seen (sess_resource_stamp). */
+struct sub {
+	char *uri;
+	char stamp[96];
+};
+#define MAX_SUBS 256
+
+#define RES_PAGE 100
+#define TASK_AFTER_MS 1000
+#define E_NOT_FOUND -32002 /* the revisions' "resource not found" */
+
+/* Messages to a client (NULL: dropped); tag: the call's, 0 unasked. */
+void mcp_send_msg(struct mcp_client *cl, uint64_t tag, jv msg);
+void mcp_send_error(struct mcp_client *cl, uint64_t tag, jv id, int code, const char *msg, jv data);
+void mcp_send_result(struct mcp_client *cl, uint64_t tag, jv id, bool modern, jv result);
+/* An error the agent can act on, as a tool result (isError). */
+jv mcp_tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void mcp_call_free(struct call *c);
+/* Whether params carry a cursor (not absent, not null). */
+bool mcp_cursor_given(jv params);
+
+/* mcp_res.c: the methods, and the announcement of a session's changed
+ * files after a call in it. */
+void mcp_res_list(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern);
+void mcp_res_templates(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern);
+void mcp_res_read(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern);
+void mcp_res_subscribe(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern, bool on);
+void mcp_complete(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern);
+void mcp_notify_updates(struct mcp *m, unsigned owner, const char *sid, struct mcp_client *caller, uint64_t tag);
+
+/* mcp_task.c: the tasks methods (op: "get", "result", "list", "cancel"); a task
+ * call's answer; a task expired while running. */
+void mcp_tasks(struct mcp_client *cl, uint64_t tag, jv id, const char *op, jv params, bool modern);
+void mcp_task_done(struct mcp *m, struct call *c, jv result);
+void mcp_task_gone(struct task *t, void *arg);
+/* A 2026-07-28 call that may become a task (its client declared the tasks
+ * extension): armed at its start, disarmed at its answer. */
+void mcp_task_arm(struct call *c);
+void mcp_task_disarm(struct call *c);
+
+#endif
