@@ -183,11 +183,14 @@ deps:
 # figures without a display, plt.show() to a PNG), where etc/sandbox.conf's
 # PYTHONPATH points and sandboxes see it; make install puts it under PREFIX.
 PYSITE := /usr/local/share/sbx/python
+# The interpreter sandboxes run (etc/sandbox.conf: python3 on their PATH).
+SANDBOX_PYTHON := $(firstword $(wildcard /usr/bin/python3) python3)
 python-site:
-	@if cmp -s share/python/sitecustomize.py $(PYSITE)/sitecustomize.py; then exit 0; fi; \
+	@if cmp -s share/python/sitecustomize.py $(PYSITE)/sitecustomize.py && [ -d $(PYSITE)/__pycache__ ]; then exit 0; fi; \
 	if [ "$$(id -u)" != 0 ]; then \
 		echo "make deps: as root, install -D -m 0644 share/python/sitecustomize.py $(PYSITE)/sitecustomize.py" >&2; exit 0; fi; \
-	install -D -m 0644 share/python/sitecustomize.py $(PYSITE)/sitecustomize.py
+	install -D -m 0644 share/python/sitecustomize.py $(PYSITE)/sitecustomize.py; \
+	$(SANDBOX_PYTHON) -m compileall -q $(PYSITE) # sandboxes cannot write its bytecode: it is there for every start
 
 # TypeScript: Debian's tsc (4.8) has no Node.js type definitions to go with
 # NodeSource's Node.js, so the compiler and @types/node come from the npm
@@ -275,6 +278,7 @@ install: all
 	install -m 0755 $(addprefix $(LIBEXECDIR)/,$(HELPERS)) $(DESTDIR)$(PREFIX)/libexec/sbx/
 	install -m 0644 etc/examples/tour.jsonl etc/examples/show.jq $(DESTDIR)$(PREFIX)/share/sbx/examples/
 	install -D -m 0644 share/python/sitecustomize.py $(DESTDIR)$(PREFIX)/share/sbx/python/sitecustomize.py
+	$(SANDBOX_PYTHON) -m compileall -q $(DESTDIR)$(PREFIX)/share/sbx/python
 	sed -e 's|^state_dir *=.*|state_dir       = "$(STATEDIR)"|' \
 	    -e 's|$(PYSITE)|$(PREFIX)/share/sbx/python|g' \
 	    -e 's|^history *=.*|history         = "$(STATEDIR)/sandbox_history.db"|' \

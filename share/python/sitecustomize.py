@@ -7,8 +7,6 @@
 # closes it, so that sbx returns it as an image (a request's "artifacts").
 # Nothing else of Python changes (its environment included); a program that
 # never plots pays for one entry on sys.meta_path.
-import importlib.abc
-import importlib.util
 import os
 import sys
 
@@ -32,7 +30,10 @@ def _patch(plt):
     plt.show = show
 
 
-class _Pyplot(importlib.abc.MetaPathFinder):
+class _Pyplot:
+    """A meta path finder (importlib's protocol; no import of importlib
+    here: it would cost every Python start milliseconds)."""
+
     def find_spec(self, name, path, target=None):
         if name == "matplotlib":
             # Read at its import: the program's own choice (matplotlib.use,
@@ -43,7 +44,12 @@ class _Pyplot(importlib.abc.MetaPathFinder):
         if name != "matplotlib.pyplot":
             return None
         sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
+        spec = None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find else None
+            if spec is not None:
+                break
         if spec is None or spec.loader is None:
             return spec
         exec_module = spec.loader.exec_module
@@ -57,3 +63,23 @@ class _Pyplot(importlib.abc.MetaPathFinder):
 
 
 sys.meta_path.insert(0, _Pyplot())
+
+# This module shadows the interpreter's own sitecustomize (Debian's, from
+# /etc/python3.X): that one still runs, as it would without sbx.
+def _chain():
+    here = os.path.dirname(os.path.abspath(__file__))
+    for d in sys.path:
+        if not d or os.path.abspath(d) == here:
+            continue
+        f = os.path.join(d, "sitecustomize.py")
+        if os.path.isfile(f):
+            with open(f, "rb") as src:
+                code = compile(src.read(), f, "exec")
+            exec(code, {"__name__": "sitecustomize", "__file__": f, "__builtins__": __builtins__})
+            return
+
+
+try:
+    _chain()
+except Exception:  # as Python treats a failing sitecustomize: not fatal
+    pass
