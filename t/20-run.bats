@@ -419,10 +419,15 @@ df.plot(x="x", y="y")
 plt.show()
 plt.figure(); plt.bar(["a", "b"], [1, 2]); plt.figure(); plt.plot([3, 1])
 plt.show()
+plt.show()
+plt.plot([1, 2])
+plt.show()
+plt.savefig("after.png")
 print(len(plt.get_fignums()))'
 	run_req "$(py "$code" '{artifacts: true, timeout: 30}')"
-	jqe 0 '.status == "success" and .stdout == "agg\n0\n"'
-	jqe 0 '[.artifacts[] | [.path, .mime_type]] == [["figure-1.png", "image/png"], ["figure-2.png", "image/png"], ["figure-3.png", "image/png"]]'
+	# shown once each, again only when changed; left open, so savefig after show still draws
+	jqe 0 '.status == "success" and .stdout == "agg\n3\n"'
+	jqe 0 '[.artifacts[] | [.path, .mime_type]] == [["after.png", "image/png"], ["figure-1.png", "image/png"], ["figure-2.png", "image/png"], ["figure-3.png", "image/png"], ["figure-4.png", "image/png"]]'
 	jqn 0 '.artifacts[1].content' | base64 -d > fig.png
 	file fig.png | grep -q 'PNG image data, 640 x 480'
 	# a program that chooses its backend keeps it; a name already taken is not written over

@@ -470,6 +470,28 @@ print("x" * 70000)'
 	answer 0 | jq -e '.result.capabilities.tasks == {list: {}, cancel: {}, requests: {tools: {call: {}}}}'
 }
 
+@test "tasks: a queued task survives notifications/cancelled for its request, and is cancelled by tasks/cancel; nothing dangles" {
+	conf=$(conf_with 's/^max_concurrent .*/max_concurrent = 1/')
+	session_server python
+	tcall() { n=$((n + 1)); jq -nc --argjson id $n --arg c "$1" '{jsonrpc: "2.0", id: $id, method: "tools/call", params: {name: "run_code", arguments: {language: "python", code: $c}, task: {}}}' >&7; wait_for $n; }
+	rpc() { n=$((n + 1)); jq -nc --argjson id $n --arg m "$1" --argjson p "$2" '{jsonrpc: "2.0", id: $id, method: $m, params: $p}' >&7; wait_for $n; }
+	tcall 'import time; time.sleep(30)'; a=$n
+	tcall 'print("queued")'; b=$n
+	ta=$(answer $a | jq -r .result.task.taskId); tb=$(answer $b | jq -r .result.task.taskId)
+	echo "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":$b}}" >&7
+	rpc tasks/get "$(jq -nc --arg t "$tb" '{taskId: $t}')"; still=$n
+	rpc tasks/cancel "$(jq -nc --arg t "$tb" '{taskId: $t}')"; cb=$n
+	rpc tasks/cancel "$(jq -nc --arg t "$ta" '{taskId: $t}')"; ca=$n
+	rpc tasks/list '{}'; listed=$n
+	exec 7>&-
+	wait "$server"
+	answer $still | jq -e '.result.status == "working"'
+	answer $cb | jq -e '.result.status == "cancelled"'
+	answer $ca | jq -e '.result.status == "cancelled"'
+	answer $listed | jq -e '[.result.tasks[].status] | sort == ["cancelled", "cancelled"]'
+	! grep -E 'Sanitizer|runtime error' err
+}
+
 @test "2026-07-28 tasks extension: a run still going after a second becomes a task (resultType task), polled to its result with tasks/get" {
 	ext='{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}'
 	plain='{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'

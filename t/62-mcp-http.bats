@@ -425,7 +425,7 @@ errmsg() { jq -r .error.message body; }
 	g2=$!
 	curl -sS -N "$URL/mcp" -H "Authorization: Bearer $TOKEN2" -H "Mcp-Session-Id: $S3" -H 'Accept: text/event-stream' > s3 &
 	g3=$!
-	for _ in $(seq 50); do grep -q '^id: 0' s2 2> /dev/null && grep -q '^id: 0' s3 2> /dev/null && break; sleep 0.1; done
+	for _ in $(seq 50); do grep -q '^id: ' s2 2> /dev/null && grep -q '^id: ' s3 2> /dev/null && break; sleep 0.1; done
 	# one stream at a time per session
 	req GET /mcp -H "Authorization: Bearer $TOKEN" -H "Mcp-Session-Id: $S2" -H 'Accept: text/event-stream'
 	[ "$code" = 409 ]
@@ -433,21 +433,24 @@ errmsg() { jq -r .error.message body; }
 	for i in 1 2; do
 		rpc "$(call $((i + 2)) sandbox_exec "$(jq -nc --arg s "$box" --arg c "open('out.txt', 'w').write('$i')" '{session_id: $s, code: $c}')")"
 		jq -e '.result.structuredContent.status == "success"' <(sed -n 's/^data: //p' body | tail -1)
-		for _ in $(seq 50); do [ "$(grep -c '^id: [1-9]' s2)" -ge "$i" ] && break; sleep 0.1; done
+		for _ in $(seq 50); do [ "$(grep -c '^data: {' s2)" -ge "$i" ] && break; sleep 0.1; done
 	done
 	kill $g2 $g3
 	wait $g2 $g3 || true
-	[ "$(sed -n 's/^id: //p' s2 | tr '\n' ,)" = "0,1,2," ]
+	# three events: its first (an id, no data), then the two announcements, ids growing
+	read -r p1 e1 e2 <<< "$(sed -n 's/^id: //p' s2 | tr '\n' ' ')"
+	[ "$e1" -gt "$p1" ] && [ "$e2" -gt "$e1" ]
 	sed -n 's/^data: //p' s2 | grep '^{' | jq -se --arg u "$uri" 'length == 2 and all(.method == "notifications/resources/updated" and .params.uri == $u)'
 	! grep -q resources/updated s3
-	# reconnect after event 1: event 2 again, then the priming id
+	# reconnect after the first announcement: the second again, then a first event of its own
 	# (the server notices the hang-up within its next tick: 409 until then)
 	for _ in $(seq 30); do
-		get "$TOKEN" "$S2" -H 'Last-Event-ID: 1' -m 1 > again || true
+		get "$TOKEN" "$S2" -H "Last-Event-ID: $e1" -m 1 > again || true
 		grep -q '^id:' again && break
 		sleep 0.1
 	done
-	[ "$(sed -n 's/^id: //p' again | tr '\n' ,)" = "2,2," ]
+	read -r r1 r2 <<< "$(sed -n 's/^id: //p' again | tr '\n' ' ')"
+	[ "$r1" = "$e2" ] && [ "$r2" -gt "$e2" ]
 	grep -q resources/updated again
 	# a GET names its session, of its own token
 	req GET /mcp -H "Authorization: Bearer $TOKEN2" -H "Mcp-Session-Id: $S2" -H 'Accept: text/event-stream'

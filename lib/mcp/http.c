@@ -29,6 +29,9 @@ struct principal {
 };
 
 #define RING_EVENTS 128
+#define RING_BYTES (4u << 20)        /* a session's ring, in all */
+#define RING_EVENT_MAX (256u << 10)  /* a bigger event is sent, not kept: not resumable */
+#define STREAM_BUF_MAX (8u << 20)    /* unread on a stream: past it the stream ends (resume it) */
 
 /* An MCP conversation over HTTP. */
 struct sess {
@@ -46,6 +49,7 @@ struct sess {
 	 * from 1 across the session. */
 	uint64_t event_id;
 	struct { uint64_t id, tag; char *text; size_t len; } ring[RING_EVENTS];
+	size_t ring_bytes;
 	struct sess *next;
 };
 
@@ -369,28 +373,54 @@ static void sess_free(struct sess *s)
  * and sent on ex if there is one. */
 static void ring_event(struct sess *s, struct ex *ex, uint64_t tag, jv msg)
 {
-	size_t n;
-	char *line = rec_dump(msg, &n); /* consumes msg */
+	size_t n = 0;
+	char *line = jv_is_valid(msg) ? rec_dump(msg, &n) : NULL; /* consumes msg */
 	uint64_t id = ++s->event_id;
-	char *text = util_fmt("id: %llu\nevent: message\ndata: %.*s\n", (unsigned long long)id, (int)n, line);
+	char *text = line ? util_fmt("id: %llu\nevent: message\ndata: %.*s\n", (unsigned long long)id, (int)n, line)
+			  : util_fmt("id: %llu\ndata:\n\n", (unsigned long long)id); /* a stream's first: where it is */
 	free(line);
 	size_t len = strlen(text);
+	if (ex && ex->out_len + len > STREAM_BUF_MAX) {
+		/* A client that does not read: the stream ends; what it
+		 * missed is in the ring for its resume. */
+		ex->ended = true;
+		wake(ex);
+		ex = NULL;
+	}
 	if (ex) {
 		out_add(ex, text, len);
 		ex->stream = true;
 	}
 	int slot = (int)(id % RING_EVENTS);
+	if (s->ring[slot].text)
+		s->ring_bytes -= s->ring[slot].len;
 	free(s->ring[slot].text);
+	s->ring[slot].text = NULL;
+	if (len > RING_EVENT_MAX) {
+		free(text);
+		return;
+	}
+	/* Oldest first out, within the byte budget. */
+	for (uint64_t old = id > RING_EVENTS ? id - RING_EVENTS + 1 : 1; s->ring_bytes + len > RING_BYTES && old < id; old++) {
+		int o = (int)(old % RING_EVENTS);
+		if (s->ring[o].text && s->ring[o].id == old) {
+			s->ring_bytes -= s->ring[o].len;
+			free(s->ring[o].text);
+			s->ring[o].text = NULL;
+		}
+	}
 	s->ring[slot].id = id;
 	s->ring[slot].tag = tag;
 	s->ring[slot].text = text;
 	s->ring[slot].len = len;
+	s->ring_bytes += len;
 }
 
 /* The ring's events of stream tag after id `from`, onto ex. */
 static void replay(struct sess *s, struct ex *ex, uint64_t tag, uint64_t from)
 {
-	for (uint64_t id = from + 1; id <= s->event_id; id++) {
+	uint64_t first = s->event_id > RING_EVENTS ? s->event_id - RING_EVENTS + 1 : 1; /* the ring holds no older */
+	for (uint64_t id = from + 1 > first ? from + 1 : first; id <= s->event_id; id++) {
 		int slot = (int)(id % RING_EVENTS);
 		if (s->ring[slot].text && s->ring[slot].id == id && s->ring[slot].tag == tag)
 			out_add(ex, s->ring[slot].text, s->ring[slot].len);
@@ -436,9 +466,7 @@ static enum MHD_Result open_stream(struct ex *ex)
 	ex->stream = true;
 	if (from >= 0)
 		replay(s, ex, 0, (uint64_t)from);
-	char prime[48];
-	int n = snprintf(prime, sizeof prime, "id: %llu\ndata:\n\n", (unsigned long long)s->event_id);
-	out_add(ex, prime, (size_t)n);
+	ring_event(s, ex, 0, jv_invalid()); /* its first event: an id of the GET stream's own */
 	return reply_stream(ex);
 }
 

@@ -144,6 +144,8 @@ void mcp_call_free(struct call *c)
 {
 	mcp_task_disarm(c);
 	struct mcp *m = c->m;
+	if (c->task)
+		mcp_task_orphaned(m, c); /* its task must not keep pointing here */
 	for (struct call **p = &m->calls; *p; p = &(*p)->link)
 		if (*p == c) {
 			*p = c->link;
@@ -759,7 +761,8 @@ static void do_tools_call(struct mcp_client *cl, uint64_t tag, jv id, jv params,
 			snprintf(why_task, sizeof why_task, "task.ttl must be an integer of at least 1000 (ms)");
 		else {
 			task_expire(&m->tasks, util_epoch_ms(), mcp_task_gone, m);
-			if (!(task = task_new(&m->tasks, cl->owner, (uint64_t)ttl)))
+			/* clamped while a double: a huge ttl must not overflow */
+			if (!(task = task_new(&m->tasks, cl->owner, (uint64_t)(ttl > TASK_TTL_MAX ? TASK_TTL_MAX : ttl))))
 				snprintf(why_task, sizeof why_task, "too many tasks (%d): let some end or cancel them", TASK_MAX);
 		}
 		jv_free(tparams);
@@ -809,7 +812,9 @@ static void do_cancelled(struct mcp_client *cl, jv params)
 	struct mcp *m = cl->m;
 	jv rid = jv_get_kind(params) == JV_KIND_OBJECT ? rec_get(params, "requestId") : jv_invalid();
 	for (struct call *c = m->calls; c && jv_is_valid(rid); c = c->link) {
-		if (c->cl != cl || c->cancelled || !jv_equal(jv_copy(c->id), jv_copy(rid)))
+		/* A task's request was answered with the task: tasks/cancel
+		 * cancels it, not this. */
+		if (c->cl != cl || c->cancelled || c->task || !jv_equal(jv_copy(c->id), jv_copy(rid)))
 			continue;
 		c->cancelled = true;
 		if (c->state == C_QUEUED) {

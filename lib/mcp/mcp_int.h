@@ -107,7 +107,8 @@ struct sub {
 	char *uri;
 	char stamp[96];
 };
-#define MAX_SUBS 256
+#define MAX_SUBS 64
+#define MAX_WAITERS 64  /* tasks/result waiting, per client */
 
 #define RES_PAGE 100
 #define TASK_AFTER_MS 1000
@@ -137,6 +138,9 @@ void mcp_notify_updates(struct mcp *m, unsigned owner, const char *sid, struct m
 void mcp_tasks(struct mcp_client *cl, uint64_t tag, jv id, const char *op, jv params, bool modern);
 void mcp_task_done(struct mcp *m, struct call *c, jv result);
 void mcp_task_gone(struct task *t, void *arg);
+/* A task's call is freed without its answer (queued and dropped, the
+ * server stopping): the task fails, and who waits is answered. */
+void mcp_task_orphaned(struct mcp *m, struct call *c);
 /* A 2026-07-28 call that may become a task (its client declared the tasks
  * extension): armed at its start, disarmed at its answer. */
 void mcp_task_arm(struct call *c);

@@ -71,6 +71,18 @@ void mcp_task_done(struct mcp *m, struct call *c, jv result)
 	jv_free(err);
 	task_end(t, failed ? TASK_FAILED : TASK_COMPLETED, result, failed ? "the tool reported an error (tasks/result has it)" : NULL);
 	task_settled(m, t, c->cl);
+	task_trim(&m->tasks, t->owner, t);
+}
+
+void mcp_task_orphaned(struct mcp *m, struct call *c)
+{
+	struct task *t = c->task;
+	c->task = NULL;
+	t->call = NULL;
+	if (task_terminal(t))
+		return;
+	task_end(t, TASK_FAILED, mcp_tool_error("the task's run ended without an answer (the server stopped it)"), NULL);
+	task_settled(m, t, NULL);
 }
 
 /* Stop a task's call; its task is cancelled (or expired) already. */
@@ -113,7 +125,7 @@ void mcp_tasks(struct mcp_client *cl, uint64_t tag, jv id, const char *op, jv pa
 		size_t first = 0;
 		const char *cur = rec_str(params, "cursor", NULL);
 		int64_t v;
-		if (cur && !util_parse_i64(cur, 1, INT32_MAX, &v)) {
+		if ((!cur && mcp_cursor_given(params)) || (cur && !util_parse_i64(cur, 1, INT32_MAX, &v))) {
 			mcp_send_error(cl, tag, id, E_PARAMS, "unknown cursor (give back a nextCursor as it came)", jv_invalid());
 			return;
 		}
@@ -143,6 +155,14 @@ void mcp_tasks(struct mcp_client *cl, uint64_t tag, jv id, const char *op, jv pa
 	else if (!strcmp(op, "result")) {
 		if (task_terminal(t)) {
 			mcp_send_result(cl, tag, id, modern, task_result(t));
+			return;
+		}
+		size_t waiting = 0;
+		for (struct waiter *x = m->waiters; x; x = x->next)
+			waiting += x->cl == cl;
+		if (waiting >= MAX_WAITERS) {
+			mcp_send_error(cl, tag, id, E_PARAMS, "too many tasks/result waiting on this connection: poll with tasks/get",
+				       jv_invalid());
 			return;
 		}
 		struct waiter *w = util_xalloc(sizeof *w);

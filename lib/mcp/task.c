@@ -66,10 +66,32 @@ jv task_json(const struct task *t)
 void task_end(struct task *t, enum task_status status, jv result, const char *message)
 {
 	jv_free(t->result);
+	jv dump = jv_dump_string(jv_copy(result), 0);
+	t->bytes = (size_t)jv_string_length_bytes(dump);
 	t->result = result;
 	t->status = status;
 	snprintf(t->message, sizeof t->message, "%s", message ? message : "");
 	t->updated = util_epoch_ms();
+}
+
+void task_trim(struct tasks *ts, unsigned owner, const struct task *keep)
+{
+	for (;;) {
+		size_t total = 0;
+		struct task **oldest = NULL;
+		for (struct task **p = &ts->list; *p; p = &(*p)->next)
+			if ((*p)->owner == owner) {
+				total += (*p)->bytes;
+				if (task_terminal(*p) && *p != keep)
+					oldest = p; /* the list is newest first: the last one seen */
+			}
+		if (total <= TASK_BYTES_MAX || !oldest)
+			return;
+		struct task *t = *oldest;
+		*oldest = t->next;
+		jv_free(t->result);
+		free(t);
+	}
 }
 
 jv task_list(struct tasks *ts, unsigned owner, size_t first, size_t max, bool *more)

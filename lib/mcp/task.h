@@ -23,6 +23,7 @@
 #define TASK_TTL_MAX (24u * 60 * 60 * 1000)
 #define TASK_POLL_MS 1000
 #define TASK_MAX 64
+#define TASK_BYTES_MAX (32u << 20) /* an owner's kept results, in all */
 
 enum task_status { TASK_WORKING, TASK_COMPLETED, TASK_FAILED, TASK_CANCELLED };
 
@@ -35,6 +36,7 @@ struct task {
 	uint64_t ttl_ms;
 	bool modern;           /* made for a 2026-07-28 client (the tasks extension's shapes) */
 	jv result;             /* the tools/call result once terminal, else invalid */
+	size_t bytes;          /* its size, as JSON */
 	void *call;            /* mcp.c's call running it, or NULL */
 	struct task *next;
 };
@@ -54,6 +56,9 @@ jv task_json(const struct task *t);
 bool task_terminal(const struct task *t);
 /* The task ends (status terminal, result consumed; message may be NULL). */
 void task_end(struct task *t, enum task_status status, jv result, const char *message);
+/* Keep the owner's results within TASK_BYTES_MAX: its oldest ended tasks
+ * go (never keep, the one just ended). */
+void task_trim(struct tasks *ts, unsigned owner, const struct task *keep);
 /* The owner's tasks, newest first, from the first'th, at most max. */
 jv task_list(struct tasks *ts, unsigned owner, size_t first, size_t max, bool *more);
 /* Tasks past their ttl are removed; for one still running, gone(t, arg)

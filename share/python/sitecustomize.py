@@ -2,11 +2,11 @@
 # module at start from PYTHONPATH (etc/sandbox.conf; make deps and make
 # install put it in PREFIX/share/sbx/python).  It does nothing until a
 # program imports matplotlib: then the backend is the non-interactive Agg
-# (unless the program or MPLBACKEND chose another), and plt.show()
-# saves every open figure as figure-N.png in the working directory and
-# closes it, so that sbx returns it as an image (a request's "artifacts").
-# Nothing else of Python changes (its environment included); a program that
-# never plots pays for one entry on sys.meta_path.
+# (MPLBACKEND=Agg in its environment, unless the program set it; its own
+# matplotlib.use still wins), and plt.show() saves each open figure as
+# figure-N.png in the working directory, so that sbx returns it as an image
+# (a request's "artifacts").  Nothing else of Python changes; a program
+# that never plots pays for one entry on sys.meta_path.
 import os
 import sys
 
@@ -16,15 +16,26 @@ def _patch(plt):
     shown = [0]
 
     def show(*args, **kwargs):
+        # Each open figure that is new, or drawn differently since it was
+        # last shown, becomes the next free figure-N.png; the figures stay
+        # open, as Agg's own show leaves them, so a savefig after it works.
+        import io
+
         for num in plt.get_fignums():
             fig = plt.figure(num)
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png")
+            png = buf.getvalue()
+            if getattr(fig, "_sbx_png", None) == png:
+                continue
+            fig._sbx_png = png
             while True:
                 shown[0] += 1
                 path = "figure-%d.png" % shown[0]
                 if not os.path.lexists(path):
                     break
-            fig.savefig(path)
-        plt.close("all")
+            with open(path, "wb") as f:
+                f.write(png)
 
     show.__doc__ = plt.show.__doc__
     plt.show = show
