@@ -40,7 +40,7 @@ UNIT_SRC := $(wildcard t/unit/*.c)
 UNITS    := $(patsubst t/unit/%.c,$(BUILD)/t/%,$(UNIT_SRC))
 MANS     := $(wildcard man/*.1)
 
-.PHONY: typescript python-site demo all check check-asan check-valgrind vg-wrappers unit deps install uninstall clean fuzz fuzz-build bench bench-run differential mcp-client
+.PHONY: typescript python-site python-fonts demo all check check-asan check-valgrind vg-wrappers unit deps install uninstall clean fuzz fuzz-build bench bench-run differential mcp-client
 # Helpers the tools run, not tools: in ../libexec/sbx beside the tools'
 # directory, in a checkout as when installed.
 LIBEXECDIR := $(BINDIR)/../libexec/sbx
@@ -186,11 +186,20 @@ PYSITE := /usr/local/share/sbx/python
 # The interpreter sandboxes run (etc/sandbox.conf: python3 on their PATH).
 SANDBOX_PYTHON := $(firstword $(wildcard /usr/bin/python3) python3)
 python-site:
-	@if cmp -s share/python/sitecustomize.py $(PYSITE)/sitecustomize.py && [ -d $(PYSITE)/__pycache__ ]; then exit 0; fi; \
+	@if cmp -s share/python/sitecustomize.py $(PYSITE)/sitecustomize.py && [ -d $(PYSITE)/__pycache__ ] && \
+	    { [ ! -d /usr/lib/python3/dist-packages/matplotlib ] || ls $(PYSITE)/mpl/fontlist-*.json > /dev/null 2>&1; }; then exit 0; fi; \
 	if [ "$$(id -u)" != 0 ]; then \
-		echo "make deps: as root, install -D -m 0644 share/python/sitecustomize.py $(PYSITE)/sitecustomize.py" >&2; exit 0; fi; \
-	install -D -m 0644 share/python/sitecustomize.py $(PYSITE)/sitecustomize.py; \
-	$(SANDBOX_PYTHON) -m compileall -q $(PYSITE) # sandboxes cannot write its bytecode: it is there for every start
+		echo "make deps: as root, make python-site (the sandboxes' Python hook in $(PYSITE))" >&2; exit 0; fi; \
+	install -D -m 0644 share/python/sitecustomize.py $(PYSITE)/sitecustomize.py && \
+	$(SANDBOX_PYTHON) -m compileall -q $(PYSITE) && \
+	$(MAKE) -s --no-print-directory python-fonts
+# Sandboxes cannot write the hook's bytecode: it is compiled here.  Nor keep
+# matplotlib's font cache from one run to the next: it is built here, once,
+# and the hook copies it into each run's HOME.
+python-fonts:
+	@[ -d /usr/lib/python3/dist-packages/matplotlib ] || exit 0; \
+	d=$$(mktemp -d) && HOME=$$d MPLCONFIGDIR=$$d $(SANDBOX_PYTHON) -c 'import matplotlib.font_manager' 2> /dev/null && \
+	install -d $(PYSITE)/mpl && install -m 0644 $$d/fontlist-*.json $(PYSITE)/mpl/; rm -rf $$d
 
 # TypeScript: Debian's tsc (4.8) has no Node.js type definitions to go with
 # NodeSource's Node.js, so the compiler and @types/node come from the npm
@@ -279,6 +288,7 @@ install: all
 	install -m 0644 etc/examples/tour.jsonl etc/examples/show.jq $(DESTDIR)$(PREFIX)/share/sbx/examples/
 	install -D -m 0644 share/python/sitecustomize.py $(DESTDIR)$(PREFIX)/share/sbx/python/sitecustomize.py
 	$(SANDBOX_PYTHON) -m compileall -q $(DESTDIR)$(PREFIX)/share/sbx/python
+	@$(MAKE) -s --no-print-directory python-fonts PYSITE=$(DESTDIR)$(PREFIX)/share/sbx/python
 	sed -e 's|^state_dir *=.*|state_dir       = "$(STATEDIR)"|' \
 	    -e 's|$(PYSITE)|$(PREFIX)/share/sbx/python|g' \
 	    -e 's|^history *=.*|history         = "$(STATEDIR)/sandbox_history.db"|' \

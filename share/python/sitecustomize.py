@@ -41,6 +41,29 @@ def _patch(plt):
     plt.show = show
 
 
+def _font_cache():
+    """A sandbox's HOME is new each run: matplotlib would build its font
+    cache every time (seconds).  The one built at install (make deps)
+    is copied to where matplotlib looks, if it is not there."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpl")
+    try:
+        names = [n for n in os.listdir(src) if n.startswith("fontlist")]
+    except OSError:
+        return
+    cache = os.environ.get("MPLCONFIGDIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "matplotlib")
+    for n in names:
+        dst = os.path.join(cache, n)
+        if os.path.exists(dst):
+            continue
+        try:
+            os.makedirs(cache, exist_ok=True)
+            with open(os.path.join(src, n), "rb") as f, open(dst, "wb") as g:
+                g.write(f.read())
+        except OSError:
+            pass  # matplotlib builds its own, as it would without sbx
+
+
 class _Pyplot:
     """A meta path finder (importlib's protocol; no import of importlib
     here: it would cost every Python start milliseconds)."""
@@ -51,6 +74,7 @@ class _Pyplot:
             # MPLBACKEND) still wins.  Nothing is set for programs that
             # never import it.
             os.environ.setdefault("MPLBACKEND", "Agg")
+            _font_cache()
             return None
         if name != "matplotlib.pyplot":
             return None

@@ -9,7 +9,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { CallToolResultSchema, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, LoggingMessageNotificationSchema, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [kind, base, token] = process.argv.slice(2);
 let n = 0, failed = 0;
@@ -72,6 +72,14 @@ r = await client.callTool({ name: "run_code", arguments: { language: "python",
   { onprogress: (p) => live.push(p.message) });
 check(r.structuredContent?.stdout === "first\nsecond\n" && live.includes("first\n") && live.includes("second\n") &&
   live.indexOf("first\n") < live.indexOf("second\n"), "live output: each line as a progress notification while it runs", live);
+
+const logged = [];
+client.setNotificationHandler(LoggingMessageNotificationSchema, (m) => logged.push(m.params));
+await client.setLoggingLevel("info");
+r = await call("run_code", { language: "python", code: "1", timeout: 999 });
+for (let i = 0; i < 50 && !logged.length; i++) await new Promise((res) => setTimeout(res, 20));
+check(r.isError === true && logged.some((l) => l.level === "warning" && /max_timeout/.test(l.data)),
+  "logging/setLevel: a refused run is a warning message, and a tool error", logged);
 
 r = await call("run_code", { language: "cobol", code: "x" });
 check(r.isError === true && /unsupported language/.test(r.structuredContent?.error), "run_code: unknown language is a tool error", r);
