@@ -372,6 +372,17 @@ void util_random(void *buf, size_t len)
 	}
 }
 
+void util_random_hex(char *out, size_t n)
+{
+	unsigned char rnd[64];
+	if (n > sizeof rnd)
+		n = sizeof rnd;
+	util_random(rnd, n);
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", rnd[i]);
+	explicit_bzero(rnd, n); /* tokens are made this way too */
+}
+
 char *util_exe_dir(void)
 {
 	char buf[PATH_MAX];

@@ -86,6 +86,8 @@ bool util_parse_iso8601(const char *s, double *epoch_ms);
 
 /* Random bytes from getrandom(2); exits on failure (never falls back). */
 void util_random(void *buf, size_t len);
+/* n random bytes as 2n lowercase hex digits and a NUL into out (2n+1 bytes): unguessable ids. */
+void util_random_hex(char *out, size_t n);
 
 /* Directory holding the running binary (from /proc/self/exe). */
 char *util_exe_dir(void);

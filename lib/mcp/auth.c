@@ -116,11 +116,7 @@ struct auth *auth_new(const char *file, const char **generated, char *err, size_
 	}
 	/* 32 random bytes as 64 hex digits. */
 	static char tok[65];
-	unsigned char rnd[32];
-	util_random(rnd, sizeof rnd);
-	for (int i = 0; i < 32; i++)
-		snprintf(tok + 2 * i, 3, "%02x", rnd[i]);
-	explicit_bzero(rnd, sizeof rnd);
+	util_random_hex(tok, 32);
 	*generated = tok;
 	return auth_parse(tok, 64, err, errlen);
 }

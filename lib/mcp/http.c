@@ -297,10 +297,7 @@ static void on_message(jv msg, uint64_t tag, void *arg);
 static struct sess *sess_make(struct http *h, int owner, bool legacy, bool ephemeral)
 {
 	struct sess *s = util_xalloc(sizeof *s);
-	unsigned char rnd[32];
-	util_random(rnd, sizeof rnd);
-	for (int i = 0; i < 32; i++)
-		snprintf(s->id + 2 * i, 3, "%02x", rnd[i]);
+	util_random_hex(s->id, 32);
 	s->h = h;
 	s->owner = owner;
 	s->legacy = legacy;

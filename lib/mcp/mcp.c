@@ -140,6 +140,16 @@ bool mcp_cursor_given(jv params)
 	return given;
 }
 
+void mcp_call_stop(struct call *c)
+{
+	if (c->state == C_QUEUED)
+		mcp_call_free(c);
+	else if (c->state == C_RUNNING)
+		chain_cancel(c->m->chain, c->run_id);
+	else if (c->state == C_HELPER)
+		kill(c->pid, SIGKILL);
+}
+
 void mcp_call_free(struct call *c)
 {
 	mcp_task_disarm(c);
@@ -817,12 +827,7 @@ static void do_cancelled(struct mcp_client *cl, jv params)
 		if (c->cl != cl || c->cancelled || c->task || !jv_equal(jv_copy(c->id), jv_copy(rid)))
 			continue;
 		c->cancelled = true;
-		if (c->state == C_QUEUED) {
-			mcp_call_free(c);
-		} else if (c->state == C_RUNNING)
-			chain_cancel(m->chain, c->run_id); /* the result is dropped when it comes */
-		else if (c->state == C_HELPER)
-			kill(c->pid, SIGKILL);
+		mcp_call_stop(c); /* its result is dropped when it comes */
 		break;
 	}
 	jv_free(rid);
@@ -1006,12 +1011,7 @@ static void cancel_calls(struct mcp *m, struct mcp_client *only)
 		if (c->cancelled || (only && c->task))
 			continue; /* a task outlives its client's connection */
 		c->cancelled = true;
-		if (c->state == C_QUEUED)
-			mcp_call_free(c);
-		else if (c->state == C_RUNNING)
-			chain_cancel(m->chain, c->run_id);
-		else if (c->state == C_HELPER)
-			kill(c->pid, SIGKILL);
+		mcp_call_stop(c);
 	}
 }
 

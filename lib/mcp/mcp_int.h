@@ -121,6 +121,9 @@ void mcp_send_result(struct mcp_client *cl, uint64_t tag, jv id, bool modern, jv
 /* An error the agent can act on, as a tool result (isError). */
 jv mcp_tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mcp_call_free(struct call *c);
+/* Stop a cancelled call's work: a queued one is freed, a run's sandbox
+ * killed, a helper process killed (their results are dropped). */
+void mcp_call_stop(struct call *c);
 /* Whether params carry a cursor (not absent, not null). */
 bool mcp_cursor_given(jv params);
 

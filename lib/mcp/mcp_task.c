@@ -86,7 +86,7 @@ void mcp_task_orphaned(struct mcp *m, struct call *c)
 }
 
 /* Stop a task's call; its task is cancelled (or expired) already. */
-static void task_stop(struct mcp *m, struct task *t)
+static void task_stop(struct task *t)
 {
 	struct call *c = t->call;
 	t->call = NULL;
@@ -94,18 +94,13 @@ static void task_stop(struct mcp *m, struct task *t)
 		return;
 	c->task = NULL;
 	c->cancelled = true;
-	if (c->state == C_QUEUED)
-		mcp_call_free(c);
-	else if (c->state == C_RUNNING)
-		chain_cancel(m->chain, c->run_id);
-	else if (c->state == C_HELPER)
-		kill(c->pid, SIGKILL);
+	mcp_call_stop(c);
 }
 
 void mcp_task_gone(struct task *t, void *arg)
 {
 	struct mcp *m = arg;
-	task_stop(m, t);
+	task_stop(t);
 	for (struct waiter **w = &m->waiters; *w;) {
 		if ((*w)->task == t) {
 			struct waiter *x = *w;
@@ -172,7 +167,7 @@ void mcp_tasks(struct mcp_client *cl, uint64_t tag, jv id, const char *op, jv pa
 		mcp_send_error(cl, tag, id, E_PARAMS, "the task has ended already: there is nothing to cancel", jv_invalid());
 	else {
 		task_end(t, TASK_CANCELLED, cancelled_result(), "cancelled by tasks/cancel");
-		task_stop(m, t);
+		task_stop(t);
 		/* 2026-07-28: an empty acknowledgement; before, the task */
 		mcp_send_result(cl, tag, id, modern, modern ? jv_object() : task_json(t));
 		task_settled(m, t, NULL);

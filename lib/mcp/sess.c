@@ -247,10 +247,7 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 		return NULL;
 	}
 	struct session *x = util_xalloc(sizeof *x);
-	unsigned char rnd[16];
-	util_random(rnd, sizeof rnd);
-	for (int i = 0; i < 16; i++)
-		snprintf(x->id + 2 * i, 3, "%02x", rnd[i]);
+	util_random_hex(x->id, 16);
 	x->dir = util_fmt("%s/%s", s->base, x->id);
 	char *lock = util_fmt("%s/.%s.lock", s->base, x->id);
 	x->lockfd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);

@@ -17,10 +17,7 @@ struct task *task_new(struct tasks *ts, unsigned owner, uint64_t ttl_ms)
 	if (n >= TASK_MAX)
 		return NULL;
 	struct task *t = util_xalloc(sizeof *t);
-	unsigned char rnd[16];
-	util_random(rnd, sizeof rnd);
-	for (int i = 0; i < 16; i++)
-		snprintf(t->id + 2 * i, 3, "%02x", rnd[i]);
+	util_random_hex(t->id, 16);
 	t->owner = owner;
 	t->status = TASK_WORKING;
 	t->created = t->updated = util_epoch_ms();
