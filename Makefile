@@ -179,18 +179,23 @@ deps:
 	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; } >&2
 	@$(MAKE) -s --no-print-directory typescript python-site
 
-# Python's start-up hook for sandboxes (share/python/sitecustomize.py:
-# figures without a display, plt.show() to a PNG), where etc/sandbox.conf's
-# PYTHONPATH points and sandboxes see it; make install puts it under PREFIX.
-PYSITE := /usr/local/share/sbx/python
+# What sandboxes run of sbx's own, where etc/sandbox.conf points and they
+# see it: Python's start-up hook (share/python/sitecustomize.py: figures
+# without a display, plt.show() to a PNG) and the kernels behind run_cell
+# (share/python/sbx_kernel.py, share/node/sbx_kernel.js); make install puts
+# them under PREFIX.
+SBXSHARE := /usr/local/share/sbx
+PYSITE := $(SBXSHARE)/python
+SHARE_FILES := python/sitecustomize.py python/sbx_kernel.py node/sbx_kernel.js
 # The interpreter sandboxes run (etc/sandbox.conf: python3 on their PATH).
 SANDBOX_PYTHON := $(firstword $(wildcard /usr/bin/python3) python3)
 python-site:
-	@if cmp -s share/python/sitecustomize.py $(PYSITE)/sitecustomize.py && [ -d $(PYSITE)/__pycache__ ] && \
+	@fresh=1; for f in $(SHARE_FILES); do cmp -s share/$$f $(SBXSHARE)/$$f || fresh=0; done; \
+	if [ $$fresh = 1 ] && [ -d $(PYSITE)/__pycache__ ] && \
 	    { [ ! -d /usr/lib/python3/dist-packages/matplotlib ] || ls $(PYSITE)/mpl/fontlist-*.json > /dev/null 2>&1; }; then exit 0; fi; \
 	if [ "$$(id -u)" != 0 ]; then \
-		echo "make deps: as root, make python-site (the sandboxes' Python hook in $(PYSITE))" >&2; exit 0; fi; \
-	install -D -m 0644 share/python/sitecustomize.py $(PYSITE)/sitecustomize.py && \
+		echo "make deps: as root, make python-site (sbx's files for sandboxes in $(SBXSHARE))" >&2; exit 0; fi; \
+	for f in $(SHARE_FILES); do install -D -m 0644 share/$$f $(SBXSHARE)/$$f || exit 1; done && \
 	$(SANDBOX_PYTHON) -m compileall -q $(PYSITE) && \
 	$(MAKE) -s --no-print-directory python-fonts
 # Sandboxes cannot write the hook's bytecode: it is compiled here.  Nor keep
@@ -286,11 +291,11 @@ install: all
 	install -m 0755 $(addprefix $(BINDIR)/,$(TOOLS)) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0755 $(addprefix $(LIBEXECDIR)/,$(HELPERS)) $(DESTDIR)$(PREFIX)/libexec/sbx/
 	install -m 0644 etc/examples/tour.jsonl etc/examples/show.jq $(DESTDIR)$(PREFIX)/share/sbx/examples/
-	install -D -m 0644 share/python/sitecustomize.py $(DESTDIR)$(PREFIX)/share/sbx/python/sitecustomize.py
+	for f in $(SHARE_FILES); do install -D -m 0644 share/$$f $(DESTDIR)$(PREFIX)/share/sbx/$$f || exit 1; done
 	$(SANDBOX_PYTHON) -m compileall -q $(DESTDIR)$(PREFIX)/share/sbx/python
 	@$(MAKE) -s --no-print-directory python-fonts PYSITE=$(DESTDIR)$(PREFIX)/share/sbx/python
 	sed -e 's|^state_dir *=.*|state_dir       = "$(STATEDIR)"|' \
-	    -e 's|$(PYSITE)|$(PREFIX)/share/sbx/python|g' \
+	    -e 's|$(SBXSHARE)|$(PREFIX)/share/sbx|g' \
 	    -e 's|^history *=.*|history         = "$(STATEDIR)/sandbox_history.db"|' \
 	    etc/sandbox.conf > $(BUILD)/sandbox.conf.installed~ && mv $(BUILD)/sandbox.conf.installed~ $(BUILD)/sandbox.conf.installed
 	@conf=$(DESTDIR)$(SYSCONFDIR)/sbx/sandbox.conf; \

@@ -38,6 +38,7 @@
 #include "proc.h"
 #include "rec.h"
 #include "ccache.h"
+#include "cell.h"
 #include "live.h"
 #include "run.h"
 #include "util.h"
@@ -401,8 +402,9 @@ static void on_stage(struct run *r, const char *stage)
 	event(jv_object_set(ev, jv_string("event"), jv_string(stage)));
 }
 
-/* --control: {"cancel": ID} kills the sandboxes of the job with that id.
- * An id not in flight (finished, or never seen) is ignored. */
+/* --control: {"cancel": ID} kills the sandboxes of the job with that id
+ * (an id not in flight, finished or never seen, is ignored);
+ * {"end_session": SID} kills that session's kernels. */
 static void on_control(struct loop *l, int fd, short rev, void *arg)
 {
 	ssize_t n = rec_fill(&S.control);
@@ -410,8 +412,13 @@ static void on_control(struct loop *l, int fd, short rev, void *arg)
 	enum rec_status st;
 	while ((st = rec_next(&S.control, &msg)) == REC_OK || st == REC_INVALID) {
 		const char *id = st == REC_OK ? rec_str(msg, "cancel", NULL) : NULL;
-		if (!id)
-			util_warn("--control: line %lu is not {\"cancel\": ID}", S.control.lineno);
+		const char *sid = st == REC_OK ? rec_str(msg, "end_session", NULL) : NULL;
+		if (sid && strlen(sid) == 32 && strspn(sid, "0123456789abcdef") == 32) {
+			char *ws = util_fmt("%s/sessions/%s", S.env.conf->state_dir, sid);
+			cell_end(S.env.kernels, ws);
+			free(ws);
+		} else if (!id)
+			util_warn("--control: line %lu is not {\"cancel\": ID} or {\"end_session\": SID}", S.control.lineno);
 		for (size_t i = 0; id && i < S.max; i++)
 			if (S.runs[i] && !strcmp(run_id(S.runs[i]), id))
 				run_cancel(S.runs[i]);
@@ -736,7 +743,7 @@ static void setup(struct conf *c, const struct opts *o, struct backend **bk, siz
 		S.window[i] = jv_invalid();
 	ccache_init(cache, c, o->use_cache);
 	S.env = (struct run_env){ .conf = c, .backends = bk, .nbackends = nbk, .cache = cache, .loop = S.loop,
-				  .timings = o->timings, .on_stage = on_stage };
+				  .timings = o->timings, .on_stage = on_stage, .kernels = cell_kernels_new(c, S.loop) };
 	if (o->live) {
 		S.live = live_new(S.loop, live_emit, NULL);
 		S.env.on_output = on_output;
@@ -852,6 +859,8 @@ int main(int argc, char **argv)
 	}
 	if (S.progress)
 		draw_progress(true);
+	/* Kernels end with us, before the sandboxes are drained. */
+	cell_kernels_free(S.env.kernels);
 	rec_reader_free(&S.in);
 	if (S.control_fd >= 0)
 		rec_reader_free(&S.control);

@@ -84,10 +84,10 @@ logr() { "$BIN/sbx-log" "$@"; }
 
 @test "schema: user_version, WAL, the columns and the indexes" {
 	results 1 | logr > /dev/null
-	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 2 ]
+	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 3 ]
 	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA journal_mode')" = wal ]
 	cols=$(sqlite3 "$SBX_HISTORY" "SELECT group_concat(name, ' ') FROM pragma_table_info('runs')")
-	[ "$cols" = "id timestamp language code_snippet status exit_code duration_ms stdout_size stderr_size run_id signal cpu_ms memory_peak_bytes backend compile_status compile_ms code_sha256 error session_id code record principal" ]
+	[ "$cols" = "id timestamp language code_snippet status exit_code duration_ms stdout_size stderr_size run_id signal cpu_ms memory_peak_bytes backend compile_status compile_ms code_sha256 error session_id code record principal execution_count" ]
 	idx=$(sqlite3 "$SBX_HISTORY" "SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'runs_%' ORDER BY name)")
 	[ "$idx" = "runs_principal runs_run_id runs_session runs_stats runs_time" ]
 	# --stats reads the covering index, never the table
@@ -120,7 +120,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	[ "${#lines[@]}" -eq 3 ]
 	jqe 0 '.history_id == 3 and .language == "javascript" and .status == "timeout" and .exit_code == null'
 	jqe 2 '.history_id == 1 and .timestamp == "2025-11-29T10:00:00.500Z" and .duration_ms == 120.5 and .id == null'
-	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 2 ]
+	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 3 ]
 	results 1 | logr > /dev/null
 	run --separate-stderr hist --limit 0 --jq .history_id
 	[ "$(printf '%s,' "${lines[@]}")" = "4,3,2,1," ]
@@ -131,7 +131,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	# back to what version 1 was
 	sqlite3 "$SBX_HISTORY" 'DROP INDEX runs_principal; ALTER TABLE runs DROP COLUMN principal; PRAGMA user_version = 1'
 	jq -nc '{id: "p-1", language: "python", code: "1", status: "success", principal: "0123456789abcdef"}' | logr > /dev/null
-	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 2 ]
+	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 3 ]
 	[ "$(hist --limit 0 | wc -l)" = 3 ]
 	run --separate-stderr hist --principal 0123456789abcdef --limit 0
 	[ "${#lines[@]}" -eq 1 ]
@@ -147,7 +147,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	results 1 > in
 	run --separate-stderr logr < in
 	[ "$status" -eq 4 ]
-	[[ "$stderr" == *"schema version 99 is newer than this sbx knows (2)"* ]]
+	[[ "$stderr" == *"schema version 99 is newer than this sbx knows (3)"* ]]
 	jqe 0 '.history_id == null and .id == "r-0"'
 	run --separate-stderr hist
 	[ "$status" -eq 2 ]

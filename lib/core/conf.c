@@ -104,6 +104,9 @@ static const struct key session_keys[] = {
 	{ "install_network", T_BOOL, SB(install_network), 0, 0 },
 	{ "workspace_exec", T_BOOL, SB(workspace_exec), 0, 0 },
 	{ "install_specs", T_STR, SB(install_specs), 0, 0 },
+	{ "kernel_idle", T_DUR, SB(kernel_idle_ms), 1000, 365 * 86400e3 },
+	{ "max_kernels", T_INT, SB(max_kernels), 0, 100000 },
+	{ "max_kernels_per_token", T_INT, SB(max_kernels_per_token), 0, 100000 },
 	{ NULL, 0, 0, 0, 0 },
 };
 
@@ -137,6 +140,7 @@ static const struct key lang_keys[] = {
 	{ "binds", T_STRARR, LG(binds), 0, 0 },
 	{ "rootfs", T_STR, LG(rootfs), 0, 0 },
 	{ "hint", T_STR, LG(hint), 0, 0 },
+	{ "kernel", T_STRARR, LG(kernel), 0, 0 },
 	{ NULL, 0, 0, 0, 0 },
 };
 
@@ -601,6 +605,9 @@ static void set_defaults(struct conf *c)
 	c->session_ttl_ms = 1800 * 1000;
 	c->max_sessions = 16;
 	c->max_sessions_per_token = 4;
+	c->kernel_idle_ms = 600 * 1000;
+	c->max_kernels = 16;
+	c->max_kernels_per_token = 4;
 	c->workspace_size = 256u << 20;
 	c->install_network = true;
 	c->workspace_exec = true;
@@ -648,6 +655,7 @@ void conf_free(struct conf *c)
 		util_strv_free(l->version);
 		util_strv_free(l->install);
 		util_strv_free(l->registries);
+		util_strv_free(l->kernel);
 		util_strv_free(l->env);
 		util_strv_free(l->binds);
 	}

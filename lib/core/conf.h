@@ -48,6 +48,7 @@ struct conf_lang {
 	char **binds;       /* extra read-only host paths visible in the sandbox */
 	char *rootfs;       /* replaces the host's tree, or NULL */
 	char *hint;         /* how to install the runtime, for error messages */
+	char **kernel;      /* argv of its kernel for run_cell (cell.h), or NULL: none */
 	struct conf_limits lim;
 	int line;           /* where the section starts */
 };
@@ -84,6 +85,9 @@ struct conf {
 	uint64_t max_sessions_per_token; /* sbx-mcp over HTTP: sessions one token may hold */
 	char *install_specs; /* "registry": package names and versions only; "any": what the package manager takes */
 	bool install_any;   /* install_specs is "any" */
+	uint64_t kernel_idle_ms;        /* a kernel no cell used this long is stopped */
+	uint64_t max_kernels;           /* live kernels of one sbx-run */
+	uint64_t max_kernels_per_token; /* sbx-mcp: live kernels one token may hold */
 
 	/* [http]: sbx-mcp --listen */
 	uint64_t http_max_body;           /* request body, bytes */

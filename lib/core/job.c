@@ -566,7 +566,7 @@ static const char *misspelled(const char *key)
 {
 	static const char *const known[] = { "id", "language", "code", "entry", "command", "stdin", "args", "files",
 					     "network", "session", "install", "limits", "compile_limits", "exec", "backend",
-					     "artifacts" };
+					     "artifacts", "cell", "reset" };
 	const char *best = NULL;
 	int bestd = 3;
 	size_t klen = strlen(key);
@@ -665,7 +665,7 @@ static const struct conf_lang *req_language(const struct conf *c, jv *req, char 
 	return l;
 }
 
-enum prog { P_CODE, P_ENTRY, P_COMMAND };
+enum prog { P_CODE, P_ENTRY, P_COMMAND, P_CELL };
 
 /* What runs: code (written as the language's program file), or in a
  * session a file of its workspace (entry) or a command.  For those two the
@@ -944,6 +944,8 @@ static jv job_exec(const struct conf *c, const struct conf_lang *l, jv req, enum
 	char dir[64] = ".", prog_path[128] = "";
 	if (workspace && prog == P_CODE && !installing)
 		session_program(req, l, dir, prog_path);
+	/* A cell writes no program: its code goes to the kernel, whose
+	 * command is the run stage's. */
 	if (prog == P_ENTRY) {
 		char why[300];
 		jv text = read_entry(workspace, entry, c->max_code_size, why, sizeof why);
@@ -957,6 +959,8 @@ static jv job_exec(const struct conf *c, const struct conf_lang *l, jv req, enum
 	jv runv;
 	if (prog == P_COMMAND)
 		runv = rec_get(req, "command");
+	else if (prog == P_CELL)
+		runv = argv_json(l->kernel, l, NULL, dir, &run);
 	else
 		runv = argv_json(l->run, l, prog == P_ENTRY ? entry : prog_path[0] ? prog_path : NULL, dir, &run);
 	if (prog_path[0] && !argv_mentions(runv, l->compile ? dir : prog_path)) {
@@ -1015,6 +1019,8 @@ static jv job_exec(const struct conf *c, const struct conf_lang *l, jv req, enum
 	}
 	if (installing)
 		exec = jv_object_set(exec, jv_string("install"), jv_true());
+	if (prog == P_CELL)
+		exec = jv_object_set(exec, jv_string("kernel"), jv_true());
 	jv limits = limits_to_json(&run);
 	jv climits = compiling ? limits_to_json(&comp) : jv_null();
 	jv bk = jv_string(backend);
@@ -1049,6 +1055,43 @@ static jv job_exec(const struct conf *c, const struct conf_lang *l, jv req, enum
 	return req;
 }
 
+/* cell: the code is a cell for the session's kernel of its language
+ * (cell.h), not a program: inline code only, in a session, of a language
+ * with a kernel; "reset" restarts that kernel first. */
+static bool req_cell(const struct conf_lang *l, jv req, bool *cell, char *why, size_t wlen)
+{
+	*cell = false;
+	bool reset = false;
+	if (rec_has(req, "reset") && !rec_bool(req, "reset", &reset)) {
+		snprintf(why, wlen, "\"reset\" must be true or false");
+		return false;
+	}
+	if (!rec_has(req, "cell")) {
+		if (rec_has(req, "reset"))
+			snprintf(why, wlen, "\"reset\" restarts a kernel: it goes with \"cell\": true");
+		return !rec_has(req, "reset");
+	}
+	if (!rec_bool(req, "cell", cell) || !*cell) {
+		snprintf(why, wlen, "\"cell\" must be true (the code is a cell for the session's kernel)");
+		return false;
+	}
+	static const char *const alone[] = { "entry", "command", "install", "stdin", "args" };
+	for (size_t i = 0; i < sizeof alone / sizeof alone[0]; i++)
+		if (rec_has(req, alone[i])) {
+			snprintf(why, wlen, "a cell is inline \"code\" for a kernel: \"%s\" does not go with \"cell\"", alone[i]);
+			return false;
+		}
+	if (!rec_has(req, "session")) {
+		snprintf(why, wlen, "a cell runs in a session's kernel: give \"session\"");
+		return false;
+	}
+	if (!l->kernel) {
+		snprintf(why, wlen, "language \"%s\" has no kernel (the configuration gives it no \"kernel\" command)", l->name);
+		return false;
+	}
+	return true;
+}
+
 jv job_from_request(const struct conf *c, jv req)
 {
 	char why[768];
@@ -1067,7 +1110,9 @@ jv job_from_request(const struct conf *c, jv req)
 	struct limits run, comp;
 	bool network;
 	char *workspace = NULL;
-	if (!req_program(l, &req, installing, &prog, &entry, why, sizeof why) || !req_data(c, req, prog, why, sizeof why))
+	bool cell;
+	if (!req_cell(l, req, &cell, why, sizeof why) || !req_program(l, &req, installing, &prog, &entry, why, sizeof why) ||
+	    !req_data(c, req, prog, why, sizeof why))
 		return rec_make_invalid(req, "%s", why);
 	{
 		struct job_file *f;
@@ -1089,7 +1134,7 @@ jv job_from_request(const struct conf *c, jv req)
 					l->name, missing, l->hint ? " (install it: " : "", l->hint ? l->hint : "", l->hint ? ")" : "");
 	if (!req_session(c, req, &workspace, why, sizeof why))
 		return rec_make_invalid(req, "%s", why);
-	return job_exec(c, l, req, prog, entry, workspace, &run, &comp, network, installing, backend);
+	return job_exec(c, l, req, cell ? P_CELL : prog, entry, workspace, &run, &comp, network, installing, backend);
 }
 
 /* ---- sbx-run: job -> struct job -------------------------------------- */
@@ -1319,6 +1364,18 @@ static bool load_place(const struct conf *c, jv exec, struct job *j, char *err, 
 	bool install = false;
 	rec_bool(exec, "install", &install);
 	j->install = install;
+	bool cell = false;
+	if (rec_has(exec, "kernel") && (!rec_bool(exec, "kernel", &cell) || (cell && (!j->workspace || install || j->file)))) {
+		snprintf(err, errlen, "exec.kernel must be true or false; true (a cell) with exec.workspace, no exec.file, no install");
+		return false;
+	}
+	j->cell = cell;
+	bool reset = false;
+	if (rec_has(j->rec, "reset") && (!rec_bool(j->rec, "reset", &reset) || !cell)) {
+		snprintf(err, errlen, "\"reset\" must be true or false, in a cell");
+		return false;
+	}
+	j->reset = reset;
 	if (install && !j->workspace) {
 		snprintf(err, errlen, "exec.install needs exec.workspace");
 		return false;

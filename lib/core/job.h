@@ -51,6 +51,8 @@ struct job {
 	bool install;              /* a package install into the workspace */
 	bool work_exec;            /* the workspace is executable (conf workspace_exec) */
 	bool artifacts;            /* return the files the run made or changed ("artifacts": true) */
+	bool cell;                 /* code for the session's kernel (cell.h); run is the kernel's command */
+	bool reset;                /* a cell: restart the kernel first */
 	struct limits lim, clim;
 };
 

@@ -68,11 +68,11 @@ static const char v1_indexes[] =
 #define ROW_COLUMNS                                                                                       \
 	"id, timestamp, run_id, language, status, exit_code, signal, duration_ms, cpu_ms, memory_peak_bytes, " \
 	"stdout_size, stderr_size, backend, compile_status, compile_ms, code_sha256, code_snippet, error, "   \
-	"session_id"
+	"session_id, execution_count"
 static const char *const row_keys[] = {
 	"history_id", "timestamp", "id", "language", "status", "exit_code", "signal", "duration_ms", "cpu_ms",
 	"memory_peak_bytes", "stdout_size", "stderr_size", "backend", "compile_status", "compile_ms",
-	"code_sha256", "code_snippet", "error", "session_id", NULL,
+	"code_sha256", "code_snippet", "error", "session_id", "execution_count", NULL,
 };
 
 static int db_fail(struct hist *h, char *err, size_t errlen, const char *what)
@@ -157,6 +157,9 @@ static int migrate(struct hist *h, char *err, size_t errlen)
 	    exec(h, "ALTER TABLE runs ADD COLUMN principal TEXT;"
 		    "CREATE INDEX IF NOT EXISTS runs_principal ON runs(principal, timestamp) WHERE principal IS NOT NULL;",
 		    err, errlen) < 0)
+		goto fail;
+	/* 3: a run_cell cell's execution count (Out[n]) */
+	if (v < 3 && !has_column(h, "execution_count") && exec(h, "ALTER TABLE runs ADD COLUMN execution_count INTEGER", err, errlen) < 0)
 		goto fail;
 	if (v < HIST_SCHEMA_VERSION) {
 		char sql[64];
@@ -345,7 +348,7 @@ static void sql_sha256(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 static const char insert_sql[] =
 	"INSERT INTO runs (timestamp, language, code_snippet, status, exit_code, duration_ms, stdout_size,"
 	" stderr_size, run_id, signal, cpu_ms, memory_peak_bytes, backend, compile_status, compile_ms,"
-	" code_sha256, error, session_id, principal, code, record) VALUES ("
+	" code_sha256, error, session_id, principal, code, record, execution_count) VALUES ("
 	/* timestamp */ "COALESCE(CASE " T("$.started_at") " WHEN 'text' THEN (julianday(" J("$.started_at")
 	") - 2440587.5) * 86400.0 END, ?2),"
 	/* language */ TEXT_OR("$.language", "''") ","
@@ -371,7 +374,8 @@ static const char insert_sql[] =
 	/* code: kept in full mode only */ "CASE WHEN ?3 THEN COALESCE(?6, " TEXT_OR("$.code", "NULL") ") END,"
 	/* record: in preview mode without what the user may not want kept */
 	"CASE WHEN ?3 THEN ?1 ELSE json_remove(?1, '$.code', '$.files', '$.stdin', '$.stdout', '$.stderr',"
-	" '$.compile.stdout', '$.compile.stderr', '$.artifacts') END)";
+	" '$.compile.stdout', '$.compile.stderr', '$.artifacts') END,"
+	/* execution_count: a cell's */ INT("$.execution_count") ")";
 #undef J
 #undef T
 #undef TEXT_OR

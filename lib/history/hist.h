@@ -22,7 +22,7 @@
 
 #include <jv.h>
 
-#define HIST_SCHEMA_VERSION 2
+#define HIST_SCHEMA_VERSION 3
 #define HIST_SNIPPET_CHARS 500
 
 enum hist_code { HIST_CODE_PREVIEW, HIST_CODE_FULL };

@@ -313,6 +313,18 @@ void chain_cancel(struct chain *ch, const char *id)
 	free(line);
 }
 
+void chain_end_session(struct chain *ch, const char *sid)
+{
+	if (!ch || !ch->alive)
+		return;
+	jv msg = jv_object_set(jv_object(), jv_string("end_session"), jv_string(sid));
+	size_t n;
+	char *line = rec_dump(msg, &n);
+	if (util_write_all(ch->ctl_fd, line, n) < 0)
+		util_warn("cannot end the kernels of session %.8s: %s", sid, strerror(errno));
+	free(line);
+}
+
 unsigned chain_in_flight(const struct chain *ch)
 {
 	return ch->n;

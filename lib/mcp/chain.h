@@ -42,6 +42,8 @@ void chain_submit(struct chain *ch, jv request, chain_done_fn done, chain_event_
 /* Kill the sandbox of the request with this id; its result still comes
  * (an internal_error "cancelled"). */
 void chain_cancel(struct chain *ch, const char *id);
+/* A session ended: sbx-run kills its kernels (run_cell). */
+void chain_end_session(struct chain *ch, const char *sid);
 unsigned chain_in_flight(const struct chain *ch);
 /* Close the chain's input, let it finish for at most grace_ms, then kill
  * what is left and reap it.  Pending requests get no callback. */

@@ -240,6 +240,13 @@ static void run_done(jv result, void *arg)
 		finish(c, tool_result(jv_object_set(with, jv_string("install"), mcp_run_view(result)), is_error));
 		return;
 	}
+	if (c->tool->kind == MCP_T_CELL) {
+		bool alive = false;
+		rec_bool(result, "kernel_alive", &alive);
+		const char *sid = rec_str(result, "session", NULL);
+		if (sid)
+			sess_kernel_seen(c->m->sessions, sid, rec_str(result, "language", NULL), alive);
+	}
 	jv blocks = mcp_run_blocks(result);
 	finish(c, tool_result_with(mcp_run_view(result), blocks, is_error));
 }
@@ -973,6 +980,13 @@ bool mcp_version_known(const char *v, bool *modern)
 	return *modern;
 }
 
+/* A session ended: its kernels with it. */
+static void session_ended(const char *id, void *arg)
+{
+	struct mcp *m = arg;
+	chain_end_session(m->chain, id);
+}
+
 struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path, const char *bindir)
 {
 	struct mcp *m = util_xalloc(sizeof *m);
@@ -984,6 +998,7 @@ struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path,
 	m->languages = jv_invalid();
 	m->tools = mcp_tools_list(c);
 	m->sessions = sess_new(l, c);
+	sess_on_end(m->sessions, session_ended, m);
 	unsigned seed;
 	util_random(&seed, sizeof seed);
 	srandom(seed);
@@ -1074,6 +1089,7 @@ void mcp_free(struct mcp *m)
 	/* Runs in flight: chain_free cancels them at once (SIGTERM to sbx-run
 	 * kills its sandboxes); an idle chain is let finish by itself. */
 	chain_free(m->chain, m->calls ? 0 : 2000);
+	m->chain = NULL; /* sess_free's session_ended finds none */
 	while (m->calls)
 		mcp_call_free(m->calls);
 	while (m->waiters) {

@@ -42,7 +42,9 @@ struct tool_def {
 	"\"compile\":{\"type\":[\"object\",\"null\"]},\"error\":{\"type\":\"string\"},"                                \
 	"\"session_id\":{\"type\":\"string\"},\"history_id\":{\"type\":[\"integer\",\"null\"]},"                       \
 	"\"artifacts\":{\"type\":\"array\",\"description\":\"files the run made or changed (path, mime_type, bytes); "   \
-	"images also come as image content, other files as resources\"},\"artifacts_truncated\":{\"type\":\"boolean\"}},"     \
+	"images also come as image content, other files as resources\"},\"artifacts_truncated\":{\"type\":\"boolean\"},"    \
+	"\"value\":{\"type\":[\"string\",\"null\"]},\"execution_count\":{\"type\":\"integer\"},"                    \
+	"\"kernel\":{\"type\":\"string\",\"enum\":[\"started\",\"live\",\"restarted\"]},\"kernel_note\":{\"type\":\"string\"}}," \
 	"\"required\":[\"status\"]}"
 
 #define FILES_SCHEMA                                                                                    \
@@ -147,6 +149,26 @@ static const struct tool_def defs[] = {
 	  "\"timeout\":{\"type\":\"number\"}," MEM_CPUS_SCHEMA "\"args\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}},"
 	  "\"required\":[\"session_id\"],\"additionalProperties\":false}",
 	  RUN_RESULT_SCHEMA, false, false, false },
+	{ { "run_cell", MCP_T_CELL }, "Run a cell in a session's kernel",
+	  "Run code in the session's kernel, as a notebook cell: one interpreter per session and language (%K) "
+	  "that lives from cell to cell, so variables, imports and loaded data persist (load a file once, then "
+	  "query it). It runs in a sandbox like every run (no network, the session's workspace as its working "
+	  "directory, run_code's memory, CPU and process limits for the kernel's whole life); \"timeout\" (default "
+	  "%T s) is the cell's. The result is run_code's plus \"value\" (the last expression's value as text, as a "
+	  "notebook's Out[n]), \"execution_count\" and \"kernel\" (started, live or restarted). Figures left "
+	  "open (matplotlib) come back as images. An exception is status error with its traceback; a cell past "
+	  "its timeout is interrupted (status timeout) and the state is kept. A kernel that dies (or is stopped "
+	  "after %I s idle) loses its state: its cell and the next one say so in \"kernel_note\". \"reset\": true "
+	  "starts a fresh kernel. Cells of a session run one at a time (later ones wait their turn).",
+	  { { "session_id", A_STR, true }, { "code", A_STR, true }, { "language", A_STR, false }, { "timeout", A_NUM, false },
+	    { "reset", A_BOOL, false } },
+	  "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
+	  "\"code\":{\"type\":\"string\",\"description\":\"the cell's code\"},"
+	  "\"language\":{\"type\":\"string\",\"description\":\"default: the session's\"},"
+	  "\"timeout\":{\"type\":\"number\",\"description\":\"the cell's wall-clock seconds\"},"
+	  "\"reset\":{\"type\":\"boolean\",\"description\":\"restart the kernel first (its state is lost)\"}},"
+	  "\"required\":[\"session_id\",\"code\"],\"additionalProperties\":false}",
+	  RUN_RESULT_SCHEMA, false, false, false },
 	{ { "sandbox_stop", MCP_T_STOP }, "End a session",
 	  "End a session and delete its workspace and every file in it.",
 	  { { "session_id", A_STR, true } },
@@ -214,7 +236,8 @@ static const struct tool_def *def_of(const struct mcp_tool *t)
 
 /* The description with the configuration's values: %L languages, %M
  * memory, %C cpus, %T timeout, %X max timeout, %O output, %W workspace,
- * %S session ttl, %N max sessions, %F file size. */
+ * %S session ttl, %N max sessions, %F file size, %I kernel idle time, %K
+ * languages with kernels. */
 static char *describe(const struct conf *c, const char *fmt)
 {
 	size_t cap = strlen(fmt) + 1024, o = 0;
@@ -245,6 +268,16 @@ static char *describe(const struct conf *c, const char *fmt)
 			case 'S': snprintf(tmp, sizeof tmp, "%g", c->session_ttl_ms / 1000.0), ins = tmp; break;
 			case 'N': snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)c->max_sessions), ins = tmp; break;
 			case 'F': ins = util_size_str(c->max_files_size, b, sizeof b); break;
+			case 'I': snprintf(tmp, sizeof tmp, "%g", c->kernel_idle_ms / 1000.0), ins = tmp; break;
+			case 'K': {
+				size_t k = 0;
+				snprintf(tmp, sizeof tmp, "none configured");
+				for (size_t i = 0; i < c->nlangs && k < sizeof tmp - 40; i++)
+					if (c->langs[i].kernel)
+						k += (size_t)snprintf(tmp + k, sizeof tmp - k, "%s%s", k ? ", " : "", c->langs[i].name);
+				ins = tmp;
+				break;
+			}
 			default: snprintf(tmp, sizeof tmp, "%%%c", *p), ins = tmp;
 			}
 		}
@@ -298,7 +331,7 @@ static bool has_nul(jv str)
 
 bool mcp_tool_tasks(const struct mcp_tool *t)
 {
-	return t->kind == MCP_T_RUN || t->kind == MCP_T_EXEC || t->kind == MCP_T_INSTALL;
+	return t->kind == MCP_T_RUN || t->kind == MCP_T_EXEC || t->kind == MCP_T_INSTALL || t->kind == MCP_T_CELL;
 }
 
 bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t len)
@@ -359,7 +392,7 @@ jv mcp_run_view(jv r)
 	static const char *const keep[] = {
 		"id", "language", "status", "exit_code", "signal", "stdout", "stderr", "stdout_truncated",
 		"stderr_truncated", "duration_ms", "cpu_ms", "memory_peak_bytes", "compile", "error", "history_id",
-		"artifacts_truncated", NULL,
+		"artifacts_truncated", "value", "execution_count", "kernel", "kernel_note", NULL,
 	};
 	jv v = jv_object();
 	for (int i = 0; keep[i]; i++)

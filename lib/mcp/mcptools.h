@@ -1,4 +1,4 @@
-/* mcptools: the eleven MCP tools as data (names, titles, descriptions for
+/* mcptools: the twelve MCP tools as data (names, titles, descriptions for
  * agents, input and output schemas), the light argument check done before
  * any work, and the views that turn pipeline records into tool results.
  *
@@ -27,6 +27,7 @@ enum mcp_tool_kind {
 	MCP_T_READ,
 	MCP_T_LIST,
 	MCP_T_INSTALL,
+	MCP_T_CELL,
 };
 
 struct mcp_tool {

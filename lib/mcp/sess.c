@@ -36,6 +36,10 @@ struct session {
 	double last_used;      /* util_now_ms */
 	unsigned busy;         /* runs in it now (sess_hold): it does not expire under them */
 	int lockfd;
+	/* Its kernels as far as we know (run_cell): by language, with their
+	 * last cell; one idle past kernel_idle is gone (sbx-run stops it). */
+	struct { char lang[32]; double last; } kern[8];
+	unsigned nkern;
 	struct session *next;
 };
 
@@ -46,6 +50,8 @@ struct sessions {
 	int timer;
 	struct session *list;
 	unsigned n;
+	void (*on_end)(const char *id, void *arg);
+	void *end_arg;
 };
 
 /* Host uid owning workspace files: the sandbox's program user. */
@@ -119,6 +125,8 @@ void sess_remove(struct sessions *s, const char *id)
 		if (strcmp(x->id, id))
 			continue;
 		*p = x->next;
+		if (s->on_end)
+			s->on_end(x->id, s->end_arg);
 		remove_dir(s->base, x->id);
 		close(x->lockfd);
 		free(x->dir);
@@ -786,6 +794,94 @@ bool sess_can_install(const struct conf *c, const char *language, char *err, siz
 	return true;
 }
 
+void sess_on_end(struct sessions *s, void (*fn)(const char *id, void *arg), void *arg)
+{
+	s->on_end = fn;
+	s->end_arg = arg;
+}
+
+/* Its kernel of lang, if it is alive as far as we know (else NULL). */
+static int kernel_slot(const struct sessions *s, const struct session *x, const char *lang)
+{
+	for (unsigned i = 0; i < x->nkern; i++)
+		if (!strcmp(x->kern[i].lang, lang))
+			return util_now_ms() - x->kern[i].last < (double)s->conf->kernel_idle_ms ? (int)i : -1;
+	return -1;
+}
+
+static unsigned kernels_of(const struct sessions *s, unsigned owner)
+{
+	unsigned n = 0;
+	for (const struct session *x = s->list; x; x = x->next)
+		for (unsigned i = 0; x->owner == owner && i < x->nkern; i++)
+			n += util_now_ms() - x->kern[i].last < (double)s->conf->kernel_idle_ms;
+	return n;
+}
+
+void sess_kernel_seen(struct sessions *s, const char *id, const char *lang, bool alive)
+{
+	struct session *x = find(s, id);
+	if (!x || !lang)
+		return;
+	unsigned i = 0;
+	while (i < x->nkern && strcmp(x->kern[i].lang, lang))
+		i++;
+	if (!alive) {
+		if (i < x->nkern)
+			x->kern[i] = x->kern[--x->nkern];
+		return;
+	}
+	if (i == x->nkern) {
+		if (x->nkern == sizeof x->kern / sizeof x->kern[0])
+			return;
+		snprintf(x->kern[x->nkern++].lang, sizeof x->kern[0].lang, "%s", lang);
+	}
+	x->kern[i].last = util_now_ms();
+}
+
+/* run_cell: a cell for the session's kernel of its language. */
+static jv cell_request(struct sessions *s, struct session *x, jv args, char *err, size_t errlen)
+{
+	const char *language = rec_str(args, "language", NULL);
+	if (!language)
+		language = x->language;
+	const struct conf_lang *l = language ? conf_lang(s->conf, language) : NULL;
+	if (!l) {
+		snprintf(err, errlen, language ? "language \"%.40s\" is not a configured language (%s)"
+					       : "\"language\" is needed (the session has no default language)",
+			 language ? language : "", conf_lang_list(s->conf));
+		return jv_invalid();
+	}
+	if (!l->kernel) {
+		char with[256] = "";
+		for (size_t i = 0; i < s->conf->nlangs; i++)
+			if (s->conf->langs[i].kernel)
+				snprintf(with + strlen(with), sizeof with - strlen(with), "%s%s", with[0] ? ", " : "", s->conf->langs[i].name);
+		snprintf(err, errlen, "language \"%s\" has no kernel (languages with one: %s); use sandbox_exec", l->name,
+			 with[0] ? with : "none");
+		return jv_invalid();
+	}
+	bool reset = false;
+	rec_bool(args, "reset", &reset);
+	/* A new kernel counts against the token's; a reset one replaces its own. */
+	if (x->owner && kernel_slot(s, x, l->name) < 0 && s->conf->max_kernels_per_token &&
+	    kernels_of(s, x->owner) >= s->conf->max_kernels_per_token) {
+		snprintf(err, errlen, "too many live kernels for this token (max_kernels_per_token %llu): sandbox_stop a session "
+				      "first, or wait for an idle kernel to stop (kernel_idle %.0f s)",
+			 (unsigned long long)s->conf->max_kernels_per_token, (double)s->conf->kernel_idle_ms / 1000);
+		return jv_invalid();
+	}
+	sess_kernel_seen(s, x->id, l->name, true);
+	jv req = jv_object_set(jv_object(), jv_string("session"), jv_string(x->id));
+	req = jv_object_set(req, jv_string("language"), jv_string(l->name));
+	req = jv_object_set(req, jv_string("cell"), jv_true());
+	static const char *const pass[] = { "code", "timeout", "memory", "cpus", "reset", NULL };
+	for (int i = 0; pass[i]; i++)
+		if (rec_has(args, pass[i]))
+			req = jv_object_set(req, jv_string(pass[i]), rec_get(args, pass[i]));
+	return jv_object_set(req, jv_string("artifacts"), jv_true());
+}
+
 bool sess_tool(struct sessions *s, unsigned owner, int kind, jv args, jv *out, jv *req, char *err, size_t errlen)
 {
 	*out = jv_invalid();
@@ -843,6 +939,9 @@ bool sess_tool(struct sessions *s, unsigned owner, int kind, jv args, jv *out, j
 	case MCP_T_LIST: return do_list(x, args, out, err, errlen);
 	case MCP_T_EXEC:
 		*req = exec_request(s, x, args, err, errlen);
+		return jv_is_valid(*req);
+	case MCP_T_CELL:
+		*req = cell_request(s, x, args, err, errlen);
 		return jv_is_valid(*req);
 	case MCP_T_INSTALL: {
 		const char *lang = rec_str(args, "language", NULL);

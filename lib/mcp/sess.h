@@ -67,7 +67,14 @@ bool sess_can_install(const struct conf *c, const char *language, char *err, siz
  * (the caller frees) or NULL with err. */
 char *sess_create(struct sessions *s, unsigned owner, const char *language, uint64_t ttl_ms, char *err, size_t errlen);
 void sess_remove(struct sessions *s, const char *id);
-/* The session tools (mcptools kinds MCP_T_INIT … MCP_T_INSTALL).  args is
+/* fn is told of each session that ends (stopped, expired, or with the
+ * server), before its workspace goes: its kernels are to be stopped. */
+void sess_on_end(struct sessions *s, void (*fn)(const char *id, void *arg), void *arg);
+/* A cell's result: the session's kernel of lang lives on (or not).  With
+ * its last cell's time this counts a token's kernels for
+ * max_kernels_per_token (sbx-run stops the idle ones at the same age). */
+void sess_kernel_seen(struct sessions *s, const char *id, const char *lang, bool alive);
+/* The session tools (mcptools kinds MCP_T_INIT … MCP_T_CELL).  args is
  * borrowed.  Either *out is the tool's result, or *req is a pipeline
  * request to run (and *out, if valid, what to return with its result under
  * "install").  False with err for an error the agent can act on. */

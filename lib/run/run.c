@@ -12,6 +12,7 @@
 
 #include "artifact.h"
 #include "ccache.h"
+#include "cell.h"
 #include "egress.h"
 #include "job.h"
 #include "ns.h"
@@ -26,6 +27,8 @@ struct run {
 	struct backend *be;  /* the job's backend */
 	struct bk_scratch *scratch;
 	struct bk_stage *st; /* the stage in its sandbox, or NULL */
+	struct cell *cell;   /* a cell in its kernel (cell.h), or NULL */
+	unsigned cell_enforced;
 	char ckey[65];       /* compile cache key, "" if not cacheable */
 	bool parked;         /* waiting for another run compiling the same key */
 	enum stage stage;
@@ -168,8 +171,9 @@ static void complete(struct run *r, jv res)
 	res = jv_object_set(res, jv_string("started_at"), jv_string(when));
 	res = jv_object_set(res, jv_string("backend"), jv_string(r->be->name));
 	res = jv_object_set(res, jv_string("compile"), jv_copy(r->compile));
-	if (r->st)
-		res = jv_object_set(res, jv_string("limits_enforced"), enforced_json(r->be->ops->result(r->st)->enforced));
+	if (r->st || r->job.cell)
+		res = jv_object_set(res, jv_string("limits_enforced"),
+				    enforced_json(r->st ? r->be->ops->result(r->st)->enforced : r->cell_enforced));
 	mark(r, "result");
 	if (r->env->timings)
 		res = jv_object_set(res, jv_string("timings"), jv_copy(r->timings));
@@ -357,6 +361,42 @@ static void stage_result(struct run *r, const struct stage_result *br)
 	complete(r, res);
 }
 
+static void stage_output(void *arg, int stream, const char *data, size_t len);
+
+/* A cell's result: a run's fields, and the kernel's (cell.h). */
+static void cell_done(const struct stage_result *br, jv info, void *arg)
+{
+	struct run *r = arg;
+	r->cell = NULL;
+	r->cell_enforced = br->enforced;
+	jv res = base_result(r, br->status == STAGE_CANCELLED ? "cancelled" : status_name(br));
+	res = stage_fields(res, br);
+	if (br->status == STAGE_INTERNAL)
+		res = jv_object_set(res, jv_string("error"), jv_string(br->error[0] ? br->error : "the kernel could not start"));
+	jv_object_foreach(info, k, v) res = jv_object_set(res, k, v);
+	if (!rec_has(res, "value"))
+		res = jv_object_set(res, jv_string("value"), jv_null());
+	if (r->snapped)
+		res = art_collect(r->env->conf, r->scratch->dir, &r->before, res);
+	complete(r, res);
+}
+
+static void start_cell(struct run *r, char *err, size_t errlen)
+{
+	if (r->job.artifacts) {
+		art_scan(r->scratch->dir, &r->before);
+		r->snapped = true;
+	}
+	mark(r, "run_start");
+	if (r->env->on_stage)
+		r->env->on_stage(r, "run");
+	if (!r->env->kernels)
+		snprintf(err, errlen, "cells need a kernel table (sbx-run): none here");
+	else
+		r->cell = cell_start(r->env->kernels, r->be, &r->job, r->envp, cell_done,
+				     r->env->on_output ? stage_output : NULL, r, err, errlen);
+}
+
 static void stage_done(void *arg)
 {
 	struct run *r = arg;
@@ -498,6 +538,13 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 		    !ccache_key(&r->job, id, r->ckey))
 			r->ckey[0] = 0;
 		compile_or_hit(r);
+	} else if (r->job.cell) {
+		start_cell(r, err, sizeof err);
+		if (!r->cell) {
+			*immediate = jv_object_set(base_result(r, "internal_error"), jv_string("error"), jv_string(err));
+			run_free(r);
+			return NULL;
+		}
 	} else
 		start_stage(r, ST_RUN);
 	return r;
@@ -512,6 +559,7 @@ void run_cancel(struct run *r)
 	}
 	if (r->st)
 		r->be->ops->cancel(r->st);
+	cell_cancel(r->cell);
 }
 
 void run_free(struct run *r)

@@ -31,6 +31,7 @@ struct run_env {
 	size_t nbackends;
 	struct ccache *cache;      /* NULL: no compile cache */
 	struct cflight *flights;   /* keys being compiled (run.c) */
+	struct kernels *kernels;   /* where cells run (cell.h); NULL: cells are refused */
 	size_t nflights;
 	struct loop *loop;
 	bool timings;

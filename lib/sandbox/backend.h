@@ -74,6 +74,9 @@ struct stage_spec {
 	char *const *egress;       /* an install: the hosts its proxy may reach (egress.h), or NULL */
 	const char *stdin_data;
 	size_t stdin_len;
+	/* > 0: the program's stdin is this socket instead of stdin_data: a
+	 * kernel's channel (lib/run/cell.h); backends with `kernels` only. */
+	int chan;
 	bool network;
 	const char *rootfs;        /* native: NULL is the host's tree */
 	char *const *binds;
@@ -110,6 +113,10 @@ struct backend_ops {
 	void (*cancel)(struct bk_stage *st);          /* the result says STAGE_CANCELLED */
 	const struct stage_result *(*result)(const struct bk_stage *st);
 	void (*stage_free)(struct bk_stage *st);
+	/* Read the output waiting now (through on_output), before the loop
+	 * would: a kernel's cell ends when its reply comes, and what the
+	 * kernel wrote before the reply belongs to that cell. */
+	void (*flush)(struct bk_stage *st);
 
 	/* The identity of the job's compiler, for the compile cache's key:
 	 * natively its binary's (path, device, inode, size, mtime) in its
@@ -143,6 +150,8 @@ struct backend {
 	 * backend (every job is an internal_error with this text); warn, it
 	 * enforces less than configured (said once at start).  "" if not. */
 	bool broken;
+	/* It can run kernels (stage_spec.chan): the native backend. */
+	bool kernels;
 	char why[600];
 	char warn[800];
 };

@@ -248,6 +248,14 @@ static void kill_now(struct box *b)
 		b->t_kill = box_mono_ns();
 }
 
+void box_flush(struct box *b)
+{
+	if (b->out_fd >= 0)
+		read_output(b, b->out_fd, &b->res.out, false);
+	if (b->err_fd >= 0)
+		read_output(b, b->err_fd, &b->res.err, false);
+}
+
 static void on_out(struct loop *l, int fd, short rev, void *arg)
 {
 	struct box *b = arg;
@@ -785,7 +793,9 @@ static void assign(struct box *b, const struct stage_spec *sp, int scratch_fd, s
 		fail_later(b, "%s", err);
 		return;
 	}
-	int in = stdin_memfd(sp->stdin_data, sp->stdin_len);
+	/* A kernel's stdin is its channel: a duplicate goes to init, the
+	 * caller keeps its own. */
+	int in = sp->chan > 0 ? fcntl(sp->chan, F_DUPFD_CLOEXEC, 3) : stdin_memfd(sp->stdin_data, sp->stdin_len);
 	b->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	/* Before the send: init may run ahead of us with the job at once. */
 	int64_t t_assigned = box_mono_ns();

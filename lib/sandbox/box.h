@@ -94,6 +94,8 @@ struct box *box_start(struct box_sys *s, struct loop *l, const struct stage_spec
 /* Kill the stage now (its result says STAGE_CANCELLED). */
 void box_cancel(struct box *b);
 const struct stage_result *box_result(const struct box *b);
+/* Read the program's output waiting now (backend.h's flush). */
+void box_flush(struct box *b);
 /* Free a box.  A finished one's init may still be exiting (the result
  * comes at its report, before its exit): it is then reaped, and the
  * cgroups removed, from the box's loop, or by box_pool_drain, which must

@@ -113,6 +113,13 @@ static void d_stage_free(struct bk_stage *st)
 	dock_free((struct dock *)st);
 }
 
+/* Never asked: docker runs no kernels (backend.kernels is false; a
+ * container's stdin is its attach stream, not a socket we hold). */
+static void d_flush(struct bk_stage *st)
+{
+	(void)st;
+}
+
 static bool d_compiler_id(struct backend *be, const struct job *j, char *id, size_t len)
 {
 	return dock_image_id(sys_of(be), j->image, id, len);
@@ -194,6 +201,7 @@ static const struct backend_ops docker_ops = {
 	.cancel = d_cancel,
 	.result = d_result,
 	.stage_free = d_stage_free,
+	.flush = d_flush,
 	.compiler_id = d_compiler_id,
 	.lang_ready = d_lang_ready,
 	.pool = d_pool,

@@ -124,6 +124,11 @@ static void n_stage_free(struct bk_stage *st)
 	box_free((struct box *)st);
 }
 
+static void n_flush(struct bk_stage *st)
+{
+	box_flush((struct box *)st);
+}
+
 static bool n_compiler_id(struct backend *be, const struct job *j, char *id, size_t len)
 {
 	char path[4096];
@@ -320,6 +325,7 @@ static const struct backend_ops native_ops = {
 	.cancel = n_cancel,
 	.result = n_result,
 	.stage_free = n_stage_free,
+	.flush = n_flush,
 	.compiler_id = n_compiler_id,
 	.lang_ready = n_lang_ready,
 	.pool = n_pool,
@@ -332,7 +338,7 @@ static const struct backend_ops native_ops = {
 struct backend *backend_native(const struct conf *c, char **argv)
 {
 	struct native *n = util_xalloc(sizeof *n);
-	n->be = (struct backend){ .name = "native", .where = "the sandbox", .ops = &native_ops, .conf = c };
+	n->be = (struct backend){ .name = "native", .where = "the sandbox", .ops = &native_ops, .conf = c, .kernels = true };
 	struct backend *be = &n->be;
 	if (box_sys_init(&n->sys, c, argv, be->why, sizeof be->why) < 0)
 		be->broken = true;

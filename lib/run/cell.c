@@ -1,0 +1,579 @@
+/* cell: kernels and their cells; see cell.h for the theory of operation. */
+#define _GNU_SOURCE
+#include "cell.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "rec.h"
+#include "stage.h"
+#include "util.h"
+
+#define INTERRUPT_GRACE_MS 2000
+#define REPLY_MAX (1u << 20)
+/* A kernel lives at most this long, however busy (the limit table's most). */
+#define KERNEL_LIFE_MS 86400000u
+/* What is remembered of kernels gone, to say "restarted" at the next cell. */
+#define TOMBS_MAX 1024
+
+enum phase { P_RUNNING, P_INTERRUPTED, P_KILLED };
+
+struct cell {
+	struct kernel *k;
+	unsigned n;
+	enum phase phase;
+	bool cancelled;           /* cell_cancel, not the timeout */
+	uint64_t timeout_ms;
+	double t0;
+	struct stage_result res;  /* out, err, duration; the rest filled at the end */
+	jv info;
+	cell_done_fn done;
+	cell_output_fn out;
+	void *arg;
+};
+
+struct kernel {
+	struct kernels *ks;
+	char *workspace, *language;
+	struct backend *be;
+	struct bk_scratch *scratch;
+	struct bk_stage *st;
+	struct stage_spec spec;
+	struct limits lim;
+	char **argv, **envp, **binds;
+	char *rootfs;
+	int chan, peer, timer;
+	struct rec_reader rd;
+	char *wbuf;               /* requests not yet written */
+	size_t wlen, woff;
+	unsigned count;           /* execution count */
+	struct cell *cur;
+	char *pend;               /* output between cells: stream byte, then text */
+	size_t plen;
+	uint64_t pdropped;
+	double last_used;
+	bool dying;               /* killed; its stage's result is awaited */
+	bool forget;              /* nothing to remember of it (its session ended, it was reset) */
+	char why[200];            /* why it died (or was killed), for the next cell */
+	struct kernel *next;
+};
+
+struct tomb {
+	char *workspace, *language, *why;
+	struct tomb *next;
+};
+
+struct kernels {
+	const struct conf *conf;
+	struct loop *loop;
+	struct kernel *live;      /* alive, and those being killed */
+	struct tomb *tombs;
+	unsigned ntombs;
+};
+
+/* ---- what is remembered of kernels gone ------------------------------------ */
+
+static void tomb_add(struct kernels *ks, const char *ws, const char *lang, const char *why)
+{
+	struct tomb *t = util_xalloc(sizeof *t);
+	*t = (struct tomb){ util_strdup(ws), util_strdup(lang), util_strdup(why), ks->tombs };
+	ks->tombs = t;
+	if (++ks->ntombs <= TOMBS_MAX)
+		return;
+	struct tomb **p = &ks->tombs;
+	while ((*p)->next)
+		p = &(*p)->next;
+	free((*p)->workspace);
+	free((*p)->language);
+	free((*p)->why);
+	free(*p);
+	*p = NULL;
+	ks->ntombs--;
+}
+
+/* The reason its last kernel went (the caller frees), forgotten here. */
+static char *tomb_take(struct kernels *ks, const char *ws, const char *lang)
+{
+	for (struct tomb **p = &ks->tombs; *p; p = &(*p)->next) {
+		struct tomb *t = *p;
+		if (strcmp(t->workspace, ws) || (lang && strcmp(t->language, lang)))
+			continue;
+		*p = t->next;
+		char *why = t->why;
+		free(t->workspace);
+		free(t->language);
+		free(t);
+		ks->ntombs--;
+		return why;
+	}
+	return NULL;
+}
+
+/* ---- a kernel ------------------------------------------------------------- */
+
+static void arm(struct kernel *k, uint64_t ms)
+{
+	struct itimerspec its = { .it_value = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L } };
+	if (ms == 0)
+		its.it_value.tv_nsec = 1;
+	timerfd_settime(k->timer, 0, &its, NULL);
+}
+
+static void kill_kernel(struct kernel *k, const char *why)
+{
+	if (k->dying)
+		return;
+	k->dying = true;
+	snprintf(k->why, sizeof k->why, "%s", why);
+	loop_unwatch(k->ks->loop, k->chan);
+	loop_unwatch(k->ks->loop, k->timer);
+	k->be->ops->cancel(k->st);
+}
+
+static void kernel_free(struct kernel *k)
+{
+	struct kernels *ks = k->ks;
+	for (struct kernel **p = &ks->live; *p; p = &(*p)->next)
+		if (*p == k) {
+			*p = k->next;
+			break;
+		}
+	loop_unwatch(ks->loop, k->chan);
+	loop_unwatch(ks->loop, k->timer);
+	if (k->st)
+		k->be->ops->stage_free(k->st);
+	bk_scratch_close(k->scratch);
+	close(k->chan);
+	if (k->peer >= 0)
+		close(k->peer);
+	if (k->timer >= 0)
+		close(k->timer);
+	rec_reader_free(&k->rd);
+	util_strv_free(k->argv);
+	util_strv_free(k->envp);
+	util_strv_free(k->binds);
+	free(k->rootfs);
+	free(k->wbuf);
+	free(k->pend);
+	free(k->workspace);
+	free(k->language);
+	free(k);
+}
+
+/* The cell's end: its result to its caller, the kernel idle again. */
+static void cell_finish(struct kernel *k, const char *note)
+{
+	struct cell *c = k->cur;
+	k->cur = NULL;
+	k->last_used = util_now_ms();
+	c->res.duration_ms = util_now_ms() - c->t0;
+	c->res.cpu_ms = -1;
+	c->res.mem_peak = -1;
+	c->res.enforced = k->be->ops->result(k->st)->enforced;
+	if (note)
+		c->info = jv_object_set(c->info, jv_string("kernel_note"), jv_string(note));
+	c->info = jv_object_set(c->info, jv_string("kernel_alive"), jv_bool(!k->dying));
+	c->done(&c->res, c->info, c->arg);
+	cap_buf_free(&c->res.out);
+	cap_buf_free(&c->res.err);
+	jv_free(c->info);
+	free(c);
+	/* Unless the callback started the next cell (and its timeout). */
+	if (!k->dying && !k->cur)
+		arm(k, k->ks->conf->kernel_idle_ms);
+}
+
+/* The kernel's stage ended: it died, or we killed it. */
+static void kernel_done(void *arg)
+{
+	struct kernel *k = arg;
+	struct kernels *ks = k->ks;
+	const struct stage_result *r = k->be->ops->result(k->st);
+	char why[200], sig[32];
+	if (k->dying)
+		snprintf(why, sizeof why, "%s", k->why);
+	else if (r->status == STAGE_OOM)
+		snprintf(why, sizeof why, "died at its memory limit");
+	else if (r->status == STAGE_TIMEOUT)
+		snprintf(why, sizeof why, "reached its longest life (%u h)", KERNEL_LIFE_MS / 3600000);
+	else if (r->status == STAGE_SIGNALED)
+		snprintf(why, sizeof why, "died of %s", stage_signal_name(r->signal, sig, sizeof sig));
+	else if (r->status == STAGE_EXITED)
+		snprintf(why, sizeof why, "exited with code %d", r->exit_code);
+	else
+		snprintf(why, sizeof why, "could not run: %.180s", r->error[0] ? r->error : "internal error");
+	/* Remembered first: the cell's callback may start the next cell. */
+	if (!k->forget)
+		tomb_add(ks, k->workspace, k->language, why);
+	k->dying = true;
+	if (k->cur) {
+		struct cell *c = k->cur;
+		k->be->ops->flush(k->st);
+		/* How the cell ended is how the kernel did, unless we killed it
+		 * for the cell's own timeout or cancellation. */
+		c->res.status = c->phase == P_KILLED ? (c->cancelled ? STAGE_CANCELLED : STAGE_TIMEOUT) : r->status;
+		c->res.exit_code = r->exit_code;
+		c->res.signal = r->signal;
+		if (r->status == STAGE_INTERNAL)
+			snprintf(c->res.error, sizeof c->res.error, "%s", r->error);
+		char note[300];
+		snprintf(note, sizeof note, "the kernel %s: its state is lost; the next cell starts a fresh kernel", why);
+		cell_finish(k, note);
+	}
+	kernel_free(k);
+}
+
+/* Output of the kernel: the running cell's, or kept for the next. */
+static void kernel_output(void *arg, int stream, const char *data, size_t len)
+{
+	struct kernel *k = arg;
+	struct cell *c = k->cur;
+	if (c) {
+		cap_buf_add(stream == 1 ? &c->res.out : &c->res.err, data, len);
+		if (c->out)
+			c->out(c->arg, stream, data, len);
+		return;
+	}
+	/* One record per write: the stream, then the bytes, in pend. */
+	size_t room = k->lim.output > k->plen ? (size_t)k->lim.output - k->plen : 0;
+	if (room < 5) {
+		k->pdropped += len;
+		return;
+	}
+	size_t take = len < room - 5 ? len : room - 5;
+	k->pend = util_xrealloc(k->pend, k->plen + 5 + take);
+	k->pend[k->plen] = (char)stream;
+	uint32_t n32 = (uint32_t)take;
+	memcpy(k->pend + k->plen + 1, &n32, 4);
+	memcpy(k->pend + k->plen + 5, data, take);
+	k->plen += 5 + take;
+	k->pdropped += len - take;
+}
+
+static void on_chan(struct loop *l, int fd, short rev, void *arg);
+
+/* Write what is queued; the rest when the channel has room. */
+static void flush_requests(struct kernel *k)
+{
+	while (k->woff < k->wlen) {
+		ssize_t n = send(k->chan, k->wbuf + k->woff, k->wlen - k->woff, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n < 0) {
+			kill_kernel(k, "closed its channel");
+			return;
+		}
+		k->woff += (size_t)n;
+	}
+	if (k->woff == k->wlen)
+		k->wlen = k->woff = 0;
+	loop_watch(k->ks->loop, k->chan, k->wlen ? POLLIN | POLLOUT : POLLIN, on_chan, k);
+}
+
+static void send_line(struct kernel *k, jv msg)
+{
+	size_t n;
+	char *line = rec_dump(msg, &n);
+	k->wbuf = util_xrealloc(k->wbuf, k->wlen + n);
+	memcpy(k->wbuf + k->wlen, line, n);
+	k->wlen += n;
+	free(line);
+	flush_requests(k);
+}
+
+/* A reply: the running cell's end, or a broken kernel. */
+static void reply(struct kernel *k, jv msg)
+{
+	struct cell *c = k->cur;
+	double n;
+	const char *st = rec_str(msg, "status", NULL);
+	jv v = rec_get(msg, "value");
+	jv_kind vk = jv_get_kind(v);
+	if (!c || !rec_num(msg, "cell", &n) || n != c->n || !st || (strcmp(st, "ok") && strcmp(st, "error")) ||
+	    (vk != JV_KIND_STRING && vk != JV_KIND_NULL && vk != JV_KIND_INVALID)) {
+		jv_free(v);
+		kill_kernel(k, "broke its protocol (a line on its channel that is not the reply to its cell)");
+		return;
+	}
+	k->be->ops->flush(k->st);
+	c->res.status = c->phase == P_RUNNING ? STAGE_EXITED : c->cancelled ? STAGE_CANCELLED : STAGE_TIMEOUT;
+	c->res.exit_code = strcmp(st, "ok") ? 1 : 0;
+	c->info = jv_object_set(c->info, jv_string("value"), vk == JV_KIND_STRING ? v : jv_null());
+	if (vk != JV_KIND_STRING)
+		jv_free(v);
+	cell_finish(k, c->phase == P_INTERRUPTED ? "the cell was interrupted; the kernel and its state live on" : NULL);
+}
+
+static void on_chan(struct loop *l, int fd, short rev, void *arg)
+{
+	struct kernel *k = arg;
+	if (rev & POLLOUT) {
+		flush_requests(k);
+		if (k->dying)
+			return;
+	}
+	if (!(rev & (POLLIN | POLLHUP | POLLERR)))
+		return;
+	ssize_t got = rec_fill(&k->rd);
+	jv msg;
+	enum rec_status rs;
+	while (!k->dying && (rs = rec_next(&k->rd, &msg)) != REC_AGAIN) {
+		if (rs != REC_OK) {
+			if (rs == REC_INVALID)
+				jv_free(msg);
+			kill_kernel(k, rs == REC_EOF ? "closed its channel"
+						     : "broke its protocol (a line on its channel that is not the reply to its cell)");
+			return;
+		}
+		reply(k, msg);
+		jv_free(msg);
+	}
+	if (!k->dying && (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)))
+		kill_kernel(k, "closed its channel");
+	(void)l;
+	(void)fd;
+}
+
+/* The timer: the running cell's timeout and grace, or the idle limit. */
+static void on_timer(struct loop *l, int fd, short rev, void *arg)
+{
+	struct kernel *k = arg;
+	uint64_t x;
+	if (read(fd, &x, sizeof x) < 0 && errno == EAGAIN)
+		return;
+	struct cell *c = k->cur;
+	if (!c) {
+		char why[120];
+		snprintf(why, sizeof why, "was stopped after %.0f s without a cell (kernel_idle)",
+			 (double)k->ks->conf->kernel_idle_ms / 1000);
+		kill_kernel(k, why);
+	} else if (c->phase == P_RUNNING) {
+		c->phase = P_INTERRUPTED;
+		send_line(k, jv_object_set(jv_object(), jv_string("interrupt"), jv_number(c->n)));
+		arm(k, INTERRUPT_GRACE_MS);
+	} else if (c->phase == P_INTERRUPTED) {
+		c->phase = P_KILLED;
+		char why[120];
+		snprintf(why, sizeof why, "did not stop within %d s of the cell's interrupt and was killed", INTERRUPT_GRACE_MS / 1000);
+		kill_kernel(k, why);
+	}
+	(void)l;
+	(void)rev;
+}
+
+static struct kernel *kernel_new(struct kernels *ks, struct backend *be, const struct job *j, char *const *envp, char *err,
+				 size_t len)
+{
+	struct kernel *k = util_xalloc(sizeof *k);
+	k->ks = ks;
+	k->be = be;
+	k->chan = k->peer = k->timer = -1;
+	k->workspace = util_strdup(j->workspace);
+	k->language = util_strdup(j->language);
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
+	    (k->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0) {
+		snprintf(err, len, "cannot make a kernel's channel: %s", strerror(errno));
+		kernel_free(k);
+		return NULL;
+	}
+	k->chan = sv[0];
+	k->peer = sv[1];
+	fcntl(k->chan, F_SETFL, O_NONBLOCK);
+	rec_reader_init(&k->rd, k->chan, REPLY_MAX);
+	k->scratch = bk_scratch_open(be, j->workspace, j->work_exec, 0, err, len);
+	if (!k->scratch || be->ops->scratch_stage(k->scratch, false, err, len) < 0) {
+		kernel_free(k);
+		return NULL;
+	}
+	k->argv = util_strv_dup(j->run);
+	k->envp = util_strv_dup(envp);
+	k->binds = j->binds ? util_strv_dup(j->binds) : NULL;
+	k->rootfs = j->rootfs ? util_strdup(j->rootfs) : NULL;
+	/* The first cell's limits are the kernel's, for its whole life;
+	 * its timeout is the cell's, not the kernel's. */
+	k->lim = j->lim;
+	k->lim.timeout_ms = KERNEL_LIFE_MS;
+	k->spec = (struct stage_spec){
+		.argv = k->argv,
+		.env = k->envp,
+		.lim = &k->lim,
+		.scratch = k->scratch,
+		.deps = true,
+		.work_exec = j->work_exec,
+		.network = j->network,
+		.rootfs = k->rootfs,
+		.binds = k->binds,
+		.image = j->image,
+		.chan = k->peer,
+		.on_output = kernel_output,
+		.output_arg = k,
+		.label = "kernel",
+	};
+	k->last_used = util_now_ms();
+	k->next = ks->live;
+	ks->live = k;
+	k->st = bk_start(be, ks->loop, &k->spec, kernel_done, k);
+	loop_watch(ks->loop, k->chan, POLLIN, on_chan, k);
+	loop_watch(ks->loop, k->timer, POLLIN, on_timer, k);
+	return k;
+}
+
+/* ---- the table ------------------------------------------------------------ */
+
+struct kernels *cell_kernels_new(const struct conf *c, struct loop *l)
+{
+	struct kernels *ks = util_xalloc(sizeof *ks);
+	ks->conf = c;
+	ks->loop = l;
+	return ks;
+}
+
+unsigned cell_live(const struct kernels *ks)
+{
+	unsigned n = 0;
+	for (const struct kernel *k = ks ? ks->live : NULL; k; k = k->next)
+		n += !k->dying;
+	return n;
+}
+
+void cell_kernels_free(struct kernels *ks)
+{
+	if (!ks)
+		return;
+	for (struct kernel *k = ks->live; k; k = k->next) {
+		if (k->cur) {
+			/* No callback now: the caller is going. */
+			cap_buf_free(&k->cur->res.out);
+			cap_buf_free(&k->cur->res.err);
+			jv_free(k->cur->info);
+			free(k->cur);
+			k->cur = NULL;
+		}
+		kill_kernel(k, "ended with sbx-run");
+		k->forget = true;
+	}
+	/* Each kernel's stage reports, and is freed, from the loop. */
+	double until = util_now_ms() + 10000;
+	while (ks->live && util_now_ms() < until && loop_once(ks->loop, 1000) >= 0)
+		;
+	while (ks->live)
+		kernel_free(ks->live);
+	while (ks->tombs)
+		free(tomb_take(ks, ks->tombs->workspace, NULL));
+	free(ks);
+}
+
+void cell_end(struct kernels *ks, const char *workspace)
+{
+	for (struct kernel *k = ks->live; k; k = k->next)
+		if (!strcmp(k->workspace, workspace)) {
+			kill_kernel(k, "ended with its session");
+			k->forget = true;
+		}
+	char *why;
+	while ((why = tomb_take(ks, workspace, NULL)))
+		free(why);
+}
+
+static struct kernel *find(struct kernels *ks, const char *ws, const char *lang)
+{
+	for (struct kernel *k = ks->live; k; k = k->next)
+		if (!k->dying && !strcmp(k->workspace, ws) && !strcmp(k->language, lang))
+			return k;
+	return NULL;
+}
+
+/* Output kept from between cells, at the head of this one's. */
+static void take_pending(struct kernel *k, struct cell *c)
+{
+	for (size_t i = 0; i + 5 <= k->plen;) {
+		uint32_t n;
+		memcpy(&n, k->pend + i + 1, 4);
+		cap_buf_add(k->pend[i] == 1 ? &c->res.out : &c->res.err, k->pend + i + 5, n);
+		i += 5 + n;
+	}
+	if (k->pdropped) {
+		char note[96];
+		int n = snprintf(note, sizeof note, "[sbx: %llu bytes printed between cells were dropped]\n",
+				 (unsigned long long)k->pdropped);
+		cap_buf_add(&c->res.err, note, (size_t)n);
+	}
+	free(k->pend);
+	k->pend = NULL;
+	k->plen = 0;
+	k->pdropped = 0;
+}
+
+struct cell *cell_start(struct kernels *ks, struct backend *be, const struct job *j, char *const *envp,
+			cell_done_fn done, cell_output_fn out, void *arg, char *err, size_t errlen)
+{
+	const char *kstate = "live";
+	char note[300] = "";
+	struct kernel *k = find(ks, j->workspace, j->language);
+	if (k && j->reset) {
+		kill_kernel(k, "was reset");
+		k->forget = true;
+		k = NULL;
+		kstate = "restarted";
+		snprintf(note, sizeof note, "reset: a fresh kernel, nothing of the last one's state");
+	}
+	if (!k && !be->kernels)
+		snprintf(err, errlen, "the %s backend runs no kernels (run_cell needs the native backend)", be->name);
+	else if (!k && ks->conf->max_kernels && cell_live(ks) >= ks->conf->max_kernels)
+		snprintf(err, errlen, "too many live kernels (max_kernels %llu in %s): end a session, or wait for idle "
+					  "ones to stop (kernel_idle)", (unsigned long long)ks->conf->max_kernels, ks->conf->path);
+	else if (!k) {
+		char *gone = tomb_take(ks, j->workspace, j->language);
+		if (gone && !note[0]) {
+			kstate = "restarted";
+			snprintf(note, sizeof note, "kernel restarted, state lost: the last one %s", gone);
+		} else if (!note[0])
+			kstate = "started";
+		free(gone);
+		k = kernel_new(ks, be, j, envp, err, errlen);
+	}
+	if (!k)
+		return NULL;
+	struct cell *c = util_xalloc(sizeof *c);
+	c->done = done;
+	c->out = out;
+	c->arg = arg;
+	c->timeout_ms = j->lim.timeout_ms;
+	c->t0 = util_now_ms();
+	c->info = jv_object();
+	c->k = k;
+	c->n = ++k->count;
+	cap_buf_init(&c->res.out, (size_t)j->lim.output);
+	cap_buf_init(&c->res.err, (size_t)j->lim.output);
+	c->info = jv_object_set(c->info, jv_string("execution_count"), jv_number(c->n));
+	c->info = jv_object_set(c->info, jv_string("kernel"), jv_string(kstate));
+	if (note[0])
+		c->info = jv_object_set(c->info, jv_string("kernel_note"), jv_string(note));
+	take_pending(k, c);
+	k->cur = c;
+	jv req = jv_object_set(jv_object(), jv_string("cell"), jv_number(c->n));
+	req = jv_object_set(req, jv_string("timeout_ms"), jv_number((double)c->timeout_ms));
+	send_line(k, jv_object_set(req, jv_string("code"), jv_string_sized(j->code, (int)j->code_len)));
+	if (!k->dying)
+		arm(k, c->timeout_ms);
+	return c;
+}
+
+void cell_cancel(struct cell *c)
+{
+	if (!c || c->phase != P_RUNNING)
+		return;
+	c->cancelled = true;
+	arm(c->k, 0);
+}
