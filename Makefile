@@ -135,6 +135,8 @@ bench-run: $(BUILD)/bench/sha256
 	@echo
 	@SBX_HISTORY=$(CURDIR)/$(BUILD)/bench/mcp-history.db bench/live.py
 	@echo
+	@bench/kernel.py
+	@echo
 	@bench/memory.py
 	@echo
 	@bench/http.sh

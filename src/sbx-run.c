@@ -622,6 +622,40 @@ static jv check_state(const struct conf *c, jv *fixes)
 	return st;
 }
 
+/* Whether cells (run_cell) can run: the backend must hold a kernel's
+ * channel, and each kernel's files (absolute paths in its command) must be
+ * where the configuration says. */
+static jv check_kernels(const struct conf *c, const struct backend *be, bool usable, jv *fixes)
+{
+	jv k = jv_object_set(jv_object(), jv_string("supported"), jv_bool(usable && be->kernels));
+	if (!be->kernels)
+		k = jv_object_set(k, jv_string("why"), jv_string("the docker backend runs no kernels: run_cell needs the native backend"));
+	jv langs = jv_array();
+	bool fix = false;
+	for (size_t i = 0; i < c->nlangs; i++) {
+		const struct conf_lang *l = &c->langs[i];
+		if (!l->kernel)
+			continue;
+		const char *missing = NULL;
+		for (char **a = l->kernel + 1; *a && !missing && !l->rootfs; a++)
+			if (**a == '/' && access(*a, R_OK) < 0)
+				missing = *a;
+		jv e = jv_object_set(jv_object(), jv_string("name"), jv_string(l->name));
+		e = jv_object_set(e, jv_string("available"), jv_bool(!missing && be->kernels));
+		if (missing) {
+			char *why = util_fmt("kernel file %s is missing", missing);
+			e = jv_object_set(e, jv_string("error"), jv_string(why));
+			free(why);
+			fix = true;
+		}
+		langs = jv_array_append(langs, e);
+	}
+	if (fix)
+		*fixes = jv_array_append(*fixes, jv_string("install the kernels run_cell uses: make deps (as root), or make install"));
+	k = jv_object_set(k, jv_string("languages"), langs);
+	return jv_object_set(k, jv_string("idle_seconds"), jv_number((double)c->kernel_idle_ms / 1000));
+}
+
 /* --check: the backend's own report, then where the state is and each
  * language as a stage of it sees it. */
 static int check(struct conf *c, struct backend *be)
@@ -639,6 +673,7 @@ static int check(struct conf *c, struct backend *be)
 	o = jv_object_delete(o, jv_string("fixes"));
 	o = jv_object_set(o, jv_string("state"), check_state(c, &fixes));
 	o = jv_object_set(o, jv_string("languages"), bk_check_languages(be, usable, &fixes));
+	o = jv_object_set(o, jv_string("kernels"), check_kernels(c, be, usable, &fixes));
 	o = jv_object_set(o, jv_string("fixes"), fixes);
 	check_write(o);
 	int cs = util_close_stdout();

@@ -282,7 +282,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	jq -nc '{id: "q", language: "python", code: "print(\"a,b\")\nprint(2)", status: "success", duration_ms: 3}' | logr > /dev/null
 	results 1 | logr > /dev/null
 	run --separate-stderr hist --format csv
-	[ "${lines[0]}" = "history_id,timestamp,id,language,status,exit_code,signal,duration_ms,cpu_ms,memory_peak_bytes,stdout_size,stderr_size,backend,compile_status,compile_ms,code_sha256,code_snippet,error,session_id" ]
+	[ "${lines[0]}" = "history_id,timestamp,id,language,status,exit_code,signal,duration_ms,cpu_ms,memory_peak_bytes,stdout_size,stderr_size,backend,compile_status,compile_ms,code_sha256,code_snippet,error,session_id,execution_count" ]
 	# the quoted field holds a comma, a quote and a newline: parse it back
 	python3 -c 'import csv,sys; rows = list(csv.DictReader(open(sys.argv[1]))); assert rows[0]["code_snippet"] == "print(\"a,b\")\nprint(2)", rows' <(hist --format csv)
 	run --separate-stderr hist --format table

@@ -77,18 +77,18 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 		jq -nc '{jsonrpc: "2.0", id: 4, method: "tools/list", params: {_meta: {"io.modelcontextprotocol/protocolVersion": "2031-01-01", "io.modelcontextprotocol/clientCapabilities": {}}}}'
 	} | mcp
 	answer 1 | jq -e '.result.resultType == "complete" and (.result.supportedVersions | index("2026-07-28") and index("2024-11-05")) and .result.serverInfo.name == "sbx"'
-	answer 2 | jq -e '.result.resultType == "complete" and (.result.tools | length == 11)'
+	answer 2 | jq -e '.result.resultType == "complete" and (.result.tools | length == 12)'
 	answer 3 | jq -e '.result.resultType == "complete" and .result.structuredContent.stdout == "6\n"'
 	answer 4 | jq -e '.error.code == -32022 and .error.data.requested == "2031-01-01" and (.error.data.supported | index("2026-07-28"))'
 }
 
-@test "tools/list: eleven tools, each with title, description, input and output schemas" {
+@test "tools/list: twelve tools, each with title, description, input and output schemas" {
 	{ init; echo '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
 	  echo '{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"page-2"}}'; } | mcp
 	# one page, no nextCursor; any cursor is unknown
 	answer 1 | jq -e '.result | has("nextCursor") | not'
 	answer 2 | jq -e '.error.code == -32602 and (.error.message | contains("cursor"))'
-	answer 1 | jq -e '[.result.tools[].name] | sort == ["check_backend","get_execution_history","install_packages","list_files","list_supported_languages","read_file","run_code","sandbox_exec","sandbox_initialize","sandbox_stop","write_file"]'
+	answer 1 | jq -e '[.result.tools[].name] | sort == ["check_backend","get_execution_history","install_packages","list_files","list_supported_languages","read_file","run_cell","run_code","sandbox_exec","sandbox_initialize","sandbox_stop","write_file"]'
 	answer 1 | jq -e 'all(.result.tools[]; (.title | length > 0) and (.description | length > 40) and .inputSchema.type == "object" and .outputSchema.type == "object")'
 	# descriptions quote the configured limits
 	answer 1 | jq -e '.result.tools[] | select(.name == "run_code") | .description | contains("256 MiB") and contains("10 s") and contains("up to 1 GiB")'
@@ -453,7 +453,7 @@ print("x" * 70000)'
 	rpc tasks/get '{"taskId": "0123"}'; wait_for $n; unknown=$n
 	exec 7>&-
 	wait "$server"
-	answer $list | jq -e '.result.tools | map(select(.execution.taskSupport == "optional") | .name) | sort == ["install_packages", "run_code", "sandbox_exec"]'
+	answer $list | jq -e '.result.tools | map(select(.execution.taskSupport == "optional") | .name) | sort == ["install_packages", "run_cell", "run_code", "sandbox_exec"]'
 	answer $made | jq -e '.result.task.status == "working" and .result.task.ttl == 60000 and .result.task.pollInterval > 0 and (.result.task.taskId | test("^[0-9a-f]{32}$"))'
 	answer $working | jq -e '.result.status == "working" and .result.createdAt'
 	answer $waited | jq -e --arg t "$task" '.result.structuredContent.stdout == "late\n" and .result._meta["io.modelcontextprotocol/related-task"].taskId == $t'

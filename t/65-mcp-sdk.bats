@@ -31,7 +31,7 @@ sdk() {
 	! printf '%s\n' "$output" | grep -q '^not ok'
 }
 
-@test "the official MCP SDK client lists and calls all eleven tools (stdio)" {
+@test "the official MCP SDK client lists and calls all twelve tools (stdio)" {
 	need_sdk
 	conf=$(conf_with 's/^$//')
 	printf '#!/bin/sh\nexec "%s/sbx-mcp" -c "%s"\n' "$BIN" "$conf" > mcp.sh

@@ -217,3 +217,14 @@ container_of() {
 	jqe 0 '.status == "success"'
 	[ -f "$ws/.deps/node_modules/is-number/package.json" ]
 }
+
+@test "run_cell's kernels need the native backend: a cell is an internal_error saying so, and --check reports it" {
+	sid=$(printf '%032x' 9)
+	state=$(sed -n 's/^state_dir *= *"\(.*\)"/\1/p' "$SBX_CONF")
+	mkdir -p "$state/sessions/$sid"
+	run --separate-stderr sbx <<< "{\"language\":\"python\",\"session\":\"$sid\",\"cell\":true,\"code\":\"1\"}"
+	rm -rf "${state:?}/sessions/$sid"
+	jqe 0 '.status == "internal_error" and (.error | test("docker backend runs no kernels \\(run_cell needs the native backend\\)"))'
+	run --separate-stderr "$BIN/sbx-run" --check
+	jqe 0 '.kernels.supported == false and (.kernels.why | test("native backend"))'
+}

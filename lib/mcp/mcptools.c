@@ -159,13 +159,14 @@ static const struct tool_def defs[] = {
 	  "open (matplotlib) come back as images. An exception is status error with its traceback; a cell past "
 	  "its timeout is interrupted (status timeout) and the state is kept. A kernel that dies (or is stopped "
 	  "after %I s idle) loses its state: its cell and the next one say so in \"kernel_note\". \"reset\": true "
-	  "starts a fresh kernel. Cells of a session run one at a time (later ones wait their turn).",
+	  "starts a fresh kernel. \"memory\" and \"cpus\" size a kernel when it starts (its first cell, or a reset). "
+	  "Cells of a session run one at a time (later ones wait their turn).",
 	  { { "session_id", A_STR, true }, { "code", A_STR, true }, { "language", A_STR, false }, { "timeout", A_NUM, false },
-	    { "reset", A_BOOL, false } },
+	    { "memory", A_STR | A_NUM, false }, { "cpus", A_NUM, false }, { "reset", A_BOOL, false } },
 	  "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
 	  "\"code\":{\"type\":\"string\",\"description\":\"the cell's code\"},"
 	  "\"language\":{\"type\":\"string\",\"description\":\"default: the session's\"},"
-	  "\"timeout\":{\"type\":\"number\",\"description\":\"the cell's wall-clock seconds\"},"
+	  "\"timeout\":{\"type\":\"number\",\"description\":\"the cell's wall-clock seconds\"}," MEM_CPUS_SCHEMA
 	  "\"reset\":{\"type\":\"boolean\",\"description\":\"restart the kernel first (its state is lost)\"}},"
 	  "\"required\":[\"session_id\",\"code\"],\"additionalProperties\":false}",
 	  RUN_RESULT_SCHEMA, false, false, false },

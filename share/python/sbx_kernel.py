@@ -4,8 +4,8 @@
 # Requests come on stdin, which is a socket to sbx-run, one JSON object a
 # line; this moves it off fd 0 (stdin becomes /dev/null for cells) and
 # answers each cell with one line.  A reader thread takes the requests, so
-# that an interrupt reaches a cell that is busy: it is a real SIGINT, which
-# Python turns into KeyboardInterrupt in the main thread (a time.sleep or
+# that an interrupt reaches a cell that is busy: it is a real SIGINT at the
+# main thread, which Python turns into KeyboardInterrupt there (a time.sleep or
 # a wait for a child is cut short too), and the child processes the cell
 # started are killed when it stops, or half a second later if it has not.  Whatever a cell does to
 # the channel can only break its own kernel: sbx-run kills a kernel whose
@@ -79,7 +79,9 @@ class Kernel:
 
     def interrupt(self, n):
         self.interrupted = n
-        os.kill(os.getpid(), signal.SIGINT)
+        # At the main thread: a process-wide signal may land on another
+        # thread, and leave the main one asleep in a system call.
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
         def late():
             if self.running == n:

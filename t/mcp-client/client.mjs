@@ -32,8 +32,8 @@ check(client.getServerVersion()?.name === "sbx", "initialize: server info", clie
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name).sort();
 const want = ["check_backend", "get_execution_history", "install_packages", "list_files", "list_supported_languages",
-  "read_file", "run_code", "sandbox_exec", "sandbox_initialize", "sandbox_stop", "write_file"];
-check(JSON.stringify(names) === JSON.stringify(want), "tools/list: the eleven tools", names);
+  "read_file", "run_cell", "run_code", "sandbox_exec", "sandbox_initialize", "sandbox_stop", "write_file"];
+check(JSON.stringify(names) === JSON.stringify(want), "tools/list: the twelve tools", names);
 check(tools.every((t) => t.title && t.description && t.inputSchema?.type === "object" && t.outputSchema?.type === "object"),
   "every tool has a title, a description, an inputSchema and an outputSchema");
 

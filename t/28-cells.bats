@@ -1,0 +1,180 @@
+#!/usr/bin/env bats
+# Cells ("cell": true): a session's kernel through the pipeline,
+# sbx-validate | sbx-run, without sbx-mcp.  State from cell to cell,
+# interrupts, deaths and restarts, the idle stop, max_kernels, and the
+# attacks on the kernel's channel, each checked from the host: the kernel
+# broken by it ends, nothing else does, nothing is left behind.
+load helpers
+
+teardown() { assert_no_leftovers; }
+
+local_setup() {
+	skip_on_docker "kernels need the native backend (t/70-docker.bats checks the refusal)"
+	cmp -s "$ROOT/share/python/sbx_kernel.py" /usr/local/share/sbx/python/sbx_kernel.py ||
+		skip "the kernels are not installed where etc/sandbox.conf says (make deps)"
+	conf=$(conf_with "${CONF_SED:-s/^$//}")
+	sid=$(printf '%032x' 7)
+	other=$(printf '%032x' 8)
+	for s in "$sid" "$other"; do
+		mkdir -p "var/sessions/$s/.deps"
+		owner=$(id -u)
+		[ "$owner" = 0 ] && owner=$SBX_PROG_UID
+		chown -R "$owner:$owner" "var/sessions/$s"
+	done
+}
+
+# cell CODE [JQ-OBJECT]: a cell request of the session $sid (python).
+cell() { jq -cn --arg c "$1" --arg s "$sid" "{language: \"python\", session: \$s, cell: true, code: \$c} + ${2:-{\}}"; }
+
+# cells < requests: through sbx-validate | sbx-run.
+cells() { run --separate-stderr sbx -c "$conf" "$@"; }
+
+@test "state from cell to cell; Out[n] is the last expression's repr; an exception keeps the state" {
+	cells < <(cell 'import math
+r = 2.0
+math.pi * r ** 2'; cell 'print(r); r = r / 0'; cell 'r')
+	[ "${#lines[@]}" -eq 3 ]
+	jqe 0 '.status == "success" and (.value | startswith("12.566")) and .execution_count == 1 and .kernel == "started"'
+	jqe 1 '.status == "error" and .exit_code == 1 and .stdout == "2.0\n" and (.stderr | contains("File \"<cell 2>\", line 1")) and (.stderr | contains("ZeroDivisionError: float division by zero"))'
+	jqe 2 '.status == "success" and .value == "2.0" and .execution_count == 3 and .kernel == "live"'
+	jqe 2 '.limits_enforced | index("namespaces") and index("seccomp")'
+}
+
+@test "JavaScript: var, function and globalThis persist; a promise's value is awaited; an error keeps the state" {
+	command -v node > /dev/null || skip "Node.js is not installed"
+	js() { cell "$1" '{language: "javascript"}'; }
+	cells < <(js 'var n = 20; function twice(x) { return 2 * x }'; js 'Promise.resolve(twice(n) + 2)'; js 'undefinedThing()'; js 'n')
+	jqe 0 '.status == "success" and .value == null'
+	jqe 1 '.status == "success" and .value == "42"'
+	jqe 2 '.status == "error" and (.stderr | test("ReferenceError: undefinedThing is not defined")) and (.stderr | test("sbx_kernel") | not)'
+	jqe 3 '.value == "20" and .execution_count == 4'
+}
+
+@test "a cell past its timeout is interrupted (status timeout, state kept); one that ignores SIGINT costs its kernel" {
+	cells < <(cell 'x = 1'; cell 'import time; time.sleep(60)' '{timeout: 1}'; cell 'x + 1'
+		cell 'import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)
+while True: pass' '{timeout: 1}'; cell "'x' in dir()")
+	jqe 1 '.status == "timeout" and (.stderr | test("KeyboardInterrupt")) and .duration_ms < 2000 and (.kernel_note | test("interrupted"))'
+	jqe 2 '.status == "success" and .value == "2"'
+	jqe 3 '.status == "timeout" and .duration_ms < 4500 and (.kernel_note | test("did not stop within 2 s.*state is lost"))'
+	jqe 4 '.value == "False" and .kernel == "restarted" and .execution_count == 1'
+}
+
+@test "a kernel that dies (os._exit, a segfault) is reported in its cell; the next cell says it was restarted" {
+	cells < <(cell 'import os; os._exit(9)'; cell '1'; cell 'import ctypes; ctypes.string_at(0)'; cell '2')
+	jqe 0 '.status == "error" and .exit_code == 9 and (.kernel_note | test("exited with code 9"))'
+	jqe 1 '.value == "1" and .kernel == "restarted" and (.kernel_note | test("restarted, state lost: the last one exited with code 9"))'
+	jqe 2 '.status == "error" and .signal == "SIGSEGV" and (.kernel_note | test("died of SIGSEGV"))'
+	jqe 3 '.kernel == "restarted" and .execution_count == 1'
+}
+
+@test "a kernel flooding memory is stopped by its cgroup and reported; a fork bomb meets the pids limit" {
+	has_cgroup_limits
+	cells < <(cell 'a = []
+while True: a.append(bytearray(1 << 20))'; cell 'import os
+n = 0
+try:
+    while True:
+        if os.fork() == 0:
+            import time; time.sleep(60)
+        n += 1
+except OSError as e:
+    print("refused after", n, e.errno)' '{timeout: 5}')
+	jqe 0 '.status == "memory_limit" and (.kernel_note | test("memory limit"))'
+	jqe 1 '.status == "success" and (.stdout | test("^refused after [0-9]+ 11"))'
+	n=$(jqn 1 '.stdout' | awk '{print $3}')
+	[ "$n" -lt 64 ]
+}
+
+@test "the channel: garbage on it, a forged reply for another cell, or its fd closed or reused ends that kernel alone" {
+	# the socket is the kernel's fd 3 (stdin moved off it)
+	chan='import os, stat
+def sock(f):
+    try:
+        return stat.S_ISSOCK(os.fstat(f).st_mode)
+    except OSError:
+        return False
+fd = next(f for f in range(3, 256) if sock(f))'
+	cells < <(cell "$chan"'
+os.write(fd, b"garbage\n")
+import time; time.sleep(5)'
+		cell "$chan"'
+os.write(fd, b"{\"cell\": 99, \"status\": \"ok\", \"value\": \"forged\"}\n")
+import time; time.sleep(5)'
+		cell "$chan"'
+os.dup2(1, fd)' '{timeout: 2}'
+		cell "$chan"'
+os.close(fd)'
+		jq -cn --arg s "$other" '{language: "python", session: $s, cell: true, code: "6 * 7"}')
+	[ "${#lines[@]}" -eq 5 ]
+	jqe 0 '.status != "success" and (.kernel_note | test("broke its protocol.*state is lost"))'
+	jqe 0 '.duration_ms < 4000'
+	jqe 1 '.kernel == "restarted" and (.kernel_note | test("broke its protocol"))'
+	jqe 1 '.status != "success" and .value == null and .duration_ms < 4000'
+	# writing over the fd sends the reply elsewhere: the cell times out and
+	# the kernel, which can no longer read, is gone
+	jqe 2 '.status == "timeout" or .status == "error"'
+	jqe 3 '.status != "success" and (.kernel_note | test("state is lost"))'
+	jqe 4 '.status == "success" and .value == "42" and .kernel == "started"'
+}
+
+@test "the kernel's environment is the language's, not the host's; no capabilities; no network" {
+	export SBX_TEST_SECRET=hunter2
+	cells < <(cell 'import os
+print(sorted(k for k in os.environ if "SECRET" in k))
+print(open("/proc/self/status").read().split("CapEff:")[1].split()[0])
+import socket
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=2); print("network")
+except OSError as e:
+    print("no network")')
+	jqe 0 '.status == "success" and .stdout == "[]\n0000000000000000\nno network\n"'
+}
+
+@test "output: printed between cells goes first in the next cell's; a cell's output is capped like any run's" {
+	cells < <(cell 'import threading, time
+threading.Thread(target=lambda: (time.sleep(0.3), print("late", flush=True))).start()'
+		cell 'import time; time.sleep(0.6); print("mine")'; cell 'print("y" * 500000)')
+	jqe 0 '.stdout == ""'
+	jqe 1 '.stdout == "late\nmine\n"'
+	jqe 2 '.stdout_truncated == true and .stdout_bytes == 500001 and (.stdout | length) < 110000'
+}
+
+@test "cells of one session wait their turn, in order; another session's kernel runs beside them" {
+	start=$(date +%s%N)
+	cells -j 4 --unordered < <(cell 'import time; time.sleep(1); x = 1' '{id: "a"}'; cell 'x + 1' '{id: "b"}'
+		jq -cn --arg s "$other" '{id: "c", language: "python", session: $s, cell: true, code: "import time; time.sleep(1); 3"}')
+	elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r 'select(.id == "b") | .value')" = 2 ]
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r 'select(.id == "c") | .value')" = 3 ]
+	[ "$elapsed" -lt 4000 ]
+}
+
+@test "max_kernels: a kernel past it is refused with the reason; kernel_idle stops an idle kernel and the next cell says so" {
+	CONF_SED='s/^max_kernels  *=.*/max_kernels = 1/; s/^kernel_idle  *=.*/kernel_idle = 1/' local_setup
+	cells -j 1 < <(cell 'x = 1'; jq -cn --arg s "$other" '{language: "python", session: $s, cell: true, code: "1"}'
+		jq -cn '{language: "bash", code: "sleep 1.5"}'; cell "'x' in dir()")
+	jqe 0 '.status == "success"'
+	jqe 1 '.status == "internal_error" and (.error | test("too many live kernels \\(max_kernels 1"))'
+	jqe 3 '.value == "False" and .kernel == "restarted" and (.kernel_note | test("stopped after 1 s without a cell"))'
+}
+
+@test "history: each cell is a row with its session and execution count" {
+	cells < <(cell 'a = 1'; cell 'a')
+	printf '%s\n' "${lines[@]}" | "$BIN/sbx-log" -c "$conf" > /dev/null
+	run --separate-stderr "$BIN/sbx-history" -c "$conf" --session "$sid" --jq '[.execution_count, .code_snippet, .status]'
+	[ "${lines[0]}" = '[2,"a","success"]' ]
+	[ "${lines[1]}" = '[1,"a = 1","success"]' ]
+}
+
+@test "bad cells: no session, a language without a kernel, stdin or args, reset without cell" {
+	run --separate-stderr "$BIN/sbx-validate" -c "$conf" < <(jq -cn '{language: "python", cell: true, code: "1"}'
+		cell 'int x;' '{language: "c"}'; cell '1' '{stdin: "x"}'; cell '1' '{args: ["a"]}'
+		jq -cn --arg s "$sid" '{language: "python", session: $s, code: "1", reset: true}'; cell '1' '{cell: "yes"}')
+	jqe 0 '.status == "invalid" and (.error | test("give \"session\""))'
+	jqe 1 '.status == "invalid" and (.error | test("has no kernel"))'
+	jqe 2 '.status == "invalid" and (.error | test("\"stdin\" does not go with \"cell\""))'
+	jqe 3 '.status == "invalid" and (.error | test("\"args\" does not go with \"cell\""))'
+	jqe 4 '.status == "invalid" and (.error | test("goes with \"cell\": true"))'
+	jqe 5 '.status == "invalid" and (.error | test("\"cell\" must be true"))'
+}
