@@ -310,6 +310,31 @@ errmsg() { jq -r .error.message body; }
 	[ "$(ls "$BATS_TEST_TMPDIR/var/sessions" | grep -vc lock)" = 3 ]
 }
 
+@test "run_cell's kernels per token: max_kernels_per_token of them; a reset replaces its own; another token's are its own" {
+	cmp -s "$ROOT/share/python/sbx_kernel.py" /usr/local/share/sbx/python/sbx_kernel.py || skip "the kernels are not installed (make deps)"
+	set_key max_kernels_per_token 1
+	http_serve
+	initialize
+	for i in 1 2; do
+		rpc "$(call $i sandbox_initialize '{"language":"python"}')"
+		jq -r .result.structuredContent.session_id body > "sid.$i"
+	done
+	rpc "$(call 3 run_cell "$(jq -nc --arg s "$(cat sid.1)" '{session_id: $s, code: "a = 1"}')")"
+	jq -e '.result.structuredContent.status == "success" and .result.structuredContent.kernel == "started"' body
+	rpc "$(call 4 run_cell "$(jq -nc --arg s "$(cat sid.2)" '{session_id: $s, code: "1"}')")"
+	jq -e '.result.isError == true and (.result.content[0].text | contains("max_kernels_per_token 1"))' body
+	rpc "$(call 5 run_cell "$(jq -nc --arg s "$(cat sid.1)" '{session_id: $s, code: "a", reset: true}')")"
+	jq -e '.result.structuredContent.status == "error" and .result.structuredContent.kernel == "restarted"' body
+	TOK=$TOKEN2 initialize
+	TOK=$TOKEN2 rpc "$(call 6 sandbox_initialize '{"language":"python"}')"
+	TOK=$TOKEN2 rpc "$(call 7 run_cell "$(jq -nc --arg s "$(jq -r .result.structuredContent.session_id body)" '{session_id: $s, code: "2"}')")"
+	jq -e '.result.structuredContent.value == "2"' body
+	# a session stopped frees its kernel's place
+	rpc "$(call 8 sandbox_stop "$(jq -nc --arg s "$(cat sid.1)" '{session_id: $s}')")"
+	rpc "$(call 9 run_cell "$(jq -nc --arg s "$(cat sid.2)" '{session_id: $s, code: "3"}')")"
+	jq -e '.result.structuredContent.value == "3"' body
+}
+
 @test "get_execution_history over HTTP: each token sees its own runs only; the command line sees them all" {
 	http_serve
 	initialize

@@ -800,7 +800,7 @@ void sess_on_end(struct sessions *s, void (*fn)(const char *id, void *arg), void
 	s->end_arg = arg;
 }
 
-/* Its kernel of lang, if it is alive as far as we know (else NULL). */
+/* The slot of its kernel of lang if that is alive as far as we know, else -1. */
 static int kernel_slot(const struct sessions *s, const struct session *x, const char *lang)
 {
 	for (unsigned i = 0; i < x->nkern; i++)

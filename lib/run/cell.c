@@ -424,6 +424,9 @@ static struct kernel *kernel_new(struct kernels *ks, struct backend *be, const s
 	k->next = ks->live;
 	ks->live = k;
 	k->st = bk_start(be, ks->loop, &k->spec, kernel_done, k);
+	/* The stage has its own copy now: ours would hide the kernel's close. */
+	close(k->peer);
+	k->peer = -1;
 	loop_watch(ks->loop, k->chan, POLLIN, on_chan, k);
 	loop_watch(ks->loop, k->timer, POLLIN, on_timer, k);
 	return k;

@@ -75,7 +75,8 @@ struct stage_spec {
 	const char *stdin_data;
 	size_t stdin_len;
 	/* > 0: the program's stdin is this socket instead of stdin_data: a
-	 * kernel's channel (lib/run/cell.h); backends with `kernels` only. */
+	 * kernel's channel (lib/run/cell.h); backends with `kernels` only.
+	 * start takes a copy of its own: the caller may close it after. */
 	int chan;
 	bool network;
 	const char *rootfs;        /* native: NULL is the host's tree */
