@@ -118,6 +118,71 @@ os.close(fd)'
 	jqe 4 '.status == "success" and .value == "42" and .kernel == "started"'
 }
 
+@test "a cell can replace what the kernel uses (json.dumps, sys.stdout, stderr), fork, or make a lone surrogate: the kernel lives on" {
+	cells < <(cell 'import json, functools
+json.dumps = functools.partial(json.dumps, indent=2)
+"abc\udc80"'
+		cell 'import sys
+class Sink:
+    def write(self, s): return len(s)
+sys.stdout = Sink()
+print("swallowed")'
+		cell 'import sys; sys.stdout = sys.__stdout__; sys.stderr.close(); 1 / 0'
+		cell 'import os, sys; sys.stderr = sys.__stderr__ if not sys.__stderr__.closed else open(2, "w", closefd=False)
+pid = os.fork()
+"parent" if pid else "child"'
+		cell 'import time; time.sleep(0.2); "still here"')
+	[ "${#lines[@]}" -eq 5 ]
+	jqe 0 '.status == "success" and .value == ("\u0027abc" + "\\" + "udc80\u0027") and .kernel_alive'
+	jqe 1 '.status == "success" and .stdout == "" and .kernel_alive'
+	jqe 2 '.status == "error" and .kernel_alive'
+	jqe 3 '.status == "success" and .value == "\u0027parent\u0027" and .kernel_alive'
+	jqe 4 '.value == "\u0027still here\u0027" and .kernel == "live" and .execution_count == 5'
+}
+
+@test "a timeout shorter than the kernel's start interrupts the first cell all the same; a network cell is refused" {
+	cells < <(cell 'import time; time.sleep(5)' '{timeout: 0.02}'; cell '7'; cell '1' '{network: true}')
+	jqe 0 '.status == "timeout" and .duration_ms < 1500 and .kernel_alive'
+	jqe 1 '.value == "7" and .kernel == "live"'
+	jqe 2 '.status == "invalid" and (.error | test("\"network\" does not go with \"cell\""))'
+}
+
+@test "a line past 1 MiB on the channel, or 64 MiB printed between cells, ends the kernel at once" {
+	chan='import os, stat
+def sock(f):
+    try:
+        return stat.S_ISSOCK(os.fstat(f).st_mode)
+    except OSError:
+        return False
+fd = next(f for f in range(3, 256) if sock(f))'
+	cells < <(cell "$chan"'
+os.write(fd, b"x" * (2 << 20))
+import time; time.sleep(8)'
+		cell '1')
+	jqe 0 '.status == "error" and .signal == "SIGKILL" and (.kernel_note | test("broke its protocol")) and .duration_ms < 5000'
+	jqe 1 '.kernel == "restarted"'
+	# a flood from a thread while no cell runs (the next comes 3 s later)
+	run --separate-stderr bash -c '{ printf "%s\n" "$2"; sleep 3; printf "%s\n" "$3"; } | "$0" -c "$1"' \
+		"$BIN/sbx-run" "$conf" "$(cell 'import threading, os, time
+def flood():
+    time.sleep(0.5)
+    b = b"y" * (1 << 20)
+    for _ in range(200):
+        os.write(1, b)
+threading.Thread(target=flood).start()' | "$BIN/sbx-validate" -c "$conf")" "$(cell '1' | "$BIN/sbx-validate" -c "$conf")"
+	jqe 0 '.status == "success" and .stdout == ""'
+	jqe 1 '.kernel == "restarted" and (.kernel_note | test("printed more than 64 MiB while no cell ran"))'
+}
+
+@test "--control end_session: the session's kernel is killed, and a cell of it that comes later starts none" {
+	{ cell 'x = 1'; sleep 1.5; cell 'x'; } | "$BIN/sbx-validate" -c "$conf" > /dev/null
+	run --separate-stderr bash -c '{ "$0" -c "$1" <<< "$2"; sleep 1.5; "$0" -c "$1" <<< "$3"; } |
+		"$4" -c "$1" --control 5 5< <(sleep 0.8; printf "{\"end_session\":\"%s\"}\n" "$5"; sleep 3)' \
+		"$BIN/sbx-validate" "$conf" "$(cell 'x = 1')" "$(cell 'x')" "$BIN/sbx-run" "$sid"
+	jqe 0 '.status == "success" and .kernel == "started"'
+	jqe 1 '.status == "internal_error" and (.error | test("the session ended"))'
+}
+
 @test "the kernel's environment is the language's, not the host's; no capabilities; no network" {
 	export SBX_TEST_SECRET=hunter2
 	cells < <(cell 'import os

@@ -330,6 +330,7 @@ errmsg() { jq -r .error.message body; }
 	TOK=$TOKEN2 rpc "$(call 7 run_cell "$(jq -nc --arg s "$(jq -r .result.structuredContent.session_id body)" '{session_id: $s, code: "2"}')")"
 	jq -e '.result.structuredContent.value == "2"' body
 	# a session stopped frees its kernel's place
+	initialize
 	rpc "$(call 8 sandbox_stop "$(jq -nc --arg s "$(cat sid.1)" '{session_id: $s}')")"
 	rpc "$(call 9 run_cell "$(jq -nc --arg s "$(cat sid.2)" '{session_id: $s, code: "3"}')")"
 	jq -e '.result.structuredContent.value == "3"' body

@@ -1075,7 +1075,8 @@ static bool req_cell(const struct conf_lang *l, jv req, bool *cell, char *why, s
 		snprintf(why, wlen, "\"cell\" must be true (the code is a cell for the session's kernel)");
 		return false;
 	}
-	static const char *const alone[] = { "entry", "command", "install", "stdin", "args" };
+	/* A kernel outlives its first cell: no network for any of them. */
+	static const char *const alone[] = { "entry", "command", "install", "stdin", "args", "network" };
 	for (size_t i = 0; i < sizeof alone / sizeof alone[0]; i++)
 		if (rec_has(req, alone[i])) {
 			snprintf(why, wlen, "a cell is inline \"code\" for a kernel: \"%s\" does not go with \"cell\"", alone[i]);

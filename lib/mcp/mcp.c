@@ -240,13 +240,12 @@ static void run_done(jv result, void *arg)
 		finish(c, tool_result(jv_object_set(with, jv_string("install"), mcp_run_view(result)), is_error));
 		return;
 	}
-	if (c->tool->kind == MCP_T_CELL) {
-		bool alive = false;
-		rec_bool(result, "kernel_alive", &alive);
-		const char *sid = rec_str(result, "session", NULL);
-		if (sid)
-			sess_kernel_seen(c->m->sessions, sid, rec_str(result, "language", NULL), alive);
-	}
+	/* Only a cell that reached its kernel says whether the kernel lives
+	 * on (a refused one, invalid, says nothing of it). */
+	bool alive;
+	const char *sid = rec_str(result, "session", NULL);
+	if (c->tool->kind == MCP_T_CELL && sid && rec_bool(result, "kernel_alive", &alive))
+		sess_kernel_seen(c->m->sessions, sid, rec_str(result, "language", NULL), alive);
 	jv blocks = mcp_run_blocks(result);
 	finish(c, tool_result_with(mcp_run_view(result), blocks, is_error));
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,6 +19,13 @@
 #include "util.h"
 
 #define INTERRUPT_GRACE_MS 2000
+/* A kernel that closed its channel is let exit by itself this long, so
+ * that its cell reports how it ended (an exit code, a signal, the OOM
+ * killer), not that we killed it. */
+#define CLOSE_GRACE_MS 1000
+/* Output between cells beyond the cap is counted, not kept; past this
+ * much the kernel is killed: the supervisor would spend itself reading it. */
+#define FLOOD_MAX (64u << 20)
 #define REPLY_MAX (1u << 20)
 /* A kernel lives at most this long, however busy (the limit table's most). */
 #define KERNEL_LIFE_MS 86400000u
@@ -25,6 +33,8 @@
 #define TOMBS_MAX 1024
 
 enum phase { P_RUNNING, P_INTERRUPTED, P_KILLED };
+/* Why we killed a kernel, for its cell's status. */
+enum kill { K_NONE, K_TIMEOUT, K_CANCEL, K_BROKEN, K_GONE };
 
 struct cell {
 	struct kernel *k;
@@ -60,14 +70,16 @@ struct kernel {
 	size_t plen;
 	uint64_t pdropped;
 	double last_used;
-	bool dying;               /* killed; its stage's result is awaited */
+	bool dying;               /* no more cells: its stage's result is awaited */
+	enum kill killed;         /* we killed it, and why (K_NONE: it ended by itself) */
+	bool closing;             /* it closed its channel: CLOSE_GRACE_MS to exit */
 	bool forget;              /* nothing to remember of it (its session ended, it was reset) */
 	char why[200];            /* why it died (or was killed), for the next cell */
 	struct kernel *next;
 };
 
 struct tomb {
-	char *workspace, *language, *why;
+	char *workspace, *language, *why; /* language NULL: the session ended */
 	struct tomb *next;
 };
 
@@ -84,7 +96,7 @@ struct kernels {
 static void tomb_add(struct kernels *ks, const char *ws, const char *lang, const char *why)
 {
 	struct tomb *t = util_xalloc(sizeof *t);
-	*t = (struct tomb){ util_strdup(ws), util_strdup(lang), util_strdup(why), ks->tombs };
+	*t = (struct tomb){ util_strdup(ws), lang ? util_strdup(lang) : NULL, util_strdup(why), ks->tombs };
 	ks->tombs = t;
 	if (++ks->ntombs <= TOMBS_MAX)
 		return;
@@ -104,7 +116,7 @@ static char *tomb_take(struct kernels *ks, const char *ws, const char *lang)
 {
 	for (struct tomb **p = &ks->tombs; *p; p = &(*p)->next) {
 		struct tomb *t = *p;
-		if (strcmp(t->workspace, ws) || (lang && strcmp(t->language, lang)))
+		if (strcmp(t->workspace, ws) || (lang && (!t->language || strcmp(t->language, lang))))
 			continue;
 		*p = t->next;
 		char *why = t->why;
@@ -127,15 +139,33 @@ static void arm(struct kernel *k, uint64_t ms)
 	timerfd_settime(k->timer, 0, &its, NULL);
 }
 
-static void kill_kernel(struct kernel *k, const char *why)
+static void kill_kernel(struct kernel *k, enum kill kind, const char *why)
 {
-	if (k->dying)
+	if (k->killed)
 		return;
 	k->dying = true;
+	k->killed = kind;
 	snprintf(k->why, sizeof k->why, "%s", why);
 	loop_unwatch(k->ks->loop, k->chan);
 	loop_unwatch(k->ks->loop, k->timer);
 	k->be->ops->cancel(k->st);
+}
+
+/* A line that is not the reply to the running cell, or one too long. */
+static void broken(struct kernel *k)
+{
+	kill_kernel(k, K_BROKEN, "broke its protocol (a line on its channel that is not the reply to its cell)");
+}
+
+/* The kernel closed its channel: no more cells; it is let exit by itself,
+ * then killed. */
+static void closed(struct kernel *k)
+{
+	if (k->dying)
+		return;
+	k->dying = k->closing = true;
+	loop_unwatch(k->ks->loop, k->chan);
+	arm(k, CLOSE_GRACE_MS);
 }
 
 static void kernel_free(struct kernel *k)
@@ -146,12 +176,15 @@ static void kernel_free(struct kernel *k)
 			*p = k->next;
 			break;
 		}
-	loop_unwatch(ks->loop, k->chan);
-	loop_unwatch(ks->loop, k->timer);
+	if (k->chan >= 0)
+		loop_unwatch(ks->loop, k->chan);
+	if (k->timer >= 0)
+		loop_unwatch(ks->loop, k->timer);
 	if (k->st)
 		k->be->ops->stage_free(k->st);
 	bk_scratch_close(k->scratch);
-	close(k->chan);
+	if (k->chan >= 0)
+		close(k->chan);
 	if (k->peer >= 0)
 		close(k->peer);
 	if (k->timer >= 0)
@@ -198,7 +231,7 @@ static void kernel_done(void *arg)
 	struct kernels *ks = k->ks;
 	const struct stage_result *r = k->be->ops->result(k->st);
 	char why[200], sig[32];
-	if (k->dying)
+	if (k->killed)
 		snprintf(why, sizeof why, "%s", k->why);
 	else if (r->status == STAGE_OOM)
 		snprintf(why, sizeof why, "died at its memory limit");
@@ -217,11 +250,15 @@ static void kernel_done(void *arg)
 	if (k->cur) {
 		struct cell *c = k->cur;
 		k->be->ops->flush(k->st);
-		/* How the cell ended is how the kernel did, unless we killed it
-		 * for the cell's own timeout or cancellation. */
-		c->res.status = c->phase == P_KILLED ? (c->cancelled ? STAGE_CANCELLED : STAGE_TIMEOUT) : r->status;
+		/* How the cell ended is how the kernel did, unless we killed it:
+		 * for the cell's timeout or cancellation, or as broken (an error,
+		 * of SIGKILL). */
+		c->res.status = k->killed == K_TIMEOUT	  ? STAGE_TIMEOUT
+				: k->killed == K_CANCEL	  ? STAGE_CANCELLED
+				: k->killed == K_BROKEN || k->killed == K_GONE ? STAGE_SIGNALED
+							  : r->status;
 		c->res.exit_code = r->exit_code;
-		c->res.signal = r->signal;
+		c->res.signal = k->killed == K_BROKEN || k->killed == K_GONE ? SIGKILL : r->signal;
 		if (r->status == STAGE_INTERNAL)
 			snprintf(c->res.error, sizeof c->res.error, "%s", r->error);
 		char note[300];
@@ -246,6 +283,8 @@ static void kernel_output(void *arg, int stream, const char *data, size_t len)
 	size_t room = k->lim.output > k->plen ? (size_t)k->lim.output - k->plen : 0;
 	if (room < 5) {
 		k->pdropped += len;
+		if (k->pdropped > FLOOD_MAX && !k->dying)
+			kill_kernel(k, K_GONE, "printed more than 64 MiB while no cell ran, and was killed");
 		return;
 	}
 	size_t take = len < room - 5 ? len : room - 5;
@@ -270,7 +309,7 @@ static void flush_requests(struct kernel *k)
 		if (n < 0 && errno == EAGAIN)
 			break;
 		if (n < 0) {
-			kill_kernel(k, "closed its channel");
+			closed(k);
 			return;
 		}
 		k->woff += (size_t)n;
@@ -299,19 +338,22 @@ static void reply(struct kernel *k, jv msg)
 	const char *st = rec_str(msg, "status", NULL);
 	jv v = rec_get(msg, "value");
 	jv_kind vk = jv_get_kind(v);
-	if (!c || !rec_num(msg, "cell", &n) || n != c->n || !st || (strcmp(st, "ok") && strcmp(st, "error")) ||
+	if (!c || !rec_num(msg, "cell", &n) || n != c->n || !st || (strcmp(st, "ok") && strcmp(st, "error") && strcmp(st, "interrupted")) ||
 	    (vk != JV_KIND_STRING && vk != JV_KIND_NULL && vk != JV_KIND_INVALID)) {
 		jv_free(v);
-		kill_kernel(k, "broke its protocol (a line on its channel that is not the reply to its cell)");
+		broken(k);
 		return;
 	}
 	k->be->ops->flush(k->st);
-	c->res.status = c->phase == P_RUNNING ? STAGE_EXITED : c->cancelled ? STAGE_CANCELLED : STAGE_TIMEOUT;
+	/* Interrupted (the kernel says so, or we asked): a timeout, or a
+	 * cancellation; else the cell's own outcome. */
+	bool stopped = c->phase != P_RUNNING || !strcmp(st, "interrupted");
+	c->res.status = !stopped ? STAGE_EXITED : c->cancelled ? STAGE_CANCELLED : STAGE_TIMEOUT;
 	c->res.exit_code = strcmp(st, "ok") ? 1 : 0;
 	c->info = jv_object_set(c->info, jv_string("value"), vk == JV_KIND_STRING ? v : jv_null());
 	if (vk != JV_KIND_STRING)
 		jv_free(v);
-	cell_finish(k, c->phase == P_INTERRUPTED ? "the cell was interrupted; the kernel and its state live on" : NULL);
+	cell_finish(k, stopped ? "the cell was interrupted; the kernel and its state live on" : NULL);
 }
 
 static void on_chan(struct loop *l, int fd, short rev, void *arg)
@@ -328,18 +370,23 @@ static void on_chan(struct loop *l, int fd, short rev, void *arg)
 	jv msg;
 	enum rec_status rs;
 	while (!k->dying && (rs = rec_next(&k->rd, &msg)) != REC_AGAIN) {
+		if (rs == REC_EOF || rs == REC_ERROR) {
+			closed(k);
+			return;
+		}
 		if (rs != REC_OK) {
-			if (rs == REC_INVALID)
-				jv_free(msg);
-			kill_kernel(k, rs == REC_EOF ? "closed its channel"
-						     : "broke its protocol (a line on its channel that is not the reply to its cell)");
+			jv_free(msg);
+			broken(k);
 			return;
 		}
 		reply(k, msg);
 		jv_free(msg);
 	}
-	if (!k->dying && (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)))
-		kill_kernel(k, "closed its channel");
+	/* A line past REPLY_MAX is broken at once, not at its newline. */
+	if (!k->dying && k->rd.skipping)
+		broken(k);
+	else if (!k->dying && (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)))
+		closed(k);
 	(void)l;
 	(void)fd;
 }
@@ -352,20 +399,26 @@ static void on_timer(struct loop *l, int fd, short rev, void *arg)
 	if (read(fd, &x, sizeof x) < 0 && errno == EAGAIN)
 		return;
 	struct cell *c = k->cur;
-	if (!c) {
+	if (k->closing) {
+		kill_kernel(k, K_GONE, "closed its channel and was killed");
+	} else if (!c) {
 		char why[120];
 		snprintf(why, sizeof why, "was stopped after %.0f s without a cell (kernel_idle)",
 			 (double)k->ks->conf->kernel_idle_ms / 1000);
-		kill_kernel(k, why);
+		kill_kernel(k, K_GONE, why);
 	} else if (c->phase == P_RUNNING) {
 		c->phase = P_INTERRUPTED;
 		send_line(k, jv_object_set(jv_object(), jv_string("interrupt"), jv_number(c->n)));
 		arm(k, INTERRUPT_GRACE_MS);
 	} else if (c->phase == P_INTERRUPTED) {
+		/* Its reply may be there, unread. */
+		on_chan(l, k->chan, POLLIN, k);
+		if (k->cur != c || k->dying)
+			return;
 		c->phase = P_KILLED;
 		char why[120];
 		snprintf(why, sizeof why, "did not stop within %d s of the cell's interrupt and was killed", INTERRUPT_GRACE_MS / 1000);
-		kill_kernel(k, why);
+		kill_kernel(k, c->cancelled ? K_CANCEL : K_TIMEOUT, why);
 	}
 	(void)l;
 	(void)rev;
@@ -380,15 +433,15 @@ static struct kernel *kernel_new(struct kernels *ks, struct backend *be, const s
 	k->chan = k->peer = k->timer = -1;
 	k->workspace = util_strdup(j->workspace);
 	k->language = util_strdup(j->language);
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
-	    (k->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0) {
+	int sv[2] = { -1, -1 };
+	bool ok = socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0;
+	k->chan = sv[0];
+	k->peer = sv[1];
+	if (!ok || (k->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0) {
 		snprintf(err, len, "cannot make a kernel's channel: %s", strerror(errno));
 		kernel_free(k);
 		return NULL;
 	}
-	k->chan = sv[0];
-	k->peer = sv[1];
 	fcntl(k->chan, F_SETFL, O_NONBLOCK);
 	rec_reader_init(&k->rd, k->chan, REPLY_MAX);
 	k->scratch = bk_scratch_open(be, j->workspace, j->work_exec, 0, err, len);
@@ -463,7 +516,7 @@ void cell_kernels_free(struct kernels *ks)
 			free(k->cur);
 			k->cur = NULL;
 		}
-		kill_kernel(k, "ended with sbx-run");
+		kill_kernel(k, K_GONE, "ended with sbx-run");
 		k->forget = true;
 	}
 	/* Each kernel's stage reports, and is freed, from the loop. */
@@ -481,12 +534,14 @@ void cell_end(struct kernels *ks, const char *workspace)
 {
 	for (struct kernel *k = ks->live; k; k = k->next)
 		if (!strcmp(k->workspace, workspace)) {
-			kill_kernel(k, "ended with its session");
+			kill_kernel(k, K_GONE, "ended with its session");
 			k->forget = true;
 		}
 	char *why;
 	while ((why = tomb_take(ks, workspace, NULL)))
 		free(why);
+	/* A cell of it still coming (held, or in the pipe) starts no kernel. */
+	tomb_add(ks, workspace, NULL, "ended");
 }
 
 static struct kernel *find(struct kernels *ks, const char *ws, const char *lang)
@@ -504,6 +559,8 @@ static void take_pending(struct kernel *k, struct cell *c)
 		uint32_t n;
 		memcpy(&n, k->pend + i + 1, 4);
 		cap_buf_add(k->pend[i] == 1 ? &c->res.out : &c->res.err, k->pend + i + 5, n);
+		if (c->out)
+			c->out(c->arg, k->pend[i], k->pend + i + 5, n);
 		i += 5 + n;
 	}
 	if (k->pdropped) {
@@ -523,9 +580,14 @@ struct cell *cell_start(struct kernels *ks, struct backend *be, const struct job
 {
 	const char *kstate = "live";
 	char note[300] = "";
+	for (const struct tomb *t = ks->tombs; t; t = t->next)
+		if (!t->language && !strcmp(t->workspace, j->workspace)) {
+			snprintf(err, errlen, "the session ended: its kernels are gone");
+			return NULL;
+		}
 	struct kernel *k = find(ks, j->workspace, j->language);
 	if (k && j->reset) {
-		kill_kernel(k, "was reset");
+		kill_kernel(k, K_GONE, "was reset");
 		k->forget = true;
 		k = NULL;
 		kstate = "restarted";

@@ -11,7 +11,7 @@
  * The channel.  The kernel's stdin is one end of a socketpair; the other
  * is ours.  Each side writes one JSON object per line:
  *   to the kernel    {"cell": N, "code": "...", "timeout_ms": T}  and  {"interrupt": N}
- *   from the kernel  {"cell": N, "status": "ok"|"error", "value": TEXT|null}
+ *   from the kernel  {"cell": N, "status": "ok"|"error"|"interrupted", "value": TEXT|null}
  * A line that is not such a reply to the cell running (garbage, a reply
  * with no cell running, a wrong N, a line past 1 MiB) means the kernel is
  * broken: it is killed, and its cell says so.  Code in the kernel can

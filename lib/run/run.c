@@ -373,6 +373,8 @@ static void cell_done(const struct stage_result *br, jv info, void *arg)
 	res = stage_fields(res, br);
 	if (br->status == STAGE_INTERNAL)
 		res = jv_object_set(res, jv_string("error"), jv_string(br->error[0] ? br->error : "the kernel could not start"));
+	else if (br->status == STAGE_CANCELLED)
+		res = jv_object_set(res, jv_string("error"), jv_string("cancelled"));
 	jv_object_foreach(info, k, v) res = jv_object_set(res, k, v);
 	if (!rec_has(res, "value"))
 		res = jv_object_set(res, jv_string("value"), jv_null());

@@ -16,19 +16,24 @@ const util = require('util');
 const vm = require('vm');
 
 const VALUE_MAX = 64 * 1024;
+// Ours, taken before any cell can replace them.
+const stringify = JSON.stringify, parse = JSON.parse, inspect = util.inspect;
 const chan = new net.Socket({ fd: 0, readable: true, writable: true });
-let queue = [], busy = false, interrupt = null, running = null;
+let queue = [], busy = false, interrupt = null, running = null, done = 0, early = null;
 
 globalThis.require = require;
 globalThis.module = module;
 
 function send(msg) {
-	chan.write(JSON.stringify(msg) + '\n');
+	chan.write(stringify(msg) + '\n');
 }
 
 function show(v) {
-	const text = util.inspect(v, { depth: 4 });
-	return text.length <= VALUE_MAX ? text : text.slice(0, VALUE_MAX) + '…';
+	let text = String(inspect(v, { depth: 4 }));
+	if (text.length > VALUE_MAX)
+		text = text.slice(0, VALUE_MAX) + '…';
+	// A pair cut in two, or a lone surrogate, is no UTF-8.
+	return typeof text.toWellFormed === 'function' ? text.toWellFormed() : text.replace(/[\ud800-\udfff]/g, '\ufffd');
 }
 
 // A cell's stack ends where the kernel's begins.
@@ -44,21 +49,25 @@ async function run(n, code, timeout) {
 	running = n;
 	let status = 'ok', value = null;
 	try {
+		if (early === n)
+			throw Object.assign(new Error("interrupted: the cell's timeout came before it started"), { sbxInterrupt: true });
 		const script = new vm.Script(code, { filename: `<cell ${n}>` });
 		let v = script.runInThisContext({ timeout: Math.max(1, timeout | 0), breakOnSigint: true });
 		if (v && typeof v.then === 'function') {
 			v = await Promise.race([v, new Promise((_, reject) => {
-				interrupt = () => reject(new Error('interrupted: the cell timed out'));
+				interrupt = () => reject(Object.assign(new Error('interrupted: the cell timed out'), { sbxInterrupt: true }));
 			})]);
 		}
 		if (v !== undefined)
 			value = show(v);
 	} catch (e) {
-		status = 'error';
+		// vm's timeout, or the interrupt while a promise was awaited
+		status = e && (e.code === 'ERR_SCRIPT_EXECUTION_TIMEOUT' || e.sbxInterrupt) ? 'interrupted' : 'error';
 		report(e);
 	}
 	interrupt = null;
 	running = null;
+	done = n;
 	send({ cell: n, status, value });
 }
 
@@ -85,13 +94,15 @@ chan.on('data', (d) => {
 		buf = buf.slice(i + 1);
 		let msg;
 		try {
-			msg = JSON.parse(line);
+			msg = parse(line);
 		} catch (e) {
 			process.exit(70);
 		}
 		if ('interrupt' in msg) {
 			if (msg.interrupt === running && interrupt)
 				interrupt();
+			else if (msg.interrupt !== running && msg.interrupt > done)
+				early = msg.interrupt;
 		} else {
 			queue.push(msg);
 			pump();

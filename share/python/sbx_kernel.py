@@ -24,6 +24,10 @@ import traceback
 import types
 
 VALUE_MAX = 64 * 1024
+# Ours, taken before any cell can replace them (json.dumps with indent
+# would split a reply over lines).
+_dumps, _loads = json.dumps, json.loads
+_stdout, _stderr = sys.stdout, sys.stderr
 
 
 def descendants():
@@ -50,16 +54,22 @@ class Kernel:
     def __init__(self, sock):
         self.sock = sock
         self.send_lock = threading.Lock()
+        self.state = threading.Lock()  # running, done and early, between the threads
         self.requests = queue.Queue()
         self.running = None  # the number of the cell running, or None
+        self.done = 0  # the last cell answered
+        self.early = None  # an interrupt for a cell not yet started
         self.interrupted = None
         self.before = set()  # the processes there before the cell
+        self.pid = os.getpid()
         self.main = types.ModuleType("__main__")
         self.main.__builtins__ = builtins
         sys.modules["__main__"] = self.main
 
     def send(self, msg):
-        line = (json.dumps(msg, ensure_ascii=True) + "\n").encode()
+        if os.getpid() != self.pid:
+            os._exit(0)  # a child a cell forked, back here: it answers nothing
+        line = (_dumps(msg, ensure_ascii=True) + "\n").encode()
         with self.send_lock:
             self.sock.sendall(line)
 
@@ -67,12 +77,16 @@ class Kernel:
         f = self.sock.makefile("rb")
         for line in f:
             try:
-                msg = json.loads(line)
+                msg = _loads(line)
             except ValueError:
                 break
             if "interrupt" in msg:
-                if msg["interrupt"] == self.running:
-                    self.interrupt(msg["interrupt"])
+                n = msg["interrupt"]
+                with self.state:
+                    if n == self.running:
+                        self.interrupt(n)
+                    elif isinstance(n, int) and n > self.done:
+                        self.early = n  # its timeout came before it started
             else:
                 self.requests.put(msg)
         os._exit(0)  # sbx-run went away: so does the kernel
@@ -117,7 +131,10 @@ class Kernel:
             return None
         builtins._ = value
         text = repr(value)
-        return text if len(text) <= VALUE_MAX else text[:VALUE_MAX] + "…"
+        if len(text) > VALUE_MAX:
+            text = text[:VALUE_MAX] + "…"
+        # A lone surrogate (a surrogateescape'd file name) is no UTF-8.
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
     def figures(self):
         # Figures shown or left open become figure-N.png (sitecustomize's
@@ -126,41 +143,66 @@ class Kernel:
         if plt is not None and plt.get_fignums():
             plt.show()
 
+    def report(self, e):
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+            tb = tb.tb_next
+        for err in (sys.stderr, _stderr):
+            try:
+                traceback.print_exception(type(e), e, tb, file=err)
+                return
+            except BaseException:
+                continue
+
+    def cell(self, n, code):
+        """Run cell n: its status and value."""
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        self.before = set(descendants())
+        # An interrupt meant for the last cell, come after it ended, is
+        # not this one's.
+        if signal.SIGINT in signal.sigpending():
+            signal.sigtimedwait({signal.SIGINT}, 0)
+        with self.state:
+            if self.early == n:
+                print("KeyboardInterrupt: the cell's timeout came before it started", file=_stderr)
+                return "interrupted", None
+            self.running = n
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        try:
+            value = self.run(n, code)
+            self.figures()
+            return "ok", value
+        except BaseException as e:  # SystemExit too: the kernel lives on
+            self.report(e)
+            interrupted = isinstance(e, KeyboardInterrupt) and self.interrupted == n
+            return "interrupted" if interrupted else "error", None
+        finally:
+            # What follows is ours: a late interrupt waits for the next cell.
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            with self.state:
+                self.running = None
+
     def serve(self):
         threading.Thread(target=self.reader, daemon=True).start()
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         while True:
-            try:
-                msg = self.requests.get()
-            except KeyboardInterrupt:
-                continue  # an interrupt that came as its cell ended
+            msg = self.requests.get()
             n, code = msg.get("cell"), msg.get("code")
             if not isinstance(n, int) or not isinstance(code, str):
                 os._exit(70)
-            status, value = "ok", None
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            self.before = set(descendants())
-            self.running = n
             try:
-                value = self.run(n, code)
-                self.figures()
-            except BaseException as e:  # SystemExit too: the kernel lives on
-                status = "error"
-                tb = e.__traceback__
-                while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
-                    tb = tb.tb_next
+                status, value = self.cell(n, code)
+            except BaseException:  # KeyboardInterrupt between our own lines
+                status, value = "error", None
+            if self.interrupted == n:
+                self.reap()
+            for f in (sys.stdout, sys.stderr, _stdout, _stderr):
                 try:
-                    traceback.print_exception(type(e), e, tb)
-                except KeyboardInterrupt:
+                    f.flush()
+                except BaseException:
                     pass
-            finally:
-                self.running = None
-                if self.interrupted == n:
-                    self.reap()
-            try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            except (OSError, ValueError, KeyboardInterrupt):
-                pass
+            with self.state:
+                self.done = n
             self.send({"cell": n, "status": status, "value": value})
 
 
