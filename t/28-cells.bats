@@ -61,11 +61,13 @@ while True: pass' '{timeout: 1}'; cell "'x' in dir()")
 }
 
 @test "a kernel that dies (os._exit, a segfault) is reported in its cell; the next cell says it was restarted" {
-	cells < <(cell 'import os; os._exit(9)'; cell '1'; cell 'import ctypes; ctypes.string_at(0)'; cell '2')
+	cells < <(cell 'import os; os._exit(9)'; cell '1'; cell 'import ctypes; ctypes.string_at(0)'; cell '2'
+		cell 'import os; os._exit(0)')
 	jqe 0 '.status == "error" and .exit_code == 9 and (.kernel_note | test("exited with code 9"))'
 	jqe 1 '.value == "1" and .kernel == "restarted" and (.kernel_note | test("restarted, state lost: the last one exited with code 9"))'
 	jqe 2 '.status == "error" and .signal == "SIGSEGV" and (.kernel_note | test("died of SIGSEGV"))'
 	jqe 3 '.kernel == "restarted" and .execution_count == 1'
+	jqe 4 '.status == "error" and .exit_code == 0 and (.kernel_note | test("exited with code 0"))'
 }
 
 @test "a kernel flooding memory is stopped by its cgroup and reported; a fork bomb meets the pids limit" {

@@ -467,7 +467,6 @@ static struct kernel *kernel_new(struct kernels *ks, struct backend *be, const s
 		.network = j->network,
 		.rootfs = k->rootfs,
 		.binds = k->binds,
-		.image = j->image,
 		.chan = k->peer,
 		.on_output = kernel_output,
 		.output_arg = k,

@@ -369,7 +369,11 @@ static void cell_done(const struct stage_result *br, jv info, void *arg)
 	struct run *r = arg;
 	r->cell = NULL;
 	r->cell_enforced = br->enforced;
-	jv res = base_result(r, br->status == STAGE_CANCELLED ? "cancelled" : status_name(br));
+	/* A kernel gone in the cell (os._exit(0) too) failed it. */
+	bool alive = true;
+	rec_bool(info, "kernel_alive", &alive);
+	const char *st = br->status == STAGE_CANCELLED ? "cancelled" : status_name(br);
+	jv res = base_result(r, !alive && !strcmp(st, "success") ? "error" : st);
 	res = stage_fields(res, br);
 	if (br->status == STAGE_INTERNAL)
 		res = jv_object_set(res, jv_string("error"), jv_string(br->error[0] ? br->error : "the kernel could not start"));
