@@ -26,6 +26,16 @@ local_setup() {
 # cell CODE [JQ-OBJECT]: a cell request of the session $sid (python).
 cell() { jq -cn --arg c "$1" --arg s "$sid" "{language: \"python\", session: \$s, cell: true, code: \$c} + ${2:-{\}}"; }
 
+# Python finding the kernel's channel, the one socket among its fds (its
+# stdin moved off it), as fd.
+chan='import os, stat
+def sock(f):
+    try:
+        return stat.S_ISSOCK(os.fstat(f).st_mode)
+    except OSError:
+        return False
+fd = next(f for f in range(3, 256) if sock(f))'
+
 # cells < requests: through sbx-validate | sbx-run.
 cells() { run --separate-stderr sbx -c "$conf" "$@"; }
 
@@ -89,14 +99,6 @@ except OSError as e:
 }
 
 @test "the channel: garbage on it, a forged reply for another cell, or its fd closed or reused ends that kernel alone" {
-	# the socket is the kernel's fd 3 (stdin moved off it)
-	chan='import os, stat
-def sock(f):
-    try:
-        return stat.S_ISSOCK(os.fstat(f).st_mode)
-    except OSError:
-        return False
-fd = next(f for f in range(3, 256) if sock(f))'
 	cells < <(cell "$chan"'
 os.write(fd, b"garbage\n")
 import time; time.sleep(5)'
@@ -150,13 +152,6 @@ pid = os.fork()
 }
 
 @test "a line past 1 MiB on the channel, or 64 MiB printed between cells, ends the kernel at once" {
-	chan='import os, stat
-def sock(f):
-    try:
-        return stat.S_ISSOCK(os.fstat(f).st_mode)
-    except OSError:
-        return False
-fd = next(f for f in range(3, 256) if sock(f))'
 	cells < <(cell "$chan"'
 os.write(fd, b"x" * (2 << 20))
 import time; time.sleep(8)'

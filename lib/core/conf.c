@@ -1238,21 +1238,35 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The names of the languages (with a kernel only, if kernels), sorted and
+ * comma-separated, into buf; "none" if there are none. */
+static const char *lang_list(const struct conf *c, bool kernels, char *buf, size_t len)
+{
+	const char *names[256];
+	size_t n = 0;
+	for (size_t i = 0; i < c->nlangs && n < 256; i++)
+		if (!kernels || c->langs[i].kernel)
+			names[n++] = c->langs[i].name;
+	qsort(names, n, sizeof *names, cmp_str);
+	snprintf(buf, len, "%s", n ? "" : "none");
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			strncat(buf, ", ", len - strlen(buf) - 1);
+		strncat(buf, names[i], len - strlen(buf) - 1);
+	}
+	return buf;
+}
+
 const char *conf_lang_list(const struct conf *c)
 {
 	static char buf[2048];
-	const char *names[256];
-	size_t n = c->nlangs < 256 ? c->nlangs : 256;
-	for (size_t i = 0; i < n; i++)
-		names[i] = c->langs[i].name;
-	qsort(names, n, sizeof *names, cmp_str);
-	buf[0] = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (i)
-			strncat(buf, ", ", sizeof buf - strlen(buf) - 1);
-		strncat(buf, names[i], sizeof buf - strlen(buf) - 1);
-	}
-	return buf;
+	return lang_list(c, false, buf, sizeof buf);
+}
+
+const char *conf_kernel_list(const struct conf *c)
+{
+	static char buf[2048];
+	return lang_list(c, true, buf, sizeof buf);
 }
 
 void conf_lang_limits(const struct conf *c, const struct conf_lang *l, struct limits *run, struct limits *compile)

@@ -136,6 +136,8 @@ const struct conf_lang *conf_lang(const struct conf *c, const char *name_or_alia
 const struct conf_lang *conf_lang_by_file(const struct conf *c, const char *path);
 /* Comma-separated language names, sorted, for error messages.  Static. */
 const char *conf_lang_list(const struct conf *c);
+/* The same of the languages with a kernel (run_cell), "none" if none. */
+const char *conf_kernel_list(const struct conf *c);
 /* The limits a language runs with: the sandbox defaults with its
  * overrides, for the run and the compile stage (a limit without
  * compile_KEY takes the run's value there). */

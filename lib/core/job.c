@@ -944,8 +944,6 @@ static jv job_exec(const struct conf *c, const struct conf_lang *l, jv req, enum
 	char dir[64] = ".", prog_path[128] = "";
 	if (workspace && prog == P_CODE && !installing)
 		session_program(req, l, dir, prog_path);
-	/* A cell writes no program: its code goes to the kernel, whose
-	 * command is the run stage's. */
 	if (prog == P_ENTRY) {
 		char why[300];
 		jv text = read_entry(workspace, entry, c->max_code_size, why, sizeof why);
@@ -959,7 +957,7 @@ static jv job_exec(const struct conf *c, const struct conf_lang *l, jv req, enum
 	jv runv;
 	if (prog == P_COMMAND)
 		runv = rec_get(req, "command");
-	else if (prog == P_CELL)
+	else if (prog == P_CELL) /* no program: the code goes to the kernel, the run stage's command */
 		runv = argv_json(l->kernel, l, NULL, dir, &run);
 	else
 		runv = argv_json(l->run, l, prog == P_ENTRY ? entry : prog_path[0] ? prog_path : NULL, dir, &run);

@@ -300,29 +300,28 @@ void chain_submit(struct chain *ch, jv request, chain_done_fn done, chain_event_
 	loop_watch(ch->loop, ch->in_fd, POLLOUT, on_in, ch);
 }
 
-void chain_cancel(struct chain *ch, const char *id)
+/* One line {key: value} to sbx-run's --control. */
+static void control(struct chain *ch, const char *key, const char *value)
 {
-	if (!ch->alive || !find(ch, id))
-		return;
-	jv msg = jv_object_set(jv_object(), jv_string("cancel"), jv_string(id));
+	jv msg = jv_object_set(jv_object(), jv_string(key), jv_string(value));
 	size_t n;
 	char *line = rec_dump(msg, &n);
 	/* A short line into a pipe nobody else writes: it fits. */
 	if (util_write_all(ch->ctl_fd, line, n) < 0)
-		util_warn("cannot cancel %s: %s", id, strerror(errno));
+		util_warn("--control %s %.40s: %s", key, value, strerror(errno));
 	free(line);
+}
+
+void chain_cancel(struct chain *ch, const char *id)
+{
+	if (ch->alive && find(ch, id))
+		control(ch, "cancel", id);
 }
 
 void chain_end_session(struct chain *ch, const char *sid)
 {
-	if (!ch || !ch->alive)
-		return;
-	jv msg = jv_object_set(jv_object(), jv_string("end_session"), jv_string(sid));
-	size_t n;
-	char *line = rec_dump(msg, &n);
-	if (util_write_all(ch->ctl_fd, line, n) < 0)
-		util_warn("cannot end the kernels of session %.8s: %s", sid, strerror(errno));
-	free(line);
+	if (ch && ch->alive)
+		control(ch, "end_session", sid);
 }
 
 unsigned chain_in_flight(const struct chain *ch)

@@ -270,15 +270,7 @@ static char *describe(const struct conf *c, const char *fmt)
 			case 'N': snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)c->max_sessions), ins = tmp; break;
 			case 'F': ins = util_size_str(c->max_files_size, b, sizeof b); break;
 			case 'I': snprintf(tmp, sizeof tmp, "%g", c->kernel_idle_ms / 1000.0), ins = tmp; break;
-			case 'K': {
-				size_t k = 0;
-				snprintf(tmp, sizeof tmp, "none configured");
-				for (size_t i = 0; i < c->nlangs && k < sizeof tmp - 40; i++)
-					if (c->langs[i].kernel)
-						k += (size_t)snprintf(tmp + k, sizeof tmp - k, "%s%s", k ? ", " : "", c->langs[i].name);
-				ins = tmp;
-				break;
-			}
+			case 'K': ins = conf_kernel_list(c); break;
 			default: snprintf(tmp, sizeof tmp, "%%%c", *p), ins = tmp;
 			}
 		}

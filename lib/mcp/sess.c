@@ -800,13 +800,19 @@ void sess_on_end(struct sessions *s, void (*fn)(const char *id, void *arg), void
 	s->end_arg = arg;
 }
 
-/* The slot of its kernel of lang if that is alive as far as we know, else -1. */
-static int kernel_slot(const struct sessions *s, const struct session *x, const char *lang)
+/* A kernel is alive, as far as we know, until kernel_idle after its last cell. */
+static bool kern_young(const struct sessions *s, const struct session *x, unsigned i)
+{
+	return util_now_ms() - x->kern[i].last < (double)s->conf->kernel_idle_ms;
+}
+
+/* Whether the session's kernel of lang is alive, as far as we know. */
+static bool kernel_live(const struct sessions *s, const struct session *x, const char *lang)
 {
 	for (unsigned i = 0; i < x->nkern; i++)
 		if (!strcmp(x->kern[i].lang, lang))
-			return util_now_ms() - x->kern[i].last < (double)s->conf->kernel_idle_ms ? (int)i : -1;
-	return -1;
+			return kern_young(s, x, i);
+	return false;
 }
 
 static unsigned kernels_of(const struct sessions *s, unsigned owner)
@@ -814,7 +820,7 @@ static unsigned kernels_of(const struct sessions *s, unsigned owner)
 	unsigned n = 0;
 	for (const struct session *x = s->list; x; x = x->next)
 		for (unsigned i = 0; x->owner == owner && i < x->nkern; i++)
-			n += util_now_ms() - x->kern[i].last < (double)s->conf->kernel_idle_ms;
+			n += kern_young(s, x, i);
 	return n;
 }
 
@@ -853,18 +859,12 @@ static jv cell_request(struct sessions *s, struct session *x, jv args, char *err
 		return jv_invalid();
 	}
 	if (!l->kernel) {
-		char with[256] = "";
-		for (size_t i = 0; i < s->conf->nlangs; i++)
-			if (s->conf->langs[i].kernel)
-				snprintf(with + strlen(with), sizeof with - strlen(with), "%s%s", with[0] ? ", " : "", s->conf->langs[i].name);
 		snprintf(err, errlen, "language \"%s\" has no kernel (languages with one: %s); use sandbox_exec", l->name,
-			 with[0] ? with : "none");
+			 conf_kernel_list(s->conf));
 		return jv_invalid();
 	}
-	bool reset = false;
-	rec_bool(args, "reset", &reset);
 	/* A new kernel counts against the token's; a reset one replaces its own. */
-	if (x->owner && kernel_slot(s, x, l->name) < 0 && s->conf->max_kernels_per_token &&
+	if (x->owner && !kernel_live(s, x, l->name) && s->conf->max_kernels_per_token &&
 	    kernels_of(s, x->owner) >= s->conf->max_kernels_per_token) {
 		snprintf(err, errlen, "too many live kernels for this token (max_kernels_per_token %llu): sandbox_stop a session "
 				      "first, or wait for an idle kernel to stop (kernel_idle %.0f s)",

@@ -69,7 +69,6 @@ struct kernel {
 	char *pend;               /* output between cells: stream byte, then text */
 	size_t plen;
 	uint64_t pdropped;
-	double last_used;
 	bool dying;               /* no more cells: its stage's result is awaited */
 	enum kill killed;         /* we killed it, and why (K_NONE: it ended by itself) */
 	bool closing;             /* it closed its channel: CLOSE_GRACE_MS to exit */
@@ -206,7 +205,6 @@ static void cell_finish(struct kernel *k, const char *note)
 {
 	struct cell *c = k->cur;
 	k->cur = NULL;
-	k->last_used = util_now_ms();
 	c->res.duration_ms = util_now_ms() - c->t0;
 	c->res.cpu_ms = -1;
 	c->res.mem_peak = -1;
@@ -420,7 +418,6 @@ static void on_timer(struct loop *l, int fd, short rev, void *arg)
 		snprintf(why, sizeof why, "did not stop within %d s of the cell's interrupt and was killed", INTERRUPT_GRACE_MS / 1000);
 		kill_kernel(k, c->cancelled ? K_CANCEL : K_TIMEOUT, why);
 	}
-	(void)l;
 	(void)rev;
 }
 
@@ -472,7 +469,6 @@ static struct kernel *kernel_new(struct kernels *ks, struct backend *be, const s
 		.output_arg = k,
 		.label = "kernel",
 	};
-	k->last_used = util_now_ms();
 	k->next = ks->live;
 	ks->live = k;
 	k->st = bk_start(be, ks->loop, &k->spec, kernel_done, k);

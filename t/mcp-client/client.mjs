@@ -10,15 +10,9 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { CallToolResultSchema, LoggingMessageNotificationSchema, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { check, done } from "./tap.mjs";
 
 const [kind, base, token] = process.argv.slice(2);
-let n = 0, failed = 0;
-function check(ok, what, detail) {
-  n++;
-  if (!ok) failed++;
-  console.log(`${ok ? "ok" : "not ok"} ${n} - ${what}`);
-  if (!ok && detail !== undefined) console.log(`# ${JSON.stringify(detail).slice(0, 2000)}`);
-}
 
 const auth = { headers: { Authorization: `Bearer ${token}` } };
 const transport =
@@ -180,5 +174,4 @@ if (kind === "http") {
   await again.close();
 }
 await client.close();
-console.log(`1..${n}`);
-process.exit(failed ? 1 : 0);
+done();

@@ -8,15 +8,9 @@
 import { execFileSync } from "node:child_process";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { check, done } from "./tap.mjs";
 
 const [cmd, uid] = process.argv.slice(2);
-let n = 0, failed = 0;
-function check(ok, what, detail) {
-  n++;
-  if (!ok) failed++;
-  console.log(`${ok ? "ok" : "not ok"} ${n} - ${what}`);
-  if (!ok && detail !== undefined) console.log(`# ${JSON.stringify(detail).slice(0, 2000)}`);
-}
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // The host's view: processes of the sandbox's program user (root only).
 const psOr = () => uid ? execFileSync("ps", ["-eo", "uid=,pid=,args="]).toString().split("\n")
@@ -120,5 +114,4 @@ for (let i = 0; i < 50 && left; i++) { left = psOr(); if (left) await sleep(100)
 check(!uid || left === "", "nothing left after sandbox_stop (from the host: no process of the sandbox user)", left);
 
 await client.close();
-console.log(`1..${n}`);
-process.exit(failed ? 1 : 0);
+done();
