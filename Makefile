@@ -232,7 +232,7 @@ mcp-client: deps
 # ---- tests ----------------------------------------------------------------
 # The suite runs against the ASan+UBSan build (memory errors fail it) after
 # the unit tests, then the sandbox suites again in a guest under Debian 12's
-# kernel with cgroup v2 (t/guest/run; about 15 minutes); t/run prints the
+# kernel with cgroup v2 (t/guest/run; about 25 minutes); t/run prints the
 # totals as its last line.
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
