@@ -5,7 +5,9 @@
  * and tail around a marker that says how many bytes were cut, never inside a
  * UTF-8 character; "*_truncated" is set, "*_bytes" (what the program really
  * wrote) is left alone.  The limit is -n, else the record's
- * limits.output_bytes, else the configuration's output_limit.  Records
+ * limits.output_bytes, else the configuration's output_limit.  A judged
+ * result's tests (each kept to 1 KiB by sbx-run) are capped the same way,
+ * each test's streams and checker message at the limit.  Records
  * without such fields (invalid ones, say) pass through unchanged.
  */
 #include <errno.h>
@@ -79,6 +81,19 @@ static jv cap_record(jv rec, size_t forced, size_t fallback)
 		rec = jv_object_set(rec, jv_string("compile"), comp);
 	} else
 		jv_free(comp);
+	jv tests = rec_get(rec, "tests");
+	if (jv_get_kind(tests) == JV_KIND_ARRAY && rec_has(rec, "verdict")) {
+		jv out = jv_array();
+		jv_array_foreach(tests, i, t)
+		{
+			static const char *const fields[] = { "stdout", "stderr", "checker_message" };
+			for (size_t f = 0; f < sizeof fields / sizeof fields[0] && jv_get_kind(t) == JV_KIND_OBJECT; f++)
+				t = cap_field(t, fields[f], limit);
+			out = jv_array_append(out, t);
+		}
+		rec = jv_object_set(rec, jv_string("tests"), out);
+	}
+	jv_free(tests);
 	return rec;
 }
 

@@ -32,7 +32,7 @@
 enum history_exit { HX_ROWS = 0, HX_NONE = 1, HX_ERROR = 2 };
 
 static const char synopsis[] =
-	"usage: sbx-history [-c FILE] [-d DB] [FILTERS] [--stats [--by hour|day]] [--jq FILTER]\n"
+	"usage: sbx-history [-c FILE] [-d DB] [FILTERS] [--stats[=verdict] [--by hour|day]] [--jq FILTER]\n"
 	"                   [--format json|table|csv] [--record]\n"
 	"       sbx-history [-c FILE] [-d DB] --prune --older-than DURATION [--vacuum]\n";
 
@@ -48,6 +48,9 @@ static void help(void)
 	       "      --language L    a language (or one of its aliases)\n"
 	       "      --status S      success, error, timeout, memory_limit, compile_error,\n"
 	       "                      invalid, internal_error\n"
+	       "      --verdict V     judged runs (\"tests\") with verdict V: accepted,\n"
+	       "                      wrong_answer, timeout, memory_limit, error, output_limit,\n"
+	       "                      judge_error, compile_error\n"
 	       "      --id ID         the record's id\n"
 	       "      --session S     a session's id\n"
 	       "      --principal P   the runs of one sbx-mcp HTTP token (P: its digest)\n"
@@ -56,6 +59,7 @@ static void help(void)
 	       "Output:\n"
 	       "      --stats         per language and status: count, success rate, p50/p95/max\n"
 	       "                      duration (ms), then per language (status \"all\")\n"
+	       "      --stats=verdict the same of judged runs, per language and verdict\n"
 	       "      --by hour|day   with --stats: one series per hour or day (UTC)\n"
 	       "      --jq FILTER     apply a jq filter to each row (or stats row)\n"
 	       "  -f, --format F      json (default: one object per line), table, csv\n"
@@ -91,7 +95,7 @@ struct out {
 
 /* The columns a person wants in a table of runs; csv and json get all. */
 static const char *const table_run_cols[] = {
-	"history_id", "timestamp", "id", "language", "status", "exit_code", "signal", "duration_ms",
+	"history_id", "timestamp", "id", "language", "status", "verdict", "exit_code", "signal", "duration_ms",
 	"memory_peak_bytes", "code_snippet", NULL,
 };
 
@@ -337,7 +341,7 @@ static void options(int argc, char **argv, struct opts *o)
 	hist_filter_init(f);
 	f->limit = 20;
 	o->fmt = F_JSON;
-	enum { O_SINCE = 256, O_UNTIL, O_LANG, O_STATUS, O_ID, O_SESSION, O_PRINCIPAL, O_STATS, O_BY, O_JQ, O_RECORD, O_PRUNE,
+	enum { O_SINCE = 256, O_UNTIL, O_LANG, O_STATUS, O_ID, O_SESSION, O_PRINCIPAL, O_VERDICT, O_STATS, O_BY, O_JQ, O_RECORD, O_PRUNE,
 	       O_OLDER, O_VACUUM };
 	static const struct option opts[] = {
 		{ "since", required_argument, NULL, O_SINCE },
@@ -347,8 +351,9 @@ static void options(int argc, char **argv, struct opts *o)
 		{ "id", required_argument, NULL, O_ID },
 		{ "session", required_argument, NULL, O_SESSION },
 		{ "principal", required_argument, NULL, O_PRINCIPAL },
+		{ "verdict", required_argument, NULL, O_VERDICT },
 		{ "limit", required_argument, NULL, 'n' },
-		{ "stats", no_argument, NULL, O_STATS },
+		{ "stats", optional_argument, NULL, O_STATS },
 		{ "by", required_argument, NULL, O_BY },
 		{ "jq", required_argument, NULL, O_JQ },
 		{ "format", required_argument, NULL, 'f' },
@@ -374,7 +379,13 @@ static void options(int argc, char **argv, struct opts *o)
 			if (!util_parse_i64(optarg, 0, INT64_MAX, &f->limit))
 				util_usage_error(synopsis, "--limit: \"%s\" is not a count (0 for all)", optarg);
 			break;
-		case O_STATS: o->stats = true; break;
+		case O_VERDICT: f->verdict = optarg; break;
+		case O_STATS:
+			if (optarg && strcmp(optarg, "verdict") && strcmp(optarg, "status"))
+				util_usage_error(synopsis, "--stats=%s: group by status (the default) or verdict", optarg);
+			o->stats = true;
+			f->by_verdict = optarg && !strcmp(optarg, "verdict");
+			break;
 		case O_BY:
 			if (strcmp(optarg, "hour") && strcmp(optarg, "day"))
 				util_usage_error(synopsis, "--by: \"%s\" is not hour or day", optarg);
@@ -407,7 +418,7 @@ static void options(int argc, char **argv, struct opts *o)
 	if (o->prune != !!older)
 		util_usage_error(synopsis, o->prune ? "--prune needs --older-than DURATION" : "--older-than needs --prune");
 	o->retention = o->prune || o->vacuum;
-	if (o->retention && (o->stats || o->jq_filter || since || until || f->language || f->status || f->id || f->session))
+	if (o->retention && (o->stats || o->jq_filter || since || until || f->language || f->status || f->id || f->session || f->verdict))
 		util_usage_error(synopsis, "--prune and --vacuum take no filters, --stats or --jq");
 	if (older && (!util_parse_duration(older, &o->older_ms) || o->older_ms == 0))
 		util_usage_error(synopsis, "--older-than: \"%s\" is not a duration (30d, 12h, 2w)", older);

@@ -313,6 +313,22 @@ static void run_done(struct run *r, jv result, void *arg)
 	dispatch();
 }
 
+/* A judged job's tests take the -j slots no job has (trial.h): sandboxes
+ * at once stay at most -j. */
+static size_t slots_take(struct run_env *e, size_t want)
+{
+	(void)e;
+	size_t n = S.max - S.active < want ? S.max - S.active : want;
+	S.active += n;
+	return n;
+}
+
+static void slots_give(struct run_env *e, size_t n)
+{
+	(void)e;
+	S.active -= n;
+}
+
 static void cancel_all(void)
 {
 	for (size_t i = 0; i < S.max; i++)
@@ -354,8 +370,12 @@ static bool workspace_busy(const char *ws, const struct held *upto)
 static void start(jv rec, uint64_t seq)
 {
 	jv immediate;
+	/* Its slot is taken first: a judged job takes the free ones as it
+	 * starts (slots_take), which may be inside run_start. */
+	S.active++;
 	struct run *r = run_start(&S.env, rec, run_done, (void *)(uintptr_t)seq, &immediate);
 	if (!r) {
+		S.active--;
 		deliver(seq, immediate);
 		return;
 	}
@@ -364,7 +384,6 @@ static void start(jv rec, uint64_t seq)
 			S.runs[i] = r;
 			break;
 		}
-	S.active++;
 }
 
 /* --events: one line per stage start.  The reader is the caller that asked
@@ -778,7 +797,8 @@ static void setup(struct conf *c, const struct opts *o, struct backend **bk, siz
 		S.window[i] = jv_invalid();
 	ccache_init(cache, c, o->use_cache);
 	S.env = (struct run_env){ .conf = c, .backends = bk, .nbackends = nbk, .cache = cache, .loop = S.loop,
-				  .timings = o->timings, .on_stage = on_stage, .kernels = cell_kernels_new(c, S.loop) };
+				  .timings = o->timings, .on_stage = on_stage, .kernels = cell_kernels_new(c, S.loop),
+				  .slots_take = slots_take, .slots_give = slots_give };
 	if (o->live) {
 		S.live = live_new(S.loop, live_emit, NULL);
 		S.env.on_output = on_output;

@@ -84,15 +84,18 @@ logr() { "$BIN/sbx-log" "$@"; }
 
 @test "schema: user_version, WAL, the columns and the indexes" {
 	results 1 | logr > /dev/null
-	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 3 ]
+	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 4 ]
 	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA journal_mode')" = wal ]
 	cols=$(sqlite3 "$SBX_HISTORY" "SELECT group_concat(name, ' ') FROM pragma_table_info('runs')")
-	[ "$cols" = "id timestamp language code_snippet status exit_code duration_ms stdout_size stderr_size run_id signal cpu_ms memory_peak_bytes backend compile_status compile_ms code_sha256 error session_id code record principal execution_count" ]
+	[ "$cols" = "id timestamp language code_snippet status exit_code duration_ms stdout_size stderr_size run_id signal cpu_ms memory_peak_bytes backend compile_status compile_ms code_sha256 error session_id code record principal execution_count verdict tests_passed tests_total" ]
 	idx=$(sqlite3 "$SBX_HISTORY" "SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'runs_%' ORDER BY name)")
-	[ "$idx" = "runs_principal runs_run_id runs_session runs_stats runs_time" ]
+	[ "$idx" = "runs_principal runs_run_id runs_session runs_stats runs_time runs_verdict" ]
 	# --stats reads the covering index, never the table
 	plan=$(sqlite3 "$SBX_HISTORY" "EXPLAIN QUERY PLAN SELECT NULL, language, status, duration_ms FROM runs ORDER BY language, status, duration_ms")
 	[[ "$plan" == *"COVERING INDEX runs_stats"* ]]
+	# --stats=verdict the partial index of the judged runs
+	plan=$(sqlite3 "$SBX_HISTORY" "EXPLAIN QUERY PLAN SELECT NULL, language, verdict, duration_ms FROM runs WHERE verdict IS NOT NULL ORDER BY language, verdict, duration_ms")
+	[[ "$plan" == *"COVERING INDEX runs_verdict"* ]]
 }
 
 @test "migration: the seed's database keeps its rows and gains our columns" {
@@ -120,7 +123,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	[ "${#lines[@]}" -eq 3 ]
 	jqe 0 '.history_id == 3 and .language == "javascript" and .status == "timeout" and .exit_code == null'
 	jqe 2 '.history_id == 1 and .timestamp == "2025-11-29T10:00:00.500Z" and .duration_ms == 120.5 and .id == null'
-	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 3 ]
+	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 4 ]
 	results 1 | logr > /dev/null
 	run --separate-stderr hist --limit 0 --jq .history_id
 	[ "$(printf '%s,' "${lines[@]}")" = "4,3,2,1," ]
@@ -131,7 +134,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	# back to what version 1 was
 	sqlite3 "$SBX_HISTORY" 'DROP INDEX runs_principal; ALTER TABLE runs DROP COLUMN principal; PRAGMA user_version = 1'
 	jq -nc '{id: "p-1", language: "python", code: "1", status: "success", principal: "0123456789abcdef"}' | logr > /dev/null
-	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 3 ]
+	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 4 ]
 	[ "$(hist --limit 0 | wc -l)" = 3 ]
 	run --separate-stderr hist --principal 0123456789abcdef --limit 0
 	[ "${#lines[@]}" -eq 1 ]
@@ -147,7 +150,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	results 1 > in
 	run --separate-stderr logr < in
 	[ "$status" -eq 4 ]
-	[[ "$stderr" == *"schema version 99 is newer than this sbx knows (3)"* ]]
+	[[ "$stderr" == *"schema version 99 is newer than this sbx knows (4)"* ]]
 	jqe 0 '.history_id == null and .id == "r-0"'
 	run --separate-stderr hist
 	[ "$status" -eq 2 ]
@@ -282,7 +285,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	jq -nc '{id: "q", language: "python", code: "print(\"a,b\")\nprint(2)", status: "success", duration_ms: 3}' | logr > /dev/null
 	results 1 | logr > /dev/null
 	run --separate-stderr hist --format csv
-	[ "${lines[0]}" = "history_id,timestamp,id,language,status,exit_code,signal,duration_ms,cpu_ms,memory_peak_bytes,stdout_size,stderr_size,backend,compile_status,compile_ms,code_sha256,code_snippet,error,session_id,execution_count" ]
+	[ "${lines[0]}" = "history_id,timestamp,id,language,status,exit_code,signal,duration_ms,cpu_ms,memory_peak_bytes,stdout_size,stderr_size,backend,compile_status,compile_ms,code_sha256,code_snippet,error,session_id,execution_count,verdict,tests_passed,tests_total" ]
 	# the quoted field holds a comma, a quote and a newline: parse it back
 	python3 -c 'import csv,sys; rows = list(csv.DictReader(open(sys.argv[1]))); assert rows[0]["code_snippet"] == "print(\"a,b\")\nprint(2)", rows' <(hist --format csv)
 	run --separate-stderr hist --format table

@@ -137,3 +137,15 @@ jv cap_string(const char *s, size_t n, size_t limit, uint64_t reported, bool *tr
 	jv out = jv_string_concat(jv_string_sized(s, (int)h), cap_marker(cut));
 	return jv_string_concat(out, jv_string_sized(s + t0, (int)(n - t0)));
 }
+
+char *cap_buf_bytes(const struct cap_buf *b, size_t *len)
+{
+	char *out = util_xalloc(b->hlen + b->rlen + 1);
+	if (b->hlen)
+		memcpy(out, b->head, b->hlen);
+	for (size_t i = 0; i < b->rlen; i++)
+		out[b->hlen + i] = b->ring[(b->rpos + i) % b->rcap];
+	out[b->hlen + b->rlen] = 0;
+	*len = b->hlen + b->rlen;
+	return out;
+}

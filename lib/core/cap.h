@@ -36,6 +36,9 @@ bool cap_buf_truncated(const struct cap_buf *b);
  * dropped. */
 jv cap_buf_string(const struct cap_buf *b);
 void cap_buf_free(struct cap_buf *b);
+/* The kept bytes as they came (head, then the ring's), NUL-terminated,
+ * the caller's to free: the whole stream unless cap_buf_truncated. */
+char *cap_buf_bytes(const struct cap_buf *b, size_t *len);
 
 /* The marker placed where `cut` bytes were removed. */
 jv cap_marker(uint64_t cut);

@@ -81,6 +81,9 @@ static const struct key sandbox_keys[] = {
 	{ "max_artifacts", T_INT, SB(max_artifacts), 0, 64 },
 	{ "max_artifacts_size", T_SIZE, SB(max_artifacts_size), 0, 8 * MB },
 	{ "max_record_size", T_SIZE, SB(max_record_size), 4 * KB, 1 * GB },
+	{ "max_tests", T_INT, SB(max_tests), 1, 100000 },
+	{ "max_tests_size", T_SIZE, SB(max_tests_size), 0, 1 * GB },
+	{ "test_output", T_SIZE, SB(test_output), 1 * KB, 256 * MB },
 	{ "network", T_BOOL, SB(network), 0, 0 },
 	{ "max_concurrent", T_INT, SB(max_concurrent), 1, 4096 },
 	{ "state_dir", T_STR, SB(state_dir), 0, 0 },
@@ -600,6 +603,9 @@ static void set_defaults(struct conf *c)
 	c->etc = util_xalloc((n + 1) * sizeof *c->etc);
 	for (size_t i = 0; i < n; i++)
 		c->etc[i] = util_strdup(default_etc[i]);
+	c->max_tests = 100;
+	c->max_tests_size = 16u << 20;
+	c->test_output = 4u << 20;
 	c->compile_cache = true;
 	c->cache_size = 256u << 20;
 	c->session_ttl_ms = 1800 * 1000;

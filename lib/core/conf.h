@@ -63,6 +63,8 @@ struct conf {
 	struct limits ceiling;  /* max_KEY of the limits a request may set */
 	uint64_t max_code_size, max_stdin_size, max_files_size, max_files, max_record_size;
 	uint64_t max_artifacts, max_artifacts_size; /* files a run made, returned with "artifacts": true */
+	uint64_t max_tests, max_tests_size; /* a judged request's "tests": how many, their data in all */
+	uint64_t test_output;               /* what one test's stdout may be, to be judged */
 	bool network;
 	uint64_t max_concurrent;
 	char *state_dir;    /* absolute after loading */

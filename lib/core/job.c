@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "b64.h"
+#include "judge.h"
 #include "layout.h"
 #include "sha256.h"
 #include "rec.h"
@@ -112,7 +113,7 @@ static bool file_data(jv v, char **data, size_t *len, char *err, size_t errlen)
 	return true;
 }
 
-static void free_files(struct job_file *f, size_t n)
+void job_files_free(struct job_file *f, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		free(f[i].path);
@@ -123,8 +124,8 @@ static void free_files(struct job_file *f, size_t n)
 
 /* Decode and check the "files" object (borrowed).  `program` is the
  * language's file name, which a file may not replace. */
-static bool load_files(const struct conf *c, jv files, const char *program, struct job_file **out, size_t *nout,
-		       char *err, size_t errlen)
+bool job_files_load(const struct conf *c, jv files, const char *program, struct job_file **out, size_t *nout, char *err,
+		    size_t errlen)
 {
 	*out = NULL;
 	*nout = 0;
@@ -193,7 +194,7 @@ static bool load_files(const struct conf *c, jv files, const char *program, stru
 			}
 		}
 	if (!ok) {
-		free_files(f, i + 1);
+		job_files_free(f, i + 1);
 		return false;
 	}
 	*out = f;
@@ -566,7 +567,8 @@ static const char *misspelled(const char *key)
 {
 	static const char *const known[] = { "id", "language", "code", "entry", "command", "stdin", "args", "files",
 					     "network", "session", "install", "limits", "compile_limits", "exec", "backend",
-					     "artifacts", "cell", "reset" };
+					     "artifacts", "cell", "reset", "tests", "compare", "checker",
+					     "stop_on_fail" };
 	const char *best = NULL;
 	int bestd = 3;
 	size_t klen = strlen(key);
@@ -744,6 +746,42 @@ static bool req_program(const struct conf_lang *l, jv *req, bool installing, enu
 }
 
 /* code (an entry's is read later, from the workspace), stdin, args */
+bool job_args_ok(jv args, char *why, size_t wlen)
+{
+	jv_kind ak = jv_get_kind(args);
+	bool ok = true;
+	if (ak != JV_KIND_INVALID && ak != JV_KIND_NULL) {
+		if (ak != JV_KIND_ARRAY) {
+			snprintf(why, wlen, "\"args\" must be an array of strings, got %s", rec_kind(args));
+			ok = false;
+		} else if (jv_array_length(jv_copy(args)) > MAX_ARGS) {
+			snprintf(why, wlen, "%d args exceed the limit of %d", jv_array_length(jv_copy(args)), MAX_ARGS);
+			ok = false;
+		}
+		size_t total = 0;
+		for (int i = 0; ok && i < jv_array_length(jv_copy(args)); i++) {
+			jv a = jv_array_get(jv_copy(args), i);
+			if (jv_get_kind(a) != JV_KIND_STRING) {
+				snprintf(why, wlen, "args[%d] must be a string, got %s", i, rec_kind(a));
+				ok = false;
+			} else {
+				size_t alen = (size_t)jv_string_length_bytes(jv_copy(a));
+				total += alen;
+				if (memchr(jv_string_value(a), 0, alen)) {
+					snprintf(why, wlen, "args[%d] contains a NUL byte", i);
+					ok = false;
+				}
+			}
+			jv_free(a);
+		}
+		if (ok && total > MAX_ARG_BYTES) {
+			snprintf(why, wlen, "args total %zu bytes, exceed 64 KiB", total);
+			ok = false;
+		}
+	}
+	return ok;
+}
+
 static bool req_data(const struct conf *c, jv req, enum prog prog, char *why, size_t wlen)
 {
 	char sz1[32], sz2[32];
@@ -785,37 +823,7 @@ static bool req_data(const struct conf *c, jv req, enum prog prog, char *why, si
 		}
 	}
 	jv args = rec_get(req, "args");
-	jv_kind ak = jv_get_kind(args);
-	bool ok = true;
-	if (ak != JV_KIND_INVALID && ak != JV_KIND_NULL) {
-		if (ak != JV_KIND_ARRAY) {
-			snprintf(why, wlen, "\"args\" must be an array of strings, got %s", rec_kind(args));
-			ok = false;
-		} else if (jv_array_length(jv_copy(args)) > MAX_ARGS) {
-			snprintf(why, wlen, "%d args exceed the limit of %d", jv_array_length(jv_copy(args)), MAX_ARGS);
-			ok = false;
-		}
-		size_t total = 0;
-		for (int i = 0; ok && i < jv_array_length(jv_copy(args)); i++) {
-			jv a = jv_array_get(jv_copy(args), i);
-			if (jv_get_kind(a) != JV_KIND_STRING) {
-				snprintf(why, wlen, "args[%d] must be a string, got %s", i, rec_kind(a));
-				ok = false;
-			} else {
-				size_t alen = (size_t)jv_string_length_bytes(jv_copy(a));
-				total += alen;
-				if (memchr(jv_string_value(a), 0, alen)) {
-					snprintf(why, wlen, "args[%d] contains a NUL byte", i);
-					ok = false;
-				}
-			}
-			jv_free(a);
-		}
-		if (ok && total > MAX_ARG_BYTES) {
-			snprintf(why, wlen, "args total %zu bytes, exceed 64 KiB", total);
-			ok = false;
-		}
-	}
+	bool ok = job_args_ok(args, why, wlen);
 	jv_free(args);
 	return ok;
 }
@@ -824,10 +832,8 @@ static bool req_data(const struct conf *c, jv req, enum prog prog, char *why, si
  * those limit.h marks as its own, within [minimum, ceiling], where a
  * language's own default above the global ceiling (the JVM needs more)
  * is its ceiling.  The compile stage's stay the language's. */
-static bool req_limits(const struct conf *c, const struct conf_lang *l, jv req, struct limits *run, struct limits *comp,
-		       char *why, size_t wlen)
+bool job_req_limits(const struct conf *c, jv req, struct limits *run, char *why, size_t wlen)
 {
-	conf_lang_limits(c, l, run, comp);
 	for (int i = 0; i < LIM_N; i++) {
 		const struct limit_def *d = &limit_defs[i];
 		if (!d->req)
@@ -855,6 +861,13 @@ static bool req_limits(const struct conf *c, const struct conf_lang *l, jv req, 
 		limit_set(run, i, v);
 	}
 	return true;
+}
+
+static bool req_limits(const struct conf *c, const struct conf_lang *l, jv req, struct limits *run, struct limits *comp,
+		       char *why, size_t wlen)
+{
+	conf_lang_limits(c, l, run, comp);
+	return job_req_limits(c, req, run, why, wlen);
 }
 
 /* network: only where the configuration allows it; artifacts: a boolean */
@@ -972,6 +985,24 @@ static jv job_exec(const struct conf *c, const struct conf_lang *l, jv req, enum
 		runv = jv_array_concat(runv, args);
 	else
 		jv_free(args);
+	/* Judged: each test's run command and limits, and the checker's job. */
+	jv tests = jv_null(), checker = jv_null();
+	static const char *const judging[] = { "compare", "checker", "stop_on_fail" };
+	for (size_t i = 0; !rec_has(req, "tests") && i < sizeof judging / sizeof judging[0]; i++)
+		if (rec_has(req, judging[i])) {
+			free(workspace);
+			jv_free(runv);
+			return rec_make_invalid(req, "\"%s\" judges a program's \"tests\": give them", judging[i]);
+		}
+	if (rec_has(req, "tests")) {
+		char why[700];
+		tests = judge_exec(c, req, runv, &run, &checker, why, sizeof why);
+		if (!jv_is_valid(tests)) {
+			free(workspace);
+			jv_free(runv);
+			return rec_make_invalid(req, "%s", why);
+		}
+	}
 	if (installing) {
 		char why[300];
 		jv inst = install_argv(c, l, rec_get(req, "install"), workspace != NULL, why, sizeof why);
@@ -1019,6 +1050,14 @@ static jv job_exec(const struct conf *c, const struct conf_lang *l, jv req, enum
 		exec = jv_object_set(exec, jv_string("install"), jv_true());
 	if (prog == P_CELL)
 		exec = jv_object_set(exec, jv_string("kernel"), jv_true());
+	if (jv_get_kind(tests) == JV_KIND_ARRAY)
+		exec = jv_object_set(exec, jv_string("tests"), tests);
+	else
+		jv_free(tests);
+	if (jv_get_kind(checker) == JV_KIND_OBJECT)
+		exec = jv_object_set(exec, jv_string("checker"), checker);
+	else
+		jv_free(checker);
 	jv limits = limits_to_json(&run);
 	jv climits = compiling ? limits_to_json(&comp) : jv_null();
 	jv bk = jv_string(backend);
@@ -1117,11 +1156,11 @@ jv job_from_request(const struct conf *c, jv req)
 		struct job_file *f;
 		size_t nf;
 		jv files = rec_get(req, "files");
-		bool ok = load_files(c, files, rec_has(req, "session") || prog != P_CODE ? NULL : l->file, &f, &nf, why, sizeof why);
+		bool ok = job_files_load(c, files, rec_has(req, "session") || prog != P_CODE ? NULL : l->file, &f, &nf, why, sizeof why);
 		jv_free(files);
 		if (!ok)
 			return rec_make_invalid(req, "%s", why);
-		free_files(f, nf);
+		job_files_free(f, nf);
 	}
 	if (!req_limits(c, l, req, &run, &comp, why, sizeof why) || !req_network(c, req, &network, why, sizeof why))
 		return rec_make_invalid(req, "%s", why);
@@ -1139,7 +1178,7 @@ jv job_from_request(const struct conf *c, jv req)
 /* ---- sbx-run: job -> struct job -------------------------------------- */
 
 /* v (consumed): an array of strings without NUL -> NULL-terminated copy. */
-static char **load_strv(jv v, bool allow_null, bool need_one, const char *what, char *err, size_t errlen, bool *ok)
+char **job_load_strv(jv v, bool allow_null, bool need_one, const char *what, char *err, size_t errlen, bool *ok)
 {
 	char **out = NULL;
 	*ok = false;
@@ -1182,20 +1221,18 @@ done:
 
 /* Limits above what this configuration would ever grant mean the job did not
  * come from sbx-validate with this configuration. */
-static bool within_ceilings(const struct conf *c, const struct job *j, char *err, size_t errlen)
+bool job_limits_ok(const struct conf *c, const struct limits *l, const char *what, char *err, size_t errlen)
 {
 	struct limits max;
 	conf_max_limits(c, &max);
-	const struct limits *ls[2] = { &j->lim, j->compile ? &j->clim : NULL };
-	for (int n = 0; n < 2; n++)
-		for (int i = 0; ls[n] && i < LIM_N; i++)
-			if (limit_get(ls[n], i) > limit_get(&max, i) * (1 + 1e-12)) {
-				char a[32], b[32];
-				snprintf(err, errlen, "%s.%s %s exceeds the most the configuration grants (%s, in %s); run requests through sbx-validate",
-					 n ? "compile_limits" : "limits", limit_defs[i].job, limit_str(i, limit_get(ls[n], i), a, sizeof a),
-					 limit_str(i, limit_get(&max, i), b, sizeof b), c->path);
-				return false;
-			}
+	for (int i = 0; i < LIM_N; i++)
+		if (limit_get(l, i) > limit_get(&max, i) * (1 + 1e-12)) {
+			char a[32], b[32];
+			snprintf(err, errlen, "%s.%s %s exceeds the most the configuration grants (%s, in %s); run requests through sbx-validate",
+				 what, limit_defs[i].job, limit_str(i, limit_get(l, i), a, sizeof a), limit_str(i, limit_get(&max, i), b, sizeof b),
+				 c->path);
+			return false;
+		}
 	return true;
 }
 
@@ -1286,13 +1323,13 @@ static bool load_program(const struct conf *c, jv exec, struct job *j, char *err
 static bool load_commands(const struct conf *c, jv exec, struct job *j, char *err, size_t errlen)
 {
 	bool sok;
-	j->run = load_strv(rec_get(exec, "run"), false, true, "run", err, errlen, &sok);
+	j->run = job_load_strv(rec_get(exec, "run"), false, true, "run", err, errlen, &sok);
 	if (!sok)
 		return false;
-	j->compile = load_strv(rec_get(exec, "compile"), true, true, "compile", err, errlen, &sok);
+	j->compile = job_load_strv(rec_get(exec, "compile"), true, true, "compile", err, errlen, &sok);
 	if (!sok)
 		return false;
-	j->env = load_strv(rec_get(exec, "env"), true, false, "env", err, errlen, &sok);
+	j->env = job_load_strv(rec_get(exec, "env"), true, false, "env", err, errlen, &sok);
 	if (!sok)
 		return false;
 	for (char **e = j->env; e && *e; e++)
@@ -1300,7 +1337,7 @@ static bool load_commands(const struct conf *c, jv exec, struct job *j, char *er
 			snprintf(err, errlen, "exec.env entries must be NAME=value");
 			return false;
 		}
-	j->binds = load_strv(rec_get(exec, "binds"), true, false, "binds", err, errlen, &sok);
+	j->binds = job_load_strv(rec_get(exec, "binds"), true, false, "binds", err, errlen, &sok);
 	if (!sok)
 		return false;
 	for (char **b = j->binds; b && *b; b++)
@@ -1409,11 +1446,11 @@ static bool load_limits(const struct conf *c, jv rec, jv limits, struct job *j, 
 		if (!lok)
 			return false;
 	}
-	if (!within_ceilings(c, j, err, errlen))
+	if (!job_limits_ok(c, &j->lim, "limits", err, errlen) || (j->compile && !job_limits_ok(c, &j->clim, "compile_limits", err, errlen)))
 		return false;
 	{
 		jv files = rec_get(rec, "files");
-		bool fok = load_files(c, files, j->dir ? NULL : j->file, &j->files, &j->nfiles, err, errlen);
+		bool fok = job_files_load(c, files, j->dir ? NULL : j->file, &j->files, &j->nfiles, err, errlen);
 		jv_free(files);
 		if (!fok)
 			return false;
@@ -1438,6 +1475,12 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 		ok = load_record(c, rec, j, err, errlen) && load_program(c, exec, j, err, errlen) &&
 		     load_commands(c, exec, j, err, errlen) && load_place(c, exec, j, err, errlen) &&
 		     load_limits(c, rec, limits, j, err, errlen);
+	if (ok && rec_has(exec, "tests"))
+		ok = !j->cell && !j->workspace && !j->install && (j->judge = judge_load(c, rec, exec, j, err, errlen));
+	if (ok && !j->judge && rec_has(rec, "tests")) {
+		snprintf(err, errlen, "\"tests\" without exec.tests: pass requests through sbx-validate");
+		ok = false;
+	}
 	jv_free(exec);
 	jv_free(limits);
 	if (!ok) {
@@ -1452,7 +1495,8 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 
 void job_free(struct job *j)
 {
-	free_files(j->files, j->nfiles);
+	judge_free(j->judge);
+	job_files_free(j->files, j->nfiles);
 	util_strv_free(j->compile);
 	util_strv_free(j->run);
 	util_strv_free(j->env);

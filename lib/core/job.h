@@ -53,8 +53,11 @@ struct job {
 	bool artifacts;            /* return the files the run made or changed ("artifacts": true) */
 	bool cell;                 /* code for the session's kernel (cell.h); run is the kernel's command */
 	bool reset;                /* a cell: restart the kernel first */
+	struct judge *judge;       /* "tests": the program judged on each (judge.h), or NULL */
 	struct limits lim, clim;
 };
+
+struct judge;
 
 /* Where argv0 is in a tree (rootfs, or the host's for NULL) on the PATH the
  * environment gives (or the sandbox's default): true with the path in out. */
@@ -86,6 +89,25 @@ jv job_from_request(const struct conf *c, jv req);
  * either way. */
 bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t errlen);
 void job_free(struct job *j);
+
+/* Pieces of both sides that judge.c shares (all borrow their jv). */
+/* The "args" of a request (or of one of its tests). */
+bool job_args_ok(jv args, char *why, size_t wlen);
+/* The request's (or a test's) timeout, memory, cpus and pids over *run,
+ * each within its ceiling. */
+bool job_req_limits(const struct conf *c, jv req, struct limits *run, char *why, size_t wlen);
+/* A "files" object, decoded and checked (paths, max_files,
+ * max_files_size); `program`, the program file's name, may not be one.
+ * Free with job_files_free. */
+bool job_files_load(const struct conf *c, jv files, const char *program, struct job_file **out, size_t *nout, char *err,
+		    size_t errlen);
+void job_files_free(struct job_file *f, size_t n);
+/* v (consumed) as a NULL-terminated copy of its strings; exec.WHAT in
+ * errors; *ok false on error. */
+char **job_load_strv(jv v, bool allow_null, bool need_one, const char *what, char *err, size_t errlen, bool *ok);
+/* Limits above what this configuration would ever grant mean the job did
+ * not come from sbx-validate with it: false with err naming WHAT. */
+bool job_limits_ok(const struct conf *c, const struct limits *l, const char *what, char *err, size_t errlen);
 
 /* A relative path without "..", empty components, NUL or a leading "/";
  * on failure `why` says which rule it broke. */

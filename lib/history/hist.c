@@ -68,11 +68,11 @@ static const char v1_indexes[] =
 #define ROW_COLUMNS                                                                                       \
 	"id, timestamp, run_id, language, status, exit_code, signal, duration_ms, cpu_ms, memory_peak_bytes, " \
 	"stdout_size, stderr_size, backend, compile_status, compile_ms, code_sha256, code_snippet, error, "   \
-	"session_id, execution_count"
+	"session_id, execution_count, verdict, tests_passed, tests_total"
 static const char *const row_keys[] = {
 	"history_id", "timestamp", "id", "language", "status", "exit_code", "signal", "duration_ms", "cpu_ms",
 	"memory_peak_bytes", "stdout_size", "stderr_size", "backend", "compile_status", "compile_ms",
-	"code_sha256", "code_snippet", "error", "session_id", "execution_count", NULL,
+	"code_sha256", "code_snippet", "error", "session_id", "execution_count", "verdict", "tests_passed", "tests_total", NULL,
 };
 
 static int db_fail(struct hist *h, char *err, size_t errlen, const char *what)
@@ -160,6 +160,14 @@ static int migrate(struct hist *h, char *err, size_t errlen)
 		goto fail;
 	/* 3: a run_cell cell's execution count (Out[n]) */
 	if (v < 3 && !has_column(h, "execution_count") && exec(h, "ALTER TABLE runs ADD COLUMN execution_count INTEGER", err, errlen) < 0)
+		goto fail;
+	/* 4: a judged run's verdict and counts (its tests are in the record) */
+	if (v < 4 && !has_column(h, "verdict") &&
+	    exec(h, "ALTER TABLE runs ADD COLUMN verdict TEXT;"
+		    "ALTER TABLE runs ADD COLUMN tests_passed INTEGER;"
+		    "ALTER TABLE runs ADD COLUMN tests_total INTEGER;"
+		    "CREATE INDEX IF NOT EXISTS runs_verdict ON runs(language, verdict, duration_ms) WHERE verdict IS NOT NULL;",
+		    err, errlen) < 0)
 		goto fail;
 	if (v < HIST_SCHEMA_VERSION) {
 		char sql[64];
@@ -348,7 +356,7 @@ static void sql_sha256(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 static const char insert_sql[] =
 	"INSERT INTO runs (timestamp, language, code_snippet, status, exit_code, duration_ms, stdout_size,"
 	" stderr_size, run_id, signal, cpu_ms, memory_peak_bytes, backend, compile_status, compile_ms,"
-	" code_sha256, error, session_id, principal, code, record, execution_count) VALUES ("
+	" code_sha256, error, session_id, principal, code, record, execution_count, verdict, tests_passed, tests_total) VALUES ("
 	/* timestamp */ "COALESCE(CASE " T("$.started_at") " WHEN 'text' THEN (julianday(" J("$.started_at")
 	") - 2440587.5) * 86400.0 END, ?2),"
 	/* language */ TEXT_OR("$.language", "''") ","
@@ -374,8 +382,10 @@ static const char insert_sql[] =
 	/* code: kept in full mode only */ "CASE WHEN ?3 THEN COALESCE(?6, " TEXT_OR("$.code", "NULL") ") END,"
 	/* record: in preview mode without what the user may not want kept */
 	"CASE WHEN ?3 THEN ?1 ELSE json_remove(?1, '$.code', '$.files', '$.stdin', '$.stdout', '$.stderr',"
-	" '$.compile.stdout', '$.compile.stderr', '$.artifacts') END,"
-	/* execution_count: a cell's */ INT("$.execution_count") ")";
+	" '$.compile.stdout', '$.compile.stderr', '$.artifacts', '$.tests', '$.checker') END,"
+	/* execution_count: a cell's */ INT("$.execution_count") ","
+	/* verdict, tests_passed, tests_total: a judged run's */ TEXT_OR("$.verdict", "NULL") "," INT("$.tests_passed") ","
+	INT("$.tests_total") ")";
 #undef J
 #undef T
 #undef TEXT_OR
@@ -456,7 +466,10 @@ static void where_clause(const struct hist_filter *f, char *buf, size_t len)
 	COND(f->id, "run_id =");
 	COND(f->session, "session_id =");
 	COND(f->principal, "principal =");
+	COND(f->verdict, "verdict =");
 #undef COND
+	if (f->by_verdict)
+		snprintf(buf + o, len - o, "%sverdict IS NOT NULL", n ? " AND " : " WHERE ");
 }
 
 static int bind_filter(sqlite3_stmt *st, const struct hist_filter *f)
@@ -466,7 +479,7 @@ static int bind_filter(sqlite3_stmt *st, const struct hist_filter *f)
 		sqlite3_bind_double(st, ++i, f->since);
 	if (!isnan(f->until))
 		sqlite3_bind_double(st, ++i, f->until);
-	const char *strs[] = { f->language, f->status, f->id, f->session, f->principal };
+	const char *strs[] = { f->language, f->status, f->id, f->session, f->principal, f->verdict };
 	for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++)
 		if (strs[k])
 			sqlite3_bind_text(st, ++i, strs[k], -1, SQLITE_STATIC);
@@ -597,6 +610,7 @@ struct stats_state {
 	struct series all;     /* the durations of the current language's runs that ran */
 	size_t success, rated; /* successes, of the runs that count for the success rate */
 	int64_t emitted;
+	const char *key;       /* "status", or "verdict" (by_verdict) */
 };
 
 /* The current language is complete: give each of its rows the language's
@@ -612,7 +626,7 @@ static void flush_language(struct stats_state *s, jv bucket, const char *lang)
 		if (jv_is_valid(bucket))
 			all = jv_object_set(all, jv_string("bucket"), jv_copy(bucket));
 		all = jv_object_set(all, jv_string("language"), jv_string(lang));
-		all = jv_object_set(all, jv_string("status"), jv_string("all"));
+		all = jv_object_set(all, jv_string(s->key), jv_string("all"));
 		all = summary(all, &s->all);
 		s->pending = jv_array_append(s->pending, all);
 	}
@@ -635,13 +649,15 @@ int64_t hist_stats(struct hist *h, const struct hist_filter *f, int64_t bucket_s
 {
 	char where[512], sql[1024];
 	where_clause(f, where, sizeof where);
+	/* By verdict: the judged runs, each verdict a group as a status is. */
+	const char *col = f->by_verdict ? "verdict" : "status";
 	if (bucket_s > 0)
 		snprintf(sql, sizeof sql,
-			 "SELECT CAST(timestamp / ?98 AS INTEGER) * ?98, language, status, duration_ms FROM runs%s"
-			 " ORDER BY 1, language, status, duration_ms", where);
+			 "SELECT CAST(timestamp / ?98 AS INTEGER) * ?98, language, %s, duration_ms FROM runs%s"
+			 " ORDER BY 1, language, %s, duration_ms", col, where, col);
 	else
-		snprintf(sql, sizeof sql,
-			 "SELECT NULL, language, status, duration_ms FROM runs%s ORDER BY language, status, duration_ms", where);
+		snprintf(sql, sizeof sql, "SELECT NULL, language, %s, duration_ms FROM runs%s ORDER BY language, %s, duration_ms",
+			 col, where, col);
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) != SQLITE_OK)
 		return db_fail(h, err, errlen, "statistics");
@@ -649,7 +665,7 @@ int64_t hist_stats(struct hist *h, const struct hist_filter *f, int64_t bucket_s
 	if (bucket_s > 0)
 		sqlite3_bind_int64(st, 98, bucket_s);
 
-	struct stats_state s = { .fn = fn, .arg = arg, .pending = jv_array() };
+	struct stats_state s = { .fn = fn, .arg = arg, .pending = jv_array(), .key = col };
 	struct series cur = { 0 };
 	char *lang = NULL, *status = NULL;
 	int64_t bucket = INT64_MIN;
@@ -670,7 +686,7 @@ int64_t hist_stats(struct hist *h, const struct hist_filter *f, int64_t bucket_s
 			if (jv_is_valid(bucket_jv))
 				r = jv_object_set(r, jv_string("bucket"), jv_copy(bucket_jv));
 			r = jv_object_set(r, jv_string("language"), jv_string(lang));
-			r = jv_object_set(r, jv_string("status"), jv_string(status));
+			r = jv_object_set(r, jv_string(col), jv_string(status));
 			s.pending = jv_array_append(s.pending, summary(r, &cur));
 			cur.n = 0;
 		}
@@ -704,7 +720,7 @@ int64_t hist_stats(struct hist *h, const struct hist_filter *f, int64_t bucket_s
 			series_add(&s.all, d);
 		if (strcmp(stt, "invalid") && strcmp(stt, "cancelled"))
 			s.rated++;
-		if (!strcmp(stt, "success"))
+		if (!strcmp(stt, "success") || !strcmp(stt, "accepted"))
 			s.success++;
 	}
 	int64_t n = s.emitted;

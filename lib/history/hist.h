@@ -22,7 +22,7 @@
 
 #include <jv.h>
 
-#define HIST_SCHEMA_VERSION 3
+#define HIST_SCHEMA_VERSION 4
 #define HIST_SNIPPET_CHARS 500
 
 enum hist_code { HIST_CODE_PREVIEW, HIST_CODE_FULL };
@@ -57,6 +57,8 @@ struct hist_filter {
 	double since, until;       /* NAN: open */
 	const char *language, *status, *id, *session;
 	const char *principal;     /* sbx-mcp's HTTP callers: a token's runs only */
+	const char *verdict;       /* judged runs with this verdict */
+	bool by_verdict;           /* hist_stats: judged runs, per verdict instead of status */
 	int64_t limit;             /* <= 0: no limit */
 };
 void hist_filter_init(struct hist_filter *f);

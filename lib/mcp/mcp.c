@@ -247,6 +247,9 @@ static void run_done(jv result, void *arg)
 	if (c->tool->kind == MCP_T_CELL && sid && rec_bool(result, "kernel_alive", &alive))
 		sess_kernel_seen(c->m->sessions, sid, rec_str(result, "language", NULL), alive);
 	jv blocks = mcp_run_blocks(result);
+	if (rec_has(result, "verdict"))
+		blocks = jv_array_append(blocks, jv_object_set(jv_object_set(jv_object(), jv_string("type"), jv_string("text")),
+							      jv_string("text"), mcp_verdict_table(result)));
 	finish(c, tool_result_with(mcp_run_view(result), blocks, is_error));
 }
 
@@ -401,13 +404,15 @@ static void start_helper(struct call *c, char **argv, void (*done)(struct call *
 /* run_code's arguments as a pipeline request (sbx-validate checks them). */
 static jv run_request(jv args)
 {
-	static const char *const keys[] = { "language", "code", "stdin", "files", "timeout", "memory", "cpus", "args", NULL };
+	static const char *const keys[] = { "language", "code", "stdin", "files", "timeout", "memory", "cpus", "args",
+					    "tests", "compare", "checker", "stop_on_fail", NULL };
 	jv r = jv_object();
 	for (int i = 0; keys[i]; i++)
 		if (rec_has(args, keys[i]))
 			r = jv_object_set(r, jv_string(keys[i]), jv_object_get(jv_copy(args), jv_string(keys[i])));
-	/* the files it makes come back (images as images) */
-	return jv_object_set(r, jv_string("artifacts"), jv_true());
+	/* the files it makes come back (images as images); a judged
+	 * program's tests make none that count */
+	return rec_has(args, "tests") ? r : jv_object_set(r, jv_string("artifacts"), jv_true());
 }
 
 /* Why an install failed, in its own words: its status and the end of what
@@ -461,6 +466,14 @@ static void tool_run_code(struct call *c)
 	if (jv_get_kind(deps) != JV_KIND_ARRAY || jv_array_length(jv_copy(deps)) == 0) {
 		jv_free(deps);
 		submit_run(c, req);
+		return;
+	}
+	if (rec_has(c->args, "tests")) {
+		/* They would need a session, and each test has a fresh sandbox. */
+		jv_free(deps);
+		jv_free(req);
+		finish(c, mcp_tool_error("run_code: \"dependencies\" do not go with \"tests\" (each test runs in a fresh "
+					 "sandbox with the runtime's own packages)"));
 		return;
 	}
 	char err[768];

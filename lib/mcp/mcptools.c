@@ -10,7 +10,7 @@
 #include "util.h"
 
 /* Argument types, as bits. */
-enum { A_STR = 1, A_NUM = 2, A_BOOL = 4, A_ARR = 8, A_OBJ = 16, A_INT = 32 };
+enum { A_STR = 1, A_NUM = 2, A_BOOL = 4, A_ARR = 8, A_OBJ = 16, A_INT = 32, A_LIST = 64 /* an array of anything */ };
 
 struct arg {
 	const char *key;
@@ -44,7 +44,12 @@ struct tool_def {
 	"\"artifacts\":{\"type\":\"array\",\"description\":\"files the run made or changed (path, mime_type, bytes); "   \
 	"images also come as image content, other files as resources\"},\"artifacts_truncated\":{\"type\":\"boolean\"},"    \
 	"\"value\":{\"type\":[\"string\",\"null\"]},\"execution_count\":{\"type\":\"integer\"},"                    \
-	"\"kernel\":{\"type\":\"string\",\"enum\":[\"started\",\"live\",\"restarted\"]},\"kernel_note\":{\"type\":\"string\"}}," \
+	"\"kernel\":{\"type\":\"string\",\"enum\":[\"started\",\"live\",\"restarted\"]},\"kernel_note\":{\"type\":\"string\"}," \
+	"\"verdict\":{\"type\":\"string\",\"enum\":[\"accepted\",\"wrong_answer\",\"timeout\",\"memory_limit\",\"error\"," \
+	"\"output_limit\",\"judge_error\",\"compile_error\",\"internal_error\",\"cancelled\"]},"                              \
+	"\"tests_passed\":{\"type\":\"integer\"},\"tests_total\":{\"type\":\"integer\"},\"failed_test\":{\"type\":\"integer\"}," \
+	"\"tests\":{\"type\":\"array\",\"description\":\"per test: index, status, duration_ms, cpu_ms, "                     \
+	"memory_peak_bytes, exit_code, signal, stdout and stderr (1 KiB), diff (wrong_answer), error, checker_message\"}}," \
 	"\"required\":[\"status\"]}"
 
 #define FILES_SCHEMA                                                                                    \
@@ -65,10 +70,16 @@ static const struct tool_def defs[] = {
 	  "compile_error with the compiler's messages in compile.stderr (compile.stdout for tsc). A program that fails is a normal result "
 	  "(status error, timeout or memory_limit, with exit_code or signal), not a tool error. Nothing persists "
 	  "after the run; use sandbox_initialize for state. \"dependencies\" installs packages (pip, npm, …) for "
-	  "this run only.",
+	  "this run only. To judge a program, give \"tests\" ([{stdin, args, files, expected_stdout, timeout, "
+	  "memory}], at most %J): it is compiled once and each test runs in a fresh sandbox; \"compare\" is trim "
+	  "(the default: trailing whitespace ignored), exact, tokens, float:EPS, or checker (then \"checker\": "
+	  "{language, code}, run as `checker input output expected`, exit 0 accepts, 1 rejects). The result has "
+	  "\"verdict\" (accepted, or the first failing test's: wrong_answer, timeout, memory_limit, error, "
+	  "output_limit, judge_error; or compile_error), tests_passed, tests_total and \"tests\", one entry per test.",
 	  { { "language", A_STR, true }, { "code", A_STR, true }, { "stdin", A_STR, false }, { "files", A_OBJ, false },
 	    { "timeout", A_NUM, false }, { "memory", A_STR | A_NUM, false }, { "cpus", A_NUM, false },
-	    { "dependencies", A_ARR, false }, { "args", A_ARR, false } },
+	    { "dependencies", A_ARR, false }, { "args", A_ARR, false }, { "tests", A_LIST, false }, { "compare", A_STR, false },
+	    { "checker", A_OBJ, false }, { "stop_on_fail", A_BOOL, false } },
 	  "{\"type\":\"object\",\"properties\":{"
 	  "\"language\":{\"type\":\"string\",\"description\":\"a language name or alias (list_supported_languages)\"},"
 	  "\"code\":{\"type\":\"string\",\"description\":\"the program's source\"},"
@@ -78,7 +89,17 @@ static const struct tool_def defs[] = {
 	  MEM_CPUS_SCHEMA
 	  "\"args\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"command-line arguments\"},"
 	  "\"dependencies\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"packages to install "
-	  "first with the language's package manager\"}},"
+	  "first with the language's package manager\"},"
+	  "\"tests\":{\"type\":\"array\",\"description\":\"judge the program on these tests\",\"items\":{\"type\":\"object\","
+	  "\"properties\":{\"stdin\":{\"type\":\"string\"},\"args\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+	  "\"files\":" FILES_SCHEMA ",\"expected_stdout\":{\"type\":\"string\"},\"timeout\":{\"type\":\"number\"},"
+	  "\"memory\":{\"type\":[\"string\",\"number\"]}},\"additionalProperties\":false}},"
+	  "\"compare\":{\"type\":\"string\",\"description\":\"trim (default), exact, tokens, float:EPS or checker\"},"
+	  "\"checker\":{\"type\":\"object\",\"description\":\"compare checker: the program that decides, run with the "
+	  "files input, output and expected as arguments\",\"properties\":{\"language\":{\"type\":\"string\"},"
+	  "\"code\":{\"type\":\"string\"},\"timeout\":{\"type\":\"number\"},\"memory\":{\"type\":[\"string\",\"number\"]}},"
+	  "\"required\":[\"language\",\"code\"],\"additionalProperties\":false},"
+	  "\"stop_on_fail\":{\"type\":\"boolean\",\"description\":\"stop at the first failing test\"}},"
 	  "\"required\":[\"language\",\"code\"],\"additionalProperties\":false}",
 	  RUN_RESULT_SCHEMA, false, false, false },
 	{ { "list_supported_languages", MCP_T_LANGUAGES }, "List supported languages",
@@ -271,6 +292,7 @@ static char *describe(const struct conf *c, const char *fmt)
 			case 'F': ins = util_size_str(c->max_files_size, b, sizeof b); break;
 			case 'I': snprintf(tmp, sizeof tmp, "%g", c->kernel_idle_ms / 1000.0), ins = tmp; break;
 			case 'K': ins = conf_kernel_list(c); break;
+			case 'J': snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)c->max_tests), ins = tmp; break;
 			default: snprintf(tmp, sizeof tmp, "%%%c", *p), ins = tmp;
 			}
 		}
@@ -314,7 +336,7 @@ jv mcp_tools_list(const struct conf *c)
 static const char *kind_name(unsigned types)
 {
 	return types & A_STR ? "a string" : types & A_INT ? "an integer" : types & A_NUM ? "a number" :
-	       types & A_BOOL ? "true or false" : types & A_ARR ? "an array" : "an object";
+	       types & A_BOOL ? "true or false" : types & (A_ARR | A_LIST) ? "an array" : "an object";
 }
 
 static bool has_nul(jv str)
@@ -341,7 +363,7 @@ bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t le
 		if (a) {
 			jv_kind vk = jv_get_kind(v);
 			ok = (vk == JV_KIND_STRING && (a->types & A_STR)) || (vk == JV_KIND_OBJECT && (a->types & A_OBJ)) ||
-			     (vk == JV_KIND_ARRAY && (a->types & A_ARR)) ||
+			     (vk == JV_KIND_ARRAY && (a->types & (A_ARR | A_LIST))) ||
 			     ((vk == JV_KIND_TRUE || vk == JV_KIND_FALSE) && (a->types & A_BOOL)) ||
 			     (vk == JV_KIND_NUMBER && (a->types & A_NUM)) ||
 			     (vk == JV_KIND_NUMBER && (a->types & A_INT) && jv_number_value(v) == floor(jv_number_value(v)) &&
@@ -352,7 +374,7 @@ bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t le
 			bool data = !strcmp(key, "code") || !strcmp(key, "content") || !strcmp(key, "stdin");
 			if (ok && vk == JV_KIND_STRING && !data)
 				ok = !has_nul(v);
-			if (ok && vk == JV_KIND_ARRAY)
+			if (ok && vk == JV_KIND_ARRAY && (a->types & A_ARR))
 				jv_array_foreach(v, i, item) {
 					ok &= jv_get_kind(item) == JV_KIND_STRING && !has_nul(item);
 					jv_free(item);
@@ -385,7 +407,8 @@ jv mcp_run_view(jv r)
 	static const char *const keep[] = {
 		"id", "language", "status", "exit_code", "signal", "stdout", "stderr", "stdout_truncated",
 		"stderr_truncated", "duration_ms", "cpu_ms", "memory_peak_bytes", "compile", "error", "history_id",
-		"artifacts_truncated", "value", "execution_count", "kernel", "kernel_note", NULL,
+		"artifacts_truncated", "value", "execution_count", "kernel", "kernel_note", "verdict", "tests_passed",
+		"tests_total", "failed_test", "tests", NULL,
 	};
 	jv v = jv_object();
 	for (int i = 0; keep[i]; i++)
@@ -488,4 +511,77 @@ jv mcp_languages_view(const struct conf *c, jv checked, const char *backend)
 	jv_free(checked);
 	jv r = jv_object_set(jv_object(), jv_string("backend"), jv_string(backend ? backend : c->backend));
 	return jv_object_set(r, jv_string("languages"), out);
+}
+
+/* One test's detail for the table: where its output went wrong, or how
+ * it ended. */
+static void test_detail(jv t, char *buf, size_t len)
+{
+	buf[0] = 0;
+	double ec;
+	const char *sig = rec_str(t, "signal", NULL), *err = rec_str(t, "error", NULL);
+	jv diff = rec_get(t, "diff");
+	if (jv_get_kind(diff) == JV_KIND_OBJECT) {
+		double line = 0, tok = 0;
+		rec_num(diff, "line", &line);
+		const char *e = rec_str(diff, "expected", NULL), *g = rec_str(diff, "got", NULL);
+		size_t o = (size_t)snprintf(buf, len, "line %.0f", line);
+		if (rec_num(diff, "token", &tok))
+			o += (size_t)snprintf(buf + o, len - o, ", token %.0f", tok);
+		if (o < len)
+			o += (size_t)snprintf(buf + o, len - o, ": expected %s%.60s%s", e ? "\"" : "", e ? e : "nothing", e ? "\"" : "");
+		if (o < len)
+			snprintf(buf + o, len - o, ", got %s%.60s%s", g ? "\"" : "", g ? g : "nothing", g ? "\"" : "");
+	} else if (err)
+		snprintf(buf, len, "%.160s", err);
+	else if (sig)
+		snprintf(buf, len, "%s", sig);
+	else if (rec_num(t, "exit_code", &ec) && ec != 0)
+		snprintf(buf, len, "exit code %.0f", ec);
+	/* a failing program's last words (a traceback's last line) */
+	size_t n = 0, o = strlen(buf);
+	const char *se = jv_get_kind(diff) != JV_KIND_OBJECT && !err ? rec_str(t, "stderr", &n) : NULL;
+	while (se && n && (se[n - 1] == '\n' || se[n - 1] == '\r' || se[n - 1] == ' '))
+		n--;
+	if (se && n && o) {
+		const char *last = se + n;
+		while (last > se && last[-1] != '\n')
+			last--;
+		snprintf(buf + o, len - o, ": %.*s", (int)(se + n - last > 120 ? 120 : se + n - last), last);
+	}
+	jv_free(diff);
+	/* one line each: a newline in the output would break the table */
+	for (char *p = buf; *p; p++)
+		if (*p == '\n' || *p == '\r' || *p == '\t')
+			*p = ' ';
+}
+
+jv mcp_verdict_table(jv r)
+{
+	double passed = 0, total = 0, failed;
+	rec_num(r, "tests_passed", &passed);
+	rec_num(r, "tests_total", &total);
+	const char *verdict = rec_str(r, "verdict", NULL);
+	jv out = jv_string_fmt("verdict %s: %.0f of %.0f tests passed", verdict ? verdict : "?", passed, total);
+	if (rec_num(r, "failed_test", &failed))
+		out = jv_string_concat(out, jv_string_fmt("; test %.0f decided it", failed));
+	out = jv_string_concat(out, jv_string("\ntest  status        time_ms  memory     detail\n"));
+	jv tests = rec_get(r, "tests");
+	if (jv_get_kind(tests) == JV_KIND_ARRAY)
+		jv_array_foreach(tests, i, t) {
+			if (jv_get_kind(t) == JV_KIND_OBJECT) {
+				const char *st = rec_str(t, "status", NULL);
+				double ms = -1, mem = -1;
+				char m[32] = "", d[400], when[32] = "";
+				if (rec_num(t, "duration_ms", &ms))
+					snprintf(when, sizeof when, "%.1f", ms);
+				if (rec_num(t, "memory_peak_bytes", &mem) && mem >= 0)
+					util_size_str((uint64_t)mem, m, sizeof m);
+				test_detail(t, d, sizeof d);
+				out = jv_string_concat(out, jv_string_fmt("%-5d %-13s %-8s %-10s %s\n", i, st ? st : "?", when, m, d));
+			}
+			jv_free(t);
+		}
+	jv_free(tests);
+	return out;
 }

@@ -50,6 +50,9 @@ jv mcp_run_view(jv result);
  * as image blocks; other files as resource_links into the session, or, for
  * a stateless run, embedded resources (sbx://run/ID/PATH). */
 jv mcp_run_blocks(jv result);
+/* A judged result's verdict and tests as a table, for people (result
+ * borrowed). */
+jv mcp_verdict_table(jv result);
 /* list_supported_languages' result from the configuration and sbx-run
  * --check's "languages" (consumed). */
 jv mcp_languages_view(const struct conf *c, jv checked, const char *backend);

@@ -207,8 +207,7 @@ bool ccache_get(struct ccache *c, const char *key, struct ccache_file **files, s
  * job's inputs, walked without following links. */
 struct walk {
 	const struct job *j;
-	jv manifest;
-	int out;                 /* the entry directory being built */
+	struct ccache_file *files;
 	size_t nfiles;
 	uint64_t bytes, max;
 	bool ok;
@@ -251,27 +250,30 @@ static void walk_dir(struct walk *w, int dfd, const char *prefix, int depth)
 			continue;
 		size_t len;
 		char *data = read_all(dirfd(d), e->d_name, w->max, &len);
-		if (!data || ++w->nfiles > MAX_FILES || (w->bytes += len) > w->max) {
+		if (!data || w->nfiles >= MAX_FILES || (w->bytes += len) > w->max) {
 			free(data);
 			w->ok = false;
 			break;
 		}
-		char name[32], hex[65];
-		snprintf(name, sizeof name, "f%zu", w->nfiles - 1);
-		int fd = openat(w->out, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd < 0 || util_write_all(fd, data, len) < 0)
-			w->ok = false;
-		if (fd >= 0)
-			close(fd);
-		sha256_hex(data, len, hex);
-		free(data);
-		jv f = jv_object_set(jv_object(), jv_string("path"), jv_string(path));
-		f = jv_object_set(f, jv_string("mode"), jv_number(st.st_mode & 0777));
-		f = jv_object_set(f, jv_string("size"), jv_number((double)len));
-		f = jv_object_set(f, jv_string("sha256"), jv_string(hex));
-		w->manifest = jv_array_append(w->manifest, f);
+		w->files = util_xrealloc(w->files, (w->nfiles + 1) * sizeof *w->files);
+		w->files[w->nfiles++] = (struct ccache_file){ util_strdup(path), data, len, st.st_mode & 0777 };
 	}
 	closedir(d);
+}
+
+bool ccache_collect(const struct job *j, int scratch_fd, struct ccache_file **files, size_t *n)
+{
+	struct walk w = { .j = j, .max = j->clim.scratch, .ok = true };
+	int sfd = openat(scratch_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sfd >= 0)
+		walk_dir(&w, sfd, "", 0);
+	if (sfd < 0 || !w.ok) {
+		ccache_files_free(w.files, w.nfiles);
+		return false;
+	}
+	*files = w.files;
+	*n = w.nfiles;
+	return true;
 }
 
 struct entry {
@@ -333,31 +335,45 @@ static void evict(struct ccache *c)
 
 void ccache_put(struct ccache *c, const char *key, const struct job *j, int scratch_fd, jv compile)
 {
-	if (!c->dir)
+	struct ccache_file *files;
+	size_t n;
+	if (!c->dir || !ccache_collect(j, scratch_fd, &files, &n))
 		return;
 	char *tmp = util_fmt("%s/.tmp.%d.%lu", c->dir, (int)getpid(), ++c->seq);
 	char *dst = util_fmt("%s/%s", c->dir, key);
-	struct walk w = { .j = j, .manifest = jv_array(), .max = j->clim.scratch, .ok = true };
-	w.out = mkdir(tmp, 0700) == 0 ? open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-	int sfd = w.out >= 0 ? openat(scratch_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-	if (sfd >= 0)
-		walk_dir(&w, sfd, "", 0);
-	else
-		w.ok = false;
+	int out = mkdir(tmp, 0700) == 0 ? open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	bool ok = out >= 0;
+	jv manifest = jv_array();
+	for (size_t i = 0; ok && i < n; i++) {
+		char name[32], hex[65];
+		snprintf(name, sizeof name, "f%zu", i);
+		int fd = openat(out, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 || util_write_all(fd, files[i].data, files[i].len) < 0)
+			ok = false;
+		if (fd >= 0)
+			close(fd);
+		sha256_hex(files[i].data, files[i].len, hex);
+		jv f = jv_object_set(jv_object(), jv_string("path"), jv_string(files[i].path));
+		f = jv_object_set(f, jv_string("mode"), jv_number(files[i].mode));
+		f = jv_object_set(f, jv_string("size"), jv_number((double)files[i].len));
+		f = jv_object_set(f, jv_string("sha256"), jv_string(hex));
+		manifest = jv_array_append(manifest, f);
+	}
+	ccache_files_free(files, n);
 	jv comp = jv_copy(compile);
 	/* what varies per run is not part of the entry */
 	comp = jv_object_delete(comp, jv_string("cached"));
-	jv m = jv_object_set(jv_object(), jv_string("files"), w.manifest);
+	jv m = jv_object_set(jv_object(), jv_string("files"), manifest);
 	m = jv_object_set(m, jv_string("compile"), comp);
 	size_t len;
 	char *text = rec_dump(m, &len);
-	int fd = w.ok ? openat(w.out, "manifest.json", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
-	bool ok = fd >= 0 && util_write_all(fd, text, len) == 0;
+	int fd = ok ? openat(out, "manifest.json", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+	ok = fd >= 0 && util_write_all(fd, text, len) == 0;
 	if (fd >= 0)
 		close(fd);
 	free(text);
-	if (w.out >= 0)
-		close(w.out);
+	if (out >= 0)
+		close(out);
 	/* Into place atomically; if another process stored the key first,
 	 * its entry stays and ours goes. */
 	if (!ok || rename(tmp, dst) < 0)

@@ -67,6 +67,12 @@ bool ccache_key(const struct job *j, const char *compiler_id, char key[65]);
 bool ccache_get(struct ccache *c, const char *key, struct ccache_file **files, size_t *n, jv *compile);
 void ccache_files_free(struct ccache_file *files, size_t n);
 
+/* What a compile stage left in the scratch directory (scratch_fd): its
+ * regular files that are not the job's inputs, into *files (the caller's,
+ * ccache_files_free); false if they are more than ccache takes (the
+ * compile stage's scratch size, 256 files) or cannot be read.  A judged
+ * job's tests each get a copy (lib/run/trial.h). */
+bool ccache_collect(const struct job *j, int scratch_fd, struct ccache_file **files, size_t *n);
 /* After a successful compile: store the artefacts found in the scratch
  * directory (scratch_fd) and the compile fields (borrowed). */
 void ccache_put(struct ccache *c, const char *key, const struct job *j, int scratch_fd, jv compile);

@@ -15,8 +15,10 @@
 #include "cell.h"
 #include "egress.h"
 #include "job.h"
+#include "judge.h"
 #include "ns.h"
 #include "rec.h"
+#include "trial.h"
 #include "util.h"
 
 enum stage { ST_COMPILE, ST_RUN };
@@ -28,6 +30,7 @@ struct run {
 	struct bk_scratch *scratch;
 	struct bk_stage *st; /* the stage in its sandbox, or NULL */
 	struct cell *cell;   /* a cell in its kernel (cell.h), or NULL */
+	struct trial *trial; /* a judged job's tests (trial.h), or NULL */
 	unsigned cell_enforced;
 	char ckey[65];       /* compile cache key, "" if not cacheable */
 	bool parked;         /* waiting for another run compiling the same key */
@@ -171,7 +174,7 @@ static void complete(struct run *r, jv res)
 	res = jv_object_set(res, jv_string("started_at"), jv_string(when));
 	res = jv_object_set(res, jv_string("backend"), jv_string(r->be->name));
 	res = jv_object_set(res, jv_string("compile"), jv_copy(r->compile));
-	if (r->st || r->job.cell)
+	if (r->st || r->job.cell || r->trial)
 		res = jv_object_set(res, jv_string("limits_enforced"),
 				    enforced_json(r->st ? r->be->ops->result(r->st)->enforced : r->cell_enforced));
 	mark(r, "result");
@@ -344,6 +347,12 @@ static void stage_result(struct run *r, const struct stage_result *br)
 			return;
 		}
 		jv res = base_result(r, "compile_error");
+		if (r->job.judge) {
+			res = jv_object_set(res, jv_string("verdict"), jv_string("compile_error"));
+			res = jv_object_set(res, jv_string("tests_passed"), jv_number(0));
+			res = jv_object_set(res, jv_string("tests_total"), jv_number((double)r->job.judge->n));
+			res = jv_object_set(res, jv_string("tests"), jv_array());
+		}
 		/* The program never ran: empty output, no exit code. */
 		struct stage_result none;
 		memset(&none, 0, sizeof none);
@@ -415,9 +424,40 @@ static void stage_output(void *arg, int stream, const char *data, size_t len)
 	r->env->on_output(r, stream, data, len);
 }
 
+/* A judged job's tests: the summary is its result's (trial.h). */
+static void trial_done(jv sum, unsigned enforced, void *arg)
+{
+	struct run *r = arg;
+	r->cell_enforced = enforced;
+	jv res = base_result(r, "success");
+	jv_object_foreach(sum, k, v) res = jv_object_set(res, k, v);
+	jv_free(sum);
+	complete(r, res);
+}
+
+static void start_trial(struct run *r)
+{
+	struct ccache_file *art = NULL;
+	size_t nart = 0;
+	if (r->job.compile && !ccache_collect(&r->job, r->scratch->dir, &art, &nart)) {
+		internal(r, "the compiled program could not be read back for its tests (more than scratch_size, or 256 files)");
+		return;
+	}
+	/* Each test has a scratch of its own; this one is done. */
+	close_scratch(r);
+	mark(r, "run_start");
+	if (r->env->on_stage)
+		r->env->on_stage(r, "run");
+	r->trial = trial_start(r->env, r->be, &r->job, r->envp, art, nart, trial_done, r);
+}
+
 static void start_stage(struct run *r, enum stage st)
 {
 	struct job *j = &r->job;
+	if (st == ST_RUN && j->judge) {
+		start_trial(r);
+		return;
+	}
 	r->stage = st;
 	if (st == ST_RUN && j->artifacts && !r->snapped) {
 		art_scan(r->scratch->dir, &r->before);
@@ -566,6 +606,7 @@ void run_cancel(struct run *r)
 	if (r->st)
 		r->be->ops->cancel(r->st);
 	cell_cancel(r->cell);
+	trial_cancel(r->trial);
 }
 
 void run_free(struct run *r)
@@ -577,6 +618,7 @@ void run_free(struct run *r)
 	else if (r->ckey[0])
 		flight_end(r);
 	free_stage(r);
+	trial_free(r->trial);
 	close_scratch(r);
 	drop_dir(r);
 	art_free(&r->before);

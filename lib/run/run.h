@@ -42,6 +42,11 @@ struct run_env {
 	 * stderr; the compile stage's too), for live output.  The result is
 	 * unchanged. */
 	void (*on_output)(struct run *r, int stream, const char *data, size_t len);
+	/* Optional: a judged job's tests may run beside each other (trial.h)
+	 * in slots it takes from the caller's: up to `want` of the free ones,
+	 * given back when its tests are done. */
+	size_t (*slots_take)(struct run_env *e, size_t want);
+	void (*slots_give)(struct run_env *e, size_t n);
 };
 
 struct run;

@@ -46,6 +46,18 @@ check(r?.status === "success" && r.stdout === "The sum of elements is: 15\n" && 
 r = await sc("run_code", { language: "cpp", code: "int main() { return missing; }" });
 check(r?.status === "compile_error" && /missing/.test(r.compile?.stderr), "run_code: a compile error is compile_error", r);
 
+// Judging: tests and compare in, the verdict table in text and structure
+// (the SDK validates structuredContent against the output schema).
+r = await call("run_code", { language: "c", compare: "tokens",
+  code: "#include <stdio.h>\nint main(void){int a,b;if(scanf(\"%d %d\",&a,&b)!=2)return 1;printf(\"%d\\n\",a+b);}",
+  tests: [{ stdin: "1 2", expected_stdout: "3" }, { stdin: "2 2", expected_stdout: "5" }, { stdin: "x" }] });
+let v = r.structuredContent;
+check(v?.verdict === "wrong_answer" && v.tests_passed === 1 && v.tests_total === 3 && v.failed_test === 1 &&
+  JSON.stringify(v.tests.map((t) => t.status)) === JSON.stringify(["passed", "wrong_answer", "error"]) &&
+  v.tests[1].diff?.expected === "5" && !r.isError, "run_code with tests: compiled once, judged per test", v);
+check(r.content.some((c) => c.type === "text" && /^verdict wrong_answer: 1 of 3 tests passed/.test(c.text) &&
+  /1 +wrong_answer .*expected "5", got "4"/.test(c.text)), "run_code with tests: the verdict table as text", r.content);
+
 let t0 = Date.now();
 r = await sc("run_code", { language: "python", code: "import time\ntime.sleep(30)", timeout: 1 });
 let took = (Date.now() - t0) / 1000;
