@@ -137,6 +137,8 @@ bench-run: $(BUILD)/bench/sha256
 	@echo
 	@bench/kernel.py
 	@echo
+	@bench/judge.py
+	@echo
 	@bench/memory.py
 	@echo
 	@bench/http.sh

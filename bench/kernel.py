@@ -11,21 +11,13 @@ make bench), in one session:
 
   bench/kernel.py [N] [ROWS]   (N calls for 1, default 30; ROWS default 400000)
 """
-import json, os, shutil, statistics, subprocess, sys, tempfile, time
+import json, os, shutil, statistics, subprocess, sys, time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchconf import ROOT, temp_conf
+
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 30
 rows = int(sys.argv[2]) if len(sys.argv) > 2 else 400000
-src = os.environ.get("SBX_CONF", os.path.join(ROOT, "etc", "sandbox.conf"))
-tmp = tempfile.mkdtemp(prefix="sbx-bench-kernel.")
-conf = os.path.join(tmp, "sandbox.conf")
-with open(src) as f, open(conf, "w") as g:
-    for line in f:
-        if line.startswith("state_dir"):
-            line = 'state_dir = "%s/var"\n' % tmp
-        elif line.startswith("history "):
-            line = 'history = "%s/var/history.db"\n' % tmp
-        g.write(line)
+tmp, conf = temp_conf("kernel")
 p = subprocess.Popen([os.path.join(ROOT, "bin", "sbx-mcp"), "-c", conf], stdin=subprocess.PIPE,
                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
 seq = 0

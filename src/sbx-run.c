@@ -510,8 +510,12 @@ static void dispatch(void)
 		}
 		start(rec, seq);
 	}
-	/* No more jobs will come: warm sandboxes would be wasted. */
-	if (S.in_eof || S.stopping)
+	/* No more jobs will come: warm sandboxes would be wasted, unless a
+	 * judged job has tests still to start. */
+	bool tests_to_come = false;
+	for (size_t i = 0; i < S.max && !tests_to_come; i++)
+		tests_to_come = S.runs[i] && run_tests_pending(S.runs[i]);
+	if (S.stopping || (S.in_eof && !tests_to_come))
 		S.def->ops->pool(S.def, S.loop, 0, false);
 	bool want_input = !S.stopping && !S.in_eof && S.active < S.max && S.nheld < S.max && window_room();
 	if (want_input)

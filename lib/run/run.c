@@ -635,6 +635,11 @@ const char *run_id(const struct run *r)
 	return r->job.id;
 }
 
+bool run_tests_pending(const struct run *r)
+{
+	return r->job.judge && (!r->trial || trial_pending(r->trial));
+}
+
 const char *run_workspace(const struct run *r)
 {
 	return r->job.workspace;

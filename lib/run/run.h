@@ -62,6 +62,9 @@ void run_cancel(struct run *r);
 void run_free(struct run *r);
 /* The job's id (for logs). */
 const char *run_id(const struct run *r);
+/* A judged job with tests not yet started (its compile stage running, or
+ * tests waiting for a slot): sbx-run keeps sandboxes warm for them. */
+bool run_tests_pending(const struct run *r);
 /* Its session's workspace, or NULL. */
 const char *run_workspace(const struct run *r);
 

@@ -492,6 +492,11 @@ struct trial *trial_start(struct run_env *e, struct backend *be, const struct jo
 	return t;
 }
 
+bool trial_pending(const struct trial *t)
+{
+	return !t->finished && !t->stopping && !t->cancelled && t->next < t->jd->n;
+}
+
 void trial_cancel(struct trial *t)
 {
 	if (!t)

@@ -43,6 +43,8 @@ typedef void (*trial_done_fn)(jv summary, unsigned enforced, void *arg);
 
 struct trial *trial_start(struct run_env *e, struct backend *be, const struct job *j, char *const *envp,
 			  struct ccache_file *art, size_t nart, trial_done_fn done, void *arg);
+/* Whether tests are still to start. */
+bool trial_pending(const struct trial *t);
 /* Kill every sandbox of it; done follows, "cancelled". */
 void trial_cancel(struct trial *t);
 void trial_free(struct trial *t);
