@@ -93,6 +93,7 @@ struct state {
 	struct loop *loop;
 	struct rec_reader in;
 	size_t active, max;
+	bool redispatch;       /* slots came back (slots_give): dispatch after this loop turn */
 	struct run **runs;     /* in flight, for cancellation */
 	/* Jobs of a session whose workspace another job in flight has: they
 	 * wait, in order, until it is free (see dispatch). */
@@ -327,6 +328,8 @@ static void slots_give(struct run_env *e, size_t n)
 {
 	(void)e;
 	S.active -= n;
+	/* From the loop, not inside the trial that gave them. */
+	S.redispatch = true;
 }
 
 static void cancel_all(void)
@@ -855,6 +858,10 @@ static void serve(void)
 		if (loop_once(S.loop, -1) < 0) {
 			util_warn("poll: %s", strerror(errno));
 			break;
+		}
+		if (S.redispatch) {
+			S.redispatch = false;
+			dispatch();
 		}
 	}
 	if (S.out_failed) {

@@ -121,6 +121,14 @@ int main(void) { FILE *f = fopen("mark", "r"); puts(f ? "seen" : "fresh"); f = f
 	jqe 0 '.verdict == "accepted" and .compile.status == "success" and .compile.cached == false'
 	# one compile stage (its timings), five runs
 	jqe 0 '.timings | has("compile_stage") and has("compile_start")'
+	# a file of the compiled program's name, the request's or a test's, is
+	# replaced by the program (as without tests, with the cache on too)
+	code='#include <stdio.h>
+int main(void) { puts("compiled"); return 0; }'
+	run_req "$(jq -cn --arg c "$code" '{language: "c", code: $c, files: {main: "junk"}, tests: [{expected_stdout: "compiled"}, {files: {main: "junk"}, expected_stdout: "compiled"}]}')"
+	jqe 0 '.verdict == "accepted"'
+	run_req "$(jq -cn --arg c "$code" '{language: "c", code: $c, files: {main: "junk"}}')"
+	jqe 0 '.status == "success" and .stdout == "compiled\n" and .compile.cached == true'
 	# a test's own files, beside the job's; the program file is the program's
 	run_req "$(judge 'print(open("in.txt").read(), open("shared").read())' '[{files: {"in.txt": "one"}, expected_stdout: "one s"}, {files: {"in.txt": "two"}, expected_stdout: "two s"}]' '{files: {shared: "s"}}')"
 	jqe 0 '.verdict == "accepted"'
@@ -134,6 +142,12 @@ int main(void) { FILE *f = fopen("mark", "r"); puts(f ? "seen" : "fresh"); f = f
 	# at most 2 at once: every instant lies in 2 spans at most; and some overlap
 	jq -e '. as $s | [.[] | .[0] + 0.01] | all(. as $t | [$s[] | select(.[0] <= $t and $t < .[1])] | length <= 2)' spans
 	jq -e '(.[0][0] < .[1][1] and .[1][0] < .[0][1])' spans
+	# once every test has started, the slots no test holds are free again:
+	# the job after it does not wait for its slowest test
+	{ judge 'import time; time.sleep(float(input()))' '[{stdin: "0.1"}, {stdin: "3"}]' '{id: "slow"}'
+		py 'print("b")' '{id: "b"}'; } > reqs
+	run --separate-stderr sbx -j 2 --unordered < reqs
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r .id | tr '\n' ' ')" = "b slow " ]
 }
 
 @test "hostile programs per test: reading past stdin, a fork loop, writing gigabytes: each contained, nothing left" {
@@ -183,6 +197,7 @@ if t == "gb":
 	bad '[{}]' '{checker: {language: "python", code: "1"}}' '"checker" goes with "compare": "checker"'
 	bad '[{}]' '{stop_on_fail: 1}' '"stop_on_fail" must be true or false'
 	bad '[{}]' '{artifacts: true}' 'fresh sandbox: "artifacts" does not go with it'
+	bad '[{files: {"main.py": "x"}}]' '{}' 'tests[0].files: "main.py" would replace the program file'
 	run --separate-stderr "$BIN/sbx-validate" <<< '{"language": "python", "code": "1", "compare": "exact"}'
 	jqe 0 '.error | test("judges a program.s \"tests\"")'
 	# too many tests, too much test data (from the configuration)
@@ -201,6 +216,24 @@ if t == "gb":
 	jqe 0 '.status == "invalid" and (.error | test("without exec.tests"))'
 	run --separate-stderr "$BIN/sbx-run" <<< "$(jq -c '.tests += [{}]' <<< "$job")"
 	jqe 0 '.status == "invalid" and (.error | test("one entry each"))'
+	# a checker that is itself judged, or a judged job in a session
+	run --separate-stderr "$BIN/sbx-run" <<< "$(jq -c '.exec.checker = . | .compare = "checker"' <<< "$job")"
+	jqe 0 '.status == "invalid" and .error == "exec.checker: a checker is a plain program: no tests, cell, session or install"'
+	conf=$(conf_with 's/^$//')
+	run --separate-stderr "$BIN/sbx-run" -c "$conf" <<< "$(jq -c --arg w "$BATS_TEST_TMPDIR/var/sessions/0123456789abcdef0123456789abcdef" \
+		'.exec.workspace = $w | .exec.file = ".sbx-0000-main.py"' <<< "$job")"
+	jqe 0 '.status == "invalid" and (.error | test("^exec.tests: a judged job runs each test in a fresh sandbox"))'
+}
+
+@test "cancelled while it compiles: the verdict is cancelled, and the tests' inputs and expected outputs do not come back" {
+	code='#include <iostream>
+#include <regex>
+int main() { std::regex r("a+"); std::cout << std::regex_match("aaa", r) << std::endl; }'
+	jq -cn --arg c "$code" '{id: "cc", language: "cpp", code: $c, tests: [{stdin: "SECRET-INPUT", expected_stdout: "SECRET-EXPECTED"}]}' |
+		"$BIN/sbx-validate" > job
+	run --separate-stderr "$BIN/sbx-run" --no-cache --control 3 3< <(sleep 0.2; echo '{"cancel": "cc"}') < job
+	jqe 0 '.status == "cancelled" and .verdict == "cancelled" and .tests == [] and .tests_total == 1 and .tests_passed == 0'
+	[[ "${lines[0]}" != *SECRET* ]]
 }
 
 @test "sbx-cap caps each test's output; sbx-log stores the verdict and counts; sbx-history --stats=verdict" {

@@ -996,7 +996,7 @@ static jv job_exec(const struct conf *c, const struct conf_lang *l, jv req, enum
 		}
 	if (rec_has(req, "tests")) {
 		char why[700];
-		tests = judge_exec(c, req, runv, &run, &checker, why, sizeof why);
+		tests = judge_exec(c, req, runv, &run, prog == P_CODE ? l->file : NULL, &checker, why, sizeof why);
 		if (!jv_is_valid(tests)) {
 			free(workspace);
 			jv_free(runv);
@@ -1475,8 +1475,11 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 		ok = load_record(c, rec, j, err, errlen) && load_program(c, exec, j, err, errlen) &&
 		     load_commands(c, exec, j, err, errlen) && load_place(c, exec, j, err, errlen) &&
 		     load_limits(c, rec, limits, j, err, errlen);
-	if (ok && rec_has(exec, "tests"))
-		ok = !j->cell && !j->workspace && !j->install && (j->judge = judge_load(c, rec, exec, j, err, errlen));
+	if (ok && rec_has(exec, "tests") && (j->cell || j->workspace || j->install)) {
+		snprintf(err, errlen, "exec.tests: a judged job runs each test in a fresh sandbox, not in a session, a kernel or an install");
+		ok = false;
+	} else if (ok && rec_has(exec, "tests"))
+		ok = (j->judge = judge_load(c, rec, exec, j, err, errlen)) != NULL;
 	if (ok && !j->judge && rec_has(rec, "tests")) {
 		snprintf(err, errlen, "\"tests\" without exec.tests: pass requests through sbx-validate");
 		ok = false;

@@ -60,6 +60,13 @@ static jv difference(const char *key, size_t at, size_t line, const char *e, siz
 	return jv_object_set(d, jv_string("got"), excerpt(g, gl));
 }
 
+/* Whitespace as C's isspace in the C locale (never NUL: a program's NUL
+ * bytes are output like any other). */
+static bool space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
 /* Lines as trim sees them: each without its trailing whitespace (so CRLF
  * is LF), and no empty lines at the end. */
 struct lines {
@@ -74,7 +81,7 @@ static bool next_line(struct lines *L, const char **l, size_t *n)
 	const char *e = nl ? nl : L->end;
 	*l = L->s;
 	L->s = nl ? nl + 1 : L->end;
-	while (e > *l && strchr(" \t\r\f\v", e[-1]))
+	while (e > *l && space(e[-1]))
 		e--;
 	*n = (size_t)(e - *l);
 	return true;
@@ -84,7 +91,7 @@ static bool next_line(struct lines *L, const char **l, size_t *n)
 static const char *trimmed_end(const char *s, size_t n)
 {
 	const char *e = s + n;
-	while (e > s && strchr(" \t\r\n\f\v", e[-1]))
+	while (e > s && space(e[-1]))
 		e--;
 	return e;
 }
@@ -120,11 +127,6 @@ static jv compare_exact(const char *exp, size_t elen, const char *got, size_t gl
 	return jv_object_set(d, jv_string("column"), jv_number((double)(i - bol + 1)));
 }
 
-static bool space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
 struct tokens {
 	const char *s, *end;
 	size_t line;
@@ -144,11 +146,13 @@ static bool next_token(struct tokens *T, const char **t, size_t *n)
 	return true;
 }
 
-/* A token as a finite number, the whole of it. */
+/* A token as a finite decimal number, the whole of it: digits, a sign, a
+ * point and an exponent only (no hex, no "inf", no NUL that would end
+ * strtod's reading early). */
 static bool number(const char *t, size_t n, double *v)
 {
 	char buf[64], *end;
-	if (n == 0 || n >= sizeof buf)
+	if (n == 0 || n >= sizeof buf || strspn(t, "0123456789+-.eE") < n)
 		return false;
 	memcpy(buf, t, n);
 	buf[n] = 0;
@@ -212,8 +216,8 @@ static bool known(const char *const *keys, size_t n, const char *k)
 
 /* One test (borrowed): its fields, its data's size into *bytes, and its
  * exec entry into *out. */
-static bool test_exec(const struct conf *c, jv t, int i, jv run, const struct limits *lim, uint64_t *bytes, jv *out,
-		      char *why, size_t wlen)
+static bool test_exec(const struct conf *c, jv t, int i, jv run, const struct limits *lim, const char *program,
+		      uint64_t *bytes, jv *out, char *why, size_t wlen)
 {
 	char err[400], a[32], b[32];
 	if (jv_get_kind(t) != JV_KIND_OBJECT) {
@@ -262,7 +266,7 @@ static bool test_exec(const struct conf *c, jv t, int i, jv run, const struct li
 	struct job_file *f = NULL;
 	size_t nf = 0;
 	jv files = rec_get(t, "files");
-	if (ok && !(ok = job_files_load(c, files, NULL, &f, &nf, err, sizeof err)))
+	if (ok && !(ok = job_files_load(c, files, program, &f, &nf, err, sizeof err)))
 		snprintf(why, wlen, "tests[%d].%s", i, err);
 	jv_free(files);
 	for (size_t x = 0; x < nf; x++)
@@ -327,7 +331,8 @@ static jv checker_job(const struct conf *c, jv req, char *why, size_t wlen)
 	return job;
 }
 
-jv judge_exec(const struct conf *c, jv req, jv run, const struct limits *lim, jv *checker, char *why, size_t wlen)
+jv judge_exec(const struct conf *c, jv req, jv run, const struct limits *lim, const char *program, jv *checker, char *why,
+	      size_t wlen)
 {
 	*checker = jv_null();
 	for (size_t i = 0; i < N(per_test); i++)
@@ -374,7 +379,7 @@ jv judge_exec(const struct conf *c, jv req, jv run, const struct limits *lim, jv
 	uint64_t bytes = 0;
 	for (int i = 0; ok && i < n; i++) {
 		jv e, t = jv_array_get(jv_copy(tests), i);
-		ok = test_exec(c, t, i, run, lim, &bytes, &e, why, wlen);
+		ok = test_exec(c, t, i, run, lim, program, &bytes, &e, why, wlen);
 		jv_free(t);
 		if (ok)
 			out = jv_array_append(out, e);
@@ -411,6 +416,10 @@ void judge_free(struct judge *jd)
 	}
 	free(jd->tests);
 	jv_free(jd->checker);
+	if (jd->cj) {
+		job_free(jd->cj);
+		free(jd->cj);
+	}
 	free(jd);
 }
 
@@ -472,7 +481,8 @@ struct judge *judge_load(const struct conf *c, jv rec, jv exec, const struct job
 	struct judge *jd = util_xalloc(sizeof *jd);
 	jd->checker = jv_null();
 	jd->cmp.mode = JM_TRIM;
-	jd->tests = util_xalloc((size_t)(n > 0 ? n : 1) * sizeof *jd->tests);
+	/* sized once the count is known to be within max_tests */
+	jd->tests = util_xalloc((size_t)(ok ? n : 1) * sizeof *jd->tests);
 	uint64_t bytes = 0;
 	for (int i = 0; ok && i < n; i++) {
 		jv t = jv_array_get(jv_copy(tests), i), e = jv_array_get(jv_copy(et), i);
@@ -500,10 +510,21 @@ struct judge *judge_load(const struct conf *c, jv rec, jv exec, const struct job
 		ok = false;
 	}
 	if (ok && jd->cmp.mode == JM_CHECKER) {
+		/* Loaded now, as a job of its own: a bad one is this job's
+		 * invalid record, not a judge_error per test. */
 		jd->checker = rec_get(exec, "checker");
 		if (jv_get_kind(jd->checker) != JV_KIND_OBJECT) {
 			snprintf(err, errlen, "compare \"checker\" needs exec.checker, the checker's job: pass requests through sbx-validate");
 			ok = false;
+		} else {
+			jd->cj = util_xalloc(sizeof *jd->cj);
+			ok = job_load(c, jv_copy(jd->checker), jd->cj, why, sizeof why);
+			if (ok && (jd->cj->judge || jd->cj->cell || jd->cj->workspace || jd->cj->install)) {
+				snprintf(why, sizeof why, "a checker is a plain program: no tests, cell, session or install");
+				ok = false;
+			}
+			if (!ok)
+				snprintf(err, errlen, "exec.checker: %s", why);
 		}
 	}
 	if (!ok) {

@@ -61,12 +61,15 @@ struct judge {
 	struct judge_test *tests;
 	size_t n;
 	jv checker;                /* the checker's job record, or jv_null() */
+	struct job *cj;            /* the same, loaded (job_load), or NULL */
 };
 
 /* sbx-validate: for a request with "tests" (borrowed), the exec's "tests"
- * given its run command (borrowed) and limits, and *checker (the checker's
- * job, or jv_null()); jv_invalid() with why if any of it is wrong. */
-jv judge_exec(const struct conf *c, jv req, jv run, const struct limits *lim, jv *checker, char *why, size_t wlen);
+ * given its run command (borrowed), limits and program file (which a
+ * test's file may not replace), and *checker (the checker's job, or
+ * jv_null()); jv_invalid() with why if any of it is wrong. */
+jv judge_exec(const struct conf *c, jv req, jv run, const struct limits *lim, const char *program, jv *checker, char *why,
+	      size_t wlen);
 
 /* sbx-run: the job's judge from its record and exec (borrowed), or NULL
  * with err; j->file and j->lim are loaded. */

@@ -215,6 +215,11 @@ struct walk {
 
 static bool is_input(const struct job *j, const char *path)
 {
+	/* The compiler replaced a file of an output's name: it is the output
+	 * (a request's "main" beside a C program is not what runs). */
+	for (char *const *o = j->outputs; o && *o; o++)
+		if (!strcmp(path, *o))
+			return false;
 	if (!strcmp(path, j->file))
 		return true;
 	for (size_t i = 0; i < j->nfiles; i++)

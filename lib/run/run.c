@@ -169,6 +169,16 @@ static void drop_dir(struct run *r)
 static void complete(struct run *r, jv res)
 {
 	drop_dir(r);
+	if (r->job.judge && !rec_has(res, "verdict")) {
+		/* Its tests never ran (a compile error, a cancel, a failure to
+		 * start): the status is the verdict, and the request's tests
+		 * (inputs, expected outputs) do not come back. */
+		const char *st = rec_str(res, "status", NULL);
+		res = jv_object_set(res, jv_string("verdict"), jv_string(st ? st : "internal_error"));
+		res = jv_object_set(res, jv_string("tests_passed"), jv_number(0));
+		res = jv_object_set(res, jv_string("tests_total"), jv_number((double)r->job.judge->n));
+		res = jv_object_set(res, jv_string("tests"), jv_array());
+	}
 	char when[40];
 	util_iso8601(r->started_epoch_ms, when, sizeof when);
 	res = jv_object_set(res, jv_string("started_at"), jv_string(when));
@@ -347,12 +357,6 @@ static void stage_result(struct run *r, const struct stage_result *br)
 			return;
 		}
 		jv res = base_result(r, "compile_error");
-		if (r->job.judge) {
-			res = jv_object_set(res, jv_string("verdict"), jv_string("compile_error"));
-			res = jv_object_set(res, jv_string("tests_passed"), jv_number(0));
-			res = jv_object_set(res, jv_string("tests_total"), jv_number((double)r->job.judge->n));
-			res = jv_object_set(res, jv_string("tests"), jv_array());
-		}
 		/* The program never ran: empty output, no exit code. */
 		struct stage_result none;
 		memset(&none, 0, sizeof none);

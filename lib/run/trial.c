@@ -47,7 +47,7 @@ struct trial {
 	const struct judge *jd;
 	char *const *envp;
 	struct prog prog, check;
-	struct job cj;          /* the checker's job, if any */
+	const struct job *cj;   /* the checker's job (judge.h), or NULL */
 	char **cenv;
 	bool have_checker, checker_ready;
 	char checker_error[600]; /* its compile failed: every test is judge_error */
@@ -56,7 +56,7 @@ struct trial {
 	size_t stop_at;         /* stop_on_fail: the first failing test so far (n: none) */
 	jv *results;            /* per test, jv_invalid() until done */
 	struct slot **live;     /* per test, its slot while it runs */
-	bool stopping, cancelled, finished;
+	bool stopping, cancelled, finished, took;
 	unsigned enforced;
 	int wake;               /* eventfd: finish from the loop, not inside a call */
 	trial_done_fn done;
@@ -72,13 +72,19 @@ static void pump(struct trial *t);
 
 /* ---- one stage on a fresh scratch ------------------------------------ */
 
-static bool write_prog(struct bk_scratch *sc, const struct prog *p)
+/* The program, the job's files, the extra ones (a test's, the checker's
+ * three), and what the compile stage made last: no file of the same name
+ * replaces the compiled program. */
+static bool write_prog(struct bk_scratch *sc, const struct prog *p, const struct job_file *extra, size_t nextra)
 {
 	const struct backend_ops *ops = sc->be->ops;
 	if (p->j->file && ops->scratch_write(sc, p->j->file, p->j->code, p->j->code_len, 0644) < 0)
 		return false;
 	for (size_t i = 0; i < p->j->nfiles; i++)
 		if (ops->scratch_write(sc, p->j->files[i].path, p->j->files[i].data, p->j->files[i].len, 0644) < 0)
+			return false;
+	for (size_t i = 0; i < nextra; i++)
+		if (ops->scratch_write(sc, extra[i].path, extra[i].data, extra[i].len, 0644) < 0)
 			return false;
 	for (size_t i = 0; i < p->nart; i++)
 		if (ops->scratch_write(sc, p->art[i].path, p->art[i].data, p->art[i].len, p->art[i].mode) < 0)
@@ -97,10 +103,7 @@ static bool start_on_fresh(struct slot *s, const struct prog *p, char *const *ar
 	s->sc = bk_scratch_open(t->be, NULL, false, compile ? p->j->clim.scratch : s->lim.scratch, err, errlen);
 	if (!s->sc)
 		return false;
-	bool ok = write_prog(s->sc, p);
-	for (size_t i = 0; ok && i < nextra; i++)
-		ok = t->be->ops->scratch_write(s->sc, extra[i].path, extra[i].data, extra[i].len, 0644) == 0;
-	if (!ok) {
+	if (!write_prog(s->sc, p, extra, nextra)) {
 		snprintf(err, errlen, "cannot write the files into a test's scratch directory: %s%s", strerror(errno),
 			 errno == ENOSPC ? " (more than scratch_size)" : "");
 		return false;
@@ -125,6 +128,8 @@ static bool start_on_fresh(struct slot *s, const struct prog *p, char *const *ar
 		.label = t->j->id,
 	};
 	s->st = bk_start(t->be, t->e->loop, &s->spec, stage_done, s);
+	if (!s->st)
+		snprintf(err, errlen, "the sandbox could not be started");
 	return s->st != NULL;
 }
 
@@ -166,7 +171,8 @@ static jv run_fields(jv res, const struct stage_result *br)
 	return jv_object_set(res, jv_string("stdout_bytes"), jv_number((double)br->out.total));
 }
 
-static void test_end(struct slot *s, const char *status)
+/* The test is over: its result kept, its slot freed; the caller pumps. */
+static void finish_test(struct slot *s, const char *status)
 {
 	struct trial *t = s->t;
 	size_t i = s->test;
@@ -188,6 +194,12 @@ static void test_end(struct slot *s, const char *status)
 			if (t->live[k] && t->live[k]->st)
 				t->be->ops->cancel(t->live[k]->st);
 	}
+}
+
+static void test_end(struct slot *s, const char *status)
+{
+	struct trial *t = s->t;
+	finish_test(s, status);
 	pump(t);
 }
 
@@ -204,6 +216,10 @@ static void checker_done(struct slot *s, const struct stage_result *br)
 	char why[64];
 	jv msg = keep(br->err.total ? &br->err : &br->out);
 	s->res = jv_object_set(s->res, jv_string("checker_message"), msg);
+	if (br->status == STAGE_CANCELLED) {
+		test_end(s, "cancelled");
+		return;
+	}
 	/* A checker flooding its output is broken, whatever its exit says. */
 	if (br->status == STAGE_EXITED && (cap_buf_truncated(&br->out) || cap_buf_truncated(&br->err))) {
 		judge_error(s, "the checker %s", "wrote more than its output limit");
@@ -242,9 +258,9 @@ static void start_checker(struct slot *s)
 		{ "expected", (char *)(jt->expected ? jt->expected : ""), jt->exp_len },
 	};
 	s->checking = true;
-	s->lim = t->cj.lim;
+	s->lim = t->cj->lim;
 	char err[512];
-	if (!start_on_fresh(s, &t->check, t->cj.run, t->cenv, NULL, 0, files, 3, false, err, sizeof err))
+	if (!start_on_fresh(s, &t->check, t->cj->run, t->cenv, NULL, 0, files, 3, false, err, sizeof err))
 		judge_error(s, "the checker could not start: %s", err);
 }
 
@@ -305,6 +321,8 @@ static void stage_done(void *arg)
 
 /* ---- the tests ------------------------------------------------------- */
 
+/* Start test i; one that cannot start is over at once (the caller's
+ * loop goes on: no recursion through pump per test). */
 static void start_test(struct trial *t, size_t i)
 {
 	const struct judge_test *jt = &t->jd->tests[i];
@@ -319,7 +337,7 @@ static void start_test(struct trial *t, size_t i)
 	if (!start_on_fresh(s, &t->prog, jt->run, t->envp, jt->stdin_data, jt->stdin_len, jt->files, jt->nfiles, false, err,
 			    sizeof err)) {
 		s->res = jv_object_set(s->res, jv_string("error"), jv_string(err));
-		test_end(s, "internal_error");
+		finish_test(s, "internal_error");
 	}
 }
 
@@ -329,8 +347,26 @@ static void pump(struct trial *t)
 {
 	if (t->finished)
 		return;
+	/* The free slots, as many as the tests can use, once they can start
+	 * (not while the checker compiles). */
+	if (!t->took && t->checker_ready && !t->cancelled) {
+		t->took = true;
+		if (t->e->slots_take && t->jd->n > 1)
+			t->extra = t->e->slots_take(t->e, t->jd->n - 1);
+		t->slots = 1 + t->extra;
+	}
 	while (t->checker_ready && !t->stopping && !t->cancelled && t->running < t->slots && t->next < t->jd->n)
 		start_test(t, t->next++);
+	/* Every test started: the slots no test holds go back to sbx-run (the
+	 * job keeps its own). */
+	if (!trial_pending(t) && t->e->slots_give) {
+		size_t need = t->running > 1 ? t->running - 1 : 0;
+		if (t->extra > need) {
+			t->e->slots_give(t->e, t->extra - need);
+			t->extra = need;
+			t->slots = 1 + need;
+		}
+	}
 	if (t->running == 0 && (t->next == t->jd->n || t->stopping || t->cancelled)) {
 		t->finished = true;
 		/* From the loop: this may be inside trial_start. */
@@ -433,7 +469,7 @@ static void checker_compiled(struct trial *t, const struct stage_result *br)
 {
 	struct slot *s = &t->cslot;
 	if (br->status == STAGE_EXITED && br->exit_code == 0) {
-		if (!ccache_collect(&t->cj, s->sc->dir, &t->check.art, &t->check.nart))
+		if (!ccache_collect(t->cj, s->sc->dir, &t->check.art, &t->check.nart))
 			snprintf(t->checker_error, sizeof t->checker_error, "the checker's compiled files could not be read");
 	} else if (br->status == STAGE_CANCELLED)
 		t->cancelled = true;
@@ -454,7 +490,6 @@ struct trial *trial_start(struct run_env *e, struct backend *be, const struct jo
 	*t = (struct trial){ .e = e, .be = be, .j = j, .jd = j->judge, .envp = envp, .done = done, .arg = arg, .slots = 1,
 			     .stop_at = j->judge->n };
 	t->prog = (struct prog){ j, art, nart };
-	t->cj.rec = jv_invalid();
 	t->results = util_xalloc(t->jd->n * sizeof *t->results);
 	t->live = util_xalloc(t->jd->n * sizeof *t->live);
 	for (size_t i = 0; i < t->jd->n; i++)
@@ -463,28 +498,21 @@ struct trial *trial_start(struct run_env *e, struct backend *be, const struct jo
 	if (t->wake < 0)
 		util_die(1, "eventfd: %s", strerror(errno));
 	loop_watch(e->loop, t->wake, POLLIN, on_wake, t);
-	/* The free slots, as many as the tests can use. */
-	if (e->slots_take && t->jd->n > 1)
-		t->extra = e->slots_take(e, t->jd->n - 1);
-	t->slots = 1 + t->extra;
 	t->checker_ready = true;
-	if (jv_get_kind(t->jd->checker) == JV_KIND_OBJECT) {
+	if (t->jd->cj) {
 		char err[512];
 		t->have_checker = true;
-		if (!job_load(e->conf, jv_copy(t->jd->checker), &t->cj, err, sizeof err) || t->cj.judge || t->cj.cell) {
-			snprintf(t->checker_error, sizeof t->checker_error, "the checker is not a job: %.400s", err);
-		} else {
-			t->cenv = stage_env(t->cj.env);
-			t->check = (struct prog){ &t->cj, NULL, 0 };
-			if (t->cj.compile) {
-				/* Compiled once, like the program, on a scratch of its own. */
-				t->checker_ready = false;
-				t->cslot = (struct slot){ .t = t, .lim = t->cj.clim };
-				if (!start_on_fresh(&t->cslot, &t->check, t->cj.compile, t->cenv, NULL, 0, NULL, 0, true, err, sizeof err)) {
-					slot_release(&t->cslot);
-					snprintf(t->checker_error, sizeof t->checker_error, "the checker could not compile: %.400s", err);
-					t->checker_ready = true;
-				}
+		t->cj = t->jd->cj;
+		t->cenv = stage_env(t->cj->env);
+		t->check = (struct prog){ t->cj, NULL, 0 };
+		if (t->cj->compile) {
+			/* Compiled once, like the program, on a scratch of its own. */
+			t->checker_ready = false;
+			t->cslot = (struct slot){ .t = t, .lim = t->cj->clim };
+			if (!start_on_fresh(&t->cslot, &t->check, t->cj->compile, t->cenv, NULL, 0, NULL, 0, true, err, sizeof err)) {
+				slot_release(&t->cslot);
+				snprintf(t->checker_error, sizeof t->checker_error, "the checker could not compile: %.400s", err);
+				t->checker_ready = true;
 			}
 		}
 	}
@@ -499,7 +527,8 @@ bool trial_pending(const struct trial *t)
 
 void trial_cancel(struct trial *t)
 {
-	if (!t)
+	/* Every test done, the summary on its way: nothing to cancel. */
+	if (!t || t->finished)
 		return;
 	t->cancelled = true;
 	if (t->cslot.st)
@@ -536,6 +565,5 @@ void trial_free(struct trial *t)
 	ccache_files_free(t->prog.art, t->prog.nart);
 	ccache_files_free(t->check.art, t->check.nart);
 	util_strv_free(t->cenv);
-	job_free(&t->cj);
 	free(t);
 }

@@ -77,6 +77,19 @@ int main(void)
 	OK(!same("float:0.5", "1", "1abc") && same("float:0", "1.0", "1"), "float: a number is the whole token");
 	OK(same("float:1e-6", "-0", "0") && same("float:1e-6", "1e-7", "-1e-7"), "float: signs within the tolerance");
 
+	/* NUL is output like any other byte, never whitespace, never the end
+	 * of a number. */
+	{
+		struct judge_cmp tr = mode("trim"), fl = mode("float:1e-9");
+		jv d = judge_compare(&tr, "42", 2, "42\0\0\n\0", 6);
+		OK(jv_get_kind(d) == JV_KIND_OBJECT, "trim: NUL bytes are not trailing whitespace");
+		jv_free(d);
+		d = judge_compare(&fl, "42 7", 4, "42\0WRONG 7", 11);
+		OK(jv_get_kind(d) == JV_KIND_OBJECT, "float: a token with a NUL is not a number");
+		jv_free(d);
+	}
+	OK(!same("float:0.5", "42", "0x2A") && !same("float:0.5", "1", "1e") && same("float:0.5", "1", "1.2e0"),
+	   "float: decimal numbers only (no hex), whole tokens");
 	/* Every mode finds any text equal to itself. */
 	static const char *const modes[] = { "exact", "trim", "tokens", "float:1e-9" };
 	static const char *const texts[] = { "", "\n", "a", "1 2.5\r\n-3e4 x\n\n", "\t \f\v", "Ω\xff\x00z" };
