@@ -8,7 +8,7 @@
 #   compile_error  (compiled languages)                 compile_error, the
 #                  compiler's message names the file (stderr, or stdout: tsc)
 #   timeout        spins, with timeout 1                timeout
-#   memory         keeps allocating, with memory 128m   memory_limit
+#   memory         keeps allocating, with memory 128m   memory_limit (within 30 s)
 "line one\nline two ü\n" as $data
 | (.id | split("/")) as [$lang, $case]
 | select(
