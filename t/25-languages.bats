@@ -12,14 +12,15 @@ setup_file() {
 	# In QEMU without KVM (t/guest) tsc alone takes tens of seconds: there
 	# compile stages get longer.  What the guest checks is the kernel's
 	# side of each case, not how fast a compiler is.
-	local conf=()
 	if [ -n "${SBX_GUEST:-}" ]; then
 		sed -e 's/^compile_timeout .*/compile_timeout = 150/' -e "s|^state_dir .*|state_dir = \"$BATS_FILE_TMPDIR/var\"|" \
 			-e "s|^history .*|history = \"$BATS_FILE_TMPDIR/var/h.db\"|" "$SBX_CONF" > "$BATS_FILE_TMPDIR/guest.conf"
-		conf=(-c "$BATS_FILE_TMPDIR/guest.conf")
 	fi
-	"$ROOT/t/lang/requests.sh" | "$BIN/sbx-validate" "${conf[@]}" | "$BIN/sbx-run" "${conf[@]}" -j 2 > "$BATS_FILE_TMPDIR/results.jsonl"
+	"$ROOT/t/lang/requests.sh" | "$BIN/sbx-validate" $(lconf) | "$BIN/sbx-run" $(lconf) -j 2 > "$BATS_FILE_TMPDIR/results.jsonl"
 }
+
+# lconf: the tools' -c for this file's runs (the guest's configuration), or nothing.
+lconf() { [ -f "$BATS_FILE_TMPDIR/guest.conf" ] && echo "-c $BATS_FILE_TMPDIR/guest.conf"; }
 
 teardown() { assert_no_leftovers; }
 
@@ -76,7 +77,7 @@ check() {
 	local langs=()
 	for l in $(languages); do compgen -G "$ROOT/t/lang/$l/compile_error.*" > /dev/null && langs+=("$l"); done
 	"$ROOT/t/lang/requests.sh" "${langs[@]}" | jq -c 'select(.id | endswith("/hello"))' > hellos
-	run --separate-stderr bash -c "'$BIN/sbx-validate' < hellos | '$BIN/sbx-run' --no-cache -j 2"
+	run --separate-stderr bash -c "'$BIN/sbx-validate' $(lconf) < hellos | '$BIN/sbx-run' $(lconf) --no-cache -j 2"
 	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
 	[ "${#lines[@]}" -eq "${#langs[@]}" ]
 	for i in "${!lines[@]}"; do
