@@ -72,6 +72,13 @@ bool job_path_ok(const char *p, size_t len, char *why, size_t whylen)
 	return true;
 }
 
+void job_too_big(char *why, size_t wlen, const char *what, const char *after, uint64_t n, const char *key, uint64_t max)
+{
+	char a[32], b[32];
+	snprintf(why, wlen, "%s %s%s, exceeds %s %s", what, util_size_str(n, a, sizeof a), after, key,
+		 util_size_str(max, b, sizeof b));
+}
+
 /* ---- files: {"path": "text"} or {"path": {"content": …, "encoding": "base64"}} */
 
 static bool file_data(jv v, char **data, size_t *len, char *err, size_t errlen)
@@ -179,9 +186,7 @@ bool job_files_load(const struct conf *c, jv files, const char *program, struct 
 		jv_free(val);
 	}
 	if (ok && total > c->max_files_size) {
-		char a[32], b[32];
-		snprintf(err, errlen, "files total %s, exceeds max_files_size %s", util_size_str(total, a, sizeof a),
-			 util_size_str(c->max_files_size, b, sizeof b));
+		job_too_big(err, errlen, "files total", "", total, "max_files_size", c->max_files_size);
 		ok = false;
 	}
 	/* A file may not also be a directory of another ("a" and "a/b"). */
@@ -784,7 +789,6 @@ bool job_args_ok(jv args, char *why, size_t wlen)
 
 static bool req_data(const struct conf *c, jv req, enum prog prog, char *why, size_t wlen)
 {
-	char sz1[32], sz2[32];
 	size_t code_len = 0;
 	const char *code = prog == P_ENTRY ? "" : rec_str(req, "code", &code_len);
 	if (!code) {
@@ -802,8 +806,7 @@ static bool req_data(const struct conf *c, jv req, enum prog prog, char *why, si
 		return false;
 	}
 	if (code_len > c->max_code_size) {
-		snprintf(why, wlen, "code is %s, exceeds max_code_size %s", util_size_str(code_len, sz1, sizeof sz1),
-			 util_size_str(c->max_code_size, sz2, sizeof sz2));
+		job_too_big(why, wlen, "code is", "", code_len, "max_code_size", c->max_code_size);
 		return false;
 	}
 	if (rec_has(req, "stdin")) {
@@ -817,8 +820,7 @@ static bool req_data(const struct conf *c, jv req, enum prog prog, char *why, si
 			return false;
 		}
 		if (k != JV_KIND_NULL && n > c->max_stdin_size) {
-			snprintf(why, wlen, "stdin is %s, exceeds max_stdin_size %s", util_size_str(n, sz1, sizeof sz1),
-				 util_size_str(c->max_stdin_size, sz2, sizeof sz2));
+			job_too_big(why, wlen, "stdin is", "", n, "max_stdin_size", c->max_stdin_size);
 			return false;
 		}
 	}

@@ -91,6 +91,9 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 void job_free(struct job *j);
 
 /* Pieces of both sides that judge.c shares (all borrow their jv). */
+/* "WHAT SIZE AFTER, exceeds KEY MAX", sizes for people: a request's part
+ * over its ceiling. */
+void job_too_big(char *why, size_t wlen, const char *what, const char *after, uint64_t n, const char *key, uint64_t max);
 /* The "args" of a request (or of one of its tests). */
 bool job_args_ok(jv args, char *why, size_t wlen);
 /* The request's (or a test's) timeout, memory, cpus and pids over *run,

@@ -219,7 +219,7 @@ static bool known(const char *const *keys, size_t n, const char *k)
 static bool test_exec(const struct conf *c, jv t, int i, jv run, const struct limits *lim, const char *program,
 		      uint64_t *bytes, jv *out, char *why, size_t wlen)
 {
-	char err[400], a[32], b[32];
+	char err[400];
 	if (jv_get_kind(t) != JV_KIND_OBJECT) {
 		snprintf(why, wlen, "tests[%d] must be an object, got %s", i, rec_kind(t));
 		return false;
@@ -249,8 +249,9 @@ static bool test_exec(const struct conf *c, jv t, int i, jv run, const struct li
 		}
 		uint64_t max = s == 0 ? c->max_stdin_size : c->test_output;
 		if (n > max) {
-			snprintf(why, wlen, "tests[%d].%s is %s, exceeds %s %s", i, strings[s], util_size_str(n, a, sizeof a),
-				 s == 0 ? "max_stdin_size" : "test_output", util_size_str(max, b, sizeof b));
+			char what[64];
+			snprintf(what, sizeof what, "tests[%d].%s is", i, strings[s]);
+			job_too_big(why, wlen, what, "", n, s == 0 ? "max_stdin_size" : "test_output", max);
 			return false;
 		}
 		*bytes += n;
@@ -386,9 +387,7 @@ jv judge_exec(const struct conf *c, jv req, jv run, const struct limits *lim, co
 	}
 	jv_free(tests);
 	if (ok && bytes > c->max_tests_size) {
-		char a[32], b[32];
-		snprintf(why, wlen, "the tests' data is %s in all, exceeds max_tests_size %s", util_size_str(bytes, a, sizeof a),
-			 util_size_str(c->max_tests_size, b, sizeof b));
+		job_too_big(why, wlen, "the tests' data is", " in all", bytes, "max_tests_size", c->max_tests_size);
 		ok = false;
 	}
 	if (ok && m.mode == JM_CHECKER) {
