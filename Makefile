@@ -23,7 +23,7 @@ PKGS     := libseccomp sqlite3 libmicrohttpd libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lseccomp -lsqlite3 -lmicrohttpd -lcrypto)
 # lib/ in layers (lib/README.md): each folder's headers by their own names.
-LAYERS   := core sandbox run history mcp
+LAYERS   := core sandbox run history mcp batch
 CPPFLAGS += $(addprefix -Ilib/,$(LAYERS)) -D_FILE_OFFSET_BITS=64 \
             -DSBX_SYSCONFDIR='"$(SYSCONFDIR)"' -DSBX_STATEDIR='"$(STATEDIR)"' \
             -DSBX_RUNDIR='"$(RUNDIR)"'
@@ -33,7 +33,7 @@ ALL_CFLAGS = $(WARN) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP
 # GOT pages): a one-job sbx-run costs ~1.3 ms less CPU.  Full RELRO too.
 LDLIBS  += -Wl,--as-needed -ljq $(PKG_LIBS) -lm -Wl,-z,relro,-z,now
 
-TOOLS    := sbx-validate sbx-run sbx-cap sbx-log sbx-history sbx-mcp
+TOOLS    := sbx-validate sbx-run sbx-cap sbx-log sbx-history sbx-mcp sbx-shard sbx-batch sbx-merge
 LIB_SRC  := $(wildcard $(addsuffix /*.c,$(addprefix lib/,$(LAYERS))))
 LIB_OBJ  := $(patsubst lib/%.c,$(BUILD)/obj/lib/%.o,$(LIB_SRC))
 UNIT_SRC := $(wildcard t/unit/*.c)
@@ -146,6 +146,8 @@ bench-run: $(BUILD)/bench/sha256
 	@bench/docker.sh
 	@echo
 	@bench/languages.sh
+	@echo
+	@bench/scale.sh
 
 # All of the differential suite (t/diff/run.py): CPython's regression tests
 # and t/diff/programs/, bare and sandboxed; prints agree N/M and every
@@ -168,7 +170,11 @@ DEPS_DOCKER := docker.io
 # The guest suites boot Debian 12's kernel under QEMU (t/guest/run); its
 # init is linked statically.
 DEPS_GUEST := qemu-system-x86 cpio libc6-dev
-DEPS       := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_LANG) $(DEPS_DOCKER) $(DEPS_GUEST) $(DEPS_EXTRA)
+# Scaling out is tested on the engines users have: a single-node Slurm with
+# munge (t/slurm/cluster), GNU parallel over sshd on localhost (t/ssh/server);
+# the Kubernetes manifest is checked as YAML (t/k8s/check-manifest).
+DEPS_SCALE := slurm-wlm munge parallel openssh-server openssh-client python3-yaml
+DEPS       := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_LANG) $(DEPS_DOCKER) $(DEPS_GUEST) $(DEPS_SCALE) $(DEPS_EXTRA)
 
 deps:
 	@missing=$$(for p in $(DEPS); do \
@@ -191,6 +197,8 @@ deps:
 SBXSHARE := /usr/local/share/sbx
 PYSITE := $(SBXSHARE)/python
 SHARE_FILES := python/sitecustomize.py python/sbx_kernel.py node/sbx_kernel.js
+# Launchers for a batch past one machine (doc/scale-out.md).
+LAUNCH_FILES := launch/slurm/sbx-array.sbatch launch/slurm/sbx-slurm launch/parallel/sbx-parallel launch/k8s/sbx-indexed-job.yaml
 # The interpreter sandboxes run (etc/sandbox.conf: python3 on their PATH).
 SANDBOX_PYTHON := $(firstword $(wildcard /usr/bin/python3) python3)
 python-site:
@@ -252,9 +260,9 @@ check-asan: check
 # cover it in make check.  sbx-mcp runs under valgrind for its command line
 # (t/00-cli.bats); its session tests need openat2, which valgrind 3.19 does
 # not know either, and run under ASan.
-VG_TOOLS := sbx-validate sbx-cap sbx-log sbx-history sbx-mcp
+VG_TOOLS := sbx-validate sbx-cap sbx-log sbx-history sbx-mcp sbx-shard sbx-merge sbx-batch
 check-valgrind: deps all vg-wrappers
-	@SBX_BIN=$(CURDIR)/$(BUILD)/vg/bin t/run --no-unit t/00-cli.bats t/10-validate.bats t/15-cap.bats t/50-history.bats
+	@SBX_BIN=$(CURDIR)/$(BUILD)/vg/bin t/run --no-unit t/00-cli.bats t/10-validate.bats t/15-cap.bats t/50-history.bats t/52-history-merge.bats t/80-batch.bats
 
 vg-wrappers: all
 	@mkdir -p $(BUILD)/vg/bin
@@ -296,6 +304,7 @@ install: all
 	install -m 0755 $(addprefix $(LIBEXECDIR)/,$(HELPERS)) $(DESTDIR)$(PREFIX)/libexec/sbx/
 	install -m 0644 etc/examples/tour.jsonl etc/examples/show.jq $(DESTDIR)$(PREFIX)/share/sbx/examples/
 	for f in $(SHARE_FILES); do install -D -m 0644 share/$$f $(DESTDIR)$(PREFIX)/share/sbx/$$f || exit 1; done
+	for f in $(LAUNCH_FILES); do install -D -m $$(test -x share/$$f && echo 0755 || echo 0644) share/$$f $(DESTDIR)$(PREFIX)/share/sbx/$$f || exit 1; done
 	$(SANDBOX_PYTHON) -m compileall -q $(DESTDIR)$(PREFIX)/share/sbx/python
 	@$(MAKE) -s --no-print-directory python-fonts PYSITE=$(DESTDIR)$(PREFIX)/share/sbx/python
 	sed -e 's|^state_dir *=.*|state_dir       = "$(STATEDIR)"|' \

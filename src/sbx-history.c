@@ -6,8 +6,10 @@
  * come newest first, are optionally passed through a jq filter compiled
  * once, and are printed as JSON lines, CSV or an aligned table.  --stats
  * reads one covering index in (language, status, duration) order and
- * computes counts and nearest-rank percentiles in one pass.  --prune and
- * --vacuum are the only writes.
+ * computes counts and nearest-rank percentiles in one pass.  --prune,
+ * --vacuum and --merge are the only writes; --merge reads each source
+ * read-only and copies its rows in one transaction per source, so a bad
+ * source costs only itself.
  *
  * The exit status is made for cron: 0 when something was printed, 1 when
  * nothing matched (or there is no history yet), 2 on errors; so
@@ -34,7 +36,8 @@ enum history_exit { HX_ROWS = 0, HX_NONE = 1, HX_ERROR = 2 };
 static const char synopsis[] =
 	"usage: sbx-history [-c FILE] [-d DB] [FILTERS] [--stats[=verdict] [--by hour|day]] [--jq FILTER]\n"
 	"                   [--format json|table|csv] [--record]\n"
-	"       sbx-history [-c FILE] [-d DB] --prune --older-than DURATION [--vacuum]\n";
+	"       sbx-history [-c FILE] [-d DB] --prune --older-than DURATION [--vacuum]\n"
+	"       sbx-history [-c FILE] [-d DB] --merge SRC...\n";
 
 static void help(void)
 {
@@ -69,14 +72,24 @@ static void help(void)
 	       "      --prune         delete runs older than --older-than DURATION (e.g. 30d)\n"
 	       "      --vacuum        give the freed space back to the file system\n"
 	       "\n"
+	       "Merging:\n"
+	       "      --merge SRC...  add the runs of other history files (a sharded batch's)\n"
+	       "                      to this one, made if missing; one JSON line per source:\n"
+	       "                      {\"merged\": SRC, \"rows\": N, \"added\": N}.  Merging again,\n"
+	       "                      or back, adds nothing.  Sources are only read; one older\n"
+	       "                      than schema 5 must be upgraded first (sbx-log -d SRC\n"
+	       "                      < /dev/null).  A bad source is skipped, the others are\n"
+	       "                      merged, and the exit status is 2\n"
+	       "\n"
 	       "  -d, --database DB   the SQLite file (default: $SBX_HISTORY, then the\n"
 	       "                      configuration's history)\n"
 	       "  -c, --config FILE   configuration file\n"
 	       "  -h, --help          show this help\n"
 	       "      --version       show the version\n"
 	       "\n"
-	       "Exit status: 0 rows were printed (or the retention work was done), 1 no row\n"
-	       "matched, 2 usage, configuration or database error.\n",
+	       "Exit status: 0 rows were printed (or the retention or merge work was done),\n"
+	       "1 no row matched, 2 usage, configuration or database error (or a source\n"
+	       "that could not be merged).\n",
 	       synopsis);
 }
 
@@ -328,7 +341,9 @@ static double parse_time(const char *opt, const char *s)
 
 struct opts {
 	const char *conf_path, *db, *jq_filter, *by;
-	bool stats, prune, vacuum, with_record, retention;
+	bool stats, prune, vacuum, with_record, retention, merge;
+	char **sources;        /* --merge: the positional arguments */
+	int nsources;
 	uint64_t older_ms;
 	struct hist_filter f;
 	enum format fmt;
@@ -342,7 +357,7 @@ static void options(int argc, char **argv, struct opts *o)
 	f->limit = 20;
 	o->fmt = F_JSON;
 	enum { O_SINCE = 256, O_UNTIL, O_LANG, O_STATUS, O_ID, O_SESSION, O_PRINCIPAL, O_VERDICT, O_STATS, O_BY, O_JQ, O_RECORD, O_PRUNE,
-	       O_OLDER, O_VACUUM };
+	       O_OLDER, O_VACUUM, O_MERGE };
 	static const struct option opts[] = {
 		{ "since", required_argument, NULL, O_SINCE },
 		{ "until", required_argument, NULL, O_UNTIL },
@@ -361,6 +376,7 @@ static void options(int argc, char **argv, struct opts *o)
 		{ "prune", no_argument, NULL, O_PRUNE },
 		{ "older-than", required_argument, NULL, O_OLDER },
 		{ "vacuum", no_argument, NULL, O_VACUUM },
+		{ "merge", no_argument, NULL, O_MERGE },
 		{ "database", required_argument, NULL, 'd' },
 		UTIL_COMMON_OPTIONS,
 	};
@@ -406,12 +422,18 @@ static void options(int argc, char **argv, struct opts *o)
 		case O_PRUNE: o->prune = true; break;
 		case O_OLDER: older = optarg; break;
 		case O_VACUUM: o->vacuum = true; break;
+		case O_MERGE: o->merge = true; break;
 		case 'd': o->db = optarg; break;
 		case 'c': o->conf_path = optarg; break;
 		default: util_common_option(ch, argv, synopsis, help);
 		}
 	}
-	if (optind < argc)
+	if (o->merge) {
+		if (optind == argc)
+			util_usage_error(synopsis, "--merge needs the history files to merge");
+		o->sources = argv + optind;
+		o->nsources = argc - optind;
+	} else if (optind < argc)
 		util_usage_error(synopsis, "unexpected argument \"%s\"", argv[optind]);
 	if (o->by && !o->stats)
 		util_usage_error(synopsis, "--by needs --stats");
@@ -420,6 +442,9 @@ static void options(int argc, char **argv, struct opts *o)
 	o->retention = o->prune || o->vacuum;
 	if (o->retention && (o->stats || o->jq_filter || since || until || f->language || f->status || f->id || f->session || f->verdict))
 		util_usage_error(synopsis, "--prune and --vacuum take no filters, --stats or --jq");
+	if (o->merge && (o->retention || o->stats || o->jq_filter || o->with_record || o->fmt != F_JSON || since || until ||
+			 f->language || f->status || f->id || f->session || f->principal || f->verdict))
+		util_usage_error(synopsis, "--merge takes no filters, --stats, --jq, --record, --format or retention options");
 	if (older && (!util_parse_duration(older, &o->older_ms) || o->older_ms == 0))
 		util_usage_error(synopsis, "--older-than: \"%s\" is not a duration (30d, 12h, 2w)", older);
 	if (since)
@@ -433,6 +458,28 @@ static void options(int argc, char **argv, struct opts *o)
 	 * "nothing to alert about". */
 	if (f->status && !rec_status_known(f->status))
 		util_usage_error(synopsis, "--status: \"%s\" is not a status (%s)", f->status, rec_status_list());
+}
+
+/* --merge: every source, each in its own transaction; a source that
+ * fails is named on stderr and the others are still merged.  HX_ROWS when
+ * all were, else HX_ERROR. */
+static int merge(struct hist *h, const struct opts *o)
+{
+	int rc = HX_ROWS;
+	for (int i = 0; i < o->nsources; i++) {
+		char err[1024];
+		int64_t rows, added;
+		if (hist_merge(h, o->sources[i], &rows, &added, err, sizeof err) < 0) {
+			util_warn("--merge: %s (not merged)", err);
+			rc = HX_ERROR;
+			continue;
+		}
+		jv r = jv_object_set(jv_object(), jv_string("merged"), jv_string(o->sources[i]));
+		r = jv_object_set(r, jv_string("rows"), jv_number((double)rows));
+		if (!rec_write(jv_object_set(r, jv_string("added"), jv_number((double)added))))
+			rc = HX_ERROR;
+	}
+	return rc;
 }
 
 /* --prune, --vacuum: HX_ROWS, or HX_ERROR after saying why. */
@@ -484,7 +531,8 @@ int main(int argc, char **argv)
 		}
 		o.f.language = l->name;
 	}
-	if (o.db && access(db, F_OK) < 0) {
+	/* A merge may make its target; nothing else makes a file that -d names. */
+	if (o.db && !o.merge && access(db, F_OK) < 0) {
 		conf_free(c);
 		util_usage_error(synopsis, "-d: %s: %s", db, strerror(errno));
 	}
@@ -504,17 +552,18 @@ int main(int argc, char **argv)
 
 	char err[1024];
 	int rc = HX_ERROR;
-	struct hist *h = hist_open(db, o.retention ? HIST_WRITE : HIST_READ, false, err, sizeof err);
+	bool write = o.retention || o.merge;
+	struct hist *h = hist_open(db, write ? HIST_WRITE : HIST_READ, false, err, sizeof err);
 	if (!h) {
-		if (!o.retention && access(db, F_OK) < 0 && errno == ENOENT) {
+		if (!write && access(db, F_OK) < 0 && errno == ENOENT) {
 			util_warn("no history yet at %s", db);
 			rc = HX_NONE;
 		} else
 			util_warn("%s", err);
 		goto out;
 	}
-	if (o.retention) {
-		rc = retain(h, &o);
+	if (o.retention || o.merge) {
+		rc = o.merge ? merge(h, &o) : retain(h, &o);
 		goto out;
 	}
 	int64_t n = o.stats ? hist_stats(h, &o.f, o.by ? (!strcmp(o.by, "hour") ? 3600 : 86400) : 0, on_row, &out, err, sizeof err)

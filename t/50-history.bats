@@ -84,12 +84,14 @@ logr() { "$BIN/sbx-log" "$@"; }
 
 @test "schema: user_version, WAL, the columns and the indexes" {
 	results 1 | logr > /dev/null
-	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 4 ]
+	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 5 ]
 	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA journal_mode')" = wal ]
 	cols=$(sqlite3 "$SBX_HISTORY" "SELECT group_concat(name, ' ') FROM pragma_table_info('runs')")
-	[ "$cols" = "id timestamp language code_snippet status exit_code duration_ms stdout_size stderr_size run_id signal cpu_ms memory_peak_bytes backend compile_status compile_ms code_sha256 error session_id code record principal execution_count verdict tests_passed tests_total" ]
+	[ "$cols" = "id timestamp language code_snippet status exit_code duration_ms stdout_size stderr_size run_id signal cpu_ms memory_peak_bytes backend compile_status compile_ms code_sha256 error session_id code record principal execution_count verdict tests_passed tests_total host shard attempt origin_db origin_id" ]
 	idx=$(sqlite3 "$SBX_HISTORY" "SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'runs_%' ORDER BY name)")
-	[ "$idx" = "runs_principal runs_run_id runs_session runs_stats runs_time runs_verdict" ]
+	[ "$idx" = "runs_origin runs_principal runs_run_id runs_session runs_stats runs_time runs_verdict" ]
+	# the file's identity, made with it
+	[[ "$(sqlite3 "$SBX_HISTORY" "SELECT value FROM meta WHERE key = 'uuid'")" =~ ^[0-9a-f]{32}$ ]]
 	# --stats reads the covering index, never the table
 	plan=$(sqlite3 "$SBX_HISTORY" "EXPLAIN QUERY PLAN SELECT NULL, language, status, duration_ms FROM runs ORDER BY language, status, duration_ms")
 	[[ "$plan" == *"COVERING INDEX runs_stats"* ]]
@@ -123,7 +125,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	[ "${#lines[@]}" -eq 3 ]
 	jqe 0 '.history_id == 3 and .language == "javascript" and .status == "timeout" and .exit_code == null'
 	jqe 2 '.history_id == 1 and .timestamp == "2025-11-29T10:00:00.500Z" and .duration_ms == 120.5 and .id == null'
-	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 4 ]
+	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 5 ]
 	results 1 | logr > /dev/null
 	run --separate-stderr hist --limit 0 --jq .history_id
 	[ "$(printf '%s,' "${lines[@]}")" = "4,3,2,1," ]
@@ -134,7 +136,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	# back to what version 1 was
 	sqlite3 "$SBX_HISTORY" 'DROP INDEX runs_principal; ALTER TABLE runs DROP COLUMN principal; PRAGMA user_version = 1'
 	jq -nc '{id: "p-1", language: "python", code: "1", status: "success", principal: "0123456789abcdef"}' | logr > /dev/null
-	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 4 ]
+	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 5 ]
 	[ "$(hist --limit 0 | wc -l)" = 3 ]
 	run --separate-stderr hist --principal 0123456789abcdef --limit 0
 	[ "${#lines[@]}" -eq 1 ]
@@ -150,7 +152,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	results 1 > in
 	run --separate-stderr logr < in
 	[ "$status" -eq 4 ]
-	[[ "$stderr" == *"schema version 99 is newer than this sbx knows (4)"* ]]
+	[[ "$stderr" == *"schema version 99 is newer than this sbx knows (5)"* ]]
 	jqe 0 '.history_id == null and .id == "r-0"'
 	run --separate-stderr hist
 	[ "$status" -eq 2 ]
@@ -285,7 +287,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	jq -nc '{id: "q", language: "python", code: "print(\"a,b\")\nprint(2)", status: "success", duration_ms: 3}' | logr > /dev/null
 	results 1 | logr > /dev/null
 	run --separate-stderr hist --format csv
-	[ "${lines[0]}" = "history_id,timestamp,id,language,status,exit_code,signal,duration_ms,cpu_ms,memory_peak_bytes,stdout_size,stderr_size,backend,compile_status,compile_ms,code_sha256,code_snippet,error,session_id,execution_count,verdict,tests_passed,tests_total" ]
+	[ "${lines[0]}" = "history_id,timestamp,id,language,status,exit_code,signal,duration_ms,cpu_ms,memory_peak_bytes,stdout_size,stderr_size,backend,compile_status,compile_ms,code_sha256,code_snippet,error,session_id,execution_count,verdict,tests_passed,tests_total,host,shard,attempt" ]
 	# the quoted field holds a comma, a quote and a newline: parse it back
 	python3 -c 'import csv,sys; rows = list(csv.DictReader(open(sys.argv[1]))); assert rows[0]["code_snippet"] == "print(\"a,b\")\nprint(2)", rows' <(hist --format csv)
 	run --separate-stderr hist --format table

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,6 +31,9 @@ struct hist {
 	sqlite3_stmt *insert;
 	bool in_tx;
 };
+
+/* A history file's identity (meta's uuid): 32 hex digits. */
+#define UUID_HEX 32
 
 /* The seed's table (version 0), as the seed project creates it.  Version 1
  * adds the columns of our results and the indexes the readers need;
@@ -64,15 +68,31 @@ static const char v1_indexes[] =
 	 * index halves the insert rate; grouping by it scans, which a report
 	 * can afford and a writer cannot. */
 
+/* Version 5: where a sharded batch ran a row (host, shard index, attempt)
+ * and, for a row merged in from another history, that history's uuid and
+ * the row's id there. */
+static const char *const v5_columns[] = {
+	"host TEXT", "shard INTEGER", "attempt INTEGER", "origin_db TEXT", "origin_id INTEGER", NULL,
+};
+
+/* Unique: a merge's INSERT OR IGNORE on it is what makes merging
+ * idempotent.  Partial: rows logged here (origin NULL) are not in it at
+ * all, so sbx-log's appends pay nothing for it (a full index would cost
+ * them ~5%, even with NULL keys filed at its end). */
+static const char v5_schema[] =
+	"CREATE UNIQUE INDEX IF NOT EXISTS runs_origin ON runs(origin_db, origin_id) WHERE origin_db IS NOT NULL;"
+	"CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;";
+
 /* The row as readers see it, in this order (csv and table columns too). */
 #define ROW_COLUMNS                                                                                       \
 	"id, timestamp, run_id, language, status, exit_code, signal, duration_ms, cpu_ms, memory_peak_bytes, " \
 	"stdout_size, stderr_size, backend, compile_status, compile_ms, code_sha256, code_snippet, error, "   \
-	"session_id, execution_count, verdict, tests_passed, tests_total"
+	"session_id, execution_count, verdict, tests_passed, tests_total, host, shard, attempt"
 static const char *const row_keys[] = {
 	"history_id", "timestamp", "id", "language", "status", "exit_code", "signal", "duration_ms", "cpu_ms",
 	"memory_peak_bytes", "stdout_size", "stderr_size", "backend", "compile_status", "compile_ms",
-	"code_sha256", "code_snippet", "error", "session_id", "execution_count", "verdict", "tests_passed", "tests_total", NULL,
+	"code_sha256", "code_snippet", "error", "session_id", "execution_count", "verdict", "tests_passed", "tests_total",
+	"host", "shard", "attempt", NULL,
 };
 
 static int db_fail(struct hist *h, char *err, size_t errlen, const char *what)
@@ -128,6 +148,62 @@ static int64_t schema_version(struct hist *h, char *err, size_t errlen)
 	return v;
 }
 
+/* Add the columns of a NULL-ended list that the table lacks: a file may
+ * have been given some of them by hand or by a foreign writer. */
+static int add_columns(struct hist *h, const char *const *cols, char *err, size_t errlen)
+{
+	for (int i = 0; cols[i]; i++) {
+		char name[32];
+		sscanf(cols[i], "%31s", name);
+		if (has_column(h, name))
+			continue;
+		char *sql = util_fmt("ALTER TABLE runs ADD COLUMN %s", cols[i]);
+		int rc = exec(h, sql, err, errlen);
+		free(sql);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static bool uuid_valid(const char *s)
+{
+	if (!s || strlen(s) != UUID_HEX)
+		return false;
+	for (int i = 0; i < UUID_HEX; i++)
+		if (!strchr("0123456789abcdef", s[i]))
+			return false;
+	return true;
+}
+
+/* The file's identity, made once: kept if a uuid is already there (a file
+ * whose user_version was set back keeps who it is). */
+static int make_uuid(struct hist *h, char *err, size_t errlen)
+{
+	unsigned char b[UUID_HEX / 2];
+	size_t got = 0;
+	while (got < sizeof b) {
+		ssize_t n = getrandom(b + got, sizeof b - got, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			snprintf(err, errlen, "history %s: getrandom: %s", h->path, strerror(errno));
+			return -1;
+		}
+		got += (size_t)n;
+	}
+	char hex[UUID_HEX + 1];
+	for (size_t i = 0; i < sizeof b; i++)
+		snprintf(hex + 2 * i, 3, "%02x", b[i]);
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(h->db, "INSERT OR IGNORE INTO meta (key, value) VALUES ('uuid', ?1)", -1, &st, NULL) != SQLITE_OK)
+		return db_fail(h, err, errlen, "make the uuid");
+	sqlite3_bind_text(st, 1, hex, UUID_HEX, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : db_fail(h, err, errlen, "make the uuid");
+}
+
 static int migrate(struct hist *h, char *err, size_t errlen)
 {
 	if (exec(h, "BEGIN IMMEDIATE", err, errlen) < 0)
@@ -137,20 +213,8 @@ static int migrate(struct hist *h, char *err, size_t errlen)
 		goto fail;
 	if (v < 1) {
 		/* Version 0 is either nothing or the seed's table. */
-		if (exec(h, seed_table, err, errlen) < 0)
-			goto fail;
-		for (int i = 0; v1_columns[i]; i++) {
-			char name[32];
-			sscanf(v1_columns[i], "%31s", name);
-			if (has_column(h, name))
-				continue;
-			char *sql = util_fmt("ALTER TABLE runs ADD COLUMN %s", v1_columns[i]);
-			int rc = exec(h, sql, err, errlen);
-			free(sql);
-			if (rc < 0)
-				goto fail;
-		}
-		if (exec(h, v1_indexes, err, errlen) < 0)
+		if (exec(h, seed_table, err, errlen) < 0 || add_columns(h, v1_columns, err, errlen) < 0 ||
+		    exec(h, v1_indexes, err, errlen) < 0)
 			goto fail;
 	}
 	if (v < 2 && !has_column(h, "principal") &&
@@ -168,6 +232,10 @@ static int migrate(struct hist *h, char *err, size_t errlen)
 		    "ALTER TABLE runs ADD COLUMN tests_total INTEGER;"
 		    "CREATE INDEX IF NOT EXISTS runs_verdict ON runs(language, verdict, duration_ms) WHERE verdict IS NOT NULL;",
 		    err, errlen) < 0)
+		goto fail;
+	/* 5: shards' columns, merges' origin, the file's uuid */
+	if (v < 5 && (add_columns(h, v5_columns, err, errlen) < 0 || exec(h, v5_schema, err, errlen) < 0 ||
+		      make_uuid(h, err, errlen) < 0))
 		goto fail;
 	if (v < HIST_SCHEMA_VERSION) {
 		char sql[64];
@@ -338,6 +406,29 @@ static void sql_sha256(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 	sqlite3_result_text(ctx, hex, 64, SQLITE_TRANSIENT);
 }
 
+/* A JSON text's non-negative integer, or -1: digits only, so that true,
+ * 1.0, 1e2, "1" and -1 are none, and within int64. */
+static int64_t json_nat(sqlite3_value *v)
+{
+	const char *s = sqlite3_value_type(v) == SQLITE_TEXT ? (const char *)sqlite3_value_text(v) : NULL;
+	int64_t n;
+	return s && *s >= '0' && *s <= '9' && util_parse_i64(s, 0, INT64_MAX, &n) ? n : -1;
+}
+
+/* sbx_nat(json [, below]): the JSON text (of ->) as a non-negative
+ * integer, else NULL; with `below` a valid one too, also NULL unless less
+ * than it (a shard's index and its count).  One lookup per field: a
+ * json_type for the type and a json_extract for the value would be two,
+ * each as dear as a column (json_extract alone cannot tell true from 1). */
+static void sql_nat(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	int64_t n = json_nat(argv[0]), below = argc > 1 ? json_nat(argv[1]) : -1;
+	if (n < 0 || (below >= 0 && n >= below))
+		sqlite3_result_null(ctx);
+	else
+		sqlite3_result_int64(ctx, n);
+}
+
 /* The insert reads every column out of the record's JSON text (?1) with
  * SQLite's JSON functions: one parse, in C, and no libjq dump per record.
  * Each field is taken only if it has the expected JSON type, so a hostile
@@ -356,7 +447,8 @@ static void sql_sha256(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 static const char insert_sql[] =
 	"INSERT INTO runs (timestamp, language, code_snippet, status, exit_code, duration_ms, stdout_size,"
 	" stderr_size, run_id, signal, cpu_ms, memory_peak_bytes, backend, compile_status, compile_ms,"
-	" code_sha256, error, session_id, principal, code, record, execution_count, verdict, tests_passed, tests_total) VALUES ("
+	" code_sha256, error, session_id, principal, code, record, execution_count, verdict, tests_passed, tests_total,"
+	" host, shard, attempt) VALUES ("
 	/* timestamp */ "COALESCE(CASE " T("$.started_at") " WHEN 'text' THEN (julianday(" J("$.started_at")
 	") - 2440587.5) * 86400.0 END, ?2),"
 	/* language */ TEXT_OR("$.language", "''") ","
@@ -385,7 +477,10 @@ static const char insert_sql[] =
 	" '$.compile.stdout', '$.compile.stderr', '$.artifacts', '$.tests', '$.checker') END,"
 	/* execution_count: a cell's */ INT("$.execution_count") ","
 	/* verdict, tests_passed, tests_total: a judged run's */ TEXT_OR("$.verdict", "NULL") "," INT("$.tests_passed") ","
-	INT("$.tests_total") ")";
+	INT("$.tests_total") ","
+	/* host, shard, attempt: a batch runner's "shard": {"index", "of",
+	 * "attempt", "host"}; an index at or past a valid "of" is no index */
+	TEXT_OR("$.shard.host", "NULL") ", sbx_nat(?1 -> '$.shard.index', ?1 -> '$.shard.of'), sbx_nat(?1 -> '$.shard.attempt'))";
 #undef J
 #undef T
 #undef TEXT_OR
@@ -401,6 +496,10 @@ static int prepare_insert(struct hist *h, char *err, size_t errlen)
 {
 	if (sqlite3_create_function(h->db, "sbx_sha256", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_sha256, NULL,
 				    NULL) != SQLITE_OK ||
+	    sqlite3_create_function(h->db, "sbx_nat", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_nat, NULL, NULL) !=
+		    SQLITE_OK ||
+	    sqlite3_create_function(h->db, "sbx_nat", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_nat, NULL, NULL) !=
+		    SQLITE_OK ||
 	    sqlite3_prepare_v3(h->db, insert_sql, -1, SQLITE_PREPARE_PERSISTENT, &h->insert, NULL) != SQLITE_OK)
 		return db_fail(h, err, errlen, "prepare the insert");
 	return 0;
@@ -765,4 +864,252 @@ int hist_vacuum(struct hist *h, char *err, size_t errlen)
 	if (exec(h, "VACUUM", err, errlen) < 0)
 		return -1;
 	return exec(h, "PRAGMA wal_checkpoint(TRUNCATE)", err, errlen);
+}
+
+/* ---- merging --------------------------------------------------------- */
+
+/* The file's uuid into out, or -1 with err naming path. */
+static int read_uuid(sqlite3 *db, const char *path, char out[UUID_HEX + 1], char *err, size_t errlen)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'uuid'", -1, &st, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "history %s: is not an sbx history (no meta table: %s)", path, sqlite3_errmsg(db));
+		return -1;
+	}
+	int rc = sqlite3_step(st);
+	const char *v = rc == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_TEXT ? (const char *)sqlite3_column_text(st, 0) : NULL;
+	bool ok = uuid_valid(v);
+	if (ok)
+		memcpy(out, v, UUID_HEX + 1);
+	else if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		snprintf(err, errlen, "history %s: read its uuid: %s", path, sqlite3_errmsg(db));
+	else
+		snprintf(err, errlen, "history %s: is not an sbx history (no uuid of %d hex digits in its meta table)", path, UUID_HEX);
+	sqlite3_finalize(st);
+	return ok ? 0 : -1;
+}
+
+/* The columns a merge copies, besides the key (origin_db, origin_id) that
+ * comes first; the source's id is not one of them, the target numbers its
+ * rows itself. */
+#define MERGE_COLUMNS                                                                                         \
+	"timestamp, language, code_snippet, status, exit_code, duration_ms, stdout_size, stderr_size, run_id, " \
+	"signal, cpu_ms, memory_peak_bytes, backend, compile_status, compile_ms, code_sha256, error, "            \
+	"session_id, principal, code, record, execution_count, verdict, tests_passed, tests_total, host, shard, " \
+	"attempt"
+
+/* The source is read, not trusted: each value is taken only if it has the
+ * type this sbx writes (else NULL, or the default sbx-log stores for a
+ * NOT NULL column), so a hand-made or damaged file can neither break the
+ * target's constraints nor put a text where readers expect a number.
+ * A timestamp must be one sbx-log could have written (started_at, years
+ * 0000 to 9999), or readers could not format it.  ?1 is the source's
+ * uuid, ?2 now.  A row's key is its origin when that is well formed, else
+ * its own id in the source: a row with a malformed origin is the source's
+ * own, and stays one key however often it is merged. */
+#define TS_MIN "-62167219200"
+#define TS_MAX "253402300800"
+#define TXT(c) "CASE WHEN typeof(" c ") = 'text' THEN " c " END"
+#define NUMV(c) "CASE WHEN typeof(" c ") IN ('integer', 'real') THEN " c " END"
+#define INTV(c) "CASE WHEN typeof(" c ") = 'integer' THEN " c " END"
+#define NATV(c) "CASE WHEN typeof(" c ") = 'integer' AND " c " >= 0 THEN " c " END"
+#define ORIGIN_OK                                                                                              \
+	"(typeof(origin_db) = 'text' AND length(origin_db) = " STR(UUID_HEX) " AND origin_db NOT GLOB '*[^0-9a-f]*'" \
+	" AND typeof(origin_id) = 'integer')"
+static const char merge_select[] =
+	"SELECT CASE WHEN " ORIGIN_OK " THEN origin_db ELSE ?1 END,"
+	" CASE WHEN " ORIGIN_OK " THEN origin_id WHEN typeof(id) = 'integer' THEN id END,"
+	" COALESCE(CASE WHEN typeof(timestamp) IN ('integer', 'real') AND timestamp BETWEEN " TS_MIN " AND " TS_MAX
+	" THEN timestamp END, ?2), COALESCE(" TXT("language") ", ''), COALESCE(" TXT("code_snippet") ", ''),"
+	" COALESCE(" TXT("status") ", 'unknown'), " INTV("exit_code") ", COALESCE(" NUMV("duration_ms") ", 0),"
+	" COALESCE(" NATV("stdout_size") ", 0), COALESCE(" NATV("stderr_size") ", 0), " TXT("run_id") ", "
+	TXT("signal") ", " NUMV("cpu_ms") ", " INTV("memory_peak_bytes") ", " TXT("backend") ", " TXT("compile_status") ", "
+	NUMV("compile_ms") ", " TXT("code_sha256") ", " TXT("error") ", " TXT("session_id") ", " TXT("principal") ", "
+	TXT("code") ", CASE WHEN typeof(record) = 'text' AND json_valid(record) THEN record END, "
+	INTV("execution_count") ", " TXT("verdict") ", " INTV("tests_passed") ", " INTV("tests_total") ", "
+	TXT("host") ", " NATV("shard") ", " NATV("attempt") " FROM runs ORDER BY id";
+/* Positions in merge_select (keep them in step) of the values that tell
+ * one run from another; not the timestamp, which an invalid one makes the
+ * time of merging, different each time. */
+enum { MS_KEY_DB = 0, MS_KEY_ID = 1, MS_SNIPPET = 4, MS_STATUS = 5, MS_DURATION = 7, MS_RUN_ID = 10, MS_RECORD = 22 };
+/* A key already in the target but for another run: two files with one
+ * uuid (a history copied, a machine image with one baked in).  Ignoring
+ * such rows would lose runs without a word. */
+static const char merge_clash[] =
+	"SELECT 1 FROM runs WHERE origin_db = ?1 AND origin_id = ?2 AND NOT (code_snippet IS ?3 AND status IS ?4"
+	" AND duration_ms IS ?5 AND run_id IS ?6 AND record IS ?7)";
+static const int merge_clash_cols[] = { MS_KEY_DB, MS_KEY_ID, MS_SNIPPET, MS_STATUS, MS_DURATION, MS_RUN_ID, MS_RECORD };
+#undef TS_MIN
+#undef TS_MAX
+#undef TXT
+#undef NUMV
+#undef INTV
+#undef NATV
+#undef ORIGIN_OK
+
+/* Open the source read-only and check it is a version 5 history other
+ * than the target: its uuid into src_uuid. */
+static sqlite3 *merge_source(struct hist *h, const char *src, const char *uuid, char src_uuid[UUID_HEX + 1],
+			     char *err, size_t errlen)
+{
+	struct stat ss, ts;
+	if (!*src) {
+		snprintf(err, errlen, "history \"\": the path is empty");
+		return NULL;
+	}
+	if (stat(src, &ss) < 0) {
+		snprintf(err, errlen, "history %s: %s", src, strerror(errno));
+		return NULL;
+	}
+	if (!S_ISREG(ss.st_mode)) {
+		snprintf(err, errlen, "history %s: is not a regular file", src);
+		return NULL;
+	}
+	if (stat(h->path, &ts) == 0 && ts.st_dev == ss.st_dev && ts.st_ino == ss.st_ino) {
+		snprintf(err, errlen, "history %s: is the target history itself", src);
+		return NULL;
+	}
+	sqlite3 *db = NULL;
+	/* Read-only, and never migrated: a source is evidence from another
+	 * machine, and may sit on read-only media. */
+	if (sqlite3_open_v2(src, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "history %s: open: %s", src, db ? sqlite3_errmsg(db) : "out of memory");
+		goto fail;
+	}
+	sqlite3_extended_result_codes(db, 1);
+	sqlite3_busy_timeout(db, HIST_BUSY_MS);
+	sqlite3_stmt *st = NULL;
+	int64_t v = -1;
+	bool runs = false;
+	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (v >= 0) {
+		int rc = sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'", -1, &st, NULL);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_step(st);
+		runs = rc == SQLITE_ROW;
+		if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+			v = -1;
+		sqlite3_finalize(st);
+	}
+	if (v < 0) {
+		snprintf(err, errlen, "history %s: %s", src, sqlite3_errmsg(db));
+		goto fail;
+	}
+	if (!runs) {
+		snprintf(err, errlen, "history %s: is not an sbx history (no runs table)", src);
+		goto fail;
+	}
+	if (v > HIST_SCHEMA_VERSION) {
+		snprintf(err, errlen, "history %s: schema version %lld is newer than this sbx knows (%d); upgrade sbx", src,
+			 (long long)v, HIST_SCHEMA_VERSION);
+		goto fail;
+	}
+	if (v < 5) {
+		snprintf(err, errlen,
+			 "history %s: schema version %lld has no uuid to merge by; upgrade it in place first"
+			 " (sbx-log -d %s < /dev/null), then merge it",
+			 src, (long long)v, src);
+		goto fail;
+	}
+	if (read_uuid(db, src, src_uuid, err, errlen) < 0)
+		goto fail;
+	if (!strcmp(src_uuid, uuid)) {
+		/* A copy of the target: its own rows are already here.  Shards
+		 * made by copying one history file share its uuid too, and
+		 * would collapse onto each other's keys: refuse, loudly. */
+		snprintf(err, errlen, "history %s: has the target's own uuid %s (a copy of the target?)", src, uuid);
+		goto fail;
+	}
+	return db;
+fail:
+	sqlite3_close(db);
+	return NULL;
+}
+
+int hist_merge(struct hist *h, const char *src, int64_t *rows, int64_t *added, char *err, size_t errlen)
+{
+	*rows = *added = 0;
+	char uuid[UUID_HEX + 1], src_uuid[UUID_HEX + 1];
+	if (read_uuid(h->db, h->path, uuid, err, errlen) < 0)
+		return -1;
+	sqlite3 *db = merge_source(h, src, uuid, src_uuid, err, errlen);
+	if (!db)
+		return -1;
+	sqlite3_stmt *sel = NULL, *ins = NULL, *clash = NULL;
+	char *sql = NULL;
+	int ret = -1;
+	if (sqlite3_prepare_v2(db, merge_select, -1, &sel, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "history %s: is not an sbx history (%s)", src, sqlite3_errmsg(db));
+		goto out;
+	}
+	int ncol = sqlite3_column_count(sel);
+	char *marks = util_xalloc((size_t)ncol * 2 + 1), *m = marks;
+	for (int i = 0; i < ncol; i++)
+		m += sprintf(m, i ? ",?" : "?");
+	sql = util_fmt("INSERT OR IGNORE INTO runs (origin_db, origin_id, " MERGE_COLUMNS ") VALUES (%s)", marks);
+	free(marks);
+	if (sqlite3_prepare_v2(h->db, sql, -1, &ins, NULL) != SQLITE_OK || sqlite3_bind_parameter_count(ins) != ncol ||
+	    sqlite3_prepare_v2(h->db, merge_clash, -1, &clash, NULL) != SQLITE_OK) {
+		db_fail(h, err, errlen, "prepare the merge");
+		goto out;
+	}
+	sqlite3_bind_text(sel, 1, src_uuid, UUID_HEX, SQLITE_STATIC);
+	sqlite3_bind_double(sel, 2, util_epoch_ms() / 1000.0);
+	if (hist_begin(h, err, errlen) < 0)
+		goto out;
+	int rc;
+	while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
+		++*rows;
+		/* No key (a source id that is no integer), or a row that began
+		 * here and comes back through another history: nothing to add. */
+		const char *key = (const char *)sqlite3_column_text(sel, 0);
+		if (sqlite3_column_type(sel, 1) != SQLITE_INTEGER || !key || !strcmp(key, uuid))
+			continue;
+		for (int i = 0; i < ncol; i++)
+			sqlite3_bind_value(ins, i + 1, sqlite3_column_value(sel, i));
+		int irc = sqlite3_step(ins);
+		sqlite3_reset(ins);
+		if (irc != SQLITE_DONE) {
+			db_fail(h, err, errlen, "merge");
+			hist_abort(h);
+			goto out;
+		}
+		if (sqlite3_changes64(h->db)) {
+			++*added;
+			continue;
+		}
+		for (size_t i = 0; i < sizeof merge_clash_cols / sizeof *merge_clash_cols; i++)
+			sqlite3_bind_value(clash, (int)i + 1, sqlite3_column_value(sel, merge_clash_cols[i]));
+		int crc = sqlite3_step(clash);
+		sqlite3_reset(clash);
+		if (crc != SQLITE_DONE) {
+			if (crc == SQLITE_ROW)
+				snprintf(err, errlen,
+					 "history %s: its run keyed %s/%lld is not the run merged before under that key"
+					 " (two history files with one uuid: was one copied from the other?)",
+					 src, key, (long long)sqlite3_column_int64(sel, MS_KEY_ID));
+			else
+				db_fail(h, err, errlen, "merge");
+			hist_abort(h);
+			goto out;
+		}
+	}
+	if (rc != SQLITE_DONE) {
+		snprintf(err, errlen, "history %s: read: %s", src, sqlite3_errmsg(db));
+		hist_abort(h);
+		goto out;
+	}
+	ret = hist_commit(h, err, errlen);
+out:
+	if (ret < 0)
+		*rows = *added = 0;
+	free(sql);
+	sqlite3_finalize(clash);
+	sqlite3_finalize(ins);
+	sqlite3_finalize(sel);
+	sqlite3_close(db);
+	return ret;
 }

@@ -7,7 +7,9 @@
  * instead of failing with "database is locked".  Schema changes are
  * migrations keyed on PRAGMA user_version: a database made by an older sbx,
  * or by the seed project (its `runs` table, version 0), is brought up to
- * date on first open for writing.
+ * date on first open for writing.  From version 5 each file has an identity,
+ * meta's `uuid` (32 random hex digits, made when the file is created or
+ * migrated), by which merges key the rows they copy.
  *
  * A struct hist owns its connection and prepared statements; nothing here
  * forks, and no caller may fork a sandbox while a struct hist is open.
@@ -22,7 +24,7 @@
 
 #include <jv.h>
 
-#define HIST_SCHEMA_VERSION 4
+#define HIST_SCHEMA_VERSION 5
 #define HIST_SNIPPET_CHARS 500
 
 enum hist_code { HIST_CODE_PREVIEW, HIST_CODE_FULL };
@@ -74,6 +76,19 @@ int64_t hist_query(struct hist *h, const struct hist_filter *f, bool with_record
  * as well.  Rows to fn as above. */
 int64_t hist_stats(struct hist *h, const struct hist_filter *f, int64_t bucket_s, hist_row_fn fn, void *arg,
 		   char *err, size_t errlen);
+
+/* Merge the runs of the history file at src into h (opened for writing),
+ * in one transaction.  A row's key is its origin (origin_db, origin_id) if
+ * it was merged into src, else (src's uuid, its id there); it is added
+ * under that key unless the key is already in h or began in h, so merging
+ * again, or back, adds nothing.  src is opened read-only and never
+ * migrated: one older than version 5, one that is not an sbx history,
+ * h's own file, one with h's uuid, and one holding a different run under
+ * a key h has (two files with one uuid) are refused.  Values of unexpected
+ * types are stored as NULL (or the NOT NULL columns' defaults).  *rows:
+ * the rows in src; *added: those new to h.  -1 with err naming the file;
+ * nothing of src is then in h. */
+int hist_merge(struct hist *h, const char *src, int64_t *rows, int64_t *added, char *err, size_t errlen);
 
 /* Delete rows older than `before` (Unix seconds); returns rows removed. */
 int64_t hist_prune(struct hist *h, double before, char *err, size_t errlen);

@@ -1,0 +1,305 @@
+#!/usr/bin/env bats
+# A batch past one machine (issue 29), on this one: sbx-shard's split,
+# sbx-batch's retry-safe run of a shard (killed, resumed, rerun), sbx-merge's
+# exact merge and the faults it names, and the Kubernetes manifest.  The
+# engines themselves (Slurm, parallel over ssh) are t/82 and t/84.
+load helpers
+
+# reqs N: N bash requests r1..rN, each printing its number squared.
+reqs() {
+	local i
+	for ((i = 1; i <= $1; i++)); do
+		printf '{"id":"r%d","language":"bash","code":"%secho $((%d * %d))"}\n' "$i" "${2:-}" "$i" "$i"
+	done
+}
+
+# No process or cgroup of a run is left, once the init of the machine has
+# reaped the sandboxes of a killed sbx-run (zombies for a moment).
+settled() {
+	for _ in $(seq 50); do assert_no_leftovers 2> /dev/null && return 0; sleep 0.1; done
+	assert_no_leftovers
+}
+
+# Every request of FILE answered exactly once in RESULTS, correctly.
+assert_exact() {
+	local want got
+	want=$(jq -r .id "$1" | sort)
+	got=$(jq -r .id "$2" | sort)
+	[ "$want" = "$got" ] || { echo "ids differ" >&2; diff <(echo "$want") <(echo "$got") | head >&2; return 1; }
+	jq -e -s 'all(.[]; .status == "success" and (.stdout | rtrimstr("\n")) == ((.id[1:] | tonumber) as $n | $n * $n | tostring))' "$2" > /dev/null ||
+		{ echo "a wrong result in $2" >&2; return 1; }
+}
+
+@test "sbx-shard: by a hash of the id, every request once, byte for byte the same on a second run" {
+	reqs 1000 > req.jsonl
+	printf '%s\n' '{"language":"bash","code":"echo same"}' '{"language":"bash","code":"echo same"}' >> req.jsonl
+	run --separate-stderr "$BIN/sbx-shard" -k 4 -o a req.jsonl
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 4 ]
+	jqe 0 '.shard == 0 and .of == 4 and .path == "a/shard-0-of-4.jsonl"'
+	[ "$(printf '%s\n' "${lines[@]}" | jq -s 'map(.requests) | add')" -eq 1002 ]
+	# no straggler shard: each holds a quarter, give or take
+	for f in a/shard-*-of-4.jsonl; do n=$(wc -l < "$f"); [ "$n" -gt 200 ] && [ "$n" -lt 300 ]; done
+	# lines with an id are copied as they were
+	[ "$(cat a/*.jsonl | grep -c '^{"id":"r')" -eq 1000 ]
+	grep -qxF "$(sed -n 7p req.jsonl)" a/shard-*-of-4.jsonl
+	# the two without one get ids of their own, the same every time
+	cat a/*.jsonl | jq -r 'select(.code == "echo same") | .id' | sort > ids
+	[ "$(sed -n 1p ids)" != "$(sed -n 2p ids)" ]
+	grep -Eq '^sbx-[0-9a-f]{16}$' ids
+	grep -Eq '^sbx-[0-9a-f]{16}-2$' ids
+	"$BIN/sbx-shard" -k 4 -o b < req.jsonl > /dev/null
+	diff -r a b
+	# the hidden temporaries are gone
+	[ -z "$(find a -name '.*' -type f)" ]
+}
+
+@test "sbx-shard: a line that is not a request, or an id used twice, is named and nothing is written" {
+	printf '%s\n' '{"id":"a","language":"bash","code":"true"}' '[1]' '{"id":"a","language":"bash","code":"x"}' \
+		'{"id":{"x":1}}' 'not json' '{"id":"b","language":"bash","code":"true"}' > req.jsonl
+	run --separate-stderr "$BIN/sbx-shard" -k 3 -o out req.jsonl
+	[ "$status" -eq 1 ]
+	[ -z "$output" ]
+	[[ $stderr == *"line 2: expected a JSON object, got array"* ]]
+	[[ $stderr == *'line 3: id "a" is already the id of line 1'* ]]
+	[[ $stderr == *'line 4: "id" is neither a string nor a number'* ]]
+	[[ $stderr == *"line 5: not valid JSON"* ]]
+	[ -z "$(ls -A out)" ]
+}
+
+@test "sbx-shard: usage errors and --help" {
+	run --separate-stderr "$BIN/sbx-shard" -k 0 -o x
+	[ "$status" -eq 2 ]
+	[[ $stderr == *"-k: \"0\" is not a number of shards"* ]]
+	run --separate-stderr "$BIN/sbx-shard" -k 2
+	[ "$status" -eq 2 ]
+	[[ $stderr == *"-o is required"* ]]
+	run --separate-stderr "$BIN/sbx-shard" -k 10001 -o x
+	[ "$status" -eq 2 ]
+	run --separate-stderr "$BIN/sbx-shard" --help
+	[ "$status" -eq 0 ]
+	[[ $output == *"usage: sbx-shard"* ]]
+}
+
+@test "sbx-batch: a shard's results appear whole; run again, it is complete and runs nothing" {
+	reqs 20 > req.jsonl
+	printf '%s\n' '{"id":"bad","language":"cobol","code":"x"}' >> req.jsonl
+	"$BIN/sbx-shard" -k 2 -o s req.jsonl > /dev/null
+	run --separate-stderr "$BIN/sbx-batch" --history h.db s/shard-1-of-2.jsonl out.jsonl
+	[ "$status" -eq 0 ]
+	[ ! -e out.jsonl.partial ] && [ ! -e out.jsonl.attempts ] && [ ! -e out.jsonl.pending ]
+	[ "$(wc -l < out.jsonl)" -eq "$(wc -l < s/shard-1-of-2.jsonl)" ]
+	# in the shard's order, each saying where it ran
+	[ "$(jq -r .id out.jsonl)" = "$(jq -r .id s/shard-1-of-2.jsonl)" ]
+	jq -e -s --arg h "$(hostname)" 'all(.[]; .shard == {"index":1,"of":2,"attempt":1,"host":$h})' out.jsonl
+	rows=$("$BIN/sbx-history" -d h.db --limit 1000 | wc -l)
+	[ "$rows" -eq "$(wc -l < out.jsonl)" ]
+	sum=$(sha256sum < out.jsonl)
+	run --separate-stderr "$BIN/sbx-batch" --history h.db s/shard-1-of-2.jsonl out.jsonl
+	[ "$status" -eq 0 ]
+	[[ $stderr == *"complete already"* ]]
+	[ "$(sha256sum < out.jsonl)" = "$sum" ]
+	[ "$("$BIN/sbx-history" -d h.db --limit 1000 | wc -l)" -eq "$rows" ]
+	# bad input is a result, not a failure: shard 0 or 1 holds "bad"
+	"$BIN/sbx-batch" s/shard-0-of-2.jsonl out0.jsonl
+	cat out0.jsonl out.jsonl | jq -e -s 'map(select(.id == "bad"))[0].status == "invalid"'
+}
+
+@test "sbx-batch: killed mid-run it keeps what finished; the next attempt runs only the rest" {
+	reqs 40 'sleep 0.1; ' > req.jsonl
+	"$BIN/sbx-batch" -j 2 --shard 0/1 req.jsonl out.jsonl 2> err &
+	pid=$!
+	for _ in $(seq 100); do [ "$(wc -l < out.jsonl.partial 2>/dev/null || echo 0)" -ge 8 ] && break; sleep 0.1; done
+	kill -TERM $pid
+	st=0
+	wait $pid || st=$?
+	[ "$st" -eq 1 ]
+	grep -q 'attempt 1 interrupted' err
+	[ ! -e out.jsonl ]
+	kept=$(jq -s 'map(select(.status == "success")) | length' out.jsonl.partial)
+	[ "$kept" -ge 8 ] && [ "$kept" -lt 40 ]
+	settled
+	# a crash can tear the last line: the next attempt drops it
+	printf '{"id":"r40","status":"succ' >> out.jsonl.partial
+	run --separate-stderr "$BIN/sbx-batch" -j 2 --shard 0/1 req.jsonl out.jsonl
+	[ "$status" -eq 0 ]
+	assert_exact req.jsonl out.jsonl
+	[ "$(jq -s 'map(select(.shard.attempt == 1)) | length' out.jsonl)" -eq "$kept" ]
+	[ "$(jq -s 'map(select(.shard.attempt == 2)) | length' out.jsonl)" -eq $((40 - kept)) ]
+	[[ $stderr == *"$kept from earlier attempts, $((40 - kept)) run in attempt 2"* ]]
+}
+
+@test "sbx-batch: a stage that dies fails the attempt (exit 1) and the retry completes it" {
+	reqs 30 'sleep 0.1; ' > req.jsonl
+	"$BIN/sbx-batch" req.jsonl out.jsonl 2> err &
+	pid=$!
+	for _ in $(seq 100); do [ "$(wc -l < out.jsonl.partial 2>/dev/null || echo 0)" -ge 5 ] && break; sleep 0.1; done
+	pkill -KILL -P $pid -x sbx-run
+	st=0
+	wait $pid || st=$?
+	[ "$st" -eq 1 ]
+	grep -q 'sbx-run was killed by signal 9' err
+	[ ! -e out.jsonl ]
+	run --separate-stderr "$BIN/sbx-batch" req.jsonl out.jsonl
+	[ "$status" -eq 0 ]
+	assert_exact req.jsonl out.jsonl
+	settled
+}
+
+@test "sbx-batch: a second attempt while one runs fails at once and touches nothing" {
+	reqs 20 'sleep 0.1; ' > req.jsonl
+	"$BIN/sbx-batch" req.jsonl out.jsonl 2> /dev/null &
+	pid=$!
+	for _ in $(seq 100); do [ "$(wc -l < out.jsonl.partial 2>/dev/null || echo 0)" -ge 2 ] && break; sleep 0.1; done
+	run --separate-stderr "$BIN/sbx-batch" req.jsonl out.jsonl
+	[ "$status" -eq 1 ]
+	[[ $stderr == *"another attempt at this shard is running"* ]]
+	wait $pid
+	assert_exact req.jsonl out.jsonl
+	[ "$(jq -s 'map(select(.shard.attempt == 1)) | length' out.jsonl)" -eq 20 ]
+	[ ! -e out.jsonl.lock ]
+}
+
+@test "sbx-batch: a shard it cannot run as it is exits 3, and an OUT of other requests is kept" {
+	printf '%s\n' '{"id":"a","language":"bash","code":"true"}' '{"id":"a","language":"bash","code":"false"}' > dup.jsonl
+	run --separate-stderr "$BIN/sbx-batch" dup.jsonl out.jsonl
+	[ "$status" -eq 3 ]
+	[[ $stderr == *"dup.jsonl:2: its id is the id of an earlier line"* ]]
+	[ ! -e out.jsonl ]
+	printf '%s\n' '{"id":"a","language":"bash","code":"true"}' 'nope' > bad.jsonl
+	run --separate-stderr "$BIN/sbx-batch" bad.jsonl out.jsonl
+	[ "$status" -eq 3 ]
+	reqs 3 > req.jsonl
+	echo '{"id":"zz","status":"success"}' > other.jsonl
+	run --separate-stderr "$BIN/sbx-batch" req.jsonl other.jsonl
+	[ "$status" -eq 3 ]
+	[[ $stderr == *"other.jsonl exists and is not the results of req.jsonl"* ]]
+	[ "$(cat other.jsonl)" = '{"id":"zz","status":"success"}' ]
+	run --separate-stderr "$BIN/sbx-batch" --shard 3/3 req.jsonl o.jsonl
+	[ "$status" -eq 2 ]
+	run --separate-stderr "$BIN/sbx-batch" req.jsonl
+	[ "$status" -eq 2 ]
+}
+
+@test "sbx-batch - -: results on stdout only once all are in" {
+	reqs 12 > req.jsonl
+	run --separate-stderr "$BIN/sbx-batch" - - < req.jsonl
+	[ "$status" -eq 0 ]
+	printf '%s\n' "${lines[@]}" > out.jsonl
+	assert_exact req.jsonl out.jsonl
+	# killed: nothing at all on stdout, and nothing left in TMPDIR
+	export TMPDIR=$BATS_TEST_TMPDIR/tmp
+	mkdir "$TMPDIR"
+	reqs 60 'sleep 0.2; ' > slow.jsonl
+	"$BIN/sbx-batch" - - < slow.jsonl > piped 2> /dev/null &
+	pid=$!
+	for _ in $(seq 100); do [ "$(cat "$TMPDIR"/sbx-batch.*/out.jsonl.partial 2>/dev/null | wc -l)" -ge 3 ] && break; sleep 0.1; done
+	kill -TERM $pid
+	st=0
+	wait $pid || st=$?
+	[ "$st" -eq 1 ]
+	[ ! -s piped ]
+	[ -z "$(ls -A "$TMPDIR")" ]
+}
+
+@test "sbx-merge: one result per request in order; the newest attempt wins; missing shards listed" {
+	reqs 30 > req.jsonl
+	"$BIN/sbx-shard" -k 3 -o s req.jsonl > /dev/null
+	for i in 0 1; do "$BIN/sbx-batch" "s/shard-$i-of-3.jsonl" "r$i.jsonl" 2> /dev/null; done
+	# a retry's copy of r0.jsonl's results, newer, with other output
+	jq -c '.shard.attempt = 2 | .stdout = "newer\n"' r0.jsonl > retry.jsonl
+	run --separate-stderr "$BIN/sbx-merge" -k 3 req.jsonl r0.jsonl retry.jsonl r1.jsonl
+	[ "$status" -eq 1 ]
+	n2=$(wc -l < s/shard-2-of-3.jsonl)
+	[ "${#lines[@]}" -eq $((30 - n2)) ]
+	printf '%s\n' "${lines[@]}" > merged.jsonl
+	# request order, the newer attempt's results, byte for byte
+	[ "$(jq -r .id merged.jsonl)" = "$(grep -hF -f <(jq -r '"\"id\":\"" + .id + "\""' merged.jsonl) req.jsonl | jq -r .id)" ]
+	[ "$(grep -c newer merged.jsonl)" -eq "$(wc -l < r0.jsonl)" ]
+	grep -qxF "$(head -1 retry.jsonl)" merged.jsonl
+	[[ $stderr == *"30 requests: $((30 - n2)) merged, $n2 missing; $(wc -l < r0.jsonl) duplicates dropped"* ]]
+	[[ $stderr == *"sbx-merge: rerun: 2"$'\n'* || $stderr == *"sbx-merge: rerun: 2" ]]
+	[[ $stderr == *"(line "*", shard 2): no result"* ]]
+	"$BIN/sbx-batch" s/shard-2-of-3.jsonl r2.jsonl 2> /dev/null
+	run --separate-stderr "$BIN/sbx-merge" -k 3 req.jsonl r*.jsonl retry.jsonl
+	[ "$status" -eq 0 ]
+	printf '%s\n' "${lines[@]}" > merged.jsonl
+	[ "$(jq -r .id merged.jsonl)" = "$(jq -r .id req.jsonl)" ]
+	[[ $stderr != *rerun* ]]
+}
+
+@test "sbx-merge: a torn file, another batch's results, a repeated request id and a request file are each named" {
+	reqs 6 > req.jsonl
+	"$BIN/sbx-batch" req.jsonl res.jsonl 2> /dev/null
+	# a crash mid-line
+	head -c -40 res.jsonl > torn.jsonl
+	# another batch: ids we do not have, and ids we have with other code
+	printf '%s\n' '{"id":"x1","status":"success","code":"echo 1"}' > other.jsonl
+	jq -c 'select(.id == "r2") | .code = "echo 2"' res.jsonl >> other.jsonl
+	run --separate-stderr "$BIN/sbx-merge" req.jsonl torn.jsonl other.jsonl req.jsonl
+	[ "$status" -eq 1 ]
+	[[ $stderr == *"torn.jsonl:6: torn line"* ]]
+	[[ $stderr == *'other.jsonl:1: id "x1" is no request'* ]]
+	[[ $stderr == *'other.jsonl:2: id "r2" has code or stdin other than its request'* ]]
+	[[ $stderr == *'req.jsonl:1: not a result (no "status")'* ]]
+	[[ $stderr == *"6 requests: 5 merged, 1 missing"*"1 unknown, 1 foreign, 7 malformed"* ]]
+	[[ $stderr == *'request "r6" (line 6): no result'* ]]
+	# the foreign r2 did not win
+	printf '%s\n' "${lines[@]}" | jq -e -s 'map(select(.id == "r2"))[0].code | test("echo \\$")'
+	# a request id twice: named, and the merge is not exact
+	{ cat req.jsonl; sed -n 2p req.jsonl; } > twice.jsonl
+	run --separate-stderr "$BIN/sbx-merge" twice.jsonl res.jsonl
+	[ "$status" -eq 1 ]
+	[[ $stderr == *'twice.jsonl:7: request id "r2" is already the id of line 2'* ]]
+	[ "${#lines[@]}" -eq 6 ]
+	run --separate-stderr "$BIN/sbx-merge" req.jsonl
+	[ "$status" -eq 1 ]
+	[[ $stderr == *"6 missing"* ]]
+	run --separate-stderr "$BIN/sbx-merge" req.jsonl - < /dev/null
+	[ "$status" -eq 2 ]
+	[[ $stderr == *"results must be regular files"* ]]
+	run --separate-stderr "$BIN/sbx-merge"
+	[ "$status" -eq 2 ]
+}
+
+@test "sbx-batch --history: rows say shard and attempt; sbx-history --merge twice adds nothing" {
+	reqs 20 'sleep 0.05; ' > req.jsonl
+	"$BIN/sbx-shard" -k 2 -o s req.jsonl > /dev/null
+	for i in 0 1; do "$BIN/sbx-batch" --history "h$i.db" "s/shard-$i-of-2.jsonl" "r$i.jsonl" 2> /dev/null; done
+	run --separate-stderr "$BIN/sbx-history" -d all.db --merge h0.db h1.db
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s\n' "${lines[@]}" | jq -s 'map(.added) | add')" -eq 20 ]
+	run --separate-stderr "$BIN/sbx-history" -d all.db --merge h0.db h1.db
+	[ "$status" -eq 0 ]
+	[ "$(printf '%s\n' "${lines[@]}" | jq -s 'map(.added) | add')" -eq 0 ]
+	run --separate-stderr "$BIN/sbx-history" -d all.db --limit 100
+	[ "${#lines[@]}" -eq 20 ]
+	printf '%s\n' "${lines[@]}" | jq -e -s --arg h "$(hostname)" \
+		'all(.[]; .host == $h and .attempt == 1 and (.shard == 0 or .shard == 1))'
+	run --separate-stderr "$BIN/sbx-history" -d all.db --stats
+	[ "$status" -eq 0 ]
+	printf '%s\n' "${lines[@]}" | jq -e -s 'map(select(.language == "bash" and .status == "success"))[0].count == 20'
+}
+
+@test "the Kubernetes Indexed Job: its structure, and its command runs a shard" {
+	m=$ROOT/share/launch/k8s/sbx-indexed-job.yaml
+	run --separate-stderr "$ROOT/t/k8s/check-manifest" "$m" --print-command
+	[ "$status" -eq 0 ]
+	cmd=$output
+	k=$(sed -n 's/^  completions: //p' "$m")
+	reqs 16 > req.jsonl
+	"$BIN/sbx-shard" -k "$k" -o batch/shards req.jsonl > /dev/null
+	for i in $(seq 0 $((k - 1))); do
+		JOB_COMPLETION_INDEX=$i PATH=$BIN:$PATH sh -c "${cmd//\/batch/$PWD/batch}" 2> /dev/null
+	done
+	run --separate-stderr "$BIN/sbx-merge" -k "$k" req.jsonl batch/results/shard-*-of-"$k".jsonl
+	[ "$status" -eq 0 ]
+	# and a broken manifest is refused
+	sed 's/completionMode: Indexed/completionMode: NonIndexed/' "$m" > bad.yaml
+	run --separate-stderr "$ROOT/t/k8s/check-manifest" bad.yaml
+	[ "$status" -eq 1 ]
+	[[ $stderr == *"spec.completionMode"* ]]
+	sed 's/values: \[2, 3\]/values: [2]/' "$m" > bad.yaml
+	run --separate-stderr "$ROOT/t/k8s/check-manifest" bad.yaml
+	[ "$status" -eq 1 ]
+}
