@@ -8,7 +8,9 @@
  *   every request of SHARD has its result there, they are copied in
  *   SHARD's order to a file beside OUT, flushed to disk and renamed to OUT.
  * - An attempt resumes the last one: the results in OUT.partial are kept
- *   (a torn last line, results of other ids and the `cancelled` results of
+ *   (a torn last line, results of other ids, `internal_error` results (a
+ *   node whose sandboxes cannot be set up says nothing of the code) and
+ *   the `cancelled` results of
  *   jobs the kill interrupted are dropped) and only the requests without
  *   one are run.  OUT.attempts counts the attempts; every request run
  *   carries "shard": {"index", "of", "attempt", "host"}, so its result
@@ -30,9 +32,11 @@
  * Exit status (enum below): 0 every request has its result (requests that
  * are bad input have their `invalid` record: that is a result, not a
  * failure); 1 the attempt failed (a stage died or was killed, results are
- * missing): run it again; 2 usage; 3 the shard cannot be run as it is (a
- * line that is not a request, a repeated id, an OUT that answers other
- * requests): running again will not help.
+ * missing): run it again; 2 usage (also an OUT whose directory is missing
+ * or not this user's to write); 3 the shard cannot be run as it is (a line
+ * that is not a request, a repeated id, an OUT that answers other requests
+ * or is not a regular file, a request the stages answered without an id
+ * as they ran to their end): running again will not help.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -117,11 +121,55 @@ static struct ledger led;
 static off_t *req_off;
 static size_t *req_len;
 
+/* Removed at exit unless renamed into place first: a failed attempt (a
+ * full disk) must not leave a half copy taking the room the next needs. */
+static char *doomed;
+/* OUT "-": the private directory and what may be in it. */
+static char *workdir, *work_files[8];
+
+static void remove_work(void)
+{
+	if (doomed)
+		unlink(doomed);
+	if (!workdir)
+		return;
+	for (size_t i = 0; i < sizeof work_files / sizeof work_files[0]; i++)
+		if (work_files[i])
+			unlink(work_files[i]);
+	rmdir(workdir);
+}
+
+/* Opening a file of ours failed: a directory that is missing or cannot be
+ * written is the caller's to fix (2, like a SHARD that is not there), not
+ * this attempt's failure that another could get past. */
+static _Noreturn void open_failed(const char *path)
+{
+	int e = errno;
+	if (e == ENOENT || e == ENOTDIR || e == EACCES || e == EPERM || e == EROFS)
+		util_usage_error(synopsis, "%s: %s (OUT's directory must exist, and it and OUT's files be this user's to read and write)",
+				 path, strerror(e));
+	util_die(BATCH_FAILED, "%s: %s", path, strerror(e));
+}
+
 static int open_or_die(const char *path, int flags)
 {
 	int fd = open(path, flags | O_CLOEXEC | O_NOCTTY, 0644);
 	if (fd < 0)
-		util_die(BATCH_FAILED, "%s: %s", path, strerror(errno));
+		open_failed(path);
+	return fd;
+}
+
+/* An existing OUT, OUT.partial or OUT.attempts, or -1 with errno: a FIFO
+ * must not hang the task (O_NONBLOCK: no wait for a writer) and anything but
+ * a regular file is not ours to read or replace. */
+static int open_existing(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		util_die(BATCH_BAD, "%s: not a regular file: remove it to run the shard", path);
 	return fd;
 }
 
@@ -171,8 +219,11 @@ static void load_shard(int fd, const char *path, size_t max_line)
 }
 
 struct tally {
-	unsigned long first, dup, dropped, cancelled;
+	unsigned long first, dup, dropped, cancelled, internal;
+	unsigned long noid; /* of dropped: results without a usable id */
 };
+/* The error of the first of those, to name why a request has no result. */
+static char *noid_error;
 
 /* Offer every result line of fd to the ledger as file 0. */
 static struct tally offer(int fd, const char *path)
@@ -204,11 +255,24 @@ static struct tally offer(int fd, const char *path)
 		else if (!strcmp(status, "cancelled"))
 			/* A job the last attempt's kill interrupted: not a result. */
 			t.cancelled++;
+		else if (!strcmp(status, "internal_error")) {
+			/* The sandbox could not be set up (a node whose backend is
+			 * down): a verdict on the machine, not on the code, so not
+			 * final; another attempt, on another node, runs it again. */
+			t.cancelled++;
+			t.internal++;
+		}
 		else
 			switch (ledger_offer(&led, res, 0, ln.off, ln.len, ln.lineno, &idx)) {
 			case LEDGER_FIRST: t.first++; break;
 			case LEDGER_NEWER:
 			case LEDGER_OLDER: t.dup++; break;
+			case LEDGER_NOID:
+				t.noid++;
+				if (!noid_error && rec_str(res, "error", NULL))
+					noid_error = util_strdup(rec_str(res, "error", NULL));
+				t.dropped++;
+				break;
 			default: t.dropped++;
 			}
 		jv_free(res);
@@ -242,6 +306,7 @@ static void write_winners(int fd, const char *dst)
 {
 	char *tmp = util_fmt("%s.tmp", dst);
 	int out = open_or_die(tmp, O_WRONLY | O_CREAT | O_TRUNC);
+	doomed = tmp;
 	for (size_t i = 0; i < led.n; i++)
 		if (led.req[i].file == 0) {
 			copy_range(fd, led.req[i].off, led.req[i].len, out, tmp);
@@ -250,6 +315,7 @@ static void write_winners(int fd, const char *dst)
 		}
 	if (fsync(out) < 0 || close(out) < 0 || rename(tmp, dst) < 0)
 		util_die(BATCH_FAILED, "%s: %s", dst, strerror(errno));
+	doomed = NULL;
 	free(tmp);
 }
 
@@ -269,7 +335,7 @@ static void sync_dir(const char *path)
 static long next_attempt(const char *path)
 {
 	long n = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open_existing(path);
 	if (fd >= 0) {
 		char buf[32];
 		ssize_t r = util_read_full(fd, buf, sizeof buf - 1);
@@ -282,10 +348,12 @@ static long next_attempt(const char *path)
 	}
 	char *tmp = util_fmt("%s.tmp", path);
 	int out = open_or_die(tmp, O_WRONLY | O_CREAT | O_TRUNC);
+	doomed = tmp;
 	char num[32];
 	int len = snprintf(num, sizeof num, "%ld\n", n + 1);
 	if (util_write_all(out, num, (size_t)len) < 0 || close(out) < 0 || rename(tmp, path) < 0)
 		util_die(BATCH_FAILED, "%s: %s", path, strerror(errno));
+	doomed = NULL;
 	free(tmp);
 	return n + 1;
 }
@@ -435,7 +503,8 @@ static bool exists(const char *path)
 /* SHARD as a file that can be read twice: itself, or stdin copied. */
 static int shard_file(const char *shard, const char *work)
 {
-	int fd = strcmp(shard, "-") ? open(shard, O_RDONLY | O_CLOEXEC | O_NOCTTY) : dup(STDIN_FILENO);
+	/* Close-on-exec like every fd of ours: the stages get only 0, 1, 2. */
+	int fd = strcmp(shard, "-") ? open(shard, O_RDONLY | O_CLOEXEC | O_NOCTTY) : fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0)
 		util_usage_error(synopsis, "cannot read %s: %s", shard, strerror(errno));
@@ -443,8 +512,13 @@ static int shard_file(const char *shard, const char *work)
 		util_usage_error(synopsis, "cannot read %s: a directory", shard);
 	if (S_ISREG(st.st_mode))
 		return fd;
-	char *copy = util_fmt("%s.input", work);
-	int out = open_or_die(copy, O_RDWR | O_CREAT | O_TRUNC);
+	/* A name of its own: a second attempt, before it finds the lock
+	 * taken, must not truncate this one's copy. */
+	char *copy = util_fmt("%s.input.XXXXXX", work);
+	int out = mkostemp(copy, O_CLOEXEC);
+	if (out < 0)
+		open_failed(copy);
+	doomed = copy;
 	char buf[65536];
 	ssize_t r;
 	while ((r = read(fd, buf, sizeof buf)) != 0) {
@@ -455,6 +529,7 @@ static int shard_file(const char *shard, const char *work)
 	}
 	close(fd);
 	unlink(copy);
+	doomed = NULL;
 	free(copy);
 	if (lseek(out, 0, SEEK_SET) < 0)
 		util_die(BATCH_FAILED, "copying %s: %s", shard, strerror(errno));
@@ -513,17 +588,26 @@ int main(int argc, char **argv)
 		snprintf(host, sizeof host, "unknown");
 
 	/* OUT "-": an attempt of its own in a private directory. */
-	char *workdir = NULL, *outp;
+	char *outp;
+	atexit(remove_work);
 	if (!strcmp(out, "-")) {
 		const char *tmpdir = getenv("TMPDIR");
-		workdir = util_fmt("%s/sbx-batch.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-		if (!mkdtemp(workdir))
-			util_die(BATCH_FAILED, "%s: %s", workdir, strerror(errno));
+		char *dir = util_fmt("%s/sbx-batch.XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+		if (!mkdtemp(dir))
+			util_die(BATCH_FAILED, "%s: %s", dir, strerror(errno));
+		workdir = dir;
 		outp = util_fmt("%s/out.jsonl", workdir);
 	} else
 		outp = util_strdup(out);
 	char *partial = util_fmt("%s.partial", outp), *attempts = util_fmt("%s.attempts", outp),
-	     *pending = util_fmt("%s.pending", outp);
+	     *pending = util_fmt("%s.pending", outp), *lockpath = util_fmt("%s.lock", outp);
+	/* Every name this attempt writes, for the check against SHARD below and
+	 * (OUT "-") for removing them whichever way it ends. */
+	char *const ours[] = { outp, partial, attempts, pending, lockpath, util_fmt("%s.tmp", outp),
+			       util_fmt("%s.tmp", partial), util_fmt("%s.tmp", attempts) };
+	_Static_assert(sizeof ours == sizeof work_files, "work_files holds every name of ours");
+	if (workdir)
+		memcpy(work_files, ours, sizeof ours);
 
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigemptyset(&sa.sa_mask);
@@ -532,12 +616,19 @@ int main(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 
 	int shard_fd = shard_file(shard, outp);
+	/* SHARD under one of these names would be truncated, replaced or
+	 * removed (`sbx-batch x.partial x` lost its shard). */
+	struct stat sst, ost;
+	if (fstat(shard_fd, &sst) == 0)
+		for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
+			if (stat(ours[i], &ost) == 0 && ost.st_dev == sst.st_dev && ost.st_ino == sst.st_ino)
+				util_usage_error(synopsis, "%s is %s, which sbx-batch writes: give OUT another name", shard,
+						 ours[i]);
 	ledger_init(&led, sh_known ? sh_of : 1);
 	load_shard(shard_fd, shard, max_line);
 
 	/* Held until exit.  Removed only once OUT is in place: an attempt that
 	 * then locks a new file finds OUT complete and runs nothing. */
-	char *lockpath = util_fmt("%s.lock", outp);
 	int lock = open_or_die(lockpath, O_RDWR | O_CREAT);
 	if (flock(lock, LOCK_EX | LOCK_NB) < 0)
 		util_die(BATCH_FAILED, "%s: another attempt at this shard is running (%s is locked)", shard,
@@ -545,29 +636,41 @@ int main(int argc, char **argv)
 	int status = BATCH_FAILED;
 	struct tally t;
 	if (exists(outp)) {
-		int fd = open_or_die(outp, O_RDONLY);
+		int fd = open_existing(outp);
+		if (fd < 0)
+			open_failed(outp);
 		t = offer(fd, outp);
 		close(fd);
 		if (t.first != led.n || t.dup || t.dropped || t.cancelled)
 			util_die(BATCH_BAD, "%s exists and is not the results of %s (%lu of %zu requests answered, %lu other lines): remove it to run the shard again",
 				 outp, shard, t.first, led.n, t.dup + t.dropped + t.cancelled);
 		util_warn("%s: %zu requests: complete already in %s", shard, led.n, outp);
+		/* What an attempt killed between its rename and its clean-up left. */
+		unlink(partial);
+		unlink(attempts);
+		unlink(pending);
 		unlink(lockpath);
 		status = BATCH_DONE;
 		goto done;
 	}
 	attempt = next_attempt(attempts);
-	int part = open(partial, O_RDONLY | O_CLOEXEC);
+	int part = open_existing(partial);
 	unsigned long kept = 0;
 	if (part >= 0) {
 		t = offer(part, partial);
 		kept = t.first;
-		write_winners(part, partial);
+		/* Rewritten only when there is something to drop (a torn last
+		 * line above all, which the next result would be glued to):
+		 * else the copy costs a second partial's room and time for
+		 * nothing. */
+		if (t.dup || t.dropped || t.cancelled)
+			write_winners(part, partial);
 		close(part);
-	} else {
-		int fd = open_or_die(partial, O_WRONLY | O_CREAT | O_TRUNC);
+	} else if (errno == ENOENT) {
+		int fd = open_or_die(partial, O_WRONLY | O_CREAT);
 		close(fd);
-	}
+	} else /* never truncate results that are there but could not be read */
+		open_failed(partial);
 	size_t todo = write_pending(shard_fd, pending);
 	bool ran = todo == 0 || run_pipeline(pending, partial);
 	part = open_or_die(partial, O_RDONLY);
@@ -582,9 +685,21 @@ int main(int argc, char **argv)
 		status = BATCH_DONE;
 		util_warn("%s: %zu requests: %lu from earlier attempts, %zu run in attempt %ld on %s; %s complete", shard,
 			  led.n, kept, todo, attempt, host, strcmp(out, "-") ? out : "stdout");
+	} else if (t.internal) {
+		util_warn("%s: attempt %ld on %s: %lu requests ended internal_error (the sandbox could not be set up here; "
+			  "see sbx-run --check): %lu of %zu have results, kept in %s; run the shard again, on a sound node",
+			  shard, attempt, host, t.internal, t.first, led.n, partial);
+	} else if (ran && !stopping) {
+		/* Every stage did its job and results are still missing: they came
+		 * back without an id to match (a line sbx-validate or sbx-run
+		 * refused whole), and another attempt would do the same. */
+		status = BATCH_BAD;
+		util_warn("%s: attempt %ld ran to its end, but %zu of %zu requests have no result it can match (%lu result lines without a usable id%s%s): running it again will not help",
+			  shard, attempt, led.n - t.first, led.n, t.noid, noid_error ? ", the first: " : "",
+			  noid_error ? noid_error : "");
 	} else {
 		util_warn("%s: attempt %ld %s: %lu of %zu requests have results (kept in %s for the next attempt)", shard,
-			  attempt, stopping ? "interrupted" : ran ? "ended early" : "failed", t.first, led.n, partial);
+			  attempt, stopping ? "interrupted" : "failed", t.first, led.n, partial);
 	}
 	close(part);
 done:
@@ -593,28 +708,24 @@ done:
 		struct stat st;
 		if (fstat(fd, &st) < 0)
 			util_die(BATCH_FAILED, "%s: %s", outp, strerror(errno));
+		/* A reader gone (a dropped ssh) is EPIPE and an exit that still
+		 * removes the private directory, not a SIGPIPE death that keeps
+		 * it; no stage runs any more to inherit the disposition. */
+		signal(SIGPIPE, SIG_IGN);
 		copy_range(fd, 0, (size_t)st.st_size, STDOUT_FILENO, "stdout");
 		close(fd);
 	}
-	if (workdir) {
-		unlink(lockpath);
-		unlink(outp);
-		unlink(partial);
-		unlink(attempts);
-		unlink(pending);
-		rmdir(workdir);
-		free(workdir);
-	}
+	remove_work();
+	free(workdir);
+	workdir = NULL;
 	close(lock);
-	free(lockpath);
 	close(shard_fd);
 	ledger_free(&led);
 	free(req_off);
 	free(req_len);
-	free(outp);
-	free(partial);
-	free(attempts);
-	free(pending);
+	for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
+		free(ours[i]);
+	free(noid_error);
 	int cs = util_close_stdout();
 	if (status == BATCH_DONE && cs != EXIT_OK)
 		status = BATCH_FAILED;

@@ -95,7 +95,10 @@ static const char *id_text(const char *key)
 
 static int open_input(const char *path, bool seekable)
 {
-	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY) : dup(STDIN_FILENO);
+	/* A result file that is a FIFO is refused below, not waited on for a
+	 * writer that may never come (O_NONBLOCK; nothing for a regular file). */
+	int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | (seekable ? O_NONBLOCK : 0);
+	int fd = strcmp(path, "-") ? open(path, flags) : fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0)
 		util_usage_error(synopsis, "cannot read %s: %s", path, strerror(errno));
@@ -149,7 +152,7 @@ static void read_requests(struct ledger *l, const char *path, size_t max_line)
 	close(fd);
 }
 
-static unsigned long duplicates;
+static unsigned long duplicates, not_final;
 
 static void read_results(struct ledger *l, int file, int fd, const char *path)
 {
@@ -189,6 +192,7 @@ static void read_results(struct ledger *l, int file, int fd, const char *path)
 		case LEDGER_FIRST: break;
 		case LEDGER_NEWER:
 		case LEDGER_OLDER: duplicates++; break;
+		case LEDGER_NOT_FINAL: not_final++; break;
 		case LEDGER_NOID: note(K_MALFORMED, "%s:%lu: a result without a usable id", path, ln.lineno); break;
 		case LEDGER_UNKNOWN: {
 			bool bad = false;
@@ -218,7 +222,7 @@ static int write_merged(const struct ledger *l, const int *fds, char *const *pat
 	int status = EXIT_OK;
 	for (size_t i = 0; i < l->n && status == EXIT_OK; i++) {
 		const struct ledger_req *q = &l->req[i];
-		if (q->file < 0)
+		if (q->file < 0 || !q->final)
 			continue;
 		if (q->len + 1 > cap) {
 			cap = q->len + 1;
@@ -291,14 +295,17 @@ int main(int argc, char **argv)
 
 	bool *rerun = k ? calloc(k, sizeof *rerun) : NULL;
 	for (size_t i = 0; i < l.n; i++)
-		if (l.req[i].file < 0) {
+		if (l.req[i].file < 0 || !l.req[i].final) {
+			/* Only cancelled or internal_error results: the run was cut
+			 * short or its node could not make a sandbox; run it again. */
+			const char *why = l.req[i].file < 0 ? "no result" : "only cancelled or internal_error results";
 			if (rerun)
 				rerun[l.req[i].shard] = true;
 			if (k)
-				note(K_MISSING, "request %s (line %lu, shard %u): no result", id_text(l.req[i].key),
-				     l.req[i].line, l.req[i].shard);
+				note(K_MISSING, "request %s (line %lu, shard %u): %s", id_text(l.req[i].key), l.req[i].line,
+				     l.req[i].shard, why);
 			else
-				note(K_MISSING, "request %s (line %lu): no result", id_text(l.req[i].key), l.req[i].line);
+				note(K_MISSING, "request %s (line %lu): %s", id_text(l.req[i].key), l.req[i].line, why);
 		}
 	int status = write_merged(&l, fds, paths);
 
@@ -309,9 +316,9 @@ int main(int argc, char **argv)
 		if (counts[i] > NAMED && !quiet)
 			util_warn("... %lu %s in all", counts[i], names[i]);
 	util_warn("%zu requests: %zu merged, %lu missing; %lu duplicates dropped (older attempts); "
-		  "%lu unknown, %lu foreign, %lu malformed result lines; %lu bad request lines, %lu repeated ids",
+		  "%lu unknown, %lu foreign, %lu malformed result lines, %lu not final; %lu bad request lines, %lu repeated ids",
 		  l.n, l.n - (size_t)counts[K_MISSING], counts[K_MISSING], duplicates, counts[K_UNKNOWN],
-		  counts[K_FOREIGN], counts[K_MALFORMED], counts[K_BAD_REQUEST], counts[K_REPEATED]);
+		  counts[K_FOREIGN], counts[K_MALFORMED], not_final, counts[K_BAD_REQUEST], counts[K_REPEATED]);
 	if (rerun && counts[K_MISSING]) {
 		size_t cap = (size_t)k * 6 + 1, len = 0;
 		char *list = util_xalloc(cap);

@@ -203,22 +203,29 @@ int main(int argc, char **argv)
 			jv_free(req);
 			continue;
 		}
-		if (problems) { /* nothing is written now: only the checking goes on */
+		char *text = NULL;
+		size_t n = 0;
+		if (!own) {
+			text = rec_dump(jv_object_set(req, jv_string("id"), id), &n);
+			/* The id makes the line longer: past the limit, sbx-batch and
+			 * sbx-validate would refuse the shard's line. */
+			if (n - 1 > max_line)
+				problem("line %lu: with its generated id the request is %zu bytes, over the record limit of %zu (give it a short \"id\")",
+					ln.lineno, n - 1, max_line);
+		} else {
 			jv_free(id);
 			jv_free(req);
+		}
+		if (problems) { /* nothing is written now: only the checking goes on */
+			free(text);
 			continue;
 		}
 		bool ok;
-		if (own) {
-			jv_free(id);
-			jv_free(req);
+		if (own)
 			ok = fwrite(ln.text, 1, ln.len, out[shard].f) == ln.len && putc('\n', out[shard].f) != EOF;
-		} else {
-			size_t n;
-			char *text = rec_dump(jv_object_set(req, jv_string("id"), id), &n);
+		else
 			ok = fwrite(text, 1, n, out[shard].f) == n;
-			free(text);
-		}
+		free(text);
 		if (!ok) {
 			util_warn("%s: %s", out[shard].tmp, strerror(errno));
 			status = EXIT_IO;
@@ -255,15 +262,22 @@ int main(int argc, char **argv)
 		}
 		free(out[i].tmp);
 		out[i].tmp = NULL;
+	}
+	/* Only once all are renamed: a stdout gone bad must not stop the
+	 * renames half way, leaving new shards beside an older split's. */
+	bool named = status == EXIT_OK;
+	for (unsigned i = 0; i < k && named; i++) {
 		jv line = jv_object();
 		line = jv_object_set(line, jv_string("shard"), jv_number(i));
 		line = jv_object_set(line, jv_string("of"), jv_number(k));
 		line = jv_object_set(line, jv_string("path"), jv_string(out[i].path));
 		line = jv_object_set(line, jv_string("requests"), jv_number((double)out[i].n));
-		if (!rec_write(line))
+		if (!rec_write(line)) {
 			status = EXIT_IO;
+			break;
+		}
 	}
-	if (status == EXIT_OK) {
+	if (named) {
 		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd >= 0) {
 			fsync(dfd);

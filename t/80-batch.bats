@@ -281,6 +281,158 @@ assert_exact() {
 	printf '%s\n' "${lines[@]}" | jq -e -s 'map(select(.language == "bash" and .status == "success"))[0].count == 20'
 }
 
+@test "sbx-shard: a generated id that takes a line past the record limit, and an id holding a NUL, are named" {
+	conf=$(conf_with 's/^max_record_size *=.*/max_record_size = "4k"/')
+	pad=$(head -c 4045 /dev/zero | tr '\0' x)
+	printf '{"language":"bash","code":"true #%s"}\n' "$pad" > req.jsonl
+	[ "$(wc -c < req.jsonl)" -le 4097 ]
+	run --separate-stderr "$BIN/sbx-shard" -c "$conf" -k 2 -o s req.jsonl
+	[ "$status" -eq 1 ]
+	[[ $stderr == *"line 1: with its generated id the request is"*"over the record limit of 4096"* ]]
+	[ -z "$(ls -A s)" ]
+	# "a\u0000b" and "a\u0000c" are not one id "a", nor placed as "a"
+	printf '%s\n' '{"id":"a\u0000b","code":"x"}' '{"id":"a\u0000c","code":"x"}' > nul.jsonl
+	run --separate-stderr "$BIN/sbx-shard" -k 2 -o n nul.jsonl
+	[ "$status" -eq 1 ]
+	[[ $stderr == *'line 1: "id" holds a NUL character'* && $stderr == *'line 2: "id" holds a NUL character'* ]]
+	[[ $stderr != *"already the id"* ]]
+}
+
+@test "sbx-shard: a stdout that fails does not stop the renames half way" {
+	[ -w /dev/full ] || skip "no /dev/full"
+	reqs 30 > req.jsonl
+	"$BIN/sbx-shard" -k 3 -o old req.jsonl > /dev/null
+	st=0
+	"$BIN/sbx-shard" -k 3 -o s req.jsonl > /dev/full 2> err || st=$?
+	[ "$st" -eq 3 ]
+	grep -q 'error writing output' err
+	diff -r old s
+}
+
+@test "sbx-batch: SHARD from a stdin read into already; the stages get no fd of ours" {
+	reqs 5 'sleep 1; ' > req.jsonl
+	# the shard's lines are where the file has them, not where reading began
+	(read -r _; "$BIN/sbx-batch" -j 5 --shard 0/1 - out.jsonl 2> err) < req.jsonl &
+	pid=$!
+	for _ in $(seq 100); do pgrep -x sbx-cap > /dev/null && [ -e out.jsonl.pending ] && break; sleep 0.1; done
+	# only 0, 1, 2 and what each stage opens itself: not the shard
+	for c in $(pgrep -x sbx-run) $(pgrep -x sbx-cap); do
+		! ls -l "/proc/$c/fd/" 2> /dev/null | grep -q req.jsonl
+	done
+	wait $pid
+	[ "$(jq -r .id out.jsonl)" = "$(sed 1d req.jsonl | jq -r .id)" ]
+	# and sbx-merge copies from such a stdin the lines that are there
+	sed 1d req.jsonl > four.jsonl
+	st=0
+	(read -r _; "$BIN/sbx-merge" four.jsonl - > merged.jsonl 2> /dev/null) < out.jsonl || st=$?
+	[ "$st" -eq 1 ]
+	[ "$(sed 1d out.jsonl)" = "$(cat merged.jsonl)" ]
+}
+
+@test "sbx-batch: SHARD named as one of OUT's own files is refused, and kept" {
+	reqs 2 > x.partial
+	cp x.partial want
+	for f in x.partial x.pending x.lock x.attempts x.tmp; do
+		[ "$f" = x.partial ] || mv x.* "$f"
+		run --separate-stderr "$BIN/sbx-batch" --shard 0/1 "$f" x
+		[ "$status" -eq 2 ]
+		[[ $stderr == *"$f is "*"which sbx-batch writes"* ]]
+		cmp "$f" want
+		[ ! -e x ]
+	done
+}
+
+@test "sbx-batch: an OUT or OUT.partial that is a FIFO or a directory is exit 3 at once, an OUT directory missing is 2" {
+	reqs 1 > req.jsonl
+	for f in out.jsonl out.jsonl.partial out.jsonl.attempts; do
+		for kind in fifo dir; do
+			rm -rf out.jsonl*
+			if [ $kind = fifo ]; then mkfifo "$f"; else mkdir "$f"; fi
+			run --separate-stderr timeout 20 "$BIN/sbx-batch" --shard 0/1 req.jsonl out.jsonl
+			[ "$status" -eq 3 ]
+			[[ $stderr == *"$f: not a regular file"* ]]
+		done
+	done
+	rm -rf out.jsonl*
+	run --separate-stderr "$BIN/sbx-batch" --shard 0/1 req.jsonl nodir/out.jsonl
+	[ "$status" -eq 2 ]
+	[[ $stderr == *"nodir/out.jsonl.lock: No such file or directory"* ]]
+	# sbx-merge names a FIFO of results rather than waiting for a writer
+	mkfifo fifo
+	run --separate-stderr timeout 20 "$BIN/sbx-merge" req.jsonl fifo
+	[ "$status" -eq 2 ]
+	[[ $stderr == *"results must be regular files"* ]]
+}
+
+@test "sbx-batch - -: a shard it cannot run, or a reader gone, leaves nothing in TMPDIR" {
+	export TMPDIR=$BATS_TEST_TMPDIR/tmp
+	mkdir "$TMPDIR"
+	run --separate-stderr "$BIN/sbx-batch" - - <<< 'nope'
+	[ "$status" -eq 3 ]
+	[ -z "$(ls -A "$TMPDIR")" ]
+	reqs 3 > req.jsonl
+	st=$("$BIN/sbx-batch" - - < req.jsonl 2> err | true; echo "${PIPESTATUS[0]}")
+	[ "$st" -eq 1 ]
+	grep -q 'stdout: Broken pipe' err
+	[ -z "$(ls -A "$TMPDIR")" ]
+}
+
+@test "sbx-batch: a request the pipeline refuses whole (over the record limit once validated) is exit 3, not a retry forever" {
+	conf=$(conf_with 's/^max_record_size *=.*/max_record_size = "4k"/')
+	pad=$(head -c 3900 /dev/zero | tr '\0' x)
+	{ reqs 2; printf '{"id":"big","language":"bash","code":"true #%s"}\n' "$pad"; } > req.jsonl
+	run --separate-stderr "$BIN/sbx-batch" -c "$conf" --shard 0/1 req.jsonl out.jsonl
+	[ "$status" -eq 3 ]
+	[[ $stderr == *"ran to its end, but 1 of 3 requests have no result it can match"*"exceeds the record limit"*"running it again will not help"* ]]
+	[ ! -e out.jsonl ]
+	# the two that ran are kept, and not run again
+	[ "$(jq -s 'map(select(.status == "success")) | length' out.jsonl.partial)" -eq 2 ]
+	run --separate-stderr "$BIN/sbx-batch" -c "$conf" --shard 0/1 req.jsonl out.jsonl
+	[ "$status" -eq 3 ]
+	[ "$(jq -s 'map(select(.status == "success" and .shard.attempt == 1)) | length' out.jsonl.partial)" -eq 2 ]
+}
+
+@test "sbx-batch: OUT complete beside what a kill before the clean-up left is complete, and the rest goes" {
+	reqs 3 > req.jsonl
+	"$BIN/sbx-batch" --shard 0/1 req.jsonl out.jsonl 2> /dev/null
+	cp out.jsonl out.jsonl.partial
+	echo 1 > out.jsonl.attempts
+	touch out.jsonl.pending
+	run --separate-stderr "$BIN/sbx-batch" --shard 0/1 req.jsonl out.jsonl
+	[ "$status" -eq 0 ]
+	[[ $stderr == *"complete already"* ]]
+	[ ! -e out.jsonl.partial ] && [ ! -e out.jsonl.attempts ] && [ ! -e out.jsonl.pending ] && [ ! -e out.jsonl.lock ]
+}
+
+@test "sbx-array.sbatch: given K, an earlier split's shards of another K beside them do not stop the task" {
+	reqs 6 > req.jsonl
+	"$BIN/sbx-shard" -k 2 -o run/shards req.jsonl > /dev/null
+	"$BIN/sbx-shard" -k 3 -o run/shards req.jsonl > /dev/null
+	a=$ROOT/share/launch/slurm/sbx-array.sbatch
+	run --separate-stderr env SLURM_ARRAY_TASK_ID=1 SBX_BIN="$BIN" bash "$a" run
+	[ "$status" -eq 3 ]
+	[[ $stderr == *"found 2"* ]]
+	run --separate-stderr env SLURM_ARRAY_TASK_ID=1 SBX_BIN="$BIN" bash "$a" run 3
+	[ "$status" -eq 0 ]
+	[ -s run/results/shard-1-of-3.jsonl ] && [ ! -e run/results/shard-1-of-2.jsonl ]
+	run --separate-stderr env SLURM_ARRAY_TASK_ID=1 SBX_BIN="$BIN" bash "$a" run 4
+	[ "$status" -eq 3 ]
+	run --separate-stderr env SLURM_ARRAY_TASK_ID=1 bash "$a" run '3; true'
+	[ "$status" -eq 2 ]
+	grep -q '"\$dir" "\$k"' "$ROOT/share/launch/slurm/sbx-slurm"
+}
+
+@test "sbx-parallel: an SBX_REMOTE_BIN with a space in it" {
+	command -v parallel > /dev/null || skip "no GNU parallel"
+	mkdir "b in"
+	for t in sbx-batch sbx-validate sbx-run sbx-cap sbx-log; do ln -s "$BIN/$t" "b in/$t"; done
+	reqs 6 > "req s.jsonl"
+	run --separate-stderr env SBX_REMOTE_BIN="$PWD/b in" SBX_BIN="$BIN" \
+		bash "$ROOT/share/launch/parallel/sbx-parallel" -N 3 -r 1 "req s.jsonl" "run x" -j 2
+	[ "$status" -eq 0 ]
+	assert_exact "req s.jsonl" "run x/merged.jsonl"
+}
+
 @test "the Kubernetes Indexed Job: its structure, and its command runs a shard" {
 	m=$ROOT/share/launch/k8s/sbx-indexed-job.yaml
 	run --separate-stderr "$ROOT/t/k8s/check-manifest" "$m" --print-command
@@ -302,4 +454,33 @@ assert_exact() {
 	sed 's/values: \[2, 3\]/values: [2]/' "$m" > bad.yaml
 	run --separate-stderr "$ROOT/t/k8s/check-manifest" bad.yaml
 	[ "$status" -eq 1 ]
+}
+
+@test "sbx-batch: internal_error is no result (a node that cannot make sandboxes); the next attempt, on a sound node, completes" {
+	reqs 3 > req.jsonl
+	run --separate-stderr env DOCKER_HOST=unix:///nonexistent SBX_BACKEND=docker "$BIN/sbx-batch" req.jsonl out.jsonl
+	[ "$status" -eq 1 ]
+	[[ $stderr == *"3 requests ended internal_error"*"run the shard again, on a sound node"* ]]
+	[ ! -e out.jsonl ]
+	[ "$(jq -r .status out.jsonl.partial | sort -u)" = internal_error ]
+	run --separate-stderr "$BIN/sbx-batch" req.jsonl out.jsonl
+	[ "$status" -eq 0 ]
+	assert_exact req.jsonl out.jsonl
+	jq -e -s 'all(.[]; .shard.attempt == 2)' out.jsonl
+}
+
+@test "sbx-merge: a cancelled or internal_error result loses to any final one, and alone it is missing" {
+	reqs 2 > req.jsonl
+	"$BIN/sbx-batch" req.jsonl res.jsonl 2> /dev/null
+	# a later attempt's cut-short copies must not win
+	jq -c '.status = (if .id == "r1" then "cancelled" else "internal_error" end) | .shard.attempt = 5' res.jsonl > late.jsonl
+	run --separate-stderr "$BIN/sbx-merge" req.jsonl res.jsonl late.jsonl
+	[ "$status" -eq 0 ]
+	printf '%s\n' "${lines[@]}" | jq -e -s 'length == 2 and all(.[]; .status == "success")'
+	[[ $stderr == *"2 not final"* ]]
+	run --separate-stderr "$BIN/sbx-merge" -k 1 req.jsonl late.jsonl
+	[ "$status" -eq 1 ]
+	[ "${#lines[@]}" -eq 0 ]
+	[[ $stderr == *'request "r1" (line 1, shard 0): only cancelled or internal_error results'* ]]
+	[[ $stderr == *"sbx-merge: rerun: 0"* ]]
 }

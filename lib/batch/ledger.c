@@ -15,6 +15,10 @@ void ledger_file_init(struct ledger_file *f, int fd, size_t max)
 	memset(f, 0, sizeof *f);
 	f->fd = fd;
 	f->max = max;
+	/* Offsets are the file's, for pread: a stdin that was read from
+	 * already (`(read -r _; sbx-merge req -) < res`) starts past 0. */
+	off_t at = lseek(fd, 0, SEEK_CUR);
+	f->pos = at > 0 ? at : 0;
 }
 
 void ledger_file_free(struct ledger_file *f)
@@ -199,7 +203,8 @@ char *ledger_request_key(struct ledger *l, jv req, const char *line, size_t len,
 	char *key = shard_key(req, &bad);
 	if (key || bad) {
 		if (!key)
-			*why = "\"id\" is neither a string nor a number";
+			*why = rec_str(req, "id", NULL) ? "\"id\" holds a NUL character (\\u0000)"
+							 : "\"id\" is neither a string nor a number";
 		return key;
 	}
 	if (!l->seen) {
@@ -253,14 +258,21 @@ enum ledger_offer ledger_offer(struct ledger *l, jv res, int file, off_t off, si
 	if (!s || !util_parse_iso8601(s, &started))
 		started = 0;
 	r->results++;
-	enum ledger_offer what = LEDGER_FIRST;
+	const char *status = rec_str(res, "status", NULL);
+	bool final = !status || (strcmp(status, "cancelled") && strcmp(status, "internal_error"));
+	enum ledger_offer what = final ? LEDGER_FIRST : LEDGER_NOT_FINAL;
 	if (r->file >= 0) {
-		/* Offered later (a later file, or later in the same one) wins a tie. */
-		bool newer = attempt != r->attempt ? attempt > r->attempt : started >= r->started;
+		/* A final result beats one that is not; then the later attempt,
+		 * the later start, and what is offered later (a later file, or
+		 * later in the same one) wins a tie. */
+		bool newer = final != r->final ? final
+			     : attempt != r->attempt ? attempt > r->attempt : started >= r->started;
 		if (!newer)
-			return LEDGER_OLDER;
-		what = LEDGER_NEWER;
+			return final ? LEDGER_OLDER : LEDGER_NOT_FINAL;
+		if (final)
+			what = r->final ? LEDGER_NEWER : LEDGER_FIRST;
 	}
+	r->final = final;
 	r->file = file;
 	r->off = off;
 	r->len = len;

@@ -10,7 +10,10 @@
  *
  * The winner among several results for one request is the newest: the
  * highest `shard.attempt` (sbx-batch's count of the task's attempts), then
- * the latest `started_at`, then the last offered.  A result whose `code`
+ * the latest `started_at`, then the last offered; but a `cancelled` or
+ * `internal_error` result (a run cut short, a node that could not make a
+ * sandbox: neither is a verdict on the code) loses to any other and is
+ * reported as not final.  A result whose `code`
  * or `stdin` differs from its request's is foreign (another batch reusing
  * the ids) and never wins.  Results are not kept, only where they are
  * (file, offset, length): a million results need a few dozen MB, not their
@@ -50,6 +53,7 @@ struct ledger_line {
 	bool torn;        /* the file ends inside this line */
 };
 
+/* Offsets count from the start of the file, also when fd is past it. */
 void ledger_file_init(struct ledger_file *f, int fd, size_t max);
 void ledger_file_free(struct ledger_file *f);
 /* 1 with the next line in *l (valid until the next call), 0 at the end,
@@ -68,6 +72,7 @@ struct ledger_req {
 	unsigned long rline;     /* the winner's line */
 	int64_t attempt;
 	double started;
+	bool final;              /* the winner is a final result (not cancelled, not internal_error) */
 };
 
 struct ledger {
@@ -86,6 +91,7 @@ enum ledger_offer {
 	LEDGER_UNKNOWN, /* no request has its id */
 	LEDGER_FOREIGN, /* its code or stdin is not its request's */
 	LEDGER_NOID,    /* no usable id */
+	LEDGER_NOT_FINAL, /* `cancelled` or `internal_error`: kept only while nothing final is there */
 };
 
 void ledger_init(struct ledger *l, unsigned k);

@@ -13,13 +13,21 @@ char *shard_key(jv obj, bool *bad)
 	char *key = NULL;
 	switch (jv_get_kind(id)) {
 	case JV_KIND_INVALID: break;
-	case JV_KIND_STRING: key = util_fmt("s%s", jv_string_value(id)); break;
-	case JV_KIND_NUMBER: {
-		jv text = jv_dump_string(jv_copy(id), 0);
-		key = util_fmt("n%s", jv_string_value(text));
-		jv_free(text);
+	case JV_KIND_STRING:
+		/* A key is a C string: "a\u0000b" would be "a", the same request
+		 * as "a\u0000c" and placed by "a".  sbx-validate refuses such
+		 * ids anyway (not printable), so they are bad here. */
+		if ((size_t)jv_string_length_bytes(jv_copy(id)) != strlen(jv_string_value(id)))
+			*bad = true;
+		else
+			key = util_fmt("s%s", jv_string_value(id));
 		break;
-	}
+	case JV_KIND_NUMBER:
+		/* Our own rendering, not jq's: jq 1.6 writes 1.0 as 1, 1.7 keeps
+		 * the literal, and a key must not change with the machine's jq.
+		 * %.17g reads back as the same double. */
+		key = util_fmt("n%.17g", jv_number_value(id));
+		break;
 	default: *bad = true;
 	}
 	jv_free(id);

@@ -10,13 +10,15 @@
  *   second and later copies of the same line: the same input gives the same
  *   ids, and inserting a line elsewhere does not rename the others.
  * - The shard of an id is the first 8 bytes of the SHA-256 of its text (a
- *   string's characters, a number in JSON) as a big-endian integer, modulo
+ *   string's characters, a number as printf's %.17g writes it) as a
+ *   big-endian integer, modulo
  *   K: stable across machines and versions, and even whatever the ids look
  *   like (ids by line number, say, do not make one shard the slow one).
  *
  * Keys: a string id and a number id with the same text are different
  * requests, so the key of an id is its kind ('s' or 'n') then its text.
- * Keys are NUL-free (ids are printable) and owned by the caller.
+ * Keys are C strings owned by the caller: a string id holding a NUL
+ * (\u0000) has none and is bad, as an id of another kind is.
  */
 #ifndef SBX_SHARD_H
 #define SBX_SHARD_H
@@ -30,7 +32,8 @@
 #define SHARD_MAX 10000 /* K at most: each shard is one task, and sbx-shard holds one file open per shard */
 
 /* The key of obj's "id" (borrowed obj, an object), or NULL when it has none
- * or it is neither a string nor a number (*bad set then if it is present). */
+ * or it is neither a string nor a number, or a string with a NUL (*bad set
+ * then if it is present). */
 char *shard_key(jv obj, bool *bad);
 /* The key of the generated id for a request line without one; occurrence
  * is 1 for the first copy of the line. */

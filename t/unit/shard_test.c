@@ -73,6 +73,12 @@ static void test_keys(void)
 	bool bad = false;
 	OK(!shard_key(o, &bad) && bad, "an array id is bad");
 	jv_free(o);
+	/* jv_string_value would end "a\u0000b" at "a": the same key as "a",
+	 * "a\u0000c", and placed by "a" */
+	o = obj("{\"id\":\"a\\u0000b\"}");
+	bad = false;
+	OK(!shard_key(o, &bad) && bad, "a string id holding a NUL is bad, not \"a\"");
+	jv_free(o);
 	jv id = shard_key_id("n42");
 	OK(jv_get_kind(id) == JV_KIND_NUMBER && jv_number_value(id) == 42, "a number key gives the number back");
 	jv_free(id);
@@ -103,6 +109,9 @@ static void test_keys(void)
 	r = obj("{\"id\":{}}");
 	OK(!ledger_request_key(&l, r, "x", 1, &why) && why && strstr(why, "neither a string nor a number"),
 	   "an object id is named");
+	jv_free(r);
+	r = obj("{\"id\":\"a\\u0000b\"}");
+	OK(!ledger_request_key(&l, r, "x", 1, &why) && why && strstr(why, "holds a NUL"), "so is a NUL in a string id");
 	jv_free(r);
 	ledger_free(&l);
 }
@@ -156,6 +165,18 @@ static void test_lines(void)
 	ledger_file_free(&f);
 	close(fd);
 	free(t);
+
+	/* An fd read into already (a stdin): offsets are still the file's,
+	 * since they are given to pread. */
+	fd = file_with(text, sizeof text - 1);
+	if (lseek(fd, 9, SEEK_SET) != 9)
+		exit(2);
+	ledger_file_init(&f, fd, 20);
+	OK(ledger_file_next(&f, &l) == 1 && l.off == 9 && l.len == 8 && l.lineno == 1,
+	   "read from offset 9, the first line is at 9");
+	OK(ledger_file_next(&f, &l) == 1 && !l.text && l.off == 18, "and the next ones where the file has them");
+	ledger_file_free(&f);
+	close(fd);
 }
 
 static enum ledger_offer offer(struct ledger *l, const char *json, int file, unsigned long line, long *idx)
@@ -212,6 +233,22 @@ static void test_ledger(void)
 	OK(offer(&l, "{\"code\":\"x\"}", 0, 12, &idx) == LEDGER_NOID, "no id");
 	OK(offer(&l, "{\"id\":\"k3\"}", 0, 13, &idx) == LEDGER_FIRST && idx == 5, "a request without code takes results without");
 	OK(l.req[0].results == 5, "a's results counted, the foreign one not");
+	/* not final: a cancelled or internal_error result loses to any other */
+	OK(offer(&l, "{\"id\":\"k7\",\"status\":\"cancelled\",\"shard\":{\"attempt\":1}}", 0, 20, &idx) == LEDGER_NOT_FINAL &&
+		   !l.req[9].final && l.req[9].file == 0,
+	   "a cancelled result alone is kept, as not final");
+	OK(offer(&l, "{\"id\":\"k7\",\"status\":\"success\"}", 1, 21, &idx) == LEDGER_FIRST && l.req[9].final &&
+		   l.req[9].file == 1,
+	   "a final result of an older attempt beats it");
+	OK(offer(&l, "{\"id\":\"k7\",\"status\":\"internal_error\",\"shard\":{\"attempt\":9}}", 2, 22, &idx) ==
+		   LEDGER_NOT_FINAL && l.req[9].file == 1,
+	   "and a later internal_error does not take its place");
+	char *nk = key_of("{\"id\":1.0}");
+	OK(nk && !strcmp(nk, "n1"), "1.0 and 1 are one number id, whatever jq keeps of the literal");
+	free(nk);
+	nk = key_of("{\"id\":0.1}");
+	OK(nk && !strcmp(nk, "n0.10000000000000001"), "a fraction's key reads back as the same double");
+	free(nk);
 	ledger_free(&l);
 }
 
