@@ -147,10 +147,11 @@ assert_exact() {
 }
 
 @test "sbx-batch: a second attempt while one runs fails at once and touches nothing" {
-	reqs 20 'sleep 0.1; ' > req.jsonl
-	"$BIN/sbx-batch" req.jsonl out.jsonl 2> /dev/null &
+	reqs 20 'sleep 0.2; ' > req.jsonl
+	"$BIN/sbx-batch" -j 1 req.jsonl out.jsonl 2> /dev/null &
 	pid=$!
-	for _ in $(seq 100); do [ "$(wc -l < out.jsonl.partial 2>/dev/null || echo 0)" -ge 2 ] && break; sleep 0.1; done
+	for _ in $(seq 300); do [ -s out.jsonl.partial ] && break; sleep 0.1; done
+	[ -s out.jsonl.partial ]
 	run --separate-stderr "$BIN/sbx-batch" req.jsonl out.jsonl
 	[ "$status" -eq 1 ]
 	[[ $stderr == *"another attempt at this shard is running"* ]]
