@@ -40,7 +40,7 @@ UNIT_SRC := $(wildcard t/unit/*.c)
 UNITS    := $(patsubst t/unit/%.c,$(BUILD)/t/%,$(UNIT_SRC))
 MANS     := $(wildcard man/*.1)
 
-.PHONY: typescript python-site python-fonts demo all check check-asan check-valgrind vg-wrappers unit deps install uninstall clean fuzz fuzz-build bench bench-run differential mcp-client
+.PHONY: dash-shots typescript python-site python-fonts demo all check check-asan check-valgrind vg-wrappers unit deps install uninstall clean fuzz fuzz-build bench bench-run differential mcp-client
 # Helpers the tools run, not tools: in ../libexec/sbx beside the tools'
 # directory, in a checkout as when installed.
 LIBEXECDIR := $(BINDIR)/../libexec/sbx
@@ -148,6 +148,8 @@ bench-run: $(BUILD)/bench/sha256
 	@bench/languages.sh
 	@echo
 	@bench/scale.sh
+	@echo
+	@bench/dashboard.sh
 
 # All of the differential suite (t/diff/run.py): CPython's regression tests
 # and t/diff/programs/, bare and sandboxed; prints agree N/M and every
@@ -155,13 +157,19 @@ bench-run: $(BUILD)/bench/sha256
 differential: deps all
 	@t/diff/run.py --all --jobs $${JOBS:-2}
 
+# The dashboard's screenshots in doc/img, from the last browser test
+# (t/64-dashboard.bats writes them to build/dash).
+dash-shots:
+	@for f in overview run runs; do test -s $(BUILD)/dash/$$f.png || { echo "make dash-shots: no $(BUILD)/dash/$$f.png: run t/64-dashboard.bats first" >&2; exit 1; }; done
+	@mkdir -p doc/img && for f in overview run runs; do cp $(BUILD)/dash/$$f.png doc/img/dashboard-$$f.png; done
+
 # ---- dependencies from Debian's packages ---------------------------------
 # Build: compiler, libraries.  Tests: bats, jq, valgrind, clang (sanitizers,
 # fuzzing).  Only what is missing is installed; as non-root the command is
 # printed instead.  npm is asked for only when no npm is on PATH (Node.js
 # from NodeSource brings its own, and conflicts with Debian's).
 DEPS_BUILD := gcc make pkg-config libjq-dev libseccomp-dev libsqlite3-dev libmicrohttpd-dev libssl-dev
-DEPS_TEST  := bats jq sqlite3 valgrind clang libclang-rt-14-dev procps iproute2 util-linux python3 python3-pip g++ nodejs bubblewrap hyperfine wrk curl libpython3.11-testsuite
+DEPS_TEST  := bats jq sqlite3 valgrind clang libclang-rt-14-dev procps iproute2 util-linux python3 python3-pip g++ nodejs bubblewrap hyperfine wrk curl libpython3.11-testsuite chromium
 # The runtimes of etc/sandbox.conf's languages, so every language is tested;
 # Python's plotting and data libraries, which programs import out of the box.
 DEPS_LANG  := golang-go rustc default-jdk-headless ruby php-cli python3-matplotlib python3-numpy python3-pandas
@@ -236,7 +244,8 @@ typescript:
 mcp-client: deps
 	@if command -v npm > /dev/null; then \
 		(cd t/mcp-client && npm ci --no-audit --no-fund --loglevel=error) >&2 && \
-		(cd t/mcp-conformance && npm ci --no-audit --no-fund --loglevel=error) >&2; \
+		(cd t/mcp-conformance && npm ci --no-audit --no-fund --loglevel=error) >&2 && \
+		(cd t/browser && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error) >&2; \
 	else echo "make mcp-client: npm is missing; the SDK client and conformance tests will be skipped" >&2; fi
 
 # ---- tests ----------------------------------------------------------------

@@ -28,6 +28,7 @@
 
 #include "conf.h"
 #include "hist.h"
+#include "page.h"
 #include "rec.h"
 #include "util.h"
 
@@ -35,7 +36,7 @@ enum history_exit { HX_ROWS = 0, HX_NONE = 1, HX_ERROR = 2 };
 
 static const char synopsis[] =
 	"usage: sbx-history [-c FILE] [-d DB] [FILTERS] [--stats[=verdict] [--by hour|day]] [--jq FILTER]\n"
-	"                   [--format json|table|csv] [--record]\n"
+	"                   [--format json|table|csv|html] [--record]\n"
 	"       sbx-history [-c FILE] [-d DB] --prune --older-than DURATION [--vacuum]\n"
 	"       sbx-history [-c FILE] [-d DB] --merge SRC...\n";
 
@@ -65,7 +66,8 @@ static void help(void)
 	       "      --stats=verdict the same of judged runs, per language and verdict\n"
 	       "      --by hour|day   with --stats: one series per hour or day (UTC)\n"
 	       "      --jq FILTER     apply a jq filter to each row (or stats row)\n"
-	       "  -f, --format F      json (default: one object per line), table, csv\n"
+	       "  -f, --format F      json (default: one object per line), table, csv, or html\n"
+	       "                      (the overview of the filtered runs, one self-contained page)\n"
 	       "      --record        add the stored result record (and code, if kept)\n"
 	       "\n"
 	       "Retention:\n"
@@ -93,7 +95,7 @@ static void help(void)
 	       synopsis);
 }
 
-enum format { F_JSON, F_TABLE, F_CSV };
+enum format { F_JSON, F_TABLE, F_CSV, F_HTML };
 
 struct out {
 	enum format fmt;
@@ -415,8 +417,10 @@ static void options(int argc, char **argv, struct opts *o)
 				o->fmt = F_TABLE;
 			else if (!strcmp(optarg, "csv"))
 				o->fmt = F_CSV;
+			else if (!strcmp(optarg, "html"))
+				o->fmt = F_HTML;
 			else
-				util_usage_error(synopsis, "--format: \"%s\" is not json, table or csv", optarg);
+				util_usage_error(synopsis, "--format: \"%s\" is not json, table, csv or html", optarg);
 			break;
 		case O_RECORD: o->with_record = true; break;
 		case O_PRUNE: o->prune = true; break;
@@ -437,6 +441,8 @@ static void options(int argc, char **argv, struct opts *o)
 		util_usage_error(synopsis, "unexpected argument \"%s\"", argv[optind]);
 	if (o->by && !o->stats)
 		util_usage_error(synopsis, "--by needs --stats");
+	if (o->fmt == F_HTML && (o->stats || o->jq_filter || o->with_record || o->prune || o->vacuum))
+		util_usage_error(synopsis, "--format html is the overview page: no --stats, --jq, --record or retention");
 	if (o->prune != !!older)
 		util_usage_error(synopsis, o->prune ? "--prune needs --older-than DURATION" : "--older-than needs --prune");
 	o->retention = o->prune || o->vacuum;
@@ -508,6 +514,25 @@ static int retain(struct hist *h, const struct opts *o)
 	return HX_ROWS;
 }
 
+/* --format html: the dashboard's overview as one self-contained file (its
+ * stylesheet inline, no script), for mail and cron; the filters narrow it. */
+static int html(struct hist *h, const struct opts *o)
+{
+	struct page p;
+	page_init(&p, true);
+	char err[1024];
+	struct hist_filter f = o->f;
+	f.limit = 0;
+	int rc = HX_ROWS;
+	if (page_overview(&p, h, &f, NULL, err, sizeof err) < 0) {
+		util_warn("%s", err);
+		rc = HX_ERROR;
+	} else if (fwrite(p.buf, 1, p.len, stdout) != p.len)
+		rc = HX_ERROR;
+	page_free(&p);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	util_init(argv[0]);
@@ -564,6 +589,10 @@ int main(int argc, char **argv)
 	}
 	if (o.retention || o.merge) {
 		rc = o.merge ? merge(h, &o) : retain(h, &o);
+		goto out;
+	}
+	if (o.fmt == F_HTML) {
+		rc = html(h, &o);
 		goto out;
 	}
 	int64_t n = o.stats ? hist_stats(h, &o.f, o.by ? (!strcmp(o.by, "hour") ? 3600 : 86400) : 0, on_row, &out, err, sizeof err)

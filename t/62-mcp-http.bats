@@ -25,12 +25,6 @@ teardown() {
 # set KEY VALUE: change a key of the test's configuration.
 set_key() { sed -i "s|^$1 *=.*|$1 = $2|" "$conf"; }
 
-# req METHOD PATH [curl args]: $code, headers in ./headers, body in ./body.
-req() {
-	local m=$1 p=$2
-	shift 2
-	code=$(curl -sS -o body -D headers -w '%{http_code}' -X "$m" "$URL$p" "$@")
-}
 
 # rpc JSON [curl args]: POST it to /mcp with the token ($TOK; AUTH replaces
 # the whole header), session ($SID), Content-Type ($CT), Accept ($ACC).
@@ -42,7 +36,6 @@ rpc() {
 		-H "Accept: ${ACC:-application/json, text/event-stream}" "${extra[@]}" "$@" --data-binary "$json"
 }
 
-hdr() { sed -n "s/^$1: *//Ip" headers | tr -d '\r'; }
 
 initialize() {
 	SID=

@@ -133,6 +133,15 @@ http_serve() {
 
 # The server must exit 0 and its log hold no sanitizer report (the suite
 # runs the ASan+UBSan build).
+# req METHOD PATH [curl args]: a request to the server http_serve started:
+# $code, the headers in ./headers, the body in ./body.
+req() {
+	local m=$1 p=$2
+	shift 2
+	code=$(curl -sS -o body -D headers -w '%{http_code}' -X "$m" "$URL$p" "$@")
+}
+# hdr NAME: that header of the last req's answer.
+hdr() { sed -n "s/^$1: *//Ip" headers | tr -d '\r'; }
 http_stop() {
 	local st=0
 	if [ -n "${SRV:-}" ]; then

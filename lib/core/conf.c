@@ -125,6 +125,7 @@ static const struct key http_keys[] = {
 	{ "max_connections", T_INT, SB(http_max_connections), 1, 100000 },
 	{ "timeout", T_DUR, SB(http_timeout_ms), 1000, 86400e3 },
 	{ "shutdown_grace", T_DUR, SB(http_grace_ms), 0, 86400e3 },
+	{ "dashboard", T_STR, SB(http_dashboard), 0, 0 },
 	{ NULL, 0, 0, 0, 0 },
 };
 
@@ -627,6 +628,7 @@ static void set_defaults(struct conf *c)
 	c->http_max_connections = 256;
 	c->http_timeout_ms = 30 * 1000;
 	c->http_grace_ms = 10 * 1000;
+	c->http_dashboard = util_strdup("own");
 }
 
 
@@ -647,6 +649,7 @@ void conf_free(struct conf *c)
 	util_strv_free(c->etc);
 	util_strv_free(c->http_origins);
 	util_strv_free(c->http_hosts);
+	free(c->http_dashboard);
 	for (size_t i = 0; i < c->nlangs; i++) {
 		struct conf_lang *l = &c->langs[i];
 		free(l->name);
@@ -903,6 +906,7 @@ static void check_value(struct parser *ps, const struct conf *c, enum sect sect,
 		{ S_SANDBOX, "history_code", "preview", "full", "preview or full", offsetof(struct conf, history_code) },
 		{ S_SANDBOX, "history_sync", "normal", "full", "normal or full", offsetof(struct conf, history_sync) },
 		{ S_SESSIONS, "install_specs", "registry", "any", "registry or any", offsetof(struct conf, install_specs) },
+		{ S_HTTP, "dashboard", "own", "all", "own or all", offsetof(struct conf, http_dashboard) },
 	};
 	for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++) {
 		const char *v = *(char *const *)((const char *)c + choices[i].off);
@@ -983,6 +987,7 @@ static bool key_value(struct parser *ps, struct conf *c, struct pstate *st, int 
 static void check_whole(struct parser *ps, struct conf *c, const struct pstate *st)
 {
 	c->install_any = !strcmp(c->install_specs, "any");
+	c->http_dashboard_all = !strcmp(c->http_dashboard, "all");
 	if (c->nlangs == 0)
 		fail(ps, ps->line, "no [language.NAME] section: nothing could run");
 	for (size_t i = 0; i < c->nlangs && !ps->failed; i++)

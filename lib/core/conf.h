@@ -103,6 +103,8 @@ struct conf {
 	uint64_t http_max_connections;
 	uint64_t http_timeout_ms;         /* an idle connection is closed after this */
 	uint64_t http_grace_ms;           /* SIGTERM: running calls may finish this long */
+	char *http_dashboard;             /* "own": a token's dashboard shows its runs; "all": every run */
+	bool http_dashboard_all;
 
 	struct conf_lang *langs;
 	size_t nlangs;

@@ -30,6 +30,8 @@ struct hist {
 	char *path;
 	sqlite3_stmt *insert;
 	bool in_tx;
+	double last_ts;   /* the last row hist_query handed out: a page's cursor */
+	int64_t last_id;
 };
 
 /* A history file's identity (meta's uuid): 32 hex digits. */
@@ -566,9 +568,38 @@ static void where_clause(const struct hist_filter *f, char *buf, size_t len)
 	COND(f->session, "session_id =");
 	COND(f->principal, "principal =");
 	COND(f->verdict, "verdict =");
+	/* The whole code where it is kept (history_code = "full"), else its
+	 * first 500 characters; % and _ in the text are literal. */
+	COND(f->text, "COALESCE(code, code_snippet) LIKE '%%' ||");
+	if (f->text)
+		o += (size_t)snprintf(buf + o, len - o, " || '%%' ESCAPE '\\'");
+	COND(f->history_id > 0, "id =");
+	COND(f->after_id > 0, "id >");
 #undef COND
+	if (f->before_id > 0) {
+		/* Keyset paging: the page after (before_ts, before_id), which the
+		 * (timestamp) index and the rowid serve without counting rows
+		 * (OFFSET would read every row it skips). */
+		o += (size_t)snprintf(buf + o, len - o, "%s(timestamp < ?%d OR (timestamp = ?%d AND id < ?%d))",
+				      n ? " AND " : " WHERE ", n + 1, n + 1, n + 2);
+		n += 2;
+	}
 	if (f->by_verdict)
 		snprintf(buf + o, len - o, "%sverdict IS NOT NULL", n ? " AND " : " WHERE ");
+}
+
+/* text with LIKE's % _ and the escape character itself escaped (caller frees). */
+static char *like_escape(const char *text)
+{
+	size_t n = strlen(text);
+	char *out = util_xalloc(2 * n + 1), *o = out;
+	for (const char *p = text; *p; p++) {
+		if (*p == '%' || *p == '_' || *p == '\\')
+			*o++ = '\\';
+		*o++ = *p;
+	}
+	*o = 0;
+	return out;
 }
 
 static int bind_filter(sqlite3_stmt *st, const struct hist_filter *f)
@@ -582,6 +613,16 @@ static int bind_filter(sqlite3_stmt *st, const struct hist_filter *f)
 	for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++)
 		if (strs[k])
 			sqlite3_bind_text(st, ++i, strs[k], -1, SQLITE_STATIC);
+	if (f->text)
+		sqlite3_bind_text(st, ++i, like_escape(f->text), -1, free);
+	if (f->history_id > 0)
+		sqlite3_bind_int64(st, ++i, f->history_id);
+	if (f->after_id > 0)
+		sqlite3_bind_int64(st, ++i, f->after_id);
+	if (f->before_id > 0) {
+		sqlite3_bind_double(st, ++i, f->before_ts);
+		sqlite3_bind_int64(st, ++i, f->before_id);
+	}
 	return i;
 }
 
@@ -651,8 +692,11 @@ int64_t hist_query(struct hist *h, const struct hist_filter *f, bool with_record
 		sqlite3_bind_int64(st, 99, f->limit);
 	int64_t n = 0;
 	int rc;
+	h->last_id = 0;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		n++;
+		h->last_id = sqlite3_column_int64(st, 0);
+		h->last_ts = sqlite3_column_double(st, 1);
 		if (!fn(row_jv(st, with_record), arg))
 			break;
 	}
@@ -662,6 +706,61 @@ int64_t hist_query(struct hist *h, const struct hist_filter *f, bool with_record
 	}
 	sqlite3_finalize(st);
 	return n;
+}
+
+/* "SELECT cols FROM runs WHERE <f's filters> AND extra tail", prepared,
+ * the filters bound; NULL with err naming what. */
+static sqlite3_stmt *prepare_filtered(struct hist *h, const struct hist_filter *f, const char *cols, const char *extra,
+				      const char *tail, const char *what, char *err, size_t errlen)
+{
+	char where[512], sql[1024];
+	where_clause(f, where, sizeof where);
+	snprintf(sql, sizeof sql, "SELECT %s FROM runs%s%s%s %s", cols, where, where[0] ? " AND " : " WHERE ", extra, tail);
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		db_fail(h, err, errlen, what);
+		return NULL;
+	}
+	bind_filter(st, f);
+	return st;
+}
+
+int64_t hist_sessions(struct hist *h, const struct hist_filter *f, int64_t limit, hist_row_fn fn, void *arg,
+		      char *err, size_t errlen)
+{
+	sqlite3_stmt *st = prepare_filtered(h, f, "session_id, group_concat(DISTINCT language), count(*), max(timestamp)",
+					    "session_id IS NOT NULL", "GROUP BY session_id ORDER BY 4 DESC LIMIT ?99",
+					    "sessions", err, errlen);
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 99, limit > 0 ? limit : -1);
+	int64_t n = 0;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		char when[40];
+		util_iso8601(sqlite3_column_double(st, 3) * 1000.0, when, sizeof when);
+		jv row = jv_object();
+		row = jv_object_set(row, jv_string("session_id"), column_jv(st, 0));
+		row = jv_object_set(row, jv_string("languages"), column_jv(st, 1));
+		row = jv_object_set(row, jv_string("runs"), jv_number((double)sqlite3_column_int64(st, 2)));
+		row = jv_object_set(row, jv_string("last"), jv_string(when));
+		n++;
+		if (!fn(row, arg))
+			break;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		db_fail(h, err, errlen, "sessions");
+		n = -1;
+	}
+	sqlite3_finalize(st);
+	return n;
+}
+
+bool hist_cursor(const struct hist *h, double *ts, int64_t *id)
+{
+	*ts = h->last_ts;
+	*id = h->last_id;
+	return h->last_id > 0;
 }
 
 /* ---- statistics ------------------------------------------------------ */
@@ -741,6 +840,48 @@ static void flush_language(struct stats_state *s, jv bucket, const char *lang)
 	s->pending = jv_array();
 	s->all.n = 0;
 	s->success = s->rated = 0;
+}
+
+int64_t hist_series(struct hist *h, const struct hist_filter *f, int64_t bucket_s, hist_row_fn fn, void *arg,
+		    char *err, size_t errlen)
+{
+	/* The runs whose program ran, as --stats's "all" rows count them, in
+	 * timestamp order (the index's, no sort); each bucket's durations are
+	 * sorted here: SQLite sorting a million rows by (bucket, duration)
+	 * cost several times the scan. */
+	sqlite3_stmt *st = prepare_filtered(h, f, "CAST(timestamp / ?98 AS INTEGER) * ?98, duration_ms",
+					    "status NOT IN ('invalid', 'compile_error', 'cancelled')", "ORDER BY timestamp",
+					    "series", err, errlen);
+	if (!st)
+		return -1;
+	sqlite3_bind_int64(st, 98, bucket_s > 0 ? bucket_s : 3600);
+	struct series cur = { 0 };
+	int64_t bucket = 0, n = 0;
+	bool stopped = false;
+	int rc;
+	for (;;) {
+		rc = sqlite3_step(st);
+		bool row = rc == SQLITE_ROW;
+		int64_t b = row ? sqlite3_column_int64(st, 0) : 0;
+		if ((!row || b != bucket) && cur.n && !stopped) {
+			qsort(cur.v, cur.n, sizeof *cur.v, cmp_double);
+			jv r = jv_object_set(jv_object(), jv_string("bucket"), jv_number((double)bucket));
+			n++;
+			stopped = !fn(summary(r, &cur), arg);
+			cur.n = 0;
+		}
+		if (!row || stopped)
+			break;
+		bucket = b;
+		series_add(&cur, sqlite3_column_double(st, 1));
+	}
+	free(cur.v);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		db_fail(h, err, errlen, "series");
+		n = -1;
+	}
+	sqlite3_finalize(st);
+	return n;
 }
 
 int64_t hist_stats(struct hist *h, const struct hist_filter *f, int64_t bucket_s, hist_row_fn fn, void *arg,

@@ -61,6 +61,11 @@ struct hist_filter {
 	const char *principal;     /* sbx-mcp's HTTP callers: a token's runs only */
 	const char *verdict;       /* judged runs with this verdict */
 	bool by_verdict;           /* hist_stats: judged runs, per verdict instead of status */
+	const char *text;          /* the code contains it (case-insensitive for ASCII; no wildcards) */
+	int64_t history_id;        /* > 0: that row only */
+	int64_t after_id;          /* > 0: rows logged after that one (history_id above it) */
+	double before_ts;          /* with before_id > 0: rows older than (before_ts, before_id) */
+	int64_t before_id;         /*   in the newest-first order: a page's keyset cursor */
 	int64_t limit;             /* <= 0: no limit */
 };
 void hist_filter_init(struct hist_filter *f);
@@ -70,6 +75,21 @@ void hist_filter_init(struct hist_filter *f);
 typedef bool (*hist_row_fn)(jv row, void *arg);
 int64_t hist_query(struct hist *h, const struct hist_filter *f, bool with_record, hist_row_fn fn, void *arg,
 		   char *err, size_t errlen);
+
+/* Durations over time: per bucket of bucket_s seconds (its start, Unix
+ * seconds), {"bucket", "count", "p50_ms", "p95_ms", "max_ms"} over the runs
+ * whose program ran, oldest first. */
+int64_t hist_series(struct hist *h, const struct hist_filter *f, int64_t bucket_s, hist_row_fn fn, void *arg,
+		    char *err, size_t errlen);
+
+/* Sessions with runs (for f), the most recently used first, at most
+ * limit: {"session_id", "languages" (comma-separated), "runs", "last"}. */
+int64_t hist_sessions(struct hist *h, const struct hist_filter *f, int64_t limit, hist_row_fn fn, void *arg,
+		      char *err, size_t errlen);
+
+/* The raw (timestamp, history_id) of the last row the last hist_query
+ * handed out, for the next page's before_ts/before_id; false if none. */
+bool hist_cursor(const struct hist *h, double *ts, int64_t *id);
 
 /* Statistics per language and status, then per language over all statuses
  * (status "all"); with bucket_s > 0, per time bucket of that many seconds

@@ -15,12 +15,13 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "dash.h"
 #include "rec.h"
 #include "util.h"
 
 #define KEEPALIVE_S 15  /* a comment on idle event streams: finds dead clients */
 
-enum route { R_OTHER, R_MCP, R_SSE, R_MESSAGES, R_HEALTH };
+enum route { R_OTHER, R_MCP, R_SSE, R_MESSAGES, R_HEALTH, R_DASH };
 
 /* A token's standing. */
 struct principal {
@@ -101,6 +102,7 @@ struct http {
 	uint64_t seq;
 	unsigned busy, ticks;
 	bool draining;
+	struct dash *dash;             /* the history's web view at / */
 };
 
 /* ---- small things ------------------------------------------------------- */
@@ -612,6 +614,22 @@ static enum MHD_Result begin(struct ex *ex)
 	if (!origin_ok(ex, header(ex, "Origin"), host))
 		return fail(ex, MHD_HTTP_FORBIDDEN, -32000, "forbidden: Origin not allowed (see [http] origins)", NULL, NULL,
 			    NULL, NULL);
+	if (ex->route == R_DASH) {
+		/* Same front door, then the dashboard's own sign-in (dash.h); a
+		 * known principal is metered as on /mcp. */
+		free(ex->cors); /* a configured foreign Origin may call /mcp, not read pages */
+		ex->cors = NULL;
+		int who = dash_who(h->dash, header(ex, "Authorization"), header(ex, "Cookie"));
+		unsigned retry;
+		if (who > 0 && !auth_take(&h->who[who].bucket, h->conf->http_rate, (double)h->conf->http_burst, util_now_ms(), &retry)) {
+			char ra[16];
+			snprintf(ra, sizeof ra, "%u", retry);
+			return reply(ex, MHD_HTTP_TOO_MANY_REQUESTS, "text/plain; charset=utf-8", "too many requests\n", 18,
+				     "Retry-After", ra, NULL);
+		}
+		ex->owner = who;
+		return MHD_YES;
+	}
 	if (!strcmp(ex->method, "OPTIONS")) {
 		/* CORS preflight of an allowed browser origin: carries no token. */
 		if (!ex->cors)
@@ -701,6 +719,52 @@ static enum MHD_Result begin(struct ex *ex)
 	return MHD_YES;
 }
 
+static const char *dash_arg(void *arg, const char *key)
+{
+	struct ex *ex = arg;
+	return MHD_lookup_connection_value(ex->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+/* A dashboard page: rendered whole, with the headers that keep it inert
+ * (its policy forbids inline script and framing; no referrer leaves for
+ * another site).  Not no-referrer: under it a browser sends "Origin: null"
+ * with the sign-in form, which the Origin check rightly refuses. */
+static enum MHD_Result dash_reply(struct ex *ex)
+{
+	struct dash_reply r;
+	dash_serve(ex->h->dash, ex->method, ex->path, dash_arg, ex, header(ex, "Cookie"), header(ex, "Authorization"),
+		   ex->body, ex->len, &r);
+	if (ex->body)
+		explicit_bzero(ex->body, ex->len); /* a sign-in's token */
+	struct MHD_Response *resp = MHD_create_response_from_buffer(r.len, r.body, MHD_RESPMEM_MUST_COPY);
+	if (!resp) {
+		dash_reply_free(&r);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", r.ctype);
+	add_common(ex, resp);
+	MHD_add_response_header(resp, "Content-Security-Policy", dash_csp);
+	MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+	MHD_add_response_header(resp, "Referrer-Policy", "same-origin");
+	if (r.cookie)
+		MHD_add_response_header(resp, "Set-Cookie", r.cookie);
+	if (r.location)
+		MHD_add_response_header(resp, "Location", r.location);
+	if (r.allow)
+		MHD_add_response_header(resp, "Allow", r.allow);
+	if (r.status == MHD_HTTP_UNAUTHORIZED)
+		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"sbx-mcp\"");
+	enum MHD_Result res = MHD_queue_response(ex->conn, r.status, resp);
+	MHD_destroy_response(resp);
+	if (r.who > 0)
+		ex->owner = r.who;
+	ex->queued = true;
+	ex->status = r.status;
+	ex->bytes = r.len;
+	dash_reply_free(&r);
+	return res;
+}
+
 /* The body is in: hand the message over.  Returns a response code or 0
  * when the answer is awaited. */
 static enum MHD_Result handle(struct ex *ex)
@@ -711,6 +775,8 @@ static enum MHD_Result handle(struct ex *ex)
 		static const char ok[] = "{\"status\":\"ok\"}\n";
 		return reply(ex, MHD_HTTP_OK, "application/json", ok, sizeof ok - 1, NULL);
 	}
+	if (ex->route == R_DASH)
+		return dash_reply(ex);
 	if (!strcmp(ex->method, "OPTIONS"))
 		return reply(ex, MHD_HTTP_NO_CONTENT, NULL, "", 0, "Access-Control-Allow-Methods", "GET, POST, DELETE",
 			     "Access-Control-Allow-Headers",
@@ -859,7 +925,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		snprintf(ex->method, sizeof ex->method, "%s", method);
 		snprintf(ex->path, sizeof ex->path, "%s", url);
 		ex->route = !strcmp(url, "/mcp") ? R_MCP : !strcmp(url, "/sse") ? R_SSE : !strcmp(url, "/messages") ? R_MESSAGES
-			  : !strcmp(url, "/healthz") ? R_HEALTH : R_OTHER;
+			  : !strcmp(url, "/healthz") ? R_HEALTH : dash_route(url) ? R_DASH : R_OTHER;
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 		const struct sockaddr *sa = ci ? ci->client_addr : NULL;
 		char a[INET6_ADDRSTRLEN] = "?";
@@ -1086,6 +1152,7 @@ struct http *http_new(struct loop *l, struct mcp *m, const struct conf *c, const
 	h->auth = a;
 	h->epfd = h->timer = -1;
 	h->who = util_xalloc((auth_count(a) + 1) * sizeof *h->who);
+	h->dash = dash_new(c, a, m);
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof ss;
 	char addr[INET6_ADDRSTRLEN] = "?";
@@ -1112,6 +1179,7 @@ struct http *http_new(struct loop *l, struct mcp *m, const struct conf *c, const
 		if (h->d)
 			MHD_stop_daemon(h->d);
 		close(fd);
+		dash_free(h->dash);
 		free(h->who);
 		free(h);
 		return NULL;
@@ -1196,6 +1264,7 @@ void http_free(struct http *h)
 	MHD_stop_daemon(h->d);
 	while (h->pends)
 		pend_done(h, h->pends);
+	dash_free(h->dash);
 	free(h->who);
 	free(h);
 }

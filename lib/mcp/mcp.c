@@ -983,6 +983,11 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 	return true;
 }
 
+jv mcp_live_sessions(struct mcp *m, unsigned owner, bool all)
+{
+	return m->sessions ? sess_live(m->sessions, owner, all) : jv_array();
+}
+
 bool mcp_version_known(const char *v, bool *modern)
 {
 	*modern = v && !strcmp(v, MODERN);

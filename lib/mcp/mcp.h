@@ -63,6 +63,9 @@ unsigned mcp_client_pending(const struct mcp_client *cl);
 unsigned mcp_pending(const struct mcp *m);
 /* Cancel the client's calls (no answers, not even "ended") and free it. */
 void mcp_client_free(struct mcp_client *cl);
+/* The server's sandbox sessions, live (sess.h's sess_live), for the
+ * dashboard: owner's, or every owner's with all. */
+jv mcp_live_sessions(struct mcp *m, unsigned owner, bool all);
 /* Is v a protocol revision we speak?  *modern: the handshake-less one. */
 bool mcp_version_known(const char *v, bool *modern);
 /* Free every client, cancel everything in flight, stop the chain, free. */

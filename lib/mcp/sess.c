@@ -684,6 +684,40 @@ jv sess_resources(struct sessions *s, unsigned owner, size_t first, size_t max, 
 	return out;
 }
 
+static bool kern_young(const struct sessions *s, const struct session *x, unsigned i);
+
+jv sess_live(struct sessions *s, unsigned owner, bool all)
+{
+	jv out = jv_array();
+	double now = util_now_ms();
+	for (struct session *x = s->list; x; x = x->next) {
+		if (!all && x->owner != owner)
+			continue;
+		jv o = jv_object_set(jv_object(), jv_string("session_id"), jv_string(x->id));
+		o = jv_object_set(o, jv_string("language"), x->language ? jv_string(x->language) : jv_null());
+		double left = (double)x->ttl_ms - (now - x->last_used);
+		o = jv_object_set(o, jv_string("expires_in_s"), jv_number(left > 0 ? floor(left / 1000) : 0));
+		jv kern = jv_array();
+		for (unsigned i = 0; i < x->nkern; i++)
+			if (kern_young(s, x, i))
+				kern = jv_array_append(kern, jv_string(x->kern[i].lang));
+		o = jv_object_set(o, jv_string("kernels"), kern);
+		jv files = jv_array();
+		jv all_files = workspace_files(x);
+		jv_array_foreach(all_files, i, f) {
+			const char *path = resource_path(f);
+			if (path && jv_array_length(jv_copy(files)) < 200) {
+				jv e = jv_object_set(jv_object(), jv_string("path"), jv_string(path));
+				files = jv_array_append(files, jv_object_set(e, jv_string("size"), rec_get(f, "size")));
+			}
+			jv_free(f);
+		}
+		jv_free(all_files);
+		out = jv_array_append(out, jv_object_set(o, jv_string("files"), files));
+	}
+	return out;
+}
+
 /* The owner's session a URI names, and the path in it; NULL with why. */
 static struct session *uri_session(struct sessions *s, unsigned owner, const char *uri, const char **path, char *err,
 				   size_t errlen)

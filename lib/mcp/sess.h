@@ -43,6 +43,10 @@ void sess_release(struct sessions *s, const char *id);
  * *more set if there are others after. */
 #define SESS_URI "sbx://session/"
 jv sess_resources(struct sessions *s, unsigned owner, size_t first, size_t max, bool *more);
+/* The live sessions of owner (of every owner with all), for the
+ * dashboard: [{session_id, language, expires_in_s, kernels: [language…],
+ * files: [{path, size}] (200 at most)}]. */
+jv sess_live(struct sessions *s, unsigned owner, bool all);
 /* resources/read of such a URI, by the file tools' rules (no link
  * followed, regular files only, at most max_files_size):
  * {uri, mimeType, text} or {uri, mimeType, blob}; false with why (an

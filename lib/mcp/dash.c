@@ -1,0 +1,440 @@
+#define _GNU_SOURCE
+#include "dash.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hist.h"
+#include "page.h"
+#include "rec.h"
+#include "util.h"
+
+const char dash_csp[] = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+			"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+#define SIGNINS 256                 /* signed-in browsers at once; the oldest goes first */
+#define SIGNIN_MS (12 * 3600e3)     /* a sign-in lasts this long */
+#define SID_BYTES 16
+
+struct signin {
+	char sid[2 * SID_BYTES + 1];
+	int who;
+	double expires;
+};
+
+struct dash {
+	const struct conf *c;
+	const struct auth *a;
+	struct mcp *m;
+	struct signin in[SIGNINS];
+	/* Failed sign-ins, metered for the whole server: tokens are long and
+	 * random, but nothing should be free to guess at line rate. */
+	struct auth_bucket fails;
+};
+
+struct dash *dash_new(const struct conf *c, const struct auth *a, struct mcp *m)
+{
+	struct dash *d = calloc(1, sizeof *d);
+	if (!d)
+		util_die(EXIT_IO, "out of memory");
+	d->c = c;
+	d->a = a;
+	d->m = m;
+	d->fails.tokens = 5;
+	return d;
+}
+
+void dash_free(struct dash *d)
+{
+	if (d)
+		explicit_bzero(d->in, sizeof d->in);
+	free(d);
+}
+
+bool dash_route(const char *path)
+{
+	if (!strcmp(path, "/") || !strcmp(path, "/login") || !strcmp(path, "/logout") || !strcmp(path, "/sessions") ||
+	    !strcmp(path, "/runs") || !strcmp(path, "/runs.json"))
+		return true;
+	return !strncmp(path, "/runs/", 6) || !strncmp(path, "/static/", 8);
+}
+
+void dash_reply_free(struct dash_reply *r)
+{
+	free(r->body);
+	free(r->cookie);
+	memset(r, 0, sizeof *r);
+}
+
+static void set_body(struct dash_reply *r, unsigned status, const char *ctype, struct page *p)
+{
+	r->status = status;
+	r->ctype = ctype;
+	r->body = p->buf;
+	r->len = p->len;
+	p->buf = NULL;
+}
+
+static void text_reply(struct dash_reply *r, unsigned status, const char *ctype, const char *text)
+{
+	r->status = status;
+	r->ctype = ctype;
+	r->body = util_strdup(text);
+	r->len = strlen(text);
+}
+
+/* The session id of the sbx_dash cookie in a Cookie header, if well formed. */
+static bool cookie_sid(const char *cookie, char sid[2 * SID_BYTES + 1])
+{
+	for (const char *p = cookie; p && *p;) {
+		p += strspn(p, " ;");
+		if (!strncmp(p, "sbx_dash=", 9)) {
+			p += 9;
+			size_t n = strspn(p, "0123456789abcdef");
+			if (n == 2 * SID_BYTES && (p[n] == 0 || p[n] == ';' || p[n] == ' ')) {
+				memcpy(sid, p, n);
+				sid[n] = 0;
+				return true;
+			}
+			return false;
+		}
+		p = strchr(p, ';');
+	}
+	return false;
+}
+
+/* Constant-time over the id: a sign-in is found without telling how much
+ * of a guessed id matched. */
+static struct signin *find_signin(struct dash *d, const char *sid)
+{
+	double now = util_now_ms();
+	struct signin *hit = NULL;
+	for (int i = 0; i < SIGNINS; i++) {
+		unsigned char diff = 0;
+		for (int k = 0; k < 2 * SID_BYTES; k++)
+			diff |= (unsigned char)(d->in[i].sid[k] ^ sid[k]);
+		if (!diff && d->in[i].who > 0 && d->in[i].expires > now)
+			hit = &d->in[i];
+	}
+	return hit;
+}
+
+/* Who is asking: a Bearer token, else a sign-in's cookie; 0 for nobody. */
+int dash_who(struct dash *d, const char *authorization, const char *cookie)
+{
+	if (authorization) {
+		int who = auth_check(d->a, authorization);
+		return who > 0 ? who : 0;
+	}
+	char sid[2 * SID_BYTES + 1];
+	struct signin *s = cookie_sid(cookie, sid) ? find_signin(d, sid) : NULL;
+	return s ? s->who : 0;
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* A form's field (application/x-www-form-urlencoded), decoded; NULL if
+ * absent or malformed (a bad escape, an encoded NUL). */
+static char *form_field(const char *body, size_t len, const char *key)
+{
+	size_t klen = strlen(key);
+	for (size_t i = 0; i < len;) {
+		size_t end = i;
+		while (end < len && body[end] != '&')
+			end++;
+		if (end - i > klen && !memcmp(body + i, key, klen) && body[i + klen] == '=') {
+			char *out = util_xalloc(end - i), *o = out;
+			for (size_t k = i + klen + 1; k < end; k++) {
+				int ch = (unsigned char)body[k];
+				if (ch == '+')
+					ch = ' ';
+				else if (ch == '%') {
+					int hi = k + 2 < end ? hexval(body[k + 1]) : -1, lo = k + 2 < end ? hexval(body[k + 2]) : -1;
+					if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+						free(out);
+						return NULL;
+					}
+					ch = hi * 16 + lo;
+					k += 2;
+				}
+				*o++ = (char)ch;
+			}
+			*o = 0;
+			return out;
+		}
+		i = end + 1;
+	}
+	return NULL;
+}
+
+static void signin_cookie(struct dash_reply *r, const char *sid, bool clear)
+{
+	/* No Secure: sbx-mcp speaks plain HTTP (a TLS proxy in front adds it). */
+	r->cookie = clear ? util_fmt("sbx_dash=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
+			  : util_fmt("sbx_dash=%s; Path=/; HttpOnly; SameSite=Strict; Max-Age=%d", sid, (int)(SIGNIN_MS / 1000));
+}
+
+static void login(struct dash *d, const char *body, size_t len, struct dash_reply *r)
+{
+	char *token = form_field(body ? body : "", len, "token");
+	struct page p;
+	page_init(&p, false);
+	unsigned retry;
+	if (!auth_take(&d->fails, 1, 5, util_now_ms(), &retry)) {
+		free(token);
+		page_login(&p, "Too many failed sign-ins: wait a few seconds.");
+		set_body(r, 429, "text/html; charset=utf-8", &p);
+		return;
+	}
+	int who = 0;
+	if (token && strlen(token) < 4096) {
+		char *bearer = util_fmt("Bearer %s", token);
+		who = auth_check(d->a, bearer);
+		explicit_bzero(bearer, strlen(bearer));
+		free(bearer);
+	}
+	if (token) {
+		explicit_bzero(token, strlen(token));
+		free(token);
+	}
+	if (who <= 0) {
+		page_login(&p, "That is not a token of this server.");
+		set_body(r, 401, "text/html; charset=utf-8", &p);
+		return;
+	}
+	/* A failure costs a token from the bucket; a success gives it back. */
+	d->fails.tokens = fmin(5, d->fails.tokens + 1);
+	int slot = 0;
+	for (int i = 0; i < SIGNINS; i++)
+		if (d->in[i].expires < d->in[slot].expires)
+			slot = i;
+	struct signin *s = &d->in[slot];
+	util_random_hex(s->sid, SID_BYTES);
+	s->who = who;
+	s->expires = util_now_ms() + SIGNIN_MS;
+	signin_cookie(r, s->sid, false);
+	r->status = 303;
+	r->location = "/";
+	r->who = who;
+	text_reply(r, 303, "text/plain; charset=utf-8", "signed in\n");
+}
+
+static void logout(struct dash *d, const char *cookie, struct dash_reply *r)
+{
+	char sid[2 * SID_BYTES + 1];
+	struct signin *s = cookie_sid(cookie, sid) ? find_signin(d, sid) : NULL;
+	if (s)
+		memset(s, 0, sizeof *s);
+	signin_cookie(r, NULL, true);
+	r->location = "/login";
+	text_reply(r, 303, "text/plain; charset=utf-8", "signed out\n");
+}
+
+/* A time from the runs form: ISO 8601, or a time ago (30m, 1h, 7d). */
+static double form_time(const char *s)
+{
+	double ms;
+	uint64_t ago;
+	if (!s || !*s)
+		return NAN;
+	if (util_parse_iso8601(s, &ms))
+		return ms / 1000.0;
+	if (util_parse_duration(s, &ago))
+		return (util_epoch_ms() - (double)ago) / 1000.0;
+	return NAN;
+}
+
+static const char *arg_or_null(dash_arg_fn fn, void *arg, const char *key)
+{
+	const char *v = fn(arg, key);
+	return v && *v && strlen(v) <= 512 ? v : NULL;
+}
+
+struct json_rows {
+	jv arr;
+};
+
+static bool on_json_row(jv row, void *arg)
+{
+	struct json_rows *j = arg;
+	j->arr = jv_array_append(j->arr, row);
+	return true;
+}
+
+void dash_serve(struct dash *d, const char *method, const char *path, dash_arg_fn arg_fn, void *arg,
+		const char *cookie, const char *authorization, const char *body, size_t len, struct dash_reply *r)
+{
+	memset(r, 0, sizeof *r);
+	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
+	if (!strcmp(path, "/static/dash.css") || !strcmp(path, "/static/dash.js")) {
+		if (!get) {
+			r->allow = "GET, HEAD";
+			return text_reply(r, 405, "text/plain; charset=utf-8", "GET\n");
+		}
+		bool css = path[13] == 'c';
+		return text_reply(r, 200, css ? "text/css; charset=utf-8" : "text/javascript; charset=utf-8",
+				  css ? page_css : page_js);
+	}
+	if (!strncmp(path, "/static/", 8))
+		return text_reply(r, 404, "text/plain; charset=utf-8", "not found\n");
+	if (!strcmp(path, "/login")) {
+		if (post)
+			return login(d, body, len, r);
+		if (!get) {
+			r->allow = "GET, POST";
+			return text_reply(r, 405, "text/plain; charset=utf-8", "GET the form, POST the token\n");
+		}
+		struct page p;
+		page_init(&p, false);
+		page_login(&p, NULL);
+		return set_body(r, 200, "text/html; charset=utf-8", &p);
+	}
+	if (!strcmp(path, "/logout")) {
+		if (!post) {
+			r->allow = "POST";
+			return text_reply(r, 405, "text/plain; charset=utf-8", "POST signs out\n");
+		}
+		return logout(d, cookie, r);
+	}
+	bool json = !strcmp(path, "/runs.json");
+	int who = dash_who(d, authorization, cookie);
+	if (!who) {
+		if (json)
+			return text_reply(r, 401, "application/json", "{\"error\":\"sign in, or send Authorization: Bearer TOKEN\"}\n");
+		struct page p;
+		page_init(&p, false);
+		page_login(&p, authorization ? "That is not a token of this server." : NULL);
+		return set_body(r, 401, "text/html; charset=utf-8", &p);
+	}
+	r->who = who;
+	if (!get) {
+		r->allow = "GET, HEAD";
+		return text_reply(r, 405, "text/plain; charset=utf-8", "the dashboard is read-only: GET\n");
+	}
+
+	struct hist_filter f;
+	hist_filter_init(&f);
+	char principal[AUTH_PRINCIPAL_LEN + 1];
+	if (!d->c->http_dashboard_all) {
+		auth_principal(d->a, who, principal);
+		f.principal = principal;
+	}
+	const char *db = getenv("SBX_HISTORY") && *getenv("SBX_HISTORY") ? getenv("SBX_HISTORY") : d->c->history;
+	char err[1024];
+	struct page p;
+	page_init(&p, false);
+	char label[32];
+	snprintf(label, sizeof label, "token %d", who);
+	p.who = label;
+	struct hist *h = hist_open(db, HIST_READ, false, err, sizeof err);
+	if (!h && !strcmp(path, "/sessions") && access(db, F_OK) < 0 && errno == ENOENT) {
+		/* No history yet, but sandbox sessions may be open. */
+		jv live = d->m ? mcp_live_sessions(d->m, (unsigned)who, d->c->http_dashboard_all) : jv_invalid();
+		page_sessions(&p, NULL, &f, live, err, sizeof err);
+		jv_free(live);
+		return set_body(r, 200, "text/html; charset=utf-8", &p);
+	}
+	if (!h) {
+		if (access(db, F_OK) < 0 && errno == ENOENT) {
+			if (json)
+				return text_reply(r, 200, "application/json", "[]\n");
+			page_begin(&p, "no history", "overview");
+			page_raw(&p, "<h1>No history yet</h1><p class=\"none\">Nothing has been logged: runs appear here once "
+				     "sbx-log (or sbx-mcp) writes them.</p>");
+			page_end(&p);
+			return set_body(r, 200, "text/html; charset=utf-8", &p);
+		}
+		util_warn("dashboard: %s", err);
+		return text_reply(r, 500, "text/plain; charset=utf-8", "the history could not be read; see the server's log\n");
+	}
+	int rc = 0;
+	unsigned status = 200;
+	if (json) {
+		int64_t after = 0;
+		const char *a = arg_or_null(arg_fn, arg, "after");
+		if (a && !util_parse_i64(a, 0, INT64_MAX, &after))
+			after = 0;
+		f.after_id = after > 0 ? after : 0;
+		f.limit = 100;
+		struct json_rows j = { .arr = jv_array() };
+		rc = hist_query(h, &f, false, on_json_row, &j, err, sizeof err) < 0 ? -1 : 0;
+		size_t n;
+		char *text = rec_dump(j.arr, &n);
+		hist_close(h);
+		if (rc < 0) {
+			free(text);
+			util_warn("dashboard: %s", err);
+			return text_reply(r, 500, "application/json", "{\"error\":\"the history could not be read\"}\n");
+		}
+		r->status = 200;
+		r->ctype = "application/json";
+		r->body = text;
+		r->len = n;
+		page_free(&p);
+		return;
+	}
+	if (!strcmp(path, "/")) {
+		const char *range = arg_or_null(arg_fn, arg, "range");
+		rc = page_overview(&p, h, &f, range && page_range_seconds(range) >= 0 ? range : "24h", err, sizeof err);
+	} else if (!strcmp(path, "/sessions")) {
+		/* Sandbox sessions are owned by the token that made them. */
+		jv live = d->m ? mcp_live_sessions(d->m, (unsigned)who, d->c->http_dashboard_all) : jv_invalid();
+		rc = page_sessions(&p, h, &f, live, err, sizeof err);
+		jv_free(live);
+	} else if (!strcmp(path, "/runs")) {
+		struct page_form form = {
+			.language = arg_or_null(arg_fn, arg, "language"), .status = arg_or_null(arg_fn, arg, "status"),
+			.session = arg_or_null(arg_fn, arg, "session"), .q = arg_or_null(arg_fn, arg, "q"),
+			.since = arg_or_null(arg_fn, arg, "since"), .until = arg_or_null(arg_fn, arg, "until"),
+		};
+		f.language = form.language;
+		f.status = form.status;
+		f.session = form.session;
+		f.text = form.q;
+		f.since = form_time(form.since);
+		f.until = form_time(form.until);
+		const char *before = arg_or_null(arg_fn, arg, "before");
+		if (before) {
+			/* TS:ID, as the "older runs" link writes it. */
+			char *colon = strrchr(before, ':'), *end;
+			errno = 0;
+			double ts = colon ? strtod(before, &end) : NAN;
+			int64_t id;
+			if (colon && !errno && end == colon && isfinite(ts) && util_parse_i64(colon + 1, 1, INT64_MAX, &id)) {
+				f.before_ts = ts;
+				f.before_id = id;
+			}
+		}
+		rc = page_runs(&p, h, &f, &form, err, sizeof err);
+	} else {
+		int64_t id;
+		if (!util_parse_i64(path + 6, 1, INT64_MAX, &id))
+			rc = 1;
+		else
+			rc = page_run(&p, h, &f, id, err, sizeof err);
+		if (rc == 1) {
+			page_free(&p);
+			page_init(&p, false);
+			p.who = label;
+			page_begin(&p, "not found", "runs");
+			page_raw(&p, "<h1>No such run</h1><p class=\"none\">It is not in the history, or not yours.</p>");
+			page_end(&p);
+			status = 404;
+			rc = 0;
+		}
+	}
+	hist_close(h);
+	if (rc < 0) {
+		page_free(&p);
+		util_warn("dashboard: %s", err);
+		return text_reply(r, 500, "text/plain; charset=utf-8", "the history could not be read; see the server's log\n");
+	}
+	set_body(r, status, "text/html; charset=utf-8", &p);
+}

@@ -1,0 +1,272 @@
+#!/usr/bin/env bats
+# The history's web view (issue 30): sbx-mcp --listen serves it at /, behind
+# the same Host, Origin and token checks as /mcp.  curl for every status and
+# header, the sign-in cookie and its attributes, a token's own runs, keyset
+# paging, an XSS corpus rendered as text, sbx-history --format html; then a
+# real browser (Debian's Chromium through puppeteer-core, t/browser).
+load helpers
+
+TOKEN=tok-aaaaaaaaaaaaaaaaaaaaaaaaaaaa
+TOKEN2=tok-bbbbbbbbbbbbbbbbbbbbbbbbbbbb
+
+local_setup() {
+	conf=$(conf_with 's/^history_code *=.*/history_code = "full"/')
+	printf '%s\n%s\n' "$TOKEN" "$TOKEN2" > tokens
+	chmod 600 tokens
+	export SBX_HISTORY=$BATS_TEST_TMPDIR/var/h.db
+}
+
+teardown() {
+	http_stop
+}
+
+set_key() { sed -i "s|^$1 *=.*|$1 = $2|" "$conf"; }
+
+
+# log JSON...: records straight into the history, as sbx-log writes them.
+log() { printf '%s\n' "$@" | "$BIN/sbx-log" -c "$conf" --store-code full > /dev/null; }
+
+# The XSS corpus: markup, attribute breaking, javascript: URLs, SVG, ANSI
+# and bidi escapes, a NUL, a 200 kB line; in code, output, id and error.
+hostile() {
+	jq -nc '{id: "xss-1", language: "python", status: "error", exit_code: 1,
+		code: "print(\"<script>window.__pwned=true</script>\")\n\"><img src=x onerror=window.__pwned=true>",
+		stdout: ("<img src=x onerror=window.__pwned=true>\n\u001b[31mred\u001b[0m <svg onload=window.__pwned=true>\n<a href=\"javascript:window.__pwned=true\">x</a>\u202eevil\u0000\n" + ("A" * 200000)),
+		stderr: "</pre><script>window.__pwned=true</script>",
+		error: "\"><iframe src=javascript:window.__pwned=true>",
+		duration_ms: 12.5, started_at: (now | todate)}'
+}
+
+@test "dashboard: no sign-in is 401 with the form; a foreign Origin or Host is 403; a bad token is 401" {
+	http_serve
+	req GET /
+	[ "$code" = 401 ]
+	grep -q '<form id="login" method="post" action="/login">' body
+	[[ "$(hdr www-authenticate)" == Bearer* ]]
+	req GET /runs.json
+	[ "$code" = 401 ]
+	jq -e .error body
+	req GET / -H "Authorization: Bearer nope-nope-nope-nope-nope"
+	[ "$code" = 401 ]
+	req GET / -H "Authorization: Bearer $TOKEN" -H "Origin: http://evil.example"
+	[ "$code" = 403 ]
+	req GET / -H "Authorization: Bearer $TOKEN" -H "Host: evil.example"
+	[ "$code" = 403 ]
+	req GET / -H "Authorization: Bearer $TOKEN"
+	[ "$code" = 200 ]
+	[ "$(hdr content-security-policy)" = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'" ]
+	[ "$(hdr x-frame-options)" = DENY ]
+	[ "$(hdr referrer-policy)" = same-origin ]
+	[ "$(hdr cache-control)" = no-store ]
+	# no inline script, no inline style: what the policy allows is all it needs
+	! grep -q '<script>' body
+	! grep -q ' style=' body
+	grep -q '<script src="/static/dash.js" defer></script>' body
+	req GET /static/dash.js
+	[ "$code" = 200 ]
+	[[ "$(hdr content-type)" == text/javascript* ]]
+	req GET /static/nope.js
+	[ "$code" = 404 ]
+}
+
+@test "dashboard: sign-in sets an HttpOnly, SameSite=Strict session cookie (not the token) and redirects; sign-out ends it" {
+	http_serve
+	req POST /login --data-urlencode "token=$TOKEN"
+	[ "$code" = 303 ]
+	[ "$(hdr location)" = / ]
+	cookie=$(hdr set-cookie)
+	[[ $cookie =~ ^sbx_dash=[0-9a-f]{32}\;\ Path=/\;\ HttpOnly\;\ SameSite=Strict\;\ Max-Age=[0-9]+$ ]]
+	[[ $cookie != *"$TOKEN"* ]]
+	sid=${cookie%%;*}
+	req GET /sessions -H "Cookie: $sid"
+	[ "$code" = 200 ]
+	grep -q '<h1>Sessions</h1>' body
+	# a wrong token: 401 and the form says why; nothing is set
+	req POST /login --data-urlencode "token=tok-wrong-wrong-wrong-wrong"
+	[ "$code" = 401 ]
+	[ -z "$(hdr set-cookie)" ]
+	grep -q 'id="login-error"' body
+	# a GET never signs in, nor out
+	req GET "/login?token=$TOKEN"
+	[ "$code" = 200 ]
+	[ -z "$(hdr set-cookie)" ]
+	req GET /logout -H "Cookie: $sid"
+	[ "$code" = 405 ]
+	req GET / -H "Cookie: $sid"
+	[ "$code" = 200 ]
+	# a form posted from another site is refused at the door
+	req POST /logout -H "Cookie: $sid" -H "Origin: http://evil.example"
+	[ "$code" = 403 ]
+	req POST /logout -H "Cookie: $sid"
+	[ "$code" = 303 ]
+	[ "$(hdr location)" = /login ]
+	[[ "$(hdr set-cookie)" == "sbx_dash=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0" ]]
+	req GET / -H "Cookie: $sid"
+	[ "$code" = 401 ]
+	# pages are read-only
+	req POST / -H "Authorization: Bearer $TOKEN"
+	[ "$code" = 405 ]
+	[ "$(hdr allow)" = "GET, HEAD" ]
+	# neither the token nor the cookie is in the access log
+	! grep -qF "$TOKEN" srv.log
+	! grep -qF "${sid#sbx_dash=}" srv.log
+	grep -q '"POST /login" 303' srv.log
+}
+
+@test "dashboard: a token sees its own runs (MCP over HTTP), another token none of them" {
+	http_serve
+	body=$(jq -nc '{jsonrpc: "2.0", id: 1, method: "tools/call", params: {name: "run_code", arguments: {language: "bash", code: "echo mine-123"}}}')
+	init='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bats","version":"1"}}}'
+	req POST /mcp -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' --data-binary "$init"
+	sid=$(hdr mcp-session-id)
+	req POST /mcp -H "Authorization: Bearer $TOKEN" -H "Mcp-Session-Id: $sid" -H 'Content-Type: application/json' \
+		-H 'Accept: application/json' --data-binary "$body"
+	[ "$code" = 200 ]
+	hid=$(jq -r '.result.structuredContent.history_id' body)
+	[[ $hid =~ ^[0-9]+$ ]]
+	req GET /runs -H "Authorization: Bearer $TOKEN"
+	grep -q "href=\"/runs/$hid\"" body
+	req GET "/runs/$hid" -H "Authorization: Bearer $TOKEN"
+	[ "$code" = 200 ]
+	grep -q 'mine-123' body
+	req GET /runs -H "Authorization: Bearer $TOKEN2"
+	! grep -q "href=\"/runs/$hid\"" body
+	req GET "/runs/$hid" -H "Authorization: Bearer $TOKEN2"
+	[ "$code" = 404 ]
+	req GET /runs.json -H "Authorization: Bearer $TOKEN2"
+	[ "$(jq length body)" = 0 ]
+	# with dashboard = "all" every token sees every run
+	http_stop
+	set_key dashboard '"all"'
+	http_serve
+	req GET "/runs/$hid" -H "Authorization: Bearer $TOKEN2"
+	[ "$code" = 200 ]
+}
+
+# mcp TOKEN JSON: one request over Streamable HTTP in the session $MSID
+# (made by the first call), the answer in ./body.
+mcp() {
+	local extra=()
+	[ -n "${MSID:-}" ] && extra=(-H "Mcp-Session-Id: $MSID")
+	req POST /mcp -H "Authorization: Bearer $1" -H 'Content-Type: application/json' \
+		-H 'Accept: application/json, text/event-stream' "${extra[@]}" --data-binary "$2"
+	[ -n "${MSID:-}" ] || MSID=$(hdr mcp-session-id)
+}
+
+@test "dashboard: a token's live sandbox sessions with their files; another token's are not shown" {
+	http_serve
+	MSID=
+	mcp "$TOKEN" '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bats","version":"1"}}}'
+	mcp "$TOKEN" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sandbox_initialize","arguments":{"language":"python"}}}'
+	sess=$(jq -r '.result.structuredContent.session_id' body)
+	[[ $sess =~ ^[0-9a-f]{32}$ ]]
+	mcp "$TOKEN" "$(jq -nc --arg s "$sess" '{jsonrpc:"2.0",id:2,method:"tools/call",params:{name:"write_file",arguments:{session_id:$s,path:"notes/<b>.txt",content:"hello"}}}')"
+	[ "$code" = 200 ]
+	req GET /sessions -H "Authorization: Bearer $TOKEN"
+	[ "$code" = 200 ]
+	grep -q 'id="live-sessions"' body
+	grep -q ">$sess</a>" body
+	grep -q '<code>notes/&lt;b&gt;.txt</code>' body
+	req GET /sessions -H "Authorization: Bearer $TOKEN2"
+	! grep -q "$sess" body
+	grep -q 'No sandbox session is open' body
+}
+
+@test "dashboard: filters and keyset paging through 120 runs, none twice; live rows after an id" {
+	set_key dashboard '"all"'
+	for i in $(seq 1 120); do
+		jq -nc --arg i "$i" '{id: ("p" + $i), language: (if ($i | tonumber) % 3 == 0 then "bash" else "python" end),
+			status: "success", code: ("echo page-" + $i), duration_ms: 1, started_at: (1790000000 + ($i | tonumber) | todate)}'
+	done > runs.jsonl
+	"$BIN/sbx-log" -c "$conf" < runs.jsonl > /dev/null
+	http_serve
+	seen=()
+	next=/runs
+	for page in 1 2 3; do
+		req GET "$next" -H "Authorization: Bearer $TOKEN"
+		[ "$code" = 200 ]
+		mapfile -t ids < <(grep -o 'href="/runs/[0-9]*"' body | grep -o '[0-9]*')
+		seen+=("${ids[@]}")
+		next=$(grep -o 'id="older" href="[^"]*"' body | sed 's/.*href="//; s/"$//; s/&amp;/\&/g')
+		[ "$page" = 3 ] || [ -n "$next" ]
+	done
+	[ -z "$next" ]
+	[ "${#seen[@]}" -eq 120 ]
+	[ "$(printf '%s\n' "${seen[@]}" | sort -u | wc -l)" -eq 120 ]
+	# newest first: p120 first
+	req GET /runs -H "Authorization: Bearer $TOKEN"
+	[ "$(grep -o '>p[0-9]*<' body | head -1)" = '>p120<' ]
+	req GET "/runs?language=bash&q=page-1" -H "Authorization: Bearer $TOKEN"
+	mapfile -t names < <(grep -o '>p[0-9]*<' body | tr -d '<>')
+	[ "${#names[@]}" -gt 0 ]
+	for n in "${names[@]}"; do [ $((${n#p} % 3)) = 0 ] && [[ ${n#p} == 1* ]]; done
+	# LIKE's wildcards are literal
+	req GET "/runs?q=%25" -H "Authorization: Bearer $TOKEN"
+	grep -q 'No runs match' body
+	req GET "/runs.json?after=115" -H "Authorization: Bearer $TOKEN"
+	[ "$(jq -c 'map(.id)' body)" = '["p120","p119","p118","p117","p116"]' ]
+	req GET "/runs/999999" -H "Authorization: Bearer $TOKEN"
+	[ "$code" = 404 ]
+	req GET "/runs/abc" -H "Authorization: Bearer $TOKEN"
+	[ "$code" = 404 ]
+	req GET "/?range=7d" -H "Authorization: Bearer $TOKEN"
+	[ "$code" = 200 ]
+	req GET "/?range=all" -H "Authorization: Bearer $TOKEN"
+	grep -q '<b id="total">120</b>' body
+}
+
+@test "dashboard: the XSS corpus is text on every page, and sbx-history --format html is one inert file" {
+	set_key dashboard '"all"'
+	log "$(hostile)"
+	http_serve
+	req GET /runs/1 -H "Authorization: Bearer $TOKEN"
+	[ "$code" = 200 ]
+	for f in body; do
+		! grep -q '<script>window' "$f"
+		! grep -q '<img src=x' "$f"
+		! grep -q '<svg onload' "$f"
+		! grep -q '<a href="javascript' "$f"
+		! grep -q '<iframe' "$f"
+		! grep -q "$(printf '\033')" "$f"
+		! grep -q "$(printf '\342\200\256')" "$f"
+	done
+	grep -q '&lt;script&gt;window.__pwned=true&lt;/script&gt;' body
+	grep -q '&lt;img src=x onerror=window.__pwned=true&gt;' body
+	grep -q '␛\[31mred' body
+	grep -q '␀' body
+	grep -q '<span id="run-id">xss-1</span>' body
+	for p in / /runs /sessions "/runs?q=%3Cscript"; do
+		req GET "$p" -H "Authorization: Bearer $TOKEN"
+		[ "$code" = 200 ]
+		! grep -q '<script>window' body
+		! grep -q '<img src=x' body
+	done
+	run --separate-stderr "$BIN/sbx-history" -c "$conf" --format html
+	[ "$status" -eq 0 ]
+	printf '%s\n' "$output" > o.html
+	grep -q '<style>' o.html
+	! grep -q '<script' o.html
+	! grep -qE '(src|href)="(https?:|//)' o.html
+	! grep -q '<link' o.html
+	grep -q '&lt;script&gt;' o.html
+	run --separate-stderr "$BIN/sbx-history" -c "$conf" --format html --stats
+	[ "$status" -eq 2 ]
+}
+
+@test "dashboard in a real browser: sign in, overview, a filtered list, a hostile run inert, a run appearing live, sign out" {
+	command -v "${CHROMIUM:-chromium}" > /dev/null || skip "no Chromium (Debian's chromium package; make deps installs it)"
+	[ -d "$ROOT/t/browser/node_modules/puppeteer-core" ] || skip "puppeteer-core is not installed (make mcp-client)"
+	set_key dashboard '"all"'
+	log "$(hostile)"
+	for i in 1 2 3; do log "$(jq -nc --arg i "$i" '{id: ("ok-" + $i), language: "python", status: "success", code: "print(\"<script>\")", stdout: "<script>\n", duration_ms: (10 * ($i | tonumber)), started_at: (now | todate)}')"; done
+	http_serve
+	mkdir -p shots
+	run --separate-stderr node "$ROOT/t/browser/dash.mjs" "$URL" "$TOKEN" 1 "$PWD/shots" "$BIN/sbx-log" -c "$conf"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"1..18"* ]]
+	# the screenshots, for doc/ (make dash-shots copies them)
+	mkdir -p "$ROOT/build/dash"
+	cp shots/*.png "$ROOT/build/dash/"
+	[ -s shots/overview.png ] && [ -s shots/run.png ] && [ -s shots/runs.png ]
+}
