@@ -52,6 +52,20 @@ hostile() {
 	[ "$code" = 403 ]
 	req GET / -H "Authorization: Bearer $TOKEN" -H "Host: evil.example"
 	[ "$code" = 403 ]
+	# an [http] origins entry may call /mcp, but gets no page and no sign-in
+	http_stop
+	set_key origins '["http://app.example"]'
+	http_serve
+	req POST /login -H "Origin: http://app.example" --data-urlencode "token=$TOKEN"
+	[ "$code" = 403 ]
+	[ -z "$(hdr set-cookie)" ]
+	# wrong tokens are metered (5, then 429), a right one still gets in
+	for i in 1 2 3 4 5 6; do req GET / -H "Authorization: Bearer tok-wrong-wrong-wrong-$i"; done
+	[ "$code" = 429 ]
+	[ -n "$(hdr retry-after)" ]
+	# a path past the request's own bound is no page
+	req GET "/runs/$(printf '0%.0s' $(seq 60))5" -H "Authorization: Bearer $TOKEN"
+	[ "$code" = 404 ]
 	req GET / -H "Authorization: Bearer $TOKEN"
 	[ "$code" = 200 ]
 	[ "$(hdr content-security-policy)" = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'" ]
@@ -103,6 +117,23 @@ hostile() {
 	[[ "$(hdr set-cookie)" == "sbx_dash=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0" ]]
 	req GET / -H "Cookie: $sid"
 	[ "$code" = 401 ]
+	# a planted second cookie neither locks out nor swaps the view; a
+	# proxy's Basic header leaves the cookie in charge
+	req POST /login --data-urlencode "token=$TOKEN2"
+	sid2=$(hdr set-cookie)
+	sid2=${sid2%%;*}
+	req POST /login --data-urlencode "token=$TOKEN"
+	sid=$(hdr set-cookie)
+	sid=${sid%%;*}
+	req GET / -H "Cookie: sbx_dash=0123456789abcdef0123456789abcdef; $sid"
+	[ "$code" = 200 ]
+	req GET / -H "Cookie: $sid2; $sid"
+	[ "$code" = 401 ]
+	req GET / -H "Cookie: $sid" -H "Authorization: Basic dXNlcjpwYXNz"
+	[ "$code" = 200 ]
+	# behind a TLS proxy the browser's origin is https://HOST
+	req GET / -H "Cookie: $sid" -H "Origin: ${URL/http:/https:}"
+	[ "$code" = 200 ]
 	# pages are read-only
 	req POST / -H "Authorization: Bearer $TOKEN"
 	[ "$code" = 405 ]

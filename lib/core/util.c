@@ -264,6 +264,12 @@ double util_epoch_ms(void)
 
 void util_iso8601(double epoch_ms, char *buf, size_t len)
 {
+	/* A foreign or merged history may hold any number: past years
+	 * -9999..9999 (and NaN) there is no date to write. */
+	if (!isfinite(epoch_ms) || fabs(epoch_ms) > 2.5e14) {
+		snprintf(buf, len, "?");
+		return;
+	}
 	long long ms = llround(epoch_ms);
 	time_t secs = (time_t)(ms / 1000);
 	int frac = (int)(ms % 1000);
@@ -272,7 +278,10 @@ void util_iso8601(double epoch_ms, char *buf, size_t len)
 		secs--;
 	}
 	struct tm tm;
-	gmtime_r(&secs, &tm);
+	if (!gmtime_r(&secs, &tm)) {
+		snprintf(buf, len, "?");
+		return;
+	}
 	char tmp[32];
 	strftime(tmp, sizeof tmp, "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(buf, len, "%s.%03dZ", tmp, frac);

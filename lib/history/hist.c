@@ -30,8 +30,10 @@ struct hist {
 	char *path;
 	sqlite3_stmt *insert;
 	bool in_tx;
+	bool peek;        /* HIST_PEEK */
 	double last_ts;   /* the last row hist_query handed out: a page's cursor */
 	int64_t last_id;
+	double deadline;  /* util_now_ms past which queries are interrupted, or 0 */
 };
 
 /* A history file's identity (meta's uuid): 32 hex digits. */
@@ -259,7 +261,7 @@ static int connect(struct hist *h, bool write, char *err, size_t errlen)
 		return -1;
 	}
 	sqlite3_extended_result_codes(h->db, 1);
-	sqlite3_busy_timeout(h->db, HIST_BUSY_MS);
+	sqlite3_busy_timeout(h->db, h->peek ? 1000 : HIST_BUSY_MS);
 	return 0;
 }
 
@@ -275,9 +277,11 @@ static int prepare_insert(struct hist *h, char *err, size_t errlen);
 
 struct hist *hist_open(const char *path, enum hist_mode mode, bool sync_full, char *err, size_t errlen)
 {
-	bool write = mode != HIST_READ;
+	bool write = mode != HIST_READ && mode != HIST_PEEK;
 	struct hist *h = util_xalloc(sizeof *h);
+	memset(h, 0, sizeof *h);
 	h->path = util_strdup(path);
+	h->peek = mode == HIST_PEEK;
 	if (write) {
 		/* The history holds code: private to its owner from the start
 		 * (SQLite's own default would be 0644). */
@@ -323,6 +327,10 @@ struct hist *hist_open(const char *path, enum hist_mode mode, bool sync_full, ch
 		if ((v != HIST_SCHEMA_VERSION && migrate(h, err, errlen) < 0) ||
 		    (mode == HIST_APPEND && prepare_insert(h, err, errlen) < 0))
 			goto fail;
+	} else if (v < HIST_SCHEMA_VERSION && mode == HIST_PEEK) {
+		snprintf(err, errlen, "history %s: schema version %lld is older than this sbx's (%d): open it once with "
+			 "sbx-log or sbx-history to upgrade it", h->path, (long long)v, HIST_SCHEMA_VERSION);
+		goto fail;
 	} else if (v < HIST_SCHEMA_VERSION) {
 		/* An older schema: migrate it if we may write the file, then
 		 * read it like any other. */
@@ -338,6 +346,18 @@ struct hist *hist_open(const char *path, enum hist_mode mode, bool sync_full, ch
 fail:
 	hist_close(h);
 	return NULL;
+}
+
+static int past_deadline(void *arg)
+{
+	const struct hist *h = arg;
+	return h->deadline > 0 && util_now_ms() > h->deadline;
+}
+
+void hist_deadline(struct hist *h, double ms)
+{
+	h->deadline = util_now_ms() + ms;
+	sqlite3_progress_handler(h->db, 10000, past_deadline, h);
 }
 
 void hist_close(struct hist *h)
@@ -580,7 +600,7 @@ static void where_clause(const struct hist_filter *f, char *buf, size_t len)
 		/* Keyset paging: the page after (before_ts, before_id), which the
 		 * (timestamp) index and the rowid serve without counting rows
 		 * (OFFSET would read every row it skips). */
-		o += (size_t)snprintf(buf + o, len - o, "%s(timestamp < ?%d OR (timestamp = ?%d AND id < ?%d))",
+		o += (size_t)snprintf(buf + o, len - o, "%stimestamp <= ?%d AND (timestamp < ?%d OR id < ?%d)",
 				      n ? " AND " : " WHERE ", n + 1, n + 1, n + 2);
 		n += 2;
 	}

@@ -33,7 +33,7 @@ enum hist_code { HIST_CODE_PREVIEW, HIST_CODE_FULL };
  * its directory are created if missing.  HIST_APPEND: HIST_WRITE, and the
  * insert is compiled at open, so that a pipeline's logger pays for it while
  * the sandbox runs rather than between a result and its logged line. */
-enum hist_mode { HIST_READ, HIST_WRITE, HIST_APPEND };
+enum hist_mode { HIST_READ, HIST_WRITE, HIST_APPEND, HIST_PEEK };
 
 struct hist;
 
@@ -41,6 +41,9 @@ struct hist;
  * (writers).  NULL with err set on failure. */
 struct hist *hist_open(const char *path, enum hist_mode mode, bool sync_full, char *err, size_t errlen);
 void hist_close(struct hist *h);
+/* Queries after this fail ("interrupted") once ms have passed: a page must
+ * not hold a server's only thread for long. */
+void hist_deadline(struct hist *h, double ms);
 
 /* Writing: hist_begin, any number of hist_append, hist_commit.  json is
  * the record's text, known to be one JSON object (rec_check_line); fields

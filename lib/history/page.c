@@ -139,6 +139,22 @@ static const char *sval(jv o, const char *key)
 	return jv_get_kind(o) == JV_KIND_OBJECT ? rec_str(o, key, NULL) : NULL;
 }
 
+/* The same with its length: a NUL inside is shown (as ␀), not an end. */
+static const char *sval_n(jv o, const char *key, size_t *n)
+{
+	*n = 0;
+	return jv_get_kind(o) == JV_KIND_OBJECT ? rec_str(o, key, n) : NULL;
+}
+
+/* Text of at most max bytes (cut at a character), and a note of the rest. */
+static void text_capped(struct page *p, const char *s, size_t n, size_t max)
+{
+	size_t shown = n > max ? utf8_floor(s, max) : n;
+	page_text(p, s, shown);
+	if (shown < n)
+		page_printf(p, "<span class=\"none\"> … %zu more bytes not shown</span>", n - shown);
+}
+
 static bool nval(jv o, const char *key, double *d)
 {
 	return jv_get_kind(o) == JV_KIND_OBJECT && rec_num(o, key, d) && isfinite(*d);
@@ -188,6 +204,8 @@ void page_begin(struct page *p, const char *title, const char *nav)
 	page_str(p, title);
 	page_raw(p, " — sbx</title>");
 	if (p->standalone) {
+		/* A file has no server to send the policy: it carries its own. */
+		page_raw(p, "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">");
 		page_raw(p, "<style>");
 		page_raw(p, page_css);
 		page_raw(p, "</style>");
@@ -264,11 +282,12 @@ static void run_row(struct page *p, jv row)
 	page_raw(p, "</td><td class=\"num\">");
 	put_num(p, row, "duration_ms", " ms");
 	page_raw(p, "</td><td class=\"snippet\">");
-	const char *code = sval(row, "code_snippet");
+	size_t n;
+	const char *code = sval_n(row, "code_snippet", &n);
 	if (code) {
-		size_t n = strlen(code);
 		/* One line of it, at most 120 bytes, cut at a character. */
-		size_t cut = strcspn(code, "\n");
+		const char *nl = memchr(code, '\n', n);
+		size_t cut = nl ? (size_t)(nl - code) : n;
 		if (cut > 120)
 			cut = utf8_floor(code, 120);
 		page_text(p, code, cut);
@@ -329,13 +348,18 @@ struct overview {
 	double total;
 };
 
+/* Names are compared as far as they are kept (63 bytes): a longer one
+ * must still find its own group.  Past MAX_GROUPS, the rest go to the
+ * last, then named "other". */
 static struct group *group_of(struct group *g, int *n, const char *name)
 {
 	for (int i = 0; i < *n; i++)
-		if (!strcmp(g[i].name, name))
+		if (!strncmp(g[i].name, name, sizeof g[i].name - 1))
 			return &g[i];
-	if (*n == MAX_GROUPS)
-		return &g[MAX_GROUPS - 1]; /* the rest, lumped into the last */
+	if (*n == MAX_GROUPS) {
+		snprintf(g[MAX_GROUPS - 1].name, sizeof g[0].name, "other");
+		return &g[MAX_GROUPS - 1];
+	}
 	struct group *x = &g[(*n)++];
 	memset(x, 0, sizeof *x);
 	snprintf(x->name, sizeof x->name, "%s", name);
@@ -382,15 +406,21 @@ struct series_ctx {
 static bool on_point(jv row, void *arg)
 {
 	struct series_ctx *s = arg;
-	if (s->n < 512) {
-		nval(row, "bucket", &s->b[s->n]);
-		nval(row, "p50_ms", &s->p50[s->n]);
-		nval(row, "p95_ms", &s->p95[s->n]);
-		nval(row, "count", &s->count[s->n]);
-		s->n++;
+	/* The latest 512 buckets: oldest first, the oldest dropped. */
+	if (s->n == 512) {
+		memmove(s->b, s->b + 1, 511 * sizeof *s->b);
+		memmove(s->p50, s->p50 + 1, 511 * sizeof *s->p50);
+		memmove(s->p95, s->p95 + 1, 511 * sizeof *s->p95);
+		memmove(s->count, s->count + 1, 511 * sizeof *s->count);
+		s->n--;
 	}
+	nval(row, "bucket", &s->b[s->n]);
+	nval(row, "p50_ms", &s->p50[s->n]);
+	nval(row, "p95_ms", &s->p95[s->n]);
+	nval(row, "count", &s->count[s->n]);
+	s->n++;
 	jv_free(row);
-	return s->n < 512;
+	return true;
 }
 
 static void bars(struct page *p, const struct group *g, int n, double total)
@@ -638,6 +668,8 @@ static void code_block(struct page *p, const char *code, size_t n)
 			start = i + 1;
 		}
 	page_raw(p, "</pre>");
+	if (shown < n)
+		page_printf(p, "<p class=\"none\">%zu more bytes of code not shown.</p>", n - shown);
 }
 
 /* obj borrowed. */
@@ -652,7 +684,7 @@ static void kv_table(struct page *p, const char *id, jv obj)
 		page_str(p, jv_string_value(k));
 		page_raw(p, "</th><td>");
 		if (jv_get_kind(v) == JV_KIND_STRING)
-			page_str(p, jv_string_value(v));
+			text_capped(p, jv_string_value(v), (size_t)jv_string_length_bytes(jv_copy(v)), 4096);
 		else {
 			jv t = jv_dump_string(jv_copy(v), 0);
 			page_str(p, jv_string_value(t));
@@ -675,6 +707,7 @@ static void images(struct page *p, jv rec)
 		return;
 	}
 	bool any = false;
+	size_t shown_bytes = 0;
 	jv_array_foreach(arts, i, a)
 	{
 		const char *mime = sval(a, "mime_type"), *content = sval(a, "content"), *path = sval(a, "path");
@@ -683,7 +716,8 @@ static void images(struct page *p, jv rec)
 		for (size_t k = 0; mime && k < 4; k++)
 			raster |= !strcmp(mime, ok[k]);
 		bool b64 = content && *content && strspn(content, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") == strlen(content);
-		if (raster && b64) {
+		/* 16 MiB of images on one page at most. */
+		if (raster && b64 && (shown_bytes += strlen(content)) <= (16u << 20)) {
 			if (!any)
 				page_raw(p, "<h2>Images</h2><div id=\"images\">");
 			any = true;
@@ -707,8 +741,14 @@ static void tests_table(struct page *p, jv rec)
 	}
 	page_raw(p, "<h2>Tests</h2><table id=\"tests\"><thead><tr><th>#</th><th>status</th><th>duration</th>"
 		    "<th>exit</th><th>stdout</th></tr></thead><tbody>");
+	int rows = jv_array_length(jv_copy(tests));
 	jv_array_foreach(tests, i, t)
 	{
+		/* A page for people: the first 1000 tests, then a count. */
+		if (i >= 1000) {
+			jv_free(t);
+			continue;
+		}
 		page_printf(p, "<tr><td class=\"num\">%d</td><td>", i + 1);
 		put_status(p, sval(t, "status"));
 		page_raw(p, "</td><td class=\"num\">");
@@ -716,13 +756,16 @@ static void tests_table(struct page *p, jv rec)
 		page_raw(p, "</td><td class=\"num\">");
 		put_num(p, t, "exit_code", "");
 		page_raw(p, "</td><td><code>");
-		const char *out = sval(t, "stdout");
+		size_t on;
+		const char *out = sval_n(t, "stdout", &on);
 		if (out)
-			page_text(p, out, strlen(out) > 200 ? utf8_floor(out, 200) : strlen(out));
+			text_capped(p, out, on, 200);
 		page_raw(p, "</code></td></tr>");
 		jv_free(t);
 	}
 	page_raw(p, "</tbody></table>");
+	if (rows > 1000)
+		page_printf(p, "<p class=\"none\">%d more tests not shown.</p>", rows - 1000);
 	jv_free(tests);
 }
 
@@ -777,11 +820,12 @@ int page_run(struct page *p, struct hist *h, const struct hist_filter *base, int
 		{ "session", "session_id" }, { "error", "error" }, { "signal", "signal" }, { "host", "host" },
 	};
 	for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
-		const char *v = sval(row, strs[i].key);
+		size_t vn;
+		const char *v = sval_n(row, strs[i].key, &vn);
 		if (!v)
 			continue;
 		dt(p, strs[i].label);
-		page_str(p, v);
+		text_capped(p, v, vn, 4096);
 		page_raw(p, "</dd>");
 	}
 	static const struct { const char *label, *key, *unit; } nums[] = {
@@ -802,8 +846,7 @@ int page_run(struct page *p, struct hist *h, const struct hist_filter *base, int
 	size_t n = 0;
 	const char *code = rec_str(row, "code", &n);
 	if (!code) {
-		code = sval(row, "code_snippet");
-		n = code ? strlen(code) : 0;
+		code = sval_n(row, "code_snippet", &n);
 		page_raw(p, "<p class=\"none\">Its first 500 characters (the history keeps the whole code with "
 			    "history_code = \"full\").</p>");
 	}
@@ -817,10 +860,11 @@ int page_run(struct page *p, struct hist *h, const struct hist_filter *base, int
 		page_raw(p, " ");
 		put_num(p, comp, "duration_ms", " ms");
 		page_raw(p, "</p>");
-		const char *ce = sval(comp, "stderr");
-		if (ce && *ce) {
+		size_t cn;
+		const char *ce = sval_n(comp, "stderr", &cn);
+		if (ce && cn) {
 			page_raw(p, "<pre id=\"compile-stderr\" class=\"out\">");
-			page_text(p, ce, strlen(ce) > SHOWN_MAX ? utf8_floor(ce, SHOWN_MAX) : strlen(ce));
+			text_capped(p, ce, cn, SHOWN_MAX);
 			page_raw(p, "</pre>");
 		}
 	}
@@ -1011,6 +1055,7 @@ const char page_js[] =
 	"          cell(tr, String(row.code_snippet || '').split('\\n')[0].slice(0, 120), 'snippet');\n"
 	"          body.insertBefore(tr, body.firstChild);\n"
 	"          after = Math.max(after, Number(row.history_id));\n"
+	"          while (body.rows.length > 200) body.deleteRow(-1);\n"
 	"        }\n"
 	"        live.dataset.after = String(after);\n"
 	"      }\n"

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "hist.h"
@@ -16,7 +17,9 @@
 const char dash_csp[] = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
 			"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-#define SIGNINS 256                 /* signed-in browsers at once; the oldest goes first */
+#define SIGNINS 256                 /* signed-in browsers at once */
+#define SIGNINS_PER 8               /* of one principal: its own oldest goes first */
+#define PAGE_MS 2000                /* a page's queries may take this long */
 #define SIGNIN_MS (12 * 3600e3)     /* a sign-in lasts this long */
 #define SID_BYTES 16
 
@@ -31,9 +34,14 @@ struct dash {
 	const struct auth *a;
 	struct mcp *m;
 	struct signin in[SIGNINS];
-	/* Failed sign-ins, metered for the whole server: tokens are long and
-	 * random, but nothing should be free to guess at line rate. */
+	/* Failed sign-ins and bad Bearer tokens, metered for the whole
+	 * server: tokens are long and random, but nothing should be free to
+	 * guess at line rate.  Only failures count, and the token is checked
+	 * first, so a flood of wrong ones never locks out a right one. */
 	struct auth_bucket fails;
+	/* Sign-ins per principal: one token holder cannot sign everyone
+	 * else out by filling the table. */
+	struct auth_bucket *signin_rate;
 };
 
 struct dash *dash_new(const struct conf *c, const struct auth *a, struct mcp *m)
@@ -45,13 +53,20 @@ struct dash *dash_new(const struct conf *c, const struct auth *a, struct mcp *m)
 	d->a = a;
 	d->m = m;
 	d->fails.tokens = 5;
+	d->signin_rate = calloc(auth_count(a) + 1, sizeof *d->signin_rate);
+	if (!d->signin_rate)
+		util_die(EXIT_IO, "out of memory");
+	for (size_t i = 0; i <= auth_count(a); i++)
+		d->signin_rate[i].tokens = 5;
 	return d;
 }
 
 void dash_free(struct dash *d)
 {
-	if (d)
+	if (d) {
 		explicit_bzero(d->in, sizeof d->in);
+		free(d->signin_rate);
+	}
 	free(d);
 }
 
@@ -87,24 +102,35 @@ static void text_reply(struct dash_reply *r, unsigned status, const char *ctype,
 	r->len = strlen(text);
 }
 
-/* The session id of the sbx_dash cookie in a Cookie header, if well formed. */
-static bool cookie_sid(const char *cookie, char sid[2 * SID_BYTES + 1])
+static struct signin *find_signin(struct dash *d, const char *sid);
+
+/* The sign-in a Cookie header names.  Every sbx_dash in it is looked at
+ * and exactly one must be a live sign-in: cookies are not kept apart by
+ * port, so another site on the host can plant one, and a planted one must
+ * neither lock the user out nor swap in another's view. */
+static struct signin *cookie_signin(struct dash *d, const char *cookie)
 {
+	struct signin *hit = NULL;
+	int hits = 0;
 	for (const char *p = cookie; p && *p;) {
 		p += strspn(p, " ;");
 		if (!strncmp(p, "sbx_dash=", 9)) {
-			p += 9;
-			size_t n = strspn(p, "0123456789abcdef");
-			if (n == 2 * SID_BYTES && (p[n] == 0 || p[n] == ';' || p[n] == ' ')) {
-				memcpy(sid, p, n);
+			const char *v = p + 9;
+			size_t n = strspn(v, "0123456789abcdef");
+			if (n == 2 * SID_BYTES && (v[n] == 0 || v[n] == ';' || v[n] == ' ')) {
+				char sid[2 * SID_BYTES + 1];
+				memcpy(sid, v, n);
 				sid[n] = 0;
-				return true;
+				struct signin *s = find_signin(d, sid);
+				if (s && s != hit) {
+					hit = s;
+					hits++;
+				}
 			}
-			return false;
 		}
 		p = strchr(p, ';');
 	}
-	return false;
+	return hits == 1 ? hit : NULL;
 }
 
 /* Constant-time over the id: a sign-in is found without telling how much
@@ -123,15 +149,20 @@ static struct signin *find_signin(struct dash *d, const char *sid)
 	return hit;
 }
 
-/* Who is asking: a Bearer token, else a sign-in's cookie; 0 for nobody. */
+static bool is_bearer(const char *authorization)
+{
+	return authorization && !strncasecmp(authorization, "Bearer ", 7);
+}
+
+/* Who is asking: a Bearer token, else a sign-in's cookie; 0 for nobody.
+ * Another scheme (a proxy's Basic) leaves the cookie in charge. */
 int dash_who(struct dash *d, const char *authorization, const char *cookie)
 {
-	if (authorization) {
+	if (is_bearer(authorization)) {
 		int who = auth_check(d->a, authorization);
 		return who > 0 ? who : 0;
 	}
-	char sid[2 * SID_BYTES + 1];
-	struct signin *s = cookie_sid(cookie, sid) ? find_signin(d, sid) : NULL;
+	struct signin *s = cookie_signin(d, cookie);
 	return s ? s->who : 0;
 }
 
@@ -181,18 +212,22 @@ static void signin_cookie(struct dash_reply *r, const char *sid, bool clear)
 			  : util_fmt("sbx_dash=%s; Path=/; HttpOnly; SameSite=Strict; Max-Age=%d", sid, (int)(SIGNIN_MS / 1000));
 }
 
+/* A failure: 401, or 429 once the server's failure budget is spent. */
+static bool failure_spent(struct dash *d, unsigned *retry)
+{
+	return !auth_take(&d->fails, 1, 5, util_now_ms(), retry);
+}
+
+static void retry_after(struct dash_reply *r, unsigned retry)
+{
+	snprintf(r->retry, sizeof r->retry, "%u", retry ? retry : 1);
+}
+
 static void login(struct dash *d, const char *body, size_t len, struct dash_reply *r)
 {
 	char *token = form_field(body ? body : "", len, "token");
 	struct page p;
 	page_init(&p, false);
-	unsigned retry;
-	if (!auth_take(&d->fails, 1, 5, util_now_ms(), &retry)) {
-		free(token);
-		page_login(&p, "Too many failed sign-ins: wait a few seconds.");
-		set_body(r, 429, "text/html; charset=utf-8", &p);
-		return;
-	}
 	int who = 0;
 	if (token && strlen(token) < 4096) {
 		char *bearer = util_fmt("Bearer %s", token);
@@ -204,23 +239,44 @@ static void login(struct dash *d, const char *body, size_t len, struct dash_repl
 		explicit_bzero(token, strlen(token));
 		free(token);
 	}
+	unsigned retry = 0;
 	if (who <= 0) {
-		page_login(&p, "That is not a token of this server.");
-		set_body(r, 401, "text/html; charset=utf-8", &p);
+		bool spent = failure_spent(d, &retry);
+		page_login(&p, spent ? "Too many failed sign-ins: wait a few seconds." : "That is not a token of this server.");
+		set_body(r, spent ? 429 : 401, "text/html; charset=utf-8", &p);
+		if (spent)
+			retry_after(r, retry);
 		return;
 	}
-	/* A failure costs a token from the bucket; a success gives it back. */
-	d->fails.tokens = fmin(5, d->fails.tokens + 1);
-	int slot = 0;
-	for (int i = 0; i < SIGNINS; i++)
-		if (d->in[i].expires < d->in[slot].expires)
-			slot = i;
+	if (!auth_take(&d->signin_rate[who], 1, 5, util_now_ms(), &retry)) {
+		page_login(&p, "Too many sign-ins with this token: wait a few seconds.");
+		set_body(r, 429, "text/html; charset=utf-8", &p);
+		retry_after(r, retry);
+		return;
+	}
+	/* The slot: this principal's own oldest once it has SIGNINS_PER, else
+	 * a free or expired one, else the oldest of all. */
+	double now = util_now_ms();
+	int mine = 0, own_oldest = -1, free_slot = -1, oldest = 0;
+	for (int i = 0; i < SIGNINS; i++) {
+		struct signin *x = &d->in[i];
+		bool live = x->who > 0 && x->expires > now;
+		if (live && x->who == who) {
+			mine++;
+			if (own_oldest < 0 || x->expires < d->in[own_oldest].expires)
+				own_oldest = i;
+		}
+		if (!live && free_slot < 0)
+			free_slot = i;
+		if (x->expires < d->in[oldest].expires)
+			oldest = i;
+	}
+	int slot = mine >= SIGNINS_PER ? own_oldest : free_slot >= 0 ? free_slot : oldest;
 	struct signin *s = &d->in[slot];
 	util_random_hex(s->sid, SID_BYTES);
 	s->who = who;
-	s->expires = util_now_ms() + SIGNIN_MS;
+	s->expires = now + SIGNIN_MS;
 	signin_cookie(r, s->sid, false);
-	r->status = 303;
 	r->location = "/";
 	r->who = who;
 	text_reply(r, 303, "text/plain; charset=utf-8", "signed in\n");
@@ -228,8 +284,7 @@ static void login(struct dash *d, const char *body, size_t len, struct dash_repl
 
 static void logout(struct dash *d, const char *cookie, struct dash_reply *r)
 {
-	char sid[2 * SID_BYTES + 1];
-	struct signin *s = cookie_sid(cookie, sid) ? find_signin(d, sid) : NULL;
+	struct signin *s = cookie_signin(d, cookie);
 	if (s)
 		memset(s, 0, sizeof *s);
 	signin_cookie(r, NULL, true);
@@ -305,12 +360,17 @@ void dash_serve(struct dash *d, const char *method, const char *path, dash_arg_f
 	}
 	bool json = !strcmp(path, "/runs.json");
 	int who = dash_who(d, authorization, cookie);
+	unsigned retry = 0;
+	if (!who && is_bearer(authorization) && failure_spent(d, &retry)) {
+		retry_after(r, retry);
+		return text_reply(r, 429, "text/plain; charset=utf-8", "too many bad tokens: wait a few seconds\n");
+	}
 	if (!who) {
 		if (json)
 			return text_reply(r, 401, "application/json", "{\"error\":\"sign in, or send Authorization: Bearer TOKEN\"}\n");
 		struct page p;
 		page_init(&p, false);
-		page_login(&p, authorization ? "That is not a token of this server." : NULL);
+		page_login(&p, is_bearer(authorization) ? "That is not a token of this server." : NULL);
 		return set_body(r, 401, "text/html; charset=utf-8", &p);
 	}
 	r->who = who;
@@ -333,7 +393,9 @@ void dash_serve(struct dash *d, const char *method, const char *path, dash_arg_f
 	char label[32];
 	snprintf(label, sizeof label, "token %d", who);
 	p.who = label;
-	struct hist *h = hist_open(db, HIST_READ, false, err, sizeof err);
+	struct hist *h = hist_open(db, HIST_PEEK, false, err, sizeof err);
+	if (h)
+		hist_deadline(h, PAGE_MS);
 	if (!h && !strcmp(path, "/sessions") && access(db, F_OK) < 0 && errno == ENOENT) {
 		/* No history yet, but sandbox sessions may be open. */
 		jv live = d->m ? mcp_live_sessions(d->m, (unsigned)who, d->c->http_dashboard_all) : jv_invalid();
@@ -349,10 +411,12 @@ void dash_serve(struct dash *d, const char *method, const char *path, dash_arg_f
 			page_raw(&p, "<h1>No history yet</h1><p class=\"none\">Nothing has been logged: runs appear here once "
 				     "sbx-log (or sbx-mcp) writes them.</p>");
 			page_end(&p);
-			return set_body(r, 200, "text/html; charset=utf-8", &p);
+			return set_body(r, strncmp(path, "/runs/", 6) ? 200 : 404, "text/html; charset=utf-8", &p);
 		}
 		util_warn("dashboard: %s", err);
-		return text_reply(r, 500, "text/plain; charset=utf-8", "the history could not be read; see the server's log\n");
+		return text_reply(r, 500, json ? "application/json" : "text/plain; charset=utf-8",
+				  json ? "{\"error\":\"the history could not be read\"}\n"
+				       : "the history could not be read; see the server's log\n");
 	}
 	int rc = 0;
 	unsigned status = 200;
@@ -434,6 +498,12 @@ void dash_serve(struct dash *d, const char *method, const char *path, dash_arg_f
 	if (rc < 0) {
 		page_free(&p);
 		util_warn("dashboard: %s", err);
+		if (strstr(err, "interrupted")) {
+			/* Past PAGE_MS: the server's thread is everyone's. */
+			retry_after(r, 5);
+			return text_reply(r, 503, "text/plain; charset=utf-8",
+					  "the page took too long (a narrower range or filter is faster)\n");
+		}
 		return text_reply(r, 500, "text/plain; charset=utf-8", "the history could not be read; see the server's log\n");
 	}
 	set_body(r, status, "text/html; charset=utf-8", &p);

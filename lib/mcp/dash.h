@@ -38,6 +38,7 @@ struct dash_reply {
 	char *cookie;        /* a Set-Cookie value, or NULL */
 	const char *location; /* a redirect's target (static), or NULL */
 	const char *allow;   /* for 405 (static) */
+	char retry[16];      /* Retry-After for 429 and 503, or "" */
 	int who;             /* the principal it was served to, 0 none */
 };
 

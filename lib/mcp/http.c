@@ -572,6 +572,10 @@ static bool origin_ok(struct ex *ex, const char *origin, const char *host)
 		return true;
 	if (host && !strncasecmp(origin, "http://", 7) && !strcasecmp(origin + 7, host))
 		return true;
+	/* Behind a TLS proxy the browser's own origin is https:// and the
+	 * Host it names (which host_ok has let in). */
+	if (host && !strncasecmp(origin, "https://", 8) && !strcasecmp(origin + 8, host))
+		return true;
 	for (char **e = ex->h->conf->http_origins; e && *e; e++)
 		if (!strcasecmp(*e, origin)) {
 			ex->cors = util_strdup(origin);
@@ -617,8 +621,11 @@ static enum MHD_Result begin(struct ex *ex)
 	if (ex->route == R_DASH) {
 		/* Same front door, then the dashboard's own sign-in (dash.h); a
 		 * known principal is metered as on /mcp. */
-		free(ex->cors); /* a configured foreign Origin may call /mcp, not read pages */
-		ex->cors = NULL;
+		/* A configured foreign Origin may call /mcp, not read pages or
+		 * post the sign-in form (a sign-in to the attacker's token). */
+		if (ex->cors)
+			return fail(ex, MHD_HTTP_FORBIDDEN, -32000, "forbidden: the dashboard answers its own origin only", NULL,
+				    NULL, NULL, NULL);
 		int who = dash_who(h->dash, header(ex, "Authorization"), header(ex, "Cookie"));
 		unsigned retry;
 		if (who > 0 && !auth_take(&h->who[who].bucket, h->conf->http_rate, (double)h->conf->http_burst, util_now_ms(), &retry)) {
@@ -752,6 +759,8 @@ static enum MHD_Result dash_reply(struct ex *ex)
 		MHD_add_response_header(resp, "Location", r.location);
 	if (r.allow)
 		MHD_add_response_header(resp, "Allow", r.allow);
+	if (r.retry[0])
+		MHD_add_response_header(resp, "Retry-After", r.retry);
 	if (r.status == MHD_HTTP_UNAUTHORIZED)
 		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"sbx-mcp\"");
 	enum MHD_Result res = MHD_queue_response(ex->conn, r.status, resp);
@@ -925,7 +934,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		snprintf(ex->method, sizeof ex->method, "%s", method);
 		snprintf(ex->path, sizeof ex->path, "%s", url);
 		ex->route = !strcmp(url, "/mcp") ? R_MCP : !strcmp(url, "/sse") ? R_SSE : !strcmp(url, "/messages") ? R_MESSAGES
-			  : !strcmp(url, "/healthz") ? R_HEALTH : dash_route(url) ? R_DASH : R_OTHER;
+			  : !strcmp(url, "/healthz") ? R_HEALTH
+			  : dash_route(url) && strlen(url) < sizeof ex->path ? R_DASH : R_OTHER;
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 		const struct sockaddr *sa = ci ? ci->client_addr : NULL;
 		char a[INET6_ADDRSTRLEN] = "?";
