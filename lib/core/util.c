@@ -590,11 +590,10 @@ int util_write_beneath(int dirfd, const char *path, const void *data, size_t len
 	char *p = buf;
 	for (char *slash; (slash = strchr(p, '/')); p = slash + 1) {
 		*slash = 0;
-		if (mkdirat(dir, p, 0755) < 0 && errno != EEXIST) {
+		if ((mkdirat(dir, p, 0755) < 0 && errno != EEXIST) || fchownat(dir, p, owner, owner, AT_SYMLINK_NOFOLLOW) < 0) {
 			close(dir);
 			return -1;
 		}
-		fchownat(dir, p, owner, owner, AT_SYMLINK_NOFOLLOW);
 		int next = openat(dir, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		close(dir);
 		if (next < 0)

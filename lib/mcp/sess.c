@@ -414,9 +414,8 @@ static bool do_write(struct sessions *s, struct session *x, jv args, jv *out, ch
 	 * the last: no link is ever followed. */
 	for (char *slash; ok && (slash = strchr(base, '/')); base = slash + 1) {
 		*slash = 0;
-		if (mkdirat(dir, base, 0755) == 0)
-			fchownat(dir, base, owner, owner, AT_SYMLINK_NOFOLLOW);
-		int next = util_open_beneath(dir, base, O_PATH | O_DIRECTORY, 0);
+		int next = mkdirat(dir, base, 0755) == 0 && fchownat(dir, base, owner, owner, AT_SYMLINK_NOFOLLOW) < 0
+			   ? -1 : util_open_beneath(dir, base, O_PATH | O_DIRECTORY, 0);
 		if (next < 0) {
 			snprintf(err, errlen, "cannot use directory \"%s\": %s", base, strerror(errno));
 			ok = false;

@@ -302,7 +302,10 @@ static void init_namespaces(const struct child_args *a, int st, int64_t t[T_N])
 		_exit(122);
 	}
 	t[T_NS] = box_mono_ns();
-	sethostname("sandbox", 7);
+	if (sethostname("sandbox", 7) < 0) {
+		box_msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "hostname in the new uts namespace");
+		_exit(122);
+	}
 	struct ns_root root = { .rootfs = a->rootfs ? a->rootfs : "", .etc = a->sys->conf->etc, .binds = a->binds,
 				.network = a->network };
 	if ((a->build_root && ns_build_root(&root, err, sizeof err) < 0) || ns_enter_root(err, sizeof err) < 0) {
