@@ -39,7 +39,7 @@
 
 static const char synopsis[] =
 	"usage: sbx-mcp [-c FILE]                                     (MCP on stdin/stdout)\n"
-	"       sbx-mcp [-c FILE] --listen [ADDR:]PORT [--token-file FILE]  (MCP over HTTP)\n";
+	"       sbx-mcp [-c FILE] --listen [ADDR:]PORT|systemd [--token-file FILE]  (HTTP)\n";
 
 static void help(void)
 {
@@ -52,7 +52,8 @@ static void help(void)
 	       "  -c, --config FILE      configuration file (also passed to the tools it runs)\n"
 	       "  -l, --listen ADDR:PORT serve HTTP instead of stdio: Streamable HTTP on /mcp,\n"
 	       "                         HTTP+SSE (2024-11-05) on /sse and /messages, /healthz;\n"
-	       "                         ADDR defaults to 127.0.0.1, port 0 picks a free one\n"
+	       "                         ADDR defaults to 127.0.0.1, port 0 picks a free one;\n"
+	       "                         \"systemd\": the socket a .socket unit passes\n"
 	       "      --token-file FILE  bearer tokens, one per line (default: $SBX_MCP_TOKEN,\n"
 	       "                         else one is generated and printed once on stderr)\n"
 	       "      --transport T      stdio (default), or http / sse: serve HTTP on --listen,\n"

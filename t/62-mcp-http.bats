@@ -632,6 +632,54 @@ errmsg() { jq -r .error.message body; }
 	chmod 644 tokens
 	http_serve
 	grep -q 'readable by others' srv.log
+	http_stop
+	# shared with the server's own group only (root:sbx 0640, as the package makes it): no warning
+	chmod 640 tokens
+	chgrp "$(id -g)" tokens
+	SRV_LOG=grp.log http_serve
+	! grep -q 'readable by others' grp.log
+	SRV_LOG=grp.log http_stop
+	chmod 604 tokens
+	SRV_LOG=oth.log http_serve
+	grep -q 'readable by others' oth.log
+}
+
+@test "--listen systemd: the socket systemd passes (socket activation), and a clear error without one" {
+	command -v systemd-socket-activate > /dev/null || skip "systemd-socket-activate is not installed"
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	systemd-socket-activate -l "127.0.0.1:$port" -E SBX_MCP_TOKEN="$TOKEN" -E ASAN_OPTIONS -E UBSAN_OPTIONS \
+		"$BIN/sbx-mcp" -c "$conf" --listen systemd 2> srv.log &
+	SRV=$!
+	URL=http://127.0.0.1:$port
+	for _ in $(seq 100); do grep -q "Listening on" srv.log && break; sleep 0.05; done
+	# the first connection starts the server; it then answers as on its own socket
+	req GET /healthz
+	[ "$code" = 200 ]
+	initialize
+	[ -n "$SID" ]
+	grep -q "serving MCP at http://127.0.0.1:$port/mcp" srv.log
+	# the variables are not passed on to what the server runs
+	rpc "$(call 1 run_code '{"language":"bash","code":"echo ${LISTEN_FDS:-none} ${LISTEN_PID:-none}; ls /proc/self/fd | wc -l"}')"
+	[ "$code" = 200 ]
+	[[ $(jq -r .result.structuredContent.stdout body) == "none none"* ]]
+	pkill -TERM -P "$SRV" -x sbx-mcp || kill -TERM "$SRV"
+	wait "$SRV" || true
+	SRV=
+	! grep -E 'Sanitizer|runtime error' srv.log
+	# not started by systemd: LISTEN_PID names another process, or nothing
+	run --separate-stderr "$BIN/sbx-mcp" -c "$conf" --listen systemd
+	[ "$status" -eq 2 ]
+	[[ $stderr == *"no socket was passed to this process"* ]]
+	run --separate-stderr env LISTEN_PID=1 LISTEN_FDS=1 "$BIN/sbx-mcp" -c "$conf" --listen systemd
+	[ "$status" -eq 2 ]
+	[[ $stderr == *"no socket was passed"* ]]
+	# fd 3 is not a listening socket
+	run --separate-stderr sh -c 'LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" -c "$1" --listen systemd 3< /dev/null' "$BIN/sbx-mcp" "$conf"
+	[ "$status" -eq 2 ]
+	[[ $stderr == *"fd 3 is not a listening TCP socket"* ]]
+	run --separate-stderr sh -c 'LISTEN_PID=$$ LISTEN_FDS=2 exec "$0" -c "$1" --listen systemd 3< /dev/null 4< /dev/null' "$BIN/sbx-mcp" "$conf"
+	[ "$status" -eq 2 ]
+	[[ $stderr == *"exactly one socket"* ]]
 }
 
 @test "50 SDK clients x 20 calls each at once, one token each: every answer arrives, to its own caller" {

@@ -3,9 +3,11 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1084,9 +1086,57 @@ static void on_tick(struct loop *l, int fd, short rev, void *arg)
 	(void)rev;
 }
 
-/* "PORT", "HOST:PORT", "[V6]:PORT" → a bound, listening socket. */
+/* A number of the environment, whole and in range, or -1. */
+static long env_number(const char *name, long max)
+{
+	const char *v = getenv(name);
+	if (!v || !*v)
+		return -1;
+	char *end;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	return *end || errno || n < 0 || n > max ? -1 : n;
+}
+
+/* systemd's socket activation (sd_listen_fds(3)): one listening TCP socket
+ * passed as fd 3, for this process (LISTEN_PID), which it keeps when it
+ * runs a tool (CLOEXEC) or when the variables would be inherited: they are
+ * removed, so no child takes fd 3 for a socket of its own. */
+static int listen_inherited(char *err, size_t errlen)
+{
+	long pid = env_number("LISTEN_PID", INT32_MAX), n = env_number("LISTEN_FDS", 1024);
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	if (pid != (long)getpid() || n != 1) {
+		snprintf(err, errlen, "--listen systemd: %s", pid != (long)getpid()
+			 ? "no socket was passed to this process (LISTEN_PID; start it from a .socket unit)"
+			 : "expected exactly one socket (LISTEN_FDS): one ListenStream= in the .socket unit");
+		return -1;
+	}
+	int fd = 3, type = 0, acc = 0;
+	struct sockaddr_storage ss;
+	socklen_t tl = sizeof type, al = sizeof acc, sl = sizeof ss;
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 || !acc ||
+	    getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 || (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)) {
+		snprintf(err, errlen, "--listen systemd: fd 3 is not a listening TCP socket (ListenStream=[ADDR:]PORT)");
+		return -1;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+		snprintf(err, errlen, "--listen systemd: fd 3: %s", strerror(errno));
+		return -1;
+	}
+	return fd;
+}
+
+/* "PORT", "HOST:PORT", "[V6]:PORT" → a bound, listening socket; "systemd"
+ * → the one systemd passed. */
 static int listen_on(const char *spec, char *err, size_t errlen)
 {
+	if (!strcmp(spec, "systemd"))
+		return listen_inherited(err, errlen);
 	char host[128] = "127.0.0.1";
 	const char *port = spec;
 	if (spec[0] == '[') {
