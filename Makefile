@@ -9,6 +9,11 @@ SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
 STATEDIR   ?= /var/lib/sbx
 RUNDIR     ?= /run/sbx
 MANDIR     ?= $(PREFIX)/share/man
+# systemd units, and bash and zsh completion (Debian's places under /usr)
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/$(if $(filter /usr,$(PREFIX)),vendor-completions,site-functions)
+PYCOMPILE  ?= yes
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
@@ -40,7 +45,7 @@ UNIT_SRC := $(wildcard t/unit/*.c)
 UNITS    := $(patsubst t/unit/%.c,$(BUILD)/t/%,$(UNIT_SRC))
 MANS     := $(wildcard man/*.1)
 
-.PHONY: dash-shots typescript python-site python-fonts demo all check check-asan check-valgrind vg-wrappers unit deps install uninstall clean fuzz fuzz-build bench bench-run differential mcp-client
+.PHONY: deb image dash-shots typescript python-site python-fonts demo all check check-asan check-valgrind vg-wrappers unit deps install uninstall clean fuzz fuzz-build bench bench-run differential mcp-client
 # Helpers the tools run, not tools: in ../libexec/sbx beside the tools'
 # directory, in a checkout as when installed.
 LIBEXECDIR := $(BINDIR)/../libexec/sbx
@@ -182,7 +187,11 @@ DEPS_GUEST := qemu-system-x86 cpio libc6-dev
 # munge (t/slurm/cluster), GNU parallel over sshd on localhost (t/ssh/server);
 # the Kubernetes manifest is checked as YAML (t/k8s/check-manifest).
 DEPS_SCALE := slurm-wlm munge parallel openssh-server openssh-client python3-yaml
-DEPS       := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_LANG) $(DEPS_DOCKER) $(DEPS_GUEST) $(DEPS_SCALE) $(DEPS_EXTRA)
+# The Debian package (make deb), checked by lintian, installed in a fresh
+# Debian root (mmdebstrap) and booted under systemd there (systemd-nspawn);
+# zsh to check its completion.
+DEPS_PKG   := debhelper lintian mmdebstrap systemd-container zsh
+DEPS       := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_LANG) $(DEPS_DOCKER) $(DEPS_GUEST) $(DEPS_SCALE) $(DEPS_PKG) $(DEPS_EXTRA)
 
 deps:
 	@missing=$$(for p in $(DEPS); do \
@@ -302,6 +311,7 @@ fuzz: deps fuzz-build
 	done
 
 # ---- install ------------------------------------------------------------
+UNITS_SYSTEMD := sbx-mcp.socket sbx-mcp.service sbx-history-prune.service sbx-history-prune.timer
 # The tools find PREFIX/etc/sbx/sandbox.conf beside themselves, so nothing
 # depends on the PREFIX they were built with.  A configuration already
 # there is the administrator's: the new one goes beside it as .new.
@@ -314,8 +324,16 @@ install: all
 	install -m 0644 etc/examples/tour.jsonl etc/examples/show.jq $(DESTDIR)$(PREFIX)/share/sbx/examples/
 	for f in $(SHARE_FILES); do install -D -m 0644 share/$$f $(DESTDIR)$(PREFIX)/share/sbx/$$f || exit 1; done
 	for f in $(LAUNCH_FILES); do install -D -m $$(test -x share/$$f && echo 0755 || echo 0644) share/$$f $(DESTDIR)$(PREFIX)/share/sbx/$$f || exit 1; done
-	$(SANDBOX_PYTHON) -m compileall -q $(DESTDIR)$(PREFIX)/share/sbx/python
-	@$(MAKE) -s --no-print-directory python-fonts PYSITE=$(DESTDIR)$(PREFIX)/share/sbx/python
+	if [ "$(PYCOMPILE)" = yes ]; then \
+		$(SANDBOX_PYTHON) -m compileall -q $(DESTDIR)$(PREFIX)/share/sbx/python && \
+		$(MAKE) -s --no-print-directory python-fonts PYSITE=$(DESTDIR)$(PREFIX)/share/sbx/python; fi
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	for u in $(UNITS_SYSTEMD); do sed 's|/usr/bin/|$(PREFIX)/bin/|g; s|/etc/sbx/|$(SYSCONFDIR)/sbx/|g' share/systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u && \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done
+	install -m 0644 share/completion/sbx.bash $(DESTDIR)$(BASHCOMPDIR)/sbx
+	for t in $(TOOLS); do ln -sf sbx $(DESTDIR)$(BASHCOMPDIR)/$$t; done
+	install -m 0644 share/completion/_sbx $(DESTDIR)$(ZSHCOMPDIR)/_sbx
+	install -m 0755 share/container/entrypoint $(DESTDIR)$(PREFIX)/libexec/sbx/container-entrypoint
 	sed -e 's|^state_dir *=.*|state_dir       = "$(STATEDIR)"|' \
 	    -e 's|$(SBXSHARE)|$(PREFIX)/share/sbx|g' \
 	    -e 's|^history *=.*|history         = "$(STATEDIR)/sandbox_history.db"|' \
@@ -327,8 +345,31 @@ install: all
 	else install -m 0644 $(BUILD)/sandbox.conf.installed $$conf; fi
 	install -m 0644 $(MANS) $(DESTDIR)$(MANDIR)/man1/
 
+# ---- the Debian package ---------------------------------------------------
+# make deb: build/deb/sbx_VERSION_ARCH.deb, from the files git tracks (and
+# new ones it does not ignore), built by dpkg-buildpackage in a copy, so
+# the work tree and its parent get nothing; lintian's errors fail it.
+DEB_VERSION := $(shell dpkg-parsechangelog -l debian/changelog -S Version 2> /dev/null)
+deb: deps
+	@v=$$(sed -n 's/^#define SBX_VERSION "\(.*\)"/\1/p' lib/core/util.h); [ "$$v" = "$(DEB_VERSION)" ] || \
+		{ echo "make deb: debian/changelog is $(DEB_VERSION), the tools are $$v" >&2; exit 1; }
+	rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/sbx-$(DEB_VERSION)
+	git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t $(BUILD)/deb/sbx-$(DEB_VERSION)
+	cd $(BUILD)/deb/sbx-$(DEB_VERSION) && dpkg-buildpackage -us -uc -b > ../build.log 2>&1 || \
+		{ tail -n 30 ../build.log >&2; exit 1; }
+	@deb=$$(ls $(BUILD)/deb/sbx_$(DEB_VERSION)_*.deb) && \
+	lintian --fail-on error $$deb > $(BUILD)/deb/lintian.log 2>&1; rc=$$?; \
+	cat $(BUILD)/deb/lintian.log >&2; [ $$rc = 0 ] || exit 1; echo "$$deb"
+
+# make image: the container image sbx:VERSION (and sbx:latest) in the
+# engine DOCKER_HOST names, from the package over a fresh Debian root
+# (build-aux/mkimage; doc/install.md says how to run it).
+image: deb
+	@build-aux/mkimage $$(ls $(BUILD)/deb/sbx_$(DEB_VERSION)_*.deb) sbx:$(DEB_VERSION) && docker tag sbx:$(DEB_VERSION) sbx:latest
+
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(TOOLS)) $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MANS)))
+	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(UNITS_SYSTEMD)) $(addprefix $(DESTDIR)$(BASHCOMPDIR)/,sbx $(TOOLS)) $(DESTDIR)$(ZSHCOMPDIR)/_sbx
 	rm -rf $(DESTDIR)$(PREFIX)/libexec/sbx $(DESTDIR)$(PREFIX)/share/sbx
 	rm -rf $(DESTDIR)$(SYSCONFDIR)/sbx
 

@@ -1,0 +1,199 @@
+#!/usr/bin/env bats
+# The Debian package (issue 31): `make deb` builds it, lintian finds no
+# error in it, and it is installed with apt into a fresh Debian 12 root
+# (t/pkg/root: mmdebstrap from Debian's archive), where the README's first
+# pipeline runs as root and as an ordinary user, and the root is booted
+# under a real systemd (systemd-nspawn --boot) to start sbx-mcp.socket,
+# get sbx-mcp.service started by a connection as the user sbx, call
+# run_code over HTTP with the token the package made, and run the
+# retention service.  Everything is checked from the host's side.
+load helpers
+
+PKG=$ROOT/build/pkg
+R=$PKG/root
+
+setup_file() {
+	if [ "$(id -u)" != 0 ]; then
+		echo "building and booting a root needs root" > "$BATS_FILE_TMPDIR/skip"
+	elif [ -n "${SBX_GUEST:-}" ]; then
+		# the guest has no network: it boots the root the host made
+		[ -f "$PKG/ready" ] || echo "no package root: the host's suite makes it (t/pkg/root)" > "$BATS_FILE_TMPDIR/skip"
+	elif ! (cd "$ROOT" && make -s deb) > "$BATS_FILE_TMPDIR/deb.log" 2>&1; then
+		echo "make deb failed: $(tail -3 "$BATS_FILE_TMPDIR/deb.log")" > "$BATS_FILE_TMPDIR/fail"
+	else
+		rm -f "$PKG/unavailable"
+		"$ROOT/t/pkg/root" "$(ls "$ROOT"/build/deb/sbx_*.deb)" > "$BATS_FILE_TMPDIR/root.log" 2>&1 ||
+			echo "t/pkg/root failed: $(tail -5 "$BATS_FILE_TMPDIR/root.log")" > "$BATS_FILE_TMPDIR/fail"
+		[ ! -f "$PKG/unavailable" ] || cp "$PKG/unavailable" "$BATS_FILE_TMPDIR/skip"
+	fi
+}
+
+local_setup() {
+	[ ! -f "$BATS_FILE_TMPDIR/skip" ] || skip "$(cat "$BATS_FILE_TMPDIR/skip")"
+	if [ -f "$BATS_FILE_TMPDIR/fail" ]; then cat "$BATS_FILE_TMPDIR/fail" >&2; return 1; fi
+	DEB=$(ls "$ROOT"/build/deb/sbx_*_*.deb 2> /dev/null | grep -v dbgsym | head -1)
+}
+
+# Nothing of the root may outlive a test: no process whose root it is.
+teardown() {
+	local left
+	left=$(for p in /proc/[0-9]*; do [ "$(readlink "$p/root" 2> /dev/null)" = "$R" ] && echo "${p#/proc/}"; done)
+	[ -z "$left" ] || { echo "processes left in the root: $left" >&2; return 1; }
+}
+
+# in_root CMD...: CMD in the root (its /proc, /dev, no boot), stdin passed.
+in_root() { systemd-nspawn -q -D "$R" --register=no --keep-unit --pipe "$@"; }
+
+# boot_root SCRIPT: boot the root under its systemd, run SCRIPT (sh) as a
+# unit once the system is up, power off; its output in ./boot.out, the
+# console in ./console.log.
+boot_root() {
+	printf '#!/bin/sh\nexec > /srv/boot.out 2>&1\n%s\n' "$1" > "$R/usr/local/sbin/sbx-boot-test"
+	chmod 0755 "$R/usr/local/sbin/sbx-boot-test"
+	cat > "$R/etc/systemd/system/sbx-boot-test.service" <<-'UNIT'
+	[Unit]
+	After=multi-user.target
+	[Service]
+	Type=oneshot
+	ExecStart=/usr/local/sbin/sbx-boot-test
+	ExecStopPost=/bin/systemctl poweroff --no-block
+	UNIT
+	mkdir -p "$R/etc/systemd/system/multi-user.target.wants"
+	ln -sf ../sbx-boot-test.service "$R/etc/systemd/system/multi-user.target.wants/sbx-boot-test.service"
+	rm -f "$R/srv/boot.out"
+	local rc=0
+	timeout 600 systemd-nspawn -q -D "$R" --register=no --keep-unit --boot < /dev/null > console.log 2>&1 || rc=$?
+	rm -f "$R/etc/systemd/system/multi-user.target.wants/sbx-boot-test.service" "$R/etc/systemd/system/sbx-boot-test.service"
+	cp "$R/srv/boot.out" boot.out 2> /dev/null || : > boot.out
+	[ "$rc" = 0 ] || { echo "the boot ended with $rc" >&2; tail -20 console.log >&2; return 1; }
+}
+
+@test "make deb: lintian finds no error; tools, configuration (a conffile), man pages, units, completion where Debian puts them; libraries declared" {
+	[ -z "${SBX_GUEST:-}" ] || skip "built on the host"
+	! grep '^E:' "$ROOT/build/deb/lintian.log"
+	run dpkg-deb -f "$DEB" Depends
+	# (libseccomp is used at build time: the filters are compiled into the tools)
+	for lib in libjq1 libsqlite3-0 libmicrohttpd12 adduser; do [[ $output == *"$lib "* || $output == *"$lib" ]]; done
+	run dpkg-deb -f "$DEB" Recommends
+	[[ $output == *python3* ]]
+	run dpkg-deb -f "$DEB" Suggests
+	[[ $output == *golang-go* && $output == *rustc* && $output == *default-jdk-headless* ]]
+	dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles > conffiles
+	grep -x /etc/sbx/sandbox.conf conffiles
+	dpkg-deb -c "$DEB" | awk '{print $6}' > files
+	for t in sbx-validate sbx-run sbx-cap sbx-log sbx-history sbx-mcp sbx-shard sbx-batch sbx-merge; do
+		grep -x "./usr/bin/$t" files
+		grep -x "./usr/share/man/man1/$t.1.gz" files
+		grep -x "./usr/share/bash-completion/completions/$t" files
+	done
+	for u in sbx-mcp.socket sbx-mcp.service sbx-history-prune.service sbx-history-prune.timer; do
+		grep -x "./usr/lib/systemd/system/$u" files
+	done
+	grep -x ./usr/share/zsh/vendor-completions/_sbx files
+	grep -x ./usr/libexec/sbx/sbx-egress files
+	grep -x ./var/lib/sbx/ files
+	# nothing of the build machine: no /usr/local, no bytecode
+	! grep -E '^\./usr/local|__pycache__|\.pyc$' files
+	dpkg-deb --fsys-tarfile "$DEB" | tar -xO ./etc/sbx/sandbox.conf > sandbox.conf
+	grep -E '^state_dir *= *"/var/lib/sbx"' sandbox.conf
+	! grep -n /usr/local/share/sbx sandbox.conf
+}
+
+@test "apt install ./sbx_*.deb in a fresh Debian 12 root: installed, a system user sbx, a token only root and sbx can read" {
+	run --separate-stderr in_root dpkg-query -W -f '${Status} ${Version}' sbx
+	[ "$output" = "install ok installed $(dpkg-deb -f "$DEB" Version)" ]
+	grep -q "apt-get install -y ./sbx_\|Setting up sbx " "$PKG/install.log"
+	run --separate-stderr in_root getent passwd sbx
+	[[ $output == sbx:*:/var/lib/sbx-mcp:* ]]
+	[ "$(stat -c '%a %U' "$R/etc/sbx/mcp-tokens")" = "640 root" ]
+	[ "$(in_root stat -c %G /etc/sbx/mcp-tokens)" = sbx ]
+	[ "$(grep -vc '^#' "$R/etc/sbx/mcp-tokens")" = 1 ]
+	grep -Eqx '[0-9a-f]{64}' "$R/etc/sbx/mcp-tokens"
+	# bytecode made by postinst for the installed Python, as sandboxes need it
+	ls "$R"/usr/share/sbx/python/__pycache__/sitecustomize.*.pyc
+}
+
+readme_example() { echo '{"id":"r1","language":"python","code":"print(sum([1,2,3]))"}'; }
+
+@test "the README's first pipeline in the root, as root: success, 6, logged in /var/lib/sbx" {
+	run --separate-stderr in_root sh -c 'sbx-validate | sbx-run | sbx-cap | sbx-log' < <(readme_example)
+	[ "$status" = 0 ]
+	[ "$(jqn 0 .status)" = success ]
+	[ "$(jqn 0 .stdout)" = 6 ]
+	[ "$(jqn 0 .backend)" = native ]
+	[ "$(jqn 0 '.history_id > 0')" = true ]
+	[ -s "$R/var/lib/sbx/sandbox_history.db" ]
+	run --separate-stderr in_root sbx-history --format csv -n 1
+	[[ $output == *python*success* ]]
+}
+
+@test "the same as an ordinary user: per-user state in ~/.local/state/sbx, nothing in /var/lib/sbx" {
+	in_root sh -c 'getent passwd alice > /dev/null || useradd -m alice'
+	before=$(stat -c %Y "$R/var/lib/sbx")
+	run --separate-stderr in_root su alice -c 'cd && sbx-validate | sbx-run | sbx-cap | sbx-log' < <(readme_example)
+	[ "$status" = 0 ]
+	[ "$(jqn 0 .status)" = success ]
+	[ "$(jqn 0 .stdout)" = 6 ]
+	[ -s "$R/home/alice/.local/state/sbx/sandbox_history.db" ]
+	[ "$(in_root stat -c %U /home/alice/.local/state/sbx/sandbox_history.db)" = alice ]
+	[ "$(stat -c %Y "$R/var/lib/sbx")" = "$before" ]
+	run --separate-stderr in_root su alice -c 'sbx-history --format csv -n 5'
+	[ "$(grep -c python <<< "$output")" = 1 ]
+}
+
+@test "under systemd: the socket starts sbx-mcp.service as sbx, run_code over HTTP with the package's token; the retention timer's service prunes; the units verify" {
+	boot_root '
+tok=$(grep -v "^#" /etc/sbx/mcp-tokens)
+systemctl enable --now sbx-mcp.socket
+echo "socket: $(systemctl is-active sbx-mcp.socket) service-before: $(systemctl is-active sbx-mcp.service)"
+h="-H Content-Type:application/json -H Accept:application/json,text/event-stream"
+curl -sS -D /tmp/h -o /tmp/init $h -H "Authorization: Bearer $tok" http://127.0.0.1:8000/mcp \
+  --data-binary "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"boot\",\"version\":\"1\"}}}"
+sid=$(sed -n "s/^mcp-session-id: *//Ip" /tmp/h | tr -d "\r")
+curl -sS $h -H "Authorization: Bearer $tok" -H "Mcp-Session-Id: $sid" http://127.0.0.1:8000/mcp \
+  --data-binary "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"
+printf "run_code: %s\n" "$(curl -sS $h -H "Authorization: Bearer $tok" -H "Mcp-Session-Id: $sid" http://127.0.0.1:8000/mcp \
+  --data-binary "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"run_code\",\"arguments\":{\"language\":\"python\",\"code\":\"import os; print(sum([1,2,3]), os.getuid())\"}}}")"
+echo "unauthorized: $(curl -sS -o /dev/null -w %{http_code} $h http://127.0.0.1:8000/mcp --data-binary "{}")"
+echo "service: $(systemctl is-active sbx-mcp.service) user: $(stat -c %U /proc/$(systemctl show -p MainPID --value sbx-mcp.service))"
+echo "history: $(ls /var/lib/sbx-mcp/sbx/sandbox_history.db)"
+systemctl start sbx-history-prune.service
+echo "prune: $(systemctl show -p Result --value sbx-history-prune.service)"
+journalctl -u sbx-history-prune.service --no-pager | grep -o "\"pruned\".*" | head -1
+systemd-analyze verify --man=no /usr/lib/systemd/system/sbx-mcp.socket /usr/lib/systemd/system/sbx-mcp.service \
+  /usr/lib/systemd/system/sbx-history-prune.service /usr/lib/systemd/system/sbx-history-prune.timer && echo "verify: clean"
+systemctl stop sbx-mcp.service sbx-mcp.socket
+echo "left: $(for p in /proc/[0-9]*; do [ "$(stat -c %U $p 2> /dev/null)" = sbx ] && echo $p; done | wc -l)"
+journalctl -u sbx-mcp.service --no-pager | tail -5'
+	cat boot.out
+	grep -x "socket: active service-before: inactive" boot.out
+	grep -x "unauthorized: 401" boot.out
+	grep -x "service: active user: sbx" boot.out
+	grep -x "history: /var/lib/sbx-mcp/sbx/sandbox_history.db" boot.out
+	grep -x "prune: success" boot.out
+	grep -x "verify: clean" boot.out
+	grep -x "left: 0" boot.out
+	sed -n 's/^run_code: //p' boot.out > rpc.json
+	[ "$(jq -r '.result.structuredContent.status' rpc.json)" = success ]
+	[[ $(jq -r '.result.structuredContent.stdout' rpc.json) == "6 "* ]]
+	# the server's sandboxes as sbx: limits where systemd delegated a cgroup v2 subtree
+	if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then
+		[ "$(jq -c '.result.structuredContent.limits_enforced | index("memory") != null and index("pids") != null' rpc.json)" = true ]
+	fi
+}
+
+@test "an edited configuration is kept on reinstall; purge removes the token and the state, the user stays" {
+	# in a snapshot of the root (systemd-nspawn -x), which stays installed
+	run --separate-stderr in_root -x sh -c '
+echo "# edited by the administrator" >> /etc/sbx/sandbox.conf
+cd /srv && DEBIAN_FRONTEND=noninteractive apt-get install -y --reinstall -o Dpkg::Options::=--force-confold ./sbx_*.deb > /dev/null 2>&1
+echo "kept: $(tail -n 1 /etc/sbx/sandbox.conf)"
+DEBIAN_FRONTEND=noninteractive apt-get purge -y sbx > /dev/null 2>&1
+for f in /etc/sbx/mcp-tokens /var/lib/sbx /var/lib/sbx-mcp /usr/bin/sbx-run /usr/share/sbx; do [ -e $f ] && echo "left: $f"; done
+getent passwd sbx > /dev/null && echo "user: kept"'
+	echo "$output"
+	[[ $output == *"kept: # edited by the administrator"* ]]
+	[[ $output != *"left:"* ]]
+	[[ $output == *"user: kept"* ]]
+	[ -e "$R/usr/bin/sbx-run" ]
+}
