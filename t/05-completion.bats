@@ -54,3 +54,21 @@ long_options() { "$BIN/$1" --help | grep -oE -- '--[a-z][a-z-]*=?' | grep -v '=$
 		done
 	done
 }
+
+@test "bash: a hostile configuration is data (no expansion of its words); names with spaces stay whole; --config=FILE and --stats=" {
+	printf '[sandbox]\n[language.x]\naliases = ["$(touch pwned)", "`touch pwned2`", "ok"]\n' > evil.conf
+	run complete_bash sbx-history -c evil.conf --language ''
+	[ "$(echo $output)" = "x ok" ]
+	[ ! -e pwned ] && [ ! -e pwned2 ]
+	touch "my results.jsonl" other.txt
+	run complete_bash sbx-merge my
+	[ "$output" = "my results.jsonl" ]
+	# bash splits --config=FILE at the = (COMP_WORDBREAKS)
+	printf '[sandbox]\n[language.cobol]\ncommand = ["cobc"]\n' > one.conf
+	run complete_bash sbx-history --config = one.conf --language c
+	[ "$output" = cobol ]
+	run complete_bash sbx-history --stats = ''
+	[ "$output" = verdict ]
+	run complete_bash sbx-history --format = t
+	[ "$output" = table ]
+}

@@ -632,16 +632,6 @@ errmsg() { jq -r .error.message body; }
 	chmod 644 tokens
 	http_serve
 	grep -q 'readable by others' srv.log
-	http_stop
-	# shared with the server's own group only (root:sbx 0640, as the package makes it): no warning
-	chmod 640 tokens
-	chgrp "$(id -g)" tokens
-	SRV_LOG=grp.log http_serve
-	! grep -q 'readable by others' grp.log
-	SRV_LOG=grp.log http_stop
-	chmod 604 tokens
-	SRV_LOG=oth.log http_serve
-	grep -q 'readable by others' oth.log
 }
 
 @test "--listen systemd: the socket systemd passes (socket activation), and a clear error without one" {

@@ -9,7 +9,8 @@
 load helpers
 
 # The least that works (doc/install.md says why each is needed).
-PRIV=(--cap-add SYS_ADMIN --security-opt seccomp=unconfined --cgroupns private)
+PRIV=(--init --cap-drop ALL --cap-add SYS_ADMIN --cap-add SETUID --cap-add SETGID --cap-add CHOWN
+	--cap-add DAC_OVERRIDE --cap-add SYS_CHROOT --security-opt seccomp=unconfined --cgroupns private)
 
 setup_file() {
 	if [ "$(id -u)" != 0 ]; then
@@ -87,7 +88,17 @@ teardown() {
 	run --separate-stderr docker run --rm -i --network none "$IMAGE" sbx-run --check --json
 	[ "$(jq -r .usable <<< "$output")" = false ]
 	[[ $(jq -r '.fixes | join(" ")' <<< "$output") != "" ]] || [[ $(jq -c . <<< "$output") == *clone3* ]]
-	# no CAP_SYS_ADMIN: the cgroups stay read-only, and every result says so
+	# any one of the capabilities dropped: the sandbox cannot be made, and the result says so
+	for cap in SYS_ADMIN SETUID SETGID CHOWN DAC_OVERRIDE SYS_CHROOT; do
+		fewer=()
+		for a in "${PRIV[@]}"; do [ "$a" = "$cap" ] && unset 'fewer[-1]' || fewer+=("$a"); done
+		run --separate-stderr docker run --rm -i "${fewer[@]}" --network none "$IMAGE" \
+			sh -c 'echo "{\"language\":\"bash\",\"code\":\"echo 6\"}" | sbx-validate | sbx-run'
+		st=$(jq -r .status <<< "$output")
+		[ "$st" = internal_error ] || [ "$(jq -c '.limits_enforced | index("memory") == null' <<< "$output")" = true ] ||
+			{ echo "without $cap: $st, $output" >&2; return 1; }
+	done
+	# no CAP_SYS_ADMIN at all (Docker's default set): the cgroups stay read-only, and every result says so
 	run --separate-stderr docker run --rm -i --security-opt seccomp=unconfined --network none "$IMAGE" \
 		sh -c 'echo "{\"language\":\"bash\",\"code\":\"echo 6\"}" | sbx-validate | sbx-run'
 	[[ $stderr == *"cgroups unusable"* ]]
@@ -103,7 +114,8 @@ teardown() {
 	c = pod["spec"]["containers"][0]
 	sc = c["securityContext"]
 	assert sc.get("privileged", False) is False, "not privileged"
-	assert sc["capabilities"]["add"] == ["SYS_ADMIN"], sc
+	assert sc["capabilities"]["drop"] == ["ALL"], sc
+	assert sorted(sc["capabilities"]["add"]) == ["CHOWN", "DAC_OVERRIDE", "SETGID", "SETUID", "SYS_ADMIN", "SYS_CHROOT"], sc
 	assert sc["seccompProfile"]["type"] == "Unconfined", sc
 	assert c["image"].startswith("sbx:"), c["image"]
 	assert c["args"][:3] == ["sbx-mcp", "--listen", "0.0.0.0:8000"], c["args"]

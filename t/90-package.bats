@@ -41,8 +41,25 @@ teardown() {
 	[ -z "$left" ] || { echo "processes left in the root: $left" >&2; return 1; }
 }
 
+# nspawn ARGS: systemd-nspawn without a systemd on the host (--keep-unit:
+# its own cgroup is the container's).  At the top of a cgroup v2 tree (the
+# guest's init) it is first moved into a group of its own, which it splits
+# into its supervisor and the payload (it cannot split the root), and which
+# goes with it.
+nspawn() {
+	if [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ] || [ "$(cat /proc/self/cgroup)" != "0::/" ]; then
+		systemd-nspawn -q --register=no --keep-unit "$@"
+		return
+	fi
+	local cg=/sys/fs/cgroup/sbx-nspawn-$$-$RANDOM rc=0
+	mkdir "$cg"
+	sh -c 'echo $$ > "$0/cgroup.procs" && exec systemd-nspawn -q --register=no --keep-unit "$@"' "$cg" "$@" || rc=$?
+	find "$cg" -depth -type d -exec rmdir {} + 2> /dev/null
+	return $rc
+}
+
 # in_root CMD...: CMD in the root (its /proc, /dev, no boot), stdin passed.
-in_root() { systemd-nspawn -q -D "$R" --register=no --keep-unit --pipe "$@"; }
+in_root() { nspawn -D "$R" --pipe "$@"; }
 
 # boot_root SCRIPT: boot the root under its systemd, run SCRIPT (sh) as a
 # unit once the system is up, power off; its output in ./boot.out, the
@@ -62,7 +79,12 @@ boot_root() {
 	ln -sf ../sbx-boot-test.service "$R/etc/systemd/system/multi-user.target.wants/sbx-boot-test.service"
 	rm -f "$R/srv/boot.out"
 	local rc=0
-	timeout 600 systemd-nspawn -q -D "$R" --register=no --keep-unit --boot < /dev/null > console.log 2>&1 || rc=$?
+	SECONDS=0
+	nspawn -D "$R" --boot < /dev/null > console.log 2>&1 &
+	local pid=$!
+	while kill -0 $pid 2> /dev/null && [ $SECONDS -lt 600 ]; do sleep 0.2; done
+	kill -TERM $pid 2> /dev/null && echo "the boot took over 600 s" >&2
+	wait $pid || rc=$?
 	rm -f "$R/etc/systemd/system/multi-user.target.wants/sbx-boot-test.service" "$R/etc/systemd/system/sbx-boot-test.service"
 	cp "$R/srv/boot.out" boot.out 2> /dev/null || : > boot.out
 	[ "$rc" = 0 ] || { echo "the boot ended with $rc" >&2; tail -20 console.log >&2; return 1; }
@@ -87,11 +109,15 @@ boot_root() {
 		grep -x "./usr/share/bash-completion/completions/$t" files
 	done
 	for u in sbx-mcp.socket sbx-mcp.service sbx-history-prune.service sbx-history-prune.timer; do
-		grep -x "./usr/lib/systemd/system/$u" files
+		grep -x "./lib/systemd/system/$u" files
 	done
 	grep -x ./usr/share/zsh/vendor-completions/_sbx files
 	grep -x ./usr/libexec/sbx/sbx-egress files
 	grep -x ./var/lib/sbx/ files
+	# the maintainer scripts stop the units on removal and restart them on upgrade
+	dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./prerm ./postinst ./postrm > scripts
+	grep -q 'deb-systemd-invoke stop.*sbx-mcp.socket' scripts
+	grep -q 'deb-systemd-helper purge.*sbx-mcp' scripts
 	# nothing of the build machine: no /usr/local, no bytecode
 	! grep -E '^\./usr/local|__pycache__|\.pyc$' files
 	dpkg-deb --fsys-tarfile "$DEB" | tar -xO ./etc/sbx/sandbox.conf > sandbox.conf
@@ -99,21 +125,27 @@ boot_root() {
 	! grep -n /usr/local/share/sbx sandbox.conf
 }
 
-@test "apt install ./sbx_*.deb in a fresh Debian 12 root: installed, a system user sbx, a token only root and sbx can read" {
+@test "apt install ./sbx_*.deb in a fresh Debian 12 root: installed, a system user sbx, a token only root can read, bytecode every sandbox can" {
 	run --separate-stderr in_root dpkg-query -W -f '${Status} ${Version}' sbx
 	[ "$output" = "install ok installed $(dpkg-deb -f "$DEB" Version)" ]
 	grep -q "apt-get install -y ./sbx_\|Setting up sbx " "$PKG/install.log"
 	run --separate-stderr in_root getent passwd sbx
 	[[ $output == sbx:*:/var/lib/sbx-mcp:* ]]
-	[ "$(stat -c '%a %U' "$R/etc/sbx/mcp-tokens")" = "640 root" ]
-	[ "$(in_root stat -c %G /etc/sbx/mcp-tokens)" = sbx ]
+	[ "$(stat -c '%a %u %g' "$R/etc/sbx/mcp-tokens")" = "600 0 0" ]
 	[ "$(grep -vc '^#' "$R/etc/sbx/mcp-tokens")" = 1 ]
 	grep -Eqx '[0-9a-f]{64}' "$R/etc/sbx/mcp-tokens"
 	# bytecode made by postinst for the installed Python, as sandboxes need it
 	ls "$R"/usr/share/sbx/python/__pycache__/sitecustomize.*.pyc
+	[ "$(stat -c %a "$R/usr/share/sbx/python/__pycache__")" = 755 ]
+	[ "$(stat -c %a "$R"/usr/share/sbx/python/__pycache__/sitecustomize.*.pyc)" = 644 ]
+	# nothing is listening, or enabled, before the administrator says so
+	[ ! -e "$R/etc/systemd/system/sockets.target.wants/sbx-mcp.socket" ]
+	[ ! -e "$R/etc/systemd/system/timers.target.wants/sbx-history-prune.timer" ]
 }
 
-readme_example() { echo '{"id":"r1","language":"python","code":"print(sum([1,2,3]))"}'; }
+# The README's example, with an id of this test's own (the root keeps its
+# history from one test, and one suite, to the next).
+readme_example() { jq -nc --arg id "r-$BATS_TEST_NUMBER-$$-$RANDOM" '{id: $id, language: "python", code: "print(sum([1,2,3]))"}' | tee req.jsonl; }
 
 @test "the README's first pipeline in the root, as root: success, 6, logged in /var/lib/sbx" {
 	run --separate-stderr in_root sh -c 'sbx-validate | sbx-run | sbx-cap | sbx-log' < <(readme_example)
@@ -123,8 +155,9 @@ readme_example() { echo '{"id":"r1","language":"python","code":"print(sum([1,2,3
 	[ "$(jqn 0 .backend)" = native ]
 	[ "$(jqn 0 '.history_id > 0')" = true ]
 	[ -s "$R/var/lib/sbx/sandbox_history.db" ]
-	run --separate-stderr in_root sbx-history --format csv -n 1
-	[[ $output == *python*success* ]]
+	run --separate-stderr in_root sbx-history --id "$(jq -r .id req.jsonl)"
+	[ "${#lines[@]}" = 1 ]
+	[ "$(jqn 0 .language)" = python ]
 }
 
 @test "the same as an ordinary user: per-user state in ~/.local/state/sbx, nothing in /var/lib/sbx" {
@@ -137,8 +170,9 @@ readme_example() { echo '{"id":"r1","language":"python","code":"print(sum([1,2,3
 	[ -s "$R/home/alice/.local/state/sbx/sandbox_history.db" ]
 	[ "$(in_root stat -c %U /home/alice/.local/state/sbx/sandbox_history.db)" = alice ]
 	[ "$(stat -c %Y "$R/var/lib/sbx")" = "$before" ]
-	run --separate-stderr in_root su alice -c 'sbx-history --format csv -n 5'
-	[ "$(grep -c python <<< "$output")" = 1 ]
+	run --separate-stderr in_root su alice -c "sbx-history --id $(jq -r .id req.jsonl)"
+	[ "${#lines[@]}" = 1 ]
+	[ "$(jqn 0 .status)" = success ]
 }
 
 @test "under systemd: the socket starts sbx-mcp.service as sbx, run_code over HTTP with the package's token; the retention timer's service prunes; the units verify" {
@@ -153,7 +187,10 @@ sid=$(sed -n "s/^mcp-session-id: *//Ip" /tmp/h | tr -d "\r")
 curl -sS $h -H "Authorization: Bearer $tok" -H "Mcp-Session-Id: $sid" http://127.0.0.1:8000/mcp \
   --data-binary "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"
 printf "run_code: %s\n" "$(curl -sS $h -H "Authorization: Bearer $tok" -H "Mcp-Session-Id: $sid" http://127.0.0.1:8000/mcp \
-  --data-binary "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"run_code\",\"arguments\":{\"language\":\"python\",\"code\":\"import os; print(sum([1,2,3]), os.getuid())\"}}}")"
+  --data-binary "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"run_code\",\"arguments\":{\"language\":\"python\",\"code\":\"import os, pty; m, s = pty.openpty(); print(sum([1,2,3]), os.getuid(), os.ttyname(s))\"}}}")"
+printf "check_backend: %s\n" "$(curl -sS $h -H "Authorization: Bearer $tok" -H "Mcp-Session-Id: $sid" http://127.0.0.1:8000/mcp \
+  --data-binary "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"check_backend\",\"arguments\":{}}}")"
+echo "controllers: $(cat /sys/fs/cgroup/system.slice/sbx-mcp.service/cgroup.controllers 2> /dev/null) top: $(cat /sys/fs/cgroup/cgroup.controllers 2> /dev/null)"
 echo "unauthorized: $(curl -sS -o /dev/null -w %{http_code} $h http://127.0.0.1:8000/mcp --data-binary "{}")"
 echo "service: $(systemctl is-active sbx-mcp.service) user: $(stat -c %U /proc/$(systemctl show -p MainPID --value sbx-mcp.service))"
 echo "history: $(ls /var/lib/sbx-mcp/sbx/sandbox_history.db)"
@@ -175,10 +212,17 @@ journalctl -u sbx-mcp.service --no-pager | tail -5'
 	grep -x "left: 0" boot.out
 	sed -n 's/^run_code: //p' boot.out > rpc.json
 	[ "$(jq -r '.result.structuredContent.status' rpc.json)" = success ]
-	[[ $(jq -r '.result.structuredContent.stdout' rpc.json) == "6 "* ]]
-	# the server's sandboxes as sbx: limits where systemd delegated a cgroup v2 subtree
+	# a pseudo-terminal in the sandbox, under the unit's device policy
+	[[ $(jq -r '.result.structuredContent.stdout' rpc.json) == "6 "*" /dev/pts/"* ]]
+	# the server's sandboxes as sbx: cgroup limits where systemd delegated a
+	# cgroup v2 subtree (the guest); else (this machine's v1, read-only in
+	# the container) the reason, never silence
+	sed -n 's/^check_backend: //p' boot.out > check.json
 	if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then
-		[ "$(jq -c '.result.structuredContent.limits_enforced | index("memory") != null and index("pids") != null' rpc.json)" = true ]
+		[ "$(jq -c '.result.structuredContent.cgroup | .ok and .version == "v2" and (.controllers | index("memory") != null and index("pids") != null and index("cpu") != null)' check.json)" = true ]
+	else
+		[ "$(jq -r '.result.structuredContent.cgroup.ok' check.json)" = false ]
+		[ -n "$(jq -r '.result.structuredContent.cgroup.why // .result.structuredContent.cgroup.error // empty' check.json)" ]
 	fi
 }
 

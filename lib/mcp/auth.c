@@ -86,9 +86,7 @@ static struct auth *from_file(const char *file, char *err, size_t errlen)
 		close(fd);
 		return NULL;
 	}
-	/* Owner-only, or shared with the server's own group (root:sbx 0640,
-	 * as the package makes it for sbx-mcp.service). */
-	if ((st.st_mode & 0007) || ((st.st_mode & 0070) && st.st_gid != getegid()))
+	if (st.st_mode & 0077)
 		util_warn("%s: the token file is readable by others (chmod 600 it)", file);
 	char *buf = util_xalloc((size_t)st.st_size + 1);
 	ssize_t r = util_read_full(fd, buf, (size_t)st.st_size);

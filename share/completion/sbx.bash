@@ -5,29 +5,54 @@
 # ones this machine runs.  Installed as one file per tool name (symlinks)
 # in bash-completion's directory.
 
+# The words of the command line, with "--config" "=" "FILE" (bash splits
+# at the = of COMP_WORDBREAKS) read as one option.
 _sbx_conf() {
-	local i
+	local i w
 	for ((i = 1; i < ${#COMP_WORDS[@]} - 1; i++)); do
-		case ${COMP_WORDS[i]} in
-		-c | --config) printf '%s\n' "${COMP_WORDS[i + 1]/#\~/$HOME}"; return ;;
-		--config=*) printf '%s\n' "${COMP_WORDS[i]#--config=}"; return ;;
+		w=${COMP_WORDS[i]}
+		case $w in
+		-c) printf '%s\n' "${COMP_WORDS[i + 1]/#\~/$HOME}"; return ;;
+		--config)
+			if [[ ${COMP_WORDS[i + 1]} == = ]]; then printf '%s\n' "${COMP_WORDS[i + 2]/#\~/$HOME}"
+			else printf '%s\n' "${COMP_WORDS[i + 1]/#\~/$HOME}"; fi
+			return ;;
+		--config=*) printf '%s\n' "${w#--config=}"; return ;;
 		esac
 	done
 	if [[ -n ${SBX_CONF:-} ]]; then printf '%s\n' "$SBX_CONF"; return; fi
-	local bin dir
+	local bin dir f
 	bin=$(command -v "${COMP_WORDS[0]}" 2>/dev/null) && dir=$(dirname "$(readlink -f "$bin")")
 	for f in "$dir/../etc/sandbox.conf" "$dir/../etc/sbx/sandbox.conf" /usr/local/etc/sbx/sandbox.conf /etc/sbx/sandbox.conf; do
 		[[ -r $f ]] && { printf '%s\n' "$f"; return; }
 	done
 }
 
-# Language names and their aliases, from [language.NAME] and aliases = [...].
+# Language names and their aliases, from [language.NAME] and aliases = [...]:
+# only words of letters, digits and + _ . - (a configuration is data, never
+# code to the shell).
 _sbx_languages() {
 	local conf
 	conf=$(_sbx_conf)
 	[[ -r $conf ]] || return
 	sed -n -e 's/^[[:space:]]*\[language\.\([A-Za-z0-9_+-]*\)\].*/\1/p' \
-		-e '/^[[:space:]]*aliases[[:space:]]*=/{s/#.*//;s/^[^[]*\[//;s/\].*//;s/[",]/ /g;p;}' "$conf" | tr ' ' '\n' | sed '/^$/d'
+		-e '/^[[:space:]]*aliases[[:space:]]*=/{s/#.*//;s/^[^[]*\[//;s/\].*//;s/[",]/ /g;p;}' "$conf" |
+		tr ' \t' '\n\n' | grep -E '^[A-Za-z0-9_+.-]+$'
+}
+
+# _sbx_words WORD...: COMPREPLY = the words that start with $cur, taken as
+# they are (compgen -W would expand them).
+_sbx_words() {
+	local w
+	COMPREPLY=()
+	for w in "$@"; do [[ $w == "$cur"* ]] && COMPREPLY+=("$w"); done
+}
+
+# _sbx_files [-d]: file (or directory) names, one per reply, spaces kept.
+_sbx_files() {
+	local IFS=$'\n'
+	COMPREPLY=($(compgen "${1:--f}" -- "$cur"))
+	compopt -o filenames 2>/dev/null
 }
 
 _sbx() {
@@ -36,25 +61,28 @@ _sbx() {
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD - 1]}
 	cmd=${COMP_WORDS[0]##*/}
+	# "--opt=" then the value: bash made "--opt" "=" "value" of it
+	if [[ $cur == = ]]; then cur=; elif [[ $prev == = ]] && ((COMP_CWORD > 1)); then prev=${COMP_WORDS[COMP_CWORD - 2]}; fi
 
 	case $prev in
 	-c | --config | -d | --database | --token-file | --history)
-		COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
-	-o | --output)
-		COMPREPLY=($(compgen -d -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
-	--language) COMPREPLY=($(compgen -W "$(_sbx_languages)" -- "$cur")); return ;;
-	--status) COMPREPLY=($(compgen -W "success error timeout memory_limit compile_error invalid internal_error" -- "$cur")); return ;;
-	--verdict) COMPREPLY=($(compgen -W "accepted wrong_answer timeout memory_limit error output_limit judge_error compile_error" -- "$cur")); return ;;
-	-f | --format) COMPREPLY=($(compgen -W "json table csv html" -- "$cur")); return ;;
-	--by) COMPREPLY=($(compgen -W "hour day" -- "$cur")); return ;;
-	--store-code) COMPREPLY=($(compgen -W "preview full" -- "$cur")); return ;;
-	--sync) COMPREPLY=($(compgen -W "normal full" -- "$cur")); return ;;
-	--transport) COMPREPLY=($(compgen -W "stdio http sse" -- "$cur")); return ;;
-	--since | --until | --older-than) COMPREPLY=($(compgen -W "1h 24h 7d 30d 90d" -- "$cur")); return ;;
+		_sbx_files; return ;;
+	-o | --output) _sbx_files -d; return ;;
+	--language) local IFS=$'\n'; _sbx_words $(_sbx_languages); return ;;
+	--status) _sbx_words success error timeout memory_limit compile_error invalid internal_error; return ;;
+	--verdict) _sbx_words accepted wrong_answer timeout memory_limit error output_limit judge_error compile_error; return ;;
+	-f | --format) _sbx_words json table csv html; return ;;
+	--by) _sbx_words hour day; return ;;
+	--store-code) _sbx_words preview full; return ;;
+	--sync) _sbx_words normal full; return ;;
+	--transport) _sbx_words stdio http sse; return ;;
+	--since | --until | --older-than) _sbx_words 1h 24h 7d 30d 90d; return ;;
 	--events | --control | -j | --jobs | -n | --bytes | --limit | -k | --shards | --shard | -l | --listen | \
 		--id | --session | --principal | --jq) return ;;
 	esac
-	if [[ $cur == --stats=* ]]; then COMPREPLY=($(compgen -W "--stats=verdict" -- "$cur")); return; fi
+	if [[ $prev == --stats ]] && [[ ${COMP_WORDS[COMP_CWORD]} == = || ${COMP_WORDS[COMP_CWORD - 1]} == = ]]; then
+		_sbx_words verdict; return
+	fi
 
 	case $cmd in
 	sbx-validate) opts="-c --config -h --help --version" ;;
@@ -69,10 +97,10 @@ _sbx() {
 	*) return ;;
 	esac
 	if [[ $cur == -* ]]; then
-		COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+		_sbx_words $opts
 	else
 		# operands: files (sbx-batch SHARD OUT, sbx-merge RESULTS..., sbx-history --merge SRC...)
-		COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null
+		_sbx_files
 	fi
 }
 complete -F _sbx sbx-validate sbx-run sbx-cap sbx-log sbx-history sbx-mcp sbx-shard sbx-batch sbx-merge
