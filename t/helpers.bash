@@ -32,6 +32,9 @@ jqn() {
 jqe() {
 	if ! printf '%s\n' "${lines[$1]}" | jq -e "$2" >/dev/null; then
 		echo "line $1 fails $2: ${lines[$1]:0:2000}" >&2
+		# a long record (code, files) hides its outcome past the cut: that first
+		printf '%s\n' "${lines[$1]}" | jq -c '{status, error, exit_code, signal, duration_ms, stdout: (.stdout // "")[0:300],
+			stderr: (.stderr // "")[0:300], compile: (.compile // {} | {status, duration_ms, stderr: (.stderr // "")[0:500]})}' >&2 2> /dev/null || true
 		return 1
 	fi
 }
