@@ -1086,30 +1086,20 @@ static void on_tick(struct loop *l, int fd, short rev, void *arg)
 	(void)rev;
 }
 
-/* A number of the environment, whole and in range, or -1. */
-static long env_number(const char *name, long max)
-{
-	const char *v = getenv(name);
-	if (!v || !*v)
-		return -1;
-	char *end;
-	errno = 0;
-	long n = strtol(v, &end, 10);
-	return *end || errno || n < 0 || n > max ? -1 : n;
-}
-
 /* systemd's socket activation (sd_listen_fds(3)): one listening TCP socket
  * passed as fd 3, for this process (LISTEN_PID), which it keeps when it
  * runs a tool (CLOEXEC) or when the variables would be inherited: they are
  * removed, so no child takes fd 3 for a socket of its own. */
 static int listen_inherited(char *err, size_t errlen)
 {
-	long pid = env_number("LISTEN_PID", INT32_MAX), n = env_number("LISTEN_FDS", 1024);
+	int64_t pid = -1, n = -1;
+	util_parse_i64(getenv("LISTEN_PID"), 1, INT32_MAX, &pid);
+	util_parse_i64(getenv("LISTEN_FDS"), 0, INT32_MAX, &n);
 	unsetenv("LISTEN_PID");
 	unsetenv("LISTEN_FDS");
 	unsetenv("LISTEN_FDNAMES");
-	if (pid != (long)getpid() || n != 1) {
-		snprintf(err, errlen, "--listen systemd: %s", pid != (long)getpid()
+	if (pid != getpid() || n != 1) {
+		snprintf(err, errlen, "--listen systemd: %s", pid != getpid()
 			 ? "no socket was passed to this process (LISTEN_PID; start it from a .socket unit)"
 			 : "expected exactly one socket (LISTEN_FDS): one ListenStream= in the .socket unit");
 		return -1;
