@@ -25,6 +25,9 @@ N=${N:-40}
 # drift to whichever command ran in the slow minute.
 ROUNDS=${ROUNDS:-5}
 export SBX_CONF=$PWD/etc/sandbox.conf
+# The same with every sandbox's network namespace fresh (no slots, slot.h).
+sed 's/^slots .*/slots = false/' etc/sandbox.conf > "$B/fresh.conf"
+FRESH=(-c "$B/fresh.conf")
 PY=/usr/bin/python3
 # summary ROW VALUE: a row of the README's table (make bench writes them
 # there, build-aux/bench-readme); nothing when not run by make bench.
@@ -61,9 +64,11 @@ for r in $(seq "$ROUNDS"); do
 	fi
 	fl floor -n "$per" -l "floor (namespaces, loopback up, cgroups, exec: nothing else): print(1)" -- "$B/floor" -l -c -- $PY -c 'print(1)'
 	m sbx -n "$per" -l "sbx-run, one job per process: print(1)" -i "$B/py.json" -- bin/sbx-run
+	m sbxf -n "$per" -l "sbx-run, slots = false, one job per process: print(1)" -i "$B/py.json" -- bin/sbx-run "${FRESH[@]}"
 	m truebare -n "$per" -l "bare: true" -- true
 	fl floortrue -n "$per" -l "floor (namespaces, loopback up, cgroups, exec: nothing else): true" -- "$B/floor" -l -c -- true
 	m sbxtrue -n "$per" -l "sbx-run, one job per process: true" -i "$B/true.json" -- bin/sbx-run
+	m sbxtruef -n "$per" -l "sbx-run, slots = false, one job per process: true" -i "$B/true.json" -- bin/sbx-run "${FRESH[@]}"
 done
 awk -v bare="$(mean bare)" -v sbx="$(mean sbx)" -v bw="$(mean bwrap)" -v t="$(mean truebare)" -v st="$(mean sbxtrue)" \
     -v f="$(mean floor)" -v ft="$(mean floortrue)" 'BEGIN {
@@ -78,9 +83,11 @@ for r in $(seq "$ROUNDS"); do
 	echo "# round $r of $ROUNDS"
 	m b1 -n 1 -w 0 -l "bare: 200 x python3, one at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 1 $PY -c
 	m s1 -n 1 -w 0 -l "sbx-run -j 1: 200 jobs" -i "$B/py200.json" -- bin/sbx-run -j 1
+	m s1f -n 1 -w 0 -l "sbx-run -j 1, slots = false: 200 jobs" -i "$B/py200.json" -- bin/sbx-run "${FRESH[@]}" -j 1
 	fl f1 -n 1 -w 0 -l "floor: 200 x python3, one at a time, one process" -- "$B/floor" -l -c -n 200 -j 1 -- $PY -c 'print(1)'
 	m b2 -n 1 -w 0 -l "bare: 200 x python3, two at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 2 $PY -c
 	m s2 -n 1 -w 0 -l "sbx-run -j 2: 200 jobs" -i "$B/py200.json" -- bin/sbx-run -j 2
+	m s2f -n 1 -w 0 -l "sbx-run -j 2, slots = false: 200 jobs" -i "$B/py200.json" -- bin/sbx-run "${FRESH[@]}" -j 2
 	fl f2 -n 1 -w 0 -l "floor: 200 x python3, two at a time, one process" -- "$B/floor" -l -c -n 200 -j 2 -- $PY -c 'print(1)'
 	fl fn2 -n 1 -w 0 -l "floor without a network namespace: the same" -- "$B/floor" -N -c -n 200 -j 2 -- $PY -c 'print(1)'
 	if command -v bwrap >/dev/null; then
@@ -154,25 +161,27 @@ echo "# summary"
 awk -v bare="$(mean bare)" -v sbx="$(mean sbx)" -v bw="$(mean bwrap)" -v t="$(mean truebare)" -v st="$(mean sbxtrue)" \
     -v barec="$(mean bare 5)" -v sbxc="$(mean sbx 5)" -v tc="$(mean truebare 5)" -v stc="$(mean sbxtrue 5)" \
     -v b1="$(mean b1)" -v s1="$(mean s1)" -v b2="$(mean b2)" -v s2="$(mean s2)" -v w2="$(mean w2)" \
-    -v f="$(mean floor)" -v ft="$(mean floortrue)" -v f1="$(mean f1)" -v f2="$(mean f2)" -v fn2="$(mean fn2)" 'BEGIN {
+    -v f="$(mean floor)" -v ft="$(mean floortrue)" -v f1="$(mean f1)" -v f2="$(mean f2)" -v fn2="$(mean fn2)" \
+    -v sf="$(mean sbxf)" -v stf="$(mean sbxtruef)" -v s1f="$(mean s1f)" -v s2f="$(mean s2f)" 'BEGIN {
 	printf "overhead per run, one job per sbx-run process: %+.1f ms (print(1)), %+.1f ms (true); bwrap %+.1f ms\n", sbx - bare, st - t, bw - bare
+	printf "the same with slots = false (a fresh network namespace per run): %+.1f ms (print(1)), %+.1f ms (true)\n", sf - bare, stf - t
 	if (f > 0) printf "the floor (namespaces, loopback up, cgroups, exec: nothing else): %+.1f ms (print(1)), %+.1f ms (true); sbx-run above it %+.1f, %+.1f ms\n", f - bare, ft - t, sbx - f, st - ft
 	printf "CPU per run (process tree), one job per process: %+.1f ms (print(1)), %+.1f ms (true)\n", sbxc - barec, stc - tc
 	printf "overhead per run inside a batch (-j 1):        %+.1f ms", (s1 - b1) / 200
 	if (f1 > 0) printf "; the floor %+.1f ms", (f1 - b1) / 200
-	printf "\n"
+	printf "; slots = false %+.1f ms\n", (s1f - b1) / 200
 	printf "throughput with 2 at a time: sbx-run %.0f jobs/s = %.0f%% of bare (%.0f jobs/s)", 200000 / s2, 100 * b2 / s2, 200000 / b2
 	if (w2 > 0) printf "; bwrap %.0f%%", 100 * b2 / w2
 	if (f2 > 0) printf "; the floor %.0f%% (without a network namespace %.0f%%)", 100 * b2 / f2, 100 * b2 / fn2
-	printf "\n"
+	printf "; sbx-run slots = false %.0f%%\n", 100 * b2 / s2f
 }'
 # Where a batch's time goes: CPU per job of the process tree and of the
 # whole machine (which adds kernel workers), and the CPUs' idle share.
 ncpu=$(nproc)
-for k in b1 s1 f1 b2 s2 f2 fn2 w2; do
+for k in b1 s1 s1f f1 b2 s2 s2f f2 fn2 w2; do
 	[ -s "$B/$k.m" ] && [ "$(mean $k)" != 0.000 ] || continue
 	awk -v k="$k" -v w="$(mean $k)" -v c="$(mean $k 5)" -v m="$(mean $k 6)" -v n="$ncpu" 'BEGIN {
-		split("b1 bare -j1,s1 sbx-run -j 1,f1 floor -j1,b2 bare -j2,s2 sbx-run -j 2,f2 floor -j2,fn2 floor -N -j2,w2 bwrap -j2", names, ",")
+		split("b1 bare -j1,s1 sbx-run -j 1,s1f fresh -j 1,f1 floor -j1,b2 bare -j2,s2 sbx-run -j 2,s2f fresh -j 2,f2 floor -j2,fn2 floor -N -j2,w2 bwrap -j2", names, ",")
 		for (i in names) if (index(names[i], k " ") == 1) name = substr(names[i], length(k) + 2)
 		printf "CPU per job, %-13s process tree %5.1f ms, machine %5.1f ms; CPUs idle %2.0f%%\n", name ":", c / 200, m / 200, 100 * (1 - m / (n * w))
 	}'

@@ -214,10 +214,10 @@ $sum" ]
 	# while the job was being read) has the steps of its making too, the
 	# supervisor's before what depends on them.
 	jqe 0 '.timings.run_stage as $t
-		| ["ids_mapped", "namespaces_made", "root_entered", "loopback_up", "root_built", "job_received",
+		| ["ids_mapped", "namespaces_made", "root_entered", (if $t.slot == null then "loopback_up" else empty end), "root_built", "job_received",
 		   "work_attached", "program_start", "program_execve", "program_exit", "drained"] | map($t[.]) as $chain
 		| ($chain | map(select(. != null))) as $seen
-		| $seen == ($seen | sort) and ($chain[5:] | all(. != null and . > 0)) and $t.assigned < $t.job_received
+		| $seen == ($seen | sort) and ($chain[-6:] | all(. != null and . > 0)) and $t.assigned < $t.job_received
 		and (if $t.warm then true else ($chain | all(. != null)) and $t.cloned < $t.ids_mapped end)
 		and (if $t.cgroups_made and $t.root_built then $t.cgroups_made < $t.root_built else true end)'
 	# Init's exit and the cgroups' removal come after the result: stderr.

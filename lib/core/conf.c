@@ -95,6 +95,8 @@ static const struct key sandbox_keys[] = {
 	{ "seccomp_errno", T_ERRNO, SB(seccomp_errno), 1, 4095 },
 	{ "etc", T_STRARR, SB(etc), 0, 0 },
 	{ "compile_cache", T_BOOL, SB(compile_cache), 0, 0 },
+	{ "slots", T_BOOL, SB(slots), 0, 0 },
+	{ "max_slots", T_INT, SB(max_slots), 1, 64 },
 	{ "cache_size", T_SIZE, SB(cache_size), 0, TB },
 	{ NULL, 0, 0, 0, 0 },
 };
@@ -608,6 +610,8 @@ static void set_defaults(struct conf *c)
 	c->max_tests_size = 16u << 20;
 	c->test_output = 4u << 20;
 	c->compile_cache = true;
+	c->slots = true;
+	c->max_slots = 16;
 	c->cache_size = 256u << 20;
 	c->session_ttl_ms = 1800 * 1000;
 	c->max_sessions = 16;

@@ -78,6 +78,8 @@ struct conf {
 	int seccomp_errno;
 	char **etc;         /* /etc entries bound read-only into the sandbox */
 	bool compile_cache;
+	bool slots;          /* as root: keep network namespaces between runs (slot.h) */
+	uint64_t max_slots;  /* per process */
 	uint64_t cache_size;
 
 	/* [sessions] */

@@ -135,6 +135,7 @@ struct box {
 	pid_t pid;
 	int pidfd, status_fd, out_fd, err_fd, timer_fd, spec_fd;
 	struct cg_run cg;
+	int slot;                  /* the slot (slot.h) it was cloned in, or -1 */
 	char *const *egress;       /* the install's hosts, while its proxy is being started */
 	pid_t egress_pid;          /* its proxy (egress.h), or 0 */
 	uint64_t cg_mem, cg_pids;
@@ -519,6 +520,7 @@ static struct box *new_box(struct box_sys *s, struct loop *l)
 	b->pid = -1;
 	b->pidfd = b->status_fd = b->out_fd = b->err_fd = b->timer_fd = b->spec_fd = -1;
 	cg_run_init(&b->cg);
+	b->slot = -1;
 	b->res.timings = jv_null();
 	b->res.cpu_ms = -1;
 	b->res.mem_peak = -1;
@@ -617,9 +619,19 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 		cl.flags |= CLONE_INTO_CGROUP;
 		cl.cgroup = (uint64_t)cgfd;
 	}
+	/* No network: init is cloned into a slot's namespace if one is free
+	 * (slot.h), instead of making its own. */
+	int net_fd = -1;
+	if (!network && (b->slot = slot_take(&s->slots, &net_fd)) >= 0 && slot_enter(net_fd) < 0) {
+		slot_give(&s->slots, b->slot, false);
+		b->slot = -1;
+	}
+	ca.slot_net = b->slot >= 0;
 	pid_t pid = box_clone_from(s, tmpl_fd, &cl);
 	if (pid == 0)
 		box_init_main(&ca);
+	if (b->slot >= 0)
+		slot_leave(&s->slots);
 	if (pid < 0) {
 		b->res.status = STAGE_INTERNAL;
 		snprintf(b->res.error, sizeof b->res.error, "cannot create the sandbox's namespaces: %s (see sbx-run --check)",
@@ -764,6 +776,7 @@ static void assign(struct box *b, const struct stage_spec *sp, int scratch_fd, s
 	if (b->timings) {
 		jv_free(b->res.timings);
 		b->res.timings = jv_object_set(jv_object(), jv_string("warm"), jv_bool(b->warm));
+		b->res.timings = jv_object_set(b->res.timings, jv_string("slot"), b->slot >= 0 ? jv_number(b->slot) : jv_null());
 	}
 	if (b->warm)
 		b->t_start = box_mono_ns();
@@ -981,6 +994,12 @@ static void release(struct box *b)
 	if (b->pid > 0 && !b->exited)
 		reap_now(b);
 	egress_stop(b->egress_pid);
+	/* Every process of the sandbox is gone now.  A slot goes back for the
+	 * next run only after init's own end (or none: a warm one never
+	 * ran anything). */
+	slot_give(&b->sys->slots, b->slot,
+		  !b->assigned || (b->have_exit && !b->timed_out && !b->cancelled && !b->have_fail));
+	b->slot = -1;
 	close_io(b);
 	if (b->pidfd >= 0) {
 		loop_unwatch(b->loop, b->pidfd);
@@ -1044,6 +1063,7 @@ int box_sys_init(struct box_sys *s, const struct conf *c, char **argv, char *err
 	s->self_mnt_fd = s->root_fd = s->holder_fd = -1;
 	for (int i = 0; i < BOX_TMPLS; i++)
 		s->tmpl[i].mnt_fd = -1;
+	slot_init(&s->slots, s->root && c->slots ? (int)c->max_slots : 0);
 	s->kern = kern_probe();
 	if (!kern_usable(s->kern, err, errlen))
 		return -1;
@@ -1087,6 +1107,7 @@ void box_sys_free(struct box_sys *s)
 	if (s->holder_fd >= 0)
 		close(s->holder_fd);
 	cg_sys_free(&s->cg);
+	slot_free(&s->slots);
 	free(s->filter.filter);
 	memset(s, 0, sizeof *s);
 }

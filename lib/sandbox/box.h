@@ -29,6 +29,7 @@
 #include "job.h"
 #include "loop.h"
 #include "pin.h"
+#include "slot.h"
 
 struct box;
 
@@ -60,6 +61,7 @@ struct box_sys {
 	unsigned long started;     /* stages started, to warm up only for streams */
 	struct box_tmpl tmpl[BOX_TMPLS];
 	struct pin pin;            /* templates shared with other processes */
+	struct slot_sys slots;     /* network namespaces kept between runs */
 	int self_mnt_fd, root_fd;  /* our own mount namespace and root, to return to */
 	bool clone_via_holder;     /* the kernel clones no detached mount (before 6.15) */
 	int holder_fd;             /* the namespace we clone scratches in then, or -1 */

@@ -297,7 +297,7 @@ static void init_namespaces(const struct child_args *a, int st, int64_t t[T_N])
 	 * With init started on the other CPU they overlap, but contend with
 	 * the supervisor and the last run's teardown for the rtnl and cgroup
 	 * locks, and the sandbox was ready later, not sooner.) */
-	if (unshare(CLONE_NEWIPC | CLONE_NEWUTS | (a->network ? 0 : CLONE_NEWNET)) < 0) {
+	if (unshare(CLONE_NEWIPC | CLONE_NEWUTS | (a->network || a->slot_net ? 0 : CLONE_NEWNET)) < 0) {
 		box_msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "new ipc, uts and network namespaces");
 		_exit(122);
 	}
@@ -313,11 +313,11 @@ static void init_namespaces(const struct child_args *a, int st, int64_t t[T_N])
 		_exit(123);
 	}
 	t[T_ROOT] = box_mono_ns();
-	if (!a->network && ns_loopback_up(err, sizeof err) < 0) {
+	if (!a->network && !a->slot_net && ns_loopback_up(err, sizeof err) < 0) {
 		box_msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
 		_exit(123);
 	}
-	t[T_LO] = a->network ? 0 : box_mono_ns();
+	t[T_LO] = a->network || a->slot_net ? 0 : box_mono_ns();
 }
 
 static void init_cgroups(int st)

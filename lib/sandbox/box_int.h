@@ -32,6 +32,7 @@ struct child_args {
 	struct box_sys *sys;
 	bool network;
 	bool build_root;         /* no template: build the root here */
+	bool slot_net;           /* cloned in a slot's network namespace (slot.h) */
 	const char *rootfs;
 	char *const *binds;
 	int fds[K_N];

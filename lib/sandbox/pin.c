@@ -59,9 +59,11 @@ static bool safe_dir(int fd, mode_t others)
 	return fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 && !(st.st_mode & others);
 }
 
-static int lock_open(int run_fd)
+static int lock_open(int run_fd, const char *sub)
 {
-	int fd = openat(run_fd, "roots.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	char name[64];
+	snprintf(name, sizeof name, "%s.lock", sub);
+	int fd = openat(run_fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
 		close(fd);
 		fd = -1;
@@ -78,16 +80,10 @@ static bool is_mount_root(int fd)
 	return !(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) || (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
 }
 
-/* Open SBX_RUNDIR/roots, creating it as a private mount of its own. */
-static int setup(struct pin *p)
+int pin_rundir(const char *sub)
 {
 	if (geteuid() != 0)
 		return -1;
-	struct stat st;
-	if (stat("/proc/self/exe", &st) < 0)
-		return -1;
-	p->exe[0] = st.st_dev, p->exe[1] = st.st_ino, p->exe[2] = (uint64_t)st.st_size;
-	p->exe[3] = (uint64_t)st.st_mtim.tv_sec, p->exe[4] = (uint64_t)st.st_mtim.tv_nsec;
 	if (mkdir(SBX_RUNDIR, 0755) < 0 && errno != EEXIST)
 		return -1;
 	int run_fd = open(SBX_RUNDIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -96,23 +92,24 @@ static int setup(struct pin *p)
 			close(run_fd);
 		return -1;
 	}
-	if (mkdirat(run_fd, "roots", 0700) < 0 && errno != EEXIST) {
+	if (mkdirat(run_fd, sub, 0700) < 0 && errno != EEXIST) {
 		close(run_fd);
 		return -1;
 	}
-	int fd = openat(run_fd, "roots", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = openat(run_fd, sub, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0 && !is_mount_root(fd)) {
 		/* Once per boot (and mount namespace): make it a mount of its
 		 * own, private, under the lock so that two processes do not
 		 * stack two. */
 		close(fd);
-		int lk = lock_open(run_fd);
-		fd = openat(run_fd, "roots", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int lk = lock_open(run_fd, sub);
+		fd = openat(run_fd, sub, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (lk >= 0 && safe_dir(fd, 077) && !is_mount_root(fd)) {
-			const char *path = SBX_RUNDIR "/roots";
+			char path[128];
+			snprintf(path, sizeof path, "%s/%s", SBX_RUNDIR, sub);
 			if (mount(path, path, NULL, MS_BIND, NULL) == 0 && mount(NULL, path, NULL, MS_PRIVATE, NULL) == 0) {
 				close(fd);
-				fd = openat(run_fd, "roots", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				fd = openat(run_fd, sub, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			} else {
 				close(fd);
 				fd = -1;
@@ -127,8 +124,18 @@ static int setup(struct pin *p)
 			close(fd);
 		return -1;
 	}
-	p->dir_fd = fd;
-	return 0;
+	return fd;
+}
+
+static int setup(struct pin *p)
+{
+	struct stat st;
+	if (geteuid() != 0 || stat("/proc/self/exe", &st) < 0)
+		return -1;
+	p->exe[0] = st.st_dev, p->exe[1] = st.st_ino, p->exe[2] = (uint64_t)st.st_size;
+	p->exe[3] = (uint64_t)st.st_mtim.tv_sec, p->exe[4] = (uint64_t)st.st_mtim.tv_nsec;
+	p->dir_fd = pin_rundir("roots");
+	return p->dir_fd >= 0 ? 0 : -1;
 }
 
 /* What identifies a tree a root is made from: a replaced directory (a
@@ -232,7 +239,7 @@ void pin_put(struct pin *p, const char *name, int mnt_fd)
 	if (p->state <= 0 || !parse_name(name, &gen))
 		return;
 	int run_fd = open(SBX_RUNDIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	int lk = safe_dir(run_fd, 022) ? lock_open(run_fd) : -1;
+	int lk = safe_dir(run_fd, 022) ? lock_open(run_fd, "roots") : -1;
 	if (run_fd >= 0)
 		close(run_fd);
 	if (lk < 0)

@@ -38,6 +38,10 @@ struct pin {
 
 #define PIN_NAME_MAX 64
 
+/* SBX_RUNDIR/sub (O_PATH), root's, mode 0700 and a private mount of its
+ * own, created if need be; -1 if not root or anything is wrong. */
+int pin_rundir(const char *sub);
+
 void pin_init(struct pin *p);
 void pin_free(struct pin *p);
 /* The pin's name for a root built now, and how long ago its minute began

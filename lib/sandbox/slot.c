@@ -1,0 +1,327 @@
+/* slot: network namespaces kept from one run to the next (see slot.h).
+ *
+ * Theory of operation
+ * -------------------
+ * What a run can leave in a network namespace it shares with the next is
+ * bounded by what it may do there.  A slot's namespace belongs to the
+ * initial user namespace; the sandbox's own user namespace is a fresh
+ * child of it, so even the sandbox's init holds no capability over the
+ * slot, and the program (uid 1000, no capabilities, no_new_privs) less:
+ * no address, route, link, firewall or qdisc change, no raw or packet
+ * socket, and the net sysctls are root's files (mode 0644 or 0444 to the
+ * program's host uid).  What is left to an unprivileged process:
+ *
+ *  - sockets outliving the run: a closed TCP connection's TIME_WAIT (seen
+ *    in /proc/net/tcp, holding the port for 60 s), orphaned connections
+ *    still closing, unix sockets kept alive by an fd cycle until the
+ *    garbage collector runs, an IPv6 flow label lingering after close, IP
+ *    fragments waiting for reassembly (30 s);
+ *  - caches: the TCP metrics (rtt, cwnd of past peers) and fast-open
+ *    cookies.
+ *
+ * Made impossible when the slot is made: tcp_max_tw_buckets = 0 (a closing
+ * connection skips TIME_WAIT), tcp_no_metrics_save = 1, tcp_fastopen = 0
+ * (fast open's cookie cache lives in the metrics).  Checked before every
+ * loan, from the supervisor inside the namespace: /proc/net/sockstat says
+ * no socket of any family exists (the count drops only when a socket is
+ * freed, orphans and GC-held unix sockets included), no TIME_WAIT and no
+ * fragment queue (v4 and v6); no flow label; the three sysctls unchanged.
+ * Any difference discards the slot: its pin is removed and a new namespace
+ * is made.  So is a slot whose run was killed, timed out or failed in
+ * set-up: its end was not init's own.
+ *
+ * What does cross: the namespace's identity (its inode and cookie: a run
+ * can tell it shares a slot with an earlier one) and its traffic counters
+ * (lo's packets and bytes, the SNMP counters of /proc/net/snmp), which
+ * nothing can reset: the volume of an earlier run's loopback traffic, not
+ * its content.  Where runs of different owners must not learn even that,
+ * `[sandbox] slots = false` makes every namespace fresh (see
+ * doc/security.md).
+ *
+ * Across processes: slot N is the bind mount SBX_RUNDIR/slots/N.net of the
+ * namespace (as pin.h pins roots) and the lock N.lock; a process holds
+ * N.lock (flock, released by the kernel if the process dies) for as long
+ * as it keeps the slot.  A process SIGKILLed mid-run leaves the slot
+ * pinned and unlocked; its sandbox died with it (PR_SET_PDEATHSIG), and
+ * the next process to take the slot checks it as above before its first
+ * loan.
+ */
+#define _GNU_SOURCE
+#include "slot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "ns.h"
+#include "pin.h"
+#include "util.h"
+
+/* The sysctls a slot is made with, and checked for before each loan. */
+static const struct {
+	const char *path, *value;
+} slot_sysctls[] = {
+	{ "/proc/sys/net/ipv4/tcp_max_tw_buckets", "0" },
+	{ "/proc/sys/net/ipv4/tcp_no_metrics_save", "1" },
+	{ "/proc/sys/net/ipv4/tcp_fastopen", "0" },
+};
+#define NSYSCTL (sizeof slot_sysctls / sizeof slot_sysctls[0])
+
+void slot_init(struct slot_sys *ss, int max)
+{
+	memset(ss, 0, sizeof *ss);
+	ss->dir_fd = ss->self_net_fd = -1;
+	ss->max = max < 0 ? 0 : max > SLOT_MAX ? SLOT_MAX : max;
+	for (int i = 0; i < SLOT_MAX; i++)
+		ss->s[i].net_fd = ss->s[i].lock_fd = -1;
+	if (ss->max == 0 || geteuid() != 0)
+		ss->state = -1;
+}
+
+static void drop(struct slot_ns *sl)
+{
+	if (sl->net_fd >= 0)
+		close(sl->net_fd);
+	if (sl->lock_fd >= 0)
+		close(sl->lock_fd); /* the flock goes with it */
+	sl->net_fd = sl->lock_fd = -1;
+	sl->busy = false;
+}
+
+void slot_free(struct slot_sys *ss)
+{
+	for (int i = 0; i < SLOT_MAX; i++)
+		drop(&ss->s[i]);
+	if (ss->dir_fd >= 0)
+		close(ss->dir_fd);
+	if (ss->self_net_fd >= 0)
+		close(ss->self_net_fd);
+	ss->dir_fd = ss->self_net_fd = -1;
+	ss->state = -1;
+}
+
+int slot_enter(int net_fd)
+{
+	return setns(net_fd, CLONE_NEWNET);
+}
+
+void slot_leave(struct slot_sys *ss)
+{
+	/* Cannot fail: we are root and it is our own namespace.  If it did,
+	 * everything after would run in a slot: better to stop. */
+	if (setns(ss->self_net_fd, CLONE_NEWNET) < 0)
+		abort();
+}
+
+static bool read_small(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = util_read_full(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return false;
+	buf[n] = 0;
+	return true;
+}
+
+/* The value of "key N" in a sockstat line starting with line (0 if the
+ * line is absent: IPv6 off), or -1 if it is there but unreadable. */
+static long sockstat_val(const char *text, const char *line, const char *key)
+{
+	const char *l = text;
+	size_t ll = strlen(line);
+	while (l && strncmp(l, line, ll) != 0)
+		if ((l = strchr(l, '\n')))
+			l++;
+	if (!l)
+		return 0;
+	const char *end = strchr(l, '\n');
+	char want[32];
+	snprintf(want, sizeof want, " %s ", key);
+	const char *k = strstr(l, want);
+	if (!k || (end && k > end))
+		return -1;
+	char *e;
+	errno = 0;
+	long v = strtol(k + strlen(want), &e, 10);
+	return errno || e == k + strlen(want) ? -1 : v;
+}
+
+/* In the slot's namespace: is it as a new one would be, for what matters? */
+static bool is_clean(void)
+{
+	char buf[4096];
+	if (!read_small("/proc/thread-self/net/sockstat", buf, sizeof buf))
+		return false;
+	if (sockstat_val(buf, "sockets:", "used") != 0 || sockstat_val(buf, "TCP:", "inuse") != 0 ||
+	    sockstat_val(buf, "TCP:", "tw") != 0 || sockstat_val(buf, "UDP:", "inuse") != 0 ||
+	    sockstat_val(buf, "FRAG:", "inuse") != 0)
+		return false;
+	if (read_small("/proc/thread-self/net/sockstat6", buf, sizeof buf) &&
+	    (sockstat_val(buf, "TCP6:", "inuse") != 0 || sockstat_val(buf, "UDP6:", "inuse") != 0 ||
+	     sockstat_val(buf, "FRAG6:", "inuse") != 0))
+		return false;
+	/* Only the header line when there is no flow label. */
+	if (read_small("/proc/thread-self/net/ip6_flowlabel", buf, sizeof buf)) {
+		char *nl = strchr(buf, '\n');
+		if (nl && nl[1])
+			return false;
+	}
+	for (size_t i = 0; i < NSYSCTL; i++) {
+		char v[32];
+		size_t n = strlen(slot_sysctls[i].value);
+		if (!read_small(slot_sysctls[i].path, v, sizeof v) || strncmp(v, slot_sysctls[i].value, n) != 0 ||
+		    (v[n] != '\n' && v[n] != 0))
+			return false;
+	}
+	return true;
+}
+
+static bool check(struct slot_sys *ss, int net_fd)
+{
+	if (slot_enter(net_fd) < 0)
+		return false;
+	bool ok = is_clean();
+	slot_leave(ss);
+	return ok;
+}
+
+/* A new namespace, set up, as an fd; we stay in ours. */
+static int make_ns(struct slot_sys *ss)
+{
+	if (unshare(CLONE_NEWNET) < 0)
+		return -1;
+	int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	char err[128];
+	bool ok = fd >= 0 && ns_loopback_up(err, sizeof err) == 0;
+	for (size_t i = 0; ok && i < NSYSCTL; i++) {
+		int s = open(slot_sysctls[i].path, O_WRONLY | O_CLOEXEC);
+		ok = s >= 0 && util_write_all(s, slot_sysctls[i].value, strlen(slot_sysctls[i].value)) == 0;
+		if (s >= 0)
+			close(s);
+	}
+	ok = ok && is_clean();
+	slot_leave(ss);
+	if (!ok && fd >= 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static bool is_netns(int fd)
+{
+	struct statfs sf;
+	return fstatfs(fd, &sf) == 0 && sf.f_type == NSFS_MAGIC && ioctl(fd, NS_GET_NSTYPE) == CLONE_NEWNET;
+}
+
+/* Pin a new namespace on N.net, replacing whatever is there. */
+static void pin_new(struct slot_sys *ss, int i, int net_fd)
+{
+	char name[32], src[64], dst[128];
+	snprintf(name, sizeof name, "%d.net", i);
+	/* The old pin, if any: detached (a process that opened it keeps its
+	 * fd, but no one holds it while we hold the lock). */
+	snprintf(dst, sizeof dst, "%s/slots/%s", SBX_RUNDIR, name);
+	umount2(dst, MNT_DETACH | UMOUNT_NOFOLLOW);
+	int f = openat(ss->dir_fd, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (f < 0)
+		return;
+	close(f);
+	snprintf(src, sizeof src, "/proc/self/fd/%d", net_fd);
+	mount(src, dst, NULL, MS_BIND, NULL);
+}
+
+/* Discard slot i's namespace for a new one, pinned in its place (so that
+ * a process that takes the slot over after us never sees the old one). */
+static bool renew(struct slot_sys *ss, int i)
+{
+	struct slot_ns *sl = &ss->s[i];
+	ss->discarded++;
+	close(sl->net_fd);
+	if ((sl->net_fd = make_ns(ss)) < 0) {
+		drop(sl);
+		return false;
+	}
+	ss->made++;
+	pin_new(ss, i, sl->net_fd);
+	return true;
+}
+
+/* Lock slot i and take its namespace: the pinned one if it is clean, else
+ * a new one (pinned). */
+static bool hold(struct slot_sys *ss, int i)
+{
+	struct slot_ns *sl = &ss->s[i];
+	char name[32];
+	snprintf(name, sizeof name, "%d.lock", i);
+	sl->lock_fd = openat(ss->dir_fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (sl->lock_fd < 0 || flock(sl->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		drop(sl);
+		return false;
+	}
+	snprintf(name, sizeof name, "%d.net", i);
+	int fd = openat(ss->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0 && is_netns(fd) && check(ss, fd)) {
+		sl->net_fd = fd;
+		ss->reused++;
+		return true;
+	}
+	if (fd >= 0)
+		close(fd);
+	if ((sl->net_fd = make_ns(ss)) < 0) {
+		drop(sl);
+		return false;
+	}
+	ss->made++;
+	pin_new(ss, i, sl->net_fd);
+	return true;
+}
+
+int slot_take(struct slot_sys *ss, int *net_fd)
+{
+	if (ss->state == 0) {
+		ss->self_net_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+		ss->dir_fd = pin_rundir("slots");
+		ss->state = ss->self_net_fd >= 0 && ss->dir_fd >= 0 ? 1 : -1;
+	}
+	if (ss->state < 0)
+		return -1;
+	/* First a slot we hold, then one we may lock. */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < ss->max; i++) {
+			struct slot_ns *sl = &ss->s[i];
+			if (sl->busy || (pass == 0) != (sl->net_fd >= 0))
+				continue;
+			if (pass == 0 && !check(ss, sl->net_fd) && !renew(ss, i))
+				continue;
+			if (pass == 1 && !hold(ss, i))
+				continue;
+			sl->busy = true;
+			*net_fd = sl->net_fd;
+			return i;
+		}
+	return -1;
+}
+
+void slot_give(struct slot_sys *ss, int idx, bool clean)
+{
+	if (idx < 0 || idx >= SLOT_MAX || !ss->s[idx].busy)
+		return;
+	ss->s[idx].busy = false;
+	if (!clean)
+		renew(ss, idx);
+}
