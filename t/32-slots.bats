@@ -126,16 +126,33 @@ r = subprocess.run(["ip", "addr", "add", "10.9.9.9/32", "dev", "lo"], capture_ou
 	! in_slot ip -o addr | grep -q 10.9.9.9
 }
 
+@test "slots: protocols whose state the check cannot see are refused: DCCP, SCTP, UDP-Lite, L2TP, SMC, socketpair but unix" {
+	slot_run 'import socket
+for fam in (socket.AF_INET, socket.AF_INET6):
+    for t, p in ((6, 33), (6, 0), (5, 0), (1, 132), (5, 132), (2, 136), (2, 115), (1, 256)):
+        try: socket.socket(fam, t, p); print("opened", fam, t, p)
+        except OSError as e: print("refused", e.errno)
+for fam in (socket.AF_INET, 30):
+    try: socket.socketpair(fam, socket.SOCK_STREAM); print("pair", fam)
+    except OSError as e: print("refused", e.errno)
+socket.socket(); socket.socket(type=socket.SOCK_DGRAM); socket.socketpair(); print("tcp udp unix")'
+	jqe 0 '.status == "success"'
+	! jqn 0 .stdout | grep -E '^(opened|pair)'
+	[ "$(jqn 0 .stdout | grep -c '^refused 1$')" = 18 ]
+	jqn 0 .stdout | grep -q '^tcp udp unix$'
+}
+
 @test "slots: memory charge and CPU of one run are not counted in the next" {
 	slot_run 'b = bytearray(120 << 20)
 for i in range(0, len(b), 4096): b[i] = 1
 open("/dev/shm/fill", "wb").write(b"x" * (30 << 20))
 x = 0
-for i in range(3000000): x += i'
+for i in range(1000000): x += i' '{timeout: 30}'
 	jqe 0 '.status == "success" and .memory_peak_bytes > 150000000'
 	first=$(ran_in)
+	cpu=$(jqn 0 .cpu_ms)
 	slot_run 'pass'
-	jqe 0 '.status == "success" and .memory_peak_bytes < 40000000 and .cpu_ms < 500'
+	jqe 0 ".status == \"success\" and .memory_peak_bytes < 40000000 and .cpu_ms < $cpu / 2"
 	[ "$(ran_in)" = "$first" ]
 }
 
@@ -179,6 +196,7 @@ print("up", flush=True); time.sleep(30)' '{timeout: 60}')
 	pid=$!
 	for i in $(seq 100); do [ -n "$(in_slot ss -Htln 2>/dev/null)" ] && break; sleep 0.05; done
 	in_slot ss -Htln | grep -q 5002
+	before=$(pinned)
 	kill -9 "$pid"
 	wait "$pid" || true
 	for i in $(seq 100); do [ -z "$(in_slot ss -Htan)" ] && break; sleep 0.05; done
@@ -186,6 +204,9 @@ print("up", flush=True); time.sleep(30)' '{timeout: 60}')
 	jqe 0 '.status == "success" and (.stdout | test("bound"))'
 	kept=$(pinned)
 	[ "$(ran_in)" = "$kept" ]
+	# lent when its supervisor died: not lent again (its sandbox may have
+	# outlived the lock for a moment), made anew
+	[ "$kept" != "$before" ]
 	# the host (root) changes the kept namespace: the next run does not use it
 	in_slot sh -c 'echo 5 > /proc/sys/net/ipv4/tcp_max_tw_buckets'
 	slot_run 'print(open("/proc/sys/net/ipv4/tcp_max_tw_buckets").read())'

@@ -30,21 +30,29 @@
  * is made.  So is a slot whose run was killed, timed out or failed in
  * set-up: its end was not init's own.
  *
+ * Protocols with state of their own that this check would not see (DCCP
+ * keeps TIME_WAIT sockets in a table of its own) are refused by the
+ * seccomp filter (filter_gen.c).
+ *
  * What does cross: the namespace's identity (its inode and cookie: a run
- * can tell it shares a slot with an earlier one) and its traffic counters
+ * can tell it shares a slot with an earlier one), its traffic counters
  * (lo's packets and bytes, the SNMP counters of /proc/net/snmp), which
- * nothing can reset: the volume of an earlier run's loopback traffic, not
- * its content.  Where runs of different owners must not learn even that,
+ * nothing can reset, and lo's neighbour entries with their times (when an
+ * earlier run last used loopback): the volume and time of an earlier
+ * run's loopback traffic, not its content, and between two runs that
+ * collude a channel (they can count packets into the counters).  Where runs of different owners must not learn even that,
  * `[sandbox] slots = false` makes every namespace fresh (see
  * doc/security.md).
  *
  * Across processes: slot N is the bind mount SBX_RUNDIR/slots/N.net of the
  * namespace (as pin.h pins roots) and the lock N.lock; a process holds
  * N.lock (flock, released by the kernel if the process dies) for as long
- * as it keeps the slot.  A process SIGKILLed mid-run leaves the slot
- * pinned and unlocked; its sandbox died with it (PR_SET_PDEATHSIG), and
- * the next process to take the slot checks it as above before its first
- * loan.
+ * as it keeps the slot, and N.clean exists while the slot is back from a
+ * run whose every process is gone.  A process killed mid-run leaves the
+ * slot pinned and unlocked but not marked clean: the kernel drops its
+ * flock before PR_SET_PDEATHSIG kills its sandbox, which may still run for
+ * a moment, so the next process makes the slot a new namespace rather
+ * than lend that one.
  */
 #define _GNU_SOURCE
 #include "slot.h"
@@ -137,9 +145,9 @@ static bool read_small(const char *path, char *buf, size_t len)
 	return true;
 }
 
-/* The value of "key N" in a sockstat line starting with line (0 if the
- * line is absent: IPv6 off), or -1 if it is there but unreadable. */
-static long sockstat_val(const char *text, const char *line, const char *key)
+/* The value of "key N" in a sockstat line starting with line, or -1 if it
+ * is unreadable or (unless optional: sockstat6's, IPv6 may be off) absent. */
+static long sockstat_line(const char *text, const char *line, const char *key, bool optional)
 {
 	const char *l = text;
 	size_t ll = strlen(line);
@@ -147,7 +155,7 @@ static long sockstat_val(const char *text, const char *line, const char *key)
 		if ((l = strchr(l, '\n')))
 			l++;
 	if (!l)
-		return 0;
+		return optional ? 0 : -1;
 	const char *end = strchr(l, '\n');
 	char want[32];
 	snprintf(want, sizeof want, " %s ", key);
@@ -166,13 +174,13 @@ static bool is_clean(void)
 	char buf[4096];
 	if (!read_small("/proc/thread-self/net/sockstat", buf, sizeof buf))
 		return false;
-	if (sockstat_val(buf, "sockets:", "used") != 0 || sockstat_val(buf, "TCP:", "inuse") != 0 ||
-	    sockstat_val(buf, "TCP:", "tw") != 0 || sockstat_val(buf, "UDP:", "inuse") != 0 ||
-	    sockstat_val(buf, "FRAG:", "inuse") != 0)
+	if (sockstat_line(buf, "sockets:", "used", false) != 0 || sockstat_line(buf, "TCP:", "inuse", false) != 0 ||
+	    sockstat_line(buf, "TCP:", "tw", false) != 0 || sockstat_line(buf, "UDP:", "inuse", false) != 0 ||
+	    sockstat_line(buf, "FRAG:", "inuse", false) != 0)
 		return false;
 	if (read_small("/proc/thread-self/net/sockstat6", buf, sizeof buf) &&
-	    (sockstat_val(buf, "TCP6:", "inuse") != 0 || sockstat_val(buf, "UDP6:", "inuse") != 0 ||
-	     sockstat_val(buf, "FRAG6:", "inuse") != 0))
+	    (sockstat_line(buf, "TCP6:", "inuse", true) != 0 || sockstat_line(buf, "UDP6:", "inuse", true) != 0 ||
+	     sockstat_line(buf, "FRAG6:", "inuse", true) != 0))
 		return false;
 	/* Only the header line when there is no flow label. */
 	if (read_small("/proc/thread-self/net/ip6_flowlabel", buf, sizeof buf)) {
@@ -228,6 +236,32 @@ static bool is_netns(int fd)
 	return fstatfs(fd, &sf) == 0 && sf.f_type == NSFS_MAGIC && ioctl(fd, NS_GET_NSTYPE) == CLONE_NEWNET;
 }
 
+/* N.clean: slot N's namespace was last given back by a run that ended by
+ * itself, all its processes reaped.  Removed at each loan, so that a
+ * process killed while its slot is lent leaves none: its flock goes at
+ * the start of its exit, before PR_SET_PDEATHSIG kills its sandbox, and a
+ * namespace its sandbox may still be using is never lent again. */
+static void mark_clean(struct slot_sys *ss, int i, bool clean)
+{
+	char name[32];
+	snprintf(name, sizeof name, "%d.clean", i);
+	if (!clean)
+		unlinkat(ss->dir_fd, name, 0);
+	else {
+		int f = openat(ss->dir_fd, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (f >= 0)
+			close(f);
+	}
+}
+
+static bool is_marked_clean(struct slot_sys *ss, int i)
+{
+	char name[32];
+	struct stat st;
+	snprintf(name, sizeof name, "%d.clean", i);
+	return fstatat(ss->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
 /* Pin a new namespace on N.net, replacing whatever is there. */
 static void pin_new(struct slot_sys *ss, int i, int net_fd)
 {
@@ -251,6 +285,7 @@ static bool renew(struct slot_sys *ss, int i)
 {
 	struct slot_ns *sl = &ss->s[i];
 	ss->discarded++;
+	mark_clean(ss, i, false);
 	close(sl->net_fd);
 	if ((sl->net_fd = make_ns(ss)) < 0) {
 		drop(sl);
@@ -274,7 +309,7 @@ static bool hold(struct slot_sys *ss, int i)
 		return false;
 	}
 	snprintf(name, sizeof name, "%d.net", i);
-	int fd = openat(ss->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	int fd = is_marked_clean(ss, i) ? openat(ss->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
 	if (fd >= 0 && is_netns(fd) && check(ss, fd)) {
 		sl->net_fd = fd;
 		ss->reused++;
@@ -297,6 +332,8 @@ int slot_take(struct slot_sys *ss, int *net_fd)
 		ss->self_net_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 		ss->dir_fd = pin_rundir("slots");
 		ss->state = ss->self_net_fd >= 0 && ss->dir_fd >= 0 ? 1 : -1;
+		if (ss->state < 0)
+			slot_free(ss);
 	}
 	if (ss->state < 0)
 		return -1;
@@ -311,6 +348,7 @@ int slot_take(struct slot_sys *ss, int *net_fd)
 			if (pass == 1 && !hold(ss, i))
 				continue;
 			sl->busy = true;
+			mark_clean(ss, i, false);
 			*net_fd = sl->net_fd;
 			return i;
 		}
@@ -322,6 +360,6 @@ void slot_give(struct slot_sys *ss, int idx, bool clean)
 	if (idx < 0 || idx >= SLOT_MAX || !ss->s[idx].busy)
 		return;
 	ss->s[idx].busy = false;
-	if (!clean)
-		renew(ss, idx);
+	if (clean || renew(ss, idx))
+		mark_clean(ss, idx, true);
 }
