@@ -279,14 +279,12 @@ static void pin_new(struct slot_sys *ss, int i, int net_fd)
 	mount(src, dst, NULL, MS_BIND, NULL);
 }
 
-/* Discard slot i's namespace for a new one, pinned in its place (so that
- * a process that takes the slot over after us never sees the old one). */
-static bool renew(struct slot_sys *ss, int i)
+/* A new namespace for slot i, pinned in place of the old one (so that a
+ * process that takes the slot over after us never sees that); on failure
+ * the slot is let go. */
+static bool make_slot(struct slot_sys *ss, int i)
 {
 	struct slot_ns *sl = &ss->s[i];
-	ss->discarded++;
-	mark_clean(ss, i, false);
-	close(sl->net_fd);
 	if ((sl->net_fd = make_ns(ss)) < 0) {
 		drop(sl);
 		return false;
@@ -294,6 +292,15 @@ static bool renew(struct slot_sys *ss, int i)
 	ss->made++;
 	pin_new(ss, i, sl->net_fd);
 	return true;
+}
+
+/* Discard slot i's namespace for a new one. */
+static bool renew(struct slot_sys *ss, int i)
+{
+	ss->discarded++;
+	mark_clean(ss, i, false);
+	close(ss->s[i].net_fd);
+	return make_slot(ss, i);
 }
 
 /* Lock slot i and take its namespace: the pinned one if it is clean, else
@@ -317,13 +324,7 @@ static bool hold(struct slot_sys *ss, int i)
 	}
 	if (fd >= 0)
 		close(fd);
-	if ((sl->net_fd = make_ns(ss)) < 0) {
-		drop(sl);
-		return false;
-	}
-	ss->made++;
-	pin_new(ss, i, sl->net_fd);
-	return true;
+	return make_slot(ss, i);
 }
 
 int slot_take(struct slot_sys *ss, int *net_fd)
