@@ -284,7 +284,9 @@ $sum" ]
 	for i in $(seq 50); do
 		zombies=$(ps -eo uid=,stat=,args= | awk -v a="$SBX_UID" '$1==a && $2 ~ /^Z/')
 		live=$(ps -eo uid=,stat=,args= | awk -v a="$SBX_UID" '$1==a && $2 !~ /^Z/ && $3 == "sbx-init"' | wc -l)
-		groups=$(find /sys/fs/cgroup -path '*/sbx/r*' -maxdepth 8 -type d -printf '%f\n' | sort -u | wc -l)
+		# a run's own groups, or its slot's with a task in them
+		groups=$({ find /sys/fs/cgroup -path '*/sbx/r*' -maxdepth 8 -type d -printf '%f\n'
+			find /sys/fs/cgroup -maxdepth 9 -path '*/sbx/slot*/cgroup.procs' -exec sh -c '[ -n "$(cat "$1")" ] && basename "${1%/cgroup.procs}"' _ {} \; ; } | sort -u | wc -l)
 		[ -z "$zombies" ] && [ "$groups" = "$live" ] && break
 		sleep 0.05
 	done

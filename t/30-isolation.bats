@@ -514,9 +514,11 @@ except OSError as e:
     print("stopped at", n, os.strerror(e.errno), flush=True)
 time.sleep(3)' '{pids:8,timeout:20}' | sbx > out 2> err &
 	local max= cur=
+	# (the run's own group, or its slot's: the one with tasks in it)
 	for i in $(seq 100); do
-		g=$(find /sys/fs/cgroup -maxdepth 8 -path '*/sbx/r*' -name pids.max 2> /dev/null | head -1)
-		[ -n "$g" ] && max=$(cat "$g") && cur=$(cat "${g%.max}.current") && [ "$cur" -gt 4 ] && break
+		for g in $(find /sys/fs/cgroup -maxdepth 9 \( -path '*/sbx/r*' -o -path '*/sbx/slot*' \) -name pids.max 2> /dev/null); do
+			max=$(cat "$g") && cur=$(cat "${g%.max}.current") && [ "$cur" -gt 4 ] && break 2
+		done
 		sleep 0.1
 	done
 	wait

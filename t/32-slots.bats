@@ -1,11 +1,12 @@
 #!/usr/bin/env bats
-# Slots (lib/sandbox/slot.h): a network namespace kept from one run to the
-# next.  Each crossing issue 32 names is attempted by one run and looked for
-# by the next in the same slot, from the host's side where the host can
-# see it (the pinned namespace, through nsenter) and from inside the next
-# run.  One job per sbx-run process and max_slots = 1: every run takes slot
-# 0, and the tests first prove that it did (the same namespace inode), so
-# that "nothing crossed" is not "nothing was reused".
+# Slots (lib/sandbox/slot.h): a network namespace and cgroups kept from one
+# run to the next.  Each crossing issue 32 names is attempted by one run and
+# looked for by the next in the same slot, from the host's side where the
+# host can see it (the pinned namespace, through nsenter; the slot's
+# cgroups) and from inside the next run.  One job per sbx-run process and
+# max_slots = 1: every run takes slot 0, and the tests first prove that it
+# did (the same namespace inode, the same cgroup), so that "nothing
+# crossed" is not "nothing was reused".
 load helpers
 
 PIN=/run/sbx/slots/0.net
@@ -19,16 +20,33 @@ local_setup() {
 # A killed sbx-run's sandboxes are zombies for a moment, until the
 # machine's init reaps them.
 teardown() {
+	umount "$BATS_TEST_TMPDIR/shm" 2> /dev/null || true
 	for _ in $(seq 50); do assert_no_leftovers 2> /dev/null && return 0; sleep 0.1; done
 	assert_no_leftovers
 }
 
 # slot_run CODE [EXTRA]: one Python job in its own sbx-run; ${lines[0]}.
 slot_run() {
-	run --separate-stderr sbx -c "$CONF" <<< "$(py "import os
+	run --separate-stderr sbx -c "$CONF" --timings <<< "$(py "import os
 print(os.readlink('/proc/self/ns/net'), flush=True)
 $1" "${2:-{\}}")"
 }
+# slot_cg FILE: slot 0's cgroup directory that has FILE (v1: one per
+# controller), and whether this kernel keeps cgroups in slots at all.
+slot_cg() {
+	local d
+	for d in $(find /sys/fs/cgroup -maxdepth 9 -type d -path '*/sbx/slot0' 2>/dev/null); do
+		[ -e "$d/$1" ] && echo "$d" && return 0
+	done
+	return 1
+}
+skip_unless_kept_cgroups() {
+	local why
+	why=$("$BIN/sbx-run" -c "$CONF" --check | jq -r 'if .slots.cgroups then "" else .slots.why // "no" end')
+	[ -z "$why" ] || skip "slots keep no cgroups here: $why"
+}
+# The run's stage timings: did it run in the slot's cgroups?
+in_slot_cg() { jqe 0 '.timings.run_stage.slot == 0 and .timings.run_stage.slot_cgroups'; }
 # The namespace inode the last run ran in, and the pinned slot's.
 ran_in() { jqn 0 '.stdout' | head -1 | tr -dc 0-9; }
 pinned() { stat -L -c %i "$PIN"; }
@@ -156,6 +174,80 @@ for i in range(1000000): x += i' '{timeout: 30}'
 	[ "$(ran_in)" = "$first" ]
 }
 
+@test "slots: cgroups are kept, with each job's limits, and its own peak, OOM count and CPU" {
+	skip_unless_kept_cgroups
+	slot_run 'x = bytearray(100 << 20)
+for i in range(0, len(x), 4096): x[i] = 1' '{memory: "64m", cpus: 0.25, timeout: 30}'
+	jqe 0 '.status == "memory_limit"'
+	in_slot_cg
+	mem=$(slot_cg memory.stat)
+	ino=$(stat -c %i "$mem")
+	[ "$(cat "$(slot_cg pids.max)/pids.max")" = 64 ]
+	# the default limits again; an OOM kill of an earlier run is not this one's
+	slot_run 'x = bytearray(100 << 20)
+for i in range(0, len(x), 4096): x[i] = 1
+raise SystemExit(3)' '{timeout: 30}'
+	jqe 0 '.status == "error" and .exit_code == 3 and .memory_peak_bytes > 100000000'
+	in_slot_cg
+	[ "$(stat -c %i "$mem")" = "$ino" ]
+	if [ -e "$mem/memory.limit_in_bytes" ]; then
+		[ "$(cat "$mem/memory.limit_in_bytes")" = 268435456 ]
+		[ "$(cat "$(slot_cg cpu.cfs_quota_us)/cpu.cfs_quota_us")" = 50000 ]
+	else
+		[ "$(cat "$mem/memory.max")" = 268435456 ]
+		[ "$(cat "$mem/cpu.max")" = "50000 100000" ]
+	fi
+	# a small run's peak is its own
+	slot_run 'pass'
+	jqe 0 '.status == "success" and .memory_peak_bytes < 40000000'
+	in_slot_cg
+	[ "$(stat -c %i "$mem")" = "$ino" ]
+	# empty between runs, from the host's side
+	for f in memory.stat pids.max; do
+		d=$(slot_cg "$f")
+		[ -z "$(cat "$d/cgroup.procs")" ]
+	done
+}
+
+# charged_then_new COMMAND: COMMAND run by the host in the slot's memory
+# cgroup charges it; the next run in the slot gets new groups, and a peak
+# of its own.
+charged_then_new() {
+	local mem ino
+	mem=$(slot_cg memory.stat)
+	ino=$(stat -c %i "$mem")
+	sh -c "echo \$\$ > $mem/cgroup.procs && $1"
+	slot_run 'pass'
+	jqe 0 '.status == "success" and .memory_peak_bytes < 20000000'
+	in_slot_cg
+	[ "$(stat -c %i "$(slot_cg memory.stat)")" != "$ino" ]
+}
+
+@test "slots: cgroups holding memory a run cannot give back, or processes, are made anew" {
+	skip_unless_kept_cgroups
+	slot_run 'pass'
+	in_slot_cg
+	# the host charges a small tmpfs file to the slot's memory cgroup (as
+	# a session's workspace written by a run would be)
+	mkdir -p shm && mount -t tmpfs -o size=64m tmpfs shm
+	charged_then_new 'head -c 4000000 /dev/zero > shm/f'
+	umount shm
+	# page cache it could give back, but more than a little
+	charged_then_new 'head -c 30000000 /dev/urandom > cache'
+	mem2=$(slot_cg memory.stat)
+	# a process of the host's in the slot's cgroups: not lent (the run
+	# makes its own), and once it is gone, the slot's are made anew
+	sleep 60 &
+	pid=$!
+	echo $pid > "$mem2/cgroup.procs"
+	slot_run 'pass'
+	jqe 0 '.status == "success" and .timings.run_stage.slot == 0 and .timings.run_stage.slot_cgroups == false'
+	kill $pid
+	wait $pid || true
+	slot_run 'pass'
+	in_slot_cg
+}
+
 @test "slots: an abstract unix socket held in an fd cycle does not reach the next run" {
 	slot_run 'import socket, array
 a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -197,6 +289,7 @@ print("up", flush=True); time.sleep(30)' '{timeout: 60}')
 	for i in $(seq 100); do [ -n "$(in_slot ss -Htln 2>/dev/null)" ] && break; sleep 0.05; done
 	in_slot ss -Htln | grep -q 5002
 	before=$(pinned)
+	cg_before=$(stat -c %i "$(slot_cg memory.stat)" 2> /dev/null) || cg_before=
 	kill -9 "$pid"
 	wait "$pid" || true
 	for i in $(seq 100); do [ -z "$(in_slot ss -Htan)" ] && break; sleep 0.05; done
@@ -205,8 +298,9 @@ print("up", flush=True); time.sleep(30)' '{timeout: 60}')
 	kept=$(pinned)
 	[ "$(ran_in)" = "$kept" ]
 	# lent when its supervisor died: not lent again (its sandbox may have
-	# outlived the lock for a moment), made anew
+	# outlived the lock for a moment), made anew, its cgroups too
 	[ "$kept" != "$before" ]
+	[ -z "$cg_before" ] || [ "$(stat -c %i "$(slot_cg memory.stat)")" != "$cg_before" ]
 	# the host (root) changes the kept namespace: the next run does not use it
 	in_slot sh -c 'echo 5 > /proc/sys/net/ipv4/tcp_max_tw_buckets'
 	slot_run 'print(open("/proc/sys/net/ipv4/tcp_max_tw_buckets").read())'

@@ -74,6 +74,9 @@ assert_no_leftovers() {
 	fi
 	left=$(find /sys/fs/cgroup -path '*/sbx/r*' -maxdepth 8 -type d 2>/dev/null | head -5)
 	if [ -n "$left" ]; then echo "cgroups left behind: $left" >&2; return 1; fi
+	# slots' cgroups stay, empty
+	left=$(find /sys/fs/cgroup -maxdepth 9 -path '*/sbx/slot*/cgroup.procs' -exec cat {} + 2>/dev/null | head -5)
+	if [ -n "$left" ]; then echo "processes left in a slot's cgroups: $left" >&2; return 1; fi
 	if on_docker; then
 		left=$(docker ps -aq --filter label=sbx.owner)
 		if [ -n "$left" ]; then echo "containers left behind: $left" >&2; return 1; fi

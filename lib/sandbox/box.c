@@ -134,12 +134,11 @@ struct box {
 	void *arg;
 	pid_t pid;
 	int pidfd, status_fd, out_fd, err_fd, timer_fd, spec_fd;
-	struct cg_run cg;
+	struct cg_run own_cg;      /* groups made for this box, if not a slot's */
+	struct cg_run *cg;         /* its groups: &own_cg or its slot's */
 	int slot;                  /* the slot (slot.h) it was cloned in, or -1 */
 	char *const *egress;       /* the install's hosts, while its proxy is being started */
 	pid_t egress_pid;          /* its proxy (egress.h), or 0 */
-	uint64_t cg_mem, cg_pids;
-	double cg_cpus;
 	/* what the sandbox was built for (its "key") */
 	bool network;
 	char *rootfs;
@@ -243,7 +242,7 @@ static void kill_now(struct box *b)
 {
 	if (b->pidfd >= 0 && !b->exited) {
 		syscall(SYS_pidfd_send_signal, b->pidfd, SIGKILL, NULL, 0);
-		cg_run_kill(&b->sys->cg, &b->cg);
+		cg_run_kill(&b->sys->cg, b->cg);
 	}
 	if (!b->t_kill)
 		b->t_kill = box_mono_ns();
@@ -403,7 +402,7 @@ static void finish(struct box *b)
 
 	struct cg_stats cs = { .mem_peak = -1 };
 	if (b->sys->cg_ok)
-		cg_run_stats(&b->sys->cg, &b->cg, &cs);
+		cg_run_stats(&b->sys->cg, b->cg, &cs);
 	if (b->have_fail && !b->timed_out && !b->cancelled) {
 		r->status = STAGE_INTERNAL;
 		if (b->fail.type == MSG_EXECFAIL)
@@ -519,7 +518,8 @@ static struct box *new_box(struct box_sys *s, struct loop *l)
 	b->loop = l;
 	b->pid = -1;
 	b->pidfd = b->status_fd = b->out_fd = b->err_fd = b->timer_fd = b->spec_fd = -1;
-	cg_run_init(&b->cg);
+	cg_run_init(&b->own_cg);
+	b->cg = &b->own_cg;
 	b->slot = -1;
 	b->res.timings = jv_null();
 	b->res.cpu_ms = -1;
@@ -533,14 +533,11 @@ static int make_cgroup(struct box *b)
 	struct box_sys *s = b->sys;
 	const struct limits *dl = &s->conf->lim.run;
 	char err[256];
-	if (cg_run_create(&s->cg, &b->cg, dl->memory, dl->cpus, dl->pids, err, sizeof err) < 0) {
+	if (cg_run_create(&s->cg, &b->own_cg, dl->memory, dl->cpus, dl->pids, err, sizeof err) < 0) {
 		b->res.status = STAGE_INTERNAL;
 		snprintf(b->res.error, sizeof b->res.error, "%s", err);
 		return -1;
 	}
-	b->cg_mem = dl->memory;
-	b->cg_cpus = dl->cpus;
-	b->cg_pids = dl->pids;
 	b->t_cgroups = box_mono_ns();
 	return 0;
 }
@@ -553,11 +550,11 @@ static int send_cgroups(struct box *b, int sock)
 	uint32_t n = 0;
 	int rc = 0;
 	for (int i = 0; s->cg_ok && s->cg.mode == CG_V1 && i < CG_NHIER && !rc; i++) {
-		if (!b->cg.path[i])
+		if (!b->cg->path[i])
 			continue;
-		if ((fds[n] = openat(b->cg.dfd[i], "tasks", O_WRONLY | O_CLOEXEC)) < 0) {
+		if ((fds[n] = openat(b->cg->dfd[i], "tasks", O_WRONLY | O_CLOEXEC)) < 0) {
 			b->res.status = STAGE_INTERNAL;
-			snprintf(b->res.error, sizeof b->res.error, "cgroup %.400s/tasks: %s", b->cg.path[i], strerror(errno));
+			snprintf(b->res.error, sizeof b->res.error, "cgroup %.400s/tasks: %s", b->cg->path[i], strerror(errno));
 			rc = -1;
 		} else
 			n++;
@@ -588,12 +585,24 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 		snprintf(b->res.error, sizeof b->res.error, "%s", err);
 		return b;
 	}
+	/* No network: init is cloned into a slot's namespace if one is free
+	 * (slot.h), instead of making its own, and put in the slot's cgroups
+	 * if it keeps them. */
+	const struct limits *dl = &s->conf->lim.run;
+	int net_fd = -1;
+	struct cg_run *kept = NULL;
+	if (!network)
+		b->slot = slot_take(&s->slots, &net_fd, dl->memory, dl->cpus, dl->pids, &kept);
+	if (kept) {
+		b->cg = kept;
+		b->t_cgroups = box_mono_ns();
+	}
 	/* v2: clone3 puts init into the run's group, which must exist first.
 	 * v1: the groups are made after the clone, while init makes its
 	 * namespaces, and init joins them as soon as they exist. */
 	bool cg_first = s->cg_ok && s->cg.mode != CG_V1;
-	if (cg_first && make_cgroup(b) < 0)
-		return b;
+	if (cg_first && !kept && make_cgroup(b) < 0)
+		goto give_slot;
 	int go[2] = { -1, -1 }, stp[2] = { -1, -1 }, outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, sp[2] = { -1, -1 };
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(stp, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
@@ -614,17 +623,15 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	};
 	/* v2: init is born in its group, no migration and none of its
 	 * synchronize_rcu. */
-	int cgfd = cg_run_clone_fd(&s->cg, &b->cg);
+	int cgfd = cg_run_clone_fd(&s->cg, b->cg);
 	if (cgfd >= 0) {
 		cl.flags |= CLONE_INTO_CGROUP;
 		cl.cgroup = (uint64_t)cgfd;
 	}
-	/* No network: init is cloned into a slot's namespace if one is free
-	 * (slot.h), instead of making its own. */
-	int net_fd = -1;
-	if (!network && (b->slot = slot_take(&s->slots, &net_fd)) >= 0 && slot_enter(net_fd) < 0) {
-		slot_give(&s->slots, b->slot, false);
-		b->slot = -1;
+	if (b->slot >= 0 && slot_enter(net_fd) < 0) {
+		b->res.status = STAGE_INTERNAL;
+		snprintf(b->res.error, sizeof b->res.error, "cannot enter a slot's network namespace: %s", strerror(errno));
+		goto close_all;
 	}
 	ca.slot_net = b->slot >= 0;
 	pid_t pid = box_clone_from(s, tmpl_fd, &cl);
@@ -674,7 +681,7 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 		reap_now(b);
 		goto close_all;
 	}
-	if ((s->cg_ok && !cg_first && make_cgroup(b) < 0) || send_cgroups(b, sp[0]) < 0) {
+	if ((s->cg_ok && !cg_first && !kept && make_cgroup(b) < 0) || send_cgroups(b, sp[0]) < 0) {
 		reap_now(b);
 		goto close_all;
 	}
@@ -700,6 +707,11 @@ close_all:;
 	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 		if (all[i] >= 0)
 			close(all[i]);
+give_slot:
+	/* Nothing ran in it, but its set-up failed: made anew. */
+	slot_give(&s->slots, b->slot, false);
+	b->slot = -1;
+	b->cg = &b->own_cg;
 	return b;
 }
 
@@ -777,6 +789,7 @@ static void assign(struct box *b, const struct stage_spec *sp, int scratch_fd, s
 		jv_free(b->res.timings);
 		b->res.timings = jv_object_set(jv_object(), jv_string("warm"), jv_bool(b->warm));
 		b->res.timings = jv_object_set(b->res.timings, jv_string("slot"), b->slot >= 0 ? jv_number(b->slot) : jv_null());
+		b->res.timings = jv_object_set(b->res.timings, jv_string("slot_cgroups"), jv_bool(b->cg != &b->own_cg));
 	}
 	if (b->warm)
 		b->t_start = box_mono_ns();
@@ -801,8 +814,9 @@ static void assign(struct box *b, const struct stage_spec *sp, int scratch_fd, s
 		return;
 	}
 	char err[256];
-	if (s->cg_ok && (b->cg_mem != sp->lim->memory || b->cg_cpus != sp->lim->cpus || b->cg_pids != sp->lim->pids) &&
-	    cg_run_limits(&s->cg, &b->cg, false, sp->lim->memory, sp->lim->cpus, sp->lim->pids, err, sizeof err) < 0) {
+	/* The job's limits, where they are not the defaults the sandbox was
+	 * made with (cg_run_limits writes only what differs). */
+	if (s->cg_ok && cg_run_limits(&s->cg, b->cg, false, sp->lim->memory, sp->lim->cpus, sp->lim->pids, err, sizeof err) < 0) {
 		fail_later(b, "%s", err);
 		return;
 	}
@@ -1006,7 +1020,8 @@ static void release(struct box *b)
 		close(b->pidfd);
 	}
 	if (b->sys->cg_ok)
-		cg_run_destroy(&b->sys->cg, &b->cg);
+		cg_run_destroy(&b->sys->cg, &b->own_cg);
+	b->cg = &b->own_cg;
 	if (b->label && b->t_done && b->t_reaped) {
 		char removed[64] = "";
 		if (b->sys->cg_ok)
@@ -1063,7 +1078,7 @@ int box_sys_init(struct box_sys *s, const struct conf *c, char **argv, char *err
 	s->self_mnt_fd = s->root_fd = s->holder_fd = -1;
 	for (int i = 0; i < BOX_TMPLS; i++)
 		s->tmpl[i].mnt_fd = -1;
-	slot_init(&s->slots, s->root && c->slots ? (int)c->max_slots : 0);
+	slot_init(&s->slots, s->root && c->slots ? (int)c->max_slots : 0, &s->cg);
 	s->kern = kern_probe();
 	if (!kern_usable(s->kern, err, errlen))
 		return -1;

@@ -415,6 +415,24 @@ int cg_sys_init(struct cg_sys *s, const char *parent, char *err, size_t errlen)
 	}
 	if (rc < 0 && !s->why[0])
 		snprintf(s->why, sizeof s->why, "no cgroup hierarchy is mounted");
+	/* Groups can be kept from one run to the next if each run's memory
+	 * peak can still be told apart: v1 resets it; v2 only since Linux
+	 * 6.12 (a writable memory.peak), or has none (before 5.19: the peak
+	 * comes from rusage either way). */
+	if (rc == 0 && s->mode == CG_V2) {
+		/* (root opens it for writing whatever its mode: only a write
+		 * tells; it resets the peak for this fd's reads alone.) */
+		int fd = openat(s->dfd[0], "memory.peak", O_WRONLY | O_CLOEXEC);
+		s->keep = fd >= 0 ? util_write_all(fd, "reset\n", 6) == 0 : errno == ENOENT;
+		if (fd >= 0)
+			close(fd);
+		if (!s->keep)
+			snprintf(s->keep_why, sizeof s->keep_why,
+				 "cgroup v2 before Linux 6.12 cannot reset a group's memory.peak: each run gets new cgroups");
+	} else
+		s->keep = rc == 0;
+	if (rc < 0)
+		snprintf(s->keep_why, sizeof s->keep_why, "no cgroups");
 	for (int i = 0; i <= CG_NHIER; i++)
 		hier_free(&hs[i]);
 	if (rc < 0)
@@ -436,27 +454,33 @@ void cg_sys_free(struct cg_sys *s)
 
 /* ---- per run ---------------------------------------------------------------- */
 
-int cg_run_limits(struct cg_sys *s, struct cg_run *r, bool fresh, uint64_t memory, double cpus, uint64_t pids,
-		  char *err, size_t errlen)
+/* force_cpu: write the CPU quota even if unchanged (it refills the
+ * quota's runtime). */
+static int limits(struct cg_sys *s, struct cg_run *r, bool fresh, bool force_cpu, uint64_t memory, double cpus,
+		  uint64_t pids, char *err, size_t errlen)
 {
 	char val[64];
 	long long quota = cpus > 0 ? (long long)(cpus * 100000) : -1;
 	if (quota > 0 && quota < 1000)
 		quota = 1000;
+	bool known = r->limited;
+	bool wmem = !known || r->memory != memory, wpids = !known || r->pids != pids;
+	bool wcpu = force_cpu || !known || r->cpus != cpus;
+	r->limited = false; /* unknown until all are written */
 	for (int i = 0; i < CG_NHIER; i++) {
 		if (!r->path[i])
 			continue;
 		const char *what = NULL;
 		if (s->mode == CG_V2) {
 			snprintf(val, sizeof val, "%llu", (unsigned long long)memory);
-			if (write_at(r->dfd[i], "memory.max", val) < 0)
+			if (wmem && write_at(r->dfd[i], "memory.max", val) < 0)
 				what = "memory.max";
-			else if (write_at(r->dfd[i], "memory.swap.max", "0") < 0 && errno != ENOENT)
+			else if (wmem && fresh && write_at(r->dfd[i], "memory.swap.max", "0") < 0 && errno != ENOENT)
 				what = "memory.swap.max";
 			snprintf(val, sizeof val, "%llu", (unsigned long long)pids);
-			if (!what && write_at(r->dfd[i], "pids.max", val) < 0)
+			if (!what && wpids && write_at(r->dfd[i], "pids.max", val) < 0)
 				what = "pids.max";
-			if (!what && (s->have & CG_CPU)) {
+			if (!what && wcpu && (s->have & CG_CPU)) {
 				if (quota > 0)
 					snprintf(val, sizeof val, "%lld 100000", quota);
 				else
@@ -464,7 +488,7 @@ int cg_run_limits(struct cg_sys *s, struct cg_run *r, bool fresh, uint64_t memor
 				if (write_at(r->dfd[i], "cpu.max", val) < 0)
 					what = "cpu.max";
 			}
-		} else if (i == I_MEM) {
+		} else if (i == I_MEM && wmem) {
 			/* memsw must stay >= memory: lower memsw last, raise it
 			 * first (a fresh group's are both unlimited). */
 			snprintf(val, sizeof val, "%llu", (unsigned long long)memory);
@@ -479,14 +503,15 @@ int cg_run_limits(struct cg_sys *s, struct cg_run *r, bool fresh, uint64_t memor
 			/* memsw exists only with swap accounting; equal means no swap. */
 			if (!what && swap && write_at(r->dfd[i], "memory.memsw.limit_in_bytes", val) < 0 && errno != ENOENT)
 				what = "memory.memsw.limit_in_bytes";
-		} else if (i == I_PIDS) {
+		} else if (i == I_PIDS && wpids) {
 			snprintf(val, sizeof val, "%llu", (unsigned long long)pids);
 			if (write_at(r->dfd[i], "pids.max", val) < 0)
 				what = "pids.max";
-		} else if (i == I_CPU) {
+		} else if (i == I_CPU && wcpu) {
 			snprintf(val, sizeof val, "%lld", quota);
-			/* A fresh group has the default period, 100 ms. */
-			if ((!fresh && write_at(r->dfd[i], "cpu.cfs_period_us", "100000") < 0) ||
+			/* A fresh group has the default period, 100 ms; a group
+			 * limited before has it already. */
+			if ((!fresh && !known && write_at(r->dfd[i], "cpu.cfs_period_us", "100000") < 0) ||
 			    write_at(r->dfd[i], "cpu.cfs_quota_us", val) < 0)
 				what = "cpu.cfs_quota_us";
 		}
@@ -497,7 +522,17 @@ int cg_run_limits(struct cg_sys *s, struct cg_run *r, bool fresh, uint64_t memor
 		if (s->mode == CG_V2)
 			break;
 	}
+	r->limited = true;
+	r->memory = memory;
+	r->cpus = cpus;
+	r->pids = pids;
 	return 0;
+}
+
+int cg_run_limits(struct cg_sys *s, struct cg_run *r, bool fresh, uint64_t memory, double cpus, uint64_t pids,
+		  char *err, size_t errlen)
+{
+	return limits(s, r, fresh, false, memory, cpus, pids, err, errlen);
 }
 
 void cg_run_init(struct cg_run *r)
@@ -505,11 +540,29 @@ void cg_run_init(struct cg_run *r)
 	memset(r, 0, sizeof *r);
 	for (int i = 0; i < CG_NHIER; i++)
 		r->dfd[i] = -1;
+	r->peak_fd = -1;
 }
 
 int cg_run_clone_fd(const struct cg_sys *s, const struct cg_run *r)
 {
 	return s->mode == CG_V2 ? r->dfd[0] : -1;
+}
+
+/* The groups r->name in each parent; existing: may they exist already? */
+static int make_groups(struct cg_sys *s, struct cg_run *r, bool existing, char *err, size_t errlen)
+{
+	for (int i = 0; i < CG_NHIER; i++) {
+		if (!s->dir[i] || (s->mode == CG_V2 && i > 0))
+			continue;
+		r->path[i] = util_fmt("%s/%s", s->dir[i], r->name);
+		if ((mkdirat(s->dfd[i], r->name, 0755) < 0 && (!existing || errno != EEXIST)) ||
+		    (r->dfd[i] = openat(s->dfd[i], r->name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+			snprintf(err, errlen, "cgroup %s: %s", r->path[i], strerror(errno));
+			cg_run_destroy(s, r);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids, char *err,
@@ -519,21 +572,129 @@ int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cp
 	if (s->mode == CG_NONE)
 		return 0;
 	snprintf(r->name, sizeof r->name, "r%d-%lu", (int)getpid(), ++s->seq);
-	for (int i = 0; i < CG_NHIER; i++) {
-		if (!s->dir[i] || (s->mode == CG_V2 && i > 0))
-			continue;
-		r->path[i] = util_fmt("%s/%s", s->dir[i], r->name);
-		if (mkdirat(s->dfd[i], r->name, 0755) < 0 || (r->dfd[i] = openat(s->dfd[i], r->name, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
-			snprintf(err, errlen, "cgroup %s: %s", r->path[i], strerror(errno));
-			cg_run_destroy(s, r);
-			return -1;
-		}
-	}
+	if (make_groups(s, r, false, err, errlen) < 0)
+		return -1;
 	if (cg_run_limits(s, r, true, memory, cpus, pids, err, errlen) < 0) {
 		cg_run_destroy(s, r);
 		return -1;
 	}
 	return 0;
+}
+
+/* ---- groups kept from one run to the next -------------------------------
+ *
+ * A slot (slot.h) keeps its groups: each run's limits are rewritten and
+ * its statistics reset, instead of a mkdir and an rmdir per hierarchy
+ * (and the kernel's work behind them: a memory cgroup's allocation, its
+ * offlining and freeing by kworkers).  What a run leaves in a group, and
+ * how the next one is kept from seeing it:
+ *
+ *  - processes: none can be left (the run's pid namespace is gone when
+ *    its init is reaped); checked all the same, else the groups go.
+ *  - memory still charged: page cache and kernel objects (dentries) the
+ *    run brought in, which outlive it.  Memory it cannot give back (anon,
+ *    shmem: a session workspace's files, mlocked pages) would shrink the
+ *    next run's limit: the groups go.  The rest is reclaimable (the next
+ *    run's limit reclaims it before any OOM) and is small, else the groups
+ *    go; the next run's peak is counted from what is charged at its start
+ *    (that charge is subtracted), so it is its own, as in a new group.
+ *    Which host files an earlier run read is no news: the page cache is
+ *    shared by all runs anyway.
+ *  - the peak (v1 max_usage_in_bytes; v2 memory.peak, resettable per fd
+ *    since Linux 6.12: before, v2 groups are not kept), the OOM kill count
+ *    (a baseline), the CPU quota's runtime (rewriting the quota refills it
+ *    and unthrottles: a run that spent it leaves the next none).
+ *  - the scheduler's lag of the group (EEVDF keeps a bounded lag for an
+ *    entity that stops running): how much CPU the earlier run got beyond
+ *    its share in its last moments, within one time slice.
+ */
+#define CG_RESIDUE_MAX (8 << 20)
+
+int cg_run_keep(struct cg_sys *s, struct cg_run *r, const char *name, char *err, size_t errlen)
+{
+	cg_run_init(r);
+	if (!s->keep) {
+		snprintf(err, errlen, "%s", s->keep_why);
+		return -1;
+	}
+	snprintf(r->name, sizeof r->name, "%s", name);
+	r->kept = true;
+	if (make_groups(s, r, true, err, errlen) < 0)
+		return -1;
+	if (s->mode == CG_V2 && write_at(r->dfd[0], "memory.swap.max", "0") < 0 && errno != ENOENT) {
+		snprintf(err, errlen, "cgroup %s/memory.swap.max: %s", r->path[0], strerror(errno));
+		cg_run_destroy(s, r);
+		return -1;
+	}
+	return 0;
+}
+
+/* A number file's value, or -1. */
+static int64_t read_num(int dfd, const char *file)
+{
+	char buf[64];
+	if (read_at(dfd, file, buf, sizeof buf) <= 0)
+		return -1;
+	char *end;
+	errno = 0;
+	long long v = strtoll(buf, &end, 10);
+	return errno || end == buf || v < 0 ? -1 : v;
+}
+
+/* The OOM kills counted in the memory group so far. */
+static uint64_t oom_count(struct cg_sys *s, struct cg_run *r)
+{
+	char buf[4096];
+	uint64_t v = 0;
+	if (s->mode == CG_V2 && read_at(r->dfd[0], "memory.events", buf, sizeof buf) > 0)
+		keyed(buf, "oom_kill", &v);
+	else if (s->mode == CG_V1 && r->path[I_MEM] && read_at(r->dfd[I_MEM], "memory.oom_control", buf, sizeof buf) > 0)
+		keyed(buf, "oom_kill", &v);
+	return v;
+}
+
+bool cg_run_reuse(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids)
+{
+	char buf[8192], err[256];
+	uint64_t v;
+	if (!r->kept)
+		return false;
+	int mem = s->mode == CG_V2 ? 0 : I_MEM;
+	/* No process, in them or below. */
+	if (s->mode == CG_V2) {
+		if (read_at(r->dfd[0], "cgroup.events", buf, sizeof buf) <= 0 || !keyed(buf, "populated", &v) || v)
+			return false;
+	} else
+		for (int i = 0; i < CG_NHIER; i++)
+			if (r->path[i] && read_at(r->dfd[i], "tasks", buf, sizeof buf) != 0)
+				return false;
+	/* No charge a run cannot give back, and little else. */
+	static const char *const fixed[2][3] = { { "rss", "shmem", "unevictable" }, { "anon", "shmem", "unevictable" } };
+	if (read_at(r->dfd[mem], "memory.stat", buf, sizeof buf) <= 0)
+		return false;
+	for (int k = 0; k < 3; k++)
+		if (!keyed(buf, fixed[s->mode == CG_V2][k], &v) || v)
+			return false;
+	const char *usage = s->mode == CG_V2 ? "memory.current" : "memory.usage_in_bytes";
+	int64_t left = read_num(r->dfd[mem], usage);
+	if (left < 0 || left > CG_RESIDUE_MAX)
+		return false;
+	if (limits(s, r, false, true, memory, cpus, pids, err, sizeof err) < 0)
+		return false;
+	/* The peak from now: v1 sets it to the charge now; v2 does so for
+	 * reads through the fd that was written to. */
+	if (s->mode == CG_V2) {
+		if (r->peak_fd < 0 && (r->peak_fd = openat(r->dfd[0], "memory.peak", O_RDWR | O_CLOEXEC)) < 0 && errno != ENOENT)
+			return false;
+		if (r->peak_fd >= 0 && util_write_all(r->peak_fd, "reset\n", 6) < 0)
+			return false;
+	} else if (write_at(r->dfd[mem], "memory.max_usage_in_bytes", "0") < 0)
+		return false;
+	/* (The charge can only have gone down since it was read: no process
+	 * is left to add to it.) */
+	r->mem_base = left;
+	r->oom_base = oom_count(s, r);
+	return true;
 }
 
 void cg_run_kill(struct cg_sys *s, struct cg_run *r)
@@ -544,29 +705,37 @@ void cg_run_kill(struct cg_sys *s, struct cg_run *r)
 
 void cg_run_stats(struct cg_sys *s, struct cg_run *r, struct cg_stats *st)
 {
-	char buf[4096];
-	uint64_t v;
+	char buf[64];
 	st->mem_peak = -1;
 	st->oom_kills = 0;
-	if (s->mode == CG_V2 && r->path[0]) {
-		if (read_at(r->dfd[0], "memory.peak", buf, sizeof buf) > 0)
+	int mem = s->mode == CG_V2 ? 0 : I_MEM;
+	if (s->mode == CG_NONE || !r->path[mem])
+		return;
+	if (r->kept && s->mode == CG_V2) {
+		ssize_t n = r->peak_fd >= 0 ? pread(r->peak_fd, buf, sizeof buf - 1, 0) : -1;
+		if (n > 0) {
+			buf[n] = 0;
 			st->mem_peak = (int64_t)strtoll(buf, NULL, 10);
-		if (read_at(r->dfd[0], "memory.events", buf, sizeof buf) > 0 && keyed(buf, "oom_kill", &v))
-			st->oom_kills = v;
-	} else if (s->mode == CG_V1) {
-		if (r->path[I_MEM]) {
-			if (read_at(r->dfd[I_MEM], "memory.max_usage_in_bytes", buf, sizeof buf) > 0)
-				st->mem_peak = (int64_t)strtoll(buf, NULL, 10);
-			if (read_at(r->dfd[I_MEM], "memory.oom_control", buf, sizeof buf) > 0 && keyed(buf, "oom_kill", &v))
-				st->oom_kills = v;
-			/* Kernels without oom_kill in oom_control: a hit limit shows in failcnt
-			 * only together with a SIGKILL, which the caller checks. */
 		}
+	} else
+		st->mem_peak = read_num(r->dfd[mem], s->mode == CG_V2 ? "memory.peak" : "memory.max_usage_in_bytes");
+	/* A kept group's: what this run added.  (Kernels without oom_kill in
+	 * v1's oom_control: a hit limit shows only as a SIGKILL, which the
+	 * caller checks.) */
+	st->oom_kills = oom_count(s, r);
+	if (r->kept) {
+		st->oom_kills = st->oom_kills > r->oom_base ? st->oom_kills - r->oom_base : 0;
+		if (st->mem_peak >= 0)
+			st->mem_peak = st->mem_peak > r->mem_base ? st->mem_peak - r->mem_base : 0;
 	}
 }
 
 void cg_run_destroy(struct cg_sys *s, struct cg_run *r)
 {
+	if (r->peak_fd >= 0)
+		close(r->peak_fd);
+	r->peak_fd = -1;
+	r->kept = r->limited = false;
 	for (int i = 0; i < CG_NHIER; i++) {
 		if (!r->path[i])
 			continue;
@@ -581,4 +750,16 @@ void cg_run_destroy(struct cg_sys *s, struct cg_run *r)
 		free(r->path[i]);
 		r->path[i] = NULL;
 	}
+}
+
+void cg_run_forget(struct cg_run *r)
+{
+	if (r->peak_fd >= 0)
+		close(r->peak_fd);
+	for (int i = 0; i < CG_NHIER; i++) {
+		if (r->dfd[i] >= 0)
+			close(r->dfd[i]);
+		free(r->path[i]);
+	}
+	cg_run_init(r);
 }

@@ -17,7 +17,9 @@
  * that was killed are removed by the next cg_sys_init.
  *
  * A struct cg_sys is process-wide and read-only after init; a struct cg_run
- * belongs to one stage of one job.  Both hold O_PATH descriptors of their
+ * belongs to one stage of one job, or (cg_run_keep) to a slot (slot.h),
+ * which lends it to one run after another: made once, and before each run
+ * checked empty and reset (cg_run_reuse), instead of made and removed.  Both hold O_PATH descriptors of their
  * directories: a run's groups are made, written, read and removed relative
  * to them, not by walking the hierarchy's path again each time (every
  * component of which takes the kernel's kernfs lock, which the network
@@ -46,13 +48,24 @@ struct cg_sys {
 	int dfd[CG_NHIER];   /* dir[i] opened O_PATH; -1 where dir[i] is NULL */
 	char why[512];       /* unusable: what is missing and how to fix it */
 	char partial[512];   /* usable without cpu: why, and how to fix it; else "" */
+	bool keep;           /* groups may be kept from one run to the next (cg_run_keep) */
+	char keep_why[200];  /* if not, why */
 	unsigned long seq;
 };
 
 struct cg_run {
 	char *path[CG_NHIER]; /* this run's groups, parallel to cg_sys.dir (for messages) */
 	int dfd[CG_NHIER];    /* the same, opened O_PATH; -1 where path[i] is NULL */
-	char name[32];        /* "r<pid>-<n>", in each parent */
+	char name[32];        /* "r<pid>-<n>" (or a kept group's name), in each parent */
+	bool kept;            /* cg_run_keep's: reused, not removed after a run */
+	int peak_fd;          /* kept, v2: memory.peak, reset through this fd; else -1 */
+	int64_t mem_base;     /* kept: the charge earlier runs left, at this run's start */
+	uint64_t oom_base;    /* kept: OOM kills before this run */
+	/* The limits last written (limited: some were), so that a rewrite
+	 * of the same values is skipped. */
+	bool limited;
+	uint64_t memory, pids;
+	double cpus;
 };
 
 struct cg_stats {
@@ -75,11 +88,25 @@ int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cp
  * (which spares writes that would restate them). */
 int cg_run_limits(struct cg_sys *s, struct cg_run *r, bool fresh, uint64_t memory, double cpus, uint64_t pids,
 		  char *err, size_t errlen);
+/* Groups named `name` kept for one run after another (a slot's): made if
+ * missing, else taken over as they are (from an earlier process); each
+ * run must pass cg_run_reuse first.  cg_run_destroy removes them. */
+int cg_run_keep(struct cg_sys *s, struct cg_run *r, const char *name, char *err, size_t errlen);
+/* Before each run in kept groups: true if they are as new ones would be
+ * for what a run can see (no process; no charge a run cannot give back:
+ * anon, shmem; the rest small) and are reset for the run: memory peak and
+ * OOM count counted from now, the CPU quota's runtime refilled (a run that
+ * spent it leaves the next none throttled), limits as given.  False: the
+ * groups must be discarded (cg_run_destroy). */
+bool cg_run_reuse(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids);
 /* Kill every process in the run's groups (v2 cgroup.kill; no-op on v1,
  * where the pid namespace does it). */
 void cg_run_kill(struct cg_sys *s, struct cg_run *r);
 void cg_run_stats(struct cg_sys *s, struct cg_run *r, struct cg_stats *st);
 /* Remove the groups (waits briefly for the kernel to finish with them). */
 void cg_run_destroy(struct cg_sys *s, struct cg_run *r);
+/* Let go of the groups, leaving them where they are (kept ones for the
+ * next process). */
+void cg_run_forget(struct cg_run *r);
 
 #endif

@@ -311,6 +311,20 @@ static jv n_check(struct backend *be, bool *degraded)
 				      jv_string(!s->root ? "only root shares roots between processes"
 							 : "the directory is missing, not root's, or writable by others: each process builds its own root"));
 	o = jv_object_set(o, jv_string("shared_roots"), roots);
+	/* Slots (slot.h): what is kept from one run to the next; the probe
+	 * took one. */
+	jv sl = jv_object_set(jv_object(), jv_string("dir"), jv_string(SBX_RUNDIR "/slots"));
+	bool net = s->slots.state > 0, cgs = net && s->cg_ok && s->cg.keep;
+	sl = jv_object_set(sl, jv_string("network"), jv_bool(net));
+	sl = jv_object_set(sl, jv_string("cgroups"), jv_bool(cgs));
+	if (!net)
+		sl = jv_object_set(sl, jv_string("why"),
+				   jv_string(!s->conf->slots || !s->conf->max_slots ? "slots = false or max_slots = 0: every run gets a new network namespace and cgroups"
+					     : !s->root	  ? "only root keeps slots: every run gets a new network namespace and cgroups"
+							  : "the directory is unusable: every run gets a new network namespace and cgroups"));
+	else if (!cgs)
+		sl = jv_object_set(sl, jv_string("why"), jv_string(s->cg_ok ? s->cg.keep_why : "no cgroups"));
+	o = jv_object_set(o, jv_string("slots"), sl);
 	o = jv_object_set(o, jv_string("usable"), jv_bool(!be->broken && !why[0]));
 	*degraded = !s->cg_ok || s->cg.partial[0];
 	return jv_object_set(o, jv_string("fixes"), fixes);

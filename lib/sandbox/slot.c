@@ -47,9 +47,9 @@
  * Across processes: slot N is the bind mount SBX_RUNDIR/slots/N.net of the
  * namespace (as pin.h pins roots) and the lock N.lock; a process holds
  * N.lock (flock, released by the kernel if the process dies) for as long
- * as it keeps the slot, and N.clean exists while the slot is back from a
- * run whose every process is gone.  A process killed mid-run leaves the
- * slot pinned and unlocked but not marked clean: the kernel drops its
+ * as it keeps the slot, and the lock file's byte says whether the slot is
+ * back from a run whose every process is gone.  A process killed mid-run
+ * leaves the slot pinned and unlocked but not marked clean: the kernel drops its
  * flock before PR_SET_PDEATHSIG kills its sandbox, which may still run for
  * a moment, so the next process makes the slot a new namespace rather
  * than lend that one.
@@ -86,25 +86,34 @@ static const struct {
 };
 #define NSYSCTL (sizeof slot_sysctls / sizeof slot_sysctls[0])
 
-void slot_init(struct slot_sys *ss, int max)
+void slot_init(struct slot_sys *ss, int max, struct cg_sys *cg)
 {
 	memset(ss, 0, sizeof *ss);
 	ss->dir_fd = ss->self_net_fd = -1;
 	ss->max = max < 0 ? 0 : max > SLOT_MAX ? SLOT_MAX : max;
-	for (int i = 0; i < SLOT_MAX; i++)
+	ss->cg = cg;
+	for (int i = 0; i < SLOT_MAX; i++) {
 		ss->s[i].net_fd = ss->s[i].lock_fd = -1;
+		for (int k = 0; k < SLOT_NCHECK; k++)
+			ss->s[i].chk[k] = -1;
+		cg_run_init(&ss->s[i].cg);
+	}
 	if (ss->max == 0 || geteuid() != 0)
 		ss->state = -1;
 }
+
+static void close_checks(int chk[SLOT_NCHECK]);
 
 static void drop(struct slot_ns *sl)
 {
 	if (sl->net_fd >= 0)
 		close(sl->net_fd);
+	close_checks(sl->chk);
+	cg_run_forget(&sl->cg); /* left for whoever locks the slot next */
 	if (sl->lock_fd >= 0)
 		close(sl->lock_fd); /* the flock goes with it */
 	sl->net_fd = sl->lock_fd = -1;
-	sl->busy = false;
+	sl->busy = sl->cg_dirty = false;
 }
 
 void slot_free(struct slot_sys *ss)
@@ -132,13 +141,46 @@ void slot_leave(struct slot_sys *ss)
 		abort();
 }
 
-static bool read_small(const char *path, char *buf, size_t len)
+/* The files the check reads, opened once inside the slot's namespace:
+ * a /proc/net file or a net sysctl opened there reads that namespace's
+ * from anywhere, with no setns per check. */
+static const char *const check_files[SLOT_NCHECK] = {
+	"/proc/thread-self/net/sockstat",
+	"/proc/thread-self/net/sockstat6",     /* absent without IPv6 */
+	"/proc/thread-self/net/ip6_flowlabel", /* the same */
+	"/proc/sys/net/ipv4/tcp_max_tw_buckets",
+	"/proc/sys/net/ipv4/tcp_no_metrics_save",
+	"/proc/sys/net/ipv4/tcp_fastopen",
+};
+enum { C_SOCKSTAT, C_SOCKSTAT6, C_FLOWLABEL, C_SYSCTL };
+
+static void close_checks(int chk[SLOT_NCHECK])
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	ssize_t n = util_read_full(fd, buf, len - 1);
-	close(fd);
+	for (int i = 0; i < SLOT_NCHECK; i++) {
+		if (chk[i] >= 0)
+			close(chk[i]);
+		chk[i] = -1;
+	}
+}
+
+/* In the slot's namespace. */
+static bool open_checks(int chk[SLOT_NCHECK])
+{
+	for (int i = 0; i < SLOT_NCHECK; i++) {
+		chk[i] = open(check_files[i], O_RDONLY | O_CLOEXEC);
+		if (chk[i] < 0 && (i == C_SOCKSTAT || i >= C_SYSCTL)) {
+			close_checks(chk);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool read_small(int fd, char *buf, size_t len)
+{
+	ssize_t n;
+	while ((n = pread(fd, buf, len - 1, 0)) < 0 && errno == EINTR)
+		;
 	if (n < 0)
 		return false;
 	buf[n] = 0;
@@ -168,22 +210,22 @@ static long sockstat_line(const char *text, const char *line, const char *key, b
 	return errno || e == k + strlen(want) ? -1 : v;
 }
 
-/* In the slot's namespace: is it as a new one would be, for what matters? */
-static bool is_clean(void)
+/* Is the slot's namespace as a new one would be, for what matters? */
+static bool is_clean(const int chk[SLOT_NCHECK])
 {
 	char buf[4096];
-	if (!read_small("/proc/thread-self/net/sockstat", buf, sizeof buf))
+	if (!read_small(chk[C_SOCKSTAT], buf, sizeof buf))
 		return false;
 	if (sockstat_line(buf, "sockets:", "used", false) != 0 || sockstat_line(buf, "TCP:", "inuse", false) != 0 ||
 	    sockstat_line(buf, "TCP:", "tw", false) != 0 || sockstat_line(buf, "UDP:", "inuse", false) != 0 ||
 	    sockstat_line(buf, "FRAG:", "inuse", false) != 0)
 		return false;
-	if (read_small("/proc/thread-self/net/sockstat6", buf, sizeof buf) &&
+	if (chk[C_SOCKSTAT6] >= 0 && read_small(chk[C_SOCKSTAT6], buf, sizeof buf) &&
 	    (sockstat_line(buf, "TCP6:", "inuse", true) != 0 || sockstat_line(buf, "UDP6:", "inuse", true) != 0 ||
 	     sockstat_line(buf, "FRAG6:", "inuse", true) != 0))
 		return false;
 	/* Only the header line when there is no flow label. */
-	if (read_small("/proc/thread-self/net/ip6_flowlabel", buf, sizeof buf)) {
+	if (chk[C_FLOWLABEL] >= 0 && read_small(chk[C_FLOWLABEL], buf, sizeof buf)) {
 		char *nl = strchr(buf, '\n');
 		if (nl && nl[1])
 			return false;
@@ -191,24 +233,28 @@ static bool is_clean(void)
 	for (size_t i = 0; i < NSYSCTL; i++) {
 		char v[32];
 		size_t n = strlen(slot_sysctls[i].value);
-		if (!read_small(slot_sysctls[i].path, v, sizeof v) || strncmp(v, slot_sysctls[i].value, n) != 0 ||
+		if (!read_small(chk[C_SYSCTL + i], v, sizeof v) || strncmp(v, slot_sysctls[i].value, n) != 0 ||
 		    (v[n] != '\n' && v[n] != 0))
 			return false;
 	}
 	return true;
 }
 
-static bool check(struct slot_sys *ss, int net_fd)
+/* A pinned namespace taken over: its check files, and its check. */
+static bool check_pinned(struct slot_sys *ss, int net_fd, int chk[SLOT_NCHECK])
 {
 	if (slot_enter(net_fd) < 0)
 		return false;
-	bool ok = is_clean();
+	bool ok = open_checks(chk);
 	slot_leave(ss);
+	if (ok && !(ok = is_clean(chk)))
+		close_checks(chk);
 	return ok;
 }
 
-/* A new namespace, set up, as an fd; we stay in ours. */
-static int make_ns(struct slot_sys *ss)
+/* A new namespace, set up, as an fd, with its check files; we stay in
+ * ours. */
+static int make_ns(struct slot_sys *ss, int chk[SLOT_NCHECK])
 {
 	if (unshare(CLONE_NEWNET) < 0)
 		return -1;
@@ -221,10 +267,13 @@ static int make_ns(struct slot_sys *ss)
 		if (s >= 0)
 			close(s);
 	}
-	ok = ok && is_clean();
+	ok = ok && open_checks(chk);
 	slot_leave(ss);
-	if (!ok && fd >= 0) {
-		close(fd);
+	ok = ok && is_clean(chk);
+	if (!ok) {
+		close_checks(chk);
+		if (fd >= 0)
+			close(fd);
 		fd = -1;
 	}
 	return fd;
@@ -236,30 +285,21 @@ static bool is_netns(int fd)
 	return fstatfs(fd, &sf) == 0 && sf.f_type == NSFS_MAGIC && ioctl(fd, NS_GET_NSTYPE) == CLONE_NEWNET;
 }
 
-/* N.clean: slot N's namespace was last given back by a run that ended by
- * itself, all its processes reaped.  Removed at each loan, so that a
- * process killed while its slot is lent leaves none: its flock goes at
- * the start of its exit, before PR_SET_PDEATHSIG kills its sandbox, and a
- * namespace its sandbox may still be using is never lent again. */
-static void mark_clean(struct slot_sys *ss, int i, bool clean)
+/* Slot N's lock file holds one byte: '1' while its namespace was last
+ * given back by a run that ended by itself, all its processes reaped.
+ * It is '0' from each loan on, so that a process killed while its slot is
+ * lent leaves it '0': its flock goes at the start of its exit, before
+ * PR_SET_PDEATHSIG kills its sandbox, and a namespace its sandbox may
+ * still be using is never lent again. */
+static void mark_clean(struct slot_ns *sl, bool clean)
 {
-	char name[32];
-	snprintf(name, sizeof name, "%d.clean", i);
-	if (!clean)
-		unlinkat(ss->dir_fd, name, 0);
-	else {
-		int f = openat(ss->dir_fd, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (f >= 0)
-			close(f);
-	}
+	(void)!pwrite(sl->lock_fd, clean ? "1" : "0", 1, 0);
 }
 
-static bool is_marked_clean(struct slot_sys *ss, int i)
+static bool is_marked_clean(struct slot_ns *sl)
 {
-	char name[32];
-	struct stat st;
-	snprintf(name, sizeof name, "%d.clean", i);
-	return fstatat(ss->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+	char c = 0;
+	return pread(sl->lock_fd, &c, 1, 0) == 1 && c == '1';
 }
 
 /* Pin a new namespace on N.net, replacing whatever is there. */
@@ -285,7 +325,7 @@ static void pin_new(struct slot_sys *ss, int i, int net_fd)
 static bool make_slot(struct slot_sys *ss, int i)
 {
 	struct slot_ns *sl = &ss->s[i];
-	if ((sl->net_fd = make_ns(ss)) < 0) {
+	if ((sl->net_fd = make_ns(ss, sl->chk)) < 0) {
 		drop(sl);
 		return false;
 	}
@@ -298,8 +338,9 @@ static bool make_slot(struct slot_sys *ss, int i)
 static bool renew(struct slot_sys *ss, int i)
 {
 	ss->discarded++;
-	mark_clean(ss, i, false);
+	mark_clean(&ss->s[i], false);
 	close(ss->s[i].net_fd);
+	close_checks(ss->s[i].chk);
 	return make_slot(ss, i);
 }
 
@@ -316,8 +357,11 @@ static bool hold(struct slot_sys *ss, int i)
 		return false;
 	}
 	snprintf(name, sizeof name, "%d.net", i);
-	int fd = is_marked_clean(ss, i) ? openat(ss->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
-	if (fd >= 0 && is_netns(fd) && check(ss, fd)) {
+	bool clean = is_marked_clean(sl);
+	/* Its cgroups too, if its last run's end is unknown. */
+	sl->cg_dirty = !clean;
+	int fd = clean ? openat(ss->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+	if (fd >= 0 && is_netns(fd) && check_pinned(ss, fd, sl->chk)) {
 		sl->net_fd = fd;
 		ss->reused++;
 		return true;
@@ -327,8 +371,35 @@ static bool hold(struct slot_sys *ss, int i)
 	return make_slot(ss, i);
 }
 
-int slot_take(struct slot_sys *ss, int *net_fd)
+/* Slot i's cgroups for a run: its own, reset, or new ones in their
+ * place; NULL if there can be none (the run makes its own). */
+static struct cg_run *take_cg(struct slot_sys *ss, int i, uint64_t memory, double cpus, uint64_t pids)
 {
+	struct slot_ns *sl = &ss->s[i];
+	char name[16], err[256];
+	if (!ss->cg || !ss->cg->keep)
+		return NULL;
+	snprintf(name, sizeof name, "slot%d", i);
+	if (!sl->cg.kept && cg_run_keep(ss->cg, &sl->cg, name, err, sizeof err) < 0)
+		return NULL;
+	if (!sl->cg_dirty && cg_run_reuse(ss->cg, &sl->cg, memory, cpus, pids))
+		return &sl->cg;
+	/* Removed (the kernel moves what is still charged to them to the
+	 * parent) and made anew. */
+	ss->discarded++;
+	cg_run_destroy(ss->cg, &sl->cg);
+	sl->cg_dirty = false;
+	if (cg_run_keep(ss->cg, &sl->cg, name, err, sizeof err) == 0 && cg_run_reuse(ss->cg, &sl->cg, memory, cpus, pids))
+		return &sl->cg;
+	/* Still not usable (a process of a killed run's still in them?):
+	 * the next take tries again. */
+	cg_run_forget(&sl->cg);
+	return NULL;
+}
+
+int slot_take(struct slot_sys *ss, int *net_fd, uint64_t memory, double cpus, uint64_t pids, struct cg_run **cg)
+{
+	*cg = NULL;
 	if (ss->state == 0) {
 		ss->self_net_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 		ss->dir_fd = pin_rundir("slots");
@@ -344,13 +415,14 @@ int slot_take(struct slot_sys *ss, int *net_fd)
 			struct slot_ns *sl = &ss->s[i];
 			if (sl->busy || (pass == 0) != (sl->net_fd >= 0))
 				continue;
-			if (pass == 0 && !check(ss, sl->net_fd) && !renew(ss, i))
+			if (pass == 0 && !is_clean(sl->chk) && !renew(ss, i))
 				continue;
 			if (pass == 1 && !hold(ss, i))
 				continue;
 			sl->busy = true;
-			mark_clean(ss, i, false);
+			mark_clean(sl, false);
 			*net_fd = sl->net_fd;
+			*cg = take_cg(ss, i, memory, cpus, pids);
 			return i;
 		}
 	return -1;
@@ -360,7 +432,10 @@ void slot_give(struct slot_sys *ss, int idx, bool clean)
 {
 	if (idx < 0 || idx >= SLOT_MAX || !ss->s[idx].busy)
 		return;
-	ss->s[idx].busy = false;
+	struct slot_ns *sl = &ss->s[idx];
+	sl->busy = false;
+	if (!clean && sl->cg.kept)
+		cg_run_destroy(ss->cg, &sl->cg);
 	if (clean || renew(ss, idx))
-		mark_clean(ss, idx, true);
+		mark_clean(sl, true);
 }
