@@ -133,6 +133,8 @@ bench-run: $(BUILD)/bench/sha256
 	@echo
 	@bench/run.sh
 	@echo
+	@bench/guest.sh
+	@echo
 	@bench/history.sh
 	@echo
 	@echo "# MCP over stdio (bench/mcp_rtt.py)"

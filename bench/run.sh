@@ -19,6 +19,8 @@ else
 	fl() { echo "0 0 0 0 0 0" >> "$B/$1.m"; }
 fi
 N=${N:-40}
+# Jobs per batch.
+NB=${NB:-200}
 # Commands compared with each other are measured in ROUNDS interleaved
 # rounds (bare, bubblewrap, sbx-run, bare, ...): this VM's speed drifts
 # from one minute to the next, and back-to-back blocks would charge the
@@ -76,25 +78,29 @@ awk -v bare="$(mean bare)" -v sbx="$(mean sbx)" -v bw="$(mean bwrap)" -v t="$(me
 }'
 
 echo
-echo "# batches of 200 print(1) jobs through one sbx-run (wall ms for all 200)"
-for i in $(seq 200); do cat "$B/py.json"; done > "$B/py200.json"
-for i in $(seq 200); do echo 'print(1)'; done > "$B/py200.txt"
+echo "# batches of $NB print(1) jobs through one sbx-run (wall ms for all $NB)"
+for i in $(seq "$NB"); do cat "$B/py.json"; done > "$B/pyNB.json"
+for i in $(seq "$NB"); do echo 'print(1)'; done > "$B/pyNB.txt"
 for r in $(seq "$ROUNDS"); do
 	echo "# round $r of $ROUNDS"
-	m b1 -n 1 -w 0 -l "bare: 200 x python3, one at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 1 $PY -c
-	m s1 -n 1 -w 0 -l "sbx-run -j 1: 200 jobs" -i "$B/py200.json" -- bin/sbx-run -j 1
-	m s1f -n 1 -w 0 -l "sbx-run -j 1, slots = false: 200 jobs" -i "$B/py200.json" -- bin/sbx-run "${FRESH[@]}" -j 1
-	fl f1 -n 1 -w 0 -l "floor: 200 x python3, one at a time, one process" -- "$B/floor" -l -c -n 200 -j 1 -- $PY -c 'print(1)'
-	m b2 -n 1 -w 0 -l "bare: 200 x python3, two at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 2 $PY -c
-	m s2 -n 1 -w 0 -l "sbx-run -j 2: 200 jobs" -i "$B/py200.json" -- bin/sbx-run -j 2
-	m s2f -n 1 -w 0 -l "sbx-run -j 2, slots = false: 200 jobs" -i "$B/py200.json" -- bin/sbx-run "${FRESH[@]}" -j 2
-	fl f2 -n 1 -w 0 -l "floor: 200 x python3, two at a time, one process" -- "$B/floor" -l -c -n 200 -j 2 -- $PY -c 'print(1)'
-	fl fn2 -n 1 -w 0 -l "floor without a network namespace: the same" -- "$B/floor" -N -c -n 200 -j 2 -- $PY -c 'print(1)'
+	m b1 -n 1 -w 0 -l "bare: $NB x python3, one at a time" -- xargs -a "$B/pyNB.txt" -d '\n' -n 1 -P 1 $PY -c
+	m s1 -n 1 -w 0 -l "sbx-run -j 1: $NB jobs" -i "$B/pyNB.json" -- bin/sbx-run -j 1
+	m s1f -n 1 -w 0 -l "sbx-run -j 1, slots = false: $NB jobs" -i "$B/pyNB.json" -- bin/sbx-run "${FRESH[@]}" -j 1
+	fl f1 -n 1 -w 0 -l "floor: $NB x python3, one at a time, one process" -- "$B/floor" -l -c -n "$NB" -j 1 -- $PY -c 'print(1)'
+	fl fs1 -n 1 -w 0 -l "floor -S (isolate-style slots): the same" -- "$B/floor" -S -l -c -n "$NB" -j 1 -- $PY -c 'print(1)'
+	m b2 -n 1 -w 0 -l "bare: $NB x python3, two at a time" -- xargs -a "$B/pyNB.txt" -d '\n' -n 1 -P 2 $PY -c
+	m s2 -n 1 -w 0 -l "sbx-run -j 2: $NB jobs" -i "$B/pyNB.json" -- bin/sbx-run -j 2
+	m s2f -n 1 -w 0 -l "sbx-run -j 2, slots = false: $NB jobs" -i "$B/pyNB.json" -- bin/sbx-run "${FRESH[@]}" -j 2
+	fl f2 -n 1 -w 0 -l "floor: $NB x python3, two at a time, one process" -- "$B/floor" -l -c -n "$NB" -j 2 -- $PY -c 'print(1)'
+	fl fn2 -n 1 -w 0 -l "floor without a network namespace: the same" -- "$B/floor" -N -c -n "$NB" -j 2 -- $PY -c 'print(1)'
+	fl fs2 -n 1 -w 0 -l "floor -S (isolate-style slots): the same" -- "$B/floor" -S -l -c -n "$NB" -j 2 -- $PY -c 'print(1)'
 	if command -v bwrap >/dev/null; then
-		m w2 -n 1 -w 0 -l "bwrap: 200 x python3, two at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 2 "$B/bwrap.sh"
+		m w2 -n 1 -w 0 -l "bwrap: $NB x python3, two at a time" -- xargs -a "$B/pyNB.txt" -d '\n' -n 1 -P 2 "$B/bwrap.sh"
 	fi
 done
 
+# BENCH_SLOTS_ONLY (bench/guest.sh): the sandboxes' rows above and their summary only.
+if [ -z "${BENCH_SLOTS_ONLY:-}" ]; then
 echo
 echo "# the whole pipeline: sbx-validate | sbx-run | sbx-cap | sbx-log (print(1); its own history file)"
 echo '{"language":"python","code":"print(1)"}' > "$B/req1.json"
@@ -113,10 +119,10 @@ m log1000 -n 5 -l "sbx-log alone, 1000 results (a new file each time)" -i "$B/re
 awk -v v="$(mean val1000)" -v c="$(mean cap1000)" -v l="$(mean log1000)" 'BEGIN { printf "per record: sbx-validate %.0f us, sbx-cap %.0f us, sbx-log %.0f us\n", v, c, l }'
 
 echo
-echo "# throughput: 200 print(1) jobs with -j 4 against bare with the same parallelism"
+echo "# throughput: $NB print(1) jobs with -j 4 against bare with the same parallelism"
 for r in $(seq 3); do
-	m b4 -n 1 -w 0 -l "bare: 200 x python3, four at a time" -- xargs -a "$B/py200.txt" -d '\n' -n 1 -P 4 $PY -c
-	m s4 -n 1 -w 0 -l "sbx-run -j 4: 200 jobs" -i "$B/py200.json" -- bin/sbx-run -j 4
+	m b4 -n 1 -w 0 -l "bare: $NB x python3, four at a time" -- xargs -a "$B/pyNB.txt" -d '\n' -n 1 -P 4 $PY -c
+	m s4 -n 1 -w 0 -l "sbx-run -j 4: $NB jobs" -i "$B/pyNB.json" -- bin/sbx-run -j 4
 done
 awk -v b="$(mean b4)" -v s="$(mean s4)" 'BEGIN { printf "-j 4: %.0f%% of bare\n", 100 * b / s }'
 
@@ -138,6 +144,7 @@ for i in $(seq 20); do cat "$B/cpp.json"; done | bin/sbx-run --no-cache -j 1 --t
 	jq -s -r '[.[].timings | .scratch_cloned - .files_written] | sort
 		| "scratch cloned for the compile stage: \(.[length / 2 | floor] * 1000 | round) us (median of \(length))"'
 
+fi
 echo
 echo "# where the time goes inside one run (ms since the stage was handed its job; warm sandbox)"
 for i in $(seq 12); do cat "$B/py.json"; done | bin/sbx-run -j 1 --timings 2>/dev/null | tail -n 1 | jq -c '.timings.run_stage'
@@ -154,35 +161,36 @@ echo "after the result: init reaped +$(cut -d' ' -f1 "$B/teardown.m" | median) m
 rm -f "$B/teardown.txt" "$B/teardown.m"
 
 summary "\`python3 -c 'print(1)'\`: bare / through \`sbx-run\`" "$(awk -v b="$(mean bare)" -v s="$(mean sbx)" 'BEGIN { printf "%.1f ms / %.1f ms", b, s }')"
-summary "200 Python jobs, \`sbx-run -j 2\`, against bare" "$(awk -v b="$(mean b2)" -v s="$(mean s2)" 'BEGIN { printf "%.0f %% of bare'"'"'s throughput", 100 * b / s }')"
+summary "$NB Python jobs through one \`sbx-run\`, against bare: per job (-j 1) / throughput (-j 2)" "$(awk -v nb="$NB" -v b1="$(mean b1)" -v s1="$(mean s1)" -v b="$(mean b2)" -v s="$(mean s2)" 'BEGIN { printf "%+.2f ms / %.0f %%", (s1 - b1) / nb, 100 * b / s }')"
 
 echo
 echo "# summary"
-awk -v bare="$(mean bare)" -v sbx="$(mean sbx)" -v bw="$(mean bwrap)" -v t="$(mean truebare)" -v st="$(mean sbxtrue)" \
+awk -v nb="$NB" -v bare="$(mean bare)" -v sbx="$(mean sbx)" -v bw="$(mean bwrap)" -v t="$(mean truebare)" -v st="$(mean sbxtrue)" \
     -v barec="$(mean bare 5)" -v sbxc="$(mean sbx 5)" -v tc="$(mean truebare 5)" -v stc="$(mean sbxtrue 5)" \
     -v b1="$(mean b1)" -v s1="$(mean s1)" -v b2="$(mean b2)" -v s2="$(mean s2)" -v w2="$(mean w2)" \
     -v f="$(mean floor)" -v ft="$(mean floortrue)" -v f1="$(mean f1)" -v f2="$(mean f2)" -v fn2="$(mean fn2)" \
+    -v fs1="$(mean fs1)" -v fs2="$(mean fs2)" \
     -v sf="$(mean sbxf)" -v stf="$(mean sbxtruef)" -v s1f="$(mean s1f)" -v s2f="$(mean s2f)" 'BEGIN {
 	printf "overhead per run, one job per sbx-run process: %+.1f ms (print(1)), %+.1f ms (true); bwrap %+.1f ms\n", sbx - bare, st - t, bw - bare
 	printf "the same with slots = false (a fresh network namespace per run): %+.1f ms (print(1)), %+.1f ms (true)\n", sf - bare, stf - t
 	if (f > 0) printf "the floor (namespaces, loopback up, cgroups, exec: nothing else): %+.1f ms (print(1)), %+.1f ms (true); sbx-run above it %+.1f, %+.1f ms\n", f - bare, ft - t, sbx - f, st - ft
 	printf "CPU per run (process tree), one job per process: %+.1f ms (print(1)), %+.1f ms (true)\n", sbxc - barec, stc - tc
-	printf "overhead per run inside a batch (-j 1):        %+.1f ms", (s1 - b1) / 200
-	if (f1 > 0) printf "; the floor %+.1f ms", (f1 - b1) / 200
-	printf "; slots = false %+.1f ms\n", (s1f - b1) / 200
-	printf "throughput with 2 at a time: sbx-run %.0f jobs/s = %.0f%% of bare (%.0f jobs/s)", 200000 / s2, 100 * b2 / s2, 200000 / b2
+	printf "overhead per run inside a batch (-j 1):        %+.2f ms", (s1 - b1) / nb
+	if (f1 > 0) printf "; the floor %+.2f ms, isolate-style slots (floor -S) %+.2f ms", (f1 - b1) / nb, (fs1 - b1) / nb
+	printf "; slots = false %+.2f ms\n", (s1f - b1) / nb
+	printf "throughput with 2 at a time: sbx-run %.0f jobs/s = %.0f%% of bare (%.0f jobs/s)", 1000 * nb / s2, 100 * b2 / s2, 1000 * nb / b2
 	if (w2 > 0) printf "; bwrap %.0f%%", 100 * b2 / w2
-	if (f2 > 0) printf "; the floor %.0f%% (without a network namespace %.0f%%)", 100 * b2 / f2, 100 * b2 / fn2
+	if (f2 > 0) printf "; the floor %.0f%% (without a network namespace %.0f%%, isolate-style slots %.0f%%)", 100 * b2 / f2, 100 * b2 / fn2, 100 * b2 / fs2
 	printf "; sbx-run slots = false %.0f%%\n", 100 * b2 / s2f
 }'
 # Where a batch's time goes: CPU per job of the process tree and of the
 # whole machine (which adds kernel workers), and the CPUs' idle share.
 ncpu=$(nproc)
-for k in b1 s1 s1f f1 b2 s2 s2f f2 fn2 w2; do
+for k in b1 s1 s1f f1 fs1 b2 s2 s2f f2 fn2 fs2 w2; do
 	[ -s "$B/$k.m" ] && [ "$(mean $k)" != 0.000 ] || continue
-	awk -v k="$k" -v w="$(mean $k)" -v c="$(mean $k 5)" -v m="$(mean $k 6)" -v n="$ncpu" 'BEGIN {
-		split("b1 bare -j1,s1 sbx-run -j 1,s1f fresh -j 1,f1 floor -j1,b2 bare -j2,s2 sbx-run -j 2,s2f fresh -j 2,f2 floor -j2,fn2 floor -N -j2,w2 bwrap -j2", names, ",")
+	awk -v nb="$NB" -v k="$k" -v w="$(mean $k)" -v c="$(mean $k 5)" -v m="$(mean $k 6)" -v n="$ncpu" 'BEGIN {
+		split("b1 bare -j1,s1 sbx-run -j 1,s1f fresh -j 1,f1 floor -j1,fs1 floor -S -j1,b2 bare -j2,s2 sbx-run -j 2,s2f fresh -j 2,f2 floor -j2,fn2 floor -N -j2,fs2 floor -S -j2,w2 bwrap -j2", names, ",")
 		for (i in names) if (index(names[i], k " ") == 1) name = substr(names[i], length(k) + 2)
-		printf "CPU per job, %-13s process tree %5.1f ms, machine %5.1f ms; CPUs idle %2.0f%%\n", name ":", c / 200, m / 200, 100 * (1 - m / (n * w))
+		printf "CPU per job, %-13s process tree %5.1f ms, machine %5.1f ms; CPUs idle %2.0f%%\n", name ":", c / nb, m / nb, 100 * (1 - m / (n * w))
 	}'
 done
