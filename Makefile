@@ -24,9 +24,9 @@ WARN := -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototype
 ifeq ($(CI),true)
 WARN += -Werror
 endif
-PKGS     := libseccomp sqlite3 libmicrohttpd libcrypto
+PKGS     := libseccomp sqlite3 libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lseccomp -lsqlite3 -lmicrohttpd -lcrypto)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lseccomp -lsqlite3 -lmicrohttpd)
 # lib/ in layers (lib/README.md): each folder's headers by their own names.
 LAYERS   := core sandbox run history mcp batch
 CPPFLAGS += $(addprefix -Ilib/,$(LAYERS)) -D_FILE_OFFSET_BITS=64 \
@@ -175,7 +175,7 @@ dash-shots:
 # fuzzing).  Only what is missing is installed; as non-root the command is
 # printed instead.  npm is asked for only when no npm is on PATH (Node.js
 # from NodeSource brings its own, and conflicts with Debian's).
-DEPS_BUILD := gcc make pkg-config libjq-dev libseccomp-dev libsqlite3-dev libmicrohttpd-dev libssl-dev
+DEPS_BUILD := gcc make pkg-config libjq-dev libseccomp-dev libsqlite3-dev libmicrohttpd-dev
 DEPS_TEST  := bats jq sqlite3 valgrind clang libclang-rt-14-dev procps iproute2 util-linux python3 python3-pip g++ nodejs bubblewrap hyperfine wrk curl libpython3.11-testsuite chromium
 # The runtimes of etc/sandbox.conf's languages, so every language is tested;
 # Python's plotting and data libraries, which programs import out of the box.
