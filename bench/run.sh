@@ -153,7 +153,7 @@ for i in $(seq 12); do cat "$B/py.json"; done | bin/sbx-run -j 1 --timings 2>/de
 # (sbx-run's stderr line).
 for i in $(seq 30); do bin/sbx-run --timings < "$B/true.json" 2>> "$B/teardown.txt" | jq -c '.timings.run_stage'; done > "$B/cold.jsonl"
 echo "# one job per process (true), medians over 30 runs, ms since the sandbox's making began:"
-jq -s -r '(.[0] | keys_unsorted - ["warm"]) as $k | [$k[] as $m | {m: $m, v: (map(.[$m] // empty) | sort | .[length / 2 | floor])}]
+jq -s -r '(.[0] | keys_unsorted - ["warm", "slot", "slot_cgroups"]) as $k | [$k[] as $m | {m: $m, v: (map(.[$m] // empty) | sort | .[length / 2 | floor])}]
 	| sort_by(.v) | map("\(.m) \(.v * 100 | round / 100)") | join(", ")' "$B/cold.jsonl"
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", v[int((NR + 1) / 2)] }'; }
 sed -n 's/.*reaped at +\([0-9.]*\) ms and its cgroups removed at +\([0-9.]*\) ms/\1 \2/p' "$B/teardown.txt" > "$B/teardown.m"

@@ -202,6 +202,10 @@ raise SystemExit(3)' '{timeout: 30}'
 	jqe 0 '.status == "success" and .memory_peak_bytes < 40000000'
 	in_slot_cg
 	[ "$(stat -c %i "$mem")" = "$ino" ]
+	# the smallest limit still fits beside what earlier runs left
+	run --separate-stderr sbx -c "$CONF" --timings <<< '{"language":"bash","code":"echo $((6 * 7))","memory":"4m"}'
+	jqe 0 '.status == "success" and .stdout == "42\n" and .timings.run_stage.slot_cgroups'
+	[ "$(stat -c %i "$mem")" = "$ino" ]
 	# empty between runs, from the host's side
 	for f in memory.stat pids.max; do
 		d=$(slot_cg "$f")
@@ -230,7 +234,7 @@ charged_then_new() {
 	# the host charges a small tmpfs file to the slot's memory cgroup (as
 	# a session's workspace written by a run would be)
 	mkdir -p shm && mount -t tmpfs -o size=64m tmpfs shm
-	charged_then_new 'head -c 4000000 /dev/zero > shm/f'
+	charged_then_new 'head -c 600000 /dev/zero > shm/f'
 	umount shm
 	# page cache it could give back, but more than a little
 	charged_then_new 'head -c 30000000 /dev/urandom > cache'

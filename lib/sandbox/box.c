@@ -1079,6 +1079,14 @@ int box_sys_init(struct box_sys *s, const struct conf *c, char **argv, char *err
 	for (int i = 0; i < BOX_TMPLS; i++)
 		s->tmpl[i].mnt_fd = -1;
 	slot_init(&s->slots, s->root && c->slots ? (int)c->max_slots : 0, &s->cg);
+	/* A held slot keeps a dozen fds (slot.h): room for max_slots of them
+	 * beside sessions and connections, within the hard limit.  (Sandboxes
+	 * get their own limit: nofile.) */
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < 4096 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max < 4096 ? nofile.rlim_max : 4096;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
 	s->kern = kern_probe();
 	if (!kern_usable(s->kern, err, errlen))
 		return -1;

@@ -592,23 +592,28 @@ int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cp
  *  - processes: none can be left (the run's pid namespace is gone when
  *    its init is reaped); checked all the same, else the groups go.
  *  - memory still charged: page cache and kernel objects (dentries) the
- *    run brought in, which outlive it.  Memory it cannot give back (anon,
- *    shmem: a session workspace's files, mlocked pages) would shrink the
- *    next run's limit: the groups go.  The rest is reclaimable (the next
- *    run's limit reclaims it before any OOM) and is small, else the groups
- *    go; the next run's peak is counted from what is charged at its start
- *    (that charge is subtracted), so it is its own, as in a new group.
- *    Which host files an earlier run read is no news: the page cache is
- *    shared by all runs anyway.
+ *    run brought in, which outlive it (0.6 to 1.1 MiB after a Python, C or
+ *    shell run here).  Memory it cannot give back (anon, shmem: a session
+ *    workspace's files, mlocked pages) would shrink the next run's limit:
+ *    the groups go.  So do they when more than 2 MiB is left (a run that
+ *    read libraries no one had read: they stay cached, charged to the old
+ *    group, rather than be reclaimed here): what is left is mostly page
+ *    cache the next run's limit reclaims before any OOM, and what is not
+ *    (kernel objects a live workspace pins) is at most that.  The next
+ *    run's peak is counted from what is charged at its start (that charge
+ *    is subtracted), so it is its own, as in a new group.  Which host
+ *    files an earlier run read is no news: the page cache is shared by all
+ *    runs anyway.
  *  - the peak (v1 max_usage_in_bytes; v2 memory.peak, resettable per fd
  *    since Linux 6.12: before, v2 groups are not kept), the OOM kill count
  *    (a baseline), the CPU quota's runtime (rewriting the quota refills it
  *    and unthrottles: a run that spent it leaves the next none).
- *  - the scheduler's lag of the group (EEVDF keeps a bounded lag for an
- *    entity that stops running): how much CPU the earlier run got beyond
- *    its share in its last moments, within one time slice.
+ *  - the scheduler's memory of the group: its placement (CFS's vruntime
+ *    before 6.6, EEVDF's lag after, bounded by a few time slices) and its
+ *    load averages (a 32 ms half-life): how much CPU an earlier run used in
+ *    its last moments shifts, briefly, how the next one is scheduled.
  */
-#define CG_RESIDUE_MAX (8 << 20)
+#define CG_RESIDUE_MAX (2 << 20)
 
 int cg_run_keep(struct cg_sys *s, struct cg_run *r, const char *name, char *err, size_t errlen)
 {
@@ -641,16 +646,32 @@ static int64_t read_num(int dfd, const char *file)
 	return errno || end == buf || v < 0 ? -1 : v;
 }
 
-/* The OOM kills counted in the memory group so far. */
-static uint64_t oom_count(struct cg_sys *s, struct cg_run *r)
+/* The OOM kills counted in the memory group so far; false if unknown
+ * (kernels before 4.13 count none in v1's oom_control). */
+static bool oom_count(struct cg_sys *s, struct cg_run *r, uint64_t *v)
 {
 	char buf[4096];
-	uint64_t v = 0;
-	if (s->mode == CG_V2 && read_at(r->dfd[0], "memory.events", buf, sizeof buf) > 0)
-		keyed(buf, "oom_kill", &v);
-	else if (s->mode == CG_V1 && r->path[I_MEM] && read_at(r->dfd[I_MEM], "memory.oom_control", buf, sizeof buf) > 0)
-		keyed(buf, "oom_kill", &v);
-	return v;
+	*v = 0;
+	int mem = s->mode == CG_V2 ? 0 : I_MEM;
+	return r->path[mem] && read_at(r->dfd[mem], s->mode == CG_V2 ? "memory.events" : "memory.oom_control", buf, sizeof buf) > 0 &&
+	       keyed(buf, "oom_kill", v);
+}
+
+/* The memory peak as a run's result reads it (a kept v2 group's through
+ * its fd), or -1. */
+static int64_t peak_now(struct cg_sys *s, struct cg_run *r)
+{
+	if (r->kept && s->mode == CG_V2) {
+		char buf[64];
+		ssize_t n = r->peak_fd >= 0 ? pread(r->peak_fd, buf, sizeof buf - 1, 0) : -1;
+		if (n <= 0)
+			return -1;
+		buf[n] = 0;
+		char *end;
+		long long v = strtoll(buf, &end, 10);
+		return end == buf || v < 0 ? -1 : v;
+	}
+	return read_num(r->dfd[s->mode == CG_V2 ? 0 : I_MEM], s->mode == CG_V2 ? "memory.peak" : "memory.max_usage_in_bytes");
 }
 
 bool cg_run_reuse(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids)
@@ -682,7 +703,8 @@ bool cg_run_reuse(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cp
 	if (limits(s, r, false, true, memory, cpus, pids, err, sizeof err) < 0)
 		return false;
 	/* The peak from now: v1 sets it to the charge now; v2 does so for
-	 * reads through the fd that was written to. */
+	 * reads through the fd that was written to.  Read back, that is the
+	 * charge this run starts with. */
 	if (s->mode == CG_V2) {
 		if (r->peak_fd < 0 && (r->peak_fd = openat(r->dfd[0], "memory.peak", O_RDWR | O_CLOEXEC)) < 0 && errno != ENOENT)
 			return false;
@@ -690,11 +712,10 @@ bool cg_run_reuse(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cp
 			return false;
 	} else if (write_at(r->dfd[mem], "memory.max_usage_in_bytes", "0") < 0)
 		return false;
-	/* (The charge can only have gone down since it was read: no process
-	 * is left to add to it.) */
-	r->mem_base = left;
-	r->oom_base = oom_count(s, r);
-	return true;
+	r->mem_base = peak_now(s, r);
+	if (r->mem_base < 0)
+		r->mem_base = left; /* v2 before 5.19: no peak, nothing to subtract from */
+	return oom_count(s, r, &r->oom_base);
 }
 
 void cg_run_kill(struct cg_sys *s, struct cg_run *r)
@@ -705,24 +726,16 @@ void cg_run_kill(struct cg_sys *s, struct cg_run *r)
 
 void cg_run_stats(struct cg_sys *s, struct cg_run *r, struct cg_stats *st)
 {
-	char buf[64];
 	st->mem_peak = -1;
 	st->oom_kills = 0;
 	int mem = s->mode == CG_V2 ? 0 : I_MEM;
 	if (s->mode == CG_NONE || !r->path[mem])
 		return;
-	if (r->kept && s->mode == CG_V2) {
-		ssize_t n = r->peak_fd >= 0 ? pread(r->peak_fd, buf, sizeof buf - 1, 0) : -1;
-		if (n > 0) {
-			buf[n] = 0;
-			st->mem_peak = (int64_t)strtoll(buf, NULL, 10);
-		}
-	} else
-		st->mem_peak = read_num(r->dfd[mem], s->mode == CG_V2 ? "memory.peak" : "memory.max_usage_in_bytes");
+	st->mem_peak = peak_now(s, r);
 	/* A kept group's: what this run added.  (Kernels without oom_kill in
 	 * v1's oom_control: a hit limit shows only as a SIGKILL, which the
-	 * caller checks.) */
-	st->oom_kills = oom_count(s, r);
+	 * caller checks; groups are not kept there.) */
+	oom_count(s, r, &st->oom_kills);
 	if (r->kept) {
 		st->oom_kills = st->oom_kills > r->oom_base ? st->oom_kills - r->oom_base : 0;
 		if (st->mem_peak >= 0)
@@ -730,8 +743,9 @@ void cg_run_stats(struct cg_sys *s, struct cg_run *r, struct cg_stats *st)
 	}
 }
 
-void cg_run_destroy(struct cg_sys *s, struct cg_run *r)
+bool cg_run_destroy(struct cg_sys *s, struct cg_run *r)
 {
+	bool gone = true;
 	if (r->peak_fd >= 0)
 		close(r->peak_fd);
 	r->peak_fd = -1;
@@ -743,13 +757,16 @@ void cg_run_destroy(struct cg_sys *s, struct cg_run *r)
 			close(r->dfd[i]);
 		r->dfd[i] = -1;
 		/* The last task may still be on its way out of the group. */
-		for (int tries = 0; unlinkat(s->dfd[i], r->name, AT_REMOVEDIR) < 0 && errno == EBUSY && tries < 200; tries++) {
+		int rc, tries = 0;
+		while ((rc = unlinkat(s->dfd[i], r->name, AT_REMOVEDIR)) < 0 && errno == EBUSY && tries++ < 200) {
 			struct timespec ts = { 0, 500000 };
 			nanosleep(&ts, NULL);
 		}
+		gone &= rc == 0 || errno == ENOENT;
 		free(r->path[i]);
 		r->path[i] = NULL;
 	}
+	return gone;
 }
 
 void cg_run_forget(struct cg_run *r)

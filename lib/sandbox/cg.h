@@ -59,7 +59,7 @@ struct cg_run {
 	char name[32];        /* "r<pid>-<n>" (or a kept group's name), in each parent */
 	bool kept;            /* cg_run_keep's: reused, not removed after a run */
 	int peak_fd;          /* kept, v2: memory.peak, reset through this fd; else -1 */
-	int64_t mem_base;     /* kept: the charge earlier runs left, at this run's start */
+	int64_t mem_base;     /* kept: the charge at this run's start (its peak's base) */
 	uint64_t oom_base;    /* kept: OOM kills before this run */
 	/* The limits last written (limited: some were), so that a rewrite
 	 * of the same values is skipped. */
@@ -97,14 +97,16 @@ int cg_run_keep(struct cg_sys *s, struct cg_run *r, const char *name, char *err,
  * anon, shmem; the rest small) and are reset for the run: memory peak and
  * OOM count counted from now, the CPU quota's runtime refilled (a run that
  * spent it leaves the next none throttled), limits as given.  False: the
- * groups must be discarded (cg_run_destroy). */
+ * groups must be discarded (cg_run_destroy), also when their OOM count
+ * cannot be read (it would be this run's). */
 bool cg_run_reuse(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cpus, uint64_t pids);
 /* Kill every process in the run's groups (v2 cgroup.kill; no-op on v1,
  * where the pid namespace does it). */
 void cg_run_kill(struct cg_sys *s, struct cg_run *r);
 void cg_run_stats(struct cg_sys *s, struct cg_run *r, struct cg_stats *st);
-/* Remove the groups (waits briefly for the kernel to finish with them). */
-void cg_run_destroy(struct cg_sys *s, struct cg_run *r);
+/* Remove the groups (waits briefly for the kernel to finish with them);
+ * false if one is still there (a process still in it). */
+bool cg_run_destroy(struct cg_sys *s, struct cg_run *r);
 /* Let go of the groups, leaving them where they are (kept ones for the
  * next process). */
 void cg_run_forget(struct cg_run *r);

@@ -384,15 +384,16 @@ static struct cg_run *take_cg(struct slot_sys *ss, int i, uint64_t memory, doubl
 		return NULL;
 	if (!sl->cg_dirty && cg_run_reuse(ss->cg, &sl->cg, memory, cpus, pids))
 		return &sl->cg;
-	/* Removed (the kernel moves what is still charged to them to the
+	/* Removed (what is still charged to them stays accounted in the
 	 * parent) and made anew. */
 	ss->discarded++;
-	cg_run_destroy(ss->cg, &sl->cg);
-	sl->cg_dirty = false;
-	if (cg_run_keep(ss->cg, &sl->cg, name, err, sizeof err) == 0 && cg_run_reuse(ss->cg, &sl->cg, memory, cpus, pids))
-		return &sl->cg;
-	/* Still not usable (a process of a killed run's still in them?):
-	 * the next take tries again. */
+	if (cg_run_destroy(ss->cg, &sl->cg)) {
+		sl->cg_dirty = false;
+		if (cg_run_keep(ss->cg, &sl->cg, name, err, sizeof err) == 0 && cg_run_reuse(ss->cg, &sl->cg, memory, cpus, pids))
+			return &sl->cg;
+	}
+	/* Still there, or not usable (a process of a killed run's still in
+	 * them?): the run makes its own, the next take tries again. */
 	cg_run_forget(&sl->cg);
 	return NULL;
 }
@@ -434,8 +435,13 @@ void slot_give(struct slot_sys *ss, int idx, bool clean)
 		return;
 	struct slot_ns *sl = &ss->s[idx];
 	sl->busy = false;
-	if (!clean && sl->cg.kept)
-		cg_run_destroy(ss->cg, &sl->cg);
-	if (clean || renew(ss, idx))
+	/* Groups that could not be removed stay marked for removal, and the
+	 * slot unmarked: a process that takes it over removes them too. */
+	bool cg_gone = clean || !sl->cg.kept || cg_run_destroy(ss->cg, &sl->cg);
+	if (!cg_gone) {
+		cg_run_forget(&sl->cg);
+		sl->cg_dirty = true;
+	}
+	if ((clean || renew(ss, idx)) && cg_gone)
 		mark_clean(sl, true);
 }
