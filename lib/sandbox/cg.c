@@ -595,7 +595,7 @@ int cg_run_create(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cp
  *    run brought in, which outlive it (0.6 to 1.1 MiB after a Python, C or
  *    shell run here).  Memory it cannot give back (anon, shmem: a session
  *    workspace's files, mlocked pages) would shrink the next run's limit:
- *    the groups go.  So do they when more than 2 MiB is left (a run that
+ *    the groups go.  So they do when more than 2 MiB is left (a run that
  *    read libraries no one had read: they stay cached, charged to the old
  *    group, rather than be reclaimed here): what is left is mostly page
  *    cache the next run's limit reclaims before any OOM, and what is not
