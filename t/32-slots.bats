@@ -32,12 +32,15 @@ print(os.readlink('/proc/self/ns/net'), flush=True)
 $1" "${2:-{\}}")"
 }
 # slot_cg FILE: slot 0's cgroup directory that has FILE (v1: one per
-# controller), and whether this kernel keeps cgroups in slots at all.
+# controller, under this process's own group, as sbx-run's are: another
+# caller's group may hold a slot0 of its own; v2 as root: at the top),
+# and whether this kernel keeps cgroups in slots at all.
 slot_cg() {
-	local d
-	for d in $(find /sys/fs/cgroup -maxdepth 9 -type d -path '*/sbx/slot0' 2>/dev/null); do
+	local ctl p d
+	while IFS=: read -r _ ctl p; do
+		if [ -n "$ctl" ]; then d=/sys/fs/cgroup/${ctl#name=}${p%/}/sbx/slot0; else d=/sys/fs/cgroup/sbx/slot0; fi
 		[ -e "$d/$1" ] && echo "$d" && return 0
-	done
+	done < /proc/self/cgroup
 	return 1
 }
 skip_unless_kept_cgroups() {
