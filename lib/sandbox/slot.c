@@ -358,8 +358,9 @@ static bool hold(struct slot_sys *ss, int i)
 	}
 	snprintf(name, sizeof name, "%d.net", i);
 	bool clean = is_marked_clean(sl);
-	/* Its cgroups too, if its last run's end is unknown. */
-	sl->cg_dirty = !clean;
+	/* Its cgroups too (where slots keep them), if its last run's end is
+	 * unknown. */
+	sl->cg_dirty = !clean && ss->cg && ss->cg->keep;
 	int fd = clean ? openat(ss->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
 	if (fd >= 0 && is_netns(fd) && check_pinned(ss, fd, sl->chk)) {
 		sl->net_fd = fd;
@@ -435,13 +436,13 @@ void slot_give(struct slot_sys *ss, int idx, bool clean)
 		return;
 	struct slot_ns *sl = &ss->s[idx];
 	sl->busy = false;
-	/* Groups that could not be removed stay marked for removal, and the
-	 * slot unmarked: a process that takes it over removes them too. */
-	bool cg_gone = clean || !sl->cg.kept || cg_run_destroy(ss->cg, &sl->cg);
-	if (!cg_gone) {
+	/* Groups that could not be removed (now or before) stay marked for
+	 * removal, and the slot unmarked: a process that takes it over
+	 * removes them too. */
+	if (!clean && sl->cg.kept && !cg_run_destroy(ss->cg, &sl->cg)) {
 		cg_run_forget(&sl->cg);
 		sl->cg_dirty = true;
 	}
-	if ((clean || renew(ss, idx)) && cg_gone)
+	if ((clean || renew(ss, idx)) && !sl->cg_dirty)
 		mark_clean(sl, true);
 }
