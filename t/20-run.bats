@@ -141,7 +141,11 @@ $sum" ]
 	[ "${#lines[@]}" -eq 5 ]
 	[ "$(printf '%s\n' "${lines[@]:0:4}" | jq -r '"\(.id)@\(.input_line)"' | tr '\n' ' ')" = "s1@1 s2@2 s3@3 s4@4 " ]
 	jqe 4 '.status == "invalid" and (.error | contains("line 5"))'
-	[ "$elapsed" -lt 3000 ]
+	# about 1.5 s; under QEMU without KVM making four sandboxes at once
+	# takes longer, but less than the jobs' own 4.5 s one after another
+	limit=3000
+	[ -z "${SBX_GUEST:-}" ] || limit=4500
+	[ "$elapsed" -lt "$limit" ]
 	# --unordered: as they complete; input_line still matches them back
 	run --separate-stderr sbx -j 4 --unordered < <(jobs)
 	[ "$(printf '%s\n' "${lines[@]}" | jq -r 'select(.id) | .id' | tail -1)" = s1 ]
