@@ -19,6 +19,11 @@
 #include "util.h"
 
 #define INTERRUPT_GRACE_MS 2000
+/* A kernel interrupted before it said it was ready gets this long to
+ * start and answer instead: on a loaded or emulated machine the start of
+ * an interpreter alone can take seconds, and killing it for that would
+ * only have the next cell start another slow kernel. */
+#define START_GRACE_MS 30000
 /* A kernel that closed its channel is let exit by itself this long, so
  * that its cell reports how it ended (an exit code, a signal, the OOM
  * killer), not that we killed it. */
@@ -72,6 +77,7 @@ struct kernel {
 	bool dying;               /* no more cells: its stage's result is awaited */
 	enum kill killed;         /* we killed it, and why (K_NONE: it ended by itself) */
 	bool closing;             /* it closed its channel: CLOSE_GRACE_MS to exit */
+	bool ready;               /* it said {"ready": true}, or answered a cell: started */
 	bool forget;              /* nothing to remember of it (its session ended, it was reset) */
 	char why[200];            /* why it died (or was killed), for the next cell */
 	struct kernel *next;
@@ -328,11 +334,24 @@ static void send_line(struct kernel *k, jv msg)
 	flush_requests(k);
 }
 
-/* A reply: the running cell's end, or a broken kernel. */
+/* A line from the kernel: it is ready, the running cell's end, or it is broken. */
 static void reply(struct kernel *k, jv msg)
 {
 	struct cell *c = k->cur;
 	double n;
+	if (rec_has(msg, "ready")) {
+		/* Once, first, alone and true; an interrupt's grace counts from now. */
+		bool yes;
+		if (k->ready || !rec_bool(msg, "ready", &yes) || !yes || jv_object_length(jv_copy(msg)) != 1) {
+			broken(k);
+			return;
+		}
+		k->ready = true;
+		if (c && c->phase == P_INTERRUPTED)
+			arm(k, INTERRUPT_GRACE_MS);
+		return;
+	}
+	k->ready = true;
 	const char *st = rec_str(msg, "status", NULL);
 	jv v = rec_get(msg, "value");
 	jv_kind vk = jv_get_kind(v);
@@ -407,15 +426,19 @@ static void on_timer(struct loop *l, int fd, short rev, void *arg)
 	} else if (c->phase == P_RUNNING) {
 		c->phase = P_INTERRUPTED;
 		send_line(k, jv_object_set(jv_object(), jv_string("interrupt"), jv_number(c->n)));
-		arm(k, INTERRUPT_GRACE_MS);
+		arm(k, k->ready ? INTERRUPT_GRACE_MS : START_GRACE_MS);
 	} else if (c->phase == P_INTERRUPTED) {
-		/* Its reply may be there, unread. */
+		/* Its reply may be there, unread (or its "ready": a grace anew). */
+		bool was_ready = k->ready;
 		on_chan(l, k->chan, POLLIN, k);
-		if (k->cur != c || k->dying)
+		if (k->cur != c || k->dying || k->ready != was_ready)
 			return;
 		c->phase = P_KILLED;
 		char why[120];
-		snprintf(why, sizeof why, "did not stop within %d s of the cell's interrupt and was killed", INTERRUPT_GRACE_MS / 1000);
+		if (k->ready)
+			snprintf(why, sizeof why, "did not stop within %d s of the cell's interrupt and was killed", INTERRUPT_GRACE_MS / 1000);
+		else
+			snprintf(why, sizeof why, "did not start within %d s of the cell's interrupt and was killed", START_GRACE_MS / 1000);
 		kill_kernel(k, c->cancelled ? K_CANCEL : K_TIMEOUT, why);
 	}
 	(void)rev;

@@ -115,3 +115,5 @@ chan.on('error', () => process.exit(0));
 // reported where it lands, never the kernel's end.
 process.on('unhandledRejection', report);
 process.on('uncaughtException', report);
+// Started: an interrupt from now on is a cell's, not a slow start's.
+send({ ready: true });

@@ -185,6 +185,8 @@ class Kernel:
     def serve(self):
         threading.Thread(target=self.reader, daemon=True).start()
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        # Started: an interrupt from now on is a cell's, not a slow start's.
+        self.send({"ready": True})
         while True:
             msg = self.requests.get()
             n, code = msg.get("cell"), msg.get("code")
