@@ -119,14 +119,7 @@ int main(int argc, char **argv)
 		switch (o) {
 		case 'c': conf_path = optarg; break;
 		case 'o': dir = optarg; break;
-		case 'k': {
-			int64_t v;
-			if (!util_parse_i64(optarg, 1, SHARD_MAX, &v))
-				util_usage_error(synopsis, "-k: \"%s\" is not a number of shards from 1 to %d", optarg,
-						 SHARD_MAX);
-			k = (unsigned)v;
-			break;
-		}
+		case 'k': k = shard_count_arg(optarg, synopsis); break;
 		default: util_common_option(o, argv, synopsis, help);
 		}
 	}

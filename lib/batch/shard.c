@@ -99,3 +99,11 @@ bool shard_parse_name(const char *path, unsigned *i, unsigned *k)
 	*k = b;
 	return true;
 }
+
+unsigned shard_count_arg(const char *arg, const char *synopsis)
+{
+	int64_t v;
+	if (!util_parse_i64(arg, 1, SHARD_MAX, &v))
+		util_usage_error(synopsis, "-k: \"%s\" is not a number of shards from 1 to %d", arg, SHARD_MAX);
+	return (unsigned)v;
+}

@@ -44,5 +44,8 @@ jv shard_key_id(const char *key);
 unsigned shard_of(const char *key, unsigned k);
 /* "shard-I-of-K.jsonl" in a name (a path's last part): true with *i and *k. */
 bool shard_parse_name(const char *path, unsigned *i, unsigned *k);
+/* -k's argument: a number of shards from 1 to SHARD_MAX, or the usage
+ * error (exit 2) with the synopsis. */
+unsigned shard_count_arg(const char *arg, const char *synopsis);
 
 #endif
