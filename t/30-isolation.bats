@@ -586,8 +586,8 @@ while True:
 
 @test "output floods: with and without newlines, binary and NUL: valid JSON, every byte counted" {
 	# 2 s to flood; QEMU without KVM took them all to start Python at 0.5 CPU
-	local t=2
-	[ -z "${SBX_GUEST:-}" ] || t=10
+	local t
+	t=$(bound 2 10)
 	run --separate-stderr sbx -j 3 < <(py 'import sys
 while True: sys.stdout.write("y\n" * 32768)' "{id:\"lines\",timeout:$t}"; py 'import sys
 while True: sys.stderr.write("z" * 65536)' "{id:\"nonl\",timeout:$t}"; py 'import sys

@@ -115,6 +115,11 @@ skip_unless_cgroups() {
 	has_cgroup_limits || skip "needs cgroup limits: root, or a cgroup v2 group delegated to this user (t/guest/suite)"
 }
 
+# bound HOST GUEST: a timing bound (ms or s): HOST here, GUEST in the QEMU
+# guest (t/guest/suite sets SBX_GUEST), whose emulated CPUs start programs
+# several times slower.  What the bound proves must hold at either.
+bound() { if [ -n "${SBX_GUEST:-}" ]; then echo "$2"; else echo "$1"; fi; }
+
 # py CODE [EXTRA]: a Python request, EXTRA (a jq object) merged into it.
 py() { jq -cn --arg c "$1" "{language:\"python\",code:\$c} + ${2:-{\}}"; }
 
