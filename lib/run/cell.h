@@ -12,7 +12,8 @@
  * is ours.  Each side writes one JSON object per line:
  *   to the kernel    {"cell": N, "code": "...", "timeout_ms": T}  and  {"interrupt": N}
  *   from the kernel  {"ready": true} once, first (optional), when it reads
- *                    requests; then {"cell": N, "status": "ok"|"error"|"interrupted", "value": TEXT|null}
+ *                    requests; then
+ *                    {"cell": N, "status": "ok"|"error"|"interrupted", "value": TEXT|null}
  * A line that is not such a reply to the cell running (garbage, a reply
  * with no cell running, a wrong N, a line past 1 MiB) means the kernel is
  * broken: it is killed, and its cell says so.  Code in the kernel can
@@ -30,8 +31,9 @@
  * cell's child processes killed); if it has not replied INTERRUPT_GRACE_MS
  * later it is killed.  A kernel still starting (no "ready" yet, nor a
  * reply) has START_GRACE_MS instead, and INTERRUPT_GRACE_MS from its
- * "ready": a slow start is not a hung cell.  A cell that was interrupted is "timeout" and the
- * state is kept; one whose kernel was killed says the state is lost.
+ * "ready": a slow start is not a hung cell.  A cell that was interrupted
+ * is "timeout" and the state is kept; one whose kernel was killed says the
+ * state is lost.
  *
  * Cells of one session run one at a time: sbx-run holds a job whose
  * workspace has one in flight.  Ownership: the table owns its kernels;
