@@ -88,24 +88,15 @@ int filter_compile(int deny_errno, struct sock_fprog *prog, char *err, size_t er
 		what = "socket";
 		rc = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_GE, AF_MAX + 8));
 	}
-	/* inet: TCP, UDP, ICMP (ping sockets, where the sysctl allows them) and
-	 * MPTCP, whose sockets the kernel counts and ends with the run's.  Not
-	 * DCCP, SCTP, UDP-Lite, L2TP or SMC: protocols few programs use, loaded
-	 * as modules on a first socket() (kernel code a sandbox would reach
-	 * only so), and DCCP keeps TIME_WAIT sockets in a table of its own,
-	 * where neither tcp_max_tw_buckets nor the slot's check (slot.c) sees
-	 * them.  A protocol of 0 picks by type: SOCK_SEQPACKET is SCTP's,
-	 * SOCK_DCCP DCCP's, so those types go too (and SOCK_RDM, SOCK_PACKET). */
-	static const int inet[] = { AF_INET, AF_INET6 };
-	static const int inet_types[] = { SOCK_RDM, SOCK_SEQPACKET, SOCK_DCCP, SOCK_PACKET };
-	static const int inet_protos[] = { 33 /* DCCP */, 115 /* L2TP */, 132 /* SCTP */, 136 /* UDP-Lite */, 256 /* SMC */ };
-	for (size_t f = 0; !rc && f < 2; f++) {
-		for (size_t t = 0; !rc && t < sizeof inet_types / sizeof inet_types[0]; t++)
-			rc = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)inet[f]),
-					      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, (scmp_datum_t)inet_types[t]));
-		for (size_t i = 0; !rc && i < sizeof inet_protos / sizeof inet_protos[0]; i++)
-			rc = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)inet[f]),
-					      SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)inet_protos[i]));
+	/* inet: the types and protocols the policy names (filter_policy.c). */
+	for (size_t f = 0; !rc && f < FILTER_INET_FAMILIES; f++) {
+		scmp_datum_t fam = (scmp_datum_t)filter_inet_families[f];
+		for (size_t t = 0; !rc && t < FILTER_INET_TYPES; t++)
+			rc = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, fam),
+					      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, (scmp_datum_t)filter_inet_types[t]));
+		for (size_t i = 0; !rc && i < FILTER_INET_PROTOS; i++)
+			rc = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, fam),
+					      SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)filter_inet_protos[i]));
 	}
 	/* socketpair: unix only (other families make their sockets, loading
 	 * their modules, before they refuse; TIPC's work). */

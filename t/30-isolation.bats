@@ -646,7 +646,7 @@ except OSError as e: print(e.errno)')" -c "$conf"
 		*) [ "$e" -eq 133 ] || { echo "$name returned $e, not the filter's 133"; false; } ;;
 		esac
 	done < <(jqn 0 .stdout)
-	[ "$(jqn 0 '.stdout | split("\n") | length')" -eq 48 ]
+	[ "$(jqn 0 '.stdout | split("\n") | length')" -eq 54 ]
 }
 
 @test "mount attempts fail, by the filter and by the missing capability" {

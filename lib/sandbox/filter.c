@@ -83,6 +83,19 @@ jv filter_docker_profile(int deny_errno)
 	rules = jv_array_append(rules, rule("socket", deny_errno,
 					    jv_array_append(jv_array_append(jv_array(), arg(0, AF_NETLINK, 0, "SCMP_CMP_EQ")),
 							    arg(2, 0, 0, "SCMP_CMP_NE"))));
+	for (size_t f = 0; f < FILTER_INET_FAMILIES; f++) {
+		unsigned fam = (unsigned)filter_inet_families[f];
+		for (size_t t = 0; t < FILTER_INET_TYPES; t++)
+			rules = jv_array_append(rules, rule("socket", deny_errno,
+							    jv_array_append(jv_array_append(jv_array(), arg(0, fam, 0, "SCMP_CMP_EQ")),
+									    arg(1, 0xf, (unsigned)filter_inet_types[t], "SCMP_CMP_MASKED_EQ"))));
+		for (size_t i = 0; i < FILTER_INET_PROTOS; i++)
+			rules = jv_array_append(rules, rule("socket", deny_errno,
+							    jv_array_append(jv_array_append(jv_array(), arg(0, fam, 0, "SCMP_CMP_EQ")),
+									    arg(2, (unsigned)filter_inet_protos[i], 0, "SCMP_CMP_EQ"))));
+	}
+	rules = jv_array_append(rules, rule("socketpair", deny_errno,
+					    jv_array_append(jv_array(), arg(0, AF_UNIX, 0, "SCMP_CMP_NE"))));
 	rules = jv_array_append(rules, rule("ioctl", deny_errno,
 					    jv_array_append(jv_array(), arg(1, 0xffffffffu, TIOCSTI, "SCMP_CMP_MASKED_EQ"))));
 	rules = jv_array_append(rules, rule("ioctl", deny_errno,

@@ -30,6 +30,14 @@ extern const char *const filter_denied[];          /* NULL-terminated */
 extern const unsigned long filter_ns_flags[FILTER_NS_FLAGS];
 /* May a program open sockets of this address family? */
 bool filter_family_allowed(int fam);
+/* Of the inet families, the socket types (the low 4 bits of socket()'s
+ * type) and protocols denied; socketpair is allowed for AF_UNIX only. */
+#define FILTER_INET_FAMILIES 2
+#define FILTER_INET_TYPES 4
+#define FILTER_INET_PROTOS 5
+extern const int filter_inet_families[FILTER_INET_FAMILIES];
+extern const int filter_inet_types[FILTER_INET_TYPES];
+extern const int filter_inet_protos[FILTER_INET_PROTOS];
 
 /* The BPF program for deny_errno (1..4095); owned by the caller (free
  * prog.filter). */

@@ -45,3 +45,17 @@ bool filter_family_allowed(int fam)
 			return true;
 	return false;
 }
+
+/* inet: TCP, UDP, ICMP (ping sockets, where the sysctl allows them) and
+ * MPTCP, whose sockets the kernel counts and ends with the run's.  Not
+ * DCCP, SCTP, UDP-Lite, L2TP or SMC: protocols few programs use, loaded
+ * as modules on a first socket() (kernel code a sandbox would reach
+ * only so), and DCCP keeps TIME_WAIT sockets in a table of its own,
+ * where neither tcp_max_tw_buckets nor the slot's check (slot.c) sees
+ * them.  A protocol of 0 picks by type: SOCK_SEQPACKET is SCTP's,
+ * SOCK_DCCP DCCP's, so those types go too (and SOCK_RDM, SOCK_PACKET). */
+const int filter_inet_families[FILTER_INET_FAMILIES] = { AF_INET, AF_INET6 };
+const int filter_inet_types[FILTER_INET_TYPES] = { SOCK_RDM, SOCK_SEQPACKET, SOCK_DCCP, SOCK_PACKET };
+const int filter_inet_protos[FILTER_INET_PROTOS] = {
+	33 /* DCCP */, 115 /* L2TP */, 132 /* SCTP */, 136 /* UDP-Lite */, 256 /* SMC */,
+};
