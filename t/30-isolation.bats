@@ -638,11 +638,18 @@ except OSError as e: print(e.errno)')" -c "$conf"
 	req=$(jq -cn --rawfile c "$ROOT/t/fixtures/syscalls.c" '{language:"c",code:$c}')
 	run_req "$req" -c "$conf"
 	jqe 0 '.status == "success"'
+	# The foreign ABIs bare, on the host: a kernel without IA-32 emulation
+	# (ia32_emulation=off, some VMs) faults int 0x80 with SIGSEGV before
+	# any filter runs; there the sandbox's answer is that same SIGSEGV.
+	cc -o abi "$ROOT/t/fixtures/syscalls.c"
+	local i386=31
+	[ "$(./abi abi | sed -n 's/^i386 //p')" != 11 ] || i386=11
 	while read -r name e; do
 		case $name in
 		clone3 | memfd_create) [ "$e" -eq 38 ] || { echo "$name $e"; false; } ;;
 		socket_netlink_route) [ "$e" -eq 0 ] || { echo "$name $e"; false; } ;;
-		x32 | i386) [ "$e" -eq 31 ] || { echo "$name killed by $e"; false; } ;;
+		x32) [ "$e" -eq 31 ] || { echo "$name killed by $e"; false; } ;;
+		i386) [ "$e" -eq "$i386" ] || { echo "$name killed by $e, not $i386"; false; } ;;
 		*) [ "$e" -eq 133 ] || { echo "$name returned $e, not the filter's 133"; false; } ;;
 		esac
 	done < <(jqn 0 .stdout)
