@@ -45,7 +45,7 @@ UNIT_SRC := $(wildcard t/unit/*.c)
 UNITS    := $(patsubst t/unit/%.c,$(BUILD)/t/%,$(UNIT_SRC))
 MANS     := $(wildcard man/*.1)
 
-.PHONY: deb image dash-shots typescript python-site python-fonts demo all check check-asan check-valgrind vg-wrappers unit deps install uninstall clean fuzz fuzz-build bench bench-run differential mcp-client
+.PHONY: deb image dash-shots typescript python-site python-fonts demo all check check-asan check-kernels check-builds check-valgrind vg-wrappers unit deps install uninstall clean fuzz fuzz-build bench bench-run differential mcp-client test-tools
 # Helpers the tools run, not tools: in ../libexec/sbx beside the tools'
 # directory, in a checkout as when installed.
 LIBEXECDIR := $(BINDIR)/../libexec/sbx
@@ -171,12 +171,12 @@ dash-shots:
 	@mkdir -p doc/img && for f in overview run runs; do cp $(BUILD)/dash/$$f.png doc/img/dashboard-$$f.png; done
 
 # ---- dependencies from Debian's packages ---------------------------------
-# Build: compiler, libraries.  Tests: bats, jq, valgrind, clang (sanitizers,
-# fuzzing).  Only what is missing is installed; as non-root the command is
+# Build: compiler, libraries.  Tests: jq, valgrind, clang (sanitizers,
+# fuzzing); bats-core comes from npm (make test-tools).  Only what is missing is installed; as non-root the command is
 # printed instead.  npm is asked for only when no npm is on PATH (Node.js
 # from NodeSource brings its own, and conflicts with Debian's).
 DEPS_BUILD := gcc make pkg-config libjq-dev libseccomp-dev libsqlite3-dev libmicrohttpd-dev
-DEPS_TEST  := bats jq sqlite3 valgrind clang libclang-rt-14-dev procps iproute2 util-linux python3 python3-pip g++ nodejs bubblewrap hyperfine wrk curl libpython3.11-testsuite chromium
+DEPS_TEST  := jq sqlite3 valgrind clang libclang-rt-14-dev procps iproute2 util-linux python3 python3-pip g++ nodejs bubblewrap hyperfine wrk curl libpython3.11-testsuite chromium
 # The runtimes of etc/sandbox.conf's languages, so every language is tested;
 # Python's plotting and data libraries, which programs import out of the box.
 DEPS_LANG  := golang-go rustc default-jdk-headless ruby php-cli python3-matplotlib python3-numpy python3-pandas
@@ -259,30 +259,50 @@ mcp-client: deps
 		(cd t/browser && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error) >&2; \
 	else echo "make mcp-client: npm is missing; the SDK client and conformance tests will be skipped" >&2; fi
 
+# bats-core for t/run, exactly as locked (t/bats): 1.10 or later picks
+# tests by their tags (the guests run those tagged kernel); Debian 12 has
+# 1.8.
+test-tools: deps
+	@if ! command -v npm > /dev/null; then echo "make test-tools: npm is missing (make deps installs it)" >&2; exit 1; fi; \
+	cd t/bats && npm ci --no-audit --no-fund --loglevel=error >&2
+
 # ---- tests ----------------------------------------------------------------
 # The suite runs against the ASan+UBSan build (memory errors fail it) after
-# the unit tests, then the sandbox suites again in a guest under Debian 12's
-# kernel with cgroup v2 (t/guest/run; about 25 minutes); t/run prints the
-# totals as its last line.
+# the unit tests, then the tests tagged kernel again in guests under Debian
+# 12's and 13's kernels with cgroup v2 (t/guest/run); t/run prints where
+# the time went and, as its last line, the totals (doc/testing.md).
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+JOBS := -j$(shell nproc 2> /dev/null || echo 2)
 
-check: deps mcp-client
-	@$(MAKE) --no-print-directory all unit
-	@$(MAKE) --no-print-directory BUILD=build/asan BINDIR=build/asan/bin CFLAGS='$(ASAN_FLAGS)' LDFLAGS='-fsanitize=address,undefined' all unit
+check: deps mcp-client test-tools check-builds
 	@$(MAKE) -s --no-print-directory vg-wrappers
 	@t/run --valgrind --docker --guest
 
+check-builds:
+	@$(MAKE) --no-print-directory $(JOBS) all unit
+	@$(MAKE) --no-print-directory $(JOBS) BUILD=build/asan BINDIR=build/asan/bin CFLAGS='$(ASAN_FLAGS)' LDFLAGS='-fsanitize=address,undefined' all unit
+
 check-asan: check
 
-# valgrind (memcheck) over the record tools' tests.  sbx-run is left out:
-# valgrind 3.19 does not know the system calls it is built on (clone3,
-# fsopen, fsmount, open_tree, move_mount, mount_setattr); ASan+UBSan+LSan
-# cover it in make check.  sbx-mcp runs under valgrind for its command line
-# (t/00-cli.bats); its session tests need openat2, which valgrind 3.19 does
-# not know either, and run under ASan.
+# The whole former matrix, before tags: every sandbox suite (run,
+# languages, cells, judging, isolation, slots, the ordinary user, the
+# package, in the root t/pkg/root makes) in the guests, as root and as a
+# delegated user under Debian 12's kernel and the slots' under Debian 13's
+# (doc/testing.md says how long).  Run it before resolving a change to
+# lib/sandbox, lib/run, the kernels' scripts or the seccomp policy.
+check-kernels: deps test-tools check-builds deb
+	@t/pkg/root $(DEB_FILE) > $(BUILD)/pkg-root.log 2>&1 || { tail -n 5 $(BUILD)/pkg-root.log >&2; exit 1; }
+	@t/run --kernels
+
+# valgrind (memcheck) over the tests tagged valgrind (helpers.bash): the
+# record tools' and sbx-mcp's, where it sees what ASan does not.  sbx-run
+# is left out: valgrind 3.19 does not know the system calls it is built on
+# (clone3, fsopen, fsmount, open_tree, move_mount, mount_setattr); ASan,
+# UBSan and LSan cover it in make check.  sbx-mcp's session tests need
+# openat2, which valgrind 3.19 does not know either, and run under ASan.
 VG_TOOLS := sbx-validate sbx-cap sbx-log sbx-history sbx-mcp sbx-shard sbx-merge sbx-batch
-check-valgrind: deps all vg-wrappers
-	@SBX_BIN=$(CURDIR)/$(BUILD)/vg/bin t/run --no-unit t/00-cli.bats t/10-validate.bats t/15-cap.bats t/50-history.bats t/52-history-merge.bats t/80-batch.bats
+check-valgrind: deps test-tools all vg-wrappers
+	@t/run --no-unit --no-host --valgrind
 
 vg-wrappers: all
 	@mkdir -p $(BUILD)/vg/bin
@@ -351,23 +371,31 @@ install: all
 # make deb: build/deb/sbx_VERSION_ARCH.deb, from the files git tracks (and
 # new ones it does not ignore), built by dpkg-buildpackage in a copy, so
 # the work tree and its parent get nothing; lintian's errors fail it.
+# Built again only when one of those files changed (t/72 and t/90 both
+# ask for it, at once: the lock makes the second wait for the first).
 DEB_VERSION := $(shell dpkg-parsechangelog -l debian/changelog -S Version 2> /dev/null)
+DEB_FILE    := $(BUILD)/deb/sbx_$(DEB_VERSION)_$(shell dpkg --print-architecture 2> /dev/null).deb
+DEB_SRC     := $(wildcard $(shell git ls-files -co --exclude-standard 2> /dev/null))
 deb: deps
+	@mkdir -p $(BUILD) && flock $(BUILD)/deb.lock $(MAKE) -s --no-print-directory $(DEB_FILE)
+	@cat $(BUILD)/deb/lintian.log >&2; echo $(DEB_FILE)
+$(DEB_FILE): $(DEB_SRC)
 	@v=$$(sed -n 's/^#define SBX_VERSION "\(.*\)"/\1/p' lib/core/util.h); [ "$$v" = "$(DEB_VERSION)" ] || \
 		{ echo "make deb: debian/changelog is $(DEB_VERSION), the tools are $$v" >&2; exit 1; }
 	rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/sbx-$(DEB_VERSION)
 	git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t $(BUILD)/deb/sbx-$(DEB_VERSION)
 	cd $(BUILD)/deb/sbx-$(DEB_VERSION) && dpkg-buildpackage -us -uc -b > ../build.log 2>&1 || \
 		{ tail -n 30 ../build.log >&2; exit 1; }
-	@deb=$$(ls $(BUILD)/deb/sbx_$(DEB_VERSION)_*.deb) && \
-	lintian --fail-on error $$deb > $(BUILD)/deb/lintian.log 2>&1; rc=$$?; \
-	cat $(BUILD)/deb/lintian.log >&2; [ $$rc = 0 ] || exit 1; echo "$$deb"
+	@lintian --fail-on error $@ > $(BUILD)/deb/lintian.log 2>&1 || { cat $(BUILD)/deb/lintian.log >&2; rm -f $@; exit 1; }
 
 # make image: the container image sbx:VERSION (and sbx:latest) in the
 # engine DOCKER_HOST names, from the package over a fresh Debian root
-# (build-aux/mkimage; doc/install.md says how to run it).
+# (build-aux/mkimage; doc/install.md says how to run it).  Made again only
+# when the engine's image holds another package (its comment says which).
 image: deb
-	@build-aux/mkimage $$(ls $(BUILD)/deb/sbx_$(DEB_VERSION)_*.deb) sbx:$(DEB_VERSION) && docker tag sbx:$(DEB_VERSION) sbx:latest
+	@if [ "$$(docker image inspect -f '{{.Comment}}' sbx:$(DEB_VERSION) 2> /dev/null)" = \
+	     "sbx $(DEB_VERSION) deb $$(sha256sum < $(DEB_FILE) | cut -d' ' -f1)" ]; then echo "sbx:$(DEB_VERSION) is up to date"; \
+	else build-aux/mkimage $(DEB_FILE) sbx:$(DEB_VERSION); fi && docker tag sbx:$(DEB_VERSION) sbx:latest
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(TOOLS)) $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MANS)))

@@ -42,6 +42,7 @@ tools() {
 	done
 }
 
+# bats test_tags=valgrind
 @test "every tool: a broken configuration exits 2 naming file, line and key" {
 	printf '[sandbox]\ntimeout = 5\nmemroy = "1g"\n' > bad.conf
 	for t in $(tools); do
@@ -68,6 +69,7 @@ tools() {
 	done
 }
 
+# bats test_tags=valgrind
 @test "record tools: files as arguments are read as one stream, as cat gives them; an unreadable one is exit 2" {
 	printf '{"id":"a","language":"py","code":"1"}' > a.jsonl   # no final newline
 	printf '{"id":"b","language":"sh","code":"2"}\n[]\n' > b.jsonl

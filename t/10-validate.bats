@@ -4,6 +4,7 @@ load helpers
 
 v() { "$BIN/sbx-validate" "$@"; }
 
+# bats test_tags=valgrind
 @test "the README example: a job, an invalid line 2, an unsupported language" {
 	run --separate-stderr v < <(printf '%s\n' '{"language":"python","code":"print(1)"}' 'not json' '{"language":"cobol","code":"x"}')
 	[ "$status" -eq 1 ]
@@ -22,6 +23,7 @@ v() { "$BIN/sbx-validate" "$@"; }
 	jqe 0 '.compile_limits.timeout_ms == 30000 and .compile_limits.memory_bytes == 1073741824 and .compile_limits.cpus == 1'
 }
 
+# bats test_tags=valgrind
 @test "hostile lines become invalid records naming the line; every line gets one output line" {
 	{
 		echo '{"code": [1,2]}'
@@ -51,6 +53,7 @@ v() { "$BIN/sbx-validate" "$@"; }
 	[ -z "$stderr" ]
 }
 
+# bats test_tags=valgrind
 @test "a 50 MiB line is an invalid record, and the next line is still served" {
 	{ printf '{"language":"python","code":"'; head -c 52428800 /dev/zero | tr '\0' 'a'; printf '"}\n'; echo '{"language":"python","code":"1"}'; } > big.jsonl
 	run --separate-stderr v < big.jsonl
@@ -76,6 +79,7 @@ v() { "$BIN/sbx-validate" "$@"; }
 	jqe 3 '.error == "code is 68.4 KiB, exceeds max_code_size 64 KiB"'
 }
 
+# bats test_tags=valgrind
 @test "limits: request values within ceilings are used, above them refused with the ceiling" {
 	run --separate-stderr v < <(printf '%s\n' \
 		'{"language":"python","code":"1","timeout":2.5,"memory":"128m","cpus":1,"pids":10}' \
@@ -109,6 +113,7 @@ v() { "$BIN/sbx-validate" "$@"; }
 	jqe 0 '.error == "\"network\" must be true or false"'
 }
 
+# bats test_tags=valgrind
 @test "the computed fields: a job validated again is the same job; setting them is refused, not ignored" {
 	v <<< '{"language":"cpp","code":"int main(){}","cpus":1,"args":["a"]}' > job.json
 	run --separate-stderr v < <(cat job.json
@@ -138,6 +143,7 @@ v() { "$BIN/sbx-validate" "$@"; }
 	[ -z "$stderr" ]
 }
 
+# bats test_tags=valgrind
 @test "files: relative paths only, no .., no NUL, not the program file, within limits" {
 	run --separate-stderr v < <(printf '%s\n' \
 		'{"language":"python","code":"1","files":{"data/in.txt":"x","b.bin":{"content":"AAEC","encoding":"base64"}}}' \
@@ -190,6 +196,7 @@ v() { "$BIN/sbx-validate" "$@"; }
 	[ "$(jqn 0 'keys_unsorted[0:5] | join(",")')" = "task_id,language,code,model,id" ]
 }
 
+# bats test_tags=valgrind
 @test "a misspelled field is refused with the name it nearly is; language names in any case" {
 	run --separate-stderr v < <(
 		echo '{"language":"py","code":"1","tiemout":3}'
@@ -294,6 +301,7 @@ v() { "$BIN/sbx-validate" "$@"; }
 	jqe 0 '.status == "invalid" and (.error | contains("installed packages"))'
 }
 
+# bats test_tags=valgrind
 @test "sessions: inline code in a directory of its own, an entry by its extension, a command; what ran is the code" {
 	conf=$(conf_with 's/^$//')
 	sid=0123456789abcdef0123456789abcdef

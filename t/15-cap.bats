@@ -2,6 +2,7 @@
 # sbx-cap: head and tail around a marker, never splitting a character.
 load helpers
 
+# bats test_tags=valgrind
 @test "1 MB of multi-byte output capped at 100 bytes: valid UTF-8, head and tail kept" {
 	python3 -c '
 import json
@@ -38,6 +39,7 @@ print(json.dumps({"stdout": "a" * 200000}))' > r.jsonl
 	jqe 0 '(.stdout | test("^aaaaa\n\\[\\.\\.\\. 199990 bytes truncated \\.\\.\\.\\]\naaaaa$"))'
 }
 
+# bats test_tags=valgrind
 @test "stderr and the compiler's output are capped too; short fields untouched" {
 	echo '{"stdout":"ok","stderr":"'"$(head -c 5000 /dev/zero | tr '\0' e)"'","compile":{"stdout":"","stderr":"'"$(head -c 5000 /dev/zero | tr '\0' w)"'"},"task":"keep"}' > r.jsonl
 	run --separate-stderr "$BIN/sbx-cap" -n 100 < r.jsonl
@@ -45,6 +47,7 @@ print(json.dumps({"stdout": "a" * 200000}))' > r.jsonl
 	jqe 0 '.compile.stderr_truncated == true and (.compile.stderr | startswith("wwww")) and .compile.stdout == "" and .task == "keep"'
 }
 
+# bats test_tags=valgrind
 @test "NUL and already-replaced characters survive capping" {
 	echo '{"stdout":"\u0000a\ufffdb"}' | "$BIN/sbx-cap" -n 100 > out
 	[ "$(jq -c .stdout out)" = '"\u0000a�b"' ]

@@ -39,6 +39,7 @@ fd = next(f for f in range(3, 256) if sock(f))'
 # cells < requests: through sbx-validate | sbx-run.
 cells() { run --separate-stderr sbx -c "$conf" "$@"; }
 
+# bats test_tags=kernel
 @test "state from cell to cell; Out[n] is the last expression's repr; an exception keeps the state" {
 	cells < <(cell 'import math
 r = 2.0
@@ -60,6 +61,7 @@ math.pi * r ** 2'; cell 'print(r); r = r / 0'; cell 'r')
 	jqe 3 '.value == "20" and .execution_count == 4'
 }
 
+# bats test_tags=kernel
 @test "a cell past its timeout is interrupted (status timeout, state kept); one that ignores SIGINT costs its kernel" {
 	cells < <(cell 'x = 1'; cell 'import time; time.sleep(60)' '{timeout: 1}'; cell 'x + 1'
 		cell 'import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -80,8 +82,9 @@ while True: pass' '{timeout: 1}'; cell "'x' in dir()")
 	jqe 4 '.status == "error" and .exit_code == 0 and (.kernel_note | test("exited with code 0"))'
 }
 
+# bats test_tags=kernel
 @test "a kernel flooding memory is stopped by its cgroup and reported; a fork bomb meets the pids limit" {
-	has_cgroup_limits
+	skip_unless_cgroups
 	# (the timeout is only a bound: some 60 forks of Python took 6 s in
 	# QEMU without KVM)
 	cells < <(cell 'a = []
@@ -212,6 +215,7 @@ threading.Thread(target=flood).start()' | "$BIN/sbx-validate" -c "$conf")" "$(ce
 	jqe 1 '.status == "internal_error" and (.error | test("the session ended"))'
 }
 
+# bats test_tags=kernel
 @test "the kernel's environment is the language's, not the host's; no capabilities; no network" {
 	export SBX_TEST_SECRET=hunter2
 	cells < <(cell 'import os

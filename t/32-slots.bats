@@ -7,6 +7,7 @@
 # max_slots = 1: every run takes slot 0, and the tests first prove that it
 # did (the same namespace inode, the same cgroup), so that "nothing
 # crossed" is not "nothing was reused".
+# bats file_tags=kernel
 load helpers
 
 PIN=/run/sbx/slots/0.net
@@ -32,13 +33,13 @@ print(os.readlink('/proc/self/ns/net'), flush=True)
 $1" "${2:-{\}}")"
 }
 # slot_cg FILE: slot 0's cgroup directory that has FILE (v1: one per
-# controller, under this process's own group, as sbx-run's are: another
-# caller's group may hold a slot0 of its own; v2 as root: at the top),
+# controller, under this process's own group, as sbx-run's are; v2 as
+# root: at the top; under this file's own parent, CG_PARENT),
 # and whether this kernel keeps cgroups in slots at all.
 slot_cg() {
 	local ctl p d
 	while IFS=: read -r _ ctl p; do
-		if [ -n "$ctl" ]; then d=/sys/fs/cgroup/${ctl#name=}${p%/}/sbx/slot0; else d=/sys/fs/cgroup/sbx/slot0; fi
+		if [ -n "$ctl" ]; then d=/sys/fs/cgroup/${ctl#name=}${p%/}/$CG_PARENT/slot0; else d=/sys/fs/cgroup/$CG_PARENT/slot0; fi
 		[ -e "$d/$1" ] && echo "$d" && return 0
 	done < /proc/self/cgroup
 	return 1
@@ -273,7 +274,7 @@ s.bind("\0sbx-slot"); print("bound")'
 @test "slots: two runs at once never share one; a timed-out run's slot is made anew" {
 	slot_run 'import time; time.sleep(3)' '{timeout: 10}' &
 	# the first run holds slot 0 once its program runs
-	for i in $(seq 100); do pgrep -u "$SBX_PROG_UID" python3 > /dev/null && break; sleep 0.1; done
+	for i in $(seq 100); do our_pgrep "$SBX_PROG_UID" python3 > /dev/null && break; sleep 0.1; done
 	held=$(pinned)
 	slot_run 'pass'
 	jqe 0 '.status == "success"'

@@ -32,6 +32,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	[ "$(stat -c %a "$SBX_HISTORY")" = 600 ]
 }
 
+# bats test_tags=valgrind
 @test "round trip: every column from a real pipeline, and the stored record" {
 	# 1 MiB touched: more than the kernel's charge batches, which can make
 	# a tiny program's peak 0 in a slot's kept cgroup (doc/contract.md)
@@ -133,6 +134,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	[ "$(printf '%s,' "${lines[@]}")" = "4,3,2,1," ]
 }
 
+# bats test_tags=valgrind
 @test "migration from version 1: rows kept, the principal column added; --principal filters by it" {
 	results 2 | logr > /dev/null
 	# back to what version 1 was
@@ -200,6 +202,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	chmod 0755 "$(dirname "$SBX_HISTORY")"
 }
 
+# bats test_tags=valgrind
 @test "a corrupt database: one clear error, records still flow, exit 4; the reader exits 2" {
 	mkdir -p "$(dirname "$SBX_HISTORY")"
 	head -c 8192 /dev/urandom > "$SBX_HISTORY"
@@ -285,6 +288,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	[[ "${stderr_lines[0]}" == *missing.db*"No such file"* ]]
 }
 
+# bats test_tags=valgrind
 @test "formats: table aligned for people, csv quoted per RFC 4180, json by default" {
 	jq -nc '{id: "q", language: "python", code: "print(\"a,b\")\nprint(2)", status: "success", duration_ms: 3}' | logr > /dev/null
 	results 1 | logr > /dev/null
@@ -319,6 +323,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	python3 -c 'import csv,sys; rows = list(csv.DictReader(open(sys.argv[1]))); assert rows[0]["error"] == "bad \\x1b[2J", rows' out.csv
 }
 
+# bats test_tags=valgrind
 @test "--stats: counts, success rate, nearest-rank p50/p95/max; --by day series" {
 	{
 		for d in $(seq 1 100); do jq -nc --argjson d "$d" '{language: "python", code: "x", status: "success", duration_ms: $d, started_at: "2026-11-28T10:00:00.000Z"}'; done

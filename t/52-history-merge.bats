@@ -25,6 +25,7 @@ count() { sqlite3 "$1" 'SELECT count(*) FROM runs'; }
 # Every column a merge copies, as sqlite3 prints them.
 COLS="timestamp, language, code_snippet, status, exit_code, duration_ms, stdout_size, stderr_size, run_id, signal, cpu_ms, memory_peak_bytes, backend, compile_status, compile_ms, code_sha256, error, session_id, principal, code, record, execution_count, verdict, tests_passed, tests_total, host, shard, attempt"
 
+# bats test_tags=valgrind
 @test "merge: two shards' histories from sbx-log, every column kept, ids the target's own" {
 	results 3 a '{"index": 0, "of": 2, "attempt": 1, "host": "node-a"}' | logr -d a.db --store-code full > /dev/null
 	results 2 b '{"index": 1, "of": 2, "attempt": 2, "host": "node-b"}' 10 | logr -d b.db > /dev/null
@@ -239,6 +240,7 @@ COLS="timestamp, language, code_snippet, status, exit_code, duration_ms, stdout_
 	[ "$(sqlite3 all.db 'SELECT group_concat(run_id, " ") FROM runs')" = "one-0 one-1 one-2" ]
 }
 
+# bats test_tags=valgrind
 @test "a hostile source: wrong-typed values become NULL or the defaults, malformed keys the source's own, no crash" {
 	results 2 ok | logr -d src.db > /dev/null
 	u=$(uuid src.db)

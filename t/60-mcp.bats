@@ -164,7 +164,7 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	{
 		init
 		call 1 run_code '{"language":"bash","code":"sleep 30"}'
-		sleep 1.5
+		await_program '^sleep 30$'
 		echo '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"changed my mind"}}'
 		echo '{"jsonrpc":"2.0","id":2,"method":"ping"}'
 		call 3 run_code '{"language":"python","code":"print(1)"}'
@@ -855,7 +855,7 @@ localhost -> HTTP/1.1 502 Bad Gateway" ]
 	pid=$!
 	exec 7> in
 	{ init; call 1 sandbox_initialize '{}'; call 2 run_code '{"language":"bash","code":"sleep 60"}'; } >&7
-	for i in $(seq 50); do pgrep -u "$SBX_PROG_UID" sleep > /dev/null && break; sleep 0.1; done
+	for i in $(seq 50); do our_pgrep "$SBX_PROG_UID" '^sleep' > /dev/null && break; sleep 0.1; done
 	kill -TERM "$pid"
 	wait "$pid"
 	exec 7>&-

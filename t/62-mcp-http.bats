@@ -53,6 +53,7 @@ call() {
 # The JSON-RPC error message of an HTTP error body.
 errmsg() { jq -r .error.message body; }
 
+# bats test_tags=valgrind
 @test "healthz needs no token and says nothing else; unknown paths 404; one access-log line per request" {
 	http_serve
 	req GET /healthz
@@ -71,6 +72,7 @@ errmsg() { jq -r .error.message body; }
 	! grep -q "$TOKEN" srv.log
 }
 
+# bats test_tags=valgrind
 @test "401: no token, a wrong token, another scheme; WWW-Authenticate says Bearer" {
 	http_serve
 	AUTH= rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}'
@@ -132,6 +134,7 @@ errmsg() { jq -r .error.message body; }
 	[ "$code" = 403 ]
 }
 
+# bats test_tags=valgrind
 @test "Streamable HTTP: a session at initialize; JSON answers; 202 for notifications; an event stream when the call sends progress" {
 	http_serve
 	initialize
@@ -163,7 +166,7 @@ errmsg() { jq -r .error.message body; }
 	[ "$code" = 202 ]
 	# cancellation: the cancelled call's POST ends without an answer
 	rpc "$(call 4 run_code '{"language":"python","code":"import time; time.sleep(30)"}')" &
-	sleep 0.8
+	await_program '^python3 '
 	code2=$(curl -sS -o /dev/null -w '%{http_code}' -X POST "$URL/mcp" -H "Authorization: Bearer $TOK" -H "Mcp-Session-Id: $SID" \
 		-H 'Content-Type: application/json' -d '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}')
 	[ "$code2" = 202 ]
@@ -221,6 +224,7 @@ errmsg() { jq -r .error.message body; }
 	grep -q "session ${SID:0:8} expired" srv.log
 }
 
+# bats test_tags=valgrind
 @test "405, 415, 406, 400: methods, media types, the protocol version header, a missing session, bad JSON, batches" {
 	http_serve
 	initialize
@@ -263,6 +267,7 @@ errmsg() { jq -r .error.message body; }
 	jq -e '.id == 5 and .error.code == -32601' body
 }
 
+# bats test_tags=valgrind
 @test "413: a body over max_body, declared or streamed in chunks, is refused and not kept" {
 	set_key max_body '"64k"'
 	http_serve
@@ -519,6 +524,7 @@ errmsg() { jq -r .error.message body; }
 	jq -e '.result.tasks == []' body
 }
 
+# bats test_tags=valgrind
 @test "HTTP+SSE (2024-11-05): the endpoint event, 202 for posts, answers on the stream; a closed stream ends the session" {
 	http_serve
 	curl -sS -N "$URL/sse" -H "Authorization: Bearer $TOK" > stream &
@@ -579,7 +585,7 @@ errmsg() { jq -r .error.message body; }
 	curl -sS -o late.json -X POST "$URL/mcp" -H "Authorization: Bearer $TOK" -H "Mcp-Session-Id: $SID" -H 'Content-Type: application/json' \
 		-d "$(call 1 run_code '{"language":"python","code":"import time; time.sleep(2); print(\"finished\")"}')" &
 	client=$!
-	sleep 0.7
+	await_program '^python3 '
 	kill -TERM "$SRV"
 	sleep 0.3
 	run curl -sS -o /dev/null "$URL/healthz"
@@ -596,7 +602,7 @@ errmsg() { jq -r .error.message body; }
 	curl -sS -o never.json -X POST "$URL/mcp" -H "Authorization: Bearer $TOK" -H "Mcp-Session-Id: $SID" -H 'Content-Type: application/json' \
 		-d "$(call 2 run_code '{"language":"python","code":"import time; time.sleep(30)"}')" &
 	client=$!
-	sleep 0.7
+	await_program '^python3 '
 	t0=$(date +%s%N)
 	kill -TERM "$SRV"
 	wait "$SRV"

@@ -203,6 +203,7 @@ mcp() {
 	grep -q 'No sandbox session is open' body
 }
 
+# bats test_tags=valgrind
 @test "dashboard: filters and keyset paging through 120 runs, none twice; live rows after an id" {
 	set_key dashboard '"all"'
 	for i in $(seq 1 120); do
@@ -246,6 +247,7 @@ mcp() {
 	grep -q '<b id="total">120</b>' body
 }
 
+# bats test_tags=valgrind
 @test "dashboard: the XSS corpus is text on every page, and sbx-history --format html is one inert file" {
 	set_key dashboard '"all"'
 	log "$(hostile)"

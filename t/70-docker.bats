@@ -6,16 +6,16 @@
 # keyed by the image's ID, --pull, and every
 # "the engine is not there" case as an internal_error carrying the fix.
 # (The shared suites, t/20, t/25 and t/30, also run against this backend:
-# t/run --docker.)
+# t/run --docker.)  Every test here is the docker backend's.
+export SBX_TEST_BACKEND=docker
 load helpers
 
 local_setup() {
 	skip_unless_docker
-	export SBX_CONF=$DOCKER_DIR/sandbox.conf SBX_BACKEND=docker
 }
 
 teardown() {
-	if [ -f "$DOCKER_DIR/host" ]; then SBX_TEST_BACKEND=docker assert_no_leftovers; fi
+	if [ -f "$DOCKER_DIR/host" ]; then assert_no_leftovers; fi
 }
 
 # The engine's record of the container of a running job (by its id label).
@@ -84,7 +84,7 @@ container_of() {
 	jqe 0 '.status == "success" and .stdout == "next\n"'
 	[ -z "$(docker ps -aq --filter label=sbx=orphan-1)" ]
 	[ -z "$(ls "$DOCKER_DIR/var/docker")" ]
-	! pgrep -u "$SBX_PROG_UID" sleep
+	! sandbox_pgrep "$SBX_PROG_UID" '^sleep'
 }
 
 @test "an output flood of 3 s reaches neither the daemon's disk nor the supervisor's memory" {
@@ -201,7 +201,7 @@ container_of() {
 	[ ! -s hits ] || { echo "the host's listener was reached:"; cat hits; false; }
 	diff "$ws/probe.out" <(egress_expected)
 	# the proxy and its socket are gone with the stage
-	! pgrep -x sbx-egress
+	! our_pgrep "" '(^|/)sbx-egress( |$)'
 	[ -z "$(find "$BATS_TEST_TMPDIR/var" -name sock -type s)" ]
 }
 

@@ -30,6 +30,7 @@ assert_exact() {
 		{ echo "a wrong result in $2" >&2; return 1; }
 }
 
+# bats test_tags=valgrind
 @test "sbx-shard: by a hash of the id, every request once, byte for byte the same on a second run" {
 	reqs 1000 > req.jsonl
 	printf '%s\n' '{"language":"bash","code":"echo same"}' '{"language":"bash","code":"echo same"}' >> req.jsonl
@@ -81,6 +82,7 @@ assert_exact() {
 	[[ $output == *"usage: sbx-shard"* ]]
 }
 
+# bats test_tags=valgrind
 @test "sbx-batch: a shard's results appear whole; run again, it is complete and runs nothing" {
 	reqs 20 > req.jsonl
 	printf '%s\n' '{"id":"bad","language":"cobol","code":"x"}' >> req.jsonl
@@ -203,6 +205,7 @@ assert_exact() {
 	[ -z "$(ls -A "$TMPDIR")" ]
 }
 
+# bats test_tags=valgrind
 @test "sbx-merge: one result per request in order; the newest attempt wins; missing shards listed" {
 	reqs 30 > req.jsonl
 	"$BIN/sbx-shard" -k 3 -o s req.jsonl > /dev/null
@@ -229,6 +232,7 @@ assert_exact() {
 	[[ $stderr != *rerun* ]]
 }
 
+# bats test_tags=valgrind
 @test "sbx-merge: a torn file, another batch's results, a repeated request id and a request file are each named" {
 	reqs 6 > req.jsonl
 	"$BIN/sbx-batch" req.jsonl res.jsonl 2> /dev/null
@@ -315,9 +319,9 @@ assert_exact() {
 	# the shard's lines are where the file has them, not where reading began
 	(read -r _; "$BIN/sbx-batch" -j 5 --shard 0/1 - out.jsonl 2> err) < req.jsonl &
 	pid=$!
-	for _ in $(seq 100); do pgrep -x sbx-cap > /dev/null && [ -e out.jsonl.pending ] && break; sleep 0.1; done
+	for _ in $(seq 100); do our_pgrep "" '(^|/)sbx-cap( |$)' > /dev/null && [ -e out.jsonl.pending ] && break; sleep 0.1; done
 	# only 0, 1, 2 and what each stage opens itself: not the shard
-	for c in $(pgrep -x sbx-run) $(pgrep -x sbx-cap); do
+	for c in $(our_pgrep "" '(^|/)sbx-(run|cap)( |$)'); do
 		! ls -l "/proc/$c/fd/" 2> /dev/null | grep -q req.jsonl
 	done
 	wait $pid

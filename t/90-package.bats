@@ -147,6 +147,7 @@ boot_root() {
 # history from one test, and one suite, to the next).
 readme_example() { jq -nc --arg id "r-$BATS_TEST_NUMBER-$$-$RANDOM" '{id: $id, language: "python", code: "print(sum([1,2,3]))"}' | tee req.jsonl; }
 
+# bats test_tags=kernel
 @test "the README's first pipeline in the root, as root: success, 6, logged in /var/lib/sbx" {
 	run --separate-stderr in_root sh -c 'sbx-validate | sbx-run | sbx-cap | sbx-log' < <(readme_example)
 	[ "$status" = 0 ]
@@ -160,6 +161,7 @@ readme_example() { jq -nc --arg id "r-$BATS_TEST_NUMBER-$$-$RANDOM" '{id: $id, l
 	[ "$(jqn 0 .language)" = python ]
 }
 
+# bats test_tags=kernel
 @test "the same as an ordinary user: per-user state in ~/.local/state/sbx, nothing in /var/lib/sbx" {
 	in_root sh -c 'getent passwd alice > /dev/null || useradd -m alice'
 	before=$(stat -c %Y "$R/var/lib/sbx")
@@ -175,6 +177,7 @@ readme_example() { jq -nc --arg id "r-$BATS_TEST_NUMBER-$$-$RANDOM" '{id: $id, l
 	[ "$(jqn 0 .status)" = success ]
 }
 
+# bats test_tags=kernel
 @test "under systemd: the socket starts sbx-mcp.service as sbx, run_code over HTTP with the package's token; the retention timer's service prunes; the units verify" {
 	boot_root '
 tok=$(grep -v "^#" /etc/sbx/mcp-tokens)

@@ -1,19 +1,75 @@
 # Shared set-up for the bats files: where the tools are, a per-test temp
 # directory as the working directory, and small JSON helpers (through jq).
+#
+# Tags (bats 1.10 or later, t/bats; t/run picks tests by them):
+#
+#   # bats test_tags=kernel
+#     The test's outcome could differ on another kernel or cgroup version:
+#     it proves namespaces, cgroups (v1, v2 as root, v2 delegated to a
+#     user), seccomp, the mount API, Landlock, slots, rlimits, OOM and pids
+#     behaviour, a language's runtime compiled and run in a sandbox (once
+#     per language), a kernel (run_cell) started and interrupted, or the
+#     package's units under systemd.  Only these run in the guests (Debian
+#     12's kernel as root and as a delegated user, Debian 13's for slots);
+#     everything runs on the host.  Argument checks, comparison modes, the
+#     history, the MCP protocol, dashboard pages and batch bookkeeping are
+#     not kernel tests, even where they run a sandbox on the way: a
+#     sandbox that works at all on a kernel is proven by the tagged ones.
+#   # bats test_tags=valgrind
+#     Also run under valgrind (t/run --valgrind), against the build without
+#     sanitizers: what memcheck sees that ASan and UBSan do not (reads of
+#     uninitialised memory, in the optimised build users get), over one
+#     test per path of each record tool's input, rather than every case.
 bats_require_minimum_version 1.5.0
 
-ROOT=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
-BIN=$(cd "${SBX_BIN:-$ROOT/bin}" && pwd)
+# (Set up for every test: without a process of its own where the shell's
+# builtins do, which counts in a guest under emulation.)
+ROOT=${BATS_TEST_DIRNAME%/*}
+case ${SBX_BIN:-} in
+'') BIN=$ROOT/bin ;;
+/*) BIN=$SBX_BIN ;;
+*) BIN=$(cd "$SBX_BIN" && pwd) ;;
+esac
 unset SBX_BACKEND SBX_HISTORY
 # SBX_TEST_BACKEND=docker (t/run --docker): the same files against the
 # docker backend, on the engine and configuration t/docker/engine set up.
 DOCKER_DIR=$ROOT/build/docker
 BACKEND=${SBX_TEST_BACKEND:-native}
 if [ "${SBX_TEST_BACKEND:-native}" = docker ]; then
-	export SBX_CONF=$DOCKER_DIR/sandbox.conf SBX_BACKEND=docker
+	SHIPPED_CONF=$DOCKER_DIR/sandbox.conf
+	export SBX_BACKEND=docker
 	DOCKER_HOST=$(cat "$DOCKER_DIR/host" 2>/dev/null) && export DOCKER_HOST
 else
-	export SBX_CONF=$ROOT/etc/sandbox.conf
+	SHIPPED_CONF=$ROOT/etc/sandbox.conf
+fi
+
+# What this bats process makes is marked as its own, so that a test checks
+# only that, never everything of a uid or of the machine (another checkout
+# may be testing beside it, t/run runs files side by side):
+#  - cgroups: the configuration every test uses is the shipped one with a
+#    cgroup parent of this process's own, CG_PARENT (the runs' groups, the
+#    slots' kept ones, the docker backend's accounting groups under
+#    CG_PARENT-docker); t/bats1 removes them, and the file, after it (the
+#    file is in the checkout, where nobody reads it as it reads the tools;
+#    its directory is everyone's, as /tmp, and a file there that is not
+#    this user's is never used);
+#  - processes: those descending from bats itself (BATS_ROOT_PID), which
+#    t/run starts as a child subreaper (t/subreaper), so that an orphan
+#    (a sandbox's init whose supervisor died) stays below it;
+#  - mounts: those below the run's temporary directory (BATS_RUN_TMPDIR,
+#    where tests keep their state) or the checkout's state directory;
+#  - slots: the machine's (/run/sbx/slots), which t/32 counts on having
+#    to itself: a file t/run runs beside others (SBX_TEST_SIDE) has none.
+CG_PARENT=sbx-t$BATS_ROOT_PID
+export SBX_CONF=$ROOT/build/test/$CG_PARENT.conf
+if [ ! -O "$SBX_CONF" ] && [ -f "$SHIPPED_CONF" ]; then
+	[ -d "$ROOT/build/test" ] || mkdir -p -m 1777 "$ROOT/build/test"
+	# (relative state paths made absolute: they are relative to the file)
+	sed -E -e "s|^cgroup_parent *=.*|cgroup_parent   = \"$CG_PARENT\"|" \
+		-e "${SBX_TEST_SIDE:+s|^slots *=.*|slots           = false|}" \
+		-e "s|^(state_dir\|history)( *= *\")([^/\"])|\\1\\2${SHIPPED_CONF%/*}/\\3|" \
+		"$SHIPPED_CONF" > "$SBX_CONF.$$" && mv -f "$SBX_CONF.$$" "$SBX_CONF"
+	[ -O "$SBX_CONF" ] || { echo "helpers.bash: cannot write $SBX_CONF as $(id -un)" >&2; exit 1; }
 fi
 
 setup() {
@@ -61,27 +117,116 @@ run_req() {
 }
 
 # Host uids of the sandbox's init and program (as root): uid, uid+1.
-SBX_UID=$(sed -n 's/^uid *= *\([0-9]*\).*/\1/p' "$ROOT/etc/sandbox.conf")
+while IFS=" =" read -r sbx_key SBX_UID _; do [ "$sbx_key" != uid ] || break; done < "$ROOT/etc/sandbox.conf"
 SBX_PROG_UID=$((SBX_UID + 1))
 
+# our_procs [UIDS [ERE]]: this bats process's descendants ("pid uid stat
+# args"), of the comma-separated UIDS if given, whose command line matches
+# ERE if given.
+our_procs() {
+	# (the ERE through the environment: in awk's arguments, awk would match it)
+	ps -eo pid=,ppid=,uid=,stat=,args= | RE=${2:-} awk -v root="$BATS_ROOT_PID" -v uids=",${1:-}," '
+		{ pid[NR] = $1; up[$1] = $2; uid[$1] = $3; $2 = ""; line[$1] = $0 }
+		END {
+			for (i = 1; i <= NR; i++) {
+				p = pid[i]; q = up[p]
+				for (n = 0; q > 1 && q != root && n < 100; n++) q = up[q]
+				if (q != root || (uids != ",," && index(uids, "," uid[p] ",") == 0)) continue
+				a = line[p]; sub(/^ *[0-9]+ +[0-9]+ +[^ ]+ +/, "", a)
+				if (ENVIRON["RE"] == "" || a ~ ENVIRON["RE"]) print line[p]
+			}
+		}'
+}
+# our_pgrep UIDS [ERE]: their pids, status 1 if none (as pgrep).
+our_pgrep() { our_procs "$@" | awk '{ print $1; n++ } END { exit !n }'; }
+# sandbox_procs UIDS [ERE] and sandbox_pgrep: the same for the processes
+# of this bats process's sandboxes on either backend: below it (native),
+# or in its runs' containers (docker: the engine's children, in the
+# accounting groups sbx keeps under CG_PARENT-docker as root with the
+# engine's cgroupfs driver, as t/docker/engine starts it).
+sandbox_procs() {
+	if ! on_docker; then our_procs "$@"; return; fi
+	ps -eo pid=,uid=,stat=,args= | RE=${2:-} awk -v uids=",$1," '
+		index(uids, "," $2 ",") { a = $0; sub(/^ *[0-9]+ +[0-9]+ +[^ ]+ +/, "", a); if (ENVIRON["RE"] == "" || a ~ ENVIRON["RE"]) print }' |
+		while read -r line; do
+			grep -q "/$CG_PARENT-docker/" "/proc/${line%% *}/cgroup" 2> /dev/null && echo "$line"
+		done
+}
+sandbox_pgrep() { sandbox_procs "$@" | awk '{ print $1; n++ } END { exit !n }'; }
+# our_pkill SIGNAL ERE: signal those whose command line matches ERE.
+our_pkill() {
+	local pids
+	pids=$(our_pgrep "" "$2") || return 1
+	kill "-$1" $pids 2> /dev/null
+}
+# await_program ERE [SECONDS]: until a sandboxed program of this bats
+# process's own has a command line matching ERE (default: 30 s).
+await_program() {
+	local i
+	for ((i = 0; i < ${2:-30} * 20; i++)); do
+		if on_docker; then sandbox_pgrep "$SBX_PROG_UID" "$1"; else our_pgrep "" "$1"; fi > /dev/null && return 0
+		sleep 0.05
+	done
+	echo "no process of ours runs $1" >&2
+	return 1
+}
+# await_lines N FILE [SECONDS]: until FILE has N lines (default: 30 s).
+await_lines() {
+	local i
+	for ((i = 0; i < ${3:-30} * 20; i++)); do
+		[ "$(wc -l < "$2" 2> /dev/null || echo 0)" -ge "$1" ] && return 0
+		sleep 0.05
+	done
+	echo "$2 has $(wc -l < "$2" 2> /dev/null || echo no) lines, not $1" >&2
+	return 1
+}
+
+# cg_parents: the directories of this bats process's cgroup parents
+# (CG_PARENT, CG_PARENT-docker), one per hierarchy, wherever sbx made them:
+# looked for in the whole hierarchy until found, then remembered (they
+# stay until t/bats1 removes them), which saves a walk of /sys/fs/cgroup
+# per test (a second under emulation, in the guests).
+cg_parents() { # into CG_DIRS
+	local f=$BATS_RUN_TMPDIR/cg-parents
+	if [ ! -s "$f" ] || on_docker; then
+		find /sys/fs/cgroup -maxdepth 8 -type d \( -name "$CG_PARENT" -o -name "$CG_PARENT-docker" \) > "$f.$$" 2> /dev/null
+		mv -f "$f.$$" "$f"
+	fi
+	mapfile -t CG_DIRS < "$f"
+}
+
 # Nothing of any run may survive it: no process of the sandbox uids, no
-# run cgroup left behind.
+# run cgroup left behind (of this bats process's own: see CG_PARENT).
 assert_no_leftovers() {
-	local left
-	if [ "$(id -u)" = 0 ]; then
-		left=$(ps -eo uid=,pid=,args= | awk -v a="$SBX_UID" -v b="$SBX_PROG_UID" '$1==a || $1==b')
+	local left f procs
+	if [ "$EUID" = 0 ]; then
+		left=$(sandbox_procs "$SBX_UID,$SBX_PROG_UID")
 		if [ -n "$left" ]; then echo "processes left behind: $left" >&2; return 1; fi
 	fi
-	left=$(find /sys/fs/cgroup -path '*/sbx/r*' -maxdepth 8 -type d 2>/dev/null | head -5)
-	if [ -n "$left" ]; then echo "cgroups left behind: $left" >&2; return 1; fi
-	# slots' cgroups stay, empty
-	left=$(find /sys/fs/cgroup -maxdepth 9 -path '*/sbx/slot*/cgroup.procs' -exec cat {} + 2>/dev/null | head -5)
-	if [ -n "$left" ]; then echo "processes left in a slot's cgroups: $left" >&2; return 1; fi
+	# a run's groups; the slots' stay, empty
+	left=
+	cg_parents
+	[ ${#CG_DIRS[@]} -eq 0 ] || while IFS= read -r f; do
+		case $f in
+		*/cgroup.procs) procs= && read -r -d '' procs < "$f"; [ -z "$procs" ] || left+="processes left in a slot's cgroups: $f: $procs " ;;
+		*) left+="cgroups left behind: $f " ;;
+		esac
+	done < <(find "${CG_DIRS[@]}" -mindepth 1 -maxdepth 2 \( -type d -name 'r*' -print -prune \) -o -path '*/slot*/cgroup.procs' -print 2> /dev/null)
+	if [ -n "$left" ]; then echo "$left" >&2; return 1; fi
+	# mounts (session workspaces) below this run's directories; mountinfo
+	# escapes a space in a path as \040, which neither directory has
+	left=$(awk -v a="$BATS_RUN_TMPDIR/" -v b="$ROOT/var/" \
+		'index($5, a) == 1 || index($5, b) == 1 { printf "%s ", $5 }' /proc/self/mountinfo)
+	if [ -n "$left" ]; then echo "mounts left behind: $left" >&2; return 1; fi
 	if on_docker; then
-		left=$(docker ps -aq --filter label=sbx.owner)
+		# containers of this process's runs: in its accounting groups,
+		# or any of sbx's where the engine is the suite's own
+		left=$(docker ps -aq --filter label=sbx.owner | while read -r c; do
+			p=$(docker inspect -f '{{.HostConfig.CgroupParent}}' "$c" 2> /dev/null)
+			case $p in *"/$CG_PARENT-docker/"* | "$CG_PARENT-docker/"*) echo "$c" ;;
+			'') [ ! -f "$DOCKER_DIR/started" ] || echo "$c" ;; esac
+		done)
 		if [ -n "$left" ]; then echo "containers left behind: $left" >&2; return 1; fi
-		left=$(find /sys/fs/cgroup -path '*/sbx-docker/r*' -maxdepth 8 -type d 2>/dev/null | head -5)
-		if [ -n "$left" ]; then echo "cgroups left behind: $left" >&2; return 1; fi
 	fi
 	return 0
 }
@@ -110,9 +255,19 @@ skip_unless_root() {
 # ordinary user in a cgroup v2 group delegated to it (t/guest/suite runs
 # the suites so, and names the group in SBX_TEST_DELEGATED; its parent
 # gives it memory and pids, not cpu).
-has_cgroup_limits() { [ "$(id -u)" = 0 ] || [ -n "${SBX_TEST_DELEGATED:-}" ]; }
+# What sbx-run --check says of them is asked once per file: where root
+# cannot have them (a container without its cgroups), tests that need them
+# skip with its reason rather than fail.
+cgroup_check() {
+	local f=$BATS_RUN_TMPDIR/cgroup-check.json
+	[ -s "$f" ] || { "$BIN/sbx-run" --check 2> /dev/null | jq -c '.cgroup // {}' > "$f.$$" && mv "$f.$$" "$f"; }
+	jq -r "$1" "$f"
+}
+has_cgroup_limits() { on_docker || [ "$(cgroup_check '.ok == true')" = true ]; }
+# ... and a CPU quota among them (not where a delegated group lacks cpu)
+has_cpu_quota() { on_docker || [ "$(cgroup_check '.ok == true and (.missing // [] | index("cpu") | not)')" = true ]; }
 skip_unless_cgroups() {
-	has_cgroup_limits || skip "needs cgroup limits: root, or a cgroup v2 group delegated to this user (t/guest/suite)"
+	has_cgroup_limits || skip "needs cgroup limits (root, or a cgroup v2 group delegated to this user): $(cgroup_check '.why // "sbx-run --check says none"')"
 }
 
 # bound HOST GUEST: a timing bound (ms or s): HOST here, GUEST in the QEMU

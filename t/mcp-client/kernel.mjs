@@ -12,9 +12,17 @@ import { check, done } from "./tap.mjs";
 
 const [cmd, uid] = process.argv.slice(2);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-// The host's view: processes of the sandbox's program user (root only).
-const psOr = () => uid ? execFileSync("ps", ["-eo", "uid=,pid=,args="]).toString().split("\n")
-  .filter((l) => l.trim().split(/\s+/)[0] === uid).join("\n") : "";
+// The host's view: processes of the sandbox's program user (root only)
+// that descend from this client (the server it started, and its
+// sandboxes), not those of anything else on the machine.
+const psOr = () => {
+  if (!uid) return "";
+  const rows = execFileSync("ps", ["-eo", "pid=,ppid=,uid=,args="]).toString().split("\n")
+    .filter((l) => l.trim()).map((l) => l.trim().split(/\s+/));
+  const up = new Map(rows.map((r) => [r[0], r[1]]));
+  const ours = (p) => { for (let n = 0; p && p !== "1" && n < 100; n++) { p = up.get(p); if (p === String(process.pid)) return true; } return false; };
+  return rows.filter((r) => r[2] === uid && ours(r[0])).map((r) => [r[2], r[0], ...r.slice(3)].join(" ")).join("\n");
+};
 
 const client = new Client({ name: "sbx-kernel-test", version: "1.0.0" });
 await client.connect(new StdioClientTransport({ command: cmd, args: [], env: { ...process.env }, stderr: "inherit" }));
