@@ -2,7 +2,9 @@
 # sbx-run as an ordinary user, where the kernel allows unprivileged user
 # namespaces: the same isolation, with the limits the user's cgroup allows.
 # As root, the tests become nobody (whose cgroup is root's: no cgroups,
-# rlimits only).  t/guest/suite runs them as nobody itself, in a cgroup v2
+# rlimits only), with a group of another number (65533) than its uid, as
+# ordinary users have (the package's sbx user is uid 100, gid 107).
+# t/guest/suite runs them as nobody itself, in a cgroup v2
 # group delegated to it whose parent enables only memory and pids
 # (SBX_TEST_DELEGATED names it): memory and pids for the whole tree then,
 # and no CPU quota, said in --check, on stderr and in limits_enforced.
@@ -10,7 +12,7 @@ load helpers
 
 local_setup() {
 	if [ "$(id -u)" = 0 ]; then
-		AS=(setpriv --reuid 65534 --regid 65534 --clear-groups)
+		AS=(setpriv --reuid 65534 --regid 65533 --clear-groups)
 		"${AS[@]}" test -x "$BIN/sbx-run" -a -r "$SBX_CONF" || skip "nobody cannot reach $BIN or $SBX_CONF"
 	else
 		AS=()
@@ -166,9 +168,13 @@ x = bytearray(1 << 30)' '{memory:"64m",timeout:20}' | "$BIN/sbx-validate" | "$BI
 	msg 1 sandbox_initialize '{"language":"python"}'
 	sid=$(got 1 | jq -r .result.structuredContent.session_id)
 	[ ${#sid} -eq 32 ]
-	msg 2 write_file "$(jq -nc --arg s "$sid" '{session_id: $s, path: "data.txt", content: "41"}')"
-	got 2 > /dev/null
-	msg 3 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, code: "print(int(open(\"data.txt\").read()) + 1)"}')"
+	msg 2 write_file "$(jq -nc --arg s "$sid" '{session_id: $s, path: "in/put/data.txt", content: "41"}')"
+	got 2 | jq -e '.result.isError == false'
+	# the files are the server's own, as it made them: nothing to chown
+	ws=$h/.local/state/sbx/sessions/$sid
+	me=$("${AS[@]}" id -u):$("${AS[@]}" id -g)
+	[ "$(stat -c %u:%g "$ws/in")" = "$me" ] && [ "$(stat -c %u:%g "$ws/in/put/data.txt")" = "$me" ]
+	msg 3 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, code: "print(int(open(\"in/put/data.txt\").read()) + 1)"}')"
 	got 3 | jq -e '.result.structuredContent.status == "success" and .result.structuredContent.stdout == "42\n"'
 	msg 4 get_execution_history '{"limit": 5}'
 	got 4 | jq -e '.result.structuredContent.runs | length >= 1'

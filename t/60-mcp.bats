@@ -776,6 +776,41 @@ localhost -> HTTP/1.1 502 Bad Gateway" ]
 	answer 2 | jq -e '.result.structuredContent.stdout | test("^40[0-9][0-9] 28\n$")'
 }
 
+@test "write_file: made directories are the program's; a write that fails (the workspace full) leaves the workspace as it was" {
+	skip_unless_root
+	conf=$(conf_with 's/^workspace_size *=.*/workspace_size = "6m"/')
+	session_server python
+	ws=$sessions/$sid
+	# zeros: SIZE bytes to PATH (too long for an argument: through a file)
+	zeros() {
+		head -c "$2" /dev/zero | base64 -w0 > zeros.b64
+		n=$((n + 1))
+		jq -nc --argjson id $n --arg s "$sid" --arg p "$1" --rawfile c zeros.b64 \
+			'{jsonrpc: "2.0", id: $id, method: "tools/call", params: {name: "write_file",
+			  arguments: {session_id: $s, path: $p, encoding: "base64", content: $c}}}' >&7
+		wait_for $n
+	}
+	step write_file '{path: "keep.txt", content: "old"}'
+	step write_file '{path: "d/e/f.txt", content: "nested"}'
+	zeros fill 4M
+	# 4 MiB of 6 kept: neither 3 MiB more in new directories, nor over keep.txt
+	zeros a/b/c.bin 3M
+	zeros keep.txt 3M
+	step sandbox_exec '{command: ["sh", "-c", "cat keep.txt d/e/f.txt; id -u; stat -c %u:%g d d/e d/e/f.txt"]}'
+	# from the host's side: the failed writes left nothing, the old file whole
+	find "$ws" -mindepth 1 -not -path "$ws/.deps" -printf '%P %u:%g\n' | sort > tree
+	exec 7>&-
+	wait "$server"
+	answer 3 | jq -e '.result.isError == false'
+	for i in 5 6; do
+		answer $i | jq -e '.result.isError == true and (.result.content[0].text | test("No space left on device \\(the workspace is full: its quota is workspace_size\\)"))' ||
+			{ answer $i | cut -c1-400 >&2; false; }
+	done
+	p=$SBX_PROG_UID
+	printf '%s\n' "d $p:$p" "d/e $p:$p" "d/e/f.txt $p:$p" "fill $p:$p" "keep.txt $p:$p" | diff - tree
+	answer 7 | jq -e '.result.structuredContent.stdout == "oldnested1000\n1000:1000\n1000:1000\n1000:1000\n"'
+}
+
 @test "sessions expire on time after their ttl, never under a run; max_sessions is enforced" {
 	conf=$(conf_with 's/^max_sessions *=.*/max_sessions = 3/')
 	mkfifo in

@@ -54,10 +54,19 @@ struct sessions {
 	void *end_arg;
 };
 
-/* Host uid owning workspace files: the sandbox's program user. */
-static uid_t sandbox_uid(const struct sessions *s)
+/* Who owns a workspace's files, as the host sees it.  As root: the
+ * sandbox's program, whose uid and gid are both uid + 1 (box.c maps them
+ * alike).  Otherwise the server itself, which made them: (uid_t)-1 and
+ * (gid_t)-1, "leave as is" to chown.  An ordinary user's gid is not its
+ * uid (the package's sbx user is uid 100, gid 107), and it may not give a
+ * file to a group it is not in. */
+struct owner { uid_t uid; gid_t gid; };
+
+static struct owner sandbox_owner(const struct sessions *s)
 {
-	return geteuid() == 0 ? (uid_t)s->conf->uid + 1 : geteuid();
+	if (geteuid() != 0)
+		return (struct owner){ (uid_t)-1, (gid_t)-1 };
+	return (struct owner){ (uid_t)s->conf->uid + 1, (gid_t)s->conf->uid + 1 };
 }
 
 static void remove_dir(const char *base, const char *id)
@@ -260,7 +269,7 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 	char *lock = util_fmt("%s/.%s.lock", s->base, x->id);
 	x->lockfd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	free(lock);
-	uid_t uid = sandbox_uid(s);
+	struct owner own = sandbox_owner(s);
 	if (x->lockfd < 0 || flock(x->lockfd, LOCK_EX) < 0 || mkdir(x->dir, 0700) < 0) {
 		snprintf(err, errlen, "cannot create the workspace %s: %s", x->dir, strerror(errno));
 		goto fail;
@@ -271,7 +280,7 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 		char opt[160];
 		snprintf(opt, sizeof opt, "size=%llu,nr_inodes=%llu,mode=0755,uid=%u,gid=%u",
 			 (unsigned long long)c->workspace_size, (unsigned long long)ns_tmpfs_inodes(c->workspace_size),
-			 (unsigned)uid, (unsigned)uid);
+			 (unsigned)own.uid, (unsigned)own.gid);
 		/* noexec on the host: nothing a sandbox wrote runs there.  The
 		 * native backend's clone of it is made executable where the
 		 * configuration lets programs run what they build
@@ -286,16 +295,16 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 		snprintf(err, errlen, "cannot set up the workspace %s: %s", x->dir, strerror(errno));
 		goto fail;
 	}
-	if (chown(x->dir, uid, uid) < 0 && geteuid() == 0) {
+	if (chown(x->dir, own.uid, own.gid) < 0) {
 		snprintf(err, errlen, "cannot set up the workspace %s: %s", x->dir, strerror(errno));
 		goto fail;
 	}
 	/* Installed packages go here: made now, so that no program can be
 	 * first to create it (runs see it read-only, see ns_attach_work). */
 	char *deps = util_fmt("%s/" NS_DEPS, x->dir);
-	int made = mkdir(deps, 0755) == 0 && lchown(deps, uid, uid) == 0 ? 0 : -1;
+	int made = mkdir(deps, 0755) == 0 && lchown(deps, own.uid, own.gid) == 0 ? 0 : -1;
 	free(deps);
-	if (made < 0 && geteuid() == 0) {
+	if (made < 0) {
 		snprintf(err, errlen, "cannot set up the workspace %s: %s", x->dir, strerror(errno));
 		goto fail;
 	}
@@ -377,6 +386,83 @@ static int open_workspace(struct session *x, char *err, size_t errlen)
 	return fd;
 }
 
+/* What a write's ENOSPC means in a workspace. */
+static const char *full(int e)
+{
+	return e == ENOSPC || e == EDQUOT ? " (the workspace is full: its quota is workspace_size)" : "";
+}
+
+/* PATH (checked by client_path) in the workspace DIR holds DATA, or
+ * nothing changed: a failed call leaves the workspace as it was.  Parent
+ * directories are made one component at a time, each opened beneath the
+ * last, so no link is ever followed; the data goes to a temporary name
+ * beside the target and is renamed over it, so whatever was there (a
+ * file, or a link or FIFO a program planted) stays whole until the new
+ * file is.  On failure the temporary file and every directory this call
+ * made are removed: all of those lie below the first one it made. */
+static bool write_file(int top, const char *path, const void *data, size_t len, struct owner own, char *err,
+		       size_t errlen)
+{
+	char buf[1024];
+	snprintf(buf, sizeof buf, "%s", path);
+	char *base = buf;
+	int dir = fcntl(top, F_DUPFD_CLOEXEC, 0);
+	int made_in = -1;              /* the parent of the first directory made, */
+	const char *made = NULL;       /* and its name */
+	bool ok = dir >= 0;
+	for (char *slash; ok && (slash = strchr(base, '/')); base = slash + 1) {
+		*slash = 0;
+		bool mk = mkdirat(dir, base, 0755) == 0;
+		if (mk && !made) {
+			made_in = fcntl(dir, F_DUPFD_CLOEXEC, 0);
+			made = base;
+		}
+		int next = -1;
+		if ((mk || errno == EEXIST) && (!mk || fchownat(dir, base, own.uid, own.gid, AT_SYMLINK_NOFOLLOW) == 0))
+			next = util_open_beneath(dir, base, O_PATH | O_DIRECTORY, 0);
+		if (next < 0) {
+			snprintf(err, errlen, "cannot use directory \"%s\": %s%s", base, strerror(errno), full(errno));
+			ok = false;
+		}
+		close(dir);
+		dir = next;
+	}
+	struct stat st;
+	if (ok && fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "\"%s\" is a directory", path);
+		ok = false;
+	}
+	char tmp[40] = ".sbx-write-";
+	int fd = -1;
+	for (int i = 0; ok && fd < 0 && i < 4; i++) {
+		util_random_hex(tmp + 11, 8);
+		fd = util_open_beneath(dir, tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (ok && fd < 0) {
+		snprintf(err, errlen, "cannot create \"%s\": %s%s", path, strerror(errno), full(errno));
+		ok = false;
+	}
+	if (ok && (util_write_all(fd, data, len) < 0 || fchown(fd, own.uid, own.gid) < 0 ||
+		   renameat(dir, tmp, dir, base) < 0)) {
+		snprintf(err, errlen, "cannot write \"%s\": %s%s", path, strerror(errno), full(errno));
+		ok = false;
+	}
+	if (fd >= 0) {
+		close(fd);
+		if (!ok)
+			unlinkat(dir, tmp, 0);
+	}
+	if (!ok && made)
+		util_remove_at(made_in, made);
+	if (made_in >= 0)
+		close(made_in);
+	if (dir >= 0)
+		close(dir);
+	return ok;
+}
+
 static bool do_write(struct sessions *s, struct session *x, jv args, jv *out, char *err, size_t errlen)
 {
 	const char *path = client_path(args, "path", true, err, errlen);
@@ -405,47 +491,12 @@ static bool do_write(struct sessions *s, struct session *x, jv args, jv *out, ch
 		return false;
 	}
 	int dir = open_workspace(x, err, errlen);
-	bool ok = dir >= 0;
-	char buf[1024];
-	snprintf(buf, sizeof buf, "%s", path);
-	char *base = buf;
-	uid_t owner = sandbox_uid(s);
-	/* Parent directories, one component at a time, each opened beneath
-	 * the last: no link is ever followed. */
-	for (char *slash; ok && (slash = strchr(base, '/')); base = slash + 1) {
-		*slash = 0;
-		int next = mkdirat(dir, base, 0755) == 0 && fchownat(dir, base, owner, owner, AT_SYMLINK_NOFOLLOW) < 0
-			   ? -1 : util_open_beneath(dir, base, O_PATH | O_DIRECTORY, 0);
-		if (next < 0) {
-			snprintf(err, errlen, "cannot use directory \"%s\": %s", base, strerror(errno));
-			ok = false;
-		}
-		close(dir);
-		dir = next;
+	if (dir < 0) {
+		free(data);
+		return false;
 	}
-	if (ok) {
-		/* Replace whatever is there (a planted link or FIFO too). */
-		struct stat st;
-		if (fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-			snprintf(err, errlen, "\"%s\" is a directory", path);
-			ok = false;
-		} else
-			unlinkat(dir, base, 0);
-	}
-	int fd = ok ? util_open_beneath(dir, base, O_WRONLY | O_CREAT | O_EXCL, 0644) : -1;
-	if (ok && fd < 0) {
-		snprintf(err, errlen, "cannot create \"%s\": %s", path, strerror(errno));
-		ok = false;
-	}
-	if (ok && (util_write_all(fd, data ? data : content, len) < 0 || fchown(fd, owner, owner) < 0)) {
-		snprintf(err, errlen, "cannot write \"%s\": %s%s", path, strerror(errno),
-			 errno == ENOSPC ? " (the workspace is full: its quota is workspace_size)" : "");
-		ok = false;
-	}
-	if (fd >= 0)
-		close(fd);
-	if (dir >= 0)
-		close(dir);
+	bool ok = write_file(dir, path, data ? data : content, len, sandbox_owner(s), err, errlen);
+	close(dir);
 	free(data);
 	if (ok) {
 		*out = jv_object_set(jv_object(), jv_string("path"), jv_string(path));
