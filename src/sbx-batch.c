@@ -560,7 +560,7 @@ int main(int argc, char **argv)
 			jobs = optarg;
 			break;
 		}
-		default: util_common_option(o, argv, synopsis, help);
+		default: util_common_option(o, argv, opts, synopsis, help);
 		}
 	}
 	/* The configuration first: a broken one is the error to report. */

@@ -118,7 +118,7 @@ int main(int argc, char **argv)
 			forced = (size_t)b;
 			break;
 		}
-		default: util_common_option(o, argv, synopsis, help);
+		default: util_common_option(o, argv, opts, synopsis, help);
 		}
 	}
 	util_inputs(argc - optind, argv + optind, synopsis);

@@ -16,6 +16,8 @@
  * `sbx-history --status internal_error --since 1h && alert` alerts exactly
  * when there were internal errors in the last hour.
  */
+#define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -30,14 +32,15 @@
 #include "hist.h"
 #include "page.h"
 #include "rec.h"
+#include "utf8.h"
 #include "util.h"
 
 enum history_exit { HX_ROWS = 0, HX_NONE = 1, HX_ERROR = 2 };
 
 static const char synopsis[] =
-	"usage: sbx-history [-c FILE] [-d DB] [FILTERS] [--stats[=verdict] [--by hour|day]] [--jq FILTER]\n"
+	"usage: sbx-history [-c FILE] [-d DB | --server] [FILTERS] [--stats[=verdict] [--by hour|day]] [--jq FILTER]\n"
 	"                   [--format json|table|csv|html] [--record]\n"
-	"       sbx-history [-c FILE] [-d DB] --prune --older-than DURATION [--vacuum]\n"
+	"       sbx-history [-c FILE] [-d DB] --prune --older-than T [--force] [--vacuum] [-v]\n"
 	"       sbx-history [-c FILE] [-d DB] --merge SRC...\n";
 
 static void help(void)
@@ -46,15 +49,18 @@ static void help(void)
 	       "Query the execution history that sbx-log writes.\n"
 	       "\n"
 	       "Filters:\n"
-	       "      --since T       runs at or after T: ISO 8601 (2026-11-29, 2026-11-29T10:00Z)\n"
-	       "                      or a time ago (90s, 30m, 1h, 7d, 2w)\n"
+	       "      --since T       runs at or after T: a date or time in ISO 8601, UTC unless\n"
+	       "                      it says (2026-11-29, 2026-11-29T10:00Z), today, yesterday\n"
+	       "                      (midnight UTC), or a time ago with its unit (90s, 30m, 1h,\n"
+	       "                      7d, 2w); a bare number is refused\n"
 	       "      --until T       runs before T (same forms)\n"
 	       "      --language L    a language (or one of its aliases)\n"
-	       "      --status S      success, error, timeout, memory_limit, compile_error,\n"
-	       "                      invalid, internal_error\n"
+	       "      --status S      %s\n"
 	       "      --verdict V     judged runs (\"tests\") with verdict V: accepted,\n"
 	       "                      wrong_answer, timeout, memory_limit, error, output_limit,\n"
 	       "                      judge_error, compile_error\n"
+	       "                      --language, --status and --verdict may be repeated, or\n"
+	       "                      given a comma-separated list: runs with any of them\n"
 	       "      --id ID         the record's id\n"
 	       "      --session S     a session's id\n"
 	       "      --principal P   the runs of one sbx-mcp HTTP token (P: its digest)\n"
@@ -62,7 +68,8 @@ static void help(void)
 	       "\n"
 	       "Output:\n"
 	       "      --stats         per language and status: count, success rate, p50/p95/max\n"
-	       "                      duration (ms), then per language (status \"all\")\n"
+	       "                      duration (ms), then per language (status \"all\": every\n"
+	       "                      run; the durations of the programs that ran)\n"
 	       "      --stats=verdict the same of judged runs, per language and verdict\n"
 	       "      --by hour|day   with --stats: one series per hour or day (UTC)\n"
 	       "      --jq FILTER     apply a jq filter to each row (or stats row)\n"
@@ -71,8 +78,11 @@ static void help(void)
 	       "      --record        add the stored result record (and code, if kept)\n"
 	       "\n"
 	       "Retention:\n"
-	       "      --prune         delete runs older than --older-than DURATION (e.g. 30d)\n"
+	       "      --prune         delete runs older than --older-than T (30d, 2026-11-01: the\n"
+	       "                      forms of --since); one that would delete every run is\n"
+	       "                      refused unless --force is given\n"
 	       "      --vacuum        give the freed space back to the file system\n"
+	       "  -v, --verbose       say how many runs were pruned (else silent, for cron)\n"
 	       "\n"
 	       "Merging:\n"
 	       "      --merge SRC...  add the runs of other history files (a sharded batch's)\n"
@@ -85,14 +95,15 @@ static void help(void)
 	       "\n"
 	       "  -d, --database DB   the SQLite file (default: $SBX_HISTORY, then the\n"
 	       "                      configuration's history)\n"
+	       "      --server        the packaged MCP server's history (sbx-mcp.service's)\n"
 	       "  -c, --config FILE   configuration file\n"
 	       "  -h, --help          show this help\n"
 	       "      --version       show the version\n"
 	       "\n"
 	       "Exit status: 0 rows were printed (or the retention or merge work was done),\n"
-	       "1 no row matched, 2 usage, configuration or database error (or a source\n"
-	       "that could not be merged).\n",
-	       synopsis);
+	       "1 no row matched (or there is no history file yet), 2 usage, configuration\n"
+	       "or database error (or a source that could not be merged).\n",
+	       synopsis, rec_status_list());
 }
 
 enum format { F_JSON, F_TABLE, F_CSV, F_HTML };
@@ -116,16 +127,21 @@ static const char *const table_run_cols[] = {
 
 /* Control characters made visible (consumes s): a terminal must never get
  * one from a snippet (ESC and BEL retitle or reprogram it, and C1's CSI is
- * ESC [ to some).  In a table every one, newlines and tabs as spaces; in
- * CSV all but tab, CR and LF, which its quoting carries. */
+ * ESC [ to some), nor a person text that reads other than it runs (bidi
+ * controls, line separators: utf8_deceptive), in a table or in a
+ * spreadsheet.  In a table every one, newlines and tabs as spaces; in CSV
+ * all but tab, CR and LF, which its quoting carries. */
 static char *visible(char *s, bool table)
 {
-	size_t n = 0;
+	size_t n = 0, len = strlen(s), k;
+	unsigned cp;
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
 		n += *p < 0x20 || *p == 0x7f ? 4 : p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f ? 5 : 0;
+	for (size_t i = 0; i < len; i++)
+		n += utf8_deceptive((const unsigned char *)s + i, len - i, &cp) ? 6 : 0;
 	if (!n && !table)
 		return s;
-	char *out = util_xalloc(strlen(s) + n + 1), *o = out;
+	char *out = util_xalloc(len + n + 1), *o = out;
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		if (*p == '\n' || *p == '\t' || *p == '\r')
 			*o++ = table ? ' ' : (char)*p;
@@ -133,12 +149,28 @@ static char *visible(char *s, bool table)
 			o += sprintf(o, "\\x%02x", *p);
 		else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
 			o += sprintf(o, "\\u%04x", *++p);
-		else
+		else if ((k = utf8_deceptive(p, len - (size_t)(p - (const unsigned char *)s), &cp))) {
+			o += sprintf(o, "\\u%04x", cp);
+			p += k - 1;
+		} else
 			*o++ = (char)*p;
 	}
 	*o = 0;
 	free(s);
 	return out;
+}
+
+/* A number as plain decimals, never an exponent (a spreadsheet or a person
+ * reads 12345.5, not 1.235e+04): the fewest decimals, up to max, that give
+ * it back exactly. */
+static char *plain(double d, int max)
+{
+	char buf[400];
+	for (int p = 0;; p++) {
+		snprintf(buf, sizeof buf, "%.*f", p, d);
+		if (p == max || strtod(buf, NULL) == d)
+			return util_strdup(buf);
+	}
 }
 
 static char *cell_text(jv v, size_t max_chars, bool table)
@@ -147,11 +179,7 @@ static char *cell_text(jv v, size_t max_chars, bool table)
 	switch (jv_get_kind(v)) {
 	case JV_KIND_NULL: s = util_strdup(""); break;
 	case JV_KIND_STRING: s = util_strdup(jv_string_value(v)); break;
-	case JV_KIND_NUMBER: {
-		double d = jv_number_value(v);
-		s = d == floor(d) && fabs(d) < 1e15 ? util_fmt("%.0f", d) : util_fmt("%.4g", d);
-		break;
-	}
+	case JV_KIND_NUMBER: s = plain(jv_number_value(v), table ? 4 : 17); break;
 	default: {
 		jv t = jv_dump_string(jv_copy(v), 0);
 		s = util_strdup(jv_string_value(t));
@@ -328,25 +356,53 @@ static void jq_error(void *data, jv msg)
 	jv_free(msg);
 }
 
-/* --since/--until: ISO 8601, or a duration meaning that long ago. */
+/* A time where one is asked (--since, --until, --older-than): ISO 8601 (a
+ * date alone is its midnight, UTC), "today" or "yesterday" (midnight UTC),
+ * or a time ago, with its unit.  A bare number is refused: "30" is meant
+ * as days as often as seconds, and a prune must not guess. */
 static double parse_time(const char *opt, const char *s)
 {
 	double ms;
 	uint64_t ago;
+	size_t n = strlen(s);
 	if (util_parse_iso8601(s, &ms))
 		return ms / 1000.0;
-	if (util_parse_duration(s, &ago))
+	if (!strcmp(s, "today") || !strcmp(s, "yesterday"))
+		return floor(util_epoch_ms() / 86400e3) * 86400 - (*s == 'y' ? 86400 : 0);
+	if (n && isalpha((unsigned char)s[n - 1]) && util_parse_duration(s, &ago))
 		return (util_epoch_ms() - (double)ago) / 1000.0;
-	util_usage_error(synopsis, "%s: \"%s\" is neither ISO 8601 (2026-11-29T10:00Z) nor a time ago (30m, 1h, 7d)",
+	if (n && isdigit((unsigned char)s[n - 1]) && util_parse_duration(s, &ago))
+		util_usage_error(synopsis, "%s: \"%s\" needs a unit: %sd (days), %sh, %sm or %ss", opt, s, s, s, s, s);
+	util_usage_error(synopsis,
+			 "%s: \"%s\" is neither a date (2026-11-29, 2026-11-29T10:00Z, today, yesterday) nor a time ago "
+			 "(90s, 30m, 12h, 7d, 2w)",
 			 opt, s);
+}
+
+/* --status, --language, --verdict given again, or as a comma-separated
+ * list: all of them, as hist_filter takes them ("a,b").  list is freed,
+ * the result is the caller's. */
+static char *add_to_list(char *list, const char *opt, const char *arg)
+{
+	char *copy = util_strdup(arg), *save = NULL;
+	for (char *v = strtok_r(copy, ",", &save); v; v = strtok_r(NULL, ",", &save)) {
+		char *next = list ? util_fmt("%s,%s", list, v) : util_strdup(v);
+		free(list);
+		list = next;
+	}
+	free(copy);
+	if (!list)
+		util_usage_error(synopsis, "%s: \"%s\" names nothing", opt, arg);
+	return list;
 }
 
 struct opts {
 	const char *conf_path, *db, *jq_filter, *by;
-	bool stats, prune, vacuum, with_record, retention, merge;
+	bool stats, prune, vacuum, with_record, retention, merge, force, verbose, server;
 	char **sources;        /* --merge: the positional arguments */
 	int nsources;
-	uint64_t older_ms;
+	double older;          /* --older-than: Unix seconds */
+	char *languages, *statuses, *verdicts; /* the filter's lists */
 	struct hist_filter f;
 	enum format fmt;
 };
@@ -359,7 +415,7 @@ static void options(int argc, char **argv, struct opts *o)
 	f->limit = 20;
 	o->fmt = F_JSON;
 	enum { O_SINCE = 256, O_UNTIL, O_LANG, O_STATUS, O_ID, O_SESSION, O_PRINCIPAL, O_VERDICT, O_STATS, O_BY, O_JQ, O_RECORD, O_PRUNE,
-	       O_OLDER, O_VACUUM, O_MERGE };
+	       O_OLDER, O_FORCE, O_VACUUM, O_MERGE, O_SERVER };
 	static const struct option opts[] = {
 		{ "since", required_argument, NULL, O_SINCE },
 		{ "until", required_argument, NULL, O_UNTIL },
@@ -377,19 +433,22 @@ static void options(int argc, char **argv, struct opts *o)
 		{ "record", no_argument, NULL, O_RECORD },
 		{ "prune", no_argument, NULL, O_PRUNE },
 		{ "older-than", required_argument, NULL, O_OLDER },
+		{ "force", no_argument, NULL, O_FORCE },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "vacuum", no_argument, NULL, O_VACUUM },
 		{ "merge", no_argument, NULL, O_MERGE },
 		{ "database", required_argument, NULL, 'd' },
+		{ "server", no_argument, NULL, O_SERVER },
 		UTIL_COMMON_OPTIONS,
 	};
 	int ch;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":c:d:n:f:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":c:d:n:f:vh", opts, NULL)) != -1) {
 		switch (ch) {
 		case O_SINCE: since = optarg; break;
 		case O_UNTIL: until = optarg; break;
-		case O_LANG: f->language = optarg; break;
-		case O_STATUS: f->status = optarg; break;
+		case O_LANG: o->languages = add_to_list(o->languages, "--language", optarg); break;
+		case O_STATUS: o->statuses = add_to_list(o->statuses, "--status", optarg); break;
 		case O_ID: f->id = optarg; break;
 		case O_SESSION: f->session = optarg; break;
 		case O_PRINCIPAL: f->principal = optarg; break;
@@ -397,7 +456,7 @@ static void options(int argc, char **argv, struct opts *o)
 			if (!util_parse_i64(optarg, 0, INT64_MAX, &f->limit))
 				util_usage_error(synopsis, "--limit: \"%s\" is not a count (0 for all)", optarg);
 			break;
-		case O_VERDICT: f->verdict = optarg; break;
+		case O_VERDICT: o->verdicts = add_to_list(o->verdicts, "--verdict", optarg); break;
 		case O_STATS:
 			if (optarg && strcmp(optarg, "verdict") && strcmp(optarg, "status"))
 				util_usage_error(synopsis, "--stats=%s: group by status (the default) or verdict", optarg);
@@ -425,11 +484,14 @@ static void options(int argc, char **argv, struct opts *o)
 		case O_RECORD: o->with_record = true; break;
 		case O_PRUNE: o->prune = true; break;
 		case O_OLDER: older = optarg; break;
+		case O_FORCE: o->force = true; break;
+		case 'v': o->verbose = true; break;
 		case O_VACUUM: o->vacuum = true; break;
 		case O_MERGE: o->merge = true; break;
 		case 'd': o->db = optarg; break;
+		case O_SERVER: o->server = true; break;
 		case 'c': o->conf_path = optarg; break;
-		default: util_common_option(ch, argv, synopsis, help);
+		default: util_common_option(ch, argv, opts, synopsis, help);
 		}
 	}
 	if (o->merge) {
@@ -444,26 +506,38 @@ static void options(int argc, char **argv, struct opts *o)
 	if (o->fmt == F_HTML && (o->stats || o->jq_filter || o->with_record || o->prune || o->vacuum))
 		util_usage_error(synopsis, "--format html is the overview page: no --stats, --jq, --record or retention");
 	if (o->prune != !!older)
-		util_usage_error(synopsis, o->prune ? "--prune needs --older-than DURATION" : "--older-than needs --prune");
+		util_usage_error(synopsis, o->prune ? "--prune needs --older-than T" : "--older-than needs --prune");
+	if (o->force && !o->prune)
+		util_usage_error(synopsis, "--force is for --prune");
 	o->retention = o->prune || o->vacuum;
+	f->language = o->languages;
+	f->status = o->statuses;
+	f->verdict = o->verdicts;
 	if (o->retention && (o->stats || o->jq_filter || since || until || f->language || f->status || f->id || f->session || f->verdict))
 		util_usage_error(synopsis, "--prune and --vacuum take no filters, --stats or --jq");
 	if (o->merge && (o->retention || o->stats || o->jq_filter || o->with_record || o->fmt != F_JSON || since || until ||
 			 f->language || f->status || f->id || f->session || f->principal || f->verdict))
 		util_usage_error(synopsis, "--merge takes no filters, --stats, --jq, --record, --format or retention options");
-	if (older && (!util_parse_duration(older, &o->older_ms) || o->older_ms == 0))
-		util_usage_error(synopsis, "--older-than: \"%s\" is not a duration (30d, 12h, 2w)", older);
+	if (older)
+		o->older = parse_time("--older-than", older);
 	if (since)
 		f->since = parse_time("--since", since);
 	if (until)
 		f->until = parse_time("--until", until);
 	if (o->db && !*o->db)
 		util_usage_error(synopsis, "-d: the database path is empty");
+	if (o->db && o->server)
+		util_usage_error(synopsis, "-d and --server each name the database: one of them");
 
 	/* A typo is a usage error, never "no rows": cron reads exit 1 as
 	 * "nothing to alert about". */
-	if (f->status && !rec_status_known(f->status))
-		util_usage_error(synopsis, "--status: \"%s\" is not a status (%s)", f->status, rec_status_list());
+	if (o->statuses) {
+		char *copy = util_strdup(o->statuses), *save = NULL;
+		for (char *v = strtok_r(copy, ",", &save); v; v = strtok_r(NULL, ",", &save))
+			if (!rec_status_known(v))
+				util_usage_error(synopsis, "--status: \"%s\" is not a status (%s)", v, rec_status_list());
+		free(copy);
+	}
 }
 
 /* --merge: every source, each in its own transaction; a source that
@@ -488,13 +562,13 @@ static int merge(struct hist *h, const struct opts *o)
 	return rc;
 }
 
-/* --prune, --vacuum: HX_ROWS, or HX_ERROR after saying why. */
+/* --prune, --vacuum: HX_ROWS, or HX_ERROR after saying why.  Silent
+ * unless --verbose: cron mails what a job prints. */
 static int retain(struct hist *h, const struct opts *o)
 {
 	char err[1024];
 	int64_t n = 0;
-	double before = (util_epoch_ms() - (double)o->older_ms) / 1000.0;
-	if (o->prune && (n = hist_prune(h, before, err, sizeof err)) < 0) {
+	if (o->prune && (n = hist_prune(h, o->older, o->force, err, sizeof err)) < 0) {
 		util_warn("%s", err);
 		return HX_ERROR;
 	}
@@ -502,9 +576,9 @@ static int retain(struct hist *h, const struct opts *o)
 		util_warn("%s", err);
 		return HX_ERROR;
 	}
-	if (o->prune) {
+	if (o->prune && o->verbose) {
 		char when[40];
-		util_iso8601(before * 1000.0, when, sizeof when);
+		util_iso8601(o->older * 1000.0, when, sizeof when);
 		if (o->fmt == F_JSON) {
 			jv r = jv_object_set(jv_object(), jv_string("pruned"), jv_number((double)n));
 			rec_write(jv_object_set(r, jv_string("older_than"), jv_string(when)));
@@ -540,26 +614,29 @@ int main(int argc, char **argv)
 	memset(&o, 0, sizeof o);
 	options(argc, argv, &o);
 	struct conf *c = conf_open(o.conf_path);
-	const char *db = o.db;
+	char *server_db = conf_server_history(c);
+	const char *env = getenv("SBX_HISTORY"), *db = o.server ? server_db : o.db;
 	if (!db)
-		db = getenv("SBX_HISTORY") && *getenv("SBX_HISTORY") ? getenv("SBX_HISTORY") : c->history;
-	if (o.f.language) {
+		db = env && *env ? env : c->history;
+	if (o.languages) {
 		/* Stored languages are canonical (sbx-validate resolves
 		 * aliases); accept an alias here too. */
-		const struct conf_lang *l = conf_lang(c, o.f.language);
-		if (!l) {
-			char msg[1024];
-			snprintf(msg, sizeof msg, "--language: \"%s\" is not a configured language (%s)", o.f.language,
-				 conf_lang_list(c));
-			conf_free(c);
-			util_usage_error(synopsis, "%s", msg);
+		char *canon = NULL, *save = NULL;
+		for (char *v = strtok_r(o.languages, ",", &save); v; v = strtok_r(NULL, ",", &save)) {
+			const struct conf_lang *l = conf_lang(c, v);
+			if (!l) {
+				char msg[1024];
+				snprintf(msg, sizeof msg, "--language: \"%s\" is not a configured language (%s)", v,
+					 conf_lang_list(c));
+				conf_free(c);
+				util_usage_error(synopsis, "%s", msg);
+			}
+			char *next = canon ? util_fmt("%s,%s", canon, l->name) : util_strdup(l->name);
+			free(canon);
+			canon = next;
 		}
-		o.f.language = l->name;
-	}
-	/* A merge may make its target; nothing else makes a file that -d names. */
-	if (o.db && !o.merge && access(db, F_OK) < 0) {
-		conf_free(c);
-		util_usage_error(synopsis, "-d: %s: %s", db, strerror(errno));
+		free(o.languages);
+		o.f.language = o.languages = canon;
 	}
 
 	struct out out = { .fmt = o.fmt, .table_stats = o.stats, .header = jv_invalid(), .table = jv_array() };
@@ -580,8 +657,13 @@ int main(int argc, char **argv)
 	bool write = o.retention || o.merge;
 	struct hist *h = hist_open(db, write ? HIST_WRITE : HIST_READ, false, err, sizeof err);
 	if (!h) {
+		/* Wherever its name came from (-d, SBX_HISTORY, the
+		 * configuration), a file that is not there has no runs: exit 1,
+		 * as for no rows, and the path, which a typo shows in. */
 		if (!write && access(db, F_OK) < 0 && errno == ENOENT) {
-			util_warn("no history yet at %s", db);
+			util_warn("no history at %s (from %s): sbx-log makes it at its first run%s", db,
+				  o.server ? "--server" : o.db ? "-d" : db == c->history ? c->path : "SBX_HISTORY",
+				  db == c->history && access(server_db, F_OK) == 0 ? "; the MCP server's runs: sbx-history --server" : "");
 			rc = HX_NONE;
 		} else
 			util_warn("%s", err);
@@ -611,6 +693,10 @@ out:
 	jv_free(out.header);
 	jv_free(out.table);
 	conf_free(c);
+	free(server_db);
+	free(o.languages);
+	free(o.statuses);
+	free(o.verdicts);
 	if (util_close_stdout() != EXIT_OK)
 		rc = HX_ERROR;
 	return rc;

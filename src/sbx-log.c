@@ -197,7 +197,7 @@ int main(int argc, char **argv)
 				util_usage_error(synopsis, "--sync: \"%s\" is not normal or full", optarg);
 			sync_opt = optarg;
 			break;
-		default: util_common_option(o, argv, synopsis, help);
+		default: util_common_option(o, argv, opts, synopsis, help);
 		}
 	}
 	util_inputs(argc - optind, argv + optind, synopsis);

@@ -204,7 +204,7 @@ int main(int argc, char **argv)
 		case 'l': listen = optarg; break;
 		case O_TOKEN_FILE: token_file = optarg; break;
 		case O_TRANSPORT: transport = optarg; break;
-		default: util_common_option(o, argv, synopsis, help);
+		default: util_common_option(o, argv, opts, synopsis, help);
 		}
 	}
 	if (optind < argc)

@@ -774,7 +774,7 @@ static void options(int argc, char **argv, struct opts *o)
 		case 'G': o->progress = 1; break;
 		case 'g': o->progress = 0; break;
 		case 'L': o->live = true; break;
-		default: util_common_option(ch, argv, synopsis, help);
+		default: util_common_option(ch, argv, opts, synopsis, help);
 		}
 	}
 	if (o->live && S.events_fd < 0)

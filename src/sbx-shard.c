@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 		case 'c': conf_path = optarg; break;
 		case 'o': dir = optarg; break;
 		case 'k': k = shard_count_arg(optarg, synopsis); break;
-		default: util_common_option(o, argv, synopsis, help);
+		default: util_common_option(o, argv, opts, synopsis, help);
 		}
 	}
 	/* The configuration first: a broken one is the error to report. */

@@ -50,7 +50,7 @@ int main(int argc, char **argv)
 	while ((o = getopt_long(argc, argv, ":c:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'c': conf_path = optarg; break;
-		default: util_common_option(o, argv, synopsis, help);
+		default: util_common_option(o, argv, opts, synopsis, help);
 		}
 	}
 	util_inputs(argc - optind, argv + optind, synopsis);

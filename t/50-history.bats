@@ -247,17 +247,33 @@ logr() { "$BIN/sbx-log" "$@"; }
 	run --separate-stderr hist --id old; [ "$(ids)" = '["old"]' ]
 	run --separate-stderr hist -n 2; [ "$(ids)" = '["new","mid"]' ]
 	run --separate-stderr hist --limit 0 --language python --status timeout; [ "$(ids)" = '["new"]' ]
-	run --separate-stderr hist --since yesterday
-	[ "$status" -eq 2 ]
-	[[ "$stderr" == *'--since: "yesterday" is neither ISO 8601'* ]]
+	# several values: repeated, or a comma-separated list
+	run --separate-stderr hist --status error --status timeout; [ "$(ids)" = '["new","mid"]' ]
+	run --separate-stderr hist --status error,timeout; [ "$(ids)" = '["new","mid"]' ]
+	run --separate-stderr hist --language c,py --status success --status error; [ "$(ids)" = '["mid","old"]' ]
+	run --separate-stderr hist --status error,timout
+	[ "$status" -eq 2 ] && [[ "${stderr_lines[0]}" == *'"timout" is not a status'* ]]
+	# today and yesterday are midnights (UTC); a date is its midnight
+	run --separate-stderr hist --since today; [ "$(ids)" = '["new"]' ]
+	run --separate-stderr hist --since yesterday --until today; [ "$(ids)" = '[]' ]
+	# a bare number is no time: "2026" is neither a year nor 2026 seconds ago
+	for t in 2026 30 0; do
+		run --separate-stderr hist --since "$t"
+		[ "$status" -eq 2 ] && [[ "${stderr_lines[0]}" == *"--since: \"$t\" needs a unit: ${t}d (days), ${t}h, ${t}m or ${t}s" ]]
+	done
 	run --separate-stderr hist --since 2024-02-30
 	[ "$status" -eq 2 ]
+	[[ "${stderr_lines[0]}" == *'"2024-02-30" is neither a date'* ]]
 }
 
 @test "cron exit codes: 0 with rows, 1 with none, 1 with no history yet, 2 on errors" {
 	run --separate-stderr hist --status internal_error --since 1h
 	[ "$status" -eq 1 ]
-	[[ "$stderr" == *"no history yet"* ]]
+	[ "$stderr" = "sbx-history: no history at $SBX_HISTORY (from SBX_HISTORY): sbx-log makes it at its first run" ]
+	# -d the same: exit 1, the path, no usage
+	run --separate-stderr hist -d "$BATS_TEST_TMPDIR/missing.db"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "sbx-history: no history at $BATS_TEST_TMPDIR/missing.db (from -d): sbx-log makes it at its first run" ]
 	results 1 | logr > /dev/null
 	run --separate-stderr hist --status internal_error --since 1h
 	[ "$status" -eq 1 ]
@@ -283,9 +299,14 @@ logr() { "$BIN/sbx-log" "$@"; }
 	run --separate-stderr hist --language cobol
 	[ "$status" -eq 2 ]
 	[[ "${stderr_lines[0]}" == *'"cobol" is not a configured language ('*python* ]]
-	run --separate-stderr hist -d "$BATS_TEST_TMPDIR/missing.db"
+	# a mistyped option: the one it nearly is
+	run --separate-stderr hist --staus error
 	[ "$status" -eq 2 ]
-	[[ "${stderr_lines[0]}" == *missing.db*"No such file"* ]]
+	[ "${stderr_lines[0]}" = "sbx-history: unknown option --staus: did you mean --status?" ]
+	run --separate-stderr hist --older_than=30d
+	[ "${stderr_lines[0]}" = "sbx-history: unknown option --older_than=30d: did you mean --older-than?" ]
+	run --separate-stderr hist --bogus
+	[ "${stderr_lines[0]}" = "sbx-history: unknown option --bogus" ]
 }
 
 # bats test_tags=valgrind
@@ -306,6 +327,13 @@ logr() { "$BIN/sbx-log" "$@"; }
 	[[ "$(printf '%s\n' "${lines[2]}" | cut -c"$col"-)" == success* ]]
 	# newlines in a cell never break a table row
 	[[ "${lines[1]}" == *'print("a,b") print(2)' ]]
+	# numbers in plain decimals, never 1.235e+04: four places at most in a
+	# table, exact in csv
+	jq -nc '{id: "n", language: "python", code: "1", status: "success", duration_ms: 12345.678912, memory_peak_bytes: 123456789012}' | logr > /dev/null
+	run --separate-stderr hist --id n --format table --jq '{duration_ms, memory_peak_bytes, r: 0.1}'
+	[ "${lines[1]}" = "12345.6789   123456789012       0.1" ]
+	run --separate-stderr hist --id n --format csv --jq '{duration_ms, memory_peak_bytes}'
+	[ "${lines[1]}" = "12345.678912,123456789012" ]
 }
 
 @test "control characters from a snippet never reach the terminal: escaped in table and csv, kept in json" {
@@ -319,6 +347,16 @@ logr() { "$BIN/sbx-log" "$@"; }
 		grep -qF '\x1b]0;pwned\x07\x1b[31mred\u009b2J\x7f' "out.$f"
 	done
 	[ "$(hist --format json | jq -r .code_snippet)" = "$(printf 'print("\033]0;pwned\007\033[31mred\302\2332J\177")')" ]
+	# text that reads other than it runs ("Trojan Source"): the bidi
+	# controls and the line separator shown, not obeyed
+	jq -nc '{id: "admin\u202e\u2066txt.exe\u2069\u200f", language: "python", code: "ok = 1 #\u202e } \u2066if admin\u2069\u2028x", status: "success"}' | logr > /dev/null
+	for f in table csv; do
+		hist --format "$f" --limit 1 > "bidi.$f"
+		! LC_ALL=C.UTF-8 grep -qP '[\x{061c}\x{200e}\x{200f}\x{2028}\x{2029}\x{202a}-\x{202e}\x{2066}-\x{2069}]' "bidi.$f"
+		grep -qF 'admin\u202e\u2066txt.exe\u2069\u200f' "bidi.$f"
+		grep -qF 'ok = 1 #\u202e } \u2066if admin\u2069' "bidi.$f"
+	done
+	grep -qF 'ok = 1 #\u202e } \u2066if admin\u2069\u2028x' bidi.csv
 	# the csv still parses, to the escaped text
 	python3 -c 'import csv,sys; rows = list(csv.DictReader(open(sys.argv[1]))); assert rows[0]["error"] == "bad \\x1b[2J", rows' out.csv
 }
@@ -335,34 +373,56 @@ logr() { "$BIN/sbx-log" "$@"; }
 	} | logr > /dev/null
 	run --separate-stderr hist --stats
 	[ "$status" -eq 0 ]
-	[ "${#lines[@]}" -eq 6 ]
+	[ "${#lines[@]}" -eq 7 ]
 	jqe 0 '.language == "c" and .status == "compile_error" and .count == 1 and .success_rate == 0'
-	jqe 1 '.language == "python" and .status == "cancelled" and .count == 1'
-	jqe 2 '.language == "python" and .status == "invalid" and .count == 3'
-	jqe 3 '.language == "python" and .status == "success" and .count == 100 and .p50_ms == 50 and .p95_ms == 95 and .max_ms == 100'
-	jqe 4 '.language == "python" and .status == "timeout" and .count == 1 and .max_ms == 10000'
-	jqe 5 '.status == "all" and .count == 101 and .success_rate == 0.9901 and .p50_ms == 51 and .max_ms == 10000'
+	# "all": every run; the durations of those that ran (none: null)
+	jqe 1 '.language == "c" and .status == "all" and .count == 1 and .p50_ms == null and .max_ms == null'
+	jqe 2 '.language == "python" and .status == "cancelled" and .count == 1'
+	jqe 3 '.language == "python" and .status == "invalid" and .count == 3'
+	jqe 4 '.language == "python" and .status == "success" and .count == 100 and .p50_ms == 50 and .p95_ms == 95 and .max_ms == 100'
+	jqe 5 '.language == "python" and .status == "timeout" and .count == 1 and .max_ms == 10000'
+	jqe 6 '.status == "all" and .count == 105 and .success_rate == 0.9901 and .p50_ms == 51 and .max_ms == 10000'
 	run --separate-stderr hist --stats --by day --language python --jq '"\(.bucket) \(.status) \(.count)"'
-	[ "$(printf '%s\n' "${lines[@]}" | jq -r . | paste -sd' ')" = "2026-11-28T00:00:00.000Z cancelled 1 2026-11-28T00:00:00.000Z invalid 3 2026-11-28T00:00:00.000Z success 100 2026-11-28T00:00:00.000Z all 100 2026-11-29T00:00:00.000Z timeout 1 2026-11-29T00:00:00.000Z all 1" ]
+	[ "$(printf '%s\n' "${lines[@]}" | jq -r . | paste -sd' ')" = "2026-11-28T00:00:00.000Z cancelled 1 2026-11-28T00:00:00.000Z invalid 3 2026-11-28T00:00:00.000Z success 100 2026-11-28T00:00:00.000Z all 104 2026-11-29T00:00:00.000Z timeout 1 2026-11-29T00:00:00.000Z all 1" ]
 	run --separate-stderr hist --stats --since 2026-11-29
-	[ "${#lines[@]}" -eq 3 ]
+	[ "${#lines[@]}" -eq 4 ]
 	run --separate-stderr hist --by day
 	[ "$status" -eq 2 ]
 }
 
-@test "--prune --older-than removes old runs and says how many; --vacuum" {
+@test "--prune --older-than removes old runs, silently unless -v; never every run without --force; --vacuum" {
 	{
 		jq -nc '{id: "ancient", language: "python", code: "1", status: "success", started_at: "2019-01-01T00:00:00.000Z"}'
 		jq -nc '{id: "old", language: "python", code: "1", status: "success", started_at: "2020-01-01T00:00:00.000Z"}'
+		jq -nc '{id: "2021", language: "python", code: "1", status: "success", started_at: "2021-06-01T00:00:00.000Z"}'
 	} | logr > /dev/null
 	results 2 python fresh | jq -c --arg t "$(date -u +%Y-%m-%dT%H:%M:%S.000Z)" '.started_at = $t' | logr > /dev/null
-	run --separate-stderr hist --prune --older-than 30d
+	# a cron line's typo: a bare number (meant as days), a unit too small
+	for t in 30 0; do
+		run --separate-stderr hist --prune --older-than "$t"
+		[ "$status" -eq 2 ] && [[ "${stderr_lines[0]}" == *"\"$t\" needs a unit"* ]]
+	done
+	run --separate-stderr hist --prune --older-than "$(date -u -d tomorrow +%F)"
+	[ "$status" -eq 2 ]
+	[[ "${stderr_lines[0]}" == "sbx-history: not pruned: every run in $SBX_HISTORY (5) is older than "*"; add --force if that is meant" ]]
+	[ "$(sqlite3 "$SBX_HISTORY" 'SELECT count(*) FROM runs')" = 5 ]
+	# a date, silently (cron mails only what matters)
+	run --separate-stderr hist --prune --older-than 2020-06-01
+	[ "$status" -eq 0 ] && [ -z "$output" ] && [ -z "$stderr" ]
+	[ "$(sqlite3 "$SBX_HISTORY" 'SELECT count(*) FROM runs')" = 3 ]
+	run --separate-stderr hist --prune --older-than 30d -v
 	[ "$status" -eq 0 ]
-	jqe 0 '.pruned == 2'
+	jqe 0 '.pruned == 1'
 	run --separate-stderr hist --limit 0 --jq .id
 	[ "${lines[*]}" = '"fresh-1" "fresh-0"' ]
-	run --separate-stderr hist --prune --older-than 30d --vacuum --format table
+	run --separate-stderr hist --prune --older-than 30d --vacuum --format table --verbose
 	[[ "${lines[0]}" == "pruned 0 runs older than "* ]]
+	# every run, meant: --force
+	run --separate-stderr hist --prune --older-than 0s --force
+	[ "$status" -eq 0 ] && [ -z "$output" ]
+	[ "$(sqlite3 "$SBX_HISTORY" 'SELECT count(*) FROM runs')" = 0 ]
+	run --separate-stderr hist --force
+	[ "$status" -eq 2 ]
 	run --separate-stderr hist --prune
 	[ "$status" -eq 2 ]
 	run --separate-stderr hist --prune --older-than 30d --status error

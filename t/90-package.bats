@@ -178,7 +178,7 @@ readme_example() { jq -nc --arg id "r-$BATS_TEST_NUMBER-$$-$RANDOM" '{id: $id, l
 }
 
 # bats test_tags=kernel
-@test "under systemd: the socket starts sbx-mcp.service as sbx, run_code over HTTP with the package's token; the retention timer's service prunes; the units verify" {
+@test "under systemd: the socket starts sbx-mcp.service as sbx, run_code and a session's files over HTTP with the package's token; root reads its history; the retention timer's service prunes; the units verify" {
 	boot_root '
 tok=$(grep -v "^#" /etc/sbx/mcp-tokens)
 systemctl enable --now sbx-mcp.socket
@@ -193,6 +193,14 @@ printf "run_code: %s\n" "$(curl -sS $h -H "Authorization: Bearer $tok" -H "Mcp-S
   --data-binary "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"run_code\",\"arguments\":{\"language\":\"python\",\"code\":\"import os, pty; m, s = pty.openpty(); print(sum([1,2,3]), os.getuid(), os.ttyname(s))\"}}}")"
 printf "check_backend: %s\n" "$(curl -sS $h -H "Authorization: Bearer $tok" -H "Mcp-Session-Id: $sid" http://127.0.0.1:8000/mcp \
   --data-binary "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"check_backend\",\"arguments\":{}}}")"
+init=$(curl -sS $h -H "Authorization: Bearer $tok" -H "Mcp-Session-Id: $sid" http://127.0.0.1:8000/mcp \
+  --data-binary "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"sandbox_initialize\",\"arguments\":{\"language\":\"python\"}}}")
+ws=$(printf "%s" "$init" | grep -o "\"session_id\":\"[0-9a-f]*\"" | head -1 | cut -d\" -f4)
+printf "write_file: %s\n" "$(curl -sS $h -H "Authorization: Bearer $tok" -H "Mcp-Session-Id: $sid" http://127.0.0.1:8000/mcp \
+  --data-binary "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"write_file\",\"arguments\":{\"session_id\":\"$ws\",\"path\":\"src/main.py\",\"content\":\"print(42)\"}}}")"
+printf "sandbox_exec: %s\n" "$(curl -sS $h -H "Authorization: Bearer $tok" -H "Mcp-Session-Id: $sid" http://127.0.0.1:8000/mcp \
+  --data-binary "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"sandbox_exec\",\"arguments\":{\"session_id\":\"$ws\",\"file\":\"src/main.py\"}}}")"
+echo "admin: $(sbx-history --server --limit 1 --jq .status)"
 echo "controllers: $(cat /sys/fs/cgroup/system.slice/sbx-mcp.service/cgroup.controllers 2> /dev/null) top: $(cat /sys/fs/cgroup/cgroup.controllers 2> /dev/null)"
 echo "unauthorized: $(curl -sS -o /dev/null -w %{http_code} $h http://127.0.0.1:8000/mcp --data-binary "{}")"
 echo "service: $(systemctl is-active sbx-mcp.service) user: $(stat -c %U /proc/$(systemctl show -p MainPID --value sbx-mcp.service))"
@@ -211,6 +219,11 @@ journalctl -u sbx-mcp.service --no-pager | tail -5'
 	grep -x "service: active user: sbx" boot.out
 	grep -x "history: /var/lib/sbx-mcp/sbx/sandbox_history.db" boot.out
 	grep -x "prune: success" boot.out
+	# the package's user (its gid not its uid) writes a session's files;
+	# root finds the server's runs by name
+	sed -n 's/^write_file: //p' boot.out | jq -e '.result.isError == false'
+	sed -n 's/^sandbox_exec: //p' boot.out | jq -e '.result.structuredContent.stdout == "42\n"'
+	grep -x 'admin: "success"' boot.out
 	grep -x "verify: clean" boot.out
 	grep -x "left: 0" boot.out
 	sed -n 's/^run_code: //p' boot.out > rpc.json

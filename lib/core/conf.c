@@ -1203,6 +1203,14 @@ void conf_user_state(struct conf *c)
 	c->state_per_user = true;
 }
 
+char *conf_server_history(const struct conf *c)
+{
+	size_t n = strlen(c->state_dir);
+	if (!strncmp(c->history, c->state_dir, n) && c->history[n] == '/')
+		return util_fmt("%s/sbx%s", SBX_STATEDIR "-mcp", c->history + n);
+	return util_strdup(c->history);
+}
+
 struct conf *conf_open(const char *explicit)
 {
 	char err[1024];

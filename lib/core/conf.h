@@ -130,6 +130,11 @@ void conf_free(struct conf *c);
  * ~/.local/state/sbx, made 0700; a history inside state_dir moves with it.
  * Root's state is never moved.  state_note says what happened. */
 void conf_user_state(struct conf *c);
+/* The history file of the packaged sbx-mcp.service, which runs as a user
+ * of its own with XDG_STATE_HOME=SBX_STATEDIR-mcp (share/systemd): where
+ * conf_user_state puts that user's (caller frees).  An administrator asks
+ * for it by name (sbx-history --server) without knowing the layout. */
+char *conf_server_history(const struct conf *c);
 
 /* conf_find + conf_load + conf_user_state; on failure prints the error
  * and exits 2. */

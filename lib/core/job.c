@@ -537,34 +537,6 @@ static bool computed_differs(jv req, const char *key, jv want)
 	return !jv_equal(have, jv_copy(want));
 }
 
-/* Optimal string alignment distance of a and b (edits: insert, delete,
- * substitute, swap two neighbours), case folded; stops counting at 3. */
-static int edit_distance(const char *a, const char *b)
-{
-	size_t n = strlen(a), m = strlen(b);
-	if (n > 40 || m > 40 || (n > m ? n - m : m - n) > 2)
-		return 3;
-	int d[41][41];
-	for (size_t i = 0; i <= n; i++)
-		d[i][0] = (int)i;
-	for (size_t j = 0; j <= m; j++)
-		d[0][j] = (int)j;
-	for (size_t i = 1; i <= n; i++)
-		for (size_t j = 1; j <= m; j++) {
-			int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
-			int v = d[i - 1][j - 1] + (ca != cb);
-			if (d[i - 1][j] + 1 < v)
-				v = d[i - 1][j] + 1;
-			if (d[i][j - 1] + 1 < v)
-				v = d[i][j - 1] + 1;
-			if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) && tolower((unsigned char)a[i - 2]) == cb &&
-			    d[i - 2][j - 2] + 1 < v)
-				v = d[i - 2][j - 2] + 1;
-			d[i][j] = v;
-		}
-	return d[n][m] < 3 ? d[n][m] : 3;
-}
-
 /* A field a request does not have but nearly has ("tiemout", "Files"):
  * the known name it is probably meant to be, or NULL.  Other unknown
  * fields are the user's and pass through. */
@@ -576,16 +548,16 @@ static const char *misspelled(const char *key)
 					     "stop_on_fail" };
 	const char *best = NULL;
 	int bestd = 3;
-	size_t klen = strlen(key);
 	for (size_t i = 0; i < sizeof known / sizeof known[0] + LIM_N; i++) {
 		const char *k = i < sizeof known / sizeof known[0] ? known[i] : limit_defs[i - sizeof known / sizeof known[0]].req;
 		if (!k)
 			continue;
 		if (!strcmp(k, key))
 			return NULL;
-		int d = edit_distance(key, k);
-		/* short names need a closer match: "ids" is not "id"'s typo */
-		if (d < bestd && (d == 0 || (d == 1 && klen >= 3 && strlen(k) >= 3) || (d == 2 && klen >= 6 && strlen(k) >= 6))) {
+		if (!strcasecmp(k, key))
+			return k; /* "Files" */
+		int d = util_typo_of(key, k);
+		if (d && d < bestd) {
 			best = k;
 			bestd = d;
 		}

@@ -113,3 +113,19 @@ size_t utf8_ceil(const char *str, size_t n, size_t off)
 		k++;
 	return k;
 }
+
+size_t utf8_deceptive(const unsigned char *s, size_t n, unsigned *cp)
+{
+	size_t len = 0;
+	if (n >= 2 && s[0] == 0xd8 && s[1] == 0x9c)
+		len = 2;
+	else if (n >= 3 && s[0] == 0xe2 && s[1] == 0x80 && (s[2] == 0x8e || s[2] == 0x8f || (s[2] >= 0xa8 && s[2] <= 0xae)))
+		len = 3;
+	else if (n >= 3 && s[0] == 0xe2 && s[1] == 0x81 && s[2] >= 0xa6 && s[2] <= 0xa9)
+		len = 3;
+	if (len == 2)
+		*cp = (unsigned)(s[0] & 0x1f) << 6 | (s[1] & 0x3f);
+	else if (len == 3)
+		*cp = (unsigned)(s[0] & 0x0f) << 12 | (unsigned)(s[1] & 0x3f) << 6 | (s[2] & 0x3f);
+	return len;
+}

@@ -30,4 +30,12 @@ size_t utf8_floor(const char *s, size_t n);
  * (skips at most 3 continuation bytes). */
 size_t utf8_ceil(const char *s, size_t n, size_t off);
 
+/* Length (2 or 3) of a character at s[0..n) that makes text read other
+ * than it runs, or 0: bidi marks, embeddings, overrides and isolates
+ * (U+061C, U+200E-F, U+202A-E, U+2066-9) and the line and paragraph
+ * separators (U+2028-9), which some viewers break a line at.  A person
+ * shown code or an id (a table, CSV, a page) must see them, not obey them
+ * (the "Trojan Source" attack).  *cp gets its code point. */
+size_t utf8_deceptive(const unsigned char *s, size_t n, unsigned *cp);
+
 #endif

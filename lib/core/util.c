@@ -1,8 +1,10 @@
 #define _GNU_SOURCE
 #include "util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -352,7 +354,7 @@ bool util_parse_iso8601(const char *s, double *epoch_ms)
 	return true;
 }
 
-void util_common_option(int opt, char **argv, const char *synopsis, void (*help)(void))
+void util_common_option(int opt, char **argv, const struct option *opts, const char *synopsis, void (*help)(void))
 {
 	if (opt == 'h' || opt == 'V') {
 		if (opt == 'h')
@@ -361,9 +363,57 @@ void util_common_option(int opt, char **argv, const char *synopsis, void (*help)
 			printf("%s %s\n", util_prog, SBX_VERSION);
 		exit(util_close_stdout());
 	}
+	const char *arg = argv[optind - 1];
 	if (opt == ':')
-		util_usage_error(synopsis, "option %s needs an argument", argv[optind - 1]);
-	util_usage_error(synopsis, "unknown option %s", argv[optind - 1]);
+		util_usage_error(synopsis, "option %s needs an argument", arg);
+	if (!strncmp(arg, "--", 2)) {
+		char name[64];
+		snprintf(name, sizeof name, "%.*s", (int)strcspn(arg + 2, "="), arg + 2);
+		const char *best = NULL;
+		for (int i = 0, d, bestd = 3; opts[i].name; i++)
+			if ((d = util_typo_of(name, opts[i].name)) && d < bestd) {
+				best = opts[i].name;
+				bestd = d;
+			}
+		if (best)
+			util_usage_error(synopsis, "unknown option %s: did you mean --%s?", arg, best);
+	}
+	util_usage_error(synopsis, "unknown option %s", arg);
+}
+
+/* Optimal string alignment distance of a and b, case folded; stops
+ * counting at 3. */
+static int edit_distance(const char *a, const char *b)
+{
+	size_t n = strlen(a), m = strlen(b);
+	if (n > 40 || m > 40 || (n > m ? n - m : m - n) > 2)
+		return 3;
+	int d[41][41];
+	for (size_t i = 0; i <= n; i++)
+		d[i][0] = (int)i;
+	for (size_t j = 0; j <= m; j++)
+		d[0][j] = (int)j;
+	for (size_t i = 1; i <= n; i++)
+		for (size_t j = 1; j <= m; j++) {
+			int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+			int v = d[i - 1][j - 1] + (ca != cb);
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) && tolower((unsigned char)a[i - 2]) == cb &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	return d[n][m] < 3 ? d[n][m] : 3;
+}
+
+int util_typo_of(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	int d = edit_distance(a, b);
+	return (d == 1 && la >= 3 && lb >= 3) || (d == 2 && la >= 6 && lb >= 6) ? d : 0;
 }
 
 void util_random(void *buf, size_t len)

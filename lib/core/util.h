@@ -40,8 +40,16 @@ _Noreturn void util_die(int code, const char *fmt, ...) __attribute__((format(pr
 		{ "version", no_argument, NULL, 'V' }, { NULL, 0, NULL, 0 }
 /* The options every tool shares, for the default case of its getopt_long
  * switch: 'h' (--help: help() to stdout, exit 0), 'V' (--version), ':'
- * (a missing argument) and anything unknown (a usage error, exit 2). */
-_Noreturn void util_common_option(int opt, char **argv, const char *synopsis, void (*help)(void));
+ * (a missing argument) and anything unknown (a usage error, exit 2, with
+ * the option of opts it is probably a typo of). */
+struct option;
+_Noreturn void util_common_option(int opt, char **argv, const struct option *opts, const char *synopsis,
+				  void (*help)(void));
+/* Is a probably a typo of b: their distance (an insertion, deletion,
+ * substitution or swap of neighbours each, case folded) 1 where both have
+ * 3 characters or more, 2 where both have 6 or more.  That distance, or 0
+ * (equal, or not close enough: "ids" is not a typo of "id"). */
+int util_typo_of(const char *a, const char *b);
 /* Usage error: one reason line, then the synopsis, on stderr; exit 2. */
 _Noreturn void util_usage_error(const char *synopsis, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -582,12 +582,19 @@ static void where_clause(const struct hist_filter *f, char *buf, size_t len)
 	buf[0] = 0;
 	COND(!isnan(f->since), "timestamp >=");
 	COND(!isnan(f->until), "timestamp <");
-	COND(f->language, "language =");
-	COND(f->status, "status =");
+	/* language, status and verdict: one or more, a comma-separated list
+	 * bound as a JSON array (bind_filter) */
+#define COND_IN(present, column)                                      \
+	COND(present, column " IN (SELECT value FROM json_each(");    \
+	if (present)                                                  \
+	o += (size_t)snprintf(buf + o, len - o, "))")
+	COND_IN(f->language, "language");
+	COND_IN(f->status, "status");
 	COND(f->id, "run_id =");
 	COND(f->session, "session_id =");
 	COND(f->principal, "principal =");
-	COND(f->verdict, "verdict =");
+	COND_IN(f->verdict, "verdict");
+#undef COND_IN
 	/* The whole code where it is kept (history_code = "full"), else its
 	 * first 500 characters; % and _ in the text are literal. */
 	COND(f->text, "COALESCE(code, code_snippet) LIKE '%%' ||");
@@ -622,6 +629,23 @@ static char *like_escape(const char *text)
 	return out;
 }
 
+/* "a,b" as the JSON array ["a","b"] (caller frees). */
+static char *json_list(const char *csv)
+{
+	jv a = jv_array();
+	for (const char *p = csv;; p++) {
+		size_t n = strcspn(p, ",");
+		a = jv_array_append(a, jv_string_sized(p, (int)n));
+		p += n;
+		if (!*p)
+			break;
+	}
+	jv s = jv_dump_string(a, 0);
+	char *out = util_strdup(jv_string_value(s));
+	jv_free(s);
+	return out;
+}
+
 static int bind_filter(sqlite3_stmt *st, const struct hist_filter *f)
 {
 	int i = 0;
@@ -630,8 +654,11 @@ static int bind_filter(sqlite3_stmt *st, const struct hist_filter *f)
 	if (!isnan(f->until))
 		sqlite3_bind_double(st, ++i, f->until);
 	const char *strs[] = { f->language, f->status, f->id, f->session, f->principal, f->verdict };
+	const bool list[] = { true, true, false, false, false, true };
 	for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++)
-		if (strs[k])
+		if (strs[k] && list[k])
+			sqlite3_bind_text(st, ++i, json_list(strs[k]), -1, free);
+		else if (strs[k])
 			sqlite3_bind_text(st, ++i, strs[k], -1, SQLITE_STATIC);
 	if (f->text)
 		sqlite3_bind_text(st, ++i, like_escape(f->text), -1, free);
@@ -826,6 +853,7 @@ struct stats_state {
 	bool stopped;
 	jv pending;            /* rows of the current language (and bucket) */
 	struct series all;     /* the durations of the current language's runs that ran */
+	size_t total;          /* its runs, all of them */
 	size_t success, rated; /* successes, of the runs that count for the success rate */
 	int64_t emitted;
 	const char *key;       /* "status", or "verdict" (by_verdict) */
@@ -835,19 +863,28 @@ struct stats_state {
  * success rate, then add its "all" row, and hand them out. */
 static void flush_language(struct stats_state *s, jv bucket, const char *lang)
 {
-	if (s->all.n == 0 && jv_array_length(jv_copy(s->pending)) == 0)
+	if (s->total == 0)
 		return;
 	double rate = s->rated ? (double)s->success / (double)s->rated : -1;
+	/* "all": every run, whatever its status; its durations are those of
+	 * the programs that ran (none: null), not of requests refused,
+	 * compiles that failed or calls cancelled. */
+	jv all = jv_object();
+	if (jv_is_valid(bucket))
+		all = jv_object_set(all, jv_string("bucket"), jv_copy(bucket));
+	all = jv_object_set(all, jv_string("language"), jv_string(lang));
+	all = jv_object_set(all, jv_string(s->key), jv_string("all"));
 	if (s->all.n) {
 		qsort(s->all.v, s->all.n, sizeof *s->all.v, cmp_double);
-		jv all = jv_object();
-		if (jv_is_valid(bucket))
-			all = jv_object_set(all, jv_string("bucket"), jv_copy(bucket));
-		all = jv_object_set(all, jv_string("language"), jv_string(lang));
-		all = jv_object_set(all, jv_string(s->key), jv_string("all"));
 		all = summary(all, &s->all);
-		s->pending = jv_array_append(s->pending, all);
+		all = jv_object_set(all, jv_string("count"), jv_number((double)s->total));
+	} else {
+		all = jv_object_set(all, jv_string("count"), jv_number((double)s->total));
+		all = jv_object_set(all, jv_string("p50_ms"), jv_null());
+		all = jv_object_set(all, jv_string("p95_ms"), jv_null());
+		all = jv_object_set(all, jv_string("max_ms"), jv_null());
 	}
+	s->pending = jv_array_append(s->pending, all);
 	jv_array_foreach(s->pending, i, row) {
 		row = jv_object_set(row, jv_string("success_rate"), rate < 0 ? jv_null() : jv_number(round(rate * 10000) / 10000));
 		if (!s->stopped) {
@@ -859,7 +896,7 @@ static void flush_language(struct stats_state *s, jv bucket, const char *lang)
 	jv_free(s->pending);
 	s->pending = jv_array();
 	s->all.n = 0;
-	s->success = s->rated = 0;
+	s->total = s->success = s->rated = 0;
 }
 
 int64_t hist_series(struct hist *h, const struct hist_filter *f, int64_t bucket_s, hist_row_fn fn, void *arg,
@@ -969,12 +1006,11 @@ int64_t hist_stats(struct hist *h, const struct hist_filter *f, int64_t bucket_s
 			free(status);
 			status = util_strdup(stt);
 		}
-		/* The "all" row's durations are of programs that ran: not of
-		 * requests refused, compiles that failed or calls cancelled.  The
-		 * success rate leaves out what was never a verdict on the code
-		 * (invalid requests, cancelled calls). */
+		/* The success rate leaves out what was never a verdict on the
+		 * code (invalid requests, cancelled calls). */
 		double d = sqlite3_column_double(st, 3);
 		series_add(&cur, d);
+		s.total++;
 		bool ran = strcmp(stt, "invalid") && strcmp(stt, "compile_error") && strcmp(stt, "cancelled");
 		if (ran)
 			series_add(&s.all, d);
@@ -998,10 +1034,39 @@ int64_t hist_stats(struct hist *h, const struct hist_filter *f, int64_t bucket_s
 
 /* ---- retention ------------------------------------------------------- */
 
-int64_t hist_prune(struct hist *h, double before, char *err, size_t errlen)
+/* One count of runs (before: NAN for all of them), or -1. */
+static int64_t count_runs(struct hist *h, double before)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(h->db, isnan(before) ? "SELECT count(*) FROM runs" : "SELECT count(*) FROM runs WHERE timestamp < ?1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	if (!isnan(before))
+		sqlite3_bind_double(st, 1, before);
+	int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+	sqlite3_finalize(st);
+	return n;
+}
+
+int64_t hist_prune(struct hist *h, double before, bool all, char *err, size_t errlen)
 {
 	if (hist_begin(h, err, errlen) < 0)
 		return -1;
+	int64_t n = count_runs(h, before), total = n < 0 ? -1 : count_runs(h, NAN);
+	if (n < 0 || total < 0) {
+		db_fail(h, err, errlen, "prune");
+		hist_abort(h);
+		return -1;
+	}
+	if (n == total && n > 0 && !all) {
+		char when[40];
+		util_iso8601(before * 1000.0, when, sizeof when);
+		snprintf(err, errlen,
+			 "not pruned: every run in %s (%lld) is older than %s; add --force if that is meant", h->path,
+			 (long long)n, when);
+		hist_abort(h);
+		return -1;
+	}
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(h->db, "DELETE FROM runs WHERE timestamp < ?1", -1, &st, NULL) != SQLITE_OK) {
 		db_fail(h, err, errlen, "prune");
@@ -1016,7 +1081,7 @@ int64_t hist_prune(struct hist *h, double before, char *err, size_t errlen)
 		hist_abort(h);
 		return -1;
 	}
-	int64_t n = sqlite3_changes64(h->db);
+	n = sqlite3_changes64(h->db);
 	return hist_commit(h, err, errlen) < 0 ? -1 : n;
 }
 

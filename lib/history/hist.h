@@ -60,9 +60,10 @@ void hist_abort(struct hist *h);
  * SQL.  Times are Unix seconds; NAN / NULL / 0 mean "no filter". */
 struct hist_filter {
 	double since, until;       /* NAN: open */
-	const char *language, *status, *id, *session;
+	const char *language, *status; /* one, or a comma-separated list of several */
+	const char *id, *session;
 	const char *principal;     /* sbx-mcp's HTTP callers: a token's runs only */
-	const char *verdict;       /* judged runs with this verdict */
+	const char *verdict;       /* judged runs with this verdict (or a list, as status) */
 	bool by_verdict;           /* hist_stats: judged runs, per verdict instead of status */
 	const char *text;          /* the code contains it (case-insensitive for ASCII; no wildcards) */
 	int64_t history_id;        /* > 0: that row only */
@@ -113,8 +114,10 @@ int64_t hist_stats(struct hist *h, const struct hist_filter *f, int64_t bucket_s
  * nothing of src is then in h. */
 int hist_merge(struct hist *h, const char *src, int64_t *rows, int64_t *added, char *err, size_t errlen);
 
-/* Delete rows older than `before` (Unix seconds); returns rows removed. */
-int64_t hist_prune(struct hist *h, double before, char *err, size_t errlen);
+/* Delete rows older than `before` (Unix seconds); returns rows removed.
+ * One that would remove every row (a typo's "older than a minute") is
+ * refused, removing none, unless all is set. */
+int64_t hist_prune(struct hist *h, double before, bool all, char *err, size_t errlen);
 int hist_vacuum(struct hist *h, char *err, size_t errlen);
 
 #endif

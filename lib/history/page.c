@@ -73,6 +73,7 @@ void page_text(struct page *p, const char *s, size_t n)
 		const char *rep = NULL;
 		char pic[8];
 		size_t skip = 1;
+		unsigned bidi;
 		switch (c) {
 		case '&': rep = "&amp;"; break;
 		case '<': rep = "&lt;"; break;
@@ -91,15 +92,10 @@ void page_text(struct page *p, const char *s, size_t n)
 				   (unsigned char)s[i + 1] <= 0x9f) {
 				rep = "\xef\xbf\xbd"; /* a C1 control */
 				skip = 2;
-			} else if (c == 0xe2 && i + 2 < n && (unsigned char)s[i + 1] == 0x80 &&
-				   (unsigned char)s[i + 2] >= 0xaa && (unsigned char)s[i + 2] <= 0xae) {
-				rep = "\xef\xbf\xbd"; /* bidi embedding and override: text that reads other than it runs */
-				skip = 3;
-			} else if (c == 0xe2 && i + 2 < n && (unsigned char)s[i + 1] == 0x81 &&
-				   (unsigned char)s[i + 2] >= 0xa6 && (unsigned char)s[i + 2] <= 0xa9) {
-				rep = "\xef\xbf\xbd"; /* bidi isolates */
-				skip = 3;
-			}
+			} else if ((skip = utf8_deceptive((const unsigned char *)s + i, n - i, &bidi))) {
+				rep = "\xef\xbf\xbd"; /* text that would read other than it runs */
+			} else
+				skip = 1;
 		}
 		if (rep) {
 			put(p, s + start, i - start);
@@ -372,8 +368,8 @@ static bool on_stat(jv row, void *arg)
 	const char *lang = sval(row, "language"), *status = sval(row, "status");
 	double count = 0, rate = -1, p50 = 0, p95 = 0;
 	nval(row, "count", &count);
-	nval(row, "p50_ms", &p50);
-	nval(row, "p95_ms", &p95);
+	/* (an "all" row of a language none of whose programs ran has none) */
+	bool durations = nval(row, "p50_ms", &p50) && nval(row, "p95_ms", &p95);
 	jv r = rec_get(row, "success_rate");
 	if (jv_get_kind(r) == JV_KIND_NUMBER)
 		rate = jv_number_value(r);
@@ -381,7 +377,7 @@ static bool on_stat(jv row, void *arg)
 	if (lang && status) {
 		struct group *l = group_of(o->lang, &o->nlang, lang);
 		if (!strcmp(status, "all")) {
-			l->has_all = true;
+			l->has_all = durations;
 			l->p50 = p50;
 			l->p95 = p95;
 		} else {

@@ -69,14 +69,14 @@ _sbx() {
 		_sbx_files; return ;;
 	-o | --output) _sbx_files -d; return ;;
 	--language) local IFS=$'\n'; _sbx_words $(_sbx_languages); return ;;
-	--status) _sbx_words success error timeout memory_limit compile_error invalid internal_error; return ;;
+	--status) _sbx_words success error timeout memory_limit compile_error invalid internal_error cancelled; return ;;
 	--verdict) _sbx_words accepted wrong_answer timeout memory_limit error output_limit judge_error compile_error; return ;;
 	-f | --format) _sbx_words json table csv html; return ;;
 	--by) _sbx_words hour day; return ;;
 	--store-code) _sbx_words preview full; return ;;
 	--sync) _sbx_words normal full; return ;;
 	--transport) _sbx_words stdio http sse; return ;;
-	--since | --until | --older-than) _sbx_words 1h 24h 7d 30d 90d; return ;;
+	--since | --until | --older-than) _sbx_words 1h 24h 7d 30d 90d today yesterday; return ;;
 	--events | --control | -j | --jobs | -n | --bytes | --limit | -k | --shards | --shard | -l | --listen | \
 		--id | --session | --principal | --jq) return ;;
 	esac
@@ -89,7 +89,7 @@ _sbx() {
 	sbx-run) opts="-j --jobs --unordered --progress --no-progress --timings --no-cache --events --live --control --check --json --pull -c --config -h --help --version" ;;
 	sbx-cap) opts="-n --bytes -c --config -h --help --version" ;;
 	sbx-log) opts="-d --database --store-code --sync -c --config -h --help --version" ;;
-	sbx-history) opts="--since --until --language --status --verdict --id --session --principal -n --limit --stats --stats=verdict --by --jq -f --format --record --prune --older-than --vacuum --merge -d --database -c --config -h --help --version" ;;
+	sbx-history) opts="--since --until --language --status --verdict --id --session --principal -n --limit --stats --stats=verdict --by --jq -f --format --record --prune --older-than --force --vacuum -v --verbose --merge -d --database -c --config -h --help --version" ;;
 	sbx-mcp) opts="-c --config -l --listen --token-file --transport -h --help --version" ;;
 	sbx-shard) opts="-k --shards -o --output -c --config -h --help --version" ;;
 	sbx-batch) opts="-j --jobs --history --shard -c --config -h --help --version" ;;
