@@ -285,6 +285,10 @@ py() { jq -cn --arg c "$1" "{language:\"python\",code:\$c} + ${2:-{\}}"; }
 http_serve() {
 	local tf=()
 	[ -n "${TOKENS-tokens}" ] && tf=(--token-file "${TOKENS-tokens}")
+	# emptied here, not only by the server's redirection: a log left by an
+	# earlier server would otherwise give its (closed) address to the loop
+	# below if it looked before the new server's shell had opened the file
+	: > "${SRV_LOG:-srv.log}"
 	"$BIN/sbx-mcp" -c "$conf" --listen "${LISTEN:-127.0.0.1:0}" "${tf[@]}" "$@" 2> "${SRV_LOG:-srv.log}" &
 	SRV=$!
 	for _ in $(seq 200); do
