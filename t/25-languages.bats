@@ -110,6 +110,42 @@ check() {
 	done
 }
 
+@test "C and C++ in the GNU dialects judges use: M_PI, pid_t, strdup, typeof; a call to an undeclared function is a compile error" {
+	cat > gnu.c <<-'EOF'
+	#include <math.h>
+	#include <stdio.h>
+	#include <stdlib.h>
+	#include <string.h>
+	#include <unistd.h>
+	int main(void) {
+		pid_t p = getpid();
+		char *s = strdup("pi");
+		typeof(M_PI) x = M_PI;
+		printf("%s %.2f %d\n", s, x, p > 0);
+		free(s);
+		return 0;
+	}
+	EOF
+	cat > gnu.cpp <<-'EOF'
+	#include <cmath>
+	#include <cstdio>
+	#include <cstring>
+	#include <unistd.h>
+	int main() { pid_t p = getpid(); typeof(M_PI) x = M_PI; std::printf("%s %.2f %d\n", strdup("pi"), x, p > 0); }
+	EOF
+	# strdup undeclared: its pointer would be cut to an int and crash
+	printf '#include <stdio.h>\nint main(void) { char *s = my_strdup("x"); puts(s); return 0; }\n' > implicit.c
+	{
+		jq -nc --rawfile c gnu.c '{id: "c", language: "c", code: $c}'
+		jq -nc --rawfile c gnu.cpp '{id: "cpp", language: "cpp", code: $c}'
+		jq -nc --rawfile c implicit.c '{id: "implicit", language: "c", code: $c}'
+	} > reqs
+	run --separate-stderr bash -c "'$BIN/sbx-validate' $(lconf) < reqs | '$BIN/sbx-run' $(lconf) -j 2"
+	jqe 0 '.status == "success" and .stdout == "pi 3.14 1\n"'
+	jqe 1 '.status == "success" and .stdout == "pi 3.14 1\n"'
+	jqe 2 '.status == "compile_error" and (.compile.stderr | test("implicit declaration of function .my_strdup.")) and .stdout == ""'
+}
+
 @test "the versions the sandbox sees are reported, and a missing runtime is an invalid record naming it and the fix" {
 	run --separate-stderr "$BIN/sbx-run" --check
 	# 1: usable with fewer limits (an ordinary user's cgroups)

@@ -200,12 +200,14 @@ except OSError: pass'
 }
 
 # bats test_tags=kernel
-@test "writes outside scratch, /tmp and \$HOME fail; /tmp and \$HOME are noexec" {
-	run_req "$(py 'import os, shutil, subprocess
+@test "writes outside scratch, /tmp and \$HOME fail; /tmp and \$HOME are noexec; /var/tmp and /run/lock are there" {
+	run_req "$(py 'import os, shutil, subprocess, tempfile
 for p in ["/x", "/usr/x", "/etc/passwd", "/etc/x", "/usr/bin/python3", "/proc/x", "/dev/x"]:
     try: open(p, "a").close(); print(p, "WRITABLE")
     except OSError as e: print(p, e.errno)
-for d in ["/tmp", os.environ["HOME"], "/dev/shm"]:
+for d in ["/var/tmp", "/run/lock"]:
+    with tempfile.NamedTemporaryFile(dir=d) as f: f.write(b"x"); f.flush(); print(d, os.path.getsize(f.name))
+for d in ["/tmp", os.environ["HOME"], "/dev/shm", "/var/tmp"]:
     shutil.copy("/usr/bin/true", d + "/t"); os.chmod(d + "/t", 0o755)
     try: subprocess.run([d + "/t"]); print(d, "EXECUTED")
     except OSError as e: print(d, "exec", e.errno)
@@ -226,9 +228,12 @@ open("out.txt", "w").write("ok"); print("scratch", open("out.txt").read())')"
 /usr/bin/python3 13
 /proc/x 2
 /dev/x $devx
+/var/tmp 1
+/run/lock 1
 /tmp exec 13
 /home/sandbox exec 13
 /dev/shm exec 13
+/var/tmp exec 13
 scratch ok" ]
 }
 

@@ -822,6 +822,11 @@ static jv create_body(struct dock *k, const struct dock_spec *sp, const char *cg
 	hc = jv_object_set(hc, jv_string("PidsLimit"), jv_number((double)lim->pids));
 	hc = jv_object_set(hc, jv_string("ReadonlyRootfs"), jv_true());
 	jv t = jv_object_set(jv_object(), jv_string("/tmp"), jv_string(tmpfs));
+	/* Where ordinary programs also write temporary files and locks: the
+	 * native backend links them to /tmp; the engine cannot, so each is a
+	 * tmpfs of the same kind (all of them in the run's memory limit). */
+	t = jv_object_set(t, jv_string("/var/tmp"), jv_string(tmpfs));
+	t = jv_object_set(t, jv_string("/run/lock"), jv_string(tmpfs));
 	t = jv_object_set(t, jv_string(NS_HOME), jv_string(home));
 	/* The native sandbox has no /sys; here the engine would mount the
 	 * host's sysfs read-only: an empty read-only tmpfs instead. */

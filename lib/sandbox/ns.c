@@ -227,6 +227,14 @@ int ns_build_root(const struct ns_root *r, char *err, size_t errlen)
 	if (mkdir("tmp", 0755) < 0 || mkdir("home", 0755) < 0 || mkdir("home/sandbox", 0755) < 0 ||
 	    mkdir("dev/shm", 0755) < 0 || mkdir("scratch", 0755) < 0)
 		return fail(err, errlen, "mount points");
+	/* The other places ordinary programs write temporary files and locks
+	 * (mktemp -p /var/tmp, flock in /run/lock): the run's own /tmp, so
+	 * they cost no mount and hold nothing past the run.  A language's
+	 * bind may have made them already. */
+	static const char *const also_tmp[] = { "var/tmp", "run/lock", NULL };
+	for (int i = 0; also_tmp[i]; i++)
+		if (make_parents(also_tmp[i]) < 0 || (symlink("/tmp", also_tmp[i]) < 0 && errno != EEXIST))
+			return fail(err, errlen, "link /%s to /tmp", also_tmp[i]);
 
 	/* The procfs of the builder's own, empty pid namespace: each sandbox
 	 * mounts its own over it (ns_enter_root), which the kernel allows only
