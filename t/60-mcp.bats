@@ -811,6 +811,28 @@ localhost -> HTTP/1.1 502 Bad Gateway" ]
 	answer 7 | jq -e '.result.structuredContent.stdout == "oldnested1000\n1000:1000\n1000:1000\n1000:1000\n"'
 }
 
+@test "a user's mistakes are errors, never internal_error: a command that is not there or not executable, code in a full workspace" {
+	skip_unless_root
+	conf=$(conf_with 's/^workspace_size *=.*/workspace_size = "4m"/')
+	session_server python
+	step sandbox_exec '{command: ["no-such-program", "-x"]}'
+	step write_file '{path: "data.txt", content: "x"}'
+	step sandbox_exec '{command: ["./data.txt"]}'
+	step sandbox_exec '{command: ["sh", "-c", "head -c 5000000 /dev/zero > fill; echo $?"]}'
+	step sandbox_exec '{code: "print(1)"}'
+	exec 7>&-
+	wait "$server"
+	answer 2 | jq -e '.result.structuredContent | .status == "error" and .exit_code == 127 and .signal == null
+		and .error == "cannot run \"no-such-program\": No such file or directory (not on the sandbox'"'"'s PATH, nor a file of the workspace)"'
+	answer 4 | jq -e '.result.structuredContent | .status == "error" and .exit_code == 126 and (.error | startswith("cannot run \"./data.txt\": Permission denied"))'
+	answer 6 | jq -e '.result.structuredContent | .status == "error" and .exit_code == null
+		and (.error | test("workspace is full \\(its quota is workspace_size\\)"))'
+	# and the history says so: no internal error among them
+	[ "$("$BIN/sbx-history" --status error -n 0 | wc -l)" -eq 3 ]
+	run "$BIN/sbx-history" --status internal_error
+	[ "$status" -eq 1 ]
+}
+
 @test "sessions expire on time after their ttl, never under a run; max_sessions is enforced" {
 	conf=$(conf_with 's/^max_sessions *=.*/max_sessions = 3/')
 	mkfifo in

@@ -334,6 +334,20 @@ static void stage_result(struct run *r, const struct stage_result *br)
 		jv t = jv_copy(br->timings);
 		r->timings = jv_object_set(r->timings, jv_string(r->stage == ST_COMPILE ? "compile_stage" : "run_stage"), t);
 	}
+	if (br->status == STAGE_INTERNAL && br->noexec && r->stage == ST_RUN && rec_has(r->job.rec, "command")) {
+		/* The user's command names no program the sandbox has: their
+		 * mistake, as a shell reports it (127 not found, 126 not
+		 * executable), not sbx's. */
+		char msg[600];
+		snprintf(msg, sizeof msg, "cannot run \"%s\": %s%s", r->job.run[0], strerror(br->noexec),
+			 br->noexec == ENOENT ? " (not on the sandbox's PATH, nor a file of the workspace)" : "");
+		jv res = jv_object_set(base_result(r, "error"), jv_string("error"), jv_string(msg));
+		struct stage_result as_shell = *br;
+		as_shell.status = STAGE_EXITED;
+		as_shell.exit_code = br->noexec == ENOENT ? 127 : 126;
+		complete(r, stage_fields(res, &as_shell));
+		return;
+	}
 	if (br->status == STAGE_INTERNAL || br->status == STAGE_CANCELLED) {
 		internal(r, br->status == STAGE_CANCELLED ? "cancelled" : br->error);
 		return;
@@ -572,9 +586,18 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 	for (size_t i = 0; ok && i < r->job.nfiles; i++)
 		ok = r->be->ops->scratch_write(r->scratch, r->job.files[i].path, r->job.files[i].data, r->job.files[i].len, 0644) == 0;
 	if (!ok) {
-		snprintf(err, sizeof err, "cannot write the job's files into its scratch directory: %s%s", strerror(errno),
-			 errno == ENOSPC ? " (files larger than scratch_size)" : "");
-		*immediate = jv_object_set(base_result(r, "internal_error"), jv_string("error"), jv_string(err));
+		/* A full workspace (or files larger than the scratch) is the
+		 * request's doing, not sbx's: an error naming the quota. */
+		bool full = errno == ENOSPC || errno == EDQUOT;
+		if (full && r->job.workspace)
+			snprintf(err, sizeof err, "the session's workspace is full (its quota is workspace_size): the program "
+				 "could not be written; remove files from it, or start a new session");
+		else
+			snprintf(err, sizeof err, "cannot write the job's files into its scratch directory: %s%s", strerror(errno),
+				 full ? " (files larger than scratch_size)" : "");
+		*immediate = jv_object_set(base_result(r, full ? "error" : "internal_error"), jv_string("error"), jv_string(err));
+		*immediate = jv_object_set(*immediate, jv_string("exit_code"), jv_null());
+		*immediate = jv_object_set(*immediate, jv_string("signal"), jv_null());
 		run_free(r);
 		return NULL;
 	}

@@ -41,6 +41,7 @@ struct stage_result {
 	int exit_code;             /* STAGE_EXITED */
 	int signal;                /* STAGE_SIGNALED (and OOM/timeout kills) */
 	char error[512];           /* STAGE_INTERNAL */
+	int noexec;                /* STAGE_INTERNAL: the program itself could not be executed (errno) */
 	struct cap_buf out, err;
 	double duration_ms;        /* program start to exit (or kill) */
 	double cpu_ms;             /* < 0 unknown */

@@ -406,6 +406,8 @@ static void finish(struct box *b)
 	if (b->have_fail && !b->timed_out && !b->cancelled) {
 		r->status = STAGE_INTERNAL;
 		if (b->fail.type == MSG_EXECFAIL)
+			r->noexec = b->fail.err ? b->fail.err : ENOENT;
+		if (b->fail.type == MSG_EXECFAIL)
 			snprintf(r->error, sizeof r->error,
 				 "cannot run \"%s\" in the sandbox: %s (is it installed, and on PATH inside the sandbox?)",
 				 b->fail.text, strerror(b->fail.err));

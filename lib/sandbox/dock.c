@@ -502,6 +502,7 @@ static void finish(struct dock *k)
 	if (fail && !strncmp(jv_string_value(tail), "[FATAL tini", 11) && !k->err[0] && !k->timed_out && !k->cancelled) {
 		int n = (int)strcspn(fail + 8, "\n");
 		set_err(k, "cannot run \"%s\" in the sandbox: %.*s", k->argv0, n, fail + 8);
+		r->noexec = k->exit_code == 127 ? ENOENT : EACCES;
 		cap_buf_free(&r->err);
 		cap_buf_init(&r->err, k->limit_out);
 	}
