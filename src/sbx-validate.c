@@ -70,7 +70,8 @@ int main(int argc, char **argv)
 			break;
 		}
 		jv out;
-		if (st == REC_INVALID || rec_has_status(rec)) {
+		bool upstream = st == REC_OK && rec_has_status(rec);
+		if (st == REC_INVALID || upstream) {
 			/* Our own parse failures count; upstream verdicts pass through. */
 			if (st == REC_INVALID)
 				status = EXIT_RECORDS;
@@ -80,6 +81,12 @@ int main(int argc, char **argv)
 			if (rec_has_status(out))
 				status = EXIT_RECORDS;
 		}
+		/* The line of the file the user gave, for every tool after
+		 * this one (sbx-run keeps it): a blank line before a request
+		 * must not shift what its result says.  An upstream verdict
+		 * passes through unchanged. */
+		if (!upstream && jv_get_kind(out) == JV_KIND_OBJECT && !rec_has(out, "input_line"))
+			out = jv_object_set(out, jv_string("input_line"), jv_number((double)r.lineno));
 		if (!rec_write(out)) {
 			status = EXIT_IO;
 			break;
