@@ -11,8 +11,10 @@
  * kept), helper processes (sbx-history, sbx-run --check) and the timers.
  * The protocol itself is lib/mcp; the sessions lib/sess.
  *
- * Stopping: over stdio, when the client closes stdin or on SIGTERM/SIGINT,
- * running sandboxes are killed, sessions removed, and the server exits.
+ * Stopping: over stdio, when the client closes stdin the calls in flight
+ * are answered, then the server exits; when the client dies (the reader of
+ * stdout is gone) or on SIGTERM/SIGINT, running sandboxes are killed,
+ * sessions removed, and the server exits at once.
  * Over HTTP, SIGTERM stops accepting connections and lets the calls in
  * flight finish and be answered for [http] shutdown_grace; then what is
  * left is killed.  A second signal stops at once.
@@ -26,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "auth.h"
@@ -33,6 +36,7 @@
 #include "http.h"
 #include "loop.h"
 #include "mcp.h"
+#include "mcptools.h"
 #include "proc.h"
 #include "rec.h"
 #include "util.h"
@@ -41,13 +45,31 @@ static const char synopsis[] =
 	"usage: sbx-mcp [-c FILE]                                     (MCP on stdin/stdout)\n"
 	"       sbx-mcp [-c FILE] --listen [ADDR:]PORT|systemd [--token-file FILE]  (HTTP)\n";
 
+/* The tools' names, wrapped before 80 columns (static). */
+static const char *tool_list(void)
+{
+	static char out[600];
+	const char *names = mcp_tool_names();
+	size_t o = 0, col = 0;
+	for (const char *p = names; *p && o + 2 < sizeof out;) {
+		size_t w = strcspn(p, " ");
+		if (col && col + 1 + w > 79) {
+			out[o - 1] = '\n'; /* the space before the word */
+			col = 0;
+		}
+		o += (size_t)snprintf(out + o, sizeof out - o, "%.*s%s", (int)w, p, p[w] ? " " : ".");
+		col += w + 1;
+		p += w + (p[w] != 0);
+	}
+	return out;
+}
+
 static void help(void)
 {
 	printf("%s\n"
 	       "Serve the Model Context Protocol over stdio: AI clients (Claude Desktop, Cursor,\n"
-	       "Claude Code, …) start it and call its tools: run_code, list_supported_languages,\n"
-	       "get_execution_history, check_backend, sandbox_initialize, sandbox_exec,\n"
-	       "sandbox_stop, write_file, read_file, list_files, install_packages.\n"
+	       "Claude Code, …) start it and call its tools:\n"
+	       "%s\n"
 	       "\n"
 	       "  -c, --config FILE      configuration file (also passed to the tools it runs)\n"
 	       "  -l, --listen ADDR:PORT serve HTTP instead of stdio: Streamable HTTP on /mcp,\n"
@@ -65,7 +87,7 @@ static void help(void)
 	       "\n"
 	       "Exit status: 0 the client closed the connection or a signal stopped the\n"
 	       "server, 2 usage or configuration error, 3 input/output error.\n",
-	       synopsis);
+	       synopsis, tool_list());
 }
 
 static struct {
@@ -119,6 +141,21 @@ static void on_stdin(struct loop *l, int fd, short rev, void *arg)
 		S.in_eof = true;
 	}
 	(void)rev;
+	(void)arg;
+}
+
+/* Watched for POLLERR only (poll reports it whatever was asked): the
+ * pipe's or socket's reader is gone, so the client died.  No answer can
+ * reach it: what runs for it is cancelled and the server exits now, not
+ * when the longest run ends. */
+static void on_stdout_gone(struct loop *l, int fd, short rev, void *arg)
+{
+	if (rev & (POLLERR | POLLHUP)) {
+		util_warn("the client closed its end of stdout: stopping");
+		S.out_failed = true;
+		S.done = true;
+	}
+	loop_unwatch(l, fd);
 	(void)arg;
 }
 
@@ -241,6 +278,9 @@ int main(int argc, char **argv)
 		proc_set_nonblock(STDIN_FILENO, true);
 		rec_reader_init(&S.in, STDIN_FILENO, c->max_record_size);
 		loop_watch(S.loop, STDIN_FILENO, POLLIN, on_stdin, NULL);
+		struct stat st;
+		if (fstat(STDOUT_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+			loop_watch(S.loop, STDOUT_FILENO, 0, on_stdout_gone, NULL);
 		util_warn("serving MCP on stdio (%s)", c->path);
 		while (!S.done && !(S.in_eof && mcp_pending(S.mcp) == 0))
 			if (loop_once(S.loop, -1) < 0) {

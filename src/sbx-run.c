@@ -578,12 +578,26 @@ static void table_value(FILE *f, jv v)
 		break;
 	}
 	case JV_KIND_ARRAY: {
+		/* Objects in a list (a section's languages) are bracketed, each
+		 * "name key=value ...", "; " between them: their own commas do
+		 * not run into the section's. */
+		jv first = jv_array_length(jv_copy(v)) ? jv_array_get(jv_copy(v), 0) : jv_null();
+		bool objects = jv_get_kind(first) == JV_KIND_OBJECT;
+		jv_free(first);
 		if (jv_array_length(jv_copy(v)) == 0)
 			fputs("none", f);
+		fputs(objects ? "[" : "", f);
 		jv_array_foreach(v, i, x) {
-			fputs(i ? " " : "", f);
+			fputs(i ? objects ? "; " : " " : "", f);
+			jv name = objects && jv_get_kind(x) == JV_KIND_OBJECT ? jv_object_get(jv_copy(x), jv_string("name")) : jv_invalid();
+			if (jv_get_kind(name) == JV_KIND_STRING) {
+				fprintf(f, "%s ", jv_string_value(name));
+				x = jv_object_delete(x, jv_string("name"));
+			}
+			jv_free(name);
 			table_value(f, x);
 		}
+		fputs(objects ? "]" : "", f);
 		break;
 	}
 	default: {

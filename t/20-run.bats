@@ -253,6 +253,8 @@ $sum" ]
 	script -qec "'$BIN/sbx-run' --check" /dev/null > table || true
 	grep -qE '^backend +(native|docker)' table
 	grep -qE '^usable +yes' table
+	# a list of objects in a section: bracketed, each by its name
+	grep -qE '^kernels +.*languages=\[python [^];]*; javascript [^];]*\]' table
 	script -qec "'$BIN/sbx-run' --check --json" /dev/null > json || true
 	tr -d '\r' < json | jq -e '.usable == true'
 }

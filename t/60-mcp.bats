@@ -920,11 +920,42 @@ localhost -> HTTP/1.1 502 Bad Gateway" ]
 	[ -z "$(ls "$sessions" 2>/dev/null | grep -v lock)" ]
 }
 
+@test "a client that dies (its end of stdout gone) stops the server within a second: runs cancelled, sandboxes and kernels killed" {
+	mkfifo in pipe
+	"$BIN/sbx-mcp" -c "$conf" < in > pipe 2> err &
+	pid=$!
+	# the client: reads the server's stdout, and holds its stdin open
+	cat pipe > out &
+	client=$!
+	exec 7> in
+	{ init; call 1 sandbox_initialize '{}'; } >&7
+	await_lines 2 out
+	sid=$(answer 1 | jq -r .result.structuredContent.session_id)
+	{ call 2 run_code '{"language":"bash","code":"sleep 60"}'
+	  call 3 run_cell "$(jq -nc --arg s "$sid" '{session_id: $s, language: "python", code: "import time\ntime.sleep(60)"}')"; } >&7
+	await_program '^sleep 60'
+	await_program 'sbx_kernel'
+	# killed as a host is: its stdin stays open (a file descriptor another
+	# process still holds), its reading end of stdout goes
+	kill -KILL "$client"
+	t0=$(date +%s%N)
+	wait "$pid"
+	[ $(( ($(date +%s%N) - t0) / 1000000 )) -lt "$(bound 1000 5000)" ]
+	exec 7>&-
+	grep -q 'the client closed its end of stdout: stopping' err
+	[ -z "$(ls "$sessions" 2>/dev/null | grep -v lock)" ]
+	! our_pgrep "" '^sleep 60|sbx_kernel' > /dev/null
+}
+
 @test "sbx-mcp: --help, misuse" {
 	run --separate-stderr "$BIN/sbx-mcp" --help
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"run_code"* ]]
 	[[ "$output" == *"--listen"* ]]
+	# every tool tools/list has, by name
+	{ init; printf '{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n'; } | mcp
+	for t in $(answer 1 | jq -r '.result.tools[].name'); do
+		[[ "$output" == *"$t"[,.]* ]] || { echo "--help lacks $t" >&2; false; }
+	done
 	run --separate-stderr "$BIN/sbx-mcp" --listen
 	[ "$status" -eq 2 ]
 	[[ "${stderr_lines[0]}" == "sbx-mcp: "*"--listen"* ]]

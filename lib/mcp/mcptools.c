@@ -251,6 +251,15 @@ const struct mcp_tool *mcp_tool_find(const char *name)
 	return NULL;
 }
 
+const char *mcp_tool_names(void)
+{
+	static char names[512];
+	size_t o = 0;
+	for (size_t i = 0; i < NDEFS && o < sizeof names; i++)
+		o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", i ? ", " : "", defs[i].t.name);
+	return names;
+}
+
 static const struct tool_def *def_of(const struct mcp_tool *t)
 {
 	return (const struct tool_def *)((const char *)t - offsetof(struct tool_def, t));

@@ -36,6 +36,8 @@ struct mcp_tool {
 };
 
 const struct mcp_tool *mcp_tool_find(const char *name);
+/* Every tool's name, ", " between them, for --help (static). */
+const char *mcp_tool_names(void);
 /* The tools/list array. */
 jv mcp_tools_list(const struct conf *c);
 /* Check args (borrowed, an object) against the tool's input schema: known
