@@ -89,7 +89,7 @@ _sbx() {
 	sbx-run) opts="-j --jobs --unordered --progress --no-progress --timings --no-cache --events --live --control --check --json --pull -c --config -h --help --version" ;;
 	sbx-cap) opts="-n --bytes -c --config -h --help --version" ;;
 	sbx-log) opts="-d --database --store-code --sync -c --config -h --help --version" ;;
-	sbx-history) opts="--since --until --language --status --verdict --id --session --principal -n --limit --stats --stats=verdict --by --jq -f --format --record --prune --older-than --force --vacuum -v --verbose --merge -d --database -c --config -h --help --version" ;;
+	sbx-history) opts="--since --until --language --status --verdict --id --session --principal -n --limit --stats --stats=verdict --by --jq -f --format --record --prune --older-than --force --vacuum -v --verbose --merge -d --database --server -c --config -h --help --version" ;;
 	sbx-mcp) opts="-c --config -l --listen --token-file --transport -h --help --version" ;;
 	sbx-shard) opts="-k --shards -o --output -c --config -h --help --version" ;;
 	sbx-batch) opts="-j --jobs --history --shard -c --config -h --help --version" ;;
