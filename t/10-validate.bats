@@ -79,7 +79,6 @@ v() { "$BIN/sbx-validate" "$@"; }
 	jqe 3 '.error == "code is 68.4 KiB, exceeds max_code_size 64 KiB"'
 }
 
-# bats test_tags=valgrind
 @test "limits: request values within ceilings are used, above them refused with the ceiling" {
 	run --separate-stderr v < <(printf '%s\n' \
 		'{"language":"python","code":"1","timeout":2.5,"memory":"128m","cpus":1,"pids":10}' \
@@ -113,7 +112,6 @@ v() { "$BIN/sbx-validate" "$@"; }
 	jqe 0 '.error == "\"network\" must be true or false"'
 }
 
-# bats test_tags=valgrind
 @test "the computed fields: a job validated again is the same job; setting them is refused, not ignored" {
 	v <<< '{"language":"cpp","code":"int main(){}","cpus":1,"args":["a"]}' > job.json
 	run --separate-stderr v < <(cat job.json
@@ -143,7 +141,6 @@ v() { "$BIN/sbx-validate" "$@"; }
 	[ -z "$stderr" ]
 }
 
-# bats test_tags=valgrind
 @test "files: relative paths only, no .., no NUL, not the program file, within limits" {
 	run --separate-stderr v < <(printf '%s\n' \
 		'{"language":"python","code":"1","files":{"data/in.txt":"x","b.bin":{"content":"AAEC","encoding":"base64"}}}' \

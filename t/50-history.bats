@@ -134,7 +134,6 @@ logr() { "$BIN/sbx-log" "$@"; }
 	[ "$(printf '%s,' "${lines[@]}")" = "4,3,2,1," ]
 }
 
-# bats test_tags=valgrind
 @test "migration from version 1: rows kept, the principal column added; --principal filters by it" {
 	results 2 | logr > /dev/null
 	# back to what version 1 was
@@ -202,7 +201,6 @@ logr() { "$BIN/sbx-log" "$@"; }
 	chmod 0755 "$(dirname "$SBX_HISTORY")"
 }
 
-# bats test_tags=valgrind
 @test "a corrupt database: one clear error, records still flow, exit 4; the reader exits 2" {
 	mkdir -p "$(dirname "$SBX_HISTORY")"
 	head -c 8192 /dev/urandom > "$SBX_HISTORY"

@@ -25,7 +25,6 @@ count() { sqlite3 "$1" 'SELECT count(*) FROM runs'; }
 # Every column a merge copies, as sqlite3 prints them.
 COLS="timestamp, language, code_snippet, status, exit_code, duration_ms, stdout_size, stderr_size, run_id, signal, cpu_ms, memory_peak_bytes, backend, compile_status, compile_ms, code_sha256, error, session_id, principal, code, record, execution_count, verdict, tests_passed, tests_total, host, shard, attempt"
 
-# bats test_tags=valgrind
 @test "merge: two shards' histories from sbx-log, every column kept, ids the target's own" {
 	results 3 a '{"index": 0, "of": 2, "attempt": 1, "host": "node-a"}' | logr -d a.db --store-code full > /dev/null
 	results 2 b '{"index": 1, "of": 2, "attempt": 2, "host": "node-b"}' 10 | logr -d b.db > /dev/null

@@ -72,7 +72,6 @@ errmsg() { jq -r .error.message body; }
 	! grep -q "$TOKEN" srv.log
 }
 
-# bats test_tags=valgrind
 @test "401: no token, a wrong token, another scheme; WWW-Authenticate says Bearer" {
 	http_serve
 	AUTH= rpc '{"jsonrpc":"2.0","id":1,"method":"ping"}'
@@ -224,7 +223,6 @@ errmsg() { jq -r .error.message body; }
 	grep -q "session ${SID:0:8} expired" srv.log
 }
 
-# bats test_tags=valgrind
 @test "405, 415, 406, 400: methods, media types, the protocol version header, a missing session, bad JSON, batches" {
 	http_serve
 	initialize
