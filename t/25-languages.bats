@@ -146,6 +146,29 @@ check() {
 	jqe 2 '.status == "compile_error" and (.compile.stderr | test("implicit declaration of function .my_strdup.")) and .stdout == ""'
 }
 
+@test "Java: the file bears the public class's name, whatever it is; comments and strings do not count" {
+	cat > Hello.java <<-'EOF'
+	// public class Fake {}
+	/* public class AlsoFake {} */
+	import java.util.*;
+	public final class HelloWorld {
+		static final String S = "public class NotThis {";
+		public static void main(String[] a) { System.out.println("hi " + String.join(",", a) + " " + new Scanner(System.in).nextLine()); }
+	}
+	class Helper {}
+	EOF
+	{
+		jq -nc --rawfile c Hello.java '{id: "hw", language: "java", code: $c, args: ["x", "y"], stdin: "in\n"}'
+		jq -nc '{id: "main", language: "java", code: "class Main { public static void main(String[] a) { System.out.println(1); } }"}'
+		jq -nc '{id: "two", language: "java", code: "public class A {}\npublic class B { public static void main(String[] a) {} }"}'
+	} > reqs
+	run --separate-stderr bash -c "'$BIN/sbx-validate' $(lconf) < reqs | '$BIN/sbx-run' $(lconf) -j 2"
+	jqe 0 '.status == "success" and .stdout == "hi x,y in\n"'
+	jqe 1 '.status == "success" and .stdout == "1\n"'
+	# two public classes: the compiler's own words, against the first's file
+	jqe 2 '.status == "compile_error" and (.compile.stderr | test("class B is public, should be declared in a file named B.java"))'
+}
+
 @test "the versions the sandbox sees are reported, and a missing runtime is an invalid record naming it and the fix" {
 	run --separate-stderr "$BIN/sbx-run" --check
 	# 1: usable with fewer limits (an ordinary user's cgroups)

@@ -136,6 +136,7 @@ static const struct key lang_keys[] = {
 	{ "aliases", T_STRARR, LG(aliases), 0, 0 },
 	{ "image", T_STR, LG(image), 0, 0 },
 	{ "file", T_STR, LG(file), 0, 0 },
+	{ "file_by_class", T_BOOL, LG(file_by_class), 0, 0 },
 	{ "compile", T_STRARR, LG(compile), 0, 0 },
 	{ "outputs", T_STRARR, LG(outputs), 0, 0 },
 	{ "run", T_STRARR, LG(run), 0, 0 },

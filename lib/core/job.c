@@ -254,16 +254,22 @@ char **job_expand_strv(char *const *v, const struct limits *lim)
 
 /* A language's argv as JSON, each element expanded with dir for {dir}.
  * An element that is exactly the language's program file becomes prog
- * (when given); in a directory of its own (dir other than "."), an
- * element naming one of its outputs ("main", "./main") becomes that
- * output in dir. */
-static jv argv_json(char **v, const struct conf_lang *l, const char *prog, const char *dir, const struct limits *lim)
+ * (when given), one that is its name without the extension ("Main")
+ * becomes cls (when given: a file_by_class language's class); in a
+ * directory of its own (dir other than "."), an element naming one of its
+ * outputs ("main", "./main") becomes that output in dir. */
+static jv argv_json(char **v, const struct conf_lang *l, const char *prog, const char *cls, const char *dir,
+		    const struct limits *lim)
 {
 	jv a = jv_array();
+	const char *dot = strrchr(l->file, '.');
+	size_t stem = dot ? (size_t)(dot - l->file) : strlen(l->file);
 	for (; v && *v; v++) {
 		char *e = NULL;
 		if (prog && !strcmp(*v, l->file))
 			e = util_strdup(prog);
+		else if (cls && strlen(*v) == stem && !strncmp(*v, l->file, stem))
+			e = util_strdup(cls);
 		for (char **o = l->outputs; !e && strcmp(dir, ".") && o && *o; o++)
 			if (!strcmp(*v, *o) || (!strncmp(*v, "./", 2) && !strcmp(*v + 2, *o)))
 				e = util_fmt("%s/%s", dir, *o);
@@ -903,7 +909,7 @@ static bool req_session(const struct conf *c, jv req, char **workspace, char *wh
  * outputs in a directory of its own (NS_RESERVED-HEX: javac wants
  * Main.java); HEX is of the id, so that a job validated again is the same
  * job.  The run removes them.  dir stays "." (and prog "") otherwise. */
-static void session_program(jv req, const struct conf_lang *l, char dir[64], char prog[128])
+static void session_program(jv req, const struct conf_lang *l, const char *file, char dir[64], char prog[256])
 {
 	struct sha256 h;
 	char hex[65], num[40];
@@ -915,9 +921,68 @@ static void session_program(jv req, const struct conf_lang *l, char dir[64], cha
 	sha256_final_hex(&h, hex);
 	if (l->compile) {
 		snprintf(dir, 64, NS_RESERVED "-%.16s", hex);
-		snprintf(prog, 128, "%s/%s", dir, l->file);
+		snprintf(prog, 256, "%s/%s", dir, file);
 	} else
-		snprintf(prog, 128, NS_RESERVED "-%.16s-%s", hex, l->file);
+		snprintf(prog, 256, NS_RESERVED "-%.16s-%s", hex, file);
+}
+
+/* The first top-level type the code declares public (Java's "public
+ * [final|abstract|sealed|...] class|interface|enum|record NAME"), for a
+ * language whose file must bear its name (file_by_class): true with NAME
+ * in out.  Comments, strings, character literals and text blocks are
+ * skipped, and so is everything inside braces; a name of other than
+ * ASCII letters, digits, _ and $ is left to the compiler (the file keeps
+ * its configured name, and javac says why). */
+static bool public_class(const char *s, size_t n, char *out, size_t len)
+{
+	int depth = 0;
+	bool pub = false, want = false;
+	for (size_t i = 0; i < n;) {
+		char c = s[i];
+		if (c == '/' && i + 1 < n && s[i + 1] == '/') {
+			while (i < n && s[i] != '\n')
+				i++;
+		} else if (c == '/' && i + 1 < n && s[i + 1] == '*') {
+			const char *e = memmem(s + i + 2, n - i - 2, "*/", 2);
+			i = e ? (size_t)(e - s) + 2 : n;
+		} else if (c == '"' && i + 2 < n && s[i + 1] == '"' && s[i + 2] == '"') {
+			const char *e = memmem(s + i + 3, n - i - 3, "\"\"\"", 3);
+			i = e ? (size_t)(e - s) + 3 : n;
+		} else if (c == '"' || c == '\'') {
+			for (i++; i < n && s[i] != c && s[i] != '\n'; i++)
+				if (s[i] == '\\')
+					i++;
+			i++;
+		} else if (c == '{' || c == '}') {
+			depth += c == '{' ? 1 : -1;
+			pub = want = false;
+			i++;
+		} else if (c == ';') {
+			pub = want = false;
+			i++;
+		} else if (isalpha((unsigned char)c) || c == '_' || c == '$') {
+			size_t b = i;
+			while (i < n && (isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '$'))
+				i++;
+			size_t w = i - b;
+			if (depth != 0 || (i < n && (unsigned char)s[i] >= 0x80))
+				continue;
+			if (want) {
+				if (w >= len)
+					return false;
+				memcpy(out, s + b, w);
+				out[w] = 0;
+				return true;
+			}
+			static const char *const kinds[] = { "class", "interface", "enum", "record" };
+			if (w == 6 && !memcmp(s + b, "public", 6))
+				pub = true;
+			for (size_t k = 0; pub && k < sizeof kinds / sizeof kinds[0]; k++)
+				want |= w == strlen(kinds[k]) && !memcmp(s + b, kinds[k], w);
+		} else
+			i++;
+	}
+	return false;
 }
 
 /* The job: exec's commands (what runs, where), the limits, the backend,
@@ -928,9 +993,19 @@ static jv job_exec(const struct conf *c, const struct conf_lang *l, jv req, enum
 {
 	struct limits run = *runp, comp = *compp;
 	jv args = rec_get(req, "args");
-	char dir[64] = ".", prog_path[128] = "";
+	char dir[64] = ".", prog_path[256] = "";
+	/* Java's rule: the file bears the public class's name, and the run
+	 * command's class is it (argv_json). */
+	char cls[101], file[128];
+	size_t code_len;
+	const char *code = rec_str(req, "code", &code_len), *dot = strrchr(l->file, '.');
+	size_t stem = dot ? (size_t)(dot - l->file) : strlen(l->file);
+	bool renamed = l->file_by_class && prog == P_CODE && code && public_class(code, code_len, cls, sizeof cls) &&
+		       !(strlen(cls) == stem && !strncmp(cls, l->file, stem));
+	snprintf(file, sizeof file, "%s%s", renamed ? cls : l->file, renamed && dot ? dot : "");
 	if (workspace && prog == P_CODE && !installing)
-		session_program(req, l, dir, prog_path);
+		session_program(req, l, file, dir, prog_path);
+	const char *prog_file = prog_path[0] ? prog_path : renamed ? file : NULL, *cls_arg = renamed ? cls : NULL;
 	if (prog == P_ENTRY) {
 		char why[300];
 		jv text = read_entry(workspace, entry, c->max_code_size, why, sizeof why);
@@ -945,9 +1020,9 @@ static jv job_exec(const struct conf *c, const struct conf_lang *l, jv req, enum
 	if (prog == P_COMMAND)
 		runv = rec_get(req, "command");
 	else if (prog == P_CELL) /* no program: the code goes to the kernel, the run stage's command */
-		runv = argv_json(l->kernel, l, NULL, dir, &run);
+		runv = argv_json(l->kernel, l, NULL, NULL, dir, &run);
 	else
-		runv = argv_json(l->run, l, prog == P_ENTRY ? entry : prog_path[0] ? prog_path : NULL, dir, &run);
+		runv = argv_json(l->run, l, prog == P_ENTRY ? entry : prog_file, cls_arg, dir, &run);
 	if (prog_path[0] && !argv_mentions(runv, l->compile ? dir : prog_path)) {
 		free(workspace);
 		jv_free(args);
@@ -970,7 +1045,7 @@ static jv job_exec(const struct conf *c, const struct conf_lang *l, jv req, enum
 		}
 	if (rec_has(req, "tests")) {
 		char why[700];
-		tests = judge_exec(c, req, runv, &run, prog == P_CODE ? l->file : NULL, &checker, why, sizeof why);
+		tests = judge_exec(c, req, runv, &run, prog == P_CODE ? file : NULL, &checker, why, sizeof why);
 		if (!jv_is_valid(tests)) {
 			free(workspace);
 			jv_free(runv);
@@ -1002,15 +1077,15 @@ static jv job_exec(const struct conf *c, const struct conf_lang *l, jv req, enum
 			limit_set(&comp, i, limit_get(&run, i));
 	bool compiling = l->compile && !installing && prog == P_CODE;
 	jv exec = jv_object();
-	exec = jv_object_set(exec, jv_string("file"), prog == P_CODE && !installing ? jv_string(prog_path[0] && !l->compile ? prog_path : l->file)
+	exec = jv_object_set(exec, jv_string("file"), prog == P_CODE && !installing ? jv_string(prog_path[0] && !l->compile ? prog_path : file)
 											: jv_null());
 	if (prog_path[0] && l->compile)
 		exec = jv_object_set(exec, jv_string("dir"), jv_string(dir));
 	exec = jv_object_set(exec, jv_string("compile"),
-			     compiling ? argv_json(l->compile, l, prog_path[0] ? prog_path : NULL, dir, &comp) : jv_null());
+			     compiling ? argv_json(l->compile, l, prog_file, cls_arg, dir, &comp) : jv_null());
 	exec = jv_object_set(exec, jv_string("run"), runv);
 	/* One environment serves both stages: it takes the run stage's limits. */
-	exec = jv_object_set(exec, jv_string("env"), argv_json(l->env, l, NULL, dir, &run));
+	exec = jv_object_set(exec, jv_string("env"), argv_json(l->env, l, NULL, NULL, dir, &run));
 	exec = jv_object_set(exec, jv_string("binds"), strv_json(l->binds));
 	exec = jv_object_set(exec, jv_string("rootfs"), l->rootfs ? jv_string(l->rootfs) : jv_null());
 	exec = jv_object_set(exec, jv_string("image"), l->image ? jv_string(l->image) : jv_null());
