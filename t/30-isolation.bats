@@ -87,7 +87,7 @@ for fd in (0, 1, 2):
 print(" ".join(sorted(os.listdir("/"))))
 print(" ".join(sorted(os.listdir("/dev"))))
 print(" ".join(sorted(os.listdir("/home"))), os.getcwd(), os.environ["HOME"], os.access(os.environ["HOME"], os.W_OK))
-for p in ["/root", "/work", "/sys", "/var", "/run", "/boot", "/mnt", "/opt", "/srv", "/media", "/tmp/sbx-canary-'$$'", "/var/run/docker.sock", "/run/systemd"]:
+for p in ["/root", "/work", "/sys", "/var/lib", "/var/log", "/run/user", "/boot", "/mnt", "/opt", "/srv", "/media", "/tmp/sbx-canary-'$$'", "/var/run/docker.sock", "/run/systemd"]:
     print(p, os.path.exists(p))
 # its own /etc/shadow: empty, and unreadable as on a host
 try: open("/etc/shadow").read(); print("/etc/shadow READ")
@@ -102,7 +102,9 @@ except OSError as e: print("/etc/shadow", os.stat("/etc/shadow").st_size, e.errn
 		rm -f /tmp/sbx-canary-$$
 		return
 	fi
-	[[ ${out[0]} =~ ^bin\ dev\ etc\ home\ lib( lib32)?( lib64)?( libx32)?\ proc\ sbin\ scratch\ tmp\ usr$ ]] || { echo "${out[0]}"; false; }
+	# (/var and /run hold only tmp and lock, links to /tmp; /node_modules
+	# leads to a session's npm packages)
+	[[ ${out[0]} =~ ^bin\ dev\ etc\ home\ lib( lib32)?( lib64)?( libx32)?\ node_modules\ proc\ run\ sbin\ scratch\ tmp\ usr\ var$ ]] || { echo "${out[0]}"; false; }
 	[ "${out[1]}" = "fd full null ptmx pts random shm stderr stdin stdout urandom zero" ]
 	[ "${out[2]}" = "sandbox /scratch /home/sandbox True" ]
 	for l in "${out[@]:3}"; do [[ $l == *" False" ]] || { echo "visible: $l"; false; }; done

@@ -886,16 +886,22 @@ localhost -> HTTP/1.1 502 Bad Gateway" ]
 	[ -z "$(ls "$sessions" 2>/dev/null | grep -v lock)" ]
 }
 
-@test "a session: install_packages (npm, real registry), then require it in sandbox_exec; network only for the install" {
+@test "a session: install_packages (npm, real registry), then require, import and TypeScript find it; network only for the install" {
 	command -v npm > /dev/null || skip "npm is not installed"
 	timeout 10 npm view is-number@7.0.0 version > /dev/null 2>&1 || skip "the npm registry is not reachable from here"
 	session_server javascript
-	step install_packages '{packages: ["is-number@7.0.0"]}'
+	step install_packages '{packages: ["is-number@7.0.0", "ms@2.1.3", "@types/ms@0.7.34"]}'
 	step sandbox_exec '{code: "const isNumber = require(\"is-number\"); console.log(isNumber(\"7\"), isNumber(\"x\"))"}'
 	# the program itself has no network: the registry is unreachable
 	step sandbox_exec '{code: "require(\"https\").get(\"https://registry.npmjs.org/is-number\", () => console.log(\"REACHED\")).on(\"error\", e => console.log(e.code))"}'
 	# and cannot change what was installed
 	step sandbox_exec '{code: "try { require(\"fs\").writeFileSync(\".deps/node_modules/is-number/index.js\", \"x\") } catch (e) { console.log(e.code) }"}'
+	# an ES module and TypeScript (its types from @types) find them as in
+	# a project's directory, from a subdirectory too
+	step write_file '{path: "src/app.mjs", content: "import ms from \"ms\";\nimport isNumber from \"is-number\";\nconsole.log(ms(\"2h\"), isNumber(3));\n"}'
+	step sandbox_exec '{file: "src/app.mjs"}'
+	step sandbox_exec '{language: "typescript", code: "import ms from \"ms\";\nconst n: number = ms(\"1m\");\nconsole.log(n);\n"}'
+	step sandbox_exec '{language: "typescript", code: "import ms from \"ms\";\nconst s: string = ms(\"1m\");\n"}'
 	step sandbox_stop '{}'
 	exec 7>&-
 	wait
@@ -903,6 +909,10 @@ localhost -> HTTP/1.1 502 Bad Gateway" ]
 	answer 3 | jq -e '.result.structuredContent.status == "success" and .result.structuredContent.stdout == "true false\n"'
 	answer 4 | jq -e '.result.structuredContent.stdout | test("^(ENOTFOUND|EAI_AGAIN|ENETUNREACH|ECONNREFUSED)\n$")'
 	answer 5 | jq -e '.result.structuredContent.stdout == "EROFS\n"'
+	answer 7 | jq -e '.result.structuredContent.stdout == "7200000 true\n"'
+	answer 8 | jq -e '.result.structuredContent | .status == "success" and .stdout == "60000\n"'
+	# the types are @types/ms's: a string is not what ms("1m") returns
+	answer 9 | jq -e '.result.structuredContent | .status == "compile_error" and (.compile.stdout | contains("TS2322"))'
 	[ -z "$(ls "$sessions" 2>/dev/null | grep -v lock)" ]
 }
 

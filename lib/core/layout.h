@@ -20,6 +20,14 @@
 /* A session's installed packages: written only by install stages, bound
  * read-only and executable in every other (ns_attach_work). */
 #define NS_DEPS ".deps"
+/* npm installs there under node_modules; /node_modules, at the top of
+ * every sandbox's tree, leads to them (a dangling link when none are):
+ * Node's ES module resolution and tsc look for packages in the
+ * node_modules of each directory above the importing file, never on
+ * NODE_PATH, so import and TypeScript find them from anywhere in the
+ * workspace, and a project's own node_modules still comes first. */
+#define NS_NODE_MODULES "/node_modules"
+#define NS_DEPS_NODE_MODULES NS_WORKDIR "/" NS_DEPS "/node_modules"
 #define NS_MAX_OUTPUTS 16
 
 /* Top-level names of a session's workspace that are sbx's own: the

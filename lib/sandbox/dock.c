@@ -805,6 +805,12 @@ static jv create_body(struct dock *k, const struct dock_spec *sp, const char *cg
 	if (k->deps) {
 		snprintf(dir, sizeof dir, "%s/deps", k->stage_dir);
 		mounts = jv_array_append(mounts, bind_mount(dir, NS_WORKDIR "/" NS_DEPS, true));
+		/* the native root's link (layout.h); an image's root cannot
+		 * have it, so its target is bound there when there is one */
+		struct stat st;
+		snprintf(dir, sizeof dir, "%s/deps/node_modules", k->stage_dir);
+		if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+			mounts = jv_array_append(mounts, bind_mount(dir, NS_NODE_MODULES, true));
 	}
 	for (char *const *p = b->binds; p && *p; p++)
 		mounts = jv_array_append(mounts, bind_mount(*p, *p, true));
