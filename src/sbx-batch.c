@@ -84,6 +84,8 @@ static void help(void)
 	       "      --version       show the version\n"
 	       "\n"
 	       "SHARD \"-\" reads stdin; OUT \"-\" writes stdout once every result is in.\n"
+	       "sbx-run's progress (done/total, rate, ETA, counts by status) goes to stderr:\n"
+	       "redrawn on a terminal, else a line every 5 s, for the task's log.\n"
 	       "\n"
 	       "Exit status: 0 every request has its result (bad requests have their invalid\n"
 	       "record), 1 this attempt failed: run it again, 2 usage, 3 the shard cannot be\n"
@@ -432,6 +434,10 @@ static bool run_pipeline(const char *pending, const char *partial)
 			argv[s][a++] = (char *)"-j";
 			argv[s][a++] = (char *)jobs;
 		}
+		/* a shard runs for hours: its progress in the task's log too,
+		 * a line every few seconds where stderr is no terminal */
+		if (s == 1)
+			argv[s][a++] = (char *)"--progress";
 		if (s == 3) {
 			argv[s][a++] = (char *)"-d";
 			argv[s][a++] = (char *)history;

@@ -168,29 +168,15 @@ static void on_stdout(struct loop *l, int fd, short rev, void *arg)
 static const char *const status_names[] = { "success", "error", "timeout", "memory_limit", "compile_error",
 					    "invalid", "internal_error", "cancelled", "other" };
 
-/* The non-blank lines of stdin from here, where it is a regular file
- * (read with pread: the reader's offset stays); 0 if not known. */
+/* The requests in stdin from here, where it is a regular file; 0 if not
+ * known (a pipe: the records' input_total then, sbx-validate's count). */
 static uint64_t count_input(void)
 {
 	struct stat st;
 	off_t off = lseek(STDIN_FILENO, 0, SEEK_CUR);
 	if (fstat(STDIN_FILENO, &st) < 0 || !S_ISREG(st.st_mode) || off < 0)
 		return 0;
-	static char buf[1 << 16];
-	uint64_t n = 0;
-	bool text = false;
-	ssize_t r;
-	while ((r = pread(STDIN_FILENO, buf, sizeof buf, off)) > 0) {
-		for (ssize_t i = 0; i < r; i++) {
-			if (buf[i] == '\n') {
-				n += text;
-				text = false;
-			} else if (buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\r')
-				text = true;
-		}
-		off += r;
-	}
-	return n + text;
+	return util_count_lines(STDIN_FILENO, off);
 }
 
 /* One stderr line, drawn over itself: done/total, rate, ETA, counts. */
@@ -495,6 +481,9 @@ static void dispatch(void)
 			break;
 		}
 		uint64_t seq = S.seq++;
+		double total;
+		if (st == REC_OK && rec_num(rec, "input_total", &total) && total > (double)S.total && total < 1e15)
+			S.total = (uint64_t)total;
 		if (st == REC_OK && !rec_has(rec, "input_line"))
 			rec = jv_object_set(rec, jv_string("input_line"), jv_number((double)S.in.lineno));
 		if (st == REC_INVALID || rec_has_status(rec)) {

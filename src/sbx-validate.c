@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "conf.h"
@@ -59,6 +60,11 @@ int main(int argc, char **argv)
 	struct rec_reader r;
 	rec_reader_init(&r, STDIN_FILENO, c->max_record_size);
 	int status = EXIT_OK;
+	/* How many requests a file holds, for the progress of the tools
+	 * after this one (a pipe's are not known ahead). */
+	struct stat in_st;
+	off_t at = lseek(STDIN_FILENO, 0, SEEK_CUR);
+	uint64_t total = fstat(STDIN_FILENO, &in_st) == 0 && S_ISREG(in_st.st_mode) && at >= 0 ? util_count_lines(STDIN_FILENO, at) : 0;
 	for (;;) {
 		jv rec;
 		enum rec_status st = rec_read(&r, &rec);
@@ -85,8 +91,11 @@ int main(int argc, char **argv)
 		 * this one (sbx-run keeps it): a blank line before a request
 		 * must not shift what its result says.  An upstream verdict
 		 * passes through unchanged. */
-		if (!upstream && jv_get_kind(out) == JV_KIND_OBJECT && !rec_has(out, "input_line"))
+		if (!upstream && jv_get_kind(out) == JV_KIND_OBJECT && !rec_has(out, "input_line")) {
 			out = jv_object_set(out, jv_string("input_line"), jv_number((double)r.lineno));
+			if (total)
+				out = jv_object_set(out, jv_string("input_total"), jv_number((double)total));
+		}
 		if (!rec_write(out)) {
 			status = EXIT_IO;
 			break;

@@ -410,6 +410,16 @@ b" ]
 	[[ "$stderr" != *"done in"* ]]
 	script -qec "'$BIN/sbx-run' jobs.jsonl > /dev/null" /dev/null > tty
 	tr '\r' '\n' < tty | grep -q 'done in'
+	# the total where the pipeline reads a file: sbx-validate counts its
+	# requests (blank lines are none) into each record's input_total
+	{ echo; for i in 1 2 3 4 5; do echo '{"language":"bash","code":"true"}'; echo; done; } > reqs.jsonl
+	run --separate-stderr bash -c "'$BIN/sbx-validate' < reqs.jsonl | '$BIN/sbx-run' --progress"
+	[[ "${stderr_lines[-1]}" == "sbx-run: 5/5 (100%) done in "* ]]
+	jqe 4 '.input_line == 10 and .input_total == 5'
+	# a pipe's are not known ahead: a count, no total
+	run --separate-stderr bash -c "cat reqs.jsonl | '$BIN/sbx-validate' | '$BIN/sbx-run' --progress"
+	[[ "${stderr_lines[-1]}" == "sbx-run: 5 done in "* ]]
+	jqe 4 '.input_line == 10 and has("input_total") == false'
 }
 
 @test "artifacts: the files a run made or changed, typed by content, bounded; links, FIFOs and unchanged inputs left out" {

@@ -89,6 +89,9 @@ assert_exact() {
 	"$BIN/sbx-shard" -k 2 -o s req.jsonl > /dev/null
 	run --separate-stderr "$BIN/sbx-batch" --history h.db s/shard-1-of-2.jsonl out.jsonl
 	[ "$status" -eq 0 ]
+	# its progress, for the task's log (stderr is no terminal here): the total known
+	n=$(wc -l < s/shard-1-of-2.jsonl)
+	printf '%s\n' "${stderr_lines[@]}" | grep -qx "sbx-run: $n/$n (100%) done in .*"
 	[ ! -e out.jsonl.partial ] && [ ! -e out.jsonl.attempts ] && [ ! -e out.jsonl.pending ]
 	[ "$(wc -l < out.jsonl)" -eq "$(wc -l < s/shard-1-of-2.jsonl)" ]
 	# in the shard's order, each saying where it ran

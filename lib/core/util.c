@@ -666,6 +666,25 @@ int util_write_beneath(int dirfd, const char *path, const void *data, size_t len
 	return rc;
 }
 
+uint64_t util_count_lines(int fd, off_t off)
+{
+	char buf[1 << 16];
+	uint64_t n = 0;
+	bool text = false;
+	ssize_t r;
+	while ((r = pread(fd, buf, sizeof buf, off)) > 0 || (r < 0 && errno == EINTR)) {
+		for (ssize_t i = 0; i < r; i++) {
+			if (buf[i] == '\n') {
+				n += text;
+				text = false;
+			} else if (buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\r')
+				text = true;
+		}
+		off += r > 0 ? r : 0;
+	}
+	return n + text;
+}
+
 int util_remove_at(int dirfd, const char *name)
 {
 	if (!unlinkat(dirfd, name, 0) || errno == ENOENT)

@@ -120,6 +120,9 @@ int util_write_beneath(int dirfd, const char *path, const void *data, size_t len
 /* rm -rf of name in dirfd, never following a link; 0, or -1 with errno
  * if name itself could not be removed. */
 int util_remove_at(int dirfd, const char *name);
+/* The non-blank lines of the file fd from offset from on (read with
+ * pread: its offset stays), as the record readers count records. */
+uint64_t util_count_lines(int fd, off_t from);
 
 /* The PATH an environment (NULL-terminated "K=V" list) sets, its last
  * entry winning, or dflt. */
