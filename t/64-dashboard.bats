@@ -267,7 +267,7 @@ mcp() {
 	grep -q '&lt;img src=x onerror=window.__pwned=true&gt;' body
 	grep -q '␛\[31mred' body
 	grep -q '␀' body
-	grep -q '<span id="run-id">xss-1</span>' body
+	grep -q '<small id="run-id">xss-1</small>' body
 	for p in / /runs /sessions "/runs?q=%3Cscript"; do
 		req GET "$p" -H "Authorization: Bearer $TOKEN"
 		[ "$code" = 200 ]
@@ -286,7 +286,26 @@ mcp() {
 	[ "$status" -eq 2 ]
 }
 
-@test "dashboard in a real browser: sign in, overview, a filtered list, a hostile run inert, a run appearing live, sign out" {
+@test "dashboard: a judged run shows its verdict, not status error; limits in human units; list and page say #N" {
+	set_key dashboard '"all"'
+	log "$(jq -nc '{id: "judged-1", language: "python", code: "print(1)", status: "error", exit_code: 0, verdict: "wrong_answer",
+		tests_passed: 1, tests_total: 2, duration_ms: 5, limits: {timeout_ms: 10000, memory_bytes: 268435456, cpus: 0.5, pids: 64},
+		started_at: (now | todate)}')"
+	http_serve
+	req GET /runs/1 -H "Authorization: Bearer $TOKEN"
+	[ "$code" = 200 ]
+	grep -q '<h1>Run #1 <small id="run-id">judged-1</small></h1>' body
+	grep -q '<span class="st st-wrong_answer">wrong_answer</span>' body
+	! grep -q 'st-error' body
+	! grep -q '<dt>status</dt>' body
+	grep -q '<th>memory_bytes</th><td>256 MiB</td>' body
+	grep -q '<th>timeout_ms</th><td>10 s</td>' body
+	req GET /runs -H "Authorization: Bearer $TOKEN"
+	grep -q '<td class="id"><a href="/runs/1">#1</a> <span class="rid">judged-1</span></td>' body
+	grep -q '<td><span class="st st-wrong_answer">wrong_answer</span></td>' body
+}
+
+@test "dashboard in a real browser: sign in, overview, a filtered list, a hostile run inert, a run appearing live, 420 px wide, sign out" {
 	command -v "${CHROMIUM:-chromium}" > /dev/null || skip "no Chromium (Debian's chromium package; make deps installs it)"
 	[ -d "$ROOT/t/browser/node_modules/puppeteer-core" ] || skip "puppeteer-core is not installed (make mcp-client)"
 	set_key dashboard '"all"'
@@ -297,7 +316,7 @@ mcp() {
 	run --separate-stderr node "$ROOT/t/browser/dash.mjs" "$URL" "$TOKEN" 1 "$PWD/shots" "$BIN/sbx-log" -c "$conf"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ $output == *"1..18"* ]]
+	[[ $output == *"1..19"* ]]
 	# the screenshots, for doc/ (make dash-shots copies them)
 	mkdir -p "$ROOT/build/dash"
 	cp shots/*.png "$ROOT/build/dash/"

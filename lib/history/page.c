@@ -175,12 +175,19 @@ static void put_bytes(struct page *p, jv o, const char *key)
 		page_raw(p, "<span class=\"none\">–</span>");
 }
 
+/* The statuses and verdicts with a badge colour of their own (page_css's
+ * .st-NAME), for the rows the server renders and those page_js adds. */
+#define BADGES(X)                                                                                      \
+	X(success) X(error) X(timeout) X(memory_limit) X(compile_error) X(invalid) X(internal_error) \
+	X(cancelled) X(accepted) X(wrong_answer) X(output_limit) X(judge_error)
+#define BADGE_C(n) #n,
+#define BADGE_JS(n) "'" #n "',"
+#define KNOWN_JS "[" BADGES(BADGE_JS) "]"
+
 /* A status as a badge: the class is ours (from a fixed list), the text the row's. */
 static void put_status(struct page *p, const char *status)
 {
-	static const char *const known[] = { "success", "error", "timeout", "memory_limit", "compile_error", "invalid",
-					     "internal_error", "cancelled", "accepted", "wrong_answer", "output_limit",
-					     "judge_error", NULL };
+	static const char *const known[] = { BADGES(BADGE_C) NULL };
 	const char *cls = "other";
 	for (int i = 0; status && known[i]; i++)
 		if (!strcmp(status, known[i]))
@@ -247,34 +254,36 @@ void page_login(struct page *p, const char *message)
 
 /* ---- runs as table rows ----------------------------------------------------- */
 
-static void run_row(struct page *p, jv row)
+/* The record's own id (a string, or a number), as text. */
+static void put_id(struct page *p, jv row)
 {
-	double hid = 0;
-	nval(row, "history_id", &hid);
-	page_printf(p, "<tr data-id=\"%.0f\"><td class=\"id\">", hid);
-	if (!p->standalone)
-		page_printf(p, "<a href=\"/runs/%.0f\">", hid);
 	jv id = rec_get(row, "id");
 	if (jv_get_kind(id) == JV_KIND_STRING)
 		page_str(p, jv_string_value(id));
 	else if (jv_get_kind(id) == JV_KIND_NUMBER)
 		page_printf(p, "%.17g", jv_number_value(id));
-	else
-		page_printf(p, "#%.0f", hid);
 	jv_free(id);
-	if (!p->standalone)
-		page_raw(p, "</a>");
-	page_raw(p, "</td><td class=\"when\">");
+}
+
+static void run_row(struct page *p, jv row)
+{
+	double hid = 0;
+	nval(row, "history_id", &hid);
+	/* One identity, the run's page's: #N (its history_id), then the
+	 * record's own id. */
+	page_printf(p, "<tr data-id=\"%.0f\"><td class=\"id\">", hid);
+	page_printf(p, p->standalone ? "#%.0f" : "<a href=\"/runs/%.0f\">#%.0f</a>", hid, hid);
+	page_raw(p, " <span class=\"rid\">");
+	put_id(p, row);
+	page_raw(p, "</span></td><td class=\"when\">");
 	page_str(p, sval(row, "timestamp"));
 	page_raw(p, "</td><td>");
 	page_str(p, sval(row, "language"));
 	page_raw(p, "</td><td>");
-	put_status(p, sval(row, "status"));
+	/* a judged run: its verdict says what happened (its status is the
+	 * last test's, "error" for a wrong answer) */
 	const char *verdict = sval(row, "verdict");
-	if (verdict) {
-		page_raw(p, " ");
-		put_status(p, verdict);
-	}
+	put_status(p, verdict ? verdict : sval(row, "status"));
 	page_raw(p, "</td><td class=\"num\">");
 	put_num(p, row, "duration_ms", " ms");
 	page_raw(p, "</td><td class=\"snippet\">");
@@ -679,8 +688,16 @@ static void kv_table(struct page *p, const char *id, jv obj)
 		page_raw(p, "<tr><th>");
 		page_str(p, jv_string_value(k));
 		page_raw(p, "</th><td>");
+		const char *key = jv_string_value(k);
+		size_t kl = strlen(key);
+		double d = jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : -1;
+		char buf[32];
 		if (jv_get_kind(v) == JV_KIND_STRING)
 			text_capped(p, jv_string_value(v), (size_t)jv_string_length_bytes(jv_copy(v)), 4096);
+		else if (kl > 6 && !strcmp(key + kl - 6, "_bytes") && d >= 0 && d < 1e18)
+			page_str(p, util_size_str((uint64_t)d, buf, sizeof buf)); /* limits in human units */
+		else if (kl > 3 && !strcmp(key + kl - 3, "_ms") && d >= 1000 && !strcmp(id, "limits"))
+			page_printf(p, "%g s", d / 1000);
 		else {
 			jv t = jv_dump_string(jv_copy(v), 0);
 			page_str(p, jv_string_value(t));
@@ -789,19 +806,17 @@ int page_run(struct page *p, struct hist *h, const struct hist_filter *base, int
 		return 1;
 	jv row = c.row, rec = rec_get(row, "record");
 	page_begin(p, "run", "runs");
-	page_raw(p, "<h1>Run <span id=\"run-id\">");
-	jv id = rec_get(row, "id");
-	if (jv_get_kind(id) == JV_KIND_STRING)
-		page_str(p, jv_string_value(id));
-	else if (jv_get_kind(id) == JV_KIND_NUMBER)
-		page_printf(p, "%.17g", jv_number_value(id));
-	jv_free(id);
-	page_printf(p, "</span> <small>#%lld</small></h1><dl class=\"meta\">", (long long)history_id);
-	dt(p, "status");
-	put_status(p, sval(row, "status"));
-	page_raw(p, "</dd>");
+	page_printf(p, "<h1>Run #%lld <small id=\"run-id\">", (long long)history_id);
+	put_id(p, row);
+	page_raw(p, "</small></h1><dl class=\"meta\">");
+	/* a judged run: its verdict first, and no status (the last test's,
+	 * "error" for a wrong answer, in red beside an exit code 0) */
 	const char *verdict = sval(row, "verdict");
-	if (verdict) {
+	if (!verdict) {
+		dt(p, "status");
+		put_status(p, sval(row, "status"));
+		page_raw(p, "</dd>");
+	} else {
 		dt(p, "verdict");
 		page_raw(p, "<span id=\"verdict\">");
 		put_status(p, verdict);
@@ -1023,7 +1038,10 @@ const char page_css[] =
 	"dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1.2em;background:var(--card);border:1px solid var(--line);padding:.8em}"
 	"dl.meta dt{color:var(--muted)}dl.meta dd{margin:0}form#filters{display:flex;flex-wrap:wrap;gap:.4em 1em;margin-bottom:1em}"
 	"input{font:inherit;padding:.2em .4em}button{font:inherit;padding:.2em .8em;cursor:pointer}figure{display:inline-block;margin:0 1em 1em 0}"
-	"figure img{max-width:480px;border:1px solid var(--line)}tr.new{background:#fffbe0}\n";
+	"figure img{max-width:min(480px,100%);border:1px solid var(--line)}tr.new{background:#fffbe0}.rid{color:var(--muted)}"
+	/* a phone's width: nothing but a table of its own scrolls sideways */
+	"@media (max-width:700px){header{flex-wrap:wrap;padding:.6em 1em}main{padding:1em .6em}.cards{flex-wrap:wrap}"
+	"table{display:block;overflow-x:auto}td.snippet{max-width:16em}dl.meta{grid-template-columns:1fr}}\n";
 
 /* Live updates: poll for runs logged after the newest one shown and add
  * their rows, built with the DOM (textContent), never from HTML text. */
@@ -1044,9 +1062,12 @@ const char page_js[] =
 	"          const tr = document.createElement('tr');\n"
 	"          tr.dataset.id = String(row.history_id); tr.className = 'new';\n"
 	"          const id = cell(tr, '', 'id'); const a = document.createElement('a');\n"
-	"          a.href = '/runs/' + Number(row.history_id); a.textContent = String(row.id); id.appendChild(a);\n"
+	"          a.href = '/runs/' + Number(row.history_id); a.textContent = '#' + Number(row.history_id); id.appendChild(a);\n"
+	"          const rid = document.createElement('span'); rid.className = 'rid'; rid.textContent = row.id == null ? '' : String(row.id);\n"
+	"          id.append(' ', rid);\n"
 	"          cell(tr, String(row.timestamp), 'when'); cell(tr, String(row.language));\n"
-	"          const st = cell(tr, ''); const b = document.createElement('span'); b.className = 'st'; b.textContent = String(row.status); st.appendChild(b);\n"
+	"          const v = String(row.verdict || row.status); const known = " KNOWN_JS ";\n"
+	"          const st = cell(tr, ''); const b = document.createElement('span'); b.className = 'st st-' + (known.includes(v) ? v : 'other'); b.textContent = v; st.appendChild(b);\n"
 	"          cell(tr, row.duration_ms == null ? '' : row.duration_ms + ' ms', 'num');\n"
 	"          cell(tr, String(row.code_snippet || '').split('\\n')[0].slice(0, 120), 'snippet');\n"
 	"          body.insertBefore(tr, body.firstChild);\n"

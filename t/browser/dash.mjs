@@ -73,10 +73,22 @@ try {
   check(lg.status === 0, "a new run logged", lg.stderr?.toString());
   let live = null;
   try {
-    live = await page.waitForFunction(() => [...document.querySelectorAll("#recent tbody tr td.id")].some((t) => t.textContent === "live-1"), { timeout: 15000 });
+    live = await page.waitForFunction(() => [...document.querySelectorAll("#recent tbody tr td.id .rid")].some((t) => t.textContent === "live-1"), { timeout: 15000 });
   } catch { live = null; }
   check(live !== null, "appears on the open overview without a reload");
   check(violations.length === 0, "no Content-Security-Policy violation on any page", violations);
+
+  // a phone's width: no page scrolls sideways (a wide table scrolls alone)
+  await page.setViewport({ width: 420, height: 800 });
+  const wide = [];
+  for (const path of ["/", "/runs", `/runs/${hostile}`, "/sessions"]) {
+    await page.goto(base + path, { waitUntil: "load" });
+    const w = await page.evaluate(() => document.documentElement.scrollWidth);
+    if (w > 420) wide.push(`${path}: ${w}px`);
+  }
+  await page.screenshot({ path: `${shots}/narrow.png`, fullPage: true });
+  check(wide.length === 0, "at 420 px no page is wider than the screen", wide);
+  await page.setViewport({ width: 1280, height: 900 });
 
   await Promise.all([page.waitForNavigation({ waitUntil: "load" }), page.click("form#logout button")]);
   r = await page.goto(base + "/", { waitUntil: "load" });
