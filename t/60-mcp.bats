@@ -216,7 +216,8 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 		call 4 get_execution_history '{"stats":true,"language":"py"}'
 		call 5 check_backend '{}'
 		call 6 get_execution_history '{"limit":-1}'
-		call 7 get_execution_history '{"since":"yesterday"}'
+		call 7 get_execution_history '{"since":"30"}'
+		call 8 get_execution_history '{"since":"yesterday"}'
 	} | mcp
 	answer 2 | jq -e '.result.structuredContent.languages[] | select(.name == "python") | .available and (.version | startswith("Python 3")) and (.aliases | index("py")) and .compiled == false'
 	answer 2 | jq -e '.result.structuredContent.languages[] | select(.name == "cpp") | .compiled and (.version | contains("g++"))'
@@ -224,7 +225,9 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	answer 4 | jq -e '.result.structuredContent.stats | map(select(.status == "all")) | .[0].count == 1'
 	answer 5 | jq -e '.result.isError == false and .result.structuredContent.usable == true and (.result.structuredContent.fixes | type == "array")'
 	answer 6 | jq -e '.result.isError == true'
+	# a time needs its unit; a day is a time
 	answer 7 | jq -e '.result.isError == true'
+	answer 8 | jq -e '.result.structuredContent.runs | length == 1'
 }
 
 @test "the history failing never fails a run" {

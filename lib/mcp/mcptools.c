@@ -118,7 +118,8 @@ static const struct tool_def defs[] = {
 	{ { "get_execution_history", MCP_T_HISTORY }, "Get execution history",
 	  "Past runs of this server and of the sbx tools, newest first: id, language, status, exit code, "
 	  "duration, memory, output sizes, the first 500 characters of the code, error. Filters: since/until (ISO "
-	  "8601 or a time ago such as 30m, 1h, 7d), language, status, id, session_id, limit (default 20). With "
+	  "8601, today, yesterday, or a time ago with its unit such as 30m, 1h, 7d), language and status (one, or "
+	  "a comma-separated list), id, session_id, limit (default 20). With "
 	  "stats: true, counts, success rate and p50/p95/max duration per language and status instead.",
 	  { { "since", A_STR, false }, { "until", A_STR, false }, { "language", A_STR, false }, { "status", A_STR, false },
 	    { "id", A_STR, false }, { "session_id", A_STR, false }, { "limit", A_INT, false }, { "stats", A_BOOL, false } },
