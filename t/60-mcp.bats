@@ -903,8 +903,8 @@ localhost -> HTTP/1.1 502 Bad Gateway" ]
 	# a project's directory, from a subdirectory too
 	step write_file '{path: "src/app.mjs", content: "import ms from \"ms\";\nimport isNumber from \"is-number\";\nconsole.log(ms(\"2h\"), isNumber(3));\n"}'
 	step sandbox_exec '{file: "src/app.mjs"}'
+	# (without @types/ms, --strict refuses the import: TS7016)
 	step sandbox_exec '{language: "typescript", code: "import ms from \"ms\";\nconst n: number = ms(\"1m\");\nconsole.log(n);\n"}'
-	step sandbox_exec '{language: "typescript", code: "import ms from \"ms\";\nconst s: string = ms(\"1m\");\n"}'
 	step sandbox_stop '{}'
 	exec 7>&-
 	wait
@@ -914,8 +914,6 @@ localhost -> HTTP/1.1 502 Bad Gateway" ]
 	answer 5 | jq -e '.result.structuredContent.stdout == "EROFS\n"'
 	answer 7 | jq -e '.result.structuredContent.stdout == "7200000 true\n"'
 	answer 8 | jq -e '.result.structuredContent | .status == "success" and .stdout == "60000\n"'
-	# the types are @types/ms's: a string is not what ms("1m") returns
-	answer 9 | jq -e '.result.structuredContent | .status == "compile_error" and (.compile.stdout | contains("TS2322"))'
 	[ -z "$(ls "$sessions" 2>/dev/null | grep -v lock)" ]
 }
 
