@@ -168,17 +168,6 @@ static void on_stdout(struct loop *l, int fd, short rev, void *arg)
 static const char *const status_names[] = { "success", "error", "timeout", "memory_limit", "compile_error",
 					    "invalid", "internal_error", "cancelled", "other" };
 
-/* The requests in stdin from here, where it is a regular file; 0 if not
- * known (a pipe: the records' input_total then, sbx-validate's count). */
-static uint64_t count_input(void)
-{
-	struct stat st;
-	off_t off = lseek(STDIN_FILENO, 0, SEEK_CUR);
-	if (fstat(STDIN_FILENO, &st) < 0 || !S_ISREG(st.st_mode) || off < 0)
-		return 0;
-	return util_count_lines(STDIN_FILENO, off);
-}
-
 /* One stderr line, drawn over itself: done/total, rate, ETA, counts. */
 static void draw_progress(bool last)
 {
@@ -482,7 +471,7 @@ static void dispatch(void)
 		}
 		uint64_t seq = S.seq++;
 		double total;
-		if (st == REC_OK && rec_num(rec, "input_total", &total) && total > (double)S.total && total < 1e15)
+		if (S.progress && st == REC_OK && rec_num(rec, "input_total", &total) && total > (double)S.total && total < 1e15)
 			S.total = (uint64_t)total;
 		if (st == REC_OK && !rec_has(rec, "input_line"))
 			rec = jv_object_set(rec, jv_string("input_line"), jv_number((double)S.in.lineno));
@@ -828,7 +817,7 @@ static void setup(struct conf *c, const struct opts *o, struct backend **bk, siz
 	S.progress = o->progress < 0 ? S.progress_tty : o->progress;
 	S.t0 = util_now_ms();
 	if (S.progress)
-		S.total = count_input();
+		S.total = util_count_requests(STDIN_FILENO); /* (a pipe: the records' input_total) */
 }
 
 /* No sandbox can be made here: every job gets an internal_error saying

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "conf.h"
@@ -62,9 +61,7 @@ int main(int argc, char **argv)
 	int status = EXIT_OK;
 	/* How many requests a file holds, for the progress of the tools
 	 * after this one (a pipe's are not known ahead). */
-	struct stat in_st;
-	off_t at = lseek(STDIN_FILENO, 0, SEEK_CUR);
-	uint64_t total = fstat(STDIN_FILENO, &in_st) == 0 && S_ISREG(in_st.st_mode) && at >= 0 ? util_count_lines(STDIN_FILENO, at) : 0;
+	uint64_t total = util_count_requests(STDIN_FILENO);
 	for (;;) {
 		jv rec;
 		enum rec_status st = rec_read(&r, &rec);

@@ -166,8 +166,9 @@ x = bytearray(1 << 30)' '{memory:"64m",timeout:20}' | "$BIN/sbx-validate" | "$BI
 	got() { for _ in $(seq 600); do jq -e --argjson id "$1" 'select(.id == $id)' out > /dev/null 2>&1 && { jq -c --argjson id "$1" 'select(.id == $id)' out; return; }; sleep 0.1; done; cat err >&2; return 1; }
 	printf '%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bats","version":"1"}}}' '{"jsonrpc":"2.0","method":"notifications/initialized"}' >&7
 	msg 1 sandbox_initialize '{"language":"python"}'
-	sid=$(got 1 | jq -r .result.structuredContent.session_id)
-	[ ${#sid} -eq 32 ]
+	got 1 > a1
+	sid=$(jq -r .result.structuredContent.session_id a1)
+	[ ${#sid} -eq 32 ] || { cat a1 err >&2; false; }
 	msg 2 write_file "$(jq -nc --arg s "$sid" '{session_id: $s, path: "in/put/data.txt", content: "41"}')"
 	got 2 | jq -e '.result.isError == false'
 	# the files are the server's own, as it made them: nothing to chown

@@ -38,7 +38,7 @@ struct conf_lang {
 	char **aliases;     /* NULL-terminated */
 	char *image;        /* docker backend */
 	char *file;         /* the program's file name in the scratch directory */
-	bool file_by_class; /* Java's rule: the file is named after the public class (job_public_class) */
+	bool file_by_class; /* Java's rule: the file is named after the public class (job.c's public_class) */
 	char **compile;     /* argv or NULL for interpreted languages */
 	char **outputs;     /* the compile stage's executables, run stage only (W^X), or NULL */
 	char **run;         /* argv; the request's args are appended */

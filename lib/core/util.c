@@ -666,8 +666,12 @@ int util_write_beneath(int dirfd, const char *path, const void *data, size_t len
 	return rc;
 }
 
-uint64_t util_count_lines(int fd, off_t off)
+uint64_t util_count_requests(int fd)
 {
+	struct stat st;
+	off_t off = lseek(fd, 0, SEEK_CUR);
+	if (off < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
 	char buf[1 << 16];
 	uint64_t n = 0;
 	bool text = false;

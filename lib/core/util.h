@@ -120,9 +120,10 @@ int util_write_beneath(int dirfd, const char *path, const void *data, size_t len
 /* rm -rf of name in dirfd, never following a link; 0, or -1 with errno
  * if name itself could not be removed. */
 int util_remove_at(int dirfd, const char *name);
-/* The non-blank lines of the file fd from offset from on (read with
- * pread: its offset stays), as the record readers count records. */
-uint64_t util_count_lines(int fd, off_t from);
+/* The requests (non-blank lines, as the record readers count records)
+ * of fd from its offset on, where it is a regular file (read with pread:
+ * its offset stays); 0 for anything else (a pipe's are not known ahead). */
+uint64_t util_count_requests(int fd);
 
 /* The PATH an environment (NULL-terminated "K=V" list) sets, its last
  * entry winning, or dflt. */

@@ -405,13 +405,12 @@ static void finish(struct box *b)
 		cg_run_stats(&b->sys->cg, b->cg, &cs);
 	if (b->have_fail && !b->timed_out && !b->cancelled) {
 		r->status = STAGE_INTERNAL;
-		if (b->fail.type == MSG_EXECFAIL)
+		if (b->fail.type == MSG_EXECFAIL) {
 			r->noexec = b->fail.err ? b->fail.err : ENOENT;
-		if (b->fail.type == MSG_EXECFAIL)
 			snprintf(r->error, sizeof r->error,
 				 "cannot run \"%s\" in the sandbox: %s (is it installed, and on PATH inside the sandbox?)",
 				 b->fail.text, strerror(b->fail.err));
-		else if (b->fail.err)
+		} else if (b->fail.err)
 			snprintf(r->error, sizeof r->error, "sandbox set-up failed: %s: %s", b->fail.text, strerror(b->fail.err));
 		else
 			snprintf(r->error, sizeof r->error, "sandbox set-up failed: %s", b->fail.text);
