@@ -156,8 +156,10 @@ x = bytearray(1 << 30)' '{memory:"64m",timeout:20}' | "$BIN/sbx-validate" | "$BI
 	jqe 0 '.state.per_user == false and (.fixes | any(test("set XDG_STATE_HOME or HOME")))'
 }
 
-@test "as an ordinary user: an MCP session works with the per-user state" {
+# bats test_tags=kernel
+@test "as an ordinary user: an MCP session works with the per-user state, its workspace a tmpfs of the server's with its quota" {
 	user_dir
+	sed -i 's/^workspace_size *=.*/workspace_size = "8m"/' "$U_DIR/ro.conf"
 	mkfifo in
 	env -u SBX_HISTORY -u XDG_STATE_HOME HOME="$h" "${AS[@]}" "$BIN/sbx-mcp" -c "$U_DIR/ro.conf" < in > out 2> err &
 	server=$!
@@ -165,21 +167,33 @@ x = bytearray(1 << 30)' '{memory:"64m",timeout:20}' | "$BIN/sbx-validate" | "$BI
 	msg() { jq -nc --argjson id "$1" --arg n "$2" --argjson a "$3" '{jsonrpc: "2.0", id: $id, method: "tools/call", params: {name: $n, arguments: $a}}' >&7; }
 	got() { for _ in $(seq 600); do jq -e --argjson id "$1" 'select(.id == $id)' out > /dev/null 2>&1 && { jq -c --argjson id "$1" 'select(.id == $id)' out; return; }; sleep 0.1; done; cat err >&2; return 1; }
 	printf '%s\n' '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bats","version":"1"}}}' '{"jsonrpc":"2.0","method":"notifications/initialized"}' >&7
+	# a run first: the server's sbx-run starts before any workspace is mounted
+	msg 9 run_code '{"language":"python","code":"print(1)"}'
+	got 9 | jq -e '.result.structuredContent.stdout == "1\n"'
 	msg 1 sandbox_initialize '{"language":"python"}'
 	got 1 > a1
 	sid=$(jq -r .result.structuredContent.session_id a1)
 	[ ${#sid} -eq 32 ] || { cat a1 err >&2; false; }
+	jq -e '.result.structuredContent | .workspace_filesystem == "tmpfs" and .workspace_bytes == 8388608
+		and (.workspace_note | test("tmpfs .*count against its memory limit"))' a1
 	msg 2 write_file "$(jq -nc --arg s "$sid" '{session_id: $s, path: "in/put/data.txt", content: "41"}')"
 	got 2 | jq -e '.result.isError == false'
-	# the files are the server's own, as it made them: nothing to chown
+	# The workspace is mounted in the server's own namespaces: the host
+	# sees an empty directory, the server (/proc/PID/root) the files, its
+	# own as it made them (nothing to chown).
 	ws=$h/.local/state/sbx/sessions/$sid
+	[ -d "$ws" ] && [ -z "$(ls -A "$ws")" ]
+	in_server=/proc/$server/root$ws
 	me=$("${AS[@]}" id -u):$("${AS[@]}" id -g)
-	[ "$(stat -c %u:%g "$ws/in")" = "$me" ] && [ "$(stat -c %u:%g "$ws/in/put/data.txt")" = "$me" ]
+	[ "$(stat -c %u:%g "$in_server/in")" = "$me" ] && [ "$(stat -c %u:%g "$in_server/in/put/data.txt")" = "$me" ]
 	msg 3 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, code: "print(int(open(\"in/put/data.txt\").read()) + 1)"}')"
 	got 3 | jq -e '.result.structuredContent.status == "success" and .result.structuredContent.stdout == "42\n"'
-	msg 4 get_execution_history '{"limit": 5}'
-	got 4 | jq -e '.result.structuredContent.runs | length >= 1'
-	[ -d "$h/.local/state/sbx/sessions/$sid" ]
+	# the quota: 16 MB into 8 MiB ends in ENOSPC, and no more is kept
+	msg 4 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, command: ["sh", "-c", "head -c 16000000 /dev/zero > big || exit 9"]}')"
+	got 4 | jq -e '.result.structuredContent | .exit_code == 9 and (.stderr | test("No space left on device"))'
+	[ "$(du -s -B1 "$in_server" | cut -f1)" -le 8388608 ]
+	msg 5 get_execution_history '{"limit": 5}'
+	got 5 | jq -e '.result.structuredContent.runs | length >= 1'
 	exec 7>&-
 	wait "$server"
 }

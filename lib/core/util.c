@@ -233,6 +233,18 @@ int util_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+int util_write_text(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int rc = util_write_all(fd, text, strlen(text));
+	int e = errno;
+	close(fd);
+	errno = e;
+	return rc;
+}
+
 ssize_t util_read_full(int fd, void *buf, size_t len)
 {
 	size_t got = 0;

@@ -606,6 +606,18 @@ static void check_done(struct call *c, int status, char *out, size_t len)
 		finish(c, tool_result(jv_copy(m->languages), false));
 		return;
 	}
+	/* The sessions' workspaces are the server's doing, not sbx-run's:
+	 * what they are, and where they have no quota, what would give one. */
+	const struct wsfs *fs = sess_wsfs(m->sessions);
+	jv ws = jv_object_set(jv_object(), jv_string("filesystem"), jv_string(wsfs_kind_name(wsfs_kind(fs))));
+	if (*wsfs_note(fs))
+		ws = jv_object_set(ws, jv_string("note"), jv_string(wsfs_note(fs)));
+	v = jv_object_set(v, jv_string("workspace"), ws);
+	jv fixes = rec_get(v, "fixes");
+	if (wsfs_kind(fs) == WSFS_DIR && jv_get_kind(fixes) == JV_KIND_ARRAY)
+		v = jv_object_set(v, jv_string("fixes"), jv_array_append(fixes, jv_string(wsfs_note(fs))));
+	else
+		jv_free(fixes);
 	bool usable = false;
 	rec_bool(v, "usable", &usable);
 	finish(c, tool_result(v, !usable));
@@ -1013,8 +1025,10 @@ struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path,
 	m->bindir = util_strdup(bindir);
 	m->max = c->max_concurrent ? (unsigned)c->max_concurrent : 1;
 	m->languages = jv_invalid();
-	m->tools = mcp_tools_list(c);
+	/* (the sessions first: what their workspaces are is in the tools'
+	 * descriptions) */
 	m->sessions = sess_new(l, c);
+	m->tools = mcp_tools_list(c, wsfs_note(sess_wsfs(m->sessions)));
 	sess_on_end(m->sessions, session_ended, m);
 	unsigned seed;
 	util_random(&seed, sizeof seed);

@@ -8,6 +8,7 @@
 
 #include "rec.h"
 #include "util.h"
+#include "wsfs.h"
 
 /* Argument types, as bits. */
 enum { A_STR = 1, A_NUM = 2, A_BOOL = 4, A_ARR = 8, A_OBJ = 16, A_INT = 32, A_LIST = 64 /* an array of anything */ };
@@ -138,7 +139,9 @@ static const struct tool_def defs[] = {
 	  { { NULL, 0, false } },
 	  "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
 	  "{\"type\":\"object\",\"properties\":{\"backend\":{\"type\":\"string\"},\"usable\":{\"type\":\"boolean\"},"
-	  "\"fixes\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"languages\":{\"type\":\"array\"}},"
+	  "\"fixes\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"languages\":{\"type\":\"array\"},"
+	  "\"workspace\":{\"type\":\"object\",\"properties\":{\"filesystem\":{\"type\":\"string\",\"enum\":" WSFS_KINDS_JSON "},"
+	  "\"note\":{\"type\":\"string\"}}}},"
 	  "\"required\":[\"usable\",\"fixes\"]}",
 	  true, false, true },
 	{ { "sandbox_initialize", MCP_T_INIT }, "Start a session",
@@ -151,7 +154,9 @@ static const struct tool_def defs[] = {
 	  "\"dependencies\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
 	  "\"ttl\":{\"type\":\"number\",\"description\":\"idle seconds before removal\"}},\"additionalProperties\":false}",
 	  "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},\"language\":{\"type\":[\"string\",\"null\"]},"
-	  "\"expires_at\":{\"type\":\"string\"},\"workspace_bytes\":{\"type\":\"integer\"},\"install\":{\"type\":\"object\"}},"
+	  "\"expires_at\":{\"type\":\"string\"},\"workspace_bytes\":{\"type\":[\"integer\",\"null\"]},"
+	  "\"workspace_filesystem\":{\"type\":\"string\",\"enum\":" WSFS_KINDS_JSON "},"
+	  "\"workspace_note\":{\"type\":\"string\"},\"install\":{\"type\":\"object\"}},"
 	  "\"required\":[\"session_id\"]}",
 	  false, false, false },
 	{ { "sandbox_exec", MCP_T_EXEC }, "Run in a session",
@@ -267,10 +272,10 @@ static const struct tool_def *def_of(const struct mcp_tool *t)
 }
 
 /* The description with the configuration's values: %L languages, %M
- * memory, %C cpus, %T timeout, %X max timeout, %O output, %W workspace,
- * %S session ttl, %N max sessions, %F file size, %I kernel idle time, %K
- * languages with kernels. */
-static char *describe(const struct conf *c, const char *fmt)
+ * memory, %C cpus, %T timeout, %X max timeout, %O output, %W workspace
+ * size (and what wsfs says of it), %S session ttl, %N max sessions, %F
+ * file size, %I kernel idle time, %K languages with kernels. */
+static char *describe(const struct conf *c, const char *ws_note, const char *fmt)
 {
 	size_t cap = strlen(fmt) + 1024, o = 0;
 	char *out = util_xalloc(cap);
@@ -296,7 +301,11 @@ static char *describe(const struct conf *c, const char *fmt)
 			case 'Y': ins = util_size_str(c->ceiling.memory, b, sizeof b); break;
 			case 'Z': snprintf(tmp, sizeof tmp, "%g", c->ceiling.cpus), ins = tmp; break;
 			case 'O': ins = util_size_str(c->lim.run.output, b, sizeof b); break;
-			case 'W': ins = util_size_str(c->workspace_size, b, sizeof b); break;
+			case 'W':
+				util_size_str(c->workspace_size, b, sizeof b);
+				snprintf(tmp, sizeof tmp, "%s%s%s", b, *ws_note ? "; " : "", ws_note);
+				ins = tmp;
+				break;
 			case 'S': snprintf(tmp, sizeof tmp, "%g", c->session_ttl_ms / 1000.0), ins = tmp; break;
 			case 'N': snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)c->max_sessions), ins = tmp; break;
 			case 'F': ins = util_size_str(c->max_files_size, b, sizeof b); break;
@@ -318,12 +327,12 @@ static char *describe(const struct conf *c, const char *fmt)
 	return out;
 }
 
-jv mcp_tools_list(const struct conf *c)
+jv mcp_tools_list(const struct conf *c, const char *workspace_note)
 {
 	jv list = jv_array();
 	for (size_t i = 0; i < NDEFS; i++) {
 		const struct tool_def *d = &defs[i];
-		char *desc = describe(c, d->description);
+		char *desc = describe(c, workspace_note, d->description);
 		jv t = jv_object_set(jv_object(), jv_string("name"), jv_string(d->t.name));
 		t = jv_object_set(t, jv_string("title"), jv_string(d->title));
 		t = jv_object_set(t, jv_string("description"), jv_string(desc));

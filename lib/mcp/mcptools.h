@@ -39,7 +39,7 @@ const struct mcp_tool *mcp_tool_find(const char *name);
 /* Every tool's name, ", " between them, for --help (static). */
 const char *mcp_tool_names(void);
 /* The tools/list array. */
-jv mcp_tools_list(const struct conf *c);
+jv mcp_tools_list(const struct conf *c, const char *workspace_note);
 /* Check args (borrowed, an object) against the tool's input schema: known
  * keys only, required keys present, JSON types right.  False with why. */
 bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t len);

@@ -40,6 +40,8 @@ struct session {
 	 * last cell; one idle past kernel_idle is gone (sbx-run stops it). */
 	struct { char lang[32]; double last; } kern[8];
 	unsigned nkern;
+	enum wsfs_kind fs;     /* what its workspace is (wsfs.h) */
+	char *fs_note;         /* and what that means, "" for ext4 */
 	struct session *next;
 };
 
@@ -47,6 +49,7 @@ struct sessions {
 	struct loop *loop;
 	const struct conf *conf;
 	char *base;            /* STATE_DIR/sessions */
+	struct wsfs *fs;       /* what a workspace is made of */
 	int timer;
 	struct session *list;
 	unsigned n;
@@ -72,7 +75,7 @@ static struct owner sandbox_owner(const struct sessions *s)
 static void remove_dir(const char *base, const char *id)
 {
 	char *dir = util_fmt("%s/%s", base, id);
-	/* the tmpfs of a root server (EINVAL where there is none) */
+	/* its filesystem (EINVAL where it is a plain directory) */
 	umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW);
 	/* A workspace is sandboxed code's playground: it may hold links to
 	 * anything, and none is followed. */
@@ -81,6 +84,10 @@ static void remove_dir(const char *base, const char *id)
 	char *lock = util_fmt("%s/.%s.lock", base, id);
 	unlink(lock);
 	free(lock);
+	/* (an image file outlives its making only if the server died then) */
+	char *image = util_fmt("%s/.%s.img", base, id);
+	unlink(image);
+	free(image);
 }
 
 static bool is_id(const char *s)
@@ -140,6 +147,7 @@ void sess_remove(struct sessions *s, const char *id)
 		close(x->lockfd);
 		free(x->dir);
 		free(x->language);
+		free(x->fs_note);
 		free(x);
 		s->n--;
 		rearm(s);
@@ -215,6 +223,9 @@ struct sessions *sess_new(struct loop *l, const struct conf *c)
 	s->timer = -1;
 	if (util_mkdir_p(s->base, 0711) == 0)
 		remove_orphans(s);
+	s->fs = wsfs_new(s->base, !strcmp(job_backend(c), "docker"));
+	if (*wsfs_note(s->fs))
+		util_warn("sessions: %s", wsfs_note(s->fs));
 	s->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (s->timer >= 0) {
 		loop_watch(l, s->timer, POLLIN, on_timer, s);
@@ -232,8 +243,14 @@ void sess_free(struct sessions *s)
 		loop_unwatch(s->loop, s->timer);
 		close(s->timer);
 	}
+	wsfs_free(s->fs);
 	free(s->base);
 	free(s);
+}
+
+const struct wsfs *sess_wsfs(const struct sessions *s)
+{
+	return s->fs;
 }
 
 char *sess_create(struct sessions *s, unsigned owner, const char *language, uint64_t ttl_ms, char *err, size_t errlen)
@@ -274,24 +291,22 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 		snprintf(err, errlen, "cannot create the workspace %s: %s", x->dir, strerror(errno));
 		goto fail;
 	}
-	if (geteuid() == 0) {
-		/* The quota is the kernel's: a tmpfs of workspace_size, and of
-		 * as many inodes (the memory a session can pin between runs). */
-		char opt[160];
-		snprintf(opt, sizeof opt, "size=%llu,nr_inodes=%llu,mode=0755,uid=%u,gid=%u",
-			 (unsigned long long)c->workspace_size, (unsigned long long)ns_tmpfs_inodes(c->workspace_size),
-			 (unsigned)own.uid, (unsigned)own.gid);
-		/* noexec on the host: nothing a sandbox wrote runs there.  The
-		 * native backend's clone of it is made executable where the
-		 * configuration lets programs run what they build
-		 * (workspace_exec, box_workspace); the docker backend's bind
-		 * keeps the host's flags, so for it the mount follows the key. */
-		bool host_exec = c->workspace_exec && !strcmp(job_backend(c), "docker");
-		if (mount("sbx-session", x->dir, "tmpfs", MS_NOSUID | MS_NODEV | (host_exec ? 0 : MS_NOEXEC), opt) < 0) {
-			snprintf(err, errlen, "cannot mount the workspace %s: %s", x->dir, strerror(errno));
-			goto fail;
-		}
-	} else if (chmod(x->dir, 0755) < 0) {
+	/* noexec on the host: nothing a sandbox wrote runs there.  The native
+	 * backend's clone of it is made executable where the configuration
+	 * lets programs run what they build (workspace_exec, box_workspace);
+	 * the docker backend's bind keeps the host's flags, so for it the
+	 * mount follows the key. */
+	bool host_exec = c->workspace_exec && !strcmp(job_backend(c), "docker");
+	char *image = util_fmt("%s/.%s.img", s->base, x->id), note[320];
+	int fs = wsfs_mount(s->fs, x->dir, image, c->workspace_size, ns_tmpfs_inodes(c->workspace_size),
+			    own.uid == (uid_t)-1 ? geteuid() : own.uid, own.gid == (gid_t)-1 ? getegid() : own.gid,
+			    host_exec, note, sizeof note, err, errlen);
+	free(image);
+	if (fs < 0)
+		goto fail;
+	x->fs = (enum wsfs_kind)fs;
+	x->fs_note = util_strdup(note);
+	if (fs == WSFS_DIR && chmod(x->dir, 0755) < 0) {
 		snprintf(err, errlen, "cannot set up the workspace %s: %s", x->dir, strerror(errno));
 		goto fail;
 	}
@@ -322,6 +337,7 @@ fail:
 	if (x->lockfd >= 0)
 		close(x->lockfd);
 	free(x->dir);
+	free(x->fs_note);
 	free(x);
 	return NULL;
 }
@@ -1000,7 +1016,14 @@ bool sess_tool(struct sessions *s, unsigned owner, int kind, jv args, jv *out, j
 		o = jv_object_set(o, jv_string("language"), x->language ? jv_string(x->language) : jv_null());
 		o = jv_object_set(o, jv_string("expires_at"), jv_string(when));
 		o = jv_object_set(o, jv_string("ttl_seconds"), jv_number((double)x->ttl_ms / 1000));
-		*out = jv_object_set(o, jv_string("workspace_bytes"), jv_number((double)s->conf->workspace_size));
+		/* what its quota is, and what the files count against where it
+		 * is not a disk's (wsfs.h) */
+		o = jv_object_set(o, jv_string("workspace_bytes"),
+				  x->fs == WSFS_DIR ? jv_null() : jv_number((double)s->conf->workspace_size));
+		o = jv_object_set(o, jv_string("workspace_filesystem"), jv_string(wsfs_kind_name(x->fs)));
+		if (*x->fs_note)
+			o = jv_object_set(o, jv_string("workspace_note"), jv_string(x->fs_note));
+		*out = o;
 		if (install)
 			*req = install_request(x, x->language, deps);
 		else

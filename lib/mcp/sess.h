@@ -2,9 +2,10 @@
  * file tools confined to it.
  *
  * A session is STATE_DIR/sessions/ID, ID 32 hex digits from getrandom (128
- * bits: not guessable), owned by the sandbox user.  As root each workspace
- * is a tmpfs of workspace_size mounted there, so its quota is the kernel's;
- * otherwise it is a plain directory (no quota; documented).  The server
+ * bits: not guessable), owned by the sandbox user, with a filesystem of its
+ * own of workspace_size mounted there (wsfs.h), so that its quota is the
+ * kernel's: ext4 on a loop device as root, a tmpfs in the server's own
+ * namespaces as an ordinary user; wsfs says where neither can be.  The server
  * holds an flock on STATE_DIR/sessions/.ID.lock while the session lives, so
  * several servers can share a state directory and, at start, each removes
  * the workspaces no live server holds.  Sessions idle longer than their
@@ -26,12 +27,15 @@
 
 #include "conf.h"
 #include "loop.h"
+#include "wsfs.h"
 
 struct sessions;
 
 struct sessions *sess_new(struct loop *l, const struct conf *c);
 /* Remove every session of this server (workspaces included). */
 void sess_free(struct sessions *s);
+/* What this server's workspaces are made of (wsfs.h). */
+const struct wsfs *sess_wsfs(const struct sessions *s);
 /* A run in session id starts (the session does not expire while any
  * runs), and ends (its idle time starts again from then). */
 void sess_hold(struct sessions *s, const char *id);

@@ -489,14 +489,7 @@ static int write_map(pid_t pid, const char *file, const char *text)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	int rc = util_write_all(fd, text, strlen(text));
-	int e = errno;
-	close(fd);
-	errno = e;
-	return rc;
+	return util_write_text(path, text);
 }
 
 static int stdin_memfd(const char *data, size_t len)
@@ -1065,7 +1058,10 @@ static int enter_own_userns(char *err, size_t errlen)
 		snprintf(err, errlen, "cannot map our gid in a user namespace: %s", strerror(errno));
 		return -1;
 	}
-	mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
+	/* A slave, not private: what we mount stays ours, and a session's
+	 * workspace that an ordinary user's sbx-mcp mounts after we started
+	 * still reaches us (lib/mcp/wsfs.c). */
+	mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL);
 	return 0;
 }
 

@@ -4,9 +4,9 @@
  * -------------------
  * The kernel and its modules come from Debian's linux-image package; this
  * program is the whole initramfs besides the modules (linked statically:
- * there is no libc in it).  It loads the modules that 9p over virtio and
- * overlayfs need, in the order the initramfs's "modules" file lists, and
- * builds a root for the test suite:
+ * there is no libc in it).  It loads the modules t/guest/run chose (9p over
+ * virtio, overlayfs, loop devices and ext4) in the order its
+ * modules/order lists, and builds a root for the test suite:
  *
  *   /         overlayfs: the host's / (9p "hostroot", read-only at the
  *             host's end) below, a tmpfs above, so the guest may write
