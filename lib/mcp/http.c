@@ -1021,6 +1021,18 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 	(void)conn;
 }
 
+bool http_log_is_client_gone(const char *msg)
+{
+	/* "Failed to send the footers for the request for `/mcp'. Error: Broken
+	 * pipe" and its kin: the send failed because the peer is gone. */
+	static const char *const gone[] = { "Broken pipe", "Connection reset by peer", "forcibly closed by remote peer",
+					    "closed by remote side" };
+	for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
+		if (strstr(msg, gone[i]))
+			return true;
+	return false;
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char msg[512];
@@ -1028,7 +1040,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	size_t n = strlen(msg);
 	while (n && msg[n - 1] == '\n')
 		msg[--n] = 0;
-	util_warn("http: %s", msg);
+	if (!http_log_is_client_gone(msg))
+		util_warn("http: %s", msg);
 	(void)cls;
 }
 

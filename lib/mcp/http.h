@@ -53,5 +53,9 @@ void http_drain(struct http *h);
 unsigned http_busy(const struct http *h);
 /* End every session and stream, close every connection, free. */
 void http_free(struct http *h);
+/* Whether a message of libmicrohttpd's says only that a client went away
+ * (closed its event stream, reset its connection): an ordinary event,
+ * which the server does not log as an error. */
+bool http_log_is_client_gone(const char *msg);
 
 #endif
