@@ -134,3 +134,8 @@ tools() {
 	run --separate-stderr env -u SBX_CONF inst/bin/sbx-validate <<< "$req"
 	jqe 0 '.limits.memory_bytes == 400*1048576'
 }
+
+@test "the suite's own assertions: a negated command is followed by || false (errexit ignores a bare one)" {
+	bad=$(grep -nE '^\s+! ' "$ROOT"/t/*.bats "$ROOT"/t/helpers.bash | grep -v '|| false$' || true)
+	[ -z "$bad" ] || { echo "negations that cannot fail a test: $bad"; false; }
+}

@@ -333,7 +333,7 @@ $sum" ]
 	our_pkill KILL "$BIN/sbx-run"
 	wait || true
 	for i in $(seq 50); do sandbox_pgrep "$SBX_PROG_UID,$SBX_UID" > /dev/null || break; sleep 0.1; done
-	! sandbox_procs "$SBX_PROG_UID,$SBX_UID" | grep .
+	! sandbox_procs "$SBX_PROG_UID,$SBX_UID" | grep . || false
 	# the next sbx-run removes the dead one's cgroups
 	run_req '{"language":"bash","code":"true"}'
 	jqe 0 '.status == "success"'

@@ -36,7 +36,7 @@ time.sleep(1.5)' '{timeout:5}')" &
 	if [ "$(id -u)" = 0 ]; then
 		for i in $(seq 30); do sandbox_pgrep "$SBX_PROG_UID" '^python3' >/dev/null && break; sleep 0.05; done
 		sandbox_pgrep "$SBX_PROG_UID" '^python3'
-		! sandbox_pgrep 0 'python3 main.py'
+		! sandbox_pgrep 0 'python3 main.py' || false
 	fi
 	wait
 	run_req "$(py 'import os
@@ -138,8 +138,8 @@ print(" ".join(r) or "clean", sorted(os.listdir("/dev/pts")), bool(os.statvfs("/
 		[[ $(jq -r .stdout <<< "$l") == "clean ['0', 'ptmx'] True True "[0-9]* ]] || { jq -r '.stdout, .stderr' <<< "$l"; false; }
 	done
 	# the host's side: no mount of the sandboxes' roots, no builder left
-	! grep -q sbx-root /proc/self/mountinfo
-	! our_pgrep "" sbx-init
+	! grep -q sbx-root /proc/self/mountinfo || false
+	! our_pgrep "" sbx-init || false
 }
 
 # bats test_tags=kernel
@@ -400,7 +400,7 @@ EOF
 	# the processor runs where -proc:none is taken out; its copy stays
 	# noexec, and so does the cached one on a hit
 	conf=$(conf_with "$slow; "'s/"-proc:none", //')
-	! grep -q 'proc:none' "$conf"
+	! grep -q '"-proc:none"' "$conf" || false
 	for i in 1 2; do
 		run --separate-stderr sbx -c "$conf" < req
 		jqe 0 '.status == "success" and .stdout == "exists true\nrefused 13\n"'
@@ -454,7 +454,7 @@ print("hits", hits)')
 		[ "${out[0]}" = "['HOME', 'HOSTNAME', 'LANG', 'LOGNAME', 'PATH', 'PWD', 'PYTHONPATH', 'SHELL', 'TMPDIR', 'USER']" ]
 		[[ ${out[-2]} == /sbin/docker-init* ]]
 		[ "${out[-1]}" = "hits []" ]
-		! grep -q "open fd" <<< "${out[*]}"
+		! grep -q "open fd" <<< "${out[*]}" || false
 		[[ $output != *"$secret"* ]]
 		return
 	fi
@@ -610,7 +610,7 @@ while True:
 @test "a double-fork setsid daemon does not outlive its run" {
 	run_req '{"language":"bash","code":"setsid bash -c \"sleep 300.7131 & disown\" < /dev/null > /dev/null 2>&1 & disown; sleep 0.2; echo started"}'
 	jqe 0 '.status == "success" and .stdout == "started\n"'
-	! our_pgrep "" 'sleep 300[.]7131'
+	! our_pgrep "" 'sleep 300[.]7131' || false
 }
 
 @test "output floods: with and without newlines, binary and NUL: valid JSON, every byte counted" {

@@ -90,7 +90,7 @@ user_run() {
 		c) jqe "$i" '.status == "success" and .stdout == "hi\n"' ;;
 		esac
 	done
-	! our_pgrep 65534 '^sleep'
+	! our_pgrep 65534 '^sleep' || false
 }
 
 # bats test_tags=kernel

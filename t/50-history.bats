@@ -341,7 +341,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 		hist --format "$f" > "out.$f"
 		hist --format "$f" --jq '{(.code_snippet): .error}' >> "out.$f"
 		# not one C0 control but newline (and CSV's quoted ones), no DEL, no C1
-		! LC_ALL=C grep -qP '[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]' "out.$f"
+		! LC_ALL=C grep -qP '[\x00-\x09\x0b-\x1f\x7f]|\xc2[\x80-\x9f]' "out.$f" || false
 		grep -qF '\x1b]0;pwned\x07\x1b[31mred\u009b2J\x7f' "out.$f"
 	done
 	[ "$(hist --format json | jq -r .code_snippet)" = "$(printf 'print("\033]0;pwned\007\033[31mred\302\2332J\177")')" ]
@@ -350,7 +350,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	jq -nc '{id: "admin\u202e\u2066txt.exe\u2069\u200f", language: "python", code: "ok = 1 #\u202e } \u2066if admin\u2069\u2028x", status: "success"}' | logr > /dev/null
 	for f in table csv; do
 		hist --format "$f" --limit 1 > "bidi.$f"
-		! LC_ALL=C.UTF-8 grep -qP '[\x{061c}\x{200e}\x{200f}\x{2028}\x{2029}\x{202a}-\x{202e}\x{2066}-\x{2069}]' "bidi.$f"
+		! LC_ALL=C.UTF-8 grep -qP '[\x{061c}\x{200e}\x{200f}\x{2028}\x{2029}\x{202a}-\x{202e}\x{2066}-\x{2069}]' "bidi.$f" || false
 		grep -qF 'admin\u202e\u2066txt.exe\u2069\u200f' "bidi.$f"
 		grep -qF 'ok = 1 #\u202e } \u2066if admin\u2069' "bidi.$f"
 	done

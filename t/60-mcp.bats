@@ -176,7 +176,7 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	awk -v t="$took" 'BEGIN { exit !(t < 8) }'
 	# the history says what happened to it
 	"$BIN/sbx-history" --status cancelled --jq .error | grep -q cancelled
-	! "$BIN/sbx-history" --status internal_error
+	! "$BIN/sbx-history" --status internal_error || false
 }
 
 @test "8 concurrent run_code calls finish in about the time of one; ping is never held up" {
@@ -328,7 +328,7 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	grep -qF '["javascript","console.log(\"node\", typeof require)\n"]' hist
 	grep -qF '["python","print(\"mine\")\n"]' hist
 	grep -qF '["python","sh -c '"'"'chmod +x run.sh && ./run.sh && gcc -o a.out main.c && ./a.out'"'"'"]' hist
-	! grep -q '"bash"' hist
+	! grep -q '"bash"' hist || false
 }
 
 @test "workspace_exec = false keeps a session's workspace noexec; inline C still runs" {
@@ -492,7 +492,7 @@ print("x" * 70000)'
 	answer $cb | jq -e '.result.status == "cancelled"'
 	answer $ca | jq -e '.result.status == "cancelled"'
 	answer $listed | jq -e '[.result.tasks[].status] | sort == ["cancelled", "cancelled"]'
-	! grep -E 'Sanitizer|runtime error' err
+	! grep -E 'Sanitizer|runtime error' err || false
 }
 
 @test "2026-07-28 tasks extension: a run still going after a second becomes a task (resultType task), polled to its result with tasks/get" {
@@ -650,10 +650,10 @@ print("planted")'
 	answer 98 | jq -e '.result.structuredContent.stdout == "regular file\n"'
 	[ "$shadow" = "$(sha256sum /etc/shadow)" ]
 	# nothing outside the workspace was read or written
-	! grep -q pwned /etc/passwd
+	! grep -q pwned /etc/passwd || false
 	[ ! -e /tmp/escape ] && [ ! -e "$BATS_TEST_TMPDIR/escape" ] && [ ! -e /etc/owned ]
-	! grep -q "$(head -c 20 /etc/shadow | base64)" out
-	! grep -q 'root:' out
+	! grep -q "$(head -c 20 /etc/shadow | base64)" out || false
+	! grep -q 'root:' out || false
 }
 
 @test "session file tools: .deps is the installer's; NUL in a path or an argv is refused, not cut short" {
@@ -684,7 +684,7 @@ print("planted")'
 	answer 4 | jq -e '.result.content[0].text // .error.message | contains("NUL")'
 	answer 8 | jq -e '.result.isError == false'
 	# from the host's side: nothing was made under the names the NUL would have cut to
-	! grep -qE ' (a\.py|made|evil\.so)$' listing
+	! grep -qE ' (a\.py|made|evil\.so)$' listing || false
 	grep -q ' .deps-notes.txt$' listing
 }
 
@@ -989,7 +989,7 @@ localhost -> HTTP/1.1 502 Bad Gateway" ]
 	exec 7>&-
 	grep -q 'the client closed its end of stdout: stopping' err
 	[ -z "$(ls "$sessions" 2>/dev/null | grep -v lock)" ]
-	! our_pgrep "" '^sleep 60|sbx_kernel' > /dev/null
+	! our_pgrep "" '^sleep 60|sbx_kernel' > /dev/null || false
 }
 
 @test "sbx-mcp: --help, misuse" {

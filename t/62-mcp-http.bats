@@ -69,7 +69,7 @@ errmsg() { jq -r .error.message body; }
 	grep -E "\"POST /mcp\" 200 [0-9]+ [0-9.]+ms token=1 session=${SID:0:8} rpc=initialize$" srv.log
 	[ "$(grep -c '^sbx-mcp: 127.0.0.1' srv.log)" -eq 4 ]
 	# the token never appears in the log
-	! grep -q "$TOKEN" srv.log
+	! grep -q "$TOKEN" srv.log || false
 }
 
 @test "401: no token, a wrong token, another scheme; WWW-Authenticate says Bearer" {
@@ -463,7 +463,7 @@ errmsg() { jq -r .error.message body; }
 	read -r p1 e1 e2 <<< "$(sed -n 's/^id: //p' s2 | tr '\n' ' ')"
 	[ "$e1" -gt "$p1" ] && [ "$e2" -gt "$e1" ]
 	sed -n 's/^data: //p' s2 | grep '^{' | jq -se --arg u "$uri" 'length == 2 and all(.method == "notifications/resources/updated" and .params.uri == $u)'
-	! grep -q resources/updated s3
+	! grep -q resources/updated s3 || false
 	# reconnect after the first announcement: the second again, then a first event of its own
 	# (the server notices the hang-up within its next tick: 409 until then)
 	for _ in $(seq 30); do
@@ -489,7 +489,7 @@ errmsg() { jq -r .error.message body; }
 	last=$(sed -n 's/^id: //p' first | tail -1)
 	[ -n "$last" ]
 	grep -q '"message":"a\\n"' first
-	! grep -q '"id":1,' first
+	! grep -q '"id":1,' first || false
 	curl -sS -N -m 10 "$URL/mcp" -H "Authorization: Bearer $TOK" -H "Mcp-Session-Id: $SID" -H 'Accept: text/event-stream' \
 		-H "Last-Event-ID: $last" > rest
 	# the rest: "b", done, then the answer, which ends the stream
@@ -569,7 +569,7 @@ errmsg() { jq -r .error.message body; }
 	[[ "$out" != *reached* ]]
 	[[ "$out" == *"no 127.0.0.1"* ]]
 	# and from the server's side: nobody but us asked for anything
-	! grep -q '"GET /healthz"' srv.log
+	! grep -q '"GET /healthz"' srv.log || false
 	# the same address from the host does reach it (the probe is a real one)
 	for h in 127.0.0.1 $hosts; do
 		[ "$(curl -s -o /dev/null -w '%{http_code}' "http://$h:$port/healthz")" = 200 ]
@@ -619,7 +619,7 @@ errmsg() { jq -r .error.message body; }
 	TOK=$tok initialize
 	SRV_LOG=gen.log http_stop
 	SBX_MCP_TOKEN=env-token-0123456789abcdef SRV_LOG=env.log TOKENS= http_serve
-	! grep -q "token is" env.log
+	! grep -q "token is" env.log || false
 	TOK=env-token-0123456789abcdef initialize
 	SRV_LOG=env.log http_stop
 	echo short > weak
@@ -659,7 +659,7 @@ errmsg() { jq -r .error.message body; }
 	pkill -TERM -P "$SRV" -x sbx-mcp || kill -TERM "$SRV"
 	wait "$SRV" || true
 	SRV=
-	! grep -E 'Sanitizer|runtime error' srv.log
+	! grep -E 'Sanitizer|runtime error' srv.log || false
 	# not started by systemd: LISTEN_PID names another process, or nothing
 	run --separate-stderr "$BIN/sbx-mcp" -c "$conf" --listen systemd
 	[ "$status" -eq 2 ]

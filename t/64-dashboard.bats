@@ -73,8 +73,8 @@ hostile() {
 	[ "$(hdr referrer-policy)" = same-origin ]
 	[ "$(hdr cache-control)" = no-store ]
 	# no inline script, no inline style: what the policy allows is all it needs
-	! grep -q '<script>' body
-	! grep -q ' style=' body
+	! grep -q '<script>' body || false
+	! grep -q ' style=' body || false
 	grep -q '<script src="/static/dash.js" defer></script>' body
 	req GET /static/dash.js
 	[ "$code" = 200 ]
@@ -139,8 +139,8 @@ hostile() {
 	[ "$code" = 405 ]
 	[ "$(hdr allow)" = "GET, HEAD" ]
 	# neither the token nor the cookie is in the access log
-	! grep -qF "$TOKEN" srv.log
-	! grep -qF "${sid#sbx_dash=}" srv.log
+	! grep -qF "$TOKEN" srv.log || false
+	! grep -qF "${sid#sbx_dash=}" srv.log || false
 	grep -q '"POST /login" 303' srv.log
 }
 
@@ -161,7 +161,7 @@ hostile() {
 	[ "$code" = 200 ]
 	grep -q 'mine-123' body
 	req GET /runs -H "Authorization: Bearer $TOKEN2"
-	! grep -q "href=\"/runs/$hid\"" body
+	! grep -q "href=\"/runs/$hid\"" body || false
 	req GET "/runs/$hid" -H "Authorization: Bearer $TOKEN2"
 	[ "$code" = 404 ]
 	req GET /runs.json -H "Authorization: Bearer $TOKEN2"
@@ -199,7 +199,7 @@ mcp() {
 	grep -q ">$sess</a>" body
 	grep -q '<code>notes/&lt;b&gt;.txt</code>' body
 	req GET /sessions -H "Authorization: Bearer $TOKEN2"
-	! grep -q "$sess" body
+	! grep -q "$sess" body || false
 	grep -q 'No sandbox session is open' body
 }
 
@@ -255,13 +255,13 @@ mcp() {
 	req GET /runs/1 -H "Authorization: Bearer $TOKEN"
 	[ "$code" = 200 ]
 	for f in body; do
-		! grep -q '<script>window' "$f"
-		! grep -q '<img src=x' "$f"
-		! grep -q '<svg onload' "$f"
-		! grep -q '<a href="javascript' "$f"
-		! grep -q '<iframe' "$f"
-		! grep -q "$(printf '\033')" "$f"
-		! grep -q "$(printf '\342\200\256')" "$f"
+		! grep -q '<script>window' "$f" || false
+		! grep -q '<img src=x' "$f" || false
+		! grep -q '<svg onload' "$f" || false
+		! grep -q '<a href="javascript' "$f" || false
+		! grep -q '<iframe' "$f" || false
+		! grep -q "$(printf '\033')" "$f" || false
+		! grep -q "$(printf '\342\200\256')" "$f" || false
 	done
 	grep -q '&lt;script&gt;window.__pwned=true&lt;/script&gt;' body
 	grep -q '&lt;img src=x onerror=window.__pwned=true&gt;' body
@@ -271,16 +271,16 @@ mcp() {
 	for p in / /runs /sessions "/runs?q=%3Cscript"; do
 		req GET "$p" -H "Authorization: Bearer $TOKEN"
 		[ "$code" = 200 ]
-		! grep -q '<script>window' body
-		! grep -q '<img src=x' body
+		! grep -q '<script>window' body || false
+		! grep -q '<img src=x' body || false
 	done
 	run --separate-stderr "$BIN/sbx-history" -c "$conf" --format html
 	[ "$status" -eq 0 ]
 	printf '%s\n' "$output" > o.html
 	grep -q '<style>' o.html
-	! grep -q '<script' o.html
-	! grep -qE '(src|href)="(https?:|//)' o.html
-	! grep -q '<link' o.html
+	! grep -q '<script' o.html || false
+	! grep -qE '(src|href)="(https?:|//)' o.html || false
+	! grep -q '<link' o.html || false
 	grep -q '&lt;script&gt;' o.html
 	run --separate-stderr "$BIN/sbx-history" -c "$conf" --format html --stats
 	[ "$status" -eq 2 ]
@@ -296,13 +296,28 @@ mcp() {
 	[ "$code" = 200 ]
 	grep -q '<h1>Run #1 <small id="run-id">judged-1</small></h1>' body
 	grep -q '<span class="st st-wrong_answer">wrong_answer</span>' body
-	! grep -q 'st-error' body
-	! grep -q '<dt>status</dt>' body
+	! grep -q 'st-error' body || false
+	! grep -q '<dt>status</dt>' body || false
 	grep -q '<th>memory_bytes</th><td>256 MiB</td>' body
 	grep -q '<th>timeout_ms</th><td>10 s</td>' body
 	req GET /runs -H "Authorization: Bearer $TOKEN"
 	grep -q '<td class="id"><a href="/runs/1">#1</a> <span class="rid">judged-1</span></td>' body
 	grep -q '<td><span class="st st-wrong_answer">wrong_answer</span></td>' body
+}
+
+@test "dashboard: a session's command is labelled a command, in its language's environment, not as code of the language" {
+	set_key dashboard '"all"'
+	log "$(jq -nc '{id: "cmd-1", session: "0123456789abcdef0123456789abcdef", language: "python", command: ["sh", "-c", "make && ./app"],
+		code: "sh -c '"'"'make && ./app'"'"'", status: "success", exit_code: 0, duration_ms: 5, started_at: (now | todate)}')"
+	log "$(jq -nc '{id: "code-1", language: "python", code: "print(1)", status: "success", exit_code: 0, duration_ms: 5, started_at: (now | todate)}')"
+	http_serve
+	req GET /runs/1 -H "Authorization: Bearer $TOKEN"
+	grep -q '<dt>language</dt><dd><span id="ran">a command</span>, in the environment of python</dd>' body
+	grep -q '<h2>Command</h2>' body
+	req GET /runs/2 -H "Authorization: Bearer $TOKEN"
+	grep -q '<dt>language</dt><dd>python</dd>' body
+	grep -q '<h2>Code</h2>' body
+	! grep -q 'id="ran"' body || false
 }
 
 @test "dashboard in a real browser: sign in, overview, a filtered list, a hostile run inert, a run appearing live, 420 px wide, sign out" {

@@ -28,7 +28,7 @@ sdk() {
 	printf '%s\n' "$output" | grep -v '^ok ' >&3 || true
 	[ "$status" -eq 0 ]
 	[[ "${lines[-1]}" =~ ^1\.\.[2-4][0-9]$ ]]
-	! printf '%s\n' "$output" | grep -q '^not ok'
+	! printf '%s\n' "$output" | grep -q '^not ok' || false
 }
 
 @test "the official MCP SDK client lists and calls all twelve tools (stdio)" {

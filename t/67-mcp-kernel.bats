@@ -26,5 +26,5 @@ teardown() { assert_no_leftovers; }
 	printf '%s\n' "$output" | grep -v '^ok ' >&3 || true
 	[ "$status" -eq 0 ]
 	[[ "${lines[-1]}" =~ ^1\.\.2[0-9]$ ]]
-	! printf '%s\n' "$output" | grep -q '^not ok'
+	! printf '%s\n' "$output" | grep -q '^not ok' || false
 }

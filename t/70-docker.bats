@@ -84,7 +84,7 @@ container_of() {
 	jqe 0 '.status == "success" and .stdout == "next\n"'
 	[ -z "$(docker ps -aq --filter label=sbx=orphan-1)" ]
 	[ -z "$(ls "$DOCKER_DIR/var/docker")" ]
-	! sandbox_pgrep "$SBX_PROG_UID" '^sleep'
+	! sandbox_pgrep "$SBX_PROG_UID" '^sleep' || false
 }
 
 @test "an output flood of 3 s reaches neither the daemon's disk nor the supervisor's memory" {
@@ -201,7 +201,7 @@ container_of() {
 	[ ! -s hits ] || { echo "the host's listener was reached:"; cat hits; false; }
 	diff "$ws/probe.out" <(egress_expected)
 	# the proxy and its socket are gone with the stage
-	! our_pgrep "" '(^|/)sbx-egress( |$)'
+	! our_pgrep "" '(^|/)sbx-egress( |$)' || false
 	[ -z "$(find "$BATS_TEST_TMPDIR/var" -name sock -type s)" ]
 }
 

@@ -58,7 +58,7 @@ teardown() {
 	printf '%s\n' "$output" | grep -v '^ok ' >&3 || true
 	[ "$status" -eq 0 ]
 	[[ "${lines[-1]}" =~ ^1\.\.[2-4][0-9]$ ]]
-	! printf '%s\n' "$output" | grep -q '^not ok'
+	! printf '%s\n' "$output" | grep -q '^not ok' || false
 }
 
 @test "the limits are the container's cgroups, seen from the host: a run's memory limit sits below the container's group" {

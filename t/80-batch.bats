@@ -325,7 +325,7 @@ assert_exact() {
 	for _ in $(seq 100); do our_pgrep "" '(^|/)sbx-cap( |$)' > /dev/null && [ -e out.jsonl.pending ] && break; sleep 0.1; done
 	# only 0, 1, 2 and what each stage opens itself: not the shard
 	for c in $(our_pgrep "" '(^|/)sbx-(run|cap)( |$)'); do
-		! ls -l "/proc/$c/fd/" 2> /dev/null | grep -q req.jsonl
+		! ls -l "/proc/$c/fd/" 2> /dev/null | grep -q req.jsonl || false
 	done
 	wait $pid
 	[ "$(jq -r .id out.jsonl)" = "$(sed 1d req.jsonl | jq -r .id)" ]

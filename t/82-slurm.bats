@@ -77,7 +77,7 @@ settled_slurm() {
 	grep -q 'sbx-merge: 400 requests: 400 merged, 0 missing; 0 duplicates' driver.log
 	# the failed task was the only one submitted again; the requeued one resumed
 	grep -q 'round 2: sbatch --array=1$' driver.log
-	! grep -q 'round 3' driver.log
+	! grep -q 'round 3' driver.log || false
 	jq -e -s 'any(.[]; .shard.attempt == 1) and any(.[]; .shard.attempt == 2)' run/results/shard-0-of-4.jsonl
 	jq -e -s 'any(.[]; .shard.attempt == 1) and any(.[]; .shard.attempt == 2)' run/results/shard-1-of-4.jsonl
 	for i in 0 1 2 3; do
@@ -116,6 +116,6 @@ settled_slurm() {
 	grep -q 'shard-0-of-1.jsonl:2: its id is the id of an earlier line' bad-0.out
 	# Slurm saw the task's own verdict: exit 3, not retried
 	scontrol show job -o "${output%%;*}" | grep -q 'ExitCode=3:0'
-	! scontrol show job -o "${output%%;*}" | grep -q 'Restarts=[1-9]'
+	! scontrol show job -o "${output%%;*}" | grep -q 'Restarts=[1-9]' || false
 	[ ! -e bad/results/shard-0-of-1.jsonl ]
 }

@@ -92,7 +92,7 @@ boot_root() {
 
 @test "make deb: lintian finds no error; tools, configuration (a conffile), man pages, units, completion where Debian puts them; libraries declared" {
 	[ -z "${SBX_GUEST:-}" ] || skip "built on the host"
-	! grep '^E:' "$ROOT/build/deb/lintian.log"
+	! grep '^E:' "$ROOT/build/deb/lintian.log" || false
 	run dpkg-deb -f "$DEB" Depends
 	# (libseccomp is used at build time: the filters are compiled into the tools)
 	for lib in libjq1 libsqlite3-0 libmicrohttpd12 adduser; do [[ $output == *"$lib "* || $output == *"$lib" ]]; done
@@ -119,10 +119,10 @@ boot_root() {
 	grep -q 'deb-systemd-invoke stop.*sbx-mcp.socket' scripts
 	grep -q 'deb-systemd-helper purge.*sbx-mcp' scripts
 	# nothing of the build machine: no /usr/local, no bytecode
-	! grep -E '^\./usr/local|__pycache__|\.pyc$' files
+	! grep -E '^\./usr/local|__pycache__|\.pyc$' files || false
 	dpkg-deb --fsys-tarfile "$DEB" | tar -xO ./etc/sbx/sandbox.conf > sandbox.conf
 	grep -E '^state_dir *= *"/var/lib/sbx"' sandbox.conf
-	! grep -n /usr/local/share/sbx sandbox.conf
+	! grep -n /usr/local/share/sbx sandbox.conf || false
 }
 
 @test "apt install ./sbx_*.deb in a fresh Debian 12 root: installed, a system user sbx, a token only root can read, bytecode every sandbox can" {

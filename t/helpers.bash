@@ -20,6 +20,10 @@
 #     sanitizers: what memcheck sees that ASan and UBSan do not (reads of
 #     uninitialised memory, in the optimised build users get), over one
 #     test per path of each record tool's input, rather than every case.
+#
+# A negated command does not fail a test: bash's errexit ignores "! cmd",
+# so an assertion that something is absent is written "! cmd || false"
+# (t/00-cli.bats checks that every one is).
 bats_require_minimum_version 1.5.0
 
 # (Set up for every test: without a process of its own where the shell's
