@@ -830,12 +830,18 @@ int page_run(struct page *p, struct hist *h, const struct hist_filter *base, int
 		{ "language", "language" }, { "started", "timestamp" }, { "backend", "backend" },
 		{ "session", "session_id" }, { "error", "error" }, { "signal", "signal" }, { "host", "host" },
 	};
+	/* A session's command (or workspace file) ran in its language's
+	 * environment: the page says what ran, not only whose environment. */
+	bool is_obj = jv_get_kind(rec) == JV_KIND_OBJECT;
+	const char *ran = is_obj && rec_has(rec, "command") ? "command" : is_obj && rec_has(rec, "entry") ? "file" : NULL;
 	for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
 		size_t vn;
 		const char *v = sval_n(row, strs[i].key, &vn);
 		if (!v)
 			continue;
 		dt(p, strs[i].label);
+		if (ran && !strcmp(strs[i].key, "language"))
+			page_printf(p, "<span id=\"ran\">a %s</span>, in the environment of ", ran);
 		text_capped(p, v, vn, 4096);
 		page_raw(p, "</dd>");
 	}
@@ -853,7 +859,7 @@ int page_run(struct page *p, struct hist *h, const struct hist_filter *base, int
 	}
 	dt(p, "memory peak");
 	put_bytes(p, row, "memory_peak_bytes");
-	page_raw(p, "</dd></dl><h2>Code</h2>");
+	page_printf(p, "</dd></dl><h2>%s</h2>", ran && !strcmp(ran, "command") ? "Command" : "Code");
 	size_t n = 0;
 	const char *code = rec_str(row, "code", &n);
 	if (!code) {
