@@ -233,9 +233,9 @@ int util_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-int util_write_text(const char *path, const char *text)
+int util_write_text(int dfd, const char *path, const char *text)
 {
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int fd = openat(dfd, path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	int rc = util_write_all(fd, text, strlen(text));

@@ -72,9 +72,10 @@ const char *util_size_str(uint64_t bytes, char *buf, size_t len);
 
 /* Write all of buf, looping on EINTR and short writes. */
 int util_write_all(int fd, const void *buf, size_t len);
-/* Write text to the existing file path (a /proc or /sys control file), in
- * one write where it fits; errno kept from the failing call. */
-int util_write_text(const char *path, const char *text);
+/* Write text to the existing file path (relative to the directory dfd, or
+ * AT_FDCWD): a /proc or /sys control file, in one write where it fits;
+ * errno kept from the failing call. */
+int util_write_text(int dfd, const char *path, const char *text);
 /* Read up to len bytes, looping on EINTR and short reads until EOF. */
 ssize_t util_read_full(int fd, void *buf, size_t len);
 /* A copy of a NULL-terminated string list; NULL for an empty or NULL one. */

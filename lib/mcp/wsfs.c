@@ -68,12 +68,12 @@ static int enter_private_ns(const char *base, char *err, size_t errlen)
 	}
 	char map[64];
 	snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
-	if (util_write_text("/proc/self/setgroups", "deny") < 0 || util_write_text("/proc/self/uid_map", map) < 0) {
+	if (util_write_text(AT_FDCWD, "/proc/self/setgroups", "deny") < 0 || util_write_text(AT_FDCWD, "/proc/self/uid_map", map) < 0) {
 		snprintf(err, errlen, "cannot map the server's uid in its user namespace: %s", strerror(errno));
 		return -1;
 	}
 	snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
-	if (util_write_text("/proc/self/gid_map", map) < 0) {
+	if (util_write_text(AT_FDCWD, "/proc/self/gid_map", map) < 0) {
 		snprintf(err, errlen, "cannot map the server's gid in its user namespace: %s", strerror(errno));
 		return -1;
 	}

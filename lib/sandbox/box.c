@@ -489,7 +489,7 @@ static int write_map(pid_t pid, const char *file, const char *text)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
-	return util_write_text(path, text);
+	return util_write_text(AT_FDCWD, path, text);
 }
 
 static int stdin_memfd(const char *data, size_t len)

@@ -21,19 +21,6 @@ const char *cg_mode_name(enum cg_mode m)
 	return m == CG_V2 ? "v2" : m == CG_V1 ? "v1" : "none";
 }
 
-/* file: relative to the directory dfd. */
-static int write_at(int dfd, const char *file, const char *val)
-{
-	int fd = openat(dfd, file, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	int rc = util_write_all(fd, val, strlen(val));
-	int e = errno;
-	close(fd);
-	errno = e;
-	return rc;
-}
-
 static ssize_t read_at(int dfd, const char *file, char *buf, size_t len)
 {
 	int fd = openat(dfd, file, O_RDONLY | O_CLOEXEC);
@@ -52,7 +39,7 @@ static int write_file(const char *dir, const char *file, const char *val)
 {
 	char path[4096];
 	snprintf(path, sizeof path, "%s/%s", dir, file);
-	return write_at(AT_FDCWD, path, val);
+	return util_write_text(AT_FDCWD, path, val);
 }
 
 static ssize_t read_file(const char *dir, const char *file, char *buf, size_t len)
@@ -473,19 +460,19 @@ static int limits(struct cg_sys *s, struct cg_run *r, bool fresh, bool force_cpu
 		const char *what = NULL;
 		if (s->mode == CG_V2) {
 			snprintf(val, sizeof val, "%llu", (unsigned long long)memory);
-			if (wmem && write_at(r->dfd[i], "memory.max", val) < 0)
+			if (wmem && util_write_text(r->dfd[i], "memory.max", val) < 0)
 				what = "memory.max";
-			else if (wmem && fresh && write_at(r->dfd[i], "memory.swap.max", "0") < 0 && errno != ENOENT)
+			else if (wmem && fresh && util_write_text(r->dfd[i], "memory.swap.max", "0") < 0 && errno != ENOENT)
 				what = "memory.swap.max";
 			snprintf(val, sizeof val, "%llu", (unsigned long long)pids);
-			if (!what && wpids && write_at(r->dfd[i], "pids.max", val) < 0)
+			if (!what && wpids && util_write_text(r->dfd[i], "pids.max", val) < 0)
 				what = "pids.max";
 			if (!what && wcpu && (s->have & CG_CPU)) {
 				if (quota > 0)
 					snprintf(val, sizeof val, "%lld 100000", quota);
 				else
 					snprintf(val, sizeof val, "max 100000");
-				if (write_at(r->dfd[i], "cpu.max", val) < 0)
+				if (util_write_text(r->dfd[i], "cpu.max", val) < 0)
 					what = "cpu.max";
 			}
 		} else if (i == I_MEM && wmem) {
@@ -493,26 +480,26 @@ static int limits(struct cg_sys *s, struct cg_run *r, bool fresh, bool force_cpu
 			 * first (a fresh group's are both unlimited). */
 			snprintf(val, sizeof val, "%llu", (unsigned long long)memory);
 			bool swap = true;
-			if (!fresh && write_at(r->dfd[i], "memory.memsw.limit_in_bytes", val) < 0) {
+			if (!fresh && util_write_text(r->dfd[i], "memory.memsw.limit_in_bytes", val) < 0) {
 				swap = errno != ENOENT;
 				if (swap && errno != EINVAL)
 					what = "memory.memsw.limit_in_bytes";
 			}
-			if (!what && write_at(r->dfd[i], "memory.limit_in_bytes", val) < 0)
+			if (!what && util_write_text(r->dfd[i], "memory.limit_in_bytes", val) < 0)
 				what = "memory.limit_in_bytes";
 			/* memsw exists only with swap accounting; equal means no swap. */
-			if (!what && swap && write_at(r->dfd[i], "memory.memsw.limit_in_bytes", val) < 0 && errno != ENOENT)
+			if (!what && swap && util_write_text(r->dfd[i], "memory.memsw.limit_in_bytes", val) < 0 && errno != ENOENT)
 				what = "memory.memsw.limit_in_bytes";
 		} else if (i == I_PIDS && wpids) {
 			snprintf(val, sizeof val, "%llu", (unsigned long long)pids);
-			if (write_at(r->dfd[i], "pids.max", val) < 0)
+			if (util_write_text(r->dfd[i], "pids.max", val) < 0)
 				what = "pids.max";
 		} else if (i == I_CPU && wcpu) {
 			snprintf(val, sizeof val, "%lld", quota);
 			/* A fresh group has the default period, 100 ms; a group
 			 * limited before has it already. */
-			if ((!fresh && !known && write_at(r->dfd[i], "cpu.cfs_period_us", "100000") < 0) ||
-			    write_at(r->dfd[i], "cpu.cfs_quota_us", val) < 0)
+			if ((!fresh && !known && util_write_text(r->dfd[i], "cpu.cfs_period_us", "100000") < 0) ||
+			    util_write_text(r->dfd[i], "cpu.cfs_quota_us", val) < 0)
 				what = "cpu.cfs_quota_us";
 		}
 		if (what) {
@@ -626,7 +613,7 @@ int cg_run_keep(struct cg_sys *s, struct cg_run *r, const char *name, char *err,
 	r->kept = true;
 	if (make_groups(s, r, true, err, errlen) < 0)
 		return -1;
-	if (s->mode == CG_V2 && write_at(r->dfd[0], "memory.swap.max", "0") < 0 && errno != ENOENT) {
+	if (s->mode == CG_V2 && util_write_text(r->dfd[0], "memory.swap.max", "0") < 0 && errno != ENOENT) {
 		snprintf(err, errlen, "cgroup %s/memory.swap.max: %s", r->path[0], strerror(errno));
 		cg_run_destroy(s, r);
 		return -1;
@@ -710,7 +697,7 @@ bool cg_run_reuse(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cp
 			return false;
 		if (r->peak_fd >= 0 && util_write_all(r->peak_fd, "reset\n", 6) < 0)
 			return false;
-	} else if (write_at(r->dfd[mem], "memory.max_usage_in_bytes", "0") < 0)
+	} else if (util_write_text(r->dfd[mem], "memory.max_usage_in_bytes", "0") < 0)
 		return false;
 	r->mem_base = peak_now(s, r);
 	if (r->mem_base < 0)
@@ -721,7 +708,7 @@ bool cg_run_reuse(struct cg_sys *s, struct cg_run *r, uint64_t memory, double cp
 void cg_run_kill(struct cg_sys *s, struct cg_run *r)
 {
 	if (s->mode == CG_V2 && r->path[0])
-		write_at(r->dfd[0], "cgroup.kill", "1");
+		util_write_text(r->dfd[0], "cgroup.kill", "1");
 }
 
 void cg_run_stats(struct cg_sys *s, struct cg_run *r, struct cg_stats *st)
