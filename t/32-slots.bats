@@ -174,7 +174,10 @@ for i in range(1000000): x += i' '{timeout: 30}'
 	first=$(ran_in)
 	cpu=$(jqn 0 .cpu_ms)
 	slot_run 'pass'
-	jqe 0 ".status == \"success\" and .memory_peak_bytes < 40000000 and .cpu_ms < $cpu / 2"
+	# A CPU count carried over would be the first run's and more; below
+	# it is enough (on a loaded VM a short run's CPU time takes in stolen
+	# time, and once measured 370 ms for "pass").
+	jqe 0 ".status == \"success\" and .memory_peak_bytes < 40000000 and .cpu_ms < $cpu"
 	[ "$(ran_in)" = "$first" ]
 }
 
