@@ -66,17 +66,15 @@ static int enter_private_ns(const char *base, char *err, size_t errlen)
 		snprintf(err, errlen, "no user namespace for the server: %s", strerror(errno));
 		return -1;
 	}
+	/* Past the unshare there is no way back: a server whose ids are not
+	 * mapped could create no file, so it stops here. */
 	char map[64];
 	snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
-	if (util_write_text(AT_FDCWD, "/proc/self/setgroups", "deny") < 0 || util_write_text(AT_FDCWD, "/proc/self/uid_map", map) < 0) {
-		snprintf(err, errlen, "cannot map the server's uid in its user namespace: %s", strerror(errno));
-		return -1;
-	}
+	if (util_write_text(AT_FDCWD, "/proc/self/setgroups", "deny") < 0 || util_write_text(AT_FDCWD, "/proc/self/uid_map", map) < 0)
+		util_die(EXIT_STORE, "cannot map the server's uid in its user namespace: %s", strerror(errno));
 	snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
-	if (util_write_text(AT_FDCWD, "/proc/self/gid_map", map) < 0) {
-		snprintf(err, errlen, "cannot map the server's gid in its user namespace: %s", strerror(errno));
-		return -1;
-	}
+	if (util_write_text(AT_FDCWD, "/proc/self/gid_map", map) < 0)
+		util_die(EXIT_STORE, "cannot map the server's gid in its user namespace: %s", strerror(errno));
 	/* The host's mounts still reach us; ours never reach the host. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
 		snprintf(err, errlen, "cannot make the server's mounts its own: %s", strerror(errno));
@@ -92,7 +90,6 @@ static int enter_private_ns(const char *base, char *err, size_t errlen)
 struct wsfs *wsfs_new(const char *base, bool docker)
 {
 	struct wsfs *w = util_xalloc(sizeof *w);
-	memset(w, 0, sizeof *w);
 	w->root = geteuid() == 0;
 	char why[200] = "";
 	if (w->root) {
