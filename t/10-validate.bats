@@ -89,7 +89,11 @@ v() { "$BIN/sbx-validate" "$@"; }
 		'{"language":"python","code":"1","pids":1000}' \
 		'{"language":"python","code":"1","timeout":0}' \
 		'{"language":"python","code":"1","memory":"lots"}' \
-		'{"language":"python","code":"1","memory":67108864}')
+		'{"language":"python","code":"1","memory":67108864}' \
+		'{"language":"python","code":"1","pids":-3}' \
+		'{"language":"python","code":"1","cpus":-1}' \
+		'{"language":"python","code":"1","timeout":-5}' \
+		'{"language":"python","code":"1","pids":null,"cpus":null}')
 	jqe 0 '.limits.timeout_ms == 2500 and .limits.memory_bytes == 134217728 and .limits.cpus == 1 and .limits.pids == 10'
 	jqe 1 '.error == "timeout 120 s exceeds max_timeout 60 s"'
 	jqe 2 '.error == "memory 2 GiB exceeds max_memory 1 GiB"'
@@ -99,6 +103,11 @@ v() { "$BIN/sbx-validate" "$@"; }
 	jqe 6 '.error == "timeout must be a positive number of seconds"'
 	jqe 7 '.error == "\"memory\" must be a size such as \"128m\" or a byte count"'
 	jqe 8 '.limits.memory_bytes == 67108864'
+	# out of range whatever the sign: never taken for "not given"
+	jqe 9 '.error == "pids -3 is below the minimum of 2"'
+	jqe 10 '.error == "cpus -1 is below the minimum of 0.01"'
+	jqe 11 '.error == "timeout must be a positive number of seconds"'
+	jqe 12 '.limits.pids == 64 and .limits.cpus == 0.5'
 }
 
 @test "network: refused unless the configuration allows it" {
@@ -223,6 +232,14 @@ v() { "$BIN/sbx-validate" "$@"; }
 	jqe 0 '.id == 42'
 	run --separate-stderr v <<< '{"id":{"a":1},"language":"python","code":"1"}'
 	jqe 0 '.error == "\"id\" must be a string or a number, got object"'
+	# shown to people: no C0/C1 control, DEL, bidi override or isolate, or
+	# line separator; other non-ASCII is fine
+	for id in 'a\u0085b' 'a\u009fb' 'a\u0001b' 'a\u007fb' 'a\u202eb' 'a\u2067b' 'a\u200fb' 'a\u2028b'; do
+		run --separate-stderr v <<< "{\"id\":\"$id\",\"language\":\"python\",\"code\":\"1\"}"
+		jqe 0 '.status == "invalid" and .error == "\"id\" must be 1 to 128 printable characters"'
+	done
+	run --separate-stderr v <<< '{"id":"tâche-\u00a0-\u4e2d","language":"python","code":"1"}'
+	jqe 0 '.id == "tâche-\u00a0-中" and (has("status") | not)'
 	for i in $(seq 2000); do echo '{"language":"python","code":"1"}'; done > many.jsonl
 	for p in 1 2 3 4; do v < many.jsonl > out$p & done
 	wait

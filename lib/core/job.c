@@ -17,6 +17,7 @@
 #include "layout.h"
 #include "sha256.h"
 #include "rec.h"
+#include "utf8.h"
 #include "util.h"
 
 #define MAX_ARGS 256
@@ -575,6 +576,19 @@ static const char *misspelled(const char *key)
  * (and may add to it: an id, the canonical language, a command's code
  * line); true, or false with why, the invalid record's error. */
 
+/* An id is shown to people (tables, CSV, the dashboard, logs): no C0 or
+ * C1 control, DEL, nor a character that makes text read other than it
+ * runs (utf8_deceptive: bidi overrides and isolates, line separators). */
+static bool id_printable(const unsigned char *s, size_t n)
+{
+	unsigned cp;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x20 || s[i] == 0x7f || (s[i] == 0xc2 && i + 1 < n && s[i + 1] < 0xa0) ||
+		    utf8_deceptive(s + i, n - i, &cp))
+			return false;
+	return true;
+}
+
 static bool req_id(jv *req, char *why, size_t wlen)
 {
 	jv id = rec_get(*req, "id");
@@ -583,10 +597,7 @@ static bool req_id(jv *req, char *why, size_t wlen)
 	if (idk == JV_KIND_STRING) {
 		size_t n = (size_t)jv_string_length_bytes(jv_copy(id));
 		const char *s = jv_string_value(id);
-		ok = n > 0 && n <= 128;
-		for (size_t i = 0; ok && i < n; i++)
-			if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-				ok = false;
+		ok = n > 0 && n <= 128 && id_printable((const unsigned char *)s, n);
 		if (!ok)
 			snprintf(why, wlen, "\"id\" must be 1 to 128 printable characters");
 	} else if (idk != JV_KIND_INVALID && idk != JV_KIND_NUMBER) {
@@ -819,13 +830,16 @@ bool job_req_limits(const struct conf *c, jv req, struct limits *run, char *why,
 		if (!d->req)
 			continue;
 		char a[32], b[32];
-		double v = -1;
+		double v = 0;
 		jv rv = rec_get(req, d->req);
+		jv_kind k = jv_get_kind(rv);
 		bool ok = limit_from_request(i, rv, &v, why, wlen);
 		jv_free(rv);
 		if (!ok)
 			return false;
-		if (v < 0)
+		/* (absent or null: the default; a negative number is out of
+		 * range like any other, never taken for "not given") */
+		if (k == JV_KIND_INVALID || k == JV_KIND_NULL)
 			continue;
 		double max = fmax(limit_get(&c->ceiling, i), limit_get(run, i));
 		if (v > max) {

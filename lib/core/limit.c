@@ -102,6 +102,10 @@ bool limit_from_request(int i, jv v, double *out, char *err, size_t errlen)
 	case LU_CPUS:
 		if (k != JV_KIND_NUMBER)
 			break;
+		if (!isfinite(n)) {
+			snprintf(err, errlen, "\"%s\" must be a finite number", d->req);
+			return false;
+		}
 		*out = n;
 		return true;
 	}

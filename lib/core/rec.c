@@ -464,6 +464,15 @@ bool rec_has(jv obj, const char *key)
 	return jv_object_has(jv_copy(obj), jv_string(key));
 }
 
+bool rec_raster_mime(const char *mime)
+{
+	static const char *const raster[] = { "image/png", "image/jpeg", "image/gif", "image/webp" };
+	for (size_t i = 0; mime && i < sizeof raster / sizeof *raster; i++)
+		if (!strcmp(mime, raster[i]))
+			return true;
+	return false;
+}
+
 const char *rec_kind(jv v)
 {
 	switch (jv_get_kind(v)) {

@@ -93,6 +93,10 @@ bool rec_has_status(jv obj);
  * all of them for a message ("success, error, ..."; static). */
 bool rec_status_known(const char *s);
 const char *rec_status_list(void);
+/* An artifact's mime_type that viewers may show inline as an image (MCP's
+ * image content, the dashboard): raster types only.  An SVG can carry
+ * script and links, so it travels as a file like any other. */
+bool rec_raster_mime(const char *mime);
 
 /* Serialise compactly with a newline; the caller frees.  Consumes v. */
 char *rec_dump(jv v, size_t *len);

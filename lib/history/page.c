@@ -711,7 +711,7 @@ static void kv_table(struct page *p, const char *id, jv obj)
 }
 
 /* Images the run made, where the history kept them: raster types only
- * (an SVG can carry script), content strictly base64. */
+ * (rec_raster_mime), content strictly base64. */
 static void images(struct page *p, jv rec)
 {
 	jv arts = jv_get_kind(rec) == JV_KIND_OBJECT ? rec_get(rec, "artifacts") : jv_invalid();
@@ -724,10 +724,7 @@ static void images(struct page *p, jv rec)
 	jv_array_foreach(arts, i, a)
 	{
 		const char *mime = sval(a, "mime_type"), *content = sval(a, "content"), *path = sval(a, "path");
-		static const char *const ok[] = { "image/png", "image/jpeg", "image/gif", "image/webp" };
-		bool raster = false;
-		for (size_t k = 0; mime && k < 4; k++)
-			raster |= !strcmp(mime, ok[k]);
+		bool raster = rec_raster_mime(mime);
 		bool b64 = content && *content && strspn(content, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") == strlen(content);
 		/* 16 MiB of images on one page at most. */
 		if (raster && b64 && (shown_bytes += strlen(content)) <= (16u << 20)) {

@@ -469,8 +469,9 @@ jv mcp_run_blocks(jv r)
 		if (path && mime && data) {
 			jv b;
 			char *uri = sess ? util_fmt("sbx://session/%s/%s", sess, path) : util_fmt("sbx://run/%s/%s", id ? id : "", path);
-			if (!strncmp(mime, "image/", 6)) {
-				/* an image the host can show: its bytes, as they are */
+			if (rec_raster_mime(mime)) {
+				/* an image the host can show: its bytes, as they are
+				 * (an SVG is a file: it can carry script) */
 				b = jv_object_set(jv_object(), jv_string("type"), jv_string("image"));
 				b = jv_object_set(b, jv_string("data"), jv_string(data));
 				b = jv_object_set(b, jv_string("mimeType"), jv_string(mime));
