@@ -674,6 +674,18 @@ static jv check_kernels(const struct conf *c, const struct backend *be, bool usa
 	return jv_object_set(k, jv_string("idle_seconds"), jv_number((double)c->kernel_idle_ms / 1000));
 }
 
+/* The host ids sandboxes run as (conf_uid_problem has checked that root's
+ * belong to no one): root's four from uid, an ordinary user's own. */
+static jv check_ids(const struct conf *c)
+{
+	static const char *const role[] = { "init", "program", "nobody", "egress" };
+	bool root = geteuid() == 0;
+	jv ids = jv_object();
+	for (unsigned k = 0; k < 4; k++)
+		ids = jv_object_set(ids, jv_string(role[k]), jv_number(root ? (double)(c->uid + k) : (double)geteuid()));
+	return ids;
+}
+
 /* --check: the backend's own report, then where the state is and each
  * language as a stage of it sees it. */
 static int check(struct conf *c, struct backend *be)
@@ -690,6 +702,7 @@ static int check(struct conf *c, struct backend *be)
 	}
 	o = jv_object_delete(o, jv_string("fixes"));
 	o = jv_object_set(o, jv_string("state"), check_state(c, &fixes));
+	o = jv_object_set(o, jv_string("host_ids"), check_ids(c));
 	o = jv_object_set(o, jv_string("languages"), bk_check_languages(be, usable, &fixes));
 	o = jv_object_set(o, jv_string("kernels"), check_kernels(c, be, usable, &fixes));
 	o = jv_object_set(o, jv_string("fixes"), fixes);

@@ -53,6 +53,30 @@ tools() {
 	done
 }
 
+@test "as root, every tool refuses sandbox uids that are accounts, groups or system ids; --check lists them" {
+	skip_unless_root
+	# nobody's uid is an account's; 1 is in the system's range; a group
+	# of its own whose gid no account has
+	groupadd -g 61234 "sbxt$$"
+	for case in "uid = $(($(id -u nobody) - 2)):the account nobody's" "uid = 1:in the system's range" \
+		"uid = 61231:the group sbxt$$'s"; do
+		conf=$(conf_with "s/^uid *=.*/${case%%:*}/")
+		line=$(grep -n '^uid' "$conf" | cut -d: -f1)
+		for t in $(tools); do
+			run --separate-stderr "$BIN/$t" -c "$conf" < /dev/null
+			[ "$status" -eq 2 ] && [ -z "$output" ] || { echo "$t: $status $output"; groupdel "sbxt$$"; false; }
+			[[ $stderr == *"test.conf:$line: ${case%%:*}: host id "*" is ${case#*:}"*"allow_host_uids = true"* ]] ||
+				{ echo "$t: $stderr"; groupdel "sbxt$$"; false; }
+		done
+	done
+	groupdel "sbxt$$"
+	# the override, and the mapping as --check shows it
+	conf=$(conf_with -e 's/^uid *=.*/uid = 1/' -e 's/^\[sandbox\]/[sandbox]\nallow_host_uids = true/')
+	echo '{"language":"bash","code":"true"}' | "$BIN/sbx-validate" -c "$conf" | jq -e '.status == null'
+	run --separate-stderr "$BIN/sbx-run" --check
+	printf '%s\n' "$output" | jq -e --argjson u "$SBX_UID" '.host_ids == {init: $u, program: ($u + 1), nobody: ($u + 2), egress: ($u + 3)}'
+}
+
 @test "every tool: a missing configuration file exits 2 naming it" {
 	for t in $(tools); do
 		run --separate-stderr "$BIN/$t" -c /nonexistent.conf < /dev/null

@@ -22,7 +22,7 @@ for n in ["user","mnt","pid","net","ipc","uts","cgroup"]: print(n, os.readlink("
 }
 
 # bats test_tags=kernel
-@test "identity: uid 1000 inside, an unprivileged host uid outside, no capabilities, no_new_privs, seccomp, own session" {
+@test "identity: uid 1000 inside, an unprivileged host uid outside, no capabilities, no_new_privs, seccomp, own session, umask 022" {
 	run_req "$(py 'import os, time
 s = dict(l.split(":\t") for l in open("/proc/self/status").read().strip().split("\n"))
 print(os.getuid(), os.geteuid(), os.getgid(), os.getgroups())
@@ -47,7 +47,8 @@ print(s["NoNewPrivs"].strip(), s["Seccomp"].strip())
 print(os.getsid(0) == os.getpid(), os.getpgrp() == os.getpid())
 try: open("/dev/tty")
 except OSError as e: print("tty", e.errno)
-print(open("/etc/hostname").read().strip(), os.uname().nodename)')"
+print(open("/etc/hostname").read().strip(), os.uname().nodename)
+print(oct(os.umask(0o22)))')"
 	if on_docker; then
 		# the host uid itself, its own group; docker-init makes the program
 		# a process group leader, not a session leader; /dev/tty exists
@@ -58,7 +59,8 @@ print(open("/etc/hostname").read().strip(), os.uname().nodename)')"
 1 2
 False True
 tty 6
-sandbox sandbox" ]
+sandbox sandbox
+0o22" ]
 		return
 	fi
 	[ "$(jqn 0 .stdout)" = "1000 1000 1000 []
@@ -66,7 +68,8 @@ sandbox sandbox" ]
 1 2
 True True
 tty 2
-sandbox sandbox" ]
+sandbox sandbox
+0o22" ]
 }
 
 # bats test_tags=kernel

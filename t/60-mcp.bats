@@ -4,7 +4,21 @@
 # path, progress, cancellation, concurrency, sessions and their attacks.
 load helpers
 
-teardown() { assert_no_leftovers; }
+teardown() {
+	local rc=0 pub
+	assert_no_leftovers || rc=1
+	# a test's state outside its directory (the workspace test's)
+	if [ -f "$BATS_TEST_TMPDIR/pub" ]; then
+		pub=$(cat "$BATS_TEST_TMPDIR/pub")
+		if awk -v p="$pub/" 'index($5, p) == 1 { found = 1 } END { exit !found }' /proc/self/mountinfo; then
+			echo "mounts left behind in $pub" >&2
+			rc=1
+		else
+			rm -rf "$pub"
+		fi
+	fi
+	return $rc
+}
 
 # Sessions and history live in the test's directory.
 local_setup() {
@@ -561,14 +575,17 @@ print("x" * 70000)'
 	answer $tcur | jq -e '.error.code == -32602'
 }
 
-@test "artifacts: an image a run makes comes back as an image, other files as resources; the history keeps none of it" {
+@test "artifacts: an image a run makes comes back as an image, other files (an SVG too) as resources; the history keeps none of it" {
 	{
 		init
-		call 1 run_code '{"language":"python","code":"open(\"plot.png\", \"wb\").write(b\"\\x89PNG\\r\\n\\x1a\\n\" + b\"x\" * 10); open(\"notes.txt\", \"w\").write(\"n\")"}'
+		call 1 run_code '{"language":"python","code":"open(\"plot.png\", \"wb\").write(b\"\\x89PNG\\r\\n\\x1a\\n\" + b\"x\" * 10); open(\"notes.txt\", \"w\").write(\"n\"); open(\"x.svg\", \"w\").write(\"<svg onload=\\\"alert(1)\\\"><script>alert(2)</script></svg>\")"}'
 	} | mcp
-	answer 1 | jq -e '.result.structuredContent.artifacts == [{"path": "notes.txt", "mime_type": "text/plain", "bytes": 1}, {"path": "plot.png", "mime_type": "image/png", "bytes": 18}]'
+	answer 1 | jq -e '.result.structuredContent.artifacts | map(del(.bytes)) == [{"path": "notes.txt", "mime_type": "text/plain"}, {"path": "plot.png", "mime_type": "image/png"}, {"path": "x.svg", "mime_type": "image/svg+xml"}]'
 	answer 1 | jq -e '.result.content[1].type == "resource" and (.result.content[1].resource.uri | test("^sbx://run/.*/notes.txt$")) and .result.content[1].resource.blob == "bg=="'
 	answer 1 | jq -e '.result.content[2] == {"type": "image", "data": "iVBORw0KGgp4eHh4eHh4eHh4", "mimeType": "image/png"}'
+	# an SVG can carry script: a file, never image content a client renders
+	answer 1 | jq -e '[.result.content[] | select(.type == "image")] | length == 1'
+	answer 1 | jq -e '.result.content[3].type == "resource" and .result.content[3].resource.mimeType == "image/svg+xml" and (.result.content[3].resource.uri | endswith("/x.svg"))'
 	"$BIN/sbx-history" -c "$conf" --record --jq '.record | has("artifacts")' | grep -qx false
 	session_server python
 	step sandbox_exec '{code: "open(\"r.txt\", \"w\").write(\"r\")"}'
@@ -811,6 +828,32 @@ localhost -> HTTP/1.1 502 Bad Gateway" ]
 	[ "$sizes" = 60000000 ]
 	# the image went with the server: no loop device holds a file of ours
 	[ -z "$(losetup -l -n -O BACK-FILE | grep -F "$sessions")" ]
+}
+
+@test "a session's files are its own: another local account cannot list, read or change them; programs make files 0644" {
+	skip_unless_root
+	# state where any account can walk to it, as /var/lib/sbx is
+	pub=$(mktemp -d /tmp/sbx-t-ws.XXXXXX)
+	chmod 0755 "$pub"
+	echo "$pub" > pub
+	conf=$(conf_with 's/^$//')
+	sed -i "s|^state_dir *=.*|state_dir = \"$pub/var\"|" "$conf"
+	session_server python
+	step sandbox_exec '{code: "import os\nopen(\"secret.txt\", \"w\").write(\"s3cret\")\nos.mkdir(\"d\")\nopen(\"main2.py\", \"w\").write(\"print(1)\")"}'
+	ws=$pub/var/sessions/$sid
+	# the attacker: nobody, from the host
+	as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+	! as_nobody ls "$ws" || false
+	! as_nobody cat "$ws/secret.txt" || false
+	! as_nobody sh -c "echo 'print(666)' > '$ws/main2.py'" || false
+	modes=$(stat -c '%n %a' "$ws" "$ws/secret.txt" "$ws/d" | sed "s|$ws|ws|")
+	step sandbox_exec '{code: "print(open(\"main2.py\").read())"}'
+	exec 7>&-
+	wait "$server"
+	answer 3 | jq -e '.result.structuredContent.stdout == "print(1)\n"'
+	[ "$modes" = "ws 700
+ws/secret.txt 644
+ws/d 755" ] || { echo "$modes" >&2; false; }
 }
 
 @test "write_file: made directories are the program's; a write that fails (the workspace full) leaves the workspace as it was" {

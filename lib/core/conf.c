@@ -3,8 +3,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <math.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,7 +92,8 @@ static const struct key sandbox_keys[] = {
 	{ "history", T_STR, SB(history), 0, 0 },
 	{ "history_code", T_STR, SB(history_code), 0, 0 },
 	{ "history_sync", T_STR, SB(history_sync), 0, 0 },
-	{ "uid", T_INT, SB(uid), 1, 4294967294.0 - 2 },
+	{ "uid", T_INT, SB(uid), 1, 4294967294.0 - 3 },
+	{ "allow_host_uids", T_BOOL, SB(allow_host_uids), 0, 0 },
 	{ "cgroup_parent", T_STR, SB(cgroup_parent), 0, 0 },
 	{ "seccomp_errno", T_ERRNO, SB(seccomp_errno), 1, 4095 },
 	{ "etc", T_STRARR, SB(etc), 0, 0 },
@@ -984,6 +987,8 @@ static bool key_value(struct parser *ps, struct conf *c, struct pstate *st, int 
 		else
 			st->sandbox_line[idx] = line;
 	}
+	if (sect == S_SANDBOX && !strcmp(key, "uid"))
+		c->uid_line = line;
 	check_value(ps, c, sect, key, line);
 	return true;
 }
@@ -1212,6 +1217,34 @@ char *conf_server_history(const struct conf *c)
 	return util_strdup(c->history);
 }
 
+const char *conf_uid_problem(const struct conf *c)
+{
+	static char why[320];
+	static const char *const role[] = { "the sandbox's init", "the program", "the mapped nobody", "the egress proxy" };
+	if (c->allow_host_uids)
+		return NULL;
+	for (unsigned k = 0; k < 4; k++) {
+		uid_t id = (uid_t)(c->uid + k);
+		const char *whose;
+		char name[96];
+		struct passwd *pw;
+		struct group *gr;
+		if (id < 1000)
+			whose = "in the system's range, below 1000";
+		else if ((pw = getpwuid(id)))
+			whose = (snprintf(name, sizeof name, "the account %s's", pw->pw_name), name);
+		else if ((gr = getgrgid(id)))
+			whose = (snprintf(name, sizeof name, "the group %s's", gr->gr_name), name);
+		else
+			continue;
+		snprintf(why, sizeof why, "uid = %llu: host id %u (%s) is %s; sandboxes need four ids no one has "
+			 "(the default uid = 60000 gives 60000-60003), or allow_host_uids = true",
+			 (unsigned long long)c->uid, (unsigned)id, role[k], whose);
+		return why;
+	}
+	return NULL;
+}
+
 struct conf *conf_open(const char *explicit)
 {
 	char err[1024];
@@ -1219,9 +1252,18 @@ struct conf *conf_open(const char *explicit)
 	if (!path)
 		util_die(EXIT_USAGE, "%s", err);
 	struct conf *c = conf_load(path, err, sizeof err);
-	free(path);
-	if (!c)
+	if (!c) {
+		free(path);
 		util_die(EXIT_USAGE, "%s", err);
+	}
+	const char *why = geteuid() == 0 ? conf_uid_problem(c) : NULL;
+	if (why) {
+		snprintf(err, sizeof err, "%s:%d: %s", path, c->uid_line ? c->uid_line : 1, why);
+		free(path);
+		conf_free(c);
+		util_die(EXIT_USAGE, "%s", err);
+	}
+	free(path);
 	conf_user_state(c);
 	return c;
 }

@@ -75,6 +75,8 @@ struct conf {
 	char *history_code; /* "preview" (first 500 characters) or "full" (code and capped output) */
 	char *history_sync; /* "normal" or "full" (SQLite's synchronous) */
 	uint64_t uid;       /* host uid (and gid) base for sandboxes when run as root */
+	bool allow_host_uids; /* uid..uid+3 may be host accounts (conf_uid_problem) */
+	int uid_line;       /* the line that set uid; 0 for the default */
 	char *cgroup_parent;
 	int seccomp_errno;
 	char **etc;         /* /etc entries bound read-only into the sandbox */
@@ -137,9 +139,17 @@ void conf_user_state(struct conf *c);
  * for it by name (sbx-history --server) without knowing the layout. */
 char *conf_server_history(const struct conf *c);
 
-/* conf_find + conf_load + conf_user_state; on failure prints the error
- * and exits 2. */
+/* conf_find + conf_load + conf_user_state, and as root conf_uid_problem;
+ * on failure prints the error and exits 2. */
 struct conf *conf_open(const char *explicit);
+
+/* As root, the sandboxes' host ids uid..uid+3 (the init, the program, the
+ * mapped nobody, the egress proxy; uids and gids alike) must belong to no
+ * one: none below 1000 (the system's range), none an account's or a
+ * group's, unless allow_host_uids says otherwise.  Otherwise a program
+ * could act as that account on what it owns.  NULL if they are free, or
+ * why not (static). */
+const char *conf_uid_problem(const struct conf *c);
 
 /* By name or alias, in any case ("Python", "PY"). */
 const struct conf_lang *conf_lang(const struct conf *c, const char *name_or_alias);

@@ -306,7 +306,12 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 		goto fail;
 	x->fs = (enum wsfs_kind)fs;
 	x->fs_note = util_strdup(note);
-	if (fs == WSFS_DIR && chmod(x->dir, 0755) < 0) {
+	/* Only the sandbox's uid (and the server) may enter: another local
+	 * account must neither read nor change a session's files, whatever
+	 * their modes.  (Not with the docker backend as an ordinary user: its
+	 * containers run as uid + 1, not as the server, and need the way in
+	 * others have.) */
+	if (chmod(x->dir, fs == WSFS_DIR && geteuid() != 0 ? 0755 : 0700) < 0) {
 		snprintf(err, errlen, "cannot set up the workspace %s: %s", x->dir, strerror(errno));
 		goto fail;
 	}

@@ -286,7 +286,7 @@ static int mount_tmpfs(const char *dir, uint64_t size, uint64_t inodes, uid_t ui
 		       char *err, size_t errlen)
 {
 	char opt[160];
-	snprintf(opt, sizeof opt, "size=%llu,nr_inodes=%llu,mode=0755,uid=%u,gid=%u", (unsigned long long)size,
+	snprintf(opt, sizeof opt, "size=%llu,nr_inodes=%llu,mode=0700,uid=%u,gid=%u", (unsigned long long)size,
 		 (unsigned long long)inodes, (unsigned)uid, (unsigned)gid);
 	if (mount("sbx-session", dir, "tmpfs", flags, opt) < 0) {
 		snprintf(err, errlen, "cannot mount the workspace %s: %s", dir, strerror(errno));

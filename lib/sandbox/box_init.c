@@ -169,6 +169,11 @@ static _Noreturn void program_main(const struct child_args *a, const struct spec
 		if (sig != SIGKILL && sig != SIGSTOP)
 			signal(sig, SIG_DFL);
 
+	/* A login shell's umask: set-up made its modes as written (umask 0),
+	 * but what a program makes must not be writable by others (a
+	 * session's files outlive the run). */
+	umask(022);
+
 	/* rlimits: the second wall (the first where cgroups are missing). */
 	set_rlimit(RLIMIT_CORE, 0);
 	set_rlimit(RLIMIT_FSIZE, sp->h.file_size);
