@@ -283,6 +283,38 @@ q:0123456789abcdef0123456789abcdef/4" ]
 	[ "$(printf '%s\n' "${lines[@]}" | jq -sc 'map(.added)')" = '[0,0]' ]
 }
 
+@test "a source that computes: a generated column, a recursive view, a trigger, a virtual table: refused at once, the target untouched" {
+	results 3 base | logr -d all.db > /dev/null
+	before=$(sqlite3 all.db "SELECT count(*), sum(length(code)) FROM runs")
+	size=$(stat -c %s all.db)
+	# 16 KiB that would write 8 MB of code per row into the target
+	results 5 gen | logr -d gen.db > /dev/null
+	sqlite3 gen.db "ALTER TABLE runs DROP COLUMN code;
+		ALTER TABLE runs ADD COLUMN code TEXT GENERATED ALWAYS AS (hex(zeroblob(8000000))) VIRTUAL"
+	# a meta that never ends
+	results 1 view | logr -d view.db > /dev/null
+	sqlite3 view.db "DROP TABLE meta; CREATE VIEW meta (key, value) AS
+		WITH RECURSIVE r (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT 'uuid', n FROM r"
+	results 1 trig | logr -d trig.db > /dev/null
+	sqlite3 trig.db "CREATE TABLE t (a); CREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END"
+	results 1 virt | logr -d virt.db > /dev/null
+	sqlite3 virt.db "CREATE VIRTUAL TABLE v USING json_each('[1]')" 2> /dev/null ||
+		sqlite3 virt.db "CREATE VIRTUAL TABLE v USING fts5(a)"
+	t0=$(date +%s%N)
+	# (a view that never ends would hang a merge that read it)
+	run --separate-stderr timeout 120 "$BIN/sbx-history" -d all.db --merge gen.db view.db trig.db virt.db
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	[ "$status" -eq 2 ]
+	[ -z "$output" ]
+	[[ $stderr == *"gen.db: runs is a table with the generated column code: a history holds plain tables only"* ]]
+	[[ $stderr == *"view.db: meta is a view: a history holds plain tables only"* ]]
+	[[ $stderr == *"trig.db: tr is a trigger: a history holds plain tables only"* ]]
+	[[ $stderr == *"virt.db: v is a virtual table: a history holds plain tables only"* ]]
+	[ "$(sqlite3 all.db "SELECT count(*), sum(length(code)) FROM runs")" = "$before" ]
+	[ "$(stat -c %s all.db)" -le $((size + 65536)) ]
+	[ "$ms" -lt "$(bound 5000 30000)" ]
+}
+
 @test "--merge: usage" {
 	run --separate-stderr hist --merge
 	[ "$status" -eq 2 ]

@@ -1175,6 +1175,44 @@ static const int merge_clash_cols[] = { MS_KEY_DB, MS_KEY_ID, MS_SNIPPET, MS_STA
 
 /* Open the source read-only and check it is a version 5 history other
  * than the target: its uuid into src_uuid. */
+/* A source is evidence from another machine, and may be an attacker's:
+ * only ordinary tables are read.  runs and meta must be tables (a view
+ * can recurse forever), with no generated column (16 KiB of schema can
+ * compute gigabytes into the target), and the file may hold no virtual
+ * table or trigger.  Checked before any row is read. */
+static bool merge_schema_ok(sqlite3 *db, const char *src, char *err, size_t errlen)
+{
+	static const char q[] =
+		"SELECT name, CASE WHEN type IN ('view', 'trigger') THEN 'a ' || type"
+		" WHEN upper(substr(ltrim(sql), 1, 14)) = 'CREATE VIRTUAL' THEN 'a virtual table'"
+		" WHEN type = 'table' AND name IN ('runs', 'meta') THEN (SELECT 'a table with the generated column ' || x.name"
+		"   FROM pragma_table_xinfo(m.name) AS x WHERE x.hidden != 0 LIMIT 1) END"
+		" FROM sqlite_master AS m WHERE type IN ('table', 'view', 'trigger')";
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, q, -1, &st, NULL);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *what = (const char *)sqlite3_column_text(st, 1);
+		if (what) {
+			snprintf(err, errlen, "history %s: %s is %s: a history holds plain tables only (a hostile file?)",
+				 src, (const char *)sqlite3_column_text(st, 0), what);
+			sqlite3_finalize(st);
+			return false;
+		}
+		rc = SQLITE_OK;
+	}
+	if (rc != SQLITE_DONE)
+		snprintf(err, errlen, "history %s: %s", src, sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE;
+}
+
+/* The merge's budget of time: a minute, and a second more for every
+ * 10 MiB of the source. */
+static int merge_past_deadline(void *deadline)
+{
+	return util_now_ms() > *(double *)deadline;
+}
+
 static sqlite3 *merge_source(struct hist *h, const char *src, const char *uuid, char src_uuid[UUID_HEX + 1],
 			     char *err, size_t errlen)
 {
@@ -1204,6 +1242,9 @@ static sqlite3 *merge_source(struct hist *h, const char *src, const char *uuid, 
 	}
 	sqlite3_extended_result_codes(db, 1);
 	sqlite3_busy_timeout(db, HIST_BUSY_MS);
+	/* Functions in its schema are not trusted, nor may it be written. */
+	sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)NULL);
+	sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
 	sqlite3_stmt *st = NULL;
 	int64_t v = -1;
 	bool runs = false;
@@ -1228,6 +1269,8 @@ static sqlite3 *merge_source(struct hist *h, const char *src, const char *uuid, 
 		snprintf(err, errlen, "history %s: is not an sbx history (no runs table)", src);
 		goto fail;
 	}
+	if (!merge_schema_ok(db, src, err, errlen))
+		goto fail;
 	if (v > HIST_SCHEMA_VERSION) {
 		snprintf(err, errlen, "history %s: schema version %lld is newer than this sbx knows (%d); upgrade sbx", src,
 			 (long long)v, HIST_SCHEMA_VERSION);
@@ -1284,11 +1327,31 @@ int hist_merge(struct hist *h, const char *src, int64_t *rows, int64_t *added, c
 	}
 	sqlite3_bind_text(sel, 1, src_uuid, UUID_HEX, SQLITE_STATIC);
 	sqlite3_bind_double(sel, 2, util_epoch_ms() / 1000.0);
+	/* Budgets: the text it yields is no more than its file holds (twice
+	 * over, and a MiB for the columns' defaults), and it ends in time. */
+	struct stat ss = { 0 };
+	double budget = stat(src, &ss) == 0 ? 2.0 * (double)ss.st_size + (1 << 20) : 0;
+	double deadline = util_now_ms() + 60e3 + (double)ss.st_size / (10 << 20) * 1e3, read = 0;
+	sqlite3_progress_handler(db, 10000, merge_past_deadline, &deadline);
 	if (hist_begin(h, err, errlen) < 0)
 		goto out;
 	int rc;
 	while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
 		++*rows;
+		/* Text and blobs only (SQLite stores them as they are, so the
+		 * file holds every byte of them; the type first: asking a
+		 * number for its bytes would convert it). */
+		for (int i = 0; i < ncol; i++) {
+			int t = sqlite3_column_type(sel, i);
+			if (t == SQLITE_TEXT || t == SQLITE_BLOB)
+				read += sqlite3_column_bytes(sel, i);
+		}
+		if (read > budget) {
+			snprintf(err, errlen, "history %s: yields more than its %lld bytes can hold (a hostile file?)", src,
+				 (long long)ss.st_size);
+			hist_abort(h);
+			goto out;
+		}
 		/* No key (a source id that is no integer), or a row that began
 		 * here and comes back through another history: nothing to add. */
 		const char *key = (const char *)sqlite3_column_text(sel, 0);
@@ -1324,7 +1387,11 @@ int hist_merge(struct hist *h, const char *src, int64_t *rows, int64_t *added, c
 		}
 	}
 	if (rc != SQLITE_DONE) {
-		snprintf(err, errlen, "history %s: read: %s", src, sqlite3_errmsg(db));
+		if (rc == SQLITE_INTERRUPT)
+			snprintf(err, errlen, "history %s: reading it took longer than %.0f s (a hostile file?)", src,
+				 60 + (double)ss.st_size / (10 << 20));
+		else
+			snprintf(err, errlen, "history %s: read: %s", src, sqlite3_errmsg(db));
 		hist_abort(h);
 		goto out;
 	}
