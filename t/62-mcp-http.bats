@@ -426,6 +426,29 @@ errmsg() { jq -r .error.message body; }
 	jq -e '.error.code == -32602' body
 }
 
+@test "the compile cache is each token's own: the same source compiled by another token is no hit, unless compile_cache_shared" {
+	http_serve
+	meta='{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}'
+	prog() { jq -nc --arg w "$1" '{language: "c", code: "#include <stdio.h>\nint main(void){puts(\"\($w)\");return 0;}"}'; }
+	# cached ID PROGRAM: compile.cached of that run, as the token $TOK
+	cached() {
+		rpc "$(call "$1" run_code "$2" "$meta")" -H 'MCP-Protocol-Version: 2026-07-28'
+		jq -r '.result.structuredContent | if .status == "success" then .compile.cached else tojson end' body
+	}
+	a=$(prog one)
+	[ "$(cached 1 "$a")" = false ]
+	[ "$(TOK=$TOKEN2 cached 2 "$a")" = false ]
+	[ "$(cached 3 "$a")" = true ]
+	[ "$(TOK=$TOKEN2 cached 4 "$a")" = true ]
+	# one cache for all, where the configuration says so
+	http_stop
+	sed -i 's/^compile_cache .*/&\ncompile_cache_shared = true/' "$conf"
+	http_serve
+	b=$(prog two)
+	[ "$(cached 5 "$b")" = false ]
+	[ "$(TOK=$TOKEN2 cached 6 "$b")" = true ]
+}
+
 @test "GET /mcp: a session's stream of what it is told unasked, with event ids; Last-Event-ID replays; one at a time; other tokens hear nothing" {
 	http_serve
 	initialize

@@ -98,6 +98,7 @@ static const struct key sandbox_keys[] = {
 	{ "seccomp_errno", T_ERRNO, SB(seccomp_errno), 1, 4095 },
 	{ "etc", T_STRARR, SB(etc), 0, 0 },
 	{ "compile_cache", T_BOOL, SB(compile_cache), 0, 0 },
+	{ "compile_cache_shared", T_BOOL, SB(compile_cache_shared), 0, 0 },
 	{ "slots", T_BOOL, SB(slots), 0, 0 },
 	{ "max_slots", T_INT, SB(max_slots), 1, 64 },
 	{ "cache_size", T_SIZE, SB(cache_size), 0, TB },

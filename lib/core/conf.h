@@ -81,6 +81,7 @@ struct conf {
 	int seccomp_errno;
 	char **etc;         /* /etc entries bound read-only into the sandbox */
 	bool compile_cache;
+	bool compile_cache_shared; /* entries shared between principals (tokens) */
 	bool slots;          /* as root: keep network namespaces between runs (slot.h) */
 	uint64_t max_slots;  /* per process */
 	uint64_t cache_size;

@@ -1327,6 +1327,7 @@ static bool load_record(const struct conf *c, jv rec, struct job *j, char *err, 
 		}
 	}
 	j->backend = rec_str(rec, "backend", NULL);
+	j->principal = rec_str(rec, "principal", NULL);
 	if (!j->backend)
 		j->backend = c->backend;
 	if (strcmp(j->backend, "native") && strcmp(j->backend, "docker")) {

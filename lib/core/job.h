@@ -47,6 +47,7 @@ struct job {
 	char *const *outputs;      /* the configuration's, for the language (borrowed), or NULL */
 	char *const *registries;   /* the same: the hosts an install may reach */
 	const char *rootfs, *image, *backend, *workspace;
+	const char *principal;     /* the sbx-mcp HTTP token the run is for (its digest), or NULL */
 	bool network;
 	bool install;              /* a package install into the workspace */
 	bool work_exec;            /* the workspace is executable (conf workspace_exec) */

@@ -39,6 +39,7 @@ void ccache_init(struct ccache *c, const struct conf *conf, bool enabled)
 		return;
 	c->dir = util_fmt("%s/cache", conf->state_dir);
 	c->max_bytes = conf->cache_size;
+	c->shared = conf->compile_cache_shared;
 	mkdir(conf->state_dir, 0755);
 	if (mkdir(c->dir, 0700) < 0 && errno != EEXIST) {
 		util_warn("compile cache off: cannot create %s: %s", c->dir, strerror(errno));
@@ -58,13 +59,17 @@ bool ccache_cacheable(const struct job *j)
 	return j->compile && !j->workspace && !j->install;
 }
 
-bool ccache_key(const struct job *j, const char *compiler_id, char key[65])
+bool ccache_key(const struct ccache *c, const struct job *j, const char *compiler_id, char key[65])
 {
 	if (!ccache_cacheable(j) || !compiler_id || !*compiler_id)
 		return false;
 	struct sha256 h;
 	sha256_init(&h);
-	sha256_str(&h, "sbx-ccache-2");
+	sha256_str(&h, "sbx-ccache-3");
+	/* Whose: a hit is fast and says "cached", so a shared entry tells one
+	 * token what another compiled.  The stdio client and the pipeline
+	 * are one principal, without one. */
+	sha256_str(&h, c->shared || !j->principal ? "" : j->principal);
 	sha256_str(&h, j->backend);
 	sha256_str(&h, compiler_id);
 	for (char **a = j->compile; *a; a++)

@@ -34,6 +34,7 @@
 
 struct ccache {
 	char *dir;          /* STATE_DIR/cache, or NULL when off */
+	bool shared;        /* compile_cache_shared: one cache for every principal */
 	uint64_t max_bytes;
 	unsigned long seq;
 };
@@ -59,8 +60,9 @@ bool ccache_cacheable(const struct job *j);
  * not cacheable.
  * compiler_id is the compiler's identity as its backend gives it
  * (backend.h: natively its binary's, for docker its image's ID), without
- * which it is not cached. */
-bool ccache_key(const struct job *j, const char *compiler_id, char key[65]);
+ * which it is not cached.  The job's principal is part of it unless the
+ * cache is shared. */
+bool ccache_key(const struct ccache *c, const struct job *j, const char *compiler_id, char key[65]);
 
 /* A hit: the artefacts (*files, *n) and the compile fields (*compile,
  * "cached": true).  A miss or a corrupt entry (removed): false. */

@@ -608,7 +608,7 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 		 * twin's compile. */
 		char id[4400];
 		if (!ccache_on(e->cache) || !ccache_cacheable(&r->job) || !r->be->ops->compiler_id(r->be, &r->job, id, sizeof id) ||
-		    !ccache_key(&r->job, id, r->ckey))
+		    !ccache_key(e->cache, &r->job, id, r->ckey))
 			r->ckey[0] = 0;
 		compile_or_hit(r);
 	} else if (r->job.cell) {
