@@ -72,6 +72,54 @@ while True: pass' '{timeout: 1}'; cell "'x' in dir()")
 	jqe 4 '.value == "False" and .kernel == "restarted" and .execution_count == 1'
 }
 
+@test "an interrupted cell's processes go with it, however detached (a setsid double fork); an earlier cell's stay" {
+	{
+		cell 'import subprocess; keep = subprocess.Popen(["sleep", "300"])'
+		cell 'import os, subprocess, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp("sleep", ["sleep", "301"])
+    os._exit(0)
+os.wait()
+child = subprocess.Popen(["sleep", "302"])
+time.sleep(60)' '{timeout: 2}'
+		cell 'import time; time.sleep(6); print("done")' '{timeout: 30}'
+	} > cells.jsonl
+	sbx -c "$conf" < cells.jsonl > out.jsonl 2> err &
+	pid=$!
+	# from the host, while the third cell runs: the interrupted cell's
+	# child and daemon are gone, the first cell's child is not
+	for _ in $(seq 600); do [ "$(wc -l < out.jsonl)" -ge 2 ] && break; sleep 0.05; done
+	[ "$(wc -l < out.jsonl)" -ge 2 ] || { cat err >&2; false; }
+	ours=$(id -u)
+	[ "$ours" = 0 ] && ours=$SBX_PROG_UID
+	kept=$(our_procs "$ours" '^sleep 30[0-2]$' | awk '{ $1 = $2 = $3 = ""; print }' | sed 's/^ *//')
+	wait "$pid"
+	[ "$kept" = "sleep 300" ] || { echo "left: $kept" >&2; false; }
+	jq -se '.[1].status == "timeout" and .[2].stdout == "done\n"' out.jsonl
+}
+
+@test "JavaScript: an interrupted cell's processes go with it, however detached; an earlier cell's stay" {
+	js='{language: "javascript"}'
+	{
+		cell 'const cp = require("child_process"); cp.spawn("sleep", ["310"], {stdio: "ignore"}); 1' "$js"
+		cell 'require("child_process").spawn("sh", ["-c", "setsid sleep 311 & sleep 312"], {stdio: "ignore"}); while (true) {}' \
+			'{language: "javascript", timeout: 3}'
+		cell 'new Promise((r) => setTimeout(() => r("done"), 6000))' '{language: "javascript", timeout: 30}'
+	} > cells.jsonl
+	sbx -c "$conf" < cells.jsonl > out.jsonl 2> err &
+	pid=$!
+	for _ in $(seq 600); do [ "$(wc -l < out.jsonl)" -ge 2 ] && break; sleep 0.05; done
+	[ "$(wc -l < out.jsonl)" -ge 2 ] || { cat err >&2; false; }
+	ours=$(id -u)
+	[ "$ours" = 0 ] && ours=$SBX_PROG_UID
+	kept=$(our_procs "$ours" '^sleep 31[0-2]$' | awk '{ $1 = $2 = $3 = ""; print }' | sed 's/^ *//')
+	wait "$pid"
+	[ "$kept" = "sleep 310" ] || { echo "left: $kept" >&2; false; }
+	jq -se '.[1].status == "timeout" and .[2].value == "'"'"'done'"'"'"' out.jsonl || { cat out.jsonl >&2; false; }
+}
+
 @test "a kernel that dies (os._exit, a segfault) is reported in its cell; the next cell says it was restarted" {
 	cells < <(cell 'import os; os._exit(9)'; cell '1'; cell 'import ctypes; ctypes.string_at(0)'; cell '2'
 		cell 'import os; os._exit(0)')

@@ -449,6 +449,31 @@ errmsg() { jq -r .error.message body; }
 	[ "$(TOK=$TOKEN2 cached 6 "$b")" = true ]
 }
 
+@test "runs are shared fairly between tokens: another token's backlog of slow runs delays a one-line run by about one run" {
+	sed -i 's/^max_concurrent .*/max_concurrent = 1/' "$conf"
+	http_serve
+	meta='{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}'
+	slow=$(call 1 run_code '{"language":"python","code":"import time; time.sleep(2)"}' "$meta")
+	# six slow runs of the first token, queued one behind the other
+	pids=()
+	for i in 1 2 3 4 5 6; do
+		curl -sS -o "slow$i.json" -X POST "$URL/mcp" -H "Authorization: Bearer $TOKEN" -H 'MCP-Protocol-Version: 2026-07-28' \
+			-H 'Content-Type: application/json' -H 'Accept: application/json' -d "$slow" &
+		pids+=($!)
+	done
+	# (once the first of them runs, the others queued behind it)
+	await_program '^python3 main.py'
+	t0=$(date +%s%N)
+	TOK=$TOKEN2 rpc "$(call 2 run_code '{"language":"python","code":"print(2)"}' "$meta")" -H 'MCP-Protocol-Version: 2026-07-28'
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	wait "${pids[@]}"
+	jq -e '.result.structuredContent.stdout == "2\n"' body
+	for i in 1 2 3 4 5 6; do jq -e '.result.structuredContent.status == "success"' "slow$i.json" > /dev/null; done
+	# a FIFO made it wait for all six (12 s); fairly, for the one running
+	echo "the other token's run took $ms ms" >&3
+	[ "$ms" -lt "$(bound 5000 9000)" ]
+}
+
 @test "GET /mcp: a session's stream of what it is told unasked, with event ids; Last-Event-ID replays; one at a time; other tokens hear nothing" {
 	http_serve
 	initialize

@@ -292,6 +292,13 @@ static void start_run(struct call *c)
 	struct mcp *m = c->m;
 	c->state = C_RUNNING;
 	m->running++;
+	if (c->owner >= m->nserved) {
+		size_t n = c->owner + 16;
+		m->served = util_xrealloc(m->served, n * sizeof *m->served);
+		memset(m->served + m->nserved, 0, (n - m->nserved) * sizeof *m->served);
+		m->nserved = n;
+	}
+	m->served[c->owner] = ++m->served_seq;
 	if (!m->chain)
 		m->chain = chain_new(m->loop, m->bindir, m->conf_path, m->max);
 	jv req = jv_copy(c->args);
@@ -316,17 +323,43 @@ static void submit_run(struct call *c, jv request)
 	dispatch_queue(m);
 }
 
+/* Runs going for one principal (an HTTP token; the stdio client is one). */
+static unsigned running_of(const struct mcp *m, unsigned owner)
+{
+	unsigned n = 0;
+	for (const struct call *c = m->calls; c; c = c->link)
+		n += c->state == C_RUNNING && c->owner == owner;
+	return n;
+}
+
+/* Fair between principals: the next run is the oldest queued call of the
+ * principal with the fewest runs going, and of those the one whose last
+ * run started longest ago (round robin).  One token's backlog then costs
+ * another about one run's wait, where a single FIFO made a one-line run
+ * wait for every task another token had queued before it; each
+ * principal's own calls (a session's cells) still start in order. */
 static void dispatch_queue(struct mcp *m)
 {
-	/* Oldest first: calls are pushed at the head. */
 	while (m->running < m->max) {
-		struct call *oldest = NULL;
-		for (struct call *c = m->calls; c; c = c->link)
-			if (c->state == C_QUEUED)
-				oldest = c;
-		if (!oldest)
+		struct call *pick = NULL;
+		unsigned least = 0;
+		uint64_t least_served = 0;
+		/* (newest first: calls are pushed at the head, so on a tie the
+		 * later, older one wins) */
+		for (struct call *c = m->calls; c; c = c->link) {
+			if (c->state != C_QUEUED)
+				continue;
+			unsigned r = running_of(m, c->owner);
+			uint64_t s = c->owner < m->nserved ? m->served[c->owner] : 0;
+			if (!pick || r < least || (r == least && s <= least_served)) {
+				pick = c;
+				least = r;
+				least_served = s;
+			}
+		}
+		if (!pick)
 			break;
-		start_run(oldest);
+		start_run(pick);
 	}
 }
 
@@ -1135,5 +1168,6 @@ void mcp_free(struct mcp *m)
 	jv_free(m->tools);
 	free(m->conf_path);
 	free(m->bindir);
+	free(m->served);
 	free(m);
 }

@@ -80,6 +80,10 @@ struct mcp {
 	struct mcp_client *clients;
 	struct chain *chain;
 	unsigned max, running;
+	/* When each principal (owner) last had a run started, for fairness:
+	 * served[owner], grown as owners appear. */
+	uint64_t *served, served_seq;
+	size_t nserved;
 	struct call *calls;    /* every call in flight, queued or not */
 	unsigned seq;
 	jv languages;          /* cached list_supported_languages, or invalid */

@@ -14,10 +14,12 @@
 const net = require('net');
 const util = require('util');
 const vm = require('vm');
+const { readdirSync, readFileSync } = require('fs');
 
 const VALUE_MAX = 64 * 1024;
 // Ours, taken before any cell can replace them.
 const stringify = JSON.stringify, parse = JSON.parse, inspect = util.inspect;
+const kill = process.kill.bind(process), me = process.pid;
 const chan = new net.Socket({ fd: 0, readable: true, writable: true });
 let queue = [], busy = false, interrupt = null, running = null, done = 0, early = null;
 
@@ -45,8 +47,45 @@ function report(e) {
 	process.stderr.write(text + '\n');
 }
 
+// The sandbox's processes but its init (pid 1) and this kernel, each as
+// "pid start-time": a cell's children, and what those left, however
+// detached (setsid and a double fork make an orphan of init's).  The start
+// time tells a reused pid apart.
+function processes() {
+	const out = new Set();
+	for (const name of readdirSync('/proc')) {
+		if (!/^[0-9]+$/.test(name) || name === '1' || Number(name) === me)
+			continue;
+		try {
+			const st = readFileSync(`/proc/${name}/stat`, 'latin1');
+			out.add(name + ' ' + st.slice(st.lastIndexOf(')') + 2).split(' ')[19]);
+		} catch (e) {
+			// gone meanwhile
+		}
+	}
+	return out;
+}
+
+// Kill what an interrupted cell started (not what earlier cells left
+// running on purpose), again while any of it is still forking.
+function reap(before) {
+	for (let i = 0; i < 50; i++) {
+		const fresh = [...processes()].filter((p) => !before.has(p));
+		if (!fresh.length)
+			return;
+		for (const p of fresh) {
+			try {
+				kill(Number(p.split(' ')[0]), 'SIGKILL');
+			} catch (e) {
+				// gone meanwhile
+			}
+		}
+	}
+}
+
 async function run(n, code, timeout) {
 	running = n;
+	const before = processes();
 	let status = 'ok', value = null;
 	try {
 		if (early === n)
@@ -66,6 +105,8 @@ async function run(n, code, timeout) {
 		report(e);
 	}
 	interrupt = null;
+	if (status === 'interrupted')
+		reap(before);
 	running = null;
 	done = n;
 	send({ cell: n, status, value });

@@ -6,8 +6,9 @@
 # answers each cell with one line.  A reader thread takes the requests, so
 # that an interrupt reaches a cell that is busy: it is a real SIGINT at the
 # main thread, which Python turns into KeyboardInterrupt there (a time.sleep or
-# a wait for a child is cut short too), and the child processes the cell
-# started are killed when it stops, or half a second later if it has not.  Whatever a cell does to
+# a wait for a child is cut short too), and the processes the cell started
+# (its children, and any they detached) are killed when it stops, or half a
+# second later if it has not.  Whatever a cell does to
 # the channel can only break its own kernel: sbx-run kills a kernel whose
 # lines are not replies to its cell.
 import ast
@@ -30,23 +31,21 @@ _dumps, _loads = json.dumps, json.loads
 _stdout, _stderr = sys.stdout, sys.stderr
 
 
-def descendants():
-    """The processes started under this one (the cells' children)."""
-    out, todo = [], [os.getpid()]
-    while todo:
-        pid = todo.pop()
-        try:
-            tasks = os.listdir("/proc/%d/task" % pid)
-        except OSError:
+def processes():
+    """The sandbox's processes but its init (pid 1) and this kernel, as
+    (pid, start time) pairs: the cells' children, and what those left,
+    however detached (setsid and a double fork make an orphan of init's,
+    no descendant of ours).  The start time tells a reused pid apart."""
+    out, me = set(), os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in (1, me):
             continue
-        for t in tasks:
-            try:
-                with open("/proc/%d/task/%s/children" % (pid, t)) as f:
-                    kids = [int(x) for x in f.read().split()]
-            except (OSError, ValueError):
-                continue
-            out += kids
-            todo += kids
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                st = f.read()
+            out.add((int(name), st[st.rindex(")") + 2:].split()[19]))
+        except (OSError, ValueError, IndexError):
+            continue
     return out
 
 
@@ -60,7 +59,7 @@ class Kernel:
         self.done = 0  # the last cell answered
         self.early = None  # an interrupt for a cell not yet started
         self.interrupted = None
-        self.before = set()  # the processes there before the cell
+        self.before = set()  # the processes there before the cell (processes())
         self.pid = os.getpid()
         self.main = types.ModuleType("__main__")
         self.main.__builtins__ = builtins
@@ -107,9 +106,12 @@ class Kernel:
 
     def reap(self):
         """Kill what the interrupted cell started (not what earlier cells
-        left running on purpose)."""
-        for pid in descendants():
-            if pid not in self.before:
+        left running on purpose), again while any of it is still forking."""
+        for _ in range(50):
+            new = processes() - self.before
+            if not new:
+                return
+            for pid, _start in new:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
@@ -157,7 +159,7 @@ class Kernel:
     def cell(self, n, code):
         """Run cell n: its status and value."""
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        self.before = set(descendants())
+        self.before = processes()
         # An interrupt meant for the last cell, come after it ended, is
         # not this one's.
         if signal.SIGINT in signal.sigpending():
