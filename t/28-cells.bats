@@ -39,6 +39,22 @@ fd = next(f for f in range(3, 256) if sock(f))'
 # cells < requests: through sbx-validate | sbx-run.
 cells() { run --separate-stderr sbx -c "$conf" "$@"; }
 
+# survivors ERE: the cells of cells.jsonl through the pipeline, results in
+# out.jsonl; once two are out (the second an interrupted cell's), while
+# the third runs, $kept gets the command lines matching ERE of this
+# test's sandboxed processes, as the host sees them.
+survivors() {
+	local pid ours
+	sbx -c "$conf" < cells.jsonl > out.jsonl 2> err &
+	pid=$!
+	for _ in $(seq 600); do [ "$(wc -l < out.jsonl)" -ge 2 ] && break; sleep 0.05; done
+	[ "$(wc -l < out.jsonl)" -ge 2 ] || { cat err >&2; wait "$pid"; return 1; }
+	ours=$(id -u)
+	[ "$ours" = 0 ] && ours=$SBX_PROG_UID
+	kept=$(our_procs "$ours" "$1" | awk '{ $1 = $2 = $3 = ""; print }' | sed 's/^ *//')
+	wait "$pid"
+}
+
 # bats test_tags=kernel
 @test "state from cell to cell; Out[n] is the last expression's repr; an exception keeps the state" {
 	cells < <(cell 'import math
@@ -86,16 +102,7 @@ child = subprocess.Popen(["sleep", "302"])
 time.sleep(60)' '{timeout: 2}'
 		cell 'import time; time.sleep(6); print("done")' '{timeout: 30}'
 	} > cells.jsonl
-	sbx -c "$conf" < cells.jsonl > out.jsonl 2> err &
-	pid=$!
-	# from the host, while the third cell runs: the interrupted cell's
-	# child and daemon are gone, the first cell's child is not
-	for _ in $(seq 600); do [ "$(wc -l < out.jsonl)" -ge 2 ] && break; sleep 0.05; done
-	[ "$(wc -l < out.jsonl)" -ge 2 ] || { cat err >&2; false; }
-	ours=$(id -u)
-	[ "$ours" = 0 ] && ours=$SBX_PROG_UID
-	kept=$(our_procs "$ours" '^sleep 30[0-2]$' | awk '{ $1 = $2 = $3 = ""; print }' | sed 's/^ *//')
-	wait "$pid"
+	survivors '^sleep 30[0-2]$'
 	[ "$kept" = "sleep 300" ] || { echo "left: $kept" >&2; false; }
 	jq -se '.[1].status == "timeout" and .[2].stdout == "done\n"' out.jsonl
 }
@@ -108,14 +115,7 @@ time.sleep(60)' '{timeout: 2}'
 			'{language: "javascript", timeout: 3}'
 		cell 'new Promise((r) => setTimeout(() => r("done"), 6000))' '{language: "javascript", timeout: 30}'
 	} > cells.jsonl
-	sbx -c "$conf" < cells.jsonl > out.jsonl 2> err &
-	pid=$!
-	for _ in $(seq 600); do [ "$(wc -l < out.jsonl)" -ge 2 ] && break; sleep 0.05; done
-	[ "$(wc -l < out.jsonl)" -ge 2 ] || { cat err >&2; false; }
-	ours=$(id -u)
-	[ "$ours" = 0 ] && ours=$SBX_PROG_UID
-	kept=$(our_procs "$ours" '^sleep 31[0-2]$' | awk '{ $1 = $2 = $3 = ""; print }' | sed 's/^ *//')
-	wait "$pid"
+	survivors '^sleep 31[0-2]$'
 	[ "$kept" = "sleep 310" ] || { echo "left: $kept" >&2; false; }
 	jq -se '.[1].status == "timeout" and .[2].value == "'"'"'done'"'"'"' out.jsonl || { cat out.jsonl >&2; false; }
 }
