@@ -1226,18 +1226,17 @@ const char *conf_uid_problem(const struct conf *c)
 		return NULL;
 	for (unsigned k = 0; k < 4; k++) {
 		uid_t id = (uid_t)(c->uid + k);
-		const char *whose;
-		char name[96];
+		char whose[96] = "in the system's range, below 1000";
 		struct passwd *pw;
 		struct group *gr;
-		if (id < 1000)
-			whose = "in the system's range, below 1000";
-		else if ((pw = getpwuid(id)))
-			whose = (snprintf(name, sizeof name, "the account %s's", pw->pw_name), name);
-		else if ((gr = getgrgid(id)))
-			whose = (snprintf(name, sizeof name, "the group %s's", gr->gr_name), name);
-		else
-			continue;
+		if (id >= 1000) {
+			if ((pw = getpwuid(id)))
+				snprintf(whose, sizeof whose, "the account %s's", pw->pw_name);
+			else if ((gr = getgrgid(id)))
+				snprintf(whose, sizeof whose, "the group %s's", gr->gr_name);
+			else
+				continue;
+		}
 		snprintf(why, sizeof why, "uid = %llu: host id %u (%s) is %s; sandboxes need four ids no one has "
 			 "(the default uid = 60000 gives 60000-60003), or allow_host_uids = true",
 			 (unsigned long long)c->uid, (unsigned)id, role[k], whose);
