@@ -265,7 +265,7 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	sid=$(answer 1 | jq -r .result.structuredContent.session_id)
 	[[ "$sid" =~ ^[0-9a-f]{32}$ ]]
 	ws=$sessions/$sid
-	[ "$(stat -c %a "$ws")" = 755 ]
+	[ "$(stat -c %a "$ws")" = 700 ]
 	# one call at a time: each depends on the one before
 	n=1
 	step() { n=$((n + 1)); call $n "$1" "$2" >&7; wait_for $n; }

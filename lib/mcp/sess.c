@@ -310,8 +310,11 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 	 * account must neither read nor change a session's files, whatever
 	 * their modes.  (Not with the docker backend as an ordinary user: its
 	 * containers run as uid + 1, not as the server, and need the way in
-	 * others have.) */
-	if (chmod(x->dir, fs == WSFS_DIR && geteuid() != 0 ? 0755 : 0700) < 0) {
+	 * others have.)  A tmpfs has its mode from the mount, and is not
+	 * changed: root in a container has no CAP_FOWNER for its owner's. */
+	mode_t mode = fs == WSFS_DIR && geteuid() != 0 ? 0755 : 0700;
+	struct stat st;
+	if (stat(x->dir, &st) < 0 || ((st.st_mode & 07777) != mode && chmod(x->dir, mode) < 0)) {
 		snprintf(err, errlen, "cannot set up the workspace %s: %s", x->dir, strerror(errno));
 		goto fail;
 	}
