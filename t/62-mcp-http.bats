@@ -442,7 +442,7 @@ errmsg() { jq -r .error.message body; }
 	[ "$(TOK=$TOKEN2 cached 4 "$a")" = true ]
 	# one cache for all, where the configuration says so
 	http_stop
-	sed -i 's/^compile_cache .*/&\ncompile_cache_shared = true/' "$conf"
+	set_key compile_cache_shared true
 	http_serve
 	b=$(prog two)
 	[ "$(cached 5 "$b")" = false ]
