@@ -678,11 +678,11 @@ static jv check_kernels(const struct conf *c, const struct backend *be, bool usa
  * belong to no one): root's four from uid, an ordinary user's own. */
 static jv check_ids(const struct conf *c)
 {
-	static const char *const role[] = { "init", "program", "nobody", "egress" };
 	bool root = geteuid() == 0;
 	jv ids = jv_object();
 	for (unsigned k = 0; k < 4; k++)
-		ids = jv_object_set(ids, jv_string(role[k]), jv_number(root ? (double)(c->uid + k) : (double)geteuid()));
+		ids = jv_object_set(ids, jv_string(conf_host_ids[k].key),
+				    jv_number(root ? (double)(c->uid + k) : (double)geteuid()));
 	return ids;
 }
 

@@ -1218,10 +1218,16 @@ char *conf_server_history(const struct conf *c)
 	return util_strdup(c->history);
 }
 
+const struct conf_host_id conf_host_ids[4] = {
+	{ "init", "the sandbox's init" },
+	{ "program", "the program" },
+	{ "nobody", "the mapped nobody" },
+	{ "egress", "the egress proxy" },
+};
+
 const char *conf_uid_problem(const struct conf *c)
 {
 	static char why[320];
-	static const char *const role[] = { "the sandbox's init", "the program", "the mapped nobody", "the egress proxy" };
 	if (c->allow_host_uids)
 		return NULL;
 	for (unsigned k = 0; k < 4; k++) {
@@ -1239,7 +1245,7 @@ const char *conf_uid_problem(const struct conf *c)
 		}
 		snprintf(why, sizeof why, "uid = %llu: host id %u (%s) is %s; sandboxes need four ids no one has "
 			 "(the default uid = 60000 gives 60000-60003), or allow_host_uids = true",
-			 (unsigned long long)c->uid, (unsigned)id, role[k], whose);
+			 (unsigned long long)c->uid, (unsigned)id, conf_host_ids[k].what, whose);
 		return why;
 	}
 	return NULL;

@@ -1173,8 +1173,6 @@ static const int merge_clash_cols[] = { MS_KEY_DB, MS_KEY_ID, MS_SNIPPET, MS_STA
 #undef NATV
 #undef ORIGIN_OK
 
-/* Open the source read-only and check it is a version 5 history other
- * than the target: its uuid into src_uuid. */
 /* A source is evidence from another machine, and may be an attacker's:
  * only ordinary tables are read.  runs and meta must be tables (a view
  * can recurse forever), with no generated column (16 KiB of schema can
@@ -1213,6 +1211,8 @@ static int merge_past_deadline(void *deadline)
 	return util_now_ms() > *(double *)deadline;
 }
 
+/* Open the source read-only and check it is a version 5 history other
+ * than the target: its uuid into src_uuid. */
 static sqlite3 *merge_source(struct hist *h, const char *src, const char *uuid, char src_uuid[UUID_HEX + 1],
 			     char *err, size_t errlen)
 {

@@ -29,6 +29,9 @@ VALUE_MAX = 64 * 1024
 # would split a reply over lines).
 _dumps, _loads = json.dumps, json.loads
 _stdout, _stderr = sys.stdout, sys.stderr
+# and what reaping an interrupted cell's processes needs, so that the
+# cell cannot turn it off
+_listdir, _kill, _open, _getpid = os.listdir, os.kill, open, os.getpid
 
 
 def processes():
@@ -36,12 +39,12 @@ def processes():
     (pid, start time) pairs: the cells' children, and what those left,
     however detached (setsid and a double fork make an orphan of init's,
     no descendant of ours).  The start time tells a reused pid apart."""
-    out, me = set(), os.getpid()
-    for name in os.listdir("/proc"):
+    out, me = set(), _getpid()
+    for name in _listdir("/proc"):
         if not name.isdigit() or int(name) in (1, me):
             continue
         try:
-            with open("/proc/%s/stat" % name) as f:
+            with _open("/proc/%s/stat" % name) as f:
                 st = f.read()
             out.add((int(name), st[st.rindex(")") + 2:].split()[19]))
         except (OSError, ValueError, IndexError):
@@ -113,7 +116,7 @@ class Kernel:
                 return
             for pid, _start in new:
                 try:
-                    os.kill(pid, signal.SIGKILL)
+                    _kill(pid, signal.SIGKILL)
                 except OSError:
                     pass
 
