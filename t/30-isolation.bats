@@ -716,3 +716,56 @@ su=1
 -rwsr-xr-x
 1000" ]
 }
+
+# bats test_tags=kernel
+@test "a session's compiled program runs as compiled: another program of the session cannot rewrite it" {
+	# Issue 47, class 7: a program of the session (a kernel's thread, here
+	# a run beside it) watches the workspace for the directory a compiled
+	# run's code and outputs go in, and rewrites the binary between the
+	# compile and the run.  That directory is the run's own mount now: the
+	# watcher sees its name, and an empty directory under it.
+	conf=$(conf_with 's/^workspace_exec .*/workspace_exec = false/')
+	sid=$(printf '%032x' "$$")
+	ws=$BATS_TEST_TMPDIR/var/sessions/$sid
+	mkdir -p "$ws"
+	[ "$(id -u)" != 0 ] || chown "$SBX_PROG_UID:$SBX_PROG_UID" "$ws"
+	watch='import os, time
+open("ready", "w").close()
+end = time.time() + 50
+seen = set()
+while time.time() < end and not os.path.exists("stop"):
+    for d in os.listdir("."):
+        if not d.startswith(".sbx-") or not os.path.isdir(d):
+            continue
+        if d not in seen:
+            seen.add(d)
+            open("seen", "a").write(d + "\n")
+        try:
+            with open(d + "/main", "r+b") as f:
+                f.write(b"#!/bin/sh\necho rewritten\n")
+                f.truncate()
+            open("hit", "a").write(d + "\n")
+        except OSError:
+            pass'
+	honest='{language: "c", code: "#include <stdio.h>\nint main(void) { puts(\"as compiled\"); return 0; }\n"}'
+	# docker keeps a workspace noexec only on a noexec mount (sbx-mcp's tmpfs)
+	modes="false true"
+	! on_docker || modes=true
+	for exec in $modes; do
+		[ "$exec" = false ] || conf=$(conf_with 's/^$//')
+		rm -f "$ws/ready" "$ws/stop" "$ws/seen" "$ws/hit"
+		py "$watch" "{id: \"watch-$exec\", session: \"$sid\", timeout: 60}" | sbx -c "$conf" > watch.jsonl &
+		watcher=$!
+		for _ in $(seq 300); do [ -e "$ws/ready" ] || sleep 0.1; done
+		[ -e "$ws/ready" ]
+		run_req "$(jq -nc --arg s "$sid" --arg id "honest-$exec" "$honest + {id: \$id, session: \$s}")" -c "$conf"
+		touch "$ws/stop"
+		wait "$watcher"
+		jq -e '.status == "success"' watch.jsonl
+		jqe 0 '.status == "success" and .stdout == "as compiled\n"'
+		# the watcher was looking while the run was there, and found nothing to write
+		grep -q '^\.sbx-' "$ws/seen"
+		[ ! -e "$ws/hit" ] || { echo "rewritten (workspace_exec = $exec):"; cat "$ws/hit"; false; }
+		[ -z "$(find "$ws" -mindepth 1 -maxdepth 1 -name '.sbx-*')" ]
+	done
+}

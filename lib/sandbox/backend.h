@@ -98,9 +98,16 @@ typedef void (*stage_done_fn)(void *arg);
 struct backend_ops {
 	/* The job's files: a session's workspace directory (its files
 	 * executable if exec), or else a fresh scratch of `size` bytes.
-	 * NULL with err. */
-	struct bk_scratch *(*scratch_open)(struct backend *be, const char *workspace, bool exec, uint64_t size, char *err,
-					   size_t errlen);
+	 * With a workspace, `own` (or NULL) is a top-level name in it that
+	 * is the run's alone, a session's inline code's directory
+	 * (layout.h): its files live where no other sandbox of the session
+	 * reaches (a private tmpfs of `size` bytes), every stage of the run
+	 * sees them at that name, and scratch_write puts paths beneath it
+	 * there.  Other programs of the session (a kernel's thread) could
+	 * otherwise rewrite what the compiler made before the run stage
+	 * executes it.  NULL with err. */
+	struct bk_scratch *(*scratch_open)(struct backend *be, const char *workspace, const char *own, bool exec,
+					   uint64_t size, char *err, size_t errlen);
 	/* Before each stage: make the scratch ready for it.  1 if that took
 	 * work (native: a clone of the mount), 0 if not, -1 with err. */
 	int (*scratch_stage)(struct bk_scratch *s, bool compile, char *err, size_t errlen);
@@ -172,10 +179,10 @@ static inline void bk_free(struct backend *be)
 	if (be)
 		be->ops->free(be);
 }
-static inline struct bk_scratch *bk_scratch_open(struct backend *be, const char *workspace, bool exec, uint64_t size,
-						 char *err, size_t errlen)
+static inline struct bk_scratch *bk_scratch_open(struct backend *be, const char *workspace, const char *own, bool exec,
+						 uint64_t size, char *err, size_t errlen)
 {
-	return be->ops->scratch_open(be, workspace, exec, size, err, errlen);
+	return be->ops->scratch_open(be, workspace, own, exec, size, err, errlen);
 }
 static inline void bk_scratch_close(struct bk_scratch *s)
 {

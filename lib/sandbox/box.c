@@ -709,12 +709,13 @@ give_slot:
 	return b;
 }
 
-static int send_spec(struct box *b, const struct stage_spec *sp, int stdin_fd, int scratch_fd)
+static int send_spec(struct box *b, const struct stage_spec *sp, int stdin_fd, const struct box_work *w)
 {
+	bool own = w->scratch >= 0 && w->own >= 0 && w->own_name;
 	struct spec_hdr h = {
 		.file_size = sp->lim->file_size, .nofile = sp->lim->nofile, .stack = sp->lim->stack,
 		.pids = sp->lim->pids, .memory = sp->lim->memory, .tmpfs = sp->lim->tmpfs,
-		.flags = (scratch_fd >= 0 ? SPEC_SCRATCH : 0) |
+		.flags = (w->scratch >= 0 ? SPEC_SCRATCH : 0) | (own ? SPEC_OWN : 0) |
 			 (sp->deps ? SPEC_DEPS : 0) | (sp->egress ? SPEC_EGRESS : 0) | (sp->work_exec ? SPEC_WORK_EXEC : 0) |
 			 (b->res.enforced & ENF_MEMORY ? 0 : SPEC_RLIMIT_DATA) | (sp->timings ? SPEC_TIMINGS : 0),
 	};
@@ -725,6 +726,8 @@ static int send_spec(struct box *b, const struct stage_spec *sp, int stdin_fd, i
 		len += strlen(*e) + 1;
 	for (char *const *o = sp->outputs; o && *o && h.outc < NS_MAX_OUTPUTS; o++, h.outc++)
 		len += strlen(*o) + 1;
+	if (own)
+		len += strlen(w->own_name) + 1;
 	if (len > SPEC_MAX) {
 		errno = E2BIG;
 		return -1;
@@ -737,10 +740,12 @@ static int send_spec(struct box *b, const struct stage_spec *sp, int stdin_fd, i
 		p = stpcpy(p, *e) + 1;
 	for (uint32_t i = 0; i < h.outc; i++)
 		p = stpcpy(p, sp->outputs[i]) + 1;
-	int fds[2] = { stdin_fd, scratch_fd };
+	if (own)
+		stpcpy(p, w->own_name);
+	int fds[3] = { stdin_fd, w->scratch, w->own };
 	/* The socket buffer holds a whole header; the strings follow (the
 	 * child reads them as soon as it has the header). */
-	int rc = box_send_fds(b->spec_fd, &h, sizeof h, fds, scratch_fd >= 0 ? 2 : 1);
+	int rc = box_send_fds(b->spec_fd, &h, sizeof h, fds, 1 + (w->scratch >= 0) + own);
 	if (!rc)
 		rc = util_write_all(b->spec_fd, buf, len);
 	free(buf);
@@ -769,7 +774,7 @@ static void on_egress(struct loop *l, int fd, short rev, void *arg)
 }
 
 /* Give a spawned sandbox its job. */
-static void assign(struct box *b, const struct stage_spec *sp, int scratch_fd, stage_done_fn done, void *arg)
+static void assign(struct box *b, const struct stage_spec *sp, const struct box_work *w, stage_done_fn done, void *arg)
 {
 	struct box_sys *s = b->sys;
 	b->assigned = true;
@@ -820,7 +825,7 @@ static void assign(struct box *b, const struct stage_spec *sp, int scratch_fd, s
 	b->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	/* Before the send: init may run ahead of us with the job at once. */
 	int64_t t_assigned = box_mono_ns();
-	if (in < 0 || b->timer_fd < 0 || send_spec(b, sp, in, scratch_fd) < 0) {
+	if (in < 0 || b->timer_fd < 0 || send_spec(b, sp, in, w) < 0) {
 		int e = errno;
 		if (in >= 0)
 			close(in);
@@ -941,8 +946,8 @@ void box_pool_drain(struct box_sys *s)
 	}
 }
 
-struct box *box_start(struct box_sys *s, struct loop *l, const struct stage_spec *sp, int scratch_fd, stage_done_fn done,
-		      void *arg)
+struct box *box_start(struct box_sys *s, struct loop *l, const struct stage_spec *sp, const struct box_work *work,
+		      stage_done_fn done, void *arg)
 {
 	struct box *b = NULL;
 	const char *rootfs = sp->rootfs && *sp->rootfs ? sp->rootfs : NULL;
@@ -954,7 +959,7 @@ struct box *box_start(struct box_sys *s, struct loop *l, const struct stage_spec
 		}
 	if (!b)
 		b = spawn(s, l, sp->network, rootfs, sp->binds);
-	assign(b, sp, scratch_fd, done, arg);
+	assign(b, sp, work, done, arg);
 	/* Warm up once jobs come in a stream: a single job gains nothing from a
 	 * sandbox made for a successor that never comes. */
 	if (++s->started >= 2)

@@ -89,10 +89,19 @@ void box_pool(struct box_sys *s, struct loop *l, size_t n, bool one_now);
  * still exiting (before exit: nothing outlives the process). */
 void box_pool_drain(struct box_sys *s);
 
+/* A stage's files, detached mounts it takes (box_scratch,
+ * box_scratch_clone, box_workspace): scratch becomes its working
+ * directory; own, with scratch, goes over the directory own_name there
+ * (native.c).  -1: none. */
+struct box_work {
+	int scratch, own;
+	const char *own_name;
+};
+
 /* Start a stage.  Never returns NULL: a failure to start is reported through
  * done (called from the loop) with STAGE_INTERNAL. */
-struct box *box_start(struct box_sys *s, struct loop *l, const struct stage_spec *spec, int scratch_fd, stage_done_fn done,
-		      void *arg);
+struct box *box_start(struct box_sys *s, struct loop *l, const struct stage_spec *spec, const struct box_work *w,
+		      stage_done_fn done, void *arg);
 /* Kill the stage now (its result says STAGE_CANCELLED). */
 void box_cancel(struct box *b);
 const struct stage_result *box_result(const struct box *b);

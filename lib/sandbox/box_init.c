@@ -216,11 +216,13 @@ static bool recv_spec(int fd, struct spec *sp)
 {
 	int fds[MSG_FDS];
 	int nfd = box_recv_fds(fd, &sp->h, sizeof sp->h, fds);
-	if (nfd != 1 + !!(sp->h.flags & SPEC_SCRATCH) || sp->h.len > SPEC_MAX || sp->h.argc == 0 ||
-	    sp->h.argc + sp->h.envc > SPEC_MAX || sp->h.outc > NS_MAX_OUTPUTS)
+	bool own = sp->h.flags & SPEC_OWN;
+	if (nfd != 1 + !!(sp->h.flags & SPEC_SCRATCH) + own || (own && !(sp->h.flags & SPEC_SCRATCH)) ||
+	    sp->h.len > SPEC_MAX || sp->h.argc == 0 || sp->h.argc + sp->h.envc > SPEC_MAX || sp->h.outc > NS_MAX_OUTPUTS)
 		return false;
 	sp->stdin_fd = fds[0];
 	sp->scratch_fd = nfd > 1 ? fds[1] : -1;
+	sp->own_fd = own ? fds[2] : -1;
 	char *buf = malloc(sp->h.len + 1);
 	sp->argv = calloc(sp->h.argc + 1, sizeof *sp->argv);
 	sp->env = calloc(sp->h.envc + 1, sizeof *sp->env);
@@ -240,6 +242,10 @@ static bool recv_spec(int fd, struct spec *sp)
 			sp->outputs[i - sp->h.argc - sp->h.envc] = p;
 		p += strlen(p) + 1;
 	}
+	/* A top-level name of sbx's own (layout.h), never a path. */
+	if (own && (p >= end || !ns_reserved(p) || strchr(p, '/')))
+		return false;
+	sp->own = own ? p : NULL;
 	return true;
 }
 
@@ -385,13 +391,15 @@ static void init_job(const struct child_args *a, int st, const struct spec *sp, 
 		box_msg_send(st, MSG_MARK, 0, t_ready, 0, 0, 0, "root_built");
 		box_msg_send(st, MSG_MARK, 0, box_mono_ns(), 0, 0, 0, "job_received");
 	}
-	if (ns_attach_work(sp->h.tmpfs, sp->scratch_fd, sp->outputs, sp->h.flags & SPEC_DEPS, sp->h.flags & SPEC_WORK_EXEC, err,
-			   sizeof err) < 0) {
+	if (ns_attach_work(sp->h.tmpfs, sp->scratch_fd, sp->own_fd, sp->own, sp->outputs, sp->h.flags & SPEC_DEPS,
+			   sp->h.flags & SPEC_WORK_EXEC, err, sizeof err) < 0) {
 		box_msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
 		_exit(123);
 	}
 	if (sp->scratch_fd >= 0)
 		close(sp->scratch_fd);
+	if (sp->own_fd >= 0)
+		close(sp->own_fd);
 	close(KFD(K_SPEC));
 	/* Writes only where the sandbox may write (ll.h): no /proc/PID/mem of
 	 * a sibling.  The program inherits it. */

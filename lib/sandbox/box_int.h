@@ -44,9 +44,11 @@ struct child_args {
  * has made the run's cgroups: a uint32_t count and (v1) that many tasks
  * files, opened by the supervisor (the sandbox's mount namespace has no
  * /sys).  Then the job: this header, then `len` bytes of NUL-terminated
- * argv and env strings, with the stdin memfd and (SPEC_SCRATCH) the
- * scratch mount. */
-enum { SPEC_SCRATCH = 1, SPEC_RLIMIT_DATA = 4, SPEC_TIMINGS = 8, SPEC_DEPS = 16, SPEC_EGRESS = 32, SPEC_WORK_EXEC = 64 };
+ * argv, env and output strings, with the stdin memfd and (SPEC_SCRATCH)
+ * the scratch mount; with SPEC_OWN too, a last string names the run's own
+ * directory in the scratch, and its mount is the third fd (box_work). */
+enum { SPEC_SCRATCH = 1, SPEC_RLIMIT_DATA = 4, SPEC_TIMINGS = 8, SPEC_DEPS = 16, SPEC_EGRESS = 32, SPEC_WORK_EXEC = 64,
+       SPEC_OWN = 128 };
 struct spec_hdr {
 	uint64_t file_size, nofile, stack, pids, memory, tmpfs;
 	uint32_t flags, argc, envc, outc, len;
@@ -57,7 +59,8 @@ struct spec_hdr {
 struct spec {
 	struct spec_hdr h;
 	char **argv, **env, **outputs;
-	int stdin_fd, scratch_fd;
+	char *own;                 /* SPEC_OWN's name, or NULL */
+	int stdin_fd, scratch_fd, own_fd;
 };
 
 /* Send len bytes with nfd fds (0..MSG_FDS) attached to the first. */

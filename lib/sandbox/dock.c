@@ -712,17 +712,21 @@ static void advance(struct dock *k)
  * scratch directory or workspace src, opened beneath it through no link)
  * to bindir, which is not noexec, and bind each read-only over itself:
  * the program can run them, and nothing it writes, nor anything else the
- * compile stage left. */
-static jv exec_bins(const char *src, const char *bindir, char *const *outputs, jv mounts)
+ * compile stage left.  With `own`, src is the run's own directory, and
+ * only outputs beneath that name are taken, from it. */
+static jv exec_bins(const char *src, const char *own, const char *bindir, char *const *outputs, jv mounts)
 {
 	int sd = open(src, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sd < 0)
 		return mounts;
+	size_t o = own ? strlen(own) : 0;
 	for (int i = 0; outputs[i] && i < NS_MAX_OUTPUTS; i++) {
 		struct stat st;
 		const char *name = outputs[i];
+		if (o && (strncmp(name, own, o) || name[o] != '/'))
+			continue;
 		/* non-blocking: a FIFO planted under the name must not hang us */
-		int in = util_open_beneath(sd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+		int in = util_open_beneath(sd, name + (o ? o + 1 : 0), O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
 		if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
 			if (in >= 0)
 				close(in);
@@ -794,13 +798,23 @@ static jv create_body(struct dock *k, const struct dock_spec *sp, const char *cg
 	char scratch[4200], dir[4200];
 	snprintf(scratch, sizeof scratch, "%s/scratch", sp->scratch);
 	jv mounts = jv_array_append(jv_array(), bind_mount(sp->workspace ? sp->scratch : scratch, NS_WORKDIR, false));
+	if (sp->workspace && sp->own) {
+		/* the run's own directory, over its name (docker.c) */
+		snprintf(scratch, sizeof scratch, "%s/scratch", sp->own_host);
+		snprintf(dir, sizeof dir, "%s/%s", NS_WORKDIR, sp->own);
+		mounts = jv_array_append(mounts, bind_mount(scratch, dir, false));
+	}
 	if (b->outputs && !sp->workspace) {
 		snprintf(dir, sizeof dir, "%s/bin", sp->scratch);
-		mounts = exec_bins(scratch, dir, b->outputs, mounts);
+		mounts = exec_bins(scratch, NULL, dir, b->outputs, mounts);
+	} else if (b->outputs && sp->own) {
+		/* from the run's own directory, executable or not */
+		snprintf(dir, sizeof dir, "%s/bin", sp->own_host);
+		mounts = exec_bins(scratch, sp->own, dir, b->outputs, mounts);
 	} else if (b->outputs && !b->work_exec && stage_dir(k) == 0) {
 		/* a noexec workspace (workspace_exec = false): the same, from it */
 		snprintf(dir, sizeof dir, "%s/bin", k->stage_dir);
-		mounts = exec_bins(sp->scratch, dir, b->outputs, mounts);
+		mounts = exec_bins(sp->scratch, NULL, dir, b->outputs, mounts);
 	}
 	if (k->deps) {
 		snprintf(dir, sizeof dir, "%s/deps", k->stage_dir);

@@ -3,7 +3,10 @@
  * Theory of operation.  A job's scratch is a host directory the daemon can
  * bind: a fresh noexec tmpfs mounted under STATE_DIR/docker (dock_scratch),
  * or a session's workspace itself.  Every stage binds the same directory,
- * so a stage needs nothing made for it.  The supervisor writes and reads
+ * so a stage needs nothing made for it.  A session's compiled code has a
+ * directory of the run's own (backend.h): a second such tmpfs, bound over
+ * that name in the workspace in each of the run's containers, and never
+ * in another's.  The supervisor writes and reads
  * the job's files through a directory fd opened once, without following
  * links (a workspace holds whatever its programs planted).  A compiled
  * program's identity for the cache is the ID its image's name means now.
@@ -15,6 +18,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dock.h"
@@ -30,6 +34,9 @@ struct docker_scratch {
 	char *host;                /* dock_scratch's directory (removed at close), or NULL */
 	const char *bind;          /* what stages bind: host, or the workspace */
 	char *workspace;
+	char *own;                 /* the run's own directory in the workspace, or NULL */
+	char *own_host;            /* its dock_scratch directory */
+	int own_fd;                /* its tmpfs, the supervisor's view (-1: none) */
 };
 
 static struct dock_sys *sys_of(struct backend *be)
@@ -37,8 +44,10 @@ static struct dock_sys *sys_of(struct backend *be)
 	return &((struct docker *)be)->d;
 }
 
-static struct bk_scratch *d_scratch_open(struct backend *be, const char *workspace, bool exec, uint64_t size, char *err,
-					 size_t errlen)
+static void d_scratch_close(struct bk_scratch *sc);
+
+static struct bk_scratch *d_scratch_open(struct backend *be, const char *workspace, const char *own, bool exec,
+					 uint64_t size, char *err, size_t errlen)
 {
 	(void)exec; /* the engine binds a workspace with its own mount's flags (dock_start) */
 	char *host = workspace ? NULL : dock_scratch(sys_of(be), size, err, errlen);
@@ -57,34 +66,65 @@ static struct bk_scratch *d_scratch_open(struct backend *be, const char *workspa
 	}
 	free(sub);
 	struct docker_scratch *s = util_xalloc(sizeof *s);
-	*s = (struct docker_scratch){ .base = { .be = be, .dir = fd }, .host = host };
+	*s = (struct docker_scratch){ .base = { .be = be, .dir = fd }, .host = host, .own_fd = -1 };
 	s->workspace = workspace ? util_strdup(workspace) : NULL;
 	s->bind = host ? host : s->workspace;
+	if (workspace && own) {
+		s->own = util_strdup(own);
+		if (!(s->own_host = dock_scratch(sys_of(be), size, err, errlen))) {
+			d_scratch_close(&s->base);
+			return NULL;
+		}
+		char *p = util_fmt("%s/scratch", s->own_host);
+		s->own_fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (s->own_fd < 0) {
+			snprintf(err, errlen, "cannot open %s: %s", p, strerror(errno));
+			free(p);
+			d_scratch_close(&s->base);
+			return NULL;
+		}
+		free(p);
+	}
 	return &s->base;
 }
 
+/* The run's own directory needs its mount point in the workspace (made by
+ * us, as remove_own in run.c removed whatever was there; the engine
+ * would make it otherwise, resolving the name inside the container). */
 static int d_scratch_stage(struct bk_scratch *sc, bool compile, char *err, size_t errlen)
 {
-	(void)sc;
+	struct docker_scratch *s = (struct docker_scratch *)sc;
 	(void)compile;
-	(void)err;
-	(void)errlen;
+	if (s->own && mkdirat(sc->dir, s->own, 0755) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "cannot make %s in the workspace: %s", s->own, strerror(errno));
+		return -1;
+	}
 	return 0;
 }
 
 static int d_scratch_write(struct bk_scratch *sc, const char *path, const char *data, size_t len, mode_t mode)
 {
-	return util_write_beneath(sc->dir, path, data, len, mode, (uid_t)sys_of(sc->be)->uid);
+	struct docker_scratch *s = (struct docker_scratch *)sc;
+	uid_t uid = (uid_t)sys_of(sc->be)->uid;
+	size_t o = s->own ? strlen(s->own) : 0;
+	if (o && !strncmp(path, s->own, o) && path[o] == '/')
+		return util_write_beneath(s->own_fd, path + o + 1, data, len, mode, uid);
+	return util_write_beneath(sc->dir, path, data, len, mode, uid);
 }
 
 static void d_scratch_close(struct bk_scratch *sc)
 {
 	struct docker_scratch *s = (struct docker_scratch *)sc;
 	close(s->base.dir);
-	if (s->host) {
+	if (s->own_fd >= 0)
+		close(s->own_fd);
+	if (s->host)
 		dock_scratch_remove(s->host);
-		free(s->host);
-	}
+	if (s->own_host)
+		dock_scratch_remove(s->own_host);
+	free(s->host);
+	free(s->own_host);
+	free(s->own);
 	free(s->workspace);
 	free(s);
 }
@@ -94,7 +134,7 @@ static struct bk_stage *d_start(struct backend *be, struct loop *l, const struct
 {
 	struct docker_scratch *s = (struct docker_scratch *)sp->scratch;
 	struct dock_spec ds = { .st = sp, .image = sp->image, .scratch = s ? s->bind : NULL, .workspace = s && !s->host,
-				.run_id = sp->label };
+				.own = s ? s->own : NULL, .own_host = s ? s->own_host : NULL, .run_id = sp->label };
 	return (struct bk_stage *)dock_start(sys_of(be), l, &ds, done, arg);
 }
 

@@ -7,7 +7,11 @@
  * tmpfs is cloned (the compile stage takes the clone; the run stage the
  * scratch itself, or on kernels before 6.15 a second clone, since only the
  * holder namespace can clone there), and a workspace is opened again
- * before each run stage.  The supervisor keeps `dir`, through which it
+ * before each run stage.  A session's compiled code gets a tmpfs of the
+ * run's own for its directory (backend.h's `own`), cloned per stage like
+ * a fresh scratch and moved over that name in each stage's workspace:
+ * what the compiler leaves there no other sandbox of the session sees.
+ * The supervisor keeps `dir`, through which it
  * writes the job's files and reads what the compile made: a detached
  * mount's files stay reachable through any fd of it, and the whole tmpfs
  * goes with the last one, even if the supervisor is killed.
@@ -44,6 +48,10 @@ struct native_scratch {
 	bool exec;
 	int stage_mnt[2];          /* a tmpfs's clones for compile, run (-1: none) */
 	int next;                  /* the mount the next stage takes */
+	char *own;                 /* the run's own directory in the workspace, or NULL */
+	int own_fd;                /* its tmpfs (-1: none), the supervisor's view */
+	int own_mnt[2];            /* its clones for compile, run (-1: none) */
+	int own_next;              /* the mount of it the next stage takes */
 };
 
 static struct box_sys *sys_of(struct backend *be)
@@ -51,17 +59,45 @@ static struct box_sys *sys_of(struct backend *be)
 	return &((struct native *)be)->sys;
 }
 
-static struct bk_scratch *n_scratch_open(struct backend *be, const char *workspace, bool exec, uint64_t size, char *err,
-					 size_t errlen)
+static void n_scratch_close(struct bk_scratch *sc);
+
+static struct bk_scratch *n_scratch_open(struct backend *be, const char *workspace, const char *own, bool exec,
+					 uint64_t size, char *err, size_t errlen)
 {
 	struct box_sys *s = sys_of(be);
 	int fd = workspace ? box_workspace(s, workspace, exec, err, errlen) : box_scratch(s, size, err, errlen);
 	if (fd < 0)
 		return NULL;
 	struct native_scratch *n = util_xalloc(sizeof *n);
-	*n = (struct native_scratch){ .base = { .be = be, .dir = fd }, .sys = s, .exec = exec, .stage_mnt = { -1, -1 }, .next = fd };
+	*n = (struct native_scratch){ .base = { .be = be, .dir = fd }, .sys = s, .exec = exec, .stage_mnt = { -1, -1 },
+				      .next = fd, .own_fd = -1, .own_mnt = { -1, -1 }, .own_next = -1 };
 	n->workspace = workspace ? util_strdup(workspace) : NULL;
+	if (workspace && own) {
+		n->own = util_strdup(own);
+		if ((n->own_fd = n->own_next = box_scratch(s, size, err, errlen)) < 0) {
+			n_scratch_close(&n->base);
+			return NULL;
+		}
+	}
 	return &n->base;
+}
+
+/* The run's own directory for the next stage: its mount point in the
+ * workspace (made by us, as remove_own in run.c removed whatever was
+ * there), and a mount of its tmpfs for the stage to take. */
+static int own_stage(struct native_scratch *n, bool compile, char *err, size_t errlen)
+{
+	if (mkdirat(n->base.dir, n->own, 0755) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "cannot make %s in the workspace: %s", n->own, strerror(errno));
+		return -1;
+	}
+	if (compile) {
+		if ((n->own_mnt[0] = box_scratch_clone(n->sys, n->own_fd, &n->own_mnt[1], err, errlen)) < 0)
+			return -1;
+		n->own_next = n->own_mnt[0];
+	} else
+		n->own_next = n->own_mnt[1] >= 0 ? n->own_mnt[1] : n->own_fd;
+	return 0;
 }
 
 static int n_scratch_stage(struct bk_scratch *sc, bool compile, char *err, size_t errlen)
@@ -73,9 +109,10 @@ static int n_scratch_stage(struct bk_scratch *sc, bool compile, char *err, size_
 			return -1;
 		close(n->base.dir);
 		n->base.dir = n->next = fresh;
-		return 0;
 	}
-	if (!n->workspace && compile) {
+	if (n->workspace)
+		return n->own ? own_stage(n, compile, err, errlen) : 0;
+	if (compile) {
 		if ((n->stage_mnt[0] = box_scratch_clone(n->sys, n->base.dir, &n->stage_mnt[1], err, errlen)) < 0)
 			return -1;
 		n->next = n->stage_mnt[0];
@@ -88,25 +125,30 @@ static int n_scratch_stage(struct bk_scratch *sc, bool compile, char *err, size_
 static int n_scratch_write(struct bk_scratch *sc, const char *path, const char *data, size_t len, mode_t mode)
 {
 	struct native_scratch *n = (struct native_scratch *)sc;
+	size_t o = n->own ? strlen(n->own) : 0;
+	if (o && !strncmp(path, n->own, o) && path[o] == '/')
+		return util_write_beneath(n->own_fd, path + o + 1, data, len, mode, box_scratch_owner(n->sys));
 	return util_write_beneath(n->base.dir, path, data, len, mode, box_scratch_owner(n->sys));
 }
 
 static void n_scratch_close(struct bk_scratch *sc)
 {
 	struct native_scratch *n = (struct native_scratch *)sc;
-	int fds[] = { n->base.dir, n->stage_mnt[0], n->stage_mnt[1] };
+	int fds[] = { n->base.dir, n->stage_mnt[0], n->stage_mnt[1], n->own_fd, n->own_mnt[0], n->own_mnt[1] };
 	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	free(n->workspace);
+	free(n->own);
 	free(n);
 }
 
 static struct bk_stage *n_start(struct backend *be, struct loop *l, const struct stage_spec *sp, stage_done_fn done,
 				void *arg)
 {
-	int fd = sp->scratch ? ((struct native_scratch *)sp->scratch)->next : -1;
-	return (struct bk_stage *)box_start(sys_of(be), l, sp, fd, done, arg);
+	const struct native_scratch *n = (const struct native_scratch *)sp->scratch;
+	struct box_work w = { .scratch = n ? n->next : -1, .own = n && n->own ? n->own_next : -1, .own_name = n ? n->own : NULL };
+	return (struct bk_stage *)box_start(sys_of(be), l, sp, &w, done, arg);
 }
 
 static void n_cancel(struct bk_stage *st)
@@ -256,7 +298,7 @@ static double probe_true(struct backend *be, char *why, size_t len)
 	struct stage_spec spec = { .argv = pargv, .env = penv, .lim = &lim };
 	struct probe p = { 0 };
 	double t0 = util_now_ms();
-	p.b = box_start(s, l, &spec, -1, probe_done, &p);
+	p.b = box_start(s, l, &spec, &(struct box_work){ .scratch = -1, .own = -1 }, probe_done, &p);
 	while (!p.done && loop_once(l, 1000) >= 0)
 		;
 	double ms = util_now_ms() - t0;

@@ -331,18 +331,50 @@ static int bind_over_itself(int dfd, const char *name, mode_t want, uint64_t att
  * written (EROFS), replaced or removed (EBUSY), so what runs is what the
  * compiler made; a name that is missing, or not a regular file (a link the
  * compile stage planted), is left alone. */
-static int bind_executables(int scratch_fd, char *const *outputs, char *err, size_t errlen)
+static int bind_executables(int scratch_fd, int own_fd, const char *own, char *const *outputs, char *err, size_t errlen)
 {
-	for (int n = 0; outputs[n] && n < NS_MAX_OUTPUTS; n++)
+	size_t o = own ? strlen(own) : 0;
+	for (int n = 0; outputs[n] && n < NS_MAX_OUTPUTS; n++) {
+		/* Beneath the run's own directory: from its mount (a path is
+		 * resolved within one mount, RESOLVE_NO_XDEV). */
+		bool mine = o && !strncmp(outputs[n], own, o) && outputs[n][o] == '/';
 		/* From a noexec workspace the clone is noexec too: clear it. */
-		if (bind_over_itself(scratch_fd, outputs[n], S_IFREG, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-				     MOUNT_ATTR_NOEXEC, false) < 0)
+		if (bind_over_itself(mine ? own_fd : scratch_fd, outputs[n] + (mine ? o + 1 : 0), S_IFREG,
+				     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, false) < 0)
 			return fail(err, errlen, "bind the executable %s", outputs[n]);
+	}
 	return 0;
 }
 
-int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, char *const *outputs, bool deps, bool work_exec, char *err,
-		   size_t errlen)
+/* The run's own directory: its tmpfs (flagged like the scratch) over the
+ * name in the workspace, opened without following a link (another
+ * program of the session may have put anything there since the
+ * supervisor made it).  An fd of the mounted directory, or -1. */
+static int attach_own(int here, int own_fd, const char *own, uint64_t attrs, char *err, size_t errlen)
+{
+	struct mount_attr a = { .attr_set = attrs };
+	int at = openat(here, own, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (at < 0)
+		return fail(err, errlen, "find %s in the workspace (another program of the session removed or replaced it)",
+			    own);
+	int rc = move_mount(own_fd, "", at, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+	int e = errno;
+	close(at);
+	errno = e;
+	/* Its flags where it lands, like the scratch's: the supervisor's
+	 * detached mount is not ours to change before. */
+	if (rc < 0 || (at = openat(here, own, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return fail(err, errlen, "attach the run's own directory %s", own);
+	if (mount_setattr(at, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
+		fail(err, errlen, "set the flags of %s", own);
+		close(at);
+		return -1;
+	}
+	return at;
+}
+
+int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, int own_fd, const char *own, char *const *outputs, bool deps,
+		   bool work_exec, char *err, size_t errlen)
 {
 	/* One tmpfs, size-limited and noexec, for everything a program may
 	 * write besides scratch: its pages are charged to the run's memory
@@ -388,8 +420,14 @@ int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, char *const *outputs, b
 		if (move_mount(scratch_fd, "", AT_FDCWD, NS_WORKDIR, MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
 		    mount_setattr(AT_FDCWD, NS_WORKDIR, 0, &a, sizeof a) < 0)
 			return fail(err, errlen, "attach the scratch directory");
-		int here = open(NS_WORKDIR, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		int brc = here < 0 ? fail(err, errlen, "open " NS_WORKDIR) : outputs ? bind_executables(here, outputs, err, errlen) : 0;
+		int here = open(NS_WORKDIR, O_PATH | O_DIRECTORY | O_CLOEXEC), mine = -1;
+		int brc = here < 0 ? fail(err, errlen, "open " NS_WORKDIR) : 0;
+		if (!brc && own_fd >= 0 && own && (mine = attach_own(here, own_fd, own, a.attr_set, err, errlen)) < 0)
+			brc = -1;
+		if (!brc && outputs)
+			brc = bind_executables(here, mine, own, outputs, err, errlen);
+		if (mine >= 0)
+			close(mine);
 		if (!brc && deps && bind_over_itself(here, NS_DEPS, S_IFDIR, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
 						     MOUNT_ATTR_NOEXEC, true) < 0)
 			brc = fail(err, errlen, "bind the installed packages");
