@@ -735,3 +735,52 @@ errmsg() { jq -r .error.message body; }
 	jq -e '.ok == 1000 and .wrong == 0 and .failed == 0' <<< "$output"
 	[ "$(grep -c '"POST /mcp" 200 .* rpc=tools/call$' srv.log)" -eq 1000 ]
 }
+
+@test "a flood of idle and trickling connections from one address: token holders are still answered" {
+	# Issue 47, class 2: 300 idle connections and 256 that trickle a
+	# header line every half second shut every token holder out for over a
+	# minute.  Now a connection that has shown no valid token yet goes
+	# first when connections run short, and has request_timeout for its
+	# whole request, which trickling cannot extend.
+	set_key request_timeout 3
+	http_serve
+	initialize
+	# a token holder's open event stream, from before the flood
+	curl -sS -N "$URL/mcp" -H "Authorization: Bearer $TOKEN" -H "Mcp-Session-Id: $SID" -H 'Accept: text/event-stream' > stream &
+	stream=$!
+	port=${URL##*:}
+	coproc FLOOD { python3 "$ROOT/t/http/flood.py" 127.0.0.1 "$port" 300 256 30; }
+	read -r -t 60 ready <&"${FLOOD[0]}"
+	[ "$ready" = ready ]
+	# while it is open, from the same address: answered within their normal time
+	for i in 1 2 3 4 5; do
+		t0=$(date +%s%N)
+		rpc '{"jsonrpc":"2.0","id":'"$i"',"method":"tools/list"}' --max-time 10
+		[ "$code" = 200 ]
+		jq -e '.result.tools | length > 0' body > /dev/null
+		ms=$((($(date +%s%N) - t0) / 1000000))
+		echo "call $i: $ms ms" >> latency
+	done
+	cat latency
+	# the first may wait for a sweep of the strangers (each second, of
+	# those past a second's grace): 556 connections are past libmicrohttpd's
+	# own limit, so it sits in the listen backlog until then
+	[ "$(head -n 1 latency | cut -d' ' -f3)" -lt "$(bound 3000 8000)" ]
+	[ "$(tail -n +2 latency | cut -d' ' -f3 | sort -n | tail -n 1)" -lt "$(bound 500 3000)" ]
+	read -r -t 60 result <&"${FLOOD[0]}"
+	wait "$FLOOD_PID" || true
+	echo "$result" | jq -c .
+	# every trickling connection was closed, within request_timeout of its
+	# accept (give or take the sweep's second, and the flood's own half-second
+	# rounds), though it kept sending: a head has a deadline, not an idle timeout
+	echo "$result" | jq -e '.trickle.opened == 256 and .trickle.closed == 256 and .trickle.longest < 3 + 5'
+	# the idle ones too: past the limits, or at request_timeout
+	echo "$result" | jq -e '.idle.closed == .idle.opened and .idle.longest < 3 + 5'
+	grep -q 'http: closed [0-9]* connections that showed no valid token' srv.log
+	# the token holder's stream was never cut
+	kill -0 "$stream"
+	kill "$stream"
+	wait "$stream" || true
+	req GET /healthz
+	[ "$code" = 200 ]
+}

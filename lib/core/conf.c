@@ -129,6 +129,8 @@ static const struct key http_keys[] = {
 	{ "origins", T_STRARR, SB(http_origins), 0, 0 },
 	{ "hosts", T_STRARR, SB(http_hosts), 0, 0 },
 	{ "max_connections", T_INT, SB(http_max_connections), 1, 100000 },
+	{ "max_connections_per_address", T_INT, SB(http_max_per_address), 1, 100000 },
+	{ "request_timeout", T_DUR, SB(http_head_timeout_ms), 1000, 3600e3 },
 	{ "timeout", T_DUR, SB(http_timeout_ms), 1000, 86400e3 },
 	{ "shutdown_grace", T_DUR, SB(http_grace_ms), 0, 86400e3 },
 	{ "dashboard", T_STR, SB(http_dashboard), 0, 0 },
@@ -635,6 +637,8 @@ static void set_defaults(struct conf *c)
 	c->http_session_ttl_ms = 3600 * 1000;
 	c->http_max_sessions = 64;
 	c->http_max_connections = 256;
+	c->http_max_per_address = 64;
+	c->http_head_timeout_ms = 10 * 1000;
 	c->http_timeout_ms = 30 * 1000;
 	c->http_grace_ms = 10 * 1000;
 	c->http_dashboard = util_strdup("own");

@@ -106,7 +106,9 @@ struct conf {
 	uint64_t http_max_sessions;       /* Mcp-Session-Ids per token */
 	char **http_origins;              /* Origins allowed besides the server's own, or NULL */
 	char **http_hosts;                /* Host names allowed besides loopback and IP literals */
-	uint64_t http_max_connections;
+	uint64_t http_max_connections;    /* open at once; past it, one without a token yet is closed */
+	uint64_t http_max_per_address;    /* the same, from one client address */
+	uint64_t http_head_timeout_ms;    /* a connection without a token: its whole request within this */
 	uint64_t http_timeout_ms;         /* an idle connection is closed after this */
 	uint64_t http_grace_ms;           /* SIGTERM: running calls may finish this long */
 	char *http_dashboard;             /* "own": a token's dashboard shows its runs; "all": every run */

@@ -65,6 +65,20 @@ struct pend {
 	struct pend *next;
 };
 
+/* A connection, from its accept to its close (on_link).  Until one of
+ * its requests carries a valid token it is a stranger's: it has
+ * request_timeout for each whole request, however slowly the bytes
+ * trickle in (libmicrohttpd's idle timeout restarts with each), and it is
+ * the first to go when connections run short (sweep). */
+struct link {
+	int fd;
+	char addr[INET6_ADDRSTRLEN];   /* the peer's address, without its port */
+	char peer[64];                 /* with it, for the access log (ex->peer) */
+	double since;                  /* when its current request (or the wait for one) began */
+	bool trusted, shed;
+	struct link *prev, *next;      /* oldest first */
+};
+
 /* One HTTP request and its response. */
 struct ex {
 	struct http *h;
@@ -103,6 +117,8 @@ struct http {
 	struct ex *exs;
 	uint64_t seq;
 	unsigned busy, ticks;
+	struct link *links, *newest;   /* open connections, oldest first */
+	unsigned nlinks, nshed;        /* open (shed ones included); shed since the last tick */
 	bool draining;
 	struct dash *dash;             /* the history's web view at / */
 };
@@ -923,6 +939,116 @@ static enum MHD_Result respond(struct ex *ex)
 	return MHD_YES;
 }
 
+/* ---- connections ---------------------------------------------------------- */
+
+/* Close a connection at once: its socket is shut down (not closed:
+ * libmicrohttpd owns the fd), which libmicrohttpd sees as the peer gone. */
+static void shed(struct http *h, struct link *k)
+{
+	if (k->shed)
+		return;
+	k->shed = true;
+	shutdown(k->fd, SHUT_RDWR);
+	h->nshed++;
+}
+
+/* libmicrohttpd's own limit: past it, it accepts no more (they wait in
+ * the listen backlog); room above max_connections for the new
+ * connections sweep closes strangers for, and those closing. */
+static unsigned hard_limit(const struct conf *c)
+{
+	return (unsigned)(2 * c->http_max_connections + 16);
+}
+
+/* How long a new connection (or one between requests) has to send its
+ * request head before sweep may count it as a stranger's to close: a
+ * client sends it right after connecting, even across a WAN or from a
+ * busy machine. */
+#define HEAD_GRACE_MS 1000
+
+static unsigned from(const struct http *h, const char *addr)
+{
+	unsigned n = 0;
+	for (const struct link *o = h->links; o; o = o->next)
+		n += !o->shed && !strcmp(o->addr, addr);
+	return n;
+}
+
+/* Connections are kept under max_connections in all and
+ * max_connections_per_address from any one address by closing strangers,
+ * the oldest first, and only those past HEAD_GRACE_MS with nothing unread
+ * (a head may be waiting in the socket while we are busy): a burst of
+ * token holders' new connections is not mistaken for a flood.  A token
+ * holder's connection is never closed for this; past hard_limit new ones
+ * wait in the listen backlog until the next sweep.  Called for each new
+ * connection (k: one stranger goes for it, from its address if that is
+ * over its limit, else from any) and each second (k NULL: every stranger
+ * past the limits). */
+static void sweep(struct http *h, struct link *k)
+{
+	double now = util_now_ms();
+	unsigned all = 0;
+	for (struct link *o = h->links; o; o = o->next)
+		all += !o->shed;
+	/* a new connection's address over its limit: a stranger from there */
+	bool crowd = k && from(h, k->addr) > h->conf->http_max_per_address;
+	if (k && !crowd && all <= h->conf->http_max_connections)
+		return;
+	for (struct link *o = h->links; o; o = o->next) {
+		struct pollfd pf = { .fd = o->fd, .events = POLLIN };
+		if (o->shed || o->trusted || now - o->since < HEAD_GRACE_MS || (crowd && strcmp(o->addr, k->addr)) ||
+		    poll(&pf, 1, 0) == 1)
+			continue;
+		if (k || all > h->conf->http_max_connections || from(h, o->addr) > h->conf->http_max_per_address) {
+			shed(h, o);
+			all--;
+			if (k)
+				return; /* one new connection, one closed */
+		}
+	}
+}
+
+static void on_link(void *cls, struct MHD_Connection *conn, void **ctx, enum MHD_ConnectionNotificationCode what)
+{
+	struct http *h = cls;
+	struct link *k = *ctx;
+	if (what == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (!k)
+			return;
+		*(k->prev ? &k->prev->next : &h->links) = k->next;
+		*(k->next ? &k->next->prev : &h->newest) = k->prev;
+		h->nlinks--;
+		free(k);
+		*ctx = NULL;
+		return;
+	}
+	const union MHD_ConnectionInfo *fi = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ai ? ai->client_addr : NULL;
+	k = util_xalloc(sizeof *k);
+	*k = (struct link){ .fd = fi ? fi->connect_fd : -1, .addr = "?", .since = util_now_ms(), .prev = h->newest };
+	if (sa && sa->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const void *)sa;
+		inet_ntop(AF_INET, &s4->sin_addr, k->addr, sizeof k->addr);
+		snprintf(k->peer, sizeof k->peer, "%s:%u", k->addr, ntohs(s4->sin_port));
+	} else if (sa && sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const void *)sa;
+		inet_ntop(AF_INET6, &s6->sin6_addr, k->addr, sizeof k->addr);
+		snprintf(k->peer, sizeof k->peer, "[%s]:%u", k->addr, ntohs(s6->sin6_port));
+	}
+	*(h->newest ? &h->newest->next : &h->links) = k;
+	h->newest = k;
+	h->nlinks++;
+	*ctx = k;
+	sweep(h, k);
+}
+
+static struct link *link_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *data, size_t *size, void **req_cls)
 {
@@ -938,19 +1064,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		ex->route = !strcmp(url, "/mcp") ? R_MCP : !strcmp(url, "/sse") ? R_SSE : !strcmp(url, "/messages") ? R_MESSAGES
 			  : !strcmp(url, "/healthz") ? R_HEALTH
 			  : dash_route(url) && strlen(url) < sizeof ex->path ? R_DASH : R_OTHER;
-		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-		const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-		char a[INET6_ADDRSTRLEN] = "?";
-		if (sa && sa->sa_family == AF_INET) {
-			const struct sockaddr_in *s4 = (const void *)sa;
-			inet_ntop(AF_INET, &s4->sin_addr, a, sizeof a);
-			snprintf(ex->peer, sizeof ex->peer, "%s:%u", a, ntohs(s4->sin_port));
-		} else if (sa && sa->sa_family == AF_INET6) {
-			const struct sockaddr_in6 *s6 = (const void *)sa;
-			inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof a);
-			snprintf(ex->peer, sizeof ex->peer, "[%s]:%u", a, ntohs(s6->sin6_port));
-		}
-		return begin(ex);
+		struct link *k = link_of(conn);
+		if (k)
+			memcpy(ex->peer, k->peer, sizeof ex->peer);
+		enum MHD_Result r = begin(ex);
+		if (k && ex->owner > 0)
+			k->trusted = true;
+		return r;
 	}
 	if (ex->queued) {
 		*size = 0; /* answered early (an error): the body is not read */
@@ -1001,6 +1121,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 	util_warn("%s \"%s %s\" %u %zu %.1fms token=%d session=%.8s rpc=%s%s", ex->peer[0] ? ex->peer : "-", ex->method,
 		  ex->path, ex->status, ex->bytes, util_now_ms() - ex->t0, ex->owner, ex->sid[0] ? ex->sid : "-",
 		  ex->rpc[0] ? ex->rpc : "-", (unsigned)toe < sizeof why / sizeof *why ? why[toe] : "");
+	struct link *k = link_of(conn);
+	if (k)
+		k->since = util_now_ms(); /* the wait for its next request */
 	ex->conn = NULL;
 	for (struct pend *p = h->pends; p; p = p->next)
 		if (p->ex == ex) {
@@ -1018,7 +1141,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 	} else if (ex->s && ex->s->ephemeral)
 		sess_free(ex->s);
 	ex_unref(ex);
-	(void)conn;
 }
 
 bool http_log_is_client_gone(const char *msg)
@@ -1088,6 +1210,20 @@ static void on_tick(struct loop *l, int fd, short rev, void *arg)
 			ex->gone = true;
 			wake(ex);
 		}
+	}
+	/* A stranger's request (or wait for one) past request_timeout, and
+	 * strangers past the limits, once what has arrived is read (a head
+	 * waiting in a socket is a token holder's, perhaps). */
+	MHD_run(h->d);
+	for (struct link *k = h->links; k; k = k->next)
+		if (!k->trusted && now - k->since > (double)h->conf->http_head_timeout_ms)
+			shed(h, k);
+	sweep(h, NULL);
+	if (h->nshed) {
+		util_warn("http: closed %u connection%s that showed no valid token (past max_connections, "
+			  "max_connections_per_address or request_timeout); %u open",
+			  h->nshed, h->nshed == 1 ? "" : "s", h->nlinks - h->nshed);
+		h->nshed = 0;
 	}
 	if (++h->ticks % KEEPALIVE_S == 0)
 		for (struct ex *ex = h->exs; ex; ex = ex->next)
@@ -1233,9 +1369,10 @@ struct http *http_new(struct loop *l, struct mcp *m, const struct conf *c, const
 	}
 	unsigned timeout_s = (unsigned)((c->http_timeout_ms + 999) / 1000);
 	h->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, h,
-				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->http_max_connections,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_LISTEN_SOCKET, fd,
+				MHD_OPTION_CONNECTION_LIMIT, hard_limit(c),
 				MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-				MHD_OPTION_END);
+				MHD_OPTION_NOTIFY_CONNECTION, on_link, h, MHD_OPTION_END);
 	const union MHD_DaemonInfo *di = h->d ? MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
 	if (!di) {
 		snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd) on %s", listen);
