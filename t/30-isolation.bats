@@ -718,54 +718,66 @@ su=1
 }
 
 # bats test_tags=kernel
-@test "a session's compiled program runs as compiled: another program of the session cannot rewrite it" {
+@test "a session's program runs as given, and as compiled: another program of the session cannot rewrite either" {
 	# Issue 47, class 7: a program of the session (a kernel's thread, here
-	# a run beside it) watches the workspace for the directory a compiled
-	# run's code and outputs go in, and rewrites the binary between the
-	# compile and the run.  That directory is the run's own mount now: the
-	# watcher sees its name, and an empty directory under it.
+	# a run beside it) watches the workspace for the file an interpreted
+	# run's code goes in and the directory of a compiled run's code and
+	# outputs, and rewrites the program, or the binary between the compile
+	# and the run.  Each is the run's own mount now: the watcher sees the
+	# name, and an empty file or directory under it.
 	conf=$(conf_with 's/^workspace_exec .*/workspace_exec = false/')
 	sid=$(printf '%032x' "$$")
 	ws=$BATS_TEST_TMPDIR/var/sessions/$sid
 	mkdir -p "$ws"
 	[ "$(id -u)" != 0 ] || chown "$SBX_PROG_UID:$SBX_PROG_UID" "$ws"
 	watch='import os, time
+me = os.path.basename(__file__)
 open("ready", "w").close()
 end = time.time() + 50
 seen = set()
 while time.time() < end and not os.path.exists("stop"):
     for d in os.listdir("."):
-        if not d.startswith(".sbx-") or not os.path.isdir(d):
+        if not d.startswith(".sbx-") or d == me:
             continue
         if d not in seen:
             seen.add(d)
             open("seen", "a").write(d + "\n")
         try:
-            with open(d + "/main", "r+b") as f:
-                f.write(b"#!/bin/sh\necho rewritten\n")
-                f.truncate()
+            if os.path.isdir(d):
+                with open(d + "/main", "r+b") as f:
+                    f.write(b"#!/bin/sh\necho rewritten\n")
+                    f.truncate()
+            elif os.path.getsize(d):
+                with open(d, "r+") as f:
+                    f.write("print(\"rewritten\")\n")
+                    f.truncate()
+            else:
+                continue
             open("hit", "a").write(d + "\n")
         except OSError:
             pass'
-	honest='{language: "c", code: "#include <stdio.h>\nint main(void) { puts(\"as compiled\"); return 0; }\n"}'
+	c='{language: "c", code: "#include <stdio.h>\nint main(void) { puts(\"as given\"); return 0; }\n"}'
+	python='{language: "python", code: "print(\"as given\")"}'
 	# docker keeps a workspace noexec only on a noexec mount (sbx-mcp's tmpfs)
 	modes="false true"
 	! on_docker || modes=true
 	for exec in $modes; do
 		[ "$exec" = false ] || conf=$(conf_with 's/^$//')
-		rm -f "$ws/ready" "$ws/stop" "$ws/seen" "$ws/hit"
-		py "$watch" "{id: \"watch-$exec\", session: \"$sid\", timeout: 60}" | sbx -c "$conf" > watch.jsonl &
-		watcher=$!
-		for _ in $(seq 300); do [ -e "$ws/ready" ] || sleep 0.1; done
-		[ -e "$ws/ready" ]
-		run_req "$(jq -nc --arg s "$sid" --arg id "honest-$exec" "$honest + {id: \$id, session: \$s}")" -c "$conf"
-		touch "$ws/stop"
-		wait "$watcher"
-		jq -e '.status == "success"' watch.jsonl
-		jqe 0 '.status == "success" and .stdout == "as compiled\n"'
-		# the watcher was looking while the run was there, and found nothing to write
-		grep -q '^\.sbx-' "$ws/seen"
-		[ ! -e "$ws/hit" ] || { echo "rewritten (workspace_exec = $exec):"; cat "$ws/hit"; false; }
-		[ -z "$(find "$ws" -mindepth 1 -maxdepth 1 -name '.sbx-*')" ]
+		for honest in "$c" "$python"; do
+			rm -f "$ws/ready" "$ws/stop" "$ws/seen" "$ws/hit"
+			py "$watch" "{id: \"watch-$exec\", session: \"$sid\", timeout: 60}" | sbx -c "$conf" > watch.jsonl &
+			watcher=$!
+			for _ in $(seq 300); do [ -e "$ws/ready" ] || sleep 0.1; done
+			[ -e "$ws/ready" ]
+			run_req "$(jq -nc --arg s "$sid" --arg id "honest-$exec" "$honest + {id: \$id, session: \$s}")" -c "$conf"
+			touch "$ws/stop"
+			wait "$watcher"
+			jq -e '.status == "success"' watch.jsonl
+			jqe 0 '.status == "success" and .stdout == "as given\n"'
+			# the watcher was looking while the run was there, and found nothing to write
+			grep -q '^\.sbx-' "$ws/seen"
+			[ ! -e "$ws/hit" ] || { echo "rewritten (workspace_exec = $exec):"; cat "$ws/hit"; false; }
+			[ -z "$(find "$ws" -mindepth 1 -maxdepth 1 -name '.sbx-*')" ]
+		done
 	done
 }

@@ -464,7 +464,7 @@ static struct kernel *kernel_new(struct kernels *ks, struct backend *be, const s
 	}
 	fcntl(k->chan, F_SETFL, O_NONBLOCK);
 	rec_reader_init(&k->rd, k->chan, REPLY_MAX);
-	k->scratch = bk_scratch_open(be, j->workspace, NULL, j->work_exec, 0, err, len);
+	k->scratch = bk_scratch_open(be, j->workspace, NULL, false, j->work_exec, 0, err, len);
 	if (!k->scratch || be->ops->scratch_stage(k->scratch, false, err, len) < 0) {
 		kernel_free(k);
 		return NULL;

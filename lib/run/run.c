@@ -556,7 +556,7 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 	if (r->be->broken)
 		snprintf(err, sizeof err, "%s", r->be->why);
 	else
-		r->scratch = bk_scratch_open(r->be, r->job.workspace, r->job.install ? NULL : r->job.dir, r->job.work_exec,
+		r->scratch = bk_scratch_open(r->be, r->job.workspace, own_name(&r->job), r->job.dir != NULL, r->job.work_exec,
 					     size, err, sizeof err);
 	if (!r->scratch) {
 		*immediate = jv_object_set(base_result(r, "internal_error"), jv_string("error"), jv_string(err));

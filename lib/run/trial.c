@@ -100,7 +100,7 @@ static bool start_on_fresh(struct slot *s, const struct prog *p, char *const *ar
 			   size_t inlen, const struct job_file *extra, size_t nextra, bool compile, char *err, size_t errlen)
 {
 	struct trial *t = s->t;
-	s->sc = bk_scratch_open(t->be, NULL, NULL, false, compile ? p->j->clim.scratch : s->lim.scratch, err, errlen);
+	s->sc = bk_scratch_open(t->be, NULL, NULL, false, false, compile ? p->j->clim.scratch : s->lim.scratch, err, errlen);
 	if (!s->sc)
 		return false;
 	if (!write_prog(s->sc, p, extra, nextra)) {

@@ -28,7 +28,7 @@ static void vprobe_start(struct backend *be, struct loop *l, const struct conf_l
 			 struct vprobe *p)
 {
 	char err[512];
-	p->scratch = bk_scratch_open(be, NULL, NULL, false, 1 << 20, err, sizeof err);
+	p->scratch = bk_scratch_open(be, NULL, NULL, false, false, 1 << 20, err, sizeof err);
 	if (!p->scratch || be->ops->scratch_stage(p->scratch, false, err, sizeof err) < 0) {
 		snprintf(p->why, sizeof p->why, "no scratch directory for the probe: %s", err);
 		return;

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include <jv.h>
@@ -99,15 +100,15 @@ struct backend_ops {
 	/* The job's files: a session's workspace directory (its files
 	 * executable if exec), or else a fresh scratch of `size` bytes.
 	 * With a workspace, `own` (or NULL) is a top-level name in it that
-	 * is the run's alone, a session's inline code's directory
-	 * (layout.h): its files live where no other sandbox of the session
-	 * reaches (a private tmpfs of `size` bytes), every stage of the run
-	 * sees them at that name, and scratch_write puts paths beneath it
-	 * there.  Other programs of the session (a kernel's thread) could
-	 * otherwise rewrite what the compiler made before the run stage
-	 * executes it.  NULL with err. */
-	struct bk_scratch *(*scratch_open)(struct backend *be, const char *workspace, const char *own, bool exec,
-					   uint64_t size, char *err, size_t errlen);
+	 * is the run's alone, a session's inline code's directory (own_dir)
+	 * or program file (layout.h): it lives where no other sandbox of the
+	 * session reaches (a private tmpfs of `size` bytes), every stage of
+	 * the run sees it at that name, and scratch_write puts it (or paths
+	 * beneath it) there.  Other programs of the session (a kernel's
+	 * thread) could otherwise rewrite the program, or what the compiler
+	 * made, before the run stage runs it.  NULL with err. */
+	struct bk_scratch *(*scratch_open)(struct backend *be, const char *workspace, const char *own, bool own_dir,
+					   bool exec, uint64_t size, char *err, size_t errlen);
 	/* Before each stage: make the scratch ready for it.  1 if that took
 	 * work (native: a clone of the mount), 0 if not, -1 with err. */
 	int (*scratch_stage)(struct bk_scratch *s, bool compile, char *err, size_t errlen);
@@ -179,10 +180,21 @@ static inline void bk_free(struct backend *be)
 	if (be)
 		be->ops->free(be);
 }
-static inline struct bk_scratch *bk_scratch_open(struct backend *be, const char *workspace, const char *own, bool exec,
-						 uint64_t size, char *err, size_t errlen)
+static inline struct bk_scratch *bk_scratch_open(struct backend *be, const char *workspace, const char *own,
+						 bool own_dir, bool exec, uint64_t size, char *err, size_t errlen)
 {
-	return be->ops->scratch_open(be, workspace, own, exec, size, err, errlen);
+	return be->ops->scratch_open(be, workspace, own, own_dir, exec, size, err, errlen);
+}
+/* For scratch_write: where `path` goes in a run's own tmpfs (backend.h's
+ * scratch_open), or NULL when it is not the run's own. */
+static inline const char *bk_own_path(const char *own, bool own_dir, const char *path)
+{
+	size_t o = own ? strlen(own) : 0;
+	if (!o || strncmp(path, own, o))
+		return NULL;
+	if (own_dir)
+		return path[o] == '/' ? path + o + 1 : NULL;
+	return path[o] ? NULL : path;
 }
 static inline void bk_scratch_close(struct bk_scratch *s)
 {

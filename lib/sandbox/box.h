@@ -121,8 +121,10 @@ int box_scratch(struct box_sys *s, uint64_t size, char *err, size_t errlen);
  * cannot clone a detached mount: there the mount comes through the holder
  * namespace (box.c), *second gets another for the second stage, and
  * `scratch` is left only for the supervisor's reads and writes (else
- * *second is -1).  The caller closes both after their stages. */
-int box_scratch_clone(struct box_sys *s, int scratch, int *second, char *err, size_t errlen);
+ * *second is -1).  The caller closes both after their stages.  With
+ * `sub` (a name in the scratch's root, not a link) the mounts are of that
+ * file or directory instead of the root. */
+int box_scratch_clone(struct box_sys *s, int scratch, const char *sub, int *second, char *err, size_t errlen);
 /* Whether the kernel clones a scratch directly (Linux 6.15 and later), or
  * box_scratch_clone goes through the holder; tried once, for --check. */
 bool box_scratch_direct(struct box_sys *s);

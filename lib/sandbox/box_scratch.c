@@ -136,11 +136,11 @@ bool box_scratch_direct(struct box_sys *s)
 	return !s->clone_via_holder;
 }
 
-int box_scratch_clone(struct box_sys *s, int scratch, int *second, char *err, size_t errlen)
+int box_scratch_clone(struct box_sys *s, int scratch, const char *sub, int *second, char *err, size_t errlen)
 {
 	*second = -1;
 	if (!s->clone_via_holder) {
-		int fd = open_tree(scratch, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+		int fd = open_tree(scratch, sub ? sub : "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (sub ? AT_SYMLINK_NOFOLLOW : AT_EMPTY_PATH));
 		if (fd >= 0 || errno != EINVAL) {
 			if (fd < 0)
 				snprintf(err, errlen, "cannot clone the scratch directory: %s", strerror(errno));
@@ -155,8 +155,9 @@ int box_scratch_clone(struct box_sys *s, int scratch, int *second, char *err, si
 	/* There: attach it, clone it once per stage, detach it again (our fd
 	 * still reaches its files), all on the supervisor's thread.  The
 	 * detach waits for an RCU grace period, the price of these kernels. */
-	char path[32];
+	char path[32], at[320];
 	snprintf(path, sizeof path, "/%lu", ++s->holder_seq);
+	snprintf(at, sizeof at, "%s/%s", path, sub ? sub : "");
 	int cwd, a = -1, b = -1;
 	const char *what = "enter the holder namespace";
 	if (box_enter_mnt(s->holder_fd, &cwd) == 0) {
@@ -165,8 +166,8 @@ int box_scratch_clone(struct box_sys *s, int scratch, int *second, char *err, si
 			what = "attach the scratch in the holder namespace";
 			if (move_mount(scratch, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) == 0) {
 				what = "clone the scratch";
-				if ((a = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)) >= 0)
-					b = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+				if ((a = open_tree(AT_FDCWD, at, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW)) >= 0)
+					b = open_tree(AT_FDCWD, at, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
 				int e = errno;
 				umount2(path, MNT_DETACH);
 				errno = e;

@@ -795,22 +795,24 @@ static jv create_body(struct dock *k, const struct dock_spec *sp, const char *cg
 	/* The scratch: a stage's own tmpfs (DIR/scratch), or a session's
 	 * workspace (DIR itself), with its installed packages read-only
 	 * (through the stage's directory, see deps_stage). */
-	char scratch[4200], dir[4200];
+	char scratch[4200], dir[4200], own[4200];
 	snprintf(scratch, sizeof scratch, "%s/scratch", sp->scratch);
 	jv mounts = jv_array_append(jv_array(), bind_mount(sp->workspace ? sp->scratch : scratch, NS_WORKDIR, false));
 	if (sp->workspace && sp->own) {
-		/* the run's own directory, over its name (docker.c) */
-		snprintf(scratch, sizeof scratch, "%s/scratch", sp->own_host);
-		snprintf(dir, sizeof dir, "%s/%s", NS_WORKDIR, sp->own);
-		mounts = jv_array_append(mounts, bind_mount(scratch, dir, false));
+		/* the run's own directory or file, over its name (docker.c) */
+		char file[4400], at[300];
+		snprintf(own, sizeof own, "%s/scratch", sp->own_host);
+		snprintf(file, sizeof file, "%s/%s", own, sp->own);
+		snprintf(at, sizeof at, "%s/%s", NS_WORKDIR, sp->own);
+		mounts = jv_array_append(mounts, bind_mount(sp->own_dir ? own : file, at, false));
 	}
 	if (b->outputs && !sp->workspace) {
 		snprintf(dir, sizeof dir, "%s/bin", sp->scratch);
 		mounts = exec_bins(scratch, NULL, dir, b->outputs, mounts);
-	} else if (b->outputs && sp->own) {
+	} else if (b->outputs && sp->own && sp->own_dir) {
 		/* from the run's own directory, executable or not */
 		snprintf(dir, sizeof dir, "%s/bin", sp->own_host);
-		mounts = exec_bins(scratch, sp->own, dir, b->outputs, mounts);
+		mounts = exec_bins(own, sp->own, dir, b->outputs, mounts);
 	} else if (b->outputs && !b->work_exec && stage_dir(k) == 0) {
 		/* a noexec workspace (workspace_exec = false): the same, from it */
 		snprintf(dir, sizeof dir, "%s/bin", k->stage_dir);

@@ -81,8 +81,10 @@ struct dock_spec {
 	const char *image;
 	const char *scratch;            /* host directory bound at /scratch */
 	bool workspace;                 /* it is a session's workspace, which the program writes: no name in it is trusted */
-	const char *own;                /* with workspace: the run's own directory in it (backend.h), or NULL */
-	const char *own_host;           /* its dock_scratch directory, bound over that name */
+	const char *own;                /* with workspace: the run's own directory or file in it (backend.h), or NULL */
+	bool own_dir;
+	const char *own_host;           /* its dock_scratch directory: its tmpfs (own_dir), or that name in it, is
+					   bound over that name */
 	const char *run_id;             /* the job's id, for the sbx label */
 };
 

@@ -34,7 +34,8 @@ struct docker_scratch {
 	char *host;                /* dock_scratch's directory (removed at close), or NULL */
 	const char *bind;          /* what stages bind: host, or the workspace */
 	char *workspace;
-	char *own;                 /* the run's own directory in the workspace, or NULL */
+	char *own;                 /* the run's own directory or file in the workspace, or NULL */
+	bool own_dir;
 	char *own_host;            /* its dock_scratch directory */
 	int own_fd;                /* its tmpfs, the supervisor's view (-1: none) */
 };
@@ -46,8 +47,8 @@ static struct dock_sys *sys_of(struct backend *be)
 
 static void d_scratch_close(struct bk_scratch *sc);
 
-static struct bk_scratch *d_scratch_open(struct backend *be, const char *workspace, const char *own, bool exec,
-					 uint64_t size, char *err, size_t errlen)
+static struct bk_scratch *d_scratch_open(struct backend *be, const char *workspace, const char *own, bool own_dir,
+					 bool exec, uint64_t size, char *err, size_t errlen)
 {
 	(void)exec; /* the engine binds a workspace with its own mount's flags (dock_start) */
 	char *host = workspace ? NULL : dock_scratch(sys_of(be), size, err, errlen);
@@ -71,6 +72,7 @@ static struct bk_scratch *d_scratch_open(struct backend *be, const char *workspa
 	s->bind = host ? host : s->workspace;
 	if (workspace && own) {
 		s->own = util_strdup(own);
+		s->own_dir = own_dir;
 		if (!(s->own_host = dock_scratch(sys_of(be), size, err, errlen))) {
 			d_scratch_close(&s->base);
 			return NULL;
@@ -88,17 +90,24 @@ static struct bk_scratch *d_scratch_open(struct backend *be, const char *workspa
 	return &s->base;
 }
 
-/* The run's own directory needs its mount point in the workspace (made by
- * us, as remove_own in run.c removed whatever was there; the engine
- * would make it otherwise, resolving the name inside the container). */
+/* The run's own directory or file needs its mount point in the workspace
+ * (made by us, as remove_own in run.c removed whatever was there; the
+ * engine would make it otherwise, resolving the name inside the
+ * container). */
 static int d_scratch_stage(struct bk_scratch *sc, bool compile, char *err, size_t errlen)
 {
 	struct docker_scratch *s = (struct docker_scratch *)sc;
 	(void)compile;
-	if (s->own && mkdirat(sc->dir, s->own, 0755) < 0 && errno != EEXIST) {
+	if (!s->own)
+		return 0;
+	int fd = s->own_dir ? mkdirat(sc->dir, s->own, 0755)
+			    : openat(sc->dir, s->own, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 && errno != EEXIST) {
 		snprintf(err, errlen, "cannot make %s in the workspace: %s", s->own, strerror(errno));
 		return -1;
 	}
+	if (!s->own_dir && fd >= 0)
+		close(fd);
 	return 0;
 }
 
@@ -106,10 +115,8 @@ static int d_scratch_write(struct bk_scratch *sc, const char *path, const char *
 {
 	struct docker_scratch *s = (struct docker_scratch *)sc;
 	uid_t uid = (uid_t)sys_of(sc->be)->uid;
-	size_t o = s->own ? strlen(s->own) : 0;
-	if (o && !strncmp(path, s->own, o) && path[o] == '/')
-		return util_write_beneath(s->own_fd, path + o + 1, data, len, mode, uid);
-	return util_write_beneath(sc->dir, path, data, len, mode, uid);
+	const char *mine = bk_own_path(s->own, s->own_dir, path);
+	return util_write_beneath(mine ? s->own_fd : sc->dir, mine ? mine : path, data, len, mode, uid);
 }
 
 static void d_scratch_close(struct bk_scratch *sc)
@@ -134,7 +141,8 @@ static struct bk_stage *d_start(struct backend *be, struct loop *l, const struct
 {
 	struct docker_scratch *s = (struct docker_scratch *)sp->scratch;
 	struct dock_spec ds = { .st = sp, .image = sp->image, .scratch = s ? s->bind : NULL, .workspace = s && !s->host,
-				.own = s ? s->own : NULL, .own_host = s ? s->own_host : NULL, .run_id = sp->label };
+				.own = s ? s->own : NULL, .own_dir = s && s->own_dir, .own_host = s ? s->own_host : NULL,
+				.run_id = sp->label };
 	return (struct bk_stage *)dock_start(sys_of(be), l, &ds, done, arg);
 }
 

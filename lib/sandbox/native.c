@@ -7,10 +7,12 @@
  * tmpfs is cloned (the compile stage takes the clone; the run stage the
  * scratch itself, or on kernels before 6.15 a second clone, since only the
  * holder namespace can clone there), and a workspace is opened again
- * before each run stage.  A session's compiled code gets a tmpfs of the
- * run's own for its directory (backend.h's `own`), cloned per stage like
- * a fresh scratch and moved over that name in each stage's workspace:
- * what the compiler leaves there no other sandbox of the session sees.
+ * before each run stage.  A session's inline code gets a tmpfs of the
+ * run's own (backend.h's `own`) for its directory, cloned per stage like a
+ * fresh scratch, or for its program file, of which the stage gets a
+ * mount; either goes over that name in each stage's workspace: the
+ * program, and what the compiler leaves, no other sandbox of the session
+ * sees.
  * The supervisor keeps `dir`, through which it
  * writes the job's files and reads what the compile made: a detached
  * mount's files stay reachable through any fd of it, and the whole tmpfs
@@ -24,6 +26,7 @@
 #include "backend.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +51,8 @@ struct native_scratch {
 	bool exec;
 	int stage_mnt[2];          /* a tmpfs's clones for compile, run (-1: none) */
 	int next;                  /* the mount the next stage takes */
-	char *own;                 /* the run's own directory in the workspace, or NULL */
+	char *own;                 /* the run's own directory or file in the workspace, or NULL */
+	bool own_dir;
 	int own_fd;                /* its tmpfs (-1: none), the supervisor's view */
 	int own_mnt[2];            /* its clones for compile, run (-1: none) */
 	int own_next;              /* the mount of it the next stage takes */
@@ -61,8 +65,8 @@ static struct box_sys *sys_of(struct backend *be)
 
 static void n_scratch_close(struct bk_scratch *sc);
 
-static struct bk_scratch *n_scratch_open(struct backend *be, const char *workspace, const char *own, bool exec,
-					 uint64_t size, char *err, size_t errlen)
+static struct bk_scratch *n_scratch_open(struct backend *be, const char *workspace, const char *own, bool own_dir,
+					 bool exec, uint64_t size, char *err, size_t errlen)
 {
 	struct box_sys *s = sys_of(be);
 	int fd = workspace ? box_workspace(s, workspace, exec, err, errlen) : box_scratch(s, size, err, errlen);
@@ -74,6 +78,7 @@ static struct bk_scratch *n_scratch_open(struct backend *be, const char *workspa
 	n->workspace = workspace ? util_strdup(workspace) : NULL;
 	if (workspace && own) {
 		n->own = util_strdup(own);
+		n->own_dir = own_dir;
 		if ((n->own_fd = n->own_next = box_scratch(s, size, err, errlen)) < 0) {
 			n_scratch_close(&n->base);
 			return NULL;
@@ -82,17 +87,23 @@ static struct bk_scratch *n_scratch_open(struct backend *be, const char *workspa
 	return &n->base;
 }
 
-/* The run's own directory for the next stage: its mount point in the
- * workspace (made by us, as remove_own in run.c removed whatever was
- * there), and a mount of its tmpfs for the stage to take. */
+/* The run's own directory or file for the next stage: its mount point in
+ * the workspace (made by us, as remove_own in run.c removed whatever was
+ * there), and a mount of its tmpfs (of the file in it: a program file's
+ * run has one stage) for the stage to take. */
 static int own_stage(struct native_scratch *n, bool compile, char *err, size_t errlen)
 {
-	if (mkdirat(n->base.dir, n->own, 0755) < 0 && errno != EEXIST) {
+	int fd = n->own_dir ? mkdirat(n->base.dir, n->own, 0755)
+			    : openat(n->base.dir, n->own, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 && errno != EEXIST) {
 		snprintf(err, errlen, "cannot make %s in the workspace: %s", n->own, strerror(errno));
 		return -1;
 	}
-	if (compile) {
-		if ((n->own_mnt[0] = box_scratch_clone(n->sys, n->own_fd, &n->own_mnt[1], err, errlen)) < 0)
+	if (!n->own_dir && fd >= 0)
+		close(fd);
+	if (!n->own_dir || compile) {
+		if ((n->own_mnt[0] = box_scratch_clone(n->sys, n->own_fd, n->own_dir ? NULL : n->own, &n->own_mnt[1], err,
+						       errlen)) < 0)
 			return -1;
 		n->own_next = n->own_mnt[0];
 	} else
@@ -113,7 +124,7 @@ static int n_scratch_stage(struct bk_scratch *sc, bool compile, char *err, size_
 	if (n->workspace)
 		return n->own ? own_stage(n, compile, err, errlen) : 0;
 	if (compile) {
-		if ((n->stage_mnt[0] = box_scratch_clone(n->sys, n->base.dir, &n->stage_mnt[1], err, errlen)) < 0)
+		if ((n->stage_mnt[0] = box_scratch_clone(n->sys, n->base.dir, NULL, &n->stage_mnt[1], err, errlen)) < 0)
 			return -1;
 		n->next = n->stage_mnt[0];
 		return 1;
@@ -125,10 +136,9 @@ static int n_scratch_stage(struct bk_scratch *sc, bool compile, char *err, size_
 static int n_scratch_write(struct bk_scratch *sc, const char *path, const char *data, size_t len, mode_t mode)
 {
 	struct native_scratch *n = (struct native_scratch *)sc;
-	size_t o = n->own ? strlen(n->own) : 0;
-	if (o && !strncmp(path, n->own, o) && path[o] == '/')
-		return util_write_beneath(n->own_fd, path + o + 1, data, len, mode, box_scratch_owner(n->sys));
-	return util_write_beneath(n->base.dir, path, data, len, mode, box_scratch_owner(n->sys));
+	const char *mine = bk_own_path(n->own, n->own_dir, path);
+	return util_write_beneath(mine ? n->own_fd : n->base.dir, mine ? mine : path, data, len, mode,
+				  box_scratch_owner(n->sys));
 }
 
 static void n_scratch_close(struct bk_scratch *sc)

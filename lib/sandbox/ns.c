@@ -346,25 +346,31 @@ static int bind_executables(int scratch_fd, int own_fd, const char *own, char *c
 	return 0;
 }
 
-/* The run's own directory: its tmpfs (flagged like the scratch) over the
- * name in the workspace, opened without following a link (another
+/* The run's own directory or program file: its mount (the tmpfs, or a
+ * file of it; flagged like the scratch) over the name in the workspace,
+ * a directory or regular file opened without following a link (another
  * program of the session may have put anything there since the
- * supervisor made it).  An fd of the mounted directory, or -1. */
+ * supervisor made it).  An fd of what is now there, or -1. */
 static int attach_own(int here, int own_fd, const char *own, uint64_t attrs, char *err, size_t errlen)
 {
 	struct mount_attr a = { .attr_set = attrs };
-	int at = openat(here, own, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (at < 0)
+	struct stat st;
+	int at = openat(here, own, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (at < 0 || fstat(at, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+		if (at >= 0)
+			close(at);
+		errno = at < 0 ? errno : ELOOP;
 		return fail(err, errlen, "find %s in the workspace (another program of the session removed or replaced it)",
 			    own);
+	}
 	int rc = move_mount(own_fd, "", at, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
 	int e = errno;
 	close(at);
 	errno = e;
 	/* Its flags where it lands, like the scratch's: the supervisor's
 	 * detached mount is not ours to change before. */
-	if (rc < 0 || (at = openat(here, own, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-		return fail(err, errlen, "attach the run's own directory %s", own);
+	if (rc < 0 || (at = openat(here, own, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return fail(err, errlen, "attach the run's own %s", own);
 	if (mount_setattr(at, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
 		fail(err, errlen, "set the flags of %s", own);
 		close(at);

@@ -67,10 +67,11 @@ int ns_enter_root(char *err, size_t errlen);
  * else the compile stage left, can be executed (W^X).  With deps, the
  * directory NS_DEPS of a session's workspace (what install stages wrote)
  * is bound over itself read-only and executable.  With own_fd (a
- * detached mount too, with a scratch), that mount goes over the directory
- * `own` of the scratch, which must be there and not a link: a run's own
- * directory, which the other sandboxes of its session see empty (outputs
- * beneath it are bound from it).  On return the cwd is NS_WORKDIR. */
+ * detached mount too, with a scratch), that mount goes over the name
+ * `own` in the scratch, a directory or file that must be there and not a
+ * link: a run's own directory or program file, which the other sandboxes
+ * of its session see empty (outputs beneath it are bound from it).  On
+ * return the cwd is NS_WORKDIR. */
 int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, int own_fd, const char *own, char *const *outputs, bool deps,
 		   bool work_exec, char *err, size_t errlen);
 /* Bring up lo in a new network namespace (127.0.0.1 and ::1 work). */
