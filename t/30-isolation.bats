@@ -724,7 +724,11 @@ su=1
 	# run's code goes in and the directory of a compiled run's code and
 	# outputs, and rewrites the program, or the binary between the compile
 	# and the run.  Each is the run's own mount now: the watcher sees the
-	# name, and an empty file or directory under it.
+	# name, and an empty file or directory under it.  With "swap" it
+	# deletes that directory and puts its own binary there instead, which
+	# detaches the run's mount (Linux allows it from another mount
+	# namespace): native runs the binary through a descriptor, so the run
+	# fails or runs as compiled, never the substitute.
 	conf=$(conf_with 's/^workspace_exec .*/workspace_exec = false/')
 	sid=$(printf '%032x' "$$")
 	ws=$BATS_TEST_TMPDIR/var/sessions/$sid
@@ -732,6 +736,7 @@ su=1
 	[ "$(id -u)" != 0 ] || chown "$SBX_PROG_UID:$SBX_PROG_UID" "$ws"
 	watch='import os, time
 me = os.path.basename(__file__)
+swap = os.path.exists("swap")
 open("ready", "w").close()
 end = time.time() + 50
 seen = set()
@@ -743,7 +748,15 @@ while time.time() < end and not os.path.exists("stop"):
             seen.add(d)
             open("seen", "a").write(d + "\n")
         try:
-            if os.path.isdir(d):
+            if os.path.isdir(d) and swap:
+                if os.path.exists(d + "/main"):
+                    os.unlink(d + "/main")
+                os.rmdir(d)
+                os.mkdir(d)
+                with open(d + "/main", "w") as f:
+                    f.write("#!/bin/sh\necho swapped\n")
+                os.chmod(d + "/main", 0o755)
+            elif os.path.isdir(d):
                 with open(d + "/main", "r+b") as f:
                     f.write(b"#!/bin/sh\necho rewritten\n")
                     f.truncate()
@@ -758,26 +771,36 @@ while time.time() < end and not os.path.exists("stop"):
             pass'
 	c='{language: "c", code: "#include <stdio.h>\nint main(void) { puts(\"as given\"); return 0; }\n"}'
 	python='{language: "python", code: "print(\"as given\")"}'
-	# docker keeps a workspace noexec only on a noexec mount (sbx-mcp's tmpfs)
-	modes="false true"
-	! on_docker || modes=true
+	# docker keeps a workspace noexec only on a noexec mount (sbx-mcp's
+	# tmpfs), and runs a binary by its path (doc/security.md)
+	modes="false true" cases="c python swap"
+	! on_docker || { modes=true; cases="c python"; }
 	for exec in $modes; do
 		[ "$exec" = false ] || conf=$(conf_with 's/^$//')
-		for honest in "$c" "$python"; do
-			rm -f "$ws/ready" "$ws/stop" "$ws/seen" "$ws/hit"
+		for case in $cases; do
+			rm -f "$ws/ready" "$ws/stop" "$ws/seen" "$ws/hit" "$ws/swap"
+			[ "$case" != swap ] || touch "$ws/swap"
 			py "$watch" "{id: \"watch-$exec\", session: \"$sid\", timeout: 60}" | sbx -c "$conf" > watch.jsonl &
 			watcher=$!
 			for _ in $(seq 300); do [ -e "$ws/ready" ] || sleep 0.1; done
 			[ -e "$ws/ready" ]
+			honest=$c
+			[ "$case" != python ] || honest=$python
 			run_req "$(jq -nc --arg s "$sid" --arg id "honest-$exec" "$honest + {id: \$id, session: \$s}")" -c "$conf"
 			touch "$ws/stop"
 			wait "$watcher"
 			jq -e '.status == "success"' watch.jsonl
-			jqe 0 '.status == "success" and .stdout == "as given\n"'
-			# the watcher was looking while the run was there, and found nothing to write
+			# the watcher was looking while the run was there
 			grep -q '^\.sbx-' "$ws/seen"
-			[ ! -e "$ws/hit" ] || { echo "rewritten (workspace_exec = $exec):"; cat "$ws/hit"; false; }
-			[ -z "$(find "$ws" -mindepth 1 -maxdepth 1 -name '.sbx-*')" ]
+			if [ "$case" = swap ]; then
+				# it swapped the directory, and the run never ran its binary
+				[ -s "$ws/hit" ]
+				jqe 0 '(.status == "success" and .stdout == "as given\n") or (.status != "success" and ((.stdout // "") | contains("swapped") | not))'
+			else
+				jqe 0 '.status == "success" and .stdout == "as given\n"'
+				[ ! -e "$ws/hit" ] || { echo "rewritten (workspace_exec = $exec):"; cat "$ws/hit"; false; }
+			fi
+			rm -rf "$ws"/.sbx-*
 		done
 	done
 }

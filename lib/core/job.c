@@ -1393,6 +1393,12 @@ static bool load_commands(const struct conf *c, jv exec, struct job *j, char *er
 	j->compile = job_load_strv(rec_get(exec, "compile"), true, true, "compile", err, errlen, &sok);
 	if (!sok)
 		return false;
+	/* Its outputs live in the run's own directory (backend.h's own): a
+	 * program file of its own is for one stage. */
+	if (j->compile && j->workspace && !j->dir) {
+		snprintf(err, errlen, "a session's compiled code goes in exec.dir (" NS_RESERVED "-<16 hex digits>)");
+		return false;
+	}
 	j->env = job_load_strv(rec_get(exec, "env"), true, false, "env", err, errlen, &sok);
 	if (!sok)
 		return false;

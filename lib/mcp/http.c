@@ -66,15 +66,16 @@ struct pend {
 };
 
 /* A connection, from its accept to its close (on_link).  Until one of
- * its requests carries a valid token it is a stranger's: it has
- * request_timeout for each whole request, however slowly the bytes
- * trickle in (libmicrohttpd's idle timeout restarts with each), and it is
- * the first to go when connections run short (sweep). */
+ * its requests carries a valid token it is a stranger's: it serves one
+ * request (Connection: close), which must be whole within request_timeout
+ * of the accept however slowly its bytes trickle in (libmicrohttpd's idle
+ * timeout restarts with each), and it is the first to go when
+ * connections run short (sweep). */
 struct link {
 	int fd;
 	char addr[INET6_ADDRSTRLEN];   /* the peer's address, without its port */
 	char peer[64];                 /* with it, for the access log (ex->peer) */
-	double since;                  /* when its current request (or the wait for one) began */
+	double since;                  /* its accept (a stranger's connection serves one request) */
 	bool trusted, shed;
 	struct link *prev, *next;      /* oldest first */
 };
@@ -224,7 +225,9 @@ static void add_common(struct ex *ex, struct MHD_Response *r)
 	}
 	if (ex->made && !ex->made->legacy && !ex->made->ephemeral)
 		MHD_add_response_header(r, "Mcp-Session-Id", ex->made->id);
-	if (ex->h->draining)
+	/* A stranger (no valid token shown, link) gets one request per
+	 * connection: a kept-alive one would restart its deadline with each. */
+	if (ex->h->draining || ex->owner <= 0)
 		MHD_add_response_header(r, "Connection", "close");
 }
 
@@ -766,6 +769,8 @@ static enum MHD_Result dash_reply(struct ex *ex)
 		dash_reply_free(&r);
 		return MHD_NO;
 	}
+	if (r.who > 0)
+		ex->owner = r.who; /* signed in now */
 	MHD_add_response_header(resp, "Content-Type", r.ctype);
 	add_common(ex, resp);
 	MHD_add_response_header(resp, "Content-Security-Policy", dash_csp);
@@ -783,8 +788,6 @@ static enum MHD_Result dash_reply(struct ex *ex)
 		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"sbx-mcp\"");
 	enum MHD_Result res = MHD_queue_response(ex->conn, r.status, resp);
 	MHD_destroy_response(resp);
-	if (r.who > 0)
-		ex->owner = r.who;
 	ex->queued = true;
 	ex->status = r.status;
 	ex->bytes = r.len;
@@ -960,11 +963,18 @@ static unsigned hard_limit(const struct conf *c)
 	return (unsigned)(2 * c->http_max_connections + 16);
 }
 
-/* How long a new connection (or one between requests) has to send its
- * request head before sweep may count it as a stranger's to close: a
- * client sends it right after connecting, even across a WAN or from a
- * busy machine. */
+/* How long a new connection has to send its request head before sweep
+ * may count it as a stranger's to close: a client sends it right after
+ * connecting, even across a WAN or from a busy machine. */
 #define HEAD_GRACE_MS 1000
+
+static unsigned open_links(const struct http *h)
+{
+	unsigned n = 0;
+	for (const struct link *o = h->links; o; o = o->next)
+		n += !o->shed;
+	return n;
+}
 
 static unsigned from(const struct http *h, const char *addr)
 {
@@ -987,17 +997,17 @@ static unsigned from(const struct http *h, const char *addr)
 static void sweep(struct http *h, struct link *k)
 {
 	double now = util_now_ms();
-	unsigned all = 0;
-	for (struct link *o = h->links; o; o = o->next)
-		all += !o->shed;
+	unsigned all = open_links(h);
 	/* a new connection's address over its limit: a stranger from there */
 	bool crowd = k && from(h, k->addr) > h->conf->http_max_per_address;
 	if (k && !crowd && all <= h->conf->http_max_connections)
 		return;
 	for (struct link *o = h->links; o; o = o->next) {
+		/* At an accept a head may be waiting unread while we were busy;
+		 * at the tick libmicrohttpd has just read what there was. */
 		struct pollfd pf = { .fd = o->fd, .events = POLLIN };
 		if (o->shed || o->trusted || now - o->since < HEAD_GRACE_MS || (crowd && strcmp(o->addr, k->addr)) ||
-		    poll(&pf, 1, 0) == 1)
+		    (k && poll(&pf, 1, 0) == 1))
 			continue;
 		if (k || all > h->conf->http_max_connections || from(h, o->addr) > h->conf->http_max_per_address) {
 			shed(h, o);
@@ -1122,8 +1132,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 		  ex->path, ex->status, ex->bytes, util_now_ms() - ex->t0, ex->owner, ex->sid[0] ? ex->sid : "-",
 		  ex->rpc[0] ? ex->rpc : "-", (unsigned)toe < sizeof why / sizeof *why ? why[toe] : "");
 	struct link *k = link_of(conn);
-	if (k)
-		k->since = util_now_ms(); /* the wait for its next request */
+	if (k && ex->owner > 0)
+		k->trusted = true; /* a dashboard sign-in, too */
 	ex->conn = NULL;
 	for (struct pend *p = h->pends; p; p = p->next)
 		if (p->ex == ex) {
@@ -1211,7 +1221,7 @@ static void on_tick(struct loop *l, int fd, short rev, void *arg)
 			wake(ex);
 		}
 	}
-	/* A stranger's request (or wait for one) past request_timeout, and
+	/* A stranger's connection past request_timeout, and
 	 * strangers past the limits, once what has arrived is read (a head
 	 * waiting in a socket is a token holder's, perhaps). */
 	MHD_run(h->d);
@@ -1222,7 +1232,7 @@ static void on_tick(struct loop *l, int fd, short rev, void *arg)
 	if (h->nshed) {
 		util_warn("http: closed %u connection%s that showed no valid token (past max_connections, "
 			  "max_connections_per_address or request_timeout); %u open",
-			  h->nshed, h->nshed == 1 ? "" : "s", h->nlinks - h->nshed);
+			  h->nshed, h->nshed == 1 ? "" : "s", open_links(h));
 		h->nshed = 0;
 	}
 	if (++h->ticks % KEEPALIVE_S == 0)

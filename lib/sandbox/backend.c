@@ -1,11 +1,33 @@
 #define _GNU_SOURCE
 #include "backend.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "stage.h"
 #include "util.h"
+
+int bk_own_placeholder(int dir, const char *own, bool own_dir, char *err, size_t errlen)
+{
+	int fd = own_dir ? mkdirat(dir, own, 0755) : openat(dir, own, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (!own_dir && fd >= 0)
+		close(fd);
+	struct stat st;
+	if (fd < 0 && errno == EEXIST && fstatat(dir, own, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		errno = (st.st_mode & S_IFMT) == (own_dir ? S_IFDIR : S_IFREG) ? 0 : EEXIST;
+	if (fd < 0 && errno) {
+		snprintf(err, errlen, "cannot make %s in the session's workspace: %s%s", own, strerror(errno),
+			 errno == ENOSPC || errno == EDQUOT ? " (the workspace is full: its quota is workspace_size)"
+			 : errno == EEXIST		    ? " (another program of the session put something else there)"
+							    : "");
+		return -1;
+	}
+	return 0;
+}
 
 /* One language's version probe: its version command in a stage of its
  * own, with the language's tree, binds, image and environment. */

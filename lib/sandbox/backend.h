@@ -196,6 +196,12 @@ static inline const char *bk_own_path(const char *own, bool own_dir, const char 
 		return path[o] == '/' ? path + o + 1 : NULL;
 	return path[o] ? NULL : path;
 }
+/* Before each stage of a run with an own name: its mount point in the
+ * workspace `dir` (an empty directory or file, made by the supervisor, as
+ * run.c's remove_own removed whatever was there), which must be of that
+ * type and not a link if a program of the session made it first.  -1 with
+ * err. */
+int bk_own_placeholder(int dir, const char *own, bool own_dir, char *err, size_t errlen);
 static inline void bk_scratch_close(struct bk_scratch *s)
 {
 	if (s)

@@ -152,13 +152,20 @@ static _Noreturn void program_main(const struct child_args *a, const struct spec
 		box_msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "set up fds 0-2");
 		_exit(127);
 	}
-	/* Only 0-2 and the (close-on-exec) status pipe survive. */
+	/* Only 0-2 and the (close-on-exec) status pipe survive, and the
+	 * binary to run (close-on-exec too). */
 	if (st != 3) {
 		if (dup3(st, 3, O_CLOEXEC) < 0)
 			_exit(127);
 		st = 3;
 	}
-	proc_close_from(4);
+	int exe = sp->exe_fd;
+	if (exe >= 0 && exe != 4) {
+		if (dup3(exe, 4, O_CLOEXEC) < 0)
+			_exit(127);
+		exe = 4;
+	}
+	proc_close_from(exe >= 0 ? 5 : 4);
 
 	/* Signals as a fresh process has them: the supervisor ignores SIGPIPE
 	 * and blocks others, which programs must not inherit. */
@@ -202,7 +209,10 @@ static _Noreturn void program_main(const struct child_args *a, const struct spec
 	/* The seccomp filter (and no_new_privs) came from init: loading it costs
 	 * the kernel a pass over every system call, so it is done once. */
 	*t_execve = box_mono_ns(); /* init's memory, borrowed until the exec */
-	int err = exec_path(sp->argv, sp->env);
+	/* A run's own binary through its descriptor (ns_work) */
+	int err = exe >= 0		   ? (execveat(exe, "", sp->argv, sp->env, AT_EMPTY_PATH), errno)
+		  : exe == NS_EXE_MISSING ? ENOENT
+					   : exec_path(sp->argv, sp->env);
 	snprintf(what, sizeof what, "%s", sp->argv[0]);
 	box_msg_send(st, MSG_EXECFAIL, err, 0, 0, 0, 0, what);
 	_exit(127);
@@ -366,7 +376,7 @@ static void init_cgroups(int st)
 
 /* The job's part of the set-up: its proxy socket, the marks, its work
  * directories, Landlock. */
-static void init_job(const struct child_args *a, int st, const struct spec *sp, const int64_t t[T_N], int64_t t_ready)
+static void init_job(const struct child_args *a, int st, struct spec *sp, const int64_t t[T_N], int64_t t_ready)
 {
 	char err[256];
 	bool timings = sp->h.flags & SPEC_TIMINGS;
@@ -391,11 +401,14 @@ static void init_job(const struct child_args *a, int st, const struct spec *sp, 
 		box_msg_send(st, MSG_MARK, 0, t_ready, 0, 0, 0, "root_built");
 		box_msg_send(st, MSG_MARK, 0, box_mono_ns(), 0, 0, 0, "job_received");
 	}
-	if (ns_attach_work(sp->h.tmpfs, sp->scratch_fd, sp->own_fd, sp->own, sp->outputs, sp->h.flags & SPEC_DEPS,
-			   sp->h.flags & SPEC_WORK_EXEC, err, sizeof err) < 0) {
+	struct ns_work work = { .tmpfs_bytes = sp->h.tmpfs, .scratch_fd = sp->scratch_fd, .own_fd = sp->own_fd, .own = sp->own,
+				.outputs = sp->outputs, .exe = sp->argv[0], .deps = sp->h.flags & SPEC_DEPS,
+				.work_exec = sp->h.flags & SPEC_WORK_EXEC };
+	if (ns_attach_work(&work, err, sizeof err) < 0) {
 		box_msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, err);
 		_exit(123);
 	}
+	sp->exe_fd = work.exe_fd;
 	if (sp->scratch_fd >= 0)
 		close(sp->scratch_fd);
 	if (sp->own_fd >= 0)

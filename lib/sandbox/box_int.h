@@ -61,6 +61,7 @@ struct spec {
 	char **argv, **env, **outputs;
 	char *own;                 /* SPEC_OWN's name, or NULL */
 	int stdin_fd, scratch_fd, own_fd;
+	int exe_fd;                /* the program's own binary (ns_work), or -1 */
 };
 
 /* Send len bytes with nfd fds (0..MSG_FDS) attached to the first. */

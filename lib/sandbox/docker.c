@@ -91,24 +91,13 @@ static struct bk_scratch *d_scratch_open(struct backend *be, const char *workspa
 }
 
 /* The run's own directory or file needs its mount point in the workspace
- * (made by us, as remove_own in run.c removed whatever was there; the
- * engine would make it otherwise, resolving the name inside the
- * container). */
+ * (bk_own_placeholder; the engine would make it otherwise, resolving the
+ * name, a link perhaps, inside the container). */
 static int d_scratch_stage(struct bk_scratch *sc, bool compile, char *err, size_t errlen)
 {
 	struct docker_scratch *s = (struct docker_scratch *)sc;
 	(void)compile;
-	if (!s->own)
-		return 0;
-	int fd = s->own_dir ? mkdirat(sc->dir, s->own, 0755)
-			    : openat(sc->dir, s->own, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0 && errno != EEXIST) {
-		snprintf(err, errlen, "cannot make %s in the workspace: %s", s->own, strerror(errno));
-		return -1;
-	}
-	if (!s->own_dir && fd >= 0)
-		close(fd);
-	return 0;
+	return s->own ? bk_own_placeholder(sc->dir, s->own, s->own_dir, err, errlen) : 0;
 }
 
 static int d_scratch_write(struct bk_scratch *sc, const char *path, const char *data, size_t len, mode_t mode)

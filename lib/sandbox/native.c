@@ -88,19 +88,16 @@ static struct bk_scratch *n_scratch_open(struct backend *be, const char *workspa
 }
 
 /* The run's own directory or file for the next stage: its mount point in
- * the workspace (made by us, as remove_own in run.c removed whatever was
- * there), and a mount of its tmpfs (of the file in it: a program file's
- * run has one stage) for the stage to take. */
+ * the workspace (bk_own_placeholder), and a mount of its tmpfs (of the
+ * file in it: a program file's run has one stage) for the stage to take. */
 static int own_stage(struct native_scratch *n, bool compile, char *err, size_t errlen)
 {
-	int fd = n->own_dir ? mkdirat(n->base.dir, n->own, 0755)
-			    : openat(n->base.dir, n->own, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0 && errno != EEXIST) {
-		snprintf(err, errlen, "cannot make %s in the workspace: %s", n->own, strerror(errno));
+	if (bk_own_placeholder(n->base.dir, n->own, n->own_dir, err, errlen) < 0)
+		return -1;
+	if (!n->own_dir && n->own_mnt[0] >= 0) {
+		snprintf(err, errlen, "a program file of the run's own has one stage (job.c requires exec.dir to compile)");
 		return -1;
 	}
-	if (!n->own_dir && fd >= 0)
-		close(fd);
 	if (!n->own_dir || compile) {
 		if ((n->own_mnt[0] = box_scratch_clone(n->sys, n->own_fd, n->own_dir ? NULL : n->own, &n->own_mnt[1], err,
 						       errlen)) < 0)

@@ -301,7 +301,7 @@ int ns_enter_root(char *err, size_t errlen)
  * very file is cloned, given its flags while still detached, and attached
  * onto itself: a name swapped for a link meanwhile changes nothing.  1 if
  * bound, 0 if it is missing or of another type, -1 on error. */
-static int bind_over_itself(int dfd, const char *name, mode_t want, uint64_t attrs, uint64_t clr, bool rec)
+static int bind_over_itself(int dfd, const char *name, mode_t want, uint64_t attrs, uint64_t clr, bool rec, int *keep)
 {
 	/* A path's directories may be links the compile stage planted too:
 	 * none is followed (ELOOP: a link, left alone like a missing name). */
@@ -319,7 +319,9 @@ static int bind_over_itself(int dfd, const char *name, mode_t want, uint64_t att
 			 move_mount(m, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0
 		 ? -1 : 1;
 	int e = errno;
-	if (m >= 0)
+	if (rc > 0 && keep)
+		*keep = m;
+	else if (m >= 0)
 		close(m);
 	close(fd);
 	errno = e;
@@ -331,57 +333,59 @@ static int bind_over_itself(int dfd, const char *name, mode_t want, uint64_t att
  * written (EROFS), replaced or removed (EBUSY), so what runs is what the
  * compiler made; a name that is missing, or not a regular file (a link the
  * compile stage planted), is left alone. */
-static int bind_executables(int scratch_fd, int own_fd, const char *own, char *const *outputs, char *err, size_t errlen)
+static int bind_executables(const struct ns_work *w, int scratch_fd, int own_fd, int *exe_fd, char *err, size_t errlen)
 {
-	size_t o = own ? strlen(own) : 0;
-	for (int n = 0; outputs[n] && n < NS_MAX_OUTPUTS; n++) {
+	size_t o = w->own ? strlen(w->own) : 0;
+	for (int n = 0; w->outputs[n] && n < NS_MAX_OUTPUTS; n++) {
+		const char *out = w->outputs[n];
 		/* Beneath the run's own directory: from its mount (a path is
 		 * resolved within one mount, RESOLVE_NO_XDEV). */
-		bool mine = o && !strncmp(outputs[n], own, o) && outputs[n][o] == '/';
+		bool mine = own_fd >= 0 && o && !strncmp(out, w->own, o) && out[o] == '/';
+		bool exe = mine && w->exe && !strcmp(out, w->exe) && *exe_fd == -1;
+		if (exe)
+			*exe_fd = NS_EXE_MISSING; /* until it is bound */
 		/* From a noexec workspace the clone is noexec too: clear it. */
-		if (bind_over_itself(mine ? own_fd : scratch_fd, outputs[n] + (mine ? o + 1 : 0), S_IFREG,
-				     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, false) < 0)
-			return fail(err, errlen, "bind the executable %s", outputs[n]);
+		if (bind_over_itself(mine ? own_fd : scratch_fd, out + (mine ? o + 1 : 0), S_IFREG,
+				     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, false,
+				     exe ? exe_fd : NULL) < 0)
+			return fail(err, errlen, "bind the executable %s", out);
 	}
 	return 0;
 }
 
 /* The run's own directory or program file: its mount (the tmpfs, or a
  * file of it; flagged like the scratch) over the name in the workspace,
- * a directory or regular file opened without following a link (another
- * program of the session may have put anything there since the
- * supervisor made it).  An fd of what is now there, or -1. */
+ * which must be of the same type and is opened without following a link
+ * (another program of the session may have put anything there since the
+ * supervisor made it).  own_fd is then that mount, attached. */
 static int attach_own(int here, int own_fd, const char *own, uint64_t attrs, char *err, size_t errlen)
 {
 	struct mount_attr a = { .attr_set = attrs };
-	struct stat st;
+	struct stat want, st;
+	if (fstat(own_fd, &want) < 0)
+		return fail(err, errlen, "stat the run's own %s", own);
 	int at = openat(here, own, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (at < 0 || fstat(at, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
-		if (at >= 0)
-			close(at);
-		errno = at < 0 ? errno : ELOOP;
+	if (at >= 0 && fstat(at, &st) == 0 && (st.st_mode & S_IFMT) != (want.st_mode & S_IFMT)) {
+		close(at);
+		at = -1;
+		errno = S_ISDIR(want.st_mode) ? ENOTDIR : EISDIR;
+	}
+	if (at < 0)
 		return fail(err, errlen, "find %s in the workspace (another program of the session removed or replaced it)",
 			    own);
-	}
-	int rc = move_mount(own_fd, "", at, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+	/* Its flags where it lands, like the scratch's: the supervisor's
+	 * detached mount is not ours to change before. */
+	int rc = move_mount(own_fd, "", at, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0 ||
+		 mount_setattr(own_fd, "", AT_EMPTY_PATH, &a, sizeof a) < 0;
 	int e = errno;
 	close(at);
 	errno = e;
-	/* Its flags where it lands, like the scratch's: the supervisor's
-	 * detached mount is not ours to change before. */
-	if (rc < 0 || (at = openat(here, own, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0)
-		return fail(err, errlen, "attach the run's own %s", own);
-	if (mount_setattr(at, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
-		fail(err, errlen, "set the flags of %s", own);
-		close(at);
-		return -1;
-	}
-	return at;
+	return rc ? fail(err, errlen, "attach the run's own %s", own) : 0;
 }
 
-int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, int own_fd, const char *own, char *const *outputs, bool deps,
-		   bool work_exec, char *err, size_t errlen)
+int ns_attach_work(struct ns_work *w, char *err, size_t errlen)
 {
+	w->exe_fd = -1;
 	/* One tmpfs, size-limited and noexec, for everything a program may
 	 * write besides scratch: its pages are charged to the run's memory
 	 * cgroup, so a fill costs memory, never the host's disk. */
@@ -389,8 +393,8 @@ int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, int own_fd, const char 
 	int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
 	if (fs < 0)
 		return fail(err, errlen, "fsopen tmpfs");
-	snprintf(opt, sizeof opt, "%llu", (unsigned long long)tmpfs_bytes);
-	snprintf(ino, sizeof ino, "%llu", (unsigned long long)ns_tmpfs_inodes(tmpfs_bytes));
+	snprintf(opt, sizeof opt, "%llu", (unsigned long long)w->tmpfs_bytes);
+	snprintf(ino, sizeof ino, "%llu", (unsigned long long)ns_tmpfs_inodes(w->tmpfs_bytes));
 	if (fsconfig(fs, FSCONFIG_SET_STRING, "size", opt, 0) < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "nr_inodes", ino, 0) < 0 ||
 	    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
 		close(fs);
@@ -417,25 +421,24 @@ int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, int own_fd, const char 
 	errno = e;
 	if (rc)
 		return fail(err, errlen, "set up /tmp, $HOME and /dev/shm");
-	if (scratch_fd >= 0) {
+	if (w->scratch_fd >= 0) {
 		/* The scratch is a detached mount of our own (box.c makes one per
 		 * stage, see box_scratch_clone): it is moved in, and gets its
 		 * flags where it lands.  Cloning it here instead works only
 		 * since Linux 6.15, and only for a tree made by fsmount. */
-		struct mount_attr a = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (work_exec ? 0 : MOUNT_ATTR_NOEXEC) };
-		if (move_mount(scratch_fd, "", AT_FDCWD, NS_WORKDIR, MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
+		struct mount_attr a = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (w->work_exec ? 0 : MOUNT_ATTR_NOEXEC) };
+		if (move_mount(w->scratch_fd, "", AT_FDCWD, NS_WORKDIR, MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
 		    mount_setattr(AT_FDCWD, NS_WORKDIR, 0, &a, sizeof a) < 0)
 			return fail(err, errlen, "attach the scratch directory");
-		int here = open(NS_WORKDIR, O_PATH | O_DIRECTORY | O_CLOEXEC), mine = -1;
+		int here = open(NS_WORKDIR, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		bool own = w->own_fd >= 0 && w->own;
 		int brc = here < 0 ? fail(err, errlen, "open " NS_WORKDIR) : 0;
-		if (!brc && own_fd >= 0 && own && (mine = attach_own(here, own_fd, own, a.attr_set, err, errlen)) < 0)
-			brc = -1;
-		if (!brc && outputs)
-			brc = bind_executables(here, mine, own, outputs, err, errlen);
-		if (mine >= 0)
-			close(mine);
-		if (!brc && deps && bind_over_itself(here, NS_DEPS, S_IFDIR, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-						     MOUNT_ATTR_NOEXEC, true) < 0)
+		if (!brc && own)
+			brc = attach_own(here, w->own_fd, w->own, a.attr_set, err, errlen);
+		if (!brc && w->outputs)
+			brc = bind_executables(w, here, own ? w->own_fd : -1, &w->exe_fd, err, errlen);
+		if (!brc && w->deps && bind_over_itself(here, NS_DEPS, S_IFDIR, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+							MOUNT_ATTR_NOEXEC, true, NULL) < 0)
 			brc = fail(err, errlen, "bind the installed packages");
 		if (here >= 0)
 			close(here);

@@ -56,6 +56,22 @@ int ns_build_root(const struct ns_root *r, char *err, size_t errlen);
 int ns_build_holder(char *err, size_t errlen);
 /* In a sandbox's copy of that root: its own devpts and procfs. */
 int ns_enter_root(char *err, size_t errlen);
+/* A stage's own mounts, for ns_attach_work. */
+struct ns_work {
+	uint64_t tmpfs_bytes;      /* /tmp, $HOME and /dev/shm */
+	int scratch_fd;            /* a detached mount for NS_WORKDIR, or -1 */
+	int own_fd;                /* with scratch_fd: a run's own mount, or -1 */
+	const char *own;           /* its name in the scratch */
+	char *const *outputs;      /* the compile stage's executables, or NULL */
+	const char *exe;           /* the program (argv[0]) */
+	bool deps, work_exec;
+	int exe_fd;                /* out: the program's own binary, -1, or NS_EXE_MISSING */
+};
+/* exe_fd when exe is a run's own output that is not there: the program
+ * is not run (by path it would be whatever a program of the session put
+ * under that name). */
+#define NS_EXE_MISSING (-2)
+
 /* Then the job's mounts: a fresh tmpfs of tmpfs_bytes for /tmp, $HOME and
  * /dev/shm, and the scratch (a detached mount of the caller's, which it
  * needs no more: its unmount then comes with the namespace's) moved in at
@@ -67,13 +83,17 @@ int ns_enter_root(char *err, size_t errlen);
  * else the compile stage left, can be executed (W^X).  With deps, the
  * directory NS_DEPS of a session's workspace (what install stages wrote)
  * is bound over itself read-only and executable.  With own_fd (a
- * detached mount too, with a scratch), that mount goes over the name
- * `own` in the scratch, a directory or file that must be there and not a
- * link: a run's own directory or program file, which the other sandboxes
- * of its session see empty (outputs beneath it are bound from it).  On
+ * detached mount too), that mount goes over the name `own` in the
+ * scratch, a directory or file that must be there and not a link: a run's
+ * own directory or program file, which the other sandboxes of its session
+ * see empty (outputs beneath it are bound from it).  When exe is one of
+ * those outputs, exe_fd is its bound binary, for execveat (or
+ * NS_EXE_MISSING): a program of
+ * the session may delete the name's mount point in the workspace, which
+ * detaches the mounts on it in every namespace (Linux allows that since
+ * 3.18), and a path would then lead to what it put there instead.  On
  * return the cwd is NS_WORKDIR. */
-int ns_attach_work(uint64_t tmpfs_bytes, int scratch_fd, int own_fd, const char *own, char *const *outputs, bool deps,
-		   bool work_exec, char *err, size_t errlen);
+int ns_attach_work(struct ns_work *w, char *err, size_t errlen);
 /* Bring up lo in a new network namespace (127.0.0.1 and ::1 work). */
 int ns_loopback_up(char *err, size_t errlen);
 
