@@ -300,7 +300,8 @@ int ns_enter_root(char *err, size_t errlen)
  * S_IFDIR).  The file is opened once, without following a link, and that
  * very file is cloned, given its flags while still detached, and attached
  * onto itself: a name swapped for a link meanwhile changes nothing.  1 if
- * bound, 0 if it is missing or of another type, -1 on error. */
+ * bound (with keep, *keep is then the bind's fd, the caller's), 0 if it is
+ * missing or of another type, -1 on error. */
 static int bind_over_itself(int dfd, const char *name, mode_t want, uint64_t attrs, uint64_t clr, bool rec, int *keep)
 {
 	/* A path's directories may be links the compile stage planted too:
