@@ -775,6 +775,8 @@ while time.time() < end and not os.path.exists("stop"):
 	# tmpfs), and runs a binary by its path (doc/security.md)
 	modes="false true" cases="c python swap"
 	! on_docker || { modes=true; cases="c python"; }
+	# a guest proves the kernel's part (the holder's clones on 6.1) once
+	[ -z "${SBX_GUEST:-}" ] || modes=false
 	for exec in $modes; do
 		[ "$exec" = false ] || conf=$(conf_with 's/^$//')
 		for case in $cases; do
