@@ -774,7 +774,7 @@ while time.time() < end and not os.path.exists("stop"):
 	# docker keeps a workspace noexec only on a noexec mount (sbx-mcp's
 	# tmpfs), and runs a binary by its path (doc/security.md)
 	modes="false true" cases="c python swap"
-	! on_docker || { modes=true; cases="c python"; }
+	if on_docker; then modes=true cases="c python"; fi
 	# a guest proves the kernel's part (the holder's clones on 6.1) once
 	[ -z "${SBX_GUEST:-}" ] || modes=false
 	for exec in $modes; do
