@@ -40,6 +40,14 @@ static inline bool ns_reserved(const char *path)
 	return !strncmp(path, NS_RESERVED, sizeof NS_RESERVED - 1);
 }
 
+/* path's rest beneath the directory dir ("dir/rest"), or NULL: where a
+ * run's own outputs are found in its own mount (backend.h). */
+static inline const char *ns_beneath(const char *dir, const char *path)
+{
+	size_t n = dir ? strlen(dir) : 0;
+	return n && !strncmp(path, dir, n) && path[n] == '/' ? path + n + 1 : NULL;
+}
+
 /* The inode count for a tmpfs of `bytes`: one per 4 KiB page, at least
  * 1024.  Inodes and their dentries are kernel memory that a tmpfs's size
  * does not count (a million empty directories fill no page): without a

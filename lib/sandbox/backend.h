@@ -26,6 +26,7 @@
 #include "cap.h"
 #include "conf.h"
 #include "job.h"
+#include "layout.h"
 #include "loop.h"
 
 enum stage_status { STAGE_EXITED, STAGE_SIGNALED, STAGE_TIMEOUT, STAGE_OOM, STAGE_CANCELLED, STAGE_INTERNAL };
@@ -189,12 +190,9 @@ static inline struct bk_scratch *bk_scratch_open(struct backend *be, const char 
  * scratch_open), or NULL when it is not the run's own. */
 static inline const char *bk_own_path(const char *own, bool own_dir, const char *path)
 {
-	size_t o = own ? strlen(own) : 0;
-	if (!o || strncmp(path, own, o))
-		return NULL;
 	if (own_dir)
-		return path[o] == '/' ? path + o + 1 : NULL;
-	return path[o] ? NULL : path;
+		return ns_beneath(own, path);
+	return own && !strcmp(path, own) ? path : NULL;
 }
 /* Before each stage of a run with an own name: its mount point in the
  * workspace `dir` (an empty directory or file, made by the supervisor, as

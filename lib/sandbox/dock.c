@@ -719,14 +719,13 @@ static jv exec_bins(const char *src, const char *own, const char *bindir, char *
 	int sd = open(src, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sd < 0)
 		return mounts;
-	size_t o = own ? strlen(own) : 0;
 	for (int i = 0; outputs[i] && i < NS_MAX_OUTPUTS; i++) {
 		struct stat st;
-		const char *name = outputs[i];
-		if (o && (strncmp(name, own, o) || name[o] != '/'))
+		const char *name = outputs[i], *rel = own ? ns_beneath(own, name) : name;
+		if (!rel)
 			continue;
 		/* non-blocking: a FIFO planted under the name must not hang us */
-		int in = util_open_beneath(sd, name + (o ? o + 1 : 0), O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+		int in = util_open_beneath(sd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
 		if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
 			if (in >= 0)
 				close(in);

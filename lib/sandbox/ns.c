@@ -336,17 +336,16 @@ static int bind_over_itself(int dfd, const char *name, mode_t want, uint64_t att
  * compile stage planted), is left alone. */
 static int bind_executables(const struct ns_work *w, int scratch_fd, int own_fd, int *exe_fd, char *err, size_t errlen)
 {
-	size_t o = w->own ? strlen(w->own) : 0;
 	for (int n = 0; w->outputs[n] && n < NS_MAX_OUTPUTS; n++) {
 		const char *out = w->outputs[n];
 		/* Beneath the run's own directory: from its mount (a path is
 		 * resolved within one mount, RESOLVE_NO_XDEV). */
-		bool mine = own_fd >= 0 && o && !strncmp(out, w->own, o) && out[o] == '/';
+		const char *mine = own_fd >= 0 ? ns_beneath(w->own, out) : NULL;
 		bool exe = mine && w->exe && !strcmp(out, w->exe) && *exe_fd == -1;
 		if (exe)
 			*exe_fd = NS_EXE_MISSING; /* until it is bound */
 		/* From a noexec workspace the clone is noexec too: clear it. */
-		if (bind_over_itself(mine ? own_fd : scratch_fd, out + (mine ? o + 1 : 0), S_IFREG,
+		if (bind_over_itself(mine ? own_fd : scratch_fd, mine ? mine : out, S_IFREG,
 				     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, false,
 				     exe ? exe_fd : NULL) < 0)
 			return fail(err, errlen, "bind the executable %s", out);
