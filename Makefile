@@ -171,12 +171,12 @@ dash-shots:
 	@mkdir -p doc/img && for f in overview run runs; do cp $(BUILD)/dash/$$f.png doc/img/dashboard-$$f.png; done
 
 # ---- dependencies from Debian's packages ---------------------------------
-# Build: compiler, libraries.  Tests: jq, valgrind, clang (sanitizers,
+# Build: compiler, libraries.  Tests: jq (gojq for the guests), valgrind, clang (sanitizers,
 # fuzzing; mke2fs, which a root server makes workspaces with); bats-core comes from npm (make test-tools).  Only what is missing is installed; as non-root the command is
 # printed instead.  npm is asked for only when no npm is on PATH (Node.js
 # from NodeSource brings its own, and conflicts with Debian's).
 DEPS_BUILD := gcc make pkg-config libjq-dev libseccomp-dev libsqlite3-dev libmicrohttpd-dev
-DEPS_TEST  := jq sqlite3 valgrind clang libclang-rt-14-dev procps iproute2 util-linux e2fsprogs python3 python3-pip g++ nodejs bubblewrap hyperfine wrk curl libpython3.11-testsuite chromium
+DEPS_TEST  := jq gojq sqlite3 valgrind clang libclang-rt-14-dev procps iproute2 util-linux e2fsprogs python3 python3-pip g++ nodejs bubblewrap hyperfine wrk curl libpython3.11-testsuite chromium
 # The runtimes of etc/sandbox.conf's languages, so every language is tested;
 # Python's plotting and data libraries, which programs import out of the box.
 DEPS_LANG  := golang-go rustc default-jdk-headless ruby php-cli python3-matplotlib python3-numpy python3-pandas

@@ -18,7 +18,7 @@ teardown() { assert_no_leftovers; }
 	jqe 0 '.limits_enforced | index("namespaces") and index("seccomp") and index("timeout") and index("rlimits")'
 }
 
-# bats test_tags=kernel
+# (Not tagged kernel: t/25 compiles and runs every language in the guests.)
 @test "c++: compiled in one sandbox and run in another (the seed's example)" {
 	# its own state directory: an empty compile cache (t/27-cache.bats)
 	conf=$(conf_with '')

@@ -563,7 +563,7 @@ try:
         threading.Thread(target=time.sleep, args=(5,), daemon=True).start(); n += 1
 except RuntimeError: print("stopped at", n)' '{timeout:5}')"
 	jqe 0 '.status == "success" and (.stdout | test("^stopped at [0-9]+\n$"))'
-	n=$(jqn 0 '.stdout | split(" ")[2] | tonumber')
+	n=$(jqn 0 '.stdout | rtrimstr("\n") | split(" ")[2] | tonumber')
 	[ "$n" -lt 64 ]
 }
 

@@ -7,6 +7,12 @@
 # max_slots = 1: every run takes slot 0, and the tests first prove that it
 # did (the same namespace inode, the same cgroup), so that "nothing
 # crossed" is not "nothing was reused".
+#
+# Every test is kernel-dependent.  Those tagged netns prove what a slot
+# keeps of its network and IPC namespaces, the same code on every kernel:
+# the guests run them under Debian 13's kernel; the others (what a slot
+# does with its cgroups, kept from Linux 6.12 on cgroup v2 and made anew
+# before) under Debian 12's too.
 # bats file_tags=kernel
 load helpers
 
@@ -56,6 +62,7 @@ ran_in() { jqn 0 '.stdout' | head -1 | tr -dc 0-9; }
 pinned() { stat -L -c %i "$PIN"; }
 in_slot() { nsenter --net="$PIN" "$@"; }
 
+# bats test_tags=netns
 @test "slots: one run after another reuses the pinned namespace, lo up, TIME_WAIT and metrics off" {
 	slot_run 'print(open("/sys/class/net/lo/operstate").read() if os.path.exists("/sys/class/net") else "")'
 	jqe 0 '.status == "success"'
@@ -72,6 +79,7 @@ in_slot() { nsenter --net="$PIN" "$@"; }
 	[ "$(stat -c %a /run/sbx/slots)" = 700 ]
 }
 
+# bats test_tags=netns
 @test "slots: TCP connections, TIME_WAIT, a daemon's listener and metrics do not reach the next run" {
 	slot_run 'import socket, subprocess
 s = socket.socket(); s.bind(("127.0.0.1", 5000)); s.listen()
@@ -98,6 +106,7 @@ except OSError as e: print(errno.errorcode[e.errno])'
 	[ "$(jqn 0 .stdout | sed -n 2,4p | tr '\n' ' ')" = "0 0 bound ECONNREFUSED " ]
 }
 
+# bats test_tags=netns
 @test "slots: SysV and POSIX IPC, keys and /dev/shm of one run are not in the next" {
 	slot_run 'import ctypes, ctypes.util
 libc = ctypes.CDLL(None, use_errno=True)
@@ -132,6 +141,7 @@ devshm []" ]
 	jqn 0 .stdout | grep -Eq '^key -1 (1|126)$'
 }
 
+# bats test_tags=netns
 @test "slots: the program cannot change the kept namespace: sysctls, hostname, lo, routes" {
 	slot_run 'import socket, subprocess
 for p in ("ipv4/tcp_max_tw_buckets", "ipv4/tcp_no_metrics_save", "ipv4/tcp_fastopen", "ipv4/ip_local_port_range", "core/somaxconn"):
@@ -148,6 +158,7 @@ r = subprocess.run(["ip", "addr", "add", "10.9.9.9/32", "dev", "lo"], capture_ou
 	! in_slot ip -o addr | grep -q 10.9.9.9 || false
 }
 
+# bats test_tags=netns
 @test "slots: protocols whose state the check cannot see are refused: DCCP, SCTP, UDP-Lite, L2TP, SMC, socketpair but unix" {
 	slot_run 'import socket
 for fam in (socket.AF_INET, socket.AF_INET6):
@@ -259,6 +270,7 @@ charged_then_new() {
 	in_slot_cg
 }
 
+# bats test_tags=netns
 @test "slots: an abstract unix socket held in an fd cycle does not reach the next run" {
 	slot_run 'import socket, array
 a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -321,6 +333,7 @@ print("up", flush=True); time.sleep(30)' '{timeout: 60}')
 	[ "$(in_slot cat /proc/sys/net/ipv4/tcp_max_tw_buckets)" = 0 ]
 }
 
+# bats test_tags=netns
 @test "slots = false: every run gets a namespace of its own" {
 	slot_run 'pass'
 	kept=$(pinned)

@@ -15,6 +15,11 @@
 #     history, the MCP protocol, dashboard pages and batch bookkeeping are
 #     not kernel tests, even where they run a sandbox on the way: a
 #     sandbox that works at all on a kernel is proven by the tagged ones.
+#     In the guests their jq is gojq (a fifth of jq 1.6's start-up under
+#     emulation: t/guest/suite), so what they ask of jq must mean the same
+#     to both: no output compared as text where key order or number
+#     formatting could differ, regular expressions without Oniguruma's
+#     extensions (gojq's are Go's).
 #   # bats test_tags=valgrind
 #     Also run under valgrind (t/run --valgrind), against the build without
 #     sanitizers: what memcheck sees that ASan and UBSan do not (reads of
