@@ -50,6 +50,18 @@ slot_cg() {
 	done < /proc/self/cgroup
 	return 1
 }
+# settled DIR: await memory.stat of the slot's memory cgroup DIR showing
+# nothing a run cannot give back.  The kernel batches its memory
+# statistics per CPU and flushes them every 2 s, or at a read once enough
+# have piled up: the last pages an exiting run frees can stay in them
+# that long, and a slot whose statistics still show them is made anew
+# (safe, but the test is about the kept ones).
+settled() {
+	for _ in $(seq 50); do
+		awk '$1 == "anon" || $1 == "rss" || $1 == "shmem" || $1 == "unevictable" { n += $2 } END { exit n != 0 }' "$1/memory.stat" && return 0
+		sleep 0.1
+	done
+}
 skip_unless_kept_cgroups() {
 	local why
 	why=$("$BIN/sbx-run" -c "$CONF" --check | jq -r 'if .slots.cgroups then "" else .slots.why // "no" end')
@@ -202,6 +214,7 @@ for i in range(0, len(x), 4096): x[i] = 1' '{memory: "64m", cpus: 0.25, timeout:
 	ino=$(stat -c %i "$mem")
 	[ "$(cat "$(slot_cg pids.max)/pids.max")" = 64 ]
 	# the default limits again; an OOM kill of an earlier run is not this one's
+	settled "$mem"
 	slot_run 'x = bytearray(100 << 20)
 for i in range(0, len(x), 4096): x[i] = 1
 raise SystemExit(3)' '{timeout: 30}'
@@ -216,11 +229,13 @@ raise SystemExit(3)' '{timeout: 30}'
 		[ "$(cat "$mem/cpu.max")" = "50000 100000" ]
 	fi
 	# a small run's peak is its own
+	settled "$mem"
 	slot_run 'pass'
 	jqe 0 '.status == "success" and .memory_peak_bytes < 40000000'
 	in_slot_cg
 	[ "$(stat -c %i "$mem")" = "$ino" ]
 	# the smallest limit still fits beside what earlier runs left
+	settled "$mem"
 	run --separate-stderr sbx -c "$CONF" --timings <<< '{"language":"bash","code":"echo $((6 * 7))","memory":"4m"}'
 	jqe 0 '.status == "success" and .stdout == "42\n" and .timings.run_stage.slot_cgroups'
 	[ "$(stat -c %i "$mem")" = "$ino" ]
