@@ -133,10 +133,11 @@ time.sleep(60)' '{timeout: 2}'
 # bats test_tags=kernel
 @test "a kernel flooding memory is stopped by its cgroup and reported; a fork bomb meets the pids limit" {
 	skip_unless_cgroups
-	# (the timeout is only a bound: some 60 forks of Python took 6 s in
-	# QEMU without KVM)
+	# (the timeouts are only bounds: some 60 forks of Python took 6 s in
+	# QEMU without KVM, and filling 256 MiB at half a CPU there took more
+	# than 10 s on a busy machine)
 	cells < <(cell 'a = []
-while True: a.append(bytearray(1 << 20))'; cell 'import os
+while True: a.append(bytearray(1 << 20))' '{timeout: 40}'; cell 'import os
 n = 0
 try:
     while True:
