@@ -771,8 +771,12 @@ while time.time() < end and not os.path.exists("stop"):
             open("hit", "a").write(d + "\n")
         except OSError:
             pass'
-	c='{language: "c", code: "#include <stdio.h>\nint main(void) { puts(\"as given\"); return 0; }\n"}'
-	python='{language: "python", code: "print(\"as given\")"}'
+	# The honest runs last a third of a second, so that the watcher, which
+	# polls at a quota of one CPU, is not throttled for all of the time
+	# the run's names are there (seen once on a busy machine at half a
+	# CPU); their programs are read or run before the pause.
+	c='{language: "c", code: "#include <stdio.h>\n#include <unistd.h>\nint main(void) { puts(\"as given\"); fflush(stdout); usleep(300000); return 0; }\n"}'
+	python='{language: "python", code: "import time\nprint(\"as given\")\ntime.sleep(0.3)"}'
 	# docker keeps a workspace noexec only on a noexec mount (sbx-mcp's
 	# tmpfs), and runs a binary by its path (doc/security.md)
 	modes="false true" cases="c python swap"
@@ -784,7 +788,7 @@ while time.time() < end and not os.path.exists("stop"):
 		for case in $cases; do
 			rm -f "$ws/ready" "$ws/stop" "$ws/seen" "$ws/hit" "$ws/swap"
 			[ "$case" != swap ] || touch "$ws/swap"
-			py "$watch" "{id: \"watch-$exec\", session: \"$sid\", timeout: 60}" | sbx -c "$conf" > watch.jsonl &
+			py "$watch" "{id: \"watch-$exec\", session: \"$sid\", timeout: 60, cpus: 1}" | sbx -c "$conf" > watch.jsonl &
 			watcher=$!
 			for _ in $(seq 300); do [ -e "$ws/ready" ] || sleep 0.1; done
 			[ -e "$ws/ready" ]
