@@ -97,7 +97,7 @@ if t == "exit": sys.exit(7)
 if t == "kill": os.kill(os.getpid(), 9)
 if t == "flood": sys.stdout.write("y" * 6000000)
 print("ok")'
-	run_req "$(judge "$code" '[{stdin: "ok", expected_stdout: "ok"}, {stdin: "loop", timeout: '"$(bound 3 8)"'}, {stdin: "mem", memory: "64m"}, {stdin: "exit"}, {stdin: "kill"}, {stdin: "flood"}]')"
+	run_req "$(judge "$code" '[{stdin: "ok", expected_stdout: "ok"}, {stdin: "loop", timeout: '"$(bound 3 8)"'}, {stdin: "mem", memory: "64m", timeout: 60}, {stdin: "exit"}, {stdin: "kill"}, {stdin: "flood"}]')"
 	# (without cgroups the memory limit is an rlimit: Python's MemoryError)
 	local mem=memory_limit
 	has_cgroup_limits || mem=error

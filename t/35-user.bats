@@ -80,7 +80,7 @@ user_run() {
 @test "as an ordinary user: timeouts, memory ceilings and compiled languages work" {
 	user_run -j 3 < <(printf '%s\n' \
 		'{"id":"t","language":"bash","code":"trap \"\" TERM; sleep 30","timeout":1}' \
-		'{"id":"m","language":"python","code":"x = bytearray(1 << 30)","memory":"64m"}' \
+		'{"id":"m","language":"python","code":"x = bytearray(1 << 30)","memory":"64m","timeout":60}' \
 		'{"id":"c","language":"cpp","code":"#include <cstdio>\nint main(){ std::puts(\"hi\"); }"}')
 	for i in 0 1 2; do
 		case $(jqn "$i" .id) in
