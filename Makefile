@@ -45,7 +45,7 @@ UNIT_SRC := $(wildcard t/unit/*.c)
 UNITS    := $(patsubst t/unit/%.c,$(BUILD)/t/%,$(UNIT_SRC))
 MANS     := $(wildcard man/*.1)
 
-.PHONY: deb image dash-shots typescript python-site python-fonts demo all check check-asan check-kernels check-builds check-valgrind vg-wrappers unit deps install uninstall clean fuzz fuzz-build bench bench-run differential mcp-client test-tools
+.PHONY: deb image dash-shots typescript python-site python-fonts demo all check check-asan check-kernels check-builds check-valgrind vg-wrappers unit deps deps-lang deps-test deps-deb install uninstall clean fuzz fuzz-build bench bench-run differential mcp-client test-tools
 # Helpers the tools run, not tools: in ../libexec/sbx beside the tools'
 # directory, in a checkout as when installed.
 LIBEXECDIR := $(BINDIR)/../libexec/sbx
@@ -102,6 +102,7 @@ unit: $(UNITS)
 
 # ---- the main job: example requests through the pipeline -----------------
 demo: deps
+	@command -v jq > /dev/null || build-aux/apt-need demo jq   # the demo's display
 	@$(MAKE) -s --no-print-directory all
 	@echo "sbx-validate < etc/examples/tour.jsonl | sbx-run | sbx-cap | sbx-log" >&2
 	@$(BINDIR)/sbx-validate < etc/examples/tour.jsonl | $(BINDIR)/sbx-run | $(BINDIR)/sbx-cap | $(BINDIR)/sbx-log | jq -r -f etc/examples/show.jq
@@ -112,7 +113,7 @@ demo: deps
 # bench/results/DATE-COMMIT.md with the machine and the commit they
 # describe (nobody copies figures by hand; doc/performance.md says how to
 # read them).
-bench: deps all
+bench: deps-test all
 	@mkdir -p bench/results
 	@f=bench/results/$$(date -u +%Y-%m-%dT%H%MZ)-$$(git rev-parse --short HEAD 2>/dev/null || echo unknown).md; \
 	{ echo "# make bench, $$(date -u '+%F %T') UTC"; echo; \
@@ -161,7 +162,7 @@ bench-run: $(BUILD)/bench/sha256
 # All of the differential suite (t/diff/run.py): CPython's regression tests
 # and t/diff/programs/, bare and sandboxed; prints agree N/M and every
 # disagreement with its reason.  About 30 minutes on 2 CPUs.
-differential: deps all
+differential: deps-test all
 	@t/diff/run.py --all --jobs $${JOBS:-2}
 
 # The dashboard's screenshots in doc/img, from the last browser test
@@ -171,42 +172,27 @@ dash-shots:
 	@mkdir -p doc/img && for f in overview run runs; do cp $(BUILD)/dash/$$f.png doc/img/dashboard-$$f.png; done
 
 # ---- dependencies from Debian's packages ---------------------------------
-# Build: compiler, libraries.  Tests: jq (gojq for the guests), valgrind, clang (sanitizers,
-# fuzzing; mke2fs, which a root server makes workspaces with); bats-core comes from npm (make test-tools).  Only what is missing is installed; as non-root the command is
-# printed instead.  npm is asked for only when no npm is on PATH (Node.js
-# from NodeSource brings its own, and conflicts with Debian's).
-DEPS_BUILD := gcc make pkg-config libjq-dev libseccomp-dev libsqlite3-dev libmicrohttpd-dev
-DEPS_TEST  := jq gojq sqlite3 valgrind clang libclang-rt-14-dev procps iproute2 util-linux e2fsprogs python3 python3-pip g++ nodejs bubblewrap hyperfine wrk curl libpython3.11-testsuite chromium
-# The runtimes of etc/sandbox.conf's languages, so every language is tested;
-# Python's plotting and data libraries, which programs import out of the box.
-DEPS_LANG  := golang-go rustc default-jdk-headless ruby php-cli python3-matplotlib python3-numpy python3-pandas
-# The docker backend's tests run against a real engine (t/docker/engine).
-DEPS_DOCKER := docker.io
-# The guest suites boot Debian 12's kernel under QEMU (t/guest/run); its
-# init is linked statically.
-DEPS_GUEST := qemu-system-x86 cpio libc6-dev
-# Scaling out is tested on the engines users have: a single-node Slurm with
-# munge (t/slurm/cluster), GNU parallel over sshd on localhost (t/ssh/server);
-# the Kubernetes manifest is checked as YAML (t/k8s/check-manifest).
-DEPS_SCALE := slurm-wlm munge parallel openssh-server openssh-client python3-yaml
-# The Debian package (make deb), checked by lintian, installed in a fresh
-# Debian root (mmdebstrap) and booted under systemd there (systemd-nspawn);
-# zsh to check its completion.
-DEPS_PKG   := debhelper lintian mmdebstrap systemd-container zsh
-DEPS       := $(DEPS_BUILD) $(DEPS_TEST) $(DEPS_LANG) $(DEPS_DOCKER) $(DEPS_GUEST) $(DEPS_SCALE) $(DEPS_PKG) $(DEPS_EXTRA)
-
+# By purpose (build-aux/packages.mk): make deps installs what building and
+# running need, make deps-lang the optional languages (all, or those
+# LANGS names), make deps-test the test toolchain as well, make deps-deb
+# what make deb needs.  Only what is missing is installed, no service is
+# started or enabled (build-aux/apt-need); as non-root the command is
+# printed instead.
+include build-aux/packages.mk
+LANGS ?= $(LANGS_OPTIONAL)
 deps:
-	@missing=$$(for p in $(DEPS); do \
-		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
-	done | tr '\n' ' '); \
-	command -v npm > /dev/null || missing="$$missing npm"; \
-	if [ -z "$${missing% }" ]; then $(MAKE) -s --no-print-directory typescript python-site; exit 0; fi; \
-	if [ "$$(id -u)" != 0 ]; then \
-		echo "make deps: missing Debian packages; as root run: apt-get install -y $$missing" >&2; exit 1; \
-	fi; \
-	echo "make deps: installing $$missing" >&2; \
-	{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; } >&2
-	@$(MAKE) -s --no-print-directory typescript python-site
+	@build-aux/apt-need deps $(PKGS_BUILD) $(PKGS_RUN)
+	@$(MAKE) -s --no-print-directory python-site
+deps-lang: deps
+	@$(foreach l,$(filter-out $(LANGS_OPTIONAL),$(LANGS)),$(error make deps-lang: no optional language "$(l)"; they are: $(LANGS_OPTIONAL)))
+	@build-aux/apt-need deps-lang $(foreach l,$(LANGS),$(PKGS_LANG_$(l)))
+	@$(if $(filter typescript,$(LANGS)),$(MAKE) -s --no-print-directory typescript)
+	@$(if $(filter pydata,$(LANGS)),$(MAKE) -s --no-print-directory python-site)
+deps-test:
+	@$(MAKE) -s --no-print-directory deps-lang LANGS='$(LANGS_OPTIONAL)'
+	@build-aux/apt-need deps-test $(PKGS_TEST) $(PKGS_DEB)
+deps-deb: deps
+	@build-aux/apt-need deps-deb $(PKGS_DEB)
 
 # What sandboxes run of sbx's own, where etc/sandbox.conf points and they
 # see it: Python's start-up hook (share/python/sitecustomize.py: figures
@@ -245,26 +231,22 @@ TS_PKGS := typescript@5.9.3 @types/node@20.19.43
 typescript:
 	@if [ -x /usr/local/bin/tsc ] && [ -d /usr/local/lib/node_modules/@types/node ]; then exit 0; fi; \
 	if ! command -v npm > /dev/null || [ "$$(id -u)" != 0 ]; then \
-		echo "make deps: TypeScript not installed (as root with npm: npm install -g --prefix /usr/local $(TS_PKGS))" >&2; exit 0; fi; \
-	echo "make deps: installing $(TS_PKGS) into /usr/local" >&2; \
-	npm install -g --prefix /usr/local --no-audit --no-fund --loglevel=error $(TS_PKGS) >&2 || \
-		echo "make deps: TypeScript could not be installed; its tests will be skipped" >&2
+		echo "make typescript: TypeScript not installed (as root with npm: npm install -g --prefix /usr/local $(TS_PKGS))" >&2; exit 0; fi; \
+	echo "make typescript: installing $(TS_PKGS) into /usr/local" >&2; \
+	build-aux/npm-get typescript global $(TS_PKGS) || \
+		echo "make typescript: without TypeScript's compiler the typescript language reports itself missing; its tests are skipped" >&2
 
 # The official MCP SDK for t/65-mcp-sdk.bats and the official conformance
 # suite for t/66-mcp-conformance.bats, exactly as locked.
-mcp-client: deps
-	@if command -v npm > /dev/null; then \
-		(cd t/mcp-client && npm ci --no-audit --no-fund --loglevel=error) >&2 && \
-		(cd t/mcp-conformance && npm ci --no-audit --no-fund --loglevel=error) >&2 && \
-		(cd t/browser && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error) >&2; \
-	else echo "make mcp-client: npm is missing; the SDK client and conformance tests will be skipped" >&2; fi
+mcp-client: deps-test
+	@build-aux/npm-get mcp-client ci t/mcp-client && build-aux/npm-get mcp-client ci t/mcp-conformance && \
+		PUPPETEER_SKIP_DOWNLOAD=1 build-aux/npm-get mcp-client ci t/browser
 
 # bats-core for t/run, exactly as locked (t/bats): 1.10 or later picks
 # tests by their tags (the guests run those tagged kernel); Debian 12 has
 # 1.8.
-test-tools: deps
-	@if ! command -v npm > /dev/null; then echo "make test-tools: npm is missing (make deps installs it)" >&2; exit 1; fi; \
-	cd t/bats && npm ci --no-audit --no-fund --loglevel=error >&2
+test-tools: deps-test
+	@build-aux/npm-get test-tools ci t/bats
 
 # ---- tests ----------------------------------------------------------------
 # The suite runs against the ASan+UBSan build (memory errors fail it) after
@@ -274,7 +256,7 @@ test-tools: deps
 ASAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 JOBS := -j$(shell nproc 2> /dev/null || echo 2)
 
-check: deps mcp-client test-tools check-builds
+check: deps-test mcp-client test-tools check-builds
 	@$(MAKE) -s --no-print-directory vg-wrappers
 	@t/run --valgrind --docker --guest
 
@@ -290,7 +272,7 @@ check-asan: check
 # delegated user under Debian 12's kernel and the slots' under Debian 13's
 # (doc/testing.md says how long).  Run it before resolving a change to
 # lib/sandbox, lib/run, the kernels' scripts or the seccomp policy.
-check-kernels: deps test-tools check-builds deb
+check-kernels: deps-test test-tools check-builds deb
 	@t/pkg/root $(DEB_FILE) > $(BUILD)/pkg-root.log 2>&1 || { tail -n 5 $(BUILD)/pkg-root.log >&2; exit 1; }
 	@t/run --kernels
 
@@ -301,7 +283,7 @@ check-kernels: deps test-tools check-builds deb
 # UBSan and LSan cover it in make check.  sbx-mcp's session tests need
 # openat2, which valgrind 3.19 does not know either, and run under ASan.
 VG_TOOLS := sbx-validate sbx-cap sbx-log sbx-history sbx-mcp sbx-shard sbx-merge sbx-batch
-check-valgrind: deps test-tools all vg-wrappers
+check-valgrind: deps-test test-tools all vg-wrappers
 	@t/run --no-unit --no-host --valgrind
 
 vg-wrappers: all
@@ -324,7 +306,7 @@ $(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRC) $(wildcard lib/*/*.h) $(BUILD)/gen/filter_b
 	@mkdir -p $(BUILD)/fuzz
 	clang $(CPPFLAGS) -I$(BUILD)/gen -std=c11 $(FUZZ_FLAGS) $(PKG_CFLAGS) -o $@ $< $(LIB_SRC) -ljq $(PKG_LIBS) -lm
 
-fuzz: deps fuzz-build
+fuzz: deps-test fuzz-build
 	@for f in $(FUZZ_TARGETS); do \
 		name=$$(basename $$f); mkdir -p $(BUILD)/corpus/$$name; \
 		echo "== $$name for $(FUZZ_SECONDS) s"; \
@@ -344,6 +326,7 @@ install: all
 	install -m 0755 $(addprefix $(BINDIR)/,$(TOOLS)) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0755 $(addprefix $(LIBEXECDIR)/,$(HELPERS)) $(DESTDIR)$(PREFIX)/libexec/sbx/
 	install -m 0644 etc/examples/tour.jsonl etc/examples/show.jq $(DESTDIR)$(PREFIX)/share/sbx/examples/
+	install -D -m 0644 share/apparmor/sbx $(DESTDIR)$(PREFIX)/share/sbx/apparmor/sbx
 	for f in $(SHARE_FILES); do install -D -m 0644 share/$$f $(DESTDIR)$(PREFIX)/share/sbx/$$f || exit 1; done
 	for f in $(LAUNCH_FILES); do install -D -m $$(test -x share/$$f && echo 0755 || echo 0644) share/$$f $(DESTDIR)$(PREFIX)/share/sbx/$$f || exit 1; done
 	if [ "$(PYCOMPILE)" = yes ]; then \
@@ -370,13 +353,14 @@ install: all
 # ---- the Debian package ---------------------------------------------------
 # make deb: build/deb/sbx_VERSION_ARCH.deb, from the files git tracks (and
 # new ones it does not ignore), built by dpkg-buildpackage in a copy, so
-# the work tree and its parent get nothing; lintian's errors fail it.
+# the work tree and its parent get nothing; lintian's errors fail it
+# (where make deps-test installed lintian).
 # Built again only when one of those files changed (t/72 and t/90 both
 # ask for it, at once: the lock makes the second wait for the first).
 DEB_VERSION := $(shell dpkg-parsechangelog -l debian/changelog -S Version 2> /dev/null)
 DEB_FILE    := $(BUILD)/deb/sbx_$(DEB_VERSION)_$(shell dpkg --print-architecture 2> /dev/null).deb
 DEB_SRC     := $(wildcard $(shell git ls-files -co --exclude-standard 2> /dev/null))
-deb: deps
+deb: deps-deb
 	@mkdir -p $(BUILD) && flock $(BUILD)/deb.lock $(MAKE) -s --no-print-directory $(DEB_FILE)
 	@cat $(BUILD)/deb/lintian.log >&2; echo $(DEB_FILE)
 $(DEB_FILE): $(DEB_SRC)
@@ -386,7 +370,8 @@ $(DEB_FILE): $(DEB_SRC)
 	git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t $(BUILD)/deb/sbx-$(DEB_VERSION)
 	cd $(BUILD)/deb/sbx-$(DEB_VERSION) && dpkg-buildpackage -us -uc -b > ../build.log 2>&1 || \
 		{ tail -n 30 ../build.log >&2; exit 1; }
-	@lintian --fail-on error $@ > $(BUILD)/deb/lintian.log 2>&1 || { cat $(BUILD)/deb/lintian.log >&2; rm -f $@; exit 1; }
+	@if ! command -v lintian > /dev/null; then echo "make deb: lintian is not installed (make deps-test installs it): the package is not checked" > $(BUILD)/deb/lintian.log; \
+	else lintian --fail-on error $@ > $(BUILD)/deb/lintian.log 2>&1 || { cat $(BUILD)/deb/lintian.log >&2; rm -f $@; exit 1; }; fi
 
 # make image: the container image sbx:VERSION (and sbx:latest) in the
 # engine DOCKER_HOST names, from the package over a fresh Debian root
