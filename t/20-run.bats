@@ -110,6 +110,21 @@ $sum" ]
 	[ "$(jq -r .status oom)" = memory_limit ]
 }
 
+@test "thread pools are the CPU quota's size: OpenMP and BLAS read it, a language's env may say otherwise" {
+	# libgomp is GCC's OpenMP runtime, which OpenBLAS builds use too: what
+	# it reports is what the program's thread pool would be
+	code='import ctypes, os
+omp = ctypes.CDLL("libgomp.so.1")
+print(os.environ["OPENBLAS_NUM_THREADS"], os.environ["MKL_NUM_THREADS"], omp.omp_get_max_threads())'
+	run_req "$(py "$code" '{cpus: 0.5}')"
+	jqe 0 '.status == "success" and .stdout == "1 1 1\n"'
+	run_req "$(py "$code" '{cpus: 2}')"
+	jqe 0 '.status == "success" and .stdout == "2 2 2\n"'
+	conf=$(conf_with '/^\[language.python\]/,/^env/s|^env *= *\[|env = ["OMP_NUM_THREADS=3", |')
+	run_req "$(py "$code" '{cpus: 0.5}')" -c "$conf"
+	jqe 0 '.status == "success" and .stdout == "1 1 3\n"'
+}
+
 # bats test_tags=kernel
 @test "a crash that is not an OOM is not reported as memory_limit" {
 	run_req '{"language":"python","code":"import os\nos._exit(137)","memory":"64m"}'

@@ -456,14 +456,14 @@ print("hits", hits)')
 		# docker-init, owned by the same uid, so its environ is readable,
 		# and it is the job's environment, nothing of the caller's
 		mapfile -t out < <(jqn 0 .stdout)
-		[ "${out[0]}" = "['HOME', 'HOSTNAME', 'LANG', 'LOGNAME', 'PATH', 'PWD', 'PYTHONPATH', 'SHELL', 'TMPDIR', 'USER']" ]
+		[ "${out[0]}" = "['BLIS_NUM_THREADS', 'HOME', 'HOSTNAME', 'LANG', 'LOGNAME', 'MKL_NUM_THREADS', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'PATH', 'PWD', 'PYTHONPATH', 'SHELL', 'TMPDIR', 'USER']" ]
 		[[ ${out[-2]} == /sbin/docker-init* ]]
 		[ "${out[-1]}" = "hits []" ]
 		! grep -q "open fd" <<< "${out[*]}" || false
 		[[ $output != *"$secret"* ]]
 		return
 	fi
-	[ "$(jqn 0 .stdout)" = "['HOME', 'LANG', 'LOGNAME', 'PATH', 'PWD', 'PYTHONPATH', 'SHELL', 'TMPDIR', 'USER']
+	[ "$(jqn 0 .stdout)" = "['BLIS_NUM_THREADS', 'HOME', 'LANG', 'LOGNAME', 'MKL_NUM_THREADS', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'PATH', 'PWD', 'PYTHONPATH', 'SHELL', 'TMPDIR', 'USER']
 environ 13
 sbx-init
 hits []" ]

@@ -728,6 +728,37 @@ static char *absolute(const char *root, const char *p)
 	return out;
 }
 
+/* Thread pools the size of the CPU quota, not of the host: OpenBLAS and
+ * OpenMP start a thread per online CPU, which under a quota only contend,
+ * and where the memory limit is a per-process rlimit (no cgroups to be
+ * had) OpenBLAS's per-thread buffers do not fit and numpy spins until the
+ * timeout.  Every language gets them ahead of its own "env", which may
+ * set them otherwise. */
+static const char *const thread_env[] = {
+	"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+};
+
+static void add_thread_env(struct conf_lang *l)
+{
+	size_t nt = sizeof thread_env / sizeof *thread_env, n = 0, k = 0;
+	while (l->env && l->env[n])
+		n++;
+	char **env = util_xalloc((nt + n + 1) * sizeof *env);
+	for (size_t i = 0; i < nt; i++) {
+		size_t len = strlen(thread_env[i]);
+		bool own = false;
+		for (size_t j = 0; j < n && !own; j++)
+			own = !strncmp(l->env[j], thread_env[i], len) && l->env[j][len] == '=';
+		if (!own)
+			env[k++] = util_fmt("%s={cpus}", thread_env[i]);
+	}
+	for (size_t j = 0; j < n; j++)
+		env[k++] = l->env[j];
+	env[k] = NULL;
+	free(l->env);
+	l->env = env;
+}
+
 static bool check_lang(struct parser *ps, struct conf *c, struct conf_lang *l)
 {
 	if (!l->file)
@@ -779,6 +810,7 @@ static bool check_lang(struct parser *ps, struct conf *c, struct conf_lang *l)
 	for (char **e = l->env; e && *e; e++)
 		if (!strchr(*e, '=') || **e == '=')
 			return fail(ps, l->line, "[language.%s] key \"env\": \"%s\" is not NAME=value", l->name, *e);
+	add_thread_env(l);
 	for (char **b = l->binds; b && *b; b++)
 		if ((*b)[0] != '/' || strstr(*b, "/../") || strstr(*b, "/.."))
 			return fail(ps, l->line, "[language.%s] key \"binds\": \"%s\" must be an absolute path without ..", l->name, *b);
