@@ -535,7 +535,7 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 	r->started_epoch_ms = util_epoch_ms();
 	r->done = done;
 	r->arg = arg;
-	char err[640];
+	char err[1024];
 	if (!job_load(e->conf, rec, &r->job, err, sizeof err)) {
 		*immediate = rec_make_invalid(jv_copy(r->job.rec), "%s", err);
 		run_free(r);

@@ -163,8 +163,8 @@ struct backend {
 	bool broken;
 	/* It can run kernels (stage_spec.chan): the native backend. */
 	bool kernels;
-	char why[600];
-	char warn[800];
+	char why[1024];
+	char warn[1536];
 };
 
 /* The native backend, for argv's process (hidden in sandboxes' inits).  As

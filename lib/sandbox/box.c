@@ -1048,8 +1048,7 @@ static int enter_own_userns(char *err, size_t errlen)
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
-		snprintf(err, errlen, "user namespaces are not available to this user (%s): run as root, or enable them: sysctl -w kernel.unprivileged_userns_clone=1 user.max_user_namespaces=10000",
-			 strerror(errno));
+		snprintf(err, errlen, "user namespaces are not available to this user (%s)", strerror(errno));
 		return -1;
 	}
 	char map[64];

@@ -271,7 +271,7 @@ static int init_v2(struct cg_sys *s, struct hier *h, const char *parent)
 			base[bl - ll] = 0;
 		if (!writable_dir(base)) {
 			snprintf(s->why, sizeof s->why,
-				 "cgroup %s is not delegated to this user: run as root, or under systemd-run --user --scope -p Delegate=yes",
+				 "cgroup %s is not delegated to this user",
 				 base);
 			free(base);
 			return -1;
@@ -333,9 +333,8 @@ static int init_v2(struct cg_sys *s, struct hier *h, const char *parent)
 		remove_supervisor_groups(base);
 	if (!(have & CG_CPU))
 		snprintf(s->partial, sizeof s->partial,
-			 "cgroup %s offers no cpu controller: no CPU quota (its parent must delegate cpu: systemd Delegate=yes, "
-			 "or run as root)",
-			 base);
+			 "cgroup %s offers no cpu controller: no CPU quota (its parent must delegate cpu: systemd Delegate=yes%s)",
+			 base, geteuid() == 0 ? "" : ", or run as root");
 	s->mode = CG_V2;
 	s->dir[0] = dir;
 	s->have = have;
@@ -355,7 +354,7 @@ static int init_v1(struct cg_sys *s, struct hier hs[CG_NHIER + 1], const char *p
 		free(self);
 		if ((mkdir(dir, 0755) < 0 && errno != EEXIST) || !writable_dir(dir) || (s->dfd[i] = open_dir(dir)) < 0) {
 			if (!s->why[0])
-				snprintf(s->why, sizeof s->why, "cannot create %s: %s (run as root)", dir, strerror(errno));
+				snprintf(s->why, sizeof s->why, "cannot create %s: %s", dir, strerror(errno));
 			free(dir);
 			continue;
 		}
@@ -377,7 +376,8 @@ static int init_v1(struct cg_sys *s, struct hier hs[CG_NHIER + 1], const char *p
 		return -1;
 	}
 	if (!(s->have & CG_CPU))
-		snprintf(s->partial, sizeof s->partial, "no usable cpu cgroup hierarchy: no CPU quota (run as root, with the cpu controller mounted)");
+		snprintf(s->partial, sizeof s->partial, "no usable cpu cgroup hierarchy: no CPU quota (mount the cpu controller%s)",
+			 geteuid() == 0 ? "" : ", and run as root");
 	s->mode = CG_V1;
 	return 0;
 }

@@ -46,7 +46,7 @@ struct cg_sys {
 	unsigned have;       /* CG_* bits usable */
 	char *dir[CG_NHIER]; /* v1: parent per controller (mem, cpu, pids); v2: dir[0] */
 	int dfd[CG_NHIER];   /* dir[i] opened O_PATH; -1 where dir[i] is NULL */
-	char why[512];       /* unusable: what is missing and how to fix it */
+	char why[512];       /* unusable: what is missing (host.h says what to do) */
 	char partial[512];   /* usable without cpu: why, and how to fix it; else "" */
 	bool keep;           /* groups may be kept from one run to the next (cg_run_keep) */
 	char keep_why[200];  /* if not, why */

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "box.h"
+#include "host.h"
 #include "kern.h"
 #include "layout.h"
 #include "util.h"
@@ -42,6 +43,7 @@
 struct native {
 	struct backend be;
 	struct box_sys sys;
+	struct host host;  /* what kind of host: what to do about what it lacks */
 };
 
 struct native_scratch {
@@ -254,7 +256,7 @@ static jv check_kernel(struct box_sys *s)
 	return a;
 }
 
-static jv check_cgroup(struct box_sys *s, jv *fixes)
+static jv check_cgroup(struct box_sys *s, const struct host *h, jv *fixes)
 {
 	jv cg = jv_object_set(jv_object(), jv_string("version"), jv_string(cg_mode_name(s->cg.mode)));
 	jv ctl = jv_array();
@@ -269,8 +271,11 @@ static jv check_cgroup(struct box_sys *s, jv *fixes)
 	if (!s->cg_ok && !s->cg.why[0])
 		cg = jv_object_set(cg, jv_string("error"), jv_string("not probed: the sandbox backend is unusable here"));
 	else if (!s->cg_ok) {
-		char fix[700];
-		snprintf(fix, sizeof fix, "cgroups unusable (%s): runs get rlimits only, no memory/CPU/pids limit for the whole process tree", s->cg.why);
+		char fix[1500], todo[800];
+		host_cgroup_fix(h, todo, sizeof todo);
+		snprintf(fix, sizeof fix,
+			 "cgroups unusable (%s): runs get rlimits only, no memory/CPU/pids limit for the whole process tree; "
+			 "to fix: %s", s->cg.why, todo);
 		cg = jv_object_set(cg, jv_string("error"), jv_string(s->cg.why));
 		*fixes = jv_array_append(*fixes, jv_string(fix));
 	} else if (s->cg.partial[0]) {
@@ -320,9 +325,29 @@ static double probe_true(struct backend *be, char *why, size_t len)
 	return ms;
 }
 
+/* why, with what to do on this host when the failure is the user
+ * namespace's: an ordinary user's sandboxes all live in one, and a host
+ * that refuses or cripples it (Ubuntu's AppArmor lets the namespace be
+ * made but not used) fails there first.  In place, in why's len bytes;
+ * returns why. */
+static char *with_userns_fix(struct native *n, char *why, size_t len)
+{
+	const struct host *h = &n->host;
+	bool refused = n->sys.userns_why[0] || h->userns_max_zero || (h->root && h->container) ||
+		       (!h->root && (h->apparmor_userns || h->userns_clone_off));
+	if (refused && !strstr(why, "; to fix: ")) {
+		char todo[700];
+		host_userns_fix(h, todo, sizeof todo);
+		size_t l = strlen(why);
+		snprintf(why + l, len - l, "; to fix: %s", todo);
+	}
+	return why;
+}
+
 static jv n_check(struct backend *be, bool *degraded)
 {
-	struct box_sys *s = sys_of(be);
+	struct native *n = (struct native *)be;
+	struct box_sys *s = &n->sys;
 	struct utsname u;
 	uname(&u);
 	jv o = jv_object_set(jv_object(), jv_string("backend"), jv_string("native"));
@@ -336,7 +361,7 @@ static jv n_check(struct backend *be, bool *degraded)
 		fixes = jv_array_append(fixes, jv_string(be->why));
 	}
 	o = jv_object_set(o, jv_string("user_namespaces"), userns);
-	o = jv_object_set(o, jv_string("cgroup"), check_cgroup(s, &fixes));
+	o = jv_object_set(o, jv_string("cgroup"), check_cgroup(s, &n->host, &fixes));
 	o = jv_object_set(o, jv_string("seccomp"), jv_object_set(jv_object(), jv_string("ok"), jv_bool(s->filter.filter != NULL)));
 
 	char why[sizeof be->why] = "";
@@ -349,8 +374,10 @@ static jv n_check(struct backend *be, bool *degraded)
 	pr = jv_object_set(pr, jv_string("ms"), jv_number(round(ms * 10) / 10));
 	if (why[0]) {
 		pr = jv_object_set(pr, jv_string("error"), jv_string(why));
-		fixes = jv_array_append(fixes, jv_string(why));
+		if (!be->broken)
+			fixes = jv_array_append(fixes, jv_string(with_userns_fix(n, why, sizeof why)));
 	}
+	o = jv_object_set(o, jv_string("host"), host_json(&n->host));
 	o = jv_object_set(o, jv_string("probe"), pr);
 	/* Roots shared with later processes (pin.h); the probe tried. */
 	jv roots = jv_object_set(jv_object(), jv_string("dir"), jv_string(SBX_RUNDIR "/roots"));
@@ -403,12 +430,17 @@ struct backend *backend_native(const struct conf *c, char **argv)
 	struct native *n = util_xalloc(sizeof *n);
 	n->be = (struct backend){ .name = "native", .where = "the sandbox", .ops = &native_ops, .conf = c, .kernels = true };
 	struct backend *be = &n->be;
-	if (box_sys_init(&n->sys, c, argv, be->why, sizeof be->why) < 0)
+	host_probe(&n->host);
+	if (box_sys_init(&n->sys, c, argv, be->why, sizeof be->why) < 0) {
 		be->broken = true;
-	else if (!n->sys.cg_ok)
+		with_userns_fix(n, be->why, sizeof be->why);
+	} else if (!n->sys.cg_ok) {
+		char todo[800];
+		host_cgroup_fix(&n->host, todo, sizeof todo);
 		snprintf(be->warn, sizeof be->warn,
 			 "cgroups unusable (%s): memory and pids are limited per process by rlimits only, not for the "
-			 "whole process tree, and cpus not at all; see sbx-run --check", n->sys.cg.why);
+			 "whole process tree, and cpus not at all; to fix: %s", n->sys.cg.why, todo);
+	}
 	else if (n->sys.cg.partial[0])
 		snprintf(be->warn, sizeof be->warn, "%s", n->sys.cg.partial);
 	return be;
