@@ -125,6 +125,31 @@ boot_root() {
 	! grep -n /usr/local/share/sbx sandbox.conf || false
 }
 
+@test "the AppArmor profile for Ubuntu's user namespace restriction: AppArmor 4 (Debian 13's) parses it, it attaches to sbx-run and sbx-mcp" {
+	[ -z "${SBX_GUEST:-}" ] || skip "the guest has no network for a Debian 13 root"
+	# Debian 12's parser (AppArmor 3.0) has no "userns" rule: the profile
+	# is parsed in a Debian 13 root with AppArmor 4.1, made once
+	a=$ROOT/build/apparmor
+	if [ ! -x "$a/root/usr/sbin/apparmor_parser" ]; then
+		rm -rf "$a/root" && mkdir -p "$a/root"
+		mmdebstrap --variant=essential --include=apparmor --dpkgopt='path-exclude=/usr/share/doc/*' \
+			--dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+			trixie "$a/root" "deb ${SBX_DEBIAN_MIRROR:-http://deb.debian.org/debian} trixie main" > "$a/mmdebstrap.log" 2>&1 ||
+			{ rm -rf "$a/root"; skip "no Debian 13 root with AppArmor 4 here: $(tail -n 1 "$a/mmdebstrap.log")"; }
+	fi
+	dpkg-deb --fsys-tarfile "$DEB" | tar -xO ./usr/share/sbx/apparmor/sbx > "$a/root/tmp/sbx"
+	run --separate-stderr chroot "$a/root" apparmor_parser --skip-kernel-load --skip-cache /tmp/sbx
+	[ "$status" -eq 0 ] || { echo "$stderr" >&2; false; }
+	run --separate-stderr chroot "$a/root" apparmor_parser --preprocess /tmp/sbx
+	[[ $output == *"profile sbx /usr/{,local/}bin/sbx-{run,mcp} flags=(unconfined) {"* ]]
+	[[ $output == *"  userns,"* ]]
+	# installed by the package only where the kernel restricts user
+	# namespaces (Debian's kernels do not): Debian 12's parser would
+	# refuse it at boot
+	[ ! -e "$R/etc/apparmor.d/sbx" ]
+	[ -e "$R/usr/share/sbx/apparmor/sbx" ]
+}
+
 @test "apt install ./sbx_*.deb in a fresh Debian 12 root: installed, a system user sbx, a token only root can read, bytecode every sandbox can" {
 	run --separate-stderr in_root dpkg-query -W -f '${Status} ${Version}' sbx
 	[ "$output" = "install ok installed $(dpkg-deb -f "$DEB" Version)" ]
@@ -242,17 +267,25 @@ journalctl -u sbx-mcp.service --no-pager | tail -5'
 	fi
 }
 
-@test "an edited configuration is kept on reinstall; purge removes the token and the state, the user stays" {
-	# in a snapshot of the root (systemd-nspawn -x), which stays installed
+@test "an edited configuration is kept on reinstall; purge removes the token, the state and the mounts, the user stays" {
+	# in a snapshot of the root (systemd-nspawn -x), which stays installed;
+	# runs as root first, so that /run/sbx holds their mounts (pinned roots,
+	# slots), and the stamp systemd writes when the retention timer elapsed
 	run --separate-stderr in_root -x sh -c '
 echo "# edited by the administrator" >> /etc/sbx/sandbox.conf
 cd /srv && DEBIAN_FRONTEND=noninteractive apt-get install -y --reinstall -o Dpkg::Options::=--force-confold ./sbx_*.deb > /dev/null 2>&1
 echo "kept: $(tail -n 1 /etc/sbx/sandbox.conf)"
+printf "%s\n" "{\"language\":\"bash\",\"code\":\"echo hi\"}" "{\"language\":\"bash\",\"code\":\"echo hi\"}" | sbx-validate | sbx-run -j 2 > /dev/null
+echo "mounts before: $(findmnt -rn -o TARGET | grep -c "^/run/sbx")"
+mkdir -p /var/lib/systemd/timers && touch /var/lib/systemd/timers/stamp-sbx-history-prune.timer
 DEBIAN_FRONTEND=noninteractive apt-get purge -y sbx > /dev/null 2>&1
-for f in /etc/sbx/mcp-tokens /var/lib/sbx /var/lib/sbx-mcp /usr/bin/sbx-run /usr/share/sbx; do [ -e $f ] && echo "left: $f"; done
+for f in /etc/sbx/mcp-tokens /var/lib/sbx /var/lib/sbx-mcp /usr/bin/sbx-run /usr/share/sbx /run/sbx \
+	/var/lib/systemd/timers/stamp-sbx-history-prune.timer; do [ -e $f ] && echo "left: $f"; done
+findmnt -rn -o TARGET | grep "^/run/sbx" | sed "s/^/left: mount /"
 getent passwd sbx > /dev/null && echo "user: kept"'
 	echo "$output"
 	[[ $output == *"kept: # edited by the administrator"* ]]
+	[[ $output == *"mounts before: "[1-9]* ]]
 	[[ $output != *"left:"* ]]
 	[[ $output == *"user: kept"* ]]
 	[ -e "$R/usr/bin/sbx-run" ]
