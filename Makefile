@@ -190,7 +190,7 @@ deps-lang: deps
 	@$(if $(filter pydata,$(LANGS)),$(MAKE) -s --no-print-directory python-site)
 deps-test:
 	@$(MAKE) -s --no-print-directory deps-lang LANGS='$(LANGS_OPTIONAL)'
-	@build-aux/apt-need deps-test $(PKGS_TEST) $(PKGS_DEB)
+	@build-aux/apt-need --no-boot deps-test $(PKGS_TEST) $(PKGS_DEB)
 deps-deb: deps
 	@build-aux/apt-need deps-deb $(PKGS_DEB)
 
@@ -357,8 +357,10 @@ install: all
 # (where make deps-test installed lintian).
 # Built again only when one of those files changed (t/72 and t/90 both
 # ask for it, at once: the lock makes the second wait for the first).
-DEB_VERSION := $(shell dpkg-parsechangelog -l debian/changelog -S Version 2> /dev/null)
-DEB_FILE    := $(BUILD)/deb/sbx_$(DEB_VERSION)_$(shell dpkg --print-architecture 2> /dev/null).deb
+# (Expanded where used, not here: on a fresh machine dpkg-parsechangelog
+# comes with make deps-deb, after this file was read.)
+DEB_VERSION  = $(shell dpkg-parsechangelog -l debian/changelog -S Version 2> /dev/null)
+DEB_FILE     = $(BUILD)/deb/sbx_$(DEB_VERSION)_$(shell dpkg --print-architecture 2> /dev/null).deb
 DEB_SRC     := $(wildcard $(shell git ls-files -co --exclude-standard 2> /dev/null))
 deb: deps-deb
 	@mkdir -p $(BUILD) && flock $(BUILD)/deb.lock $(MAKE) -s --no-print-directory $(DEB_FILE)
