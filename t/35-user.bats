@@ -130,7 +130,7 @@ x = bytearray(1 << 30)' '{memory:"64m",timeout:20}' | "$BIN/sbx-validate" | "$BI
 	jq -e '.status == "memory_limit" and .memory_peak_bytes <= 67108864' out
 }
 
-@test "as an ordinary user: state the user cannot write moves to ~/.local/state/sbx, said in --check" {
+@test "as an ordinary user: state the user cannot write moves to ~/.local/state/sbx (the account's home without HOME), said in --check" {
 	# a configuration whose state directory no ordinary user can write
 	# (as with a root-owned checkout or an installed tree)
 	user_dir
@@ -152,8 +152,33 @@ x = bytearray(1 << 30)' '{memory:"64m",timeout:20}' | "$BIN/sbx-validate" | "$BI
 	[ "$(id -u)" != 0 ] || chown 65534:65534 "$U_DIR/xdg"
 	run --separate-stderr env XDG_STATE_HOME="$U_DIR/xdg" HOME="$h" "${AS[@]}" "$BIN/sbx-run" -c "$U_DIR/ro.conf" --check
 	jqe 0 ".state.dir == \"$U_DIR/xdg/sbx\""
-	run --separate-stderr env -u XDG_STATE_HOME -u HOME "${AS[@]}" "$BIN/sbx-run" -c "$U_DIR/ro.conf" --check
-	jqe 0 '.state.per_user == false and (.fixes | any(test("set XDG_STATE_HOME or HOME")))'
+	# With neither (an MCP host may start its servers so), the account's
+	# home; where it has none (nobody's /nonexistent), --check says what
+	# to do.  (A writable home of the user running the suite is left alone.)
+	pwhome=$("${AS[@]}" sh -c 'getent passwd "$(id -u)"' | cut -d: -f6)
+	if ! "${AS[@]}" test -w "$pwhome"; then
+		run --separate-stderr env -u XDG_STATE_HOME -u HOME "${AS[@]}" "$BIN/sbx-run" -c "$U_DIR/ro.conf" --check
+		jqe 0 '.state.per_user == false and (.fixes | any(test("set XDG_STATE_HOME or HOME")))'
+	fi
+	[ "$(id -u)" = 0 ] || return 0
+	# as root: nobody's home in the account database is $h, in a mount
+	# namespace of the test's own
+	awk -F: -v OFS=: -v h="$h" '$1 == "nobody" { $6 = h } 1' /etc/passwd > "$U_DIR/passwd"
+	run --separate-stderr unshare -m sh -c 'mount --bind "$0" /etc/passwd && exec "$@"' "$U_DIR/passwd" \
+		env -u XDG_STATE_HOME -u HOME "${AS[@]}" "$BIN/sbx-run" -c "$U_DIR/ro.conf" --check
+	jqe 0 ".state.per_user == true and .state.dir == \"$h/.local/state/sbx\""
+}
+
+@test "as an ordinary user with no state directory at all: sbx-mcp says what to set, at start and when a session cannot be made" {
+	user_dir
+	pwhome=$("${AS[@]}" sh -c 'getent passwd "$(id -u)"' | cut -d: -f6)
+	! "${AS[@]}" test -w "$pwhome" || skip "this user's account home ($pwhome) is writable"
+	run --separate-stderr env -u SBX_HISTORY -u XDG_STATE_HOME -u HOME "${AS[@]}" "$BIN/sbx-mcp" -c "$U_DIR/ro.conf" < <(printf '%s\n' \
+		'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bats","version":"1"}}}' \
+		'{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+		'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sandbox_initialize","arguments":{"language":"python"}}}')
+	[[ $stderr == *"/proc/sbx-not-yours is not writable by uid "*"set XDG_STATE_HOME or HOME"* ]]
+	jq -e 'select(.id == 1) | .result.isError == true and (.result.content[0].text | test("cannot create /proc/sbx-not-yours/sessions: .*; .*set XDG_STATE_HOME or HOME"))' <<< "$output"
 }
 
 # bats test_tags=kernel

@@ -1211,7 +1211,12 @@ void conf_user_state(struct conf *c)
 {
 	if (geteuid() == 0 || can_write(c->state_dir))
 		return;
+	/* An MCP host may start its servers without HOME: the account's own
+	 * home is the user's all the same. */
 	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	struct passwd *pw = home && *home ? NULL : getpwuid(geteuid());
+	if (pw && pw->pw_dir)
+		home = pw->pw_dir;
 	char *mine = xdg && xdg[0] == '/' ? util_fmt("%s/sbx", xdg)
 		   : home && home[0] == '/' && strcmp(home, "/") ? util_fmt("%s/.local/state/sbx", home) : NULL;
 	if (!mine || mkdir_p(mine, 0700) < 0 || !can_write(mine)) {

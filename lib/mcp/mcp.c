@@ -1058,6 +1058,9 @@ struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path,
 	m->bindir = util_strdup(bindir);
 	m->max = c->max_concurrent ? (unsigned)c->max_concurrent : 1;
 	m->languages = jv_invalid();
+	/* Said once, here: sessions, history and the compile cache need it. */
+	if (c->state_note && !c->state_per_user)
+		util_warn("%s", c->state_note);
 	/* (the sessions first: what their workspaces are is in the tools'
 	 * descriptions) */
 	m->sessions = sess_new(l, c);

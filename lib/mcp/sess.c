@@ -277,7 +277,8 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 		return NULL;
 	}
 	if (util_mkdir_p(s->base, 0711) < 0) {
-		snprintf(err, errlen, "cannot create %s: %s", s->base, strerror(errno));
+		snprintf(err, errlen, "cannot create %s: %s%s%s", s->base, strerror(errno), c->state_note ? "; " : "",
+			 c->state_note ? c->state_note : "");
 		return NULL;
 	}
 	struct session *x = util_xalloc(sizeof *x);
