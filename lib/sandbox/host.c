@@ -75,11 +75,11 @@ static const char *init_container(char *buf, size_t len)
 	return NULL;
 }
 
-void host_probe(struct host *h)
+void host_probe(struct host *h, uid_t uid)
 {
 	static char container[64];
 	char b[256];
-	*h = (struct host){ .root = geteuid() == 0 };
+	*h = (struct host){ .root = uid == 0 };
 
 	if (first_line(F_CONTAINER, container, sizeof container)[0])
 		h->container = container;
@@ -105,7 +105,7 @@ void host_probe(struct host *h)
 	h->apparmor_userns = is(F_APPARMOR_NS, "1");
 
 	char path[64];
-	snprintf(path, sizeof path, "/run/user/%u/systemd/private", (unsigned)geteuid());
+	snprintf(path, sizeof path, "/run/user/%u/systemd/private", (unsigned)uid);
 	h->systemd_user = access(path, F_OK) == 0;
 }
 

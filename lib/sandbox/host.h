@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include <jv.h>
 
@@ -33,7 +34,9 @@ struct host {
 	bool root;             /* effective uid 0 */
 };
 
-void host_probe(struct host *h);
+/* uid: the caller's own, taken before it entered a user namespace of its
+ * own (where it is 0). */
+void host_probe(struct host *h, uid_t uid);
 
 /* What to do, on this host, when the cgroups a run needs are unusable. */
 void host_cgroup_fix(const struct host *h, char *out, size_t len);

@@ -44,7 +44,17 @@ struct native {
 	struct backend be;
 	struct box_sys sys;
 	struct host host;  /* what kind of host: what to do about what it lacks */
+	bool host_known;   /* host probed (only when something is lacking, or for --check) */
+	uid_t uid;         /* ours, before box_sys_init entered a user namespace */
 };
+
+static const struct host *host_of(struct native *n)
+{
+	if (!n->host_known)
+		host_probe(&n->host, n->uid);
+	n->host_known = true;
+	return &n->host;
+}
 
 struct native_scratch {
 	struct bk_scratch base;
@@ -332,7 +342,7 @@ static double probe_true(struct backend *be, char *why, size_t len)
  * returns why. */
 static char *with_userns_fix(struct native *n, char *why, size_t len)
 {
-	const struct host *h = &n->host;
+	const struct host *h = host_of(n);
 	bool refused = n->sys.userns_why[0] || h->userns_max_zero || (h->root && h->container) ||
 		       (!h->root && (h->apparmor_userns || h->userns_clone_off));
 	if (refused && !strstr(why, "; to fix: ")) {
@@ -361,7 +371,7 @@ static jv n_check(struct backend *be, bool *degraded)
 		fixes = jv_array_append(fixes, jv_string(be->why));
 	}
 	o = jv_object_set(o, jv_string("user_namespaces"), userns);
-	o = jv_object_set(o, jv_string("cgroup"), check_cgroup(s, &n->host, &fixes));
+	o = jv_object_set(o, jv_string("cgroup"), check_cgroup(s, host_of(n), &fixes));
 	o = jv_object_set(o, jv_string("seccomp"), jv_object_set(jv_object(), jv_string("ok"), jv_bool(s->filter.filter != NULL)));
 
 	char why[sizeof be->why] = "";
@@ -377,7 +387,7 @@ static jv n_check(struct backend *be, bool *degraded)
 		if (!be->broken)
 			fixes = jv_array_append(fixes, jv_string(with_userns_fix(n, why, sizeof why)));
 	}
-	o = jv_object_set(o, jv_string("host"), host_json(&n->host));
+	o = jv_object_set(o, jv_string("host"), host_json(host_of(n)));
 	o = jv_object_set(o, jv_string("probe"), pr);
 	/* Roots shared with later processes (pin.h); the probe tried. */
 	jv roots = jv_object_set(jv_object(), jv_string("dir"), jv_string(SBX_RUNDIR "/roots"));
@@ -430,18 +440,17 @@ struct backend *backend_native(const struct conf *c, char **argv)
 	struct native *n = util_xalloc(sizeof *n);
 	n->be = (struct backend){ .name = "native", .where = "the sandbox", .ops = &native_ops, .conf = c, .kernels = true };
 	struct backend *be = &n->be;
-	host_probe(&n->host);
+	n->uid = geteuid();
 	if (box_sys_init(&n->sys, c, argv, be->why, sizeof be->why) < 0) {
 		be->broken = true;
 		with_userns_fix(n, be->why, sizeof be->why);
 	} else if (!n->sys.cg_ok) {
 		char todo[800];
-		host_cgroup_fix(&n->host, todo, sizeof todo);
+		host_cgroup_fix(host_of(n), todo, sizeof todo);
 		snprintf(be->warn, sizeof be->warn,
 			 "cgroups unusable (%s): memory and pids are limited per process by rlimits only, not for the "
 			 "whole process tree, and cpus not at all; to fix: %s", n->sys.cg.why, todo);
-	}
-	else if (n->sys.cg.partial[0])
+	} else if (n->sys.cg.partial[0])
 		snprintf(be->warn, sizeof be->warn, "%s", n->sys.cg.partial);
 	return be;
 }
