@@ -93,11 +93,13 @@ check() {
 	check -- --ro-cgroups
 	jq -e '.host.cgroup_read_only == true and .cgroup.ok == false' check
 	if [ "$(jq -r .host.container check)" = docker ]; then
-		want='cgroups unusable \(cannot create .*Read-only file system\).*; to fix: .*docker container'
+		want='cgroups unusable \(.*Read-only file system\).*; to fix: .*docker container'
 	else
-		want='cgroups unusable \(cannot create .*Read-only file system\).*; to fix: /sys/fs/cgroup is mounted read-only: mount -o remount,rw /sys/fs/cgroup'
+		want='cgroups unusable \(.*Read-only file system\).*; to fix: /sys/fs/cgroup is mounted read-only: mount -o remount,rw /sys/fs/cgroup'
 	fi
-	jq -e --arg w "$want" '.fixes | any(test($w))' check
+	# (v1: "cannot create .../sbx: Read-only file system"; v2, as root:
+	# "cannot enable controllers in /sys/fs/cgroup: Read-only file system")
+	jq -e --arg w "$want" '.fixes | any(test($w))' check || { jq .fixes check >&2; false; }
 	! grep -i "run as root\|run it as root" check || false
 	# the warning every run starts with says the same
 	run --separate-stderr host -- --ro-cgroups sh -c '"$0/sbx-validate" | "$0/sbx-run"' "$BIN" <<< '{"language":"bash","code":"echo hi"}'
