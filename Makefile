@@ -377,12 +377,19 @@ $(DEB_FILE): $(DEB_SRC)
 
 # make image: the container image sbx:VERSION (and sbx:latest) in the
 # engine DOCKER_HOST names, from the package over a fresh Debian root
-# (build-aux/mkimage; doc/install.md says how to run it).  Made again only
+# (build-aux/mkimage; doc/install.md says how to run it), and the seccomp
+# profile it runs under, build/image/sbx-seccomp.json.  Made again only
 # when the engine's image holds another package (its comment says which).
-image: deb
+image: deb $(BUILD)/image/sbx-seccomp.json
 	@if [ "$$(docker image inspect -f '{{.Comment}}' sbx:$(DEB_VERSION) 2> /dev/null)" = \
 	     "sbx $(DEB_VERSION) deb $$(sha256sum < $(DEB_FILE) | cut -d' ' -f1)" ]; then echo "sbx:$(DEB_VERSION) is up to date"; \
 	else build-aux/mkimage $(DEB_FILE) sbx:$(DEB_VERSION); fi && docker tag sbx:$(DEB_VERSION) sbx:latest
+	@echo "its seccomp profile: $(BUILD)/image/sbx-seccomp.json"
+# The seccomp profile the image's containers run under: Docker's default
+# and pivot_root (build-aux/seccomp-profile).
+$(BUILD)/image/sbx-seccomp.json: build-aux/seccomp-profile
+	@command -v jq > /dev/null || build-aux/apt-need image jq
+	@mkdir -p $(dir $@) && build-aux/seccomp-profile $@ > /dev/null
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(TOOLS)) $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MANS)))

@@ -8,9 +8,11 @@
 # cannot enforce; the limits are checked from the host's side too.
 load helpers
 
-# The least that works (doc/install.md says why each is needed).
+# The least that works (doc/install.md says why each is needed), with the
+# seccomp profile make image writes: Docker's default and pivot_root.
+PROFILE=$ROOT/build/image/sbx-seccomp.json
 PRIV=(--init --cap-drop ALL --cap-add SYS_ADMIN --cap-add SETUID --cap-add SETGID --cap-add CHOWN
-	--cap-add DAC_OVERRIDE --cap-add SYS_CHROOT --security-opt seccomp=unconfined --cgroupns private)
+	--cap-add DAC_OVERRIDE --cap-add SYS_CHROOT --security-opt "seccomp=$PROFILE" --cgroupns private)
 
 setup_file() {
 	if [ "$(id -u)" != 0 ]; then
@@ -83,8 +85,25 @@ teardown() {
 	[ "$(jq -c '.limits_enforced | index("memory") != null and index("pids") != null and index("cpus") != null' out.jsonl)" = true ]
 }
 
+@test "the image's seccomp profile is Docker's default and pivot_root, nothing else; under Docker's own, sbx says it cannot work" {
+	# every rule of the engine's default is there unchanged, and one more
+	jq -e '.defaultAction == "SCMP_ACT_ERRNO" and (.syscalls[-1] | .names == ["pivot_root"] and .action == "SCMP_ACT_ALLOW"
+		and .includes.caps == ["CAP_SYS_ADMIN"])' "$PROFILE"
+	[ "$(jq '[.syscalls[].names[]] | map(select(. == "pivot_root")) | length' "$PROFILE")" = 1 ]
+	# Docker's own profile (the engine's builtin), with the same
+	# capabilities: no pivot_root, so no sandbox, and sbx says so
+	builtin=()
+	for a in "${PRIV[@]}"; do [ "$a" = "seccomp=$PROFILE" ] && unset 'builtin[-1]' || builtin+=("$a"); done
+	run --separate-stderr docker run --rm -i "${builtin[@]}" --network none "$IMAGE" sbx-run --check --json
+	[ "$(jq -r .usable <<< "$output")" = false ]
+	[[ $(jq -r '.probe.error' <<< "$output") == *"pivot_root: Operation not permitted"* ]]
+	# and under the image's profile, every language is there and nothing lacks
+	run --separate-stderr docker run --rm -i "${PRIV[@]}" --network none "$IMAGE" sbx-run --check --json
+	jq -e '.usable == true and .fixes == [] and ([.kernel_features[] | select(.ok | not)] == [])' <<< "$output"
+}
+
 @test "with fewer privileges sbx says what it cannot do, and never runs with less unsaid" {
-	# Docker's own seccomp profile: no clone3, no pivot_root for sbx
+	# Docker's own seccomp profile and its default capabilities: no sandbox
 	run --separate-stderr docker run --rm -i --network none "$IMAGE" sbx-run --check --json
 	[ "$(jq -r .usable <<< "$output")" = false ]
 	[[ $(jq -r '.fixes | join(" ")' <<< "$output") != "" ]] || [[ $(jq -c . <<< "$output") == *clone3* ]]
@@ -98,10 +117,14 @@ teardown() {
 		[ "$st" = internal_error ] || [ "$(jq -c '.limits_enforced | index("memory") == null' <<< "$output")" = true ] ||
 			{ echo "without $cap: $st, $output" >&2; return 1; }
 	done
-	# no CAP_SYS_ADMIN at all (Docker's default set): the cgroups stay read-only, and every result says so
-	run --separate-stderr docker run --rm -i --security-opt seccomp=unconfined --network none "$IMAGE" \
+	# no CAP_SYS_ADMIN at all (Docker's default set): Docker's profile
+	# then hides clone3, so no sandbox (where one could be made, the
+	# cgroups would stay read-only); either way sbx says what to do in a
+	# Docker container (lib/sandbox/host.c), and every result what it lacks
+	run --separate-stderr docker run --rm -i --security-opt "seccomp=$PROFILE" --network none "$IMAGE" \
 		sh -c 'echo "{\"language\":\"bash\",\"code\":\"echo 6\"}" | sbx-validate | sbx-run'
-	[[ $stderr == *"cgroups unusable"* ]]
+	[[ $stderr == *"; to fix: "*"the options doc/install.md gives"* || $stderr == *"cgroups unusable"*"; to fix: "*"docker container"* ]]
+	[[ $stderr != *"run as root"* ]]
 	[ "$(jq -r .status <<< "$output")" != success ] || \
 		[ "$(jq -c '.limits_enforced | index("memory") == null and index("cpus") == null' <<< "$output")" = true ]
 }
@@ -116,7 +139,7 @@ teardown() {
 	assert sc.get("privileged", False) is False, "not privileged"
 	assert sc["capabilities"]["drop"] == ["ALL"], sc
 	assert sorted(sc["capabilities"]["add"]) == ["CHOWN", "DAC_OVERRIDE", "SETGID", "SETUID", "SYS_ADMIN", "SYS_CHROOT"], sc
-	assert sc["seccompProfile"]["type"] == "Unconfined", sc
+	assert sc["seccompProfile"] == {"type": "Localhost", "localhostProfile": "sbx-seccomp.json"}, sc
 	assert c["image"].startswith("sbx:"), c["image"]
 	assert c["args"][:3] == ["sbx-mcp", "--listen", "0.0.0.0:8000"], c["args"]
 	assert any(v.get("secret") for v in pod["spec"]["volumes"]), "tokens from a Secret"
