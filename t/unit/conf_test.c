@@ -62,7 +62,11 @@ int main(int argc, char **argv)
 		OK(c->session_ttl_ms == 300000, "session ttl 5m");
 		const struct conf_lang *l = conf_lang(c, "python");
 		OK(l && l->run[0] && !strcmp(l->run[1], "-u") && !strcmp(l->run[2], "main.py") && !l->run[3], "array elements");
-		OK(l && !strcmp(l->env[1], "B=\xc3\xa9\t"), "escapes \\u and \\t");
+		/* the thread pools' sizes first (conf.c), then the language's own */
+		OK(l && !strcmp(l->env[0], "OMP_NUM_THREADS={cpus}") && !strcmp(l->env[3], "BLIS_NUM_THREADS={cpus}") &&
+			   !strcmp(l->env[4], "A=1"),
+		   "thread counts ahead of the language's env");
+		OK(l && !strcmp(l->env[5], "B=\xc3\xa9\t"), "escapes \\u and \\t");
 		struct limits lim, comp;
 		conf_lang_limits(c, l, &lim, &comp);
 		OK(lim.memory == 512u << 20 && lim.timeout_ms == 1500, "language overrides only what it sets");
