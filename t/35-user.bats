@@ -172,7 +172,7 @@ x = bytearray(1 << 30)' '{memory:"64m",timeout:20}' | "$BIN/sbx-validate" | "$BI
 @test "as an ordinary user with no state directory at all: sbx-mcp says what to set, at start and when a session cannot be made" {
 	user_dir
 	pwhome=$("${AS[@]}" sh -c 'getent passwd "$(id -u)"' | cut -d: -f6)
-	! "${AS[@]}" test -w "$pwhome" || skip "this user's account home ($pwhome) is writable"
+	if "${AS[@]}" test -w "$pwhome"; then skip "this user's account home ($pwhome) is writable"; fi
 	run --separate-stderr env -u SBX_HISTORY -u XDG_STATE_HOME -u HOME "${AS[@]}" "$BIN/sbx-mcp" -c "$U_DIR/ro.conf" < <(printf '%s\n' \
 		'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bats","version":"1"}}}' \
 		'{"jsonrpc":"2.0","method":"notifications/initialized"}' \

@@ -47,7 +47,8 @@ host() {
 		# below it: its root (the host'"'"'s, mapped) sets that, then becomes
 		# nobody; the map is written from outside once it is in there
 		go=$(mktemp -u) && mkfifo "$go" || exit 97
-		unshare -U bash -c '\''read -r _ < "$1"; exec bash -c "echo 0 > /proc/sys/user/max_user_namespaces && exec setpriv --reuid 65534 --regid 65534 --clear-groups \"\$@\"" bash "${@:2}"'\'' bash "$go" "$@" &
+		# (stdin given explicitly: a background job would get /dev/null)
+		unshare -U bash -c '\''read -r _ < "$1"; exec bash -c "echo 0 > /proc/sys/user/max_user_namespaces && exec setpriv --reuid 65534 --regid 65534 --clear-groups \"\$@\"" bash "${@:2}"'\'' bash "$go" "$@" 0<&0 &
 		child=$!
 		until [ "$(readlink /proc/$child/ns/user)" != "$(readlink /proc/self/ns/user)" ]; do
 			kill -0 $child 2> /dev/null || exit 97
@@ -73,6 +74,7 @@ check() {
 	jq -e '.usable == false and (.user_namespaces.error | test("not available to this user \\(No space left on device\\); to fix: user namespaces are switched off: sysctl -w user.max_user_namespaces=15000"))' check
 	jq -e '.host.user_namespaces.max_user_namespaces_zero == true' check
 	run --separate-stderr host -- --nobody env HOME=/tmp sh -c '"$0/sbx-validate" | "$0/sbx-run"' "$BIN" <<< '{"language":"bash","code":"echo hi"}'
+	[ -n "$output" ] || { echo "no result; stderr: $stderr" >&2; false; }
 	jqe 0 '.status == "internal_error" and (.error | test("to fix: user namespaces are switched off: sysctl -w user.max_user_namespaces"))'
 }
 
