@@ -2,7 +2,6 @@
 #include "host.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,19 +27,24 @@
 #define D_CGROUP      "/sys/fs/cgroup"
 #define D_CGROUP_MEM  "/sys/fs/cgroup/memory" /* v1 */
 
-/* The first line of a small file, without its newline; "" if unreadable. */
-static const char *first_line(const char *path, char *buf, size_t len)
+/* A small file's first len - 1 bytes, NUL-terminated ("" if unreadable);
+ * the count read, or -1. */
+static ssize_t read_small(const char *path, char *buf, size_t len)
 {
 	buf[0] = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
-		return buf;
-	ssize_t n;
-	do
-		n = read(fd, buf, len - 1);
-	while (n < 0 && errno == EINTR);
+		return -1;
+	ssize_t n = util_read_full(fd, buf, len - 1);
 	close(fd);
 	buf[n > 0 ? n : 0] = 0;
+	return n;
+}
+
+/* The first line of a small file, without its newline; "" if unreadable. */
+static const char *first_line(const char *path, char *buf, size_t len)
+{
+	read_small(path, buf, len);
 	buf[strcspn(buf, "\n")] = 0;
 	return buf;
 }
@@ -56,18 +60,8 @@ static bool is(const char *path, const char *value)
 static const char *init_container(char *buf, size_t len)
 {
 	char env[8192];
-	int fd = open(F_INIT_ENV, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	ssize_t n;
-	do
-		n = read(fd, env, sizeof env - 1);
-	while (n < 0 && errno == EINTR);
-	close(fd);
-	if (n <= 0)
-		return NULL;
-	env[n] = 0;
-	for (char *e = env; e < env + n; e += strlen(e) + 1)
+	ssize_t n = read_small(F_INIT_ENV, env, sizeof env);
+	for (char *e = env; n > 0 && e < env + n; e += strlen(e) + 1)
 		if (!strncmp(e, "container=", 10) && e[10]) {
 			snprintf(buf, len, "%s", e + 10);
 			return buf;

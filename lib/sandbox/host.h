@@ -45,7 +45,9 @@ void host_cgroup_fix(const struct host *h, char *out, size_t len);
  * namespaces refused or crippled). */
 void host_userns_fix(const struct host *h, char *out, size_t len);
 
-/* The facts, for sbx-run --check: {"container", "wsl", "cgroup", ...}. */
+/* The facts, for sbx-run --check (doc/contract.md): {"container", "wsl2",
+ * "cgroup_v2", "cgroup_read_only", "user_namespaces": {...},
+ * "systemd_user_manager"?}. */
 jv host_json(const struct host *h);
 
 #endif
