@@ -45,7 +45,7 @@ UNIT_SRC := $(wildcard t/unit/*.c)
 UNITS    := $(patsubst t/unit/%.c,$(BUILD)/t/%,$(UNIT_SRC))
 MANS     := $(wildcard man/*.1)
 
-.PHONY: deb image dash-shots typescript python-site python-fonts demo all check check-asan check-kernels check-builds check-valgrind vg-wrappers unit deps deps-lang deps-test deps-deb install uninstall clean fuzz fuzz-build bench bench-run differential mcp-client test-tools
+.PHONY: deb image image-slim dash-shots typescript python-site python-fonts demo all check check-asan check-kernels check-builds check-valgrind vg-wrappers unit deps deps-lang deps-test deps-deb install uninstall clean fuzz fuzz-build bench bench-run differential mcp-client test-tools
 # Helpers the tools run, not tools: in ../libexec/sbx beside the tools'
 # directory, in a checkout as when installed.
 LIBEXECDIR := $(BINDIR)/../libexec/sbx
@@ -377,14 +377,22 @@ $(DEB_FILE): $(DEB_SRC)
 
 # make image: the container image sbx:VERSION (and sbx:latest) in the
 # engine DOCKER_HOST names, from the package over a fresh Debian root
-# (build-aux/mkimage; doc/install.md says how to run it), and the seccomp
-# profile it runs under, build/image/sbx-seccomp.json.  Made again only
-# when the engine's image holds another package (its comment says which).
+# with every language's runtime (build-aux/mkimage; doc/install.md says
+# how to run it), and the seccomp profile it runs under,
+# build/image/sbx-seccomp.json.  make image-slim: sbx:VERSION-slim (and
+# sbx:slim), the languages the package recommends and no other.  Each is
+# made again only when the engine's image holds another package (its
+# comment says which).
 image: deb $(BUILD)/image/sbx-seccomp.json
-	@if [ "$$(docker image inspect -f '{{.Comment}}' sbx:$(DEB_VERSION) 2> /dev/null)" = \
-	     "sbx $(DEB_VERSION) deb $$(sha256sum < $(DEB_FILE) | cut -d' ' -f1)" ]; then echo "sbx:$(DEB_VERSION) is up to date"; \
-	else build-aux/mkimage $(DEB_FILE) sbx:$(DEB_VERSION); fi && docker tag sbx:$(DEB_VERSION) sbx:latest
-	@echo "its seccomp profile: $(BUILD)/image/sbx-seccomp.json"
+	@$(call mkimage,full,,latest)
+image-slim: deb $(BUILD)/image/sbx-seccomp.json
+	@$(call mkimage,slim,-slim,slim)
+# $(call mkimage,FLAVOUR,VERSION-SUFFIX,ALIAS)
+mkimage = t=sbx:$(DEB_VERSION)$(2); \
+	if [ "$$(docker image inspect -f '{{.Comment}}' $$t 2> /dev/null)" = \
+	     "sbx $(DEB_VERSION) deb $$(sha256sum < $(DEB_FILE) | cut -d' ' -f1)" ]; then echo "$$t is up to date"; \
+	else build-aux/mkimage $(DEB_FILE) $$t $(1) $(IMAGE_PKGS_$(1)); fi && docker tag $$t sbx:$(3) && \
+	echo "its seccomp profile: $(BUILD)/image/sbx-seccomp.json"
 # The seccomp profile the image's containers run under: Docker's default
 # and pivot_root (build-aux/seccomp-profile).
 $(BUILD)/image/sbx-seccomp.json: build-aux/seccomp-profile

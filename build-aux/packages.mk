@@ -30,6 +30,12 @@ PKGS_LANG_typescript := $(PKG_NPM)
 LANGS_OPTIONAL := go rust java ruby php pydata typescript
 PKGS_SUGGEST := $(foreach l,$(filter-out typescript,$(LANGS_OPTIONAL)),$(PKGS_LANG_$(l))) docker.io zsh
 
+# The container images (make image, image-slim; build-aux/mkimage): what
+# they hold beside the package's dependencies and recommendations.  npm
+# there, whatever the build machine has, for TypeScript's compiler.
+IMAGE_PKGS_full := $(foreach l,go rust java ruby php,$(PKGS_LANG_$(l))) npm
+IMAGE_PKGS_slim :=
+
 # make deb: dpkg-buildpackage's own needs and the package's Build-Depends.
 PKGS_DEB := build-essential debhelper
 

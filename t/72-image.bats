@@ -27,7 +27,7 @@ setup_file() {
 	fi
 	export DOCKER_HOST=$(cat "$ROOT/build/docker/host")
 	IMAGE=sbx:$(dpkg-parsechangelog -l "$ROOT/debian/changelog" -S Version)
-	if ! (cd "$ROOT" && make -s image) > "$BATS_FILE_TMPDIR/image.log" 2>&1; then
+	if ! (cd "$ROOT" && make -s image image-slim) > "$BATS_FILE_TMPDIR/image.log" 2>&1; then
 		if grep -q 'mmdebstrap' "$BATS_FILE_TMPDIR/image.log" && ! curl -sfI -m 10 "${SBX_DEBIAN_MIRROR:-http://deb.debian.org/debian}/dists/bookworm/Release" > /dev/null; then
 			echo "no Debian mirror to build the image from" > "$BATS_FILE_TMPDIR/skip"
 		else
@@ -50,17 +50,30 @@ local_setup() {
 teardown() {
 	[ -f "$BATS_FILE_TMPDIR/skip" ] && return 0
 	local left
-	left=$(docker ps -aq --filter ancestor="$IMAGE")
+	left=$(docker ps -aq --filter ancestor="$IMAGE"; docker ps -aq --filter ancestor="$IMAGE-slim")
 	[ -z "$left" ] || { docker rm -f $left > /dev/null; echo "containers left behind: $left" >&2; return 1; }
 }
 
-@test "the official SDK client over docker run -i: every language, the limits, a session and a kernel, the history" {
+# sdk_client IMAGE: t/mcp-client/docker.mjs's checks against IMAGE, run
+# as a desktop client runs it; its failures shown (LANGS: as there).
+sdk_client() {
 	[ -d "$ROOT/t/mcp-client/node_modules/@modelcontextprotocol/sdk" ] || skip "the MCP SDK is not installed (make mcp-client)"
-	run --separate-stderr node "$ROOT/t/mcp-client/docker.mjs" docker run -i --rm "${PRIV[@]}" --network none "$IMAGE"
+	run --separate-stderr node "$ROOT/t/mcp-client/docker.mjs" docker run -i --rm "${PRIV[@]}" --network none "$1"
 	printf '%s\n' "$output" | grep -v '^ok ' >&3 || true
 	[ "$status" -eq 0 ]
 	[[ "${lines[-1]}" =~ ^1\.\.[2-4][0-9]$ ]]
 	! printf '%s\n' "$output" | grep -q '^not ok' || false
+}
+
+@test "the official SDK client over docker run -i: every language, the limits, a session and a kernel, the history" {
+	sdk_client "$IMAGE"
+}
+
+@test "the slim image: Python, C, C++, JavaScript and Bash in at most 400 MB, the same client's checks" {
+	size=$(docker image inspect -f '{{.Size}}' "$IMAGE-slim")
+	echo "sbx:slim: $((size / 1000000)) MB uncompressed, sbx:latest: $(($(docker image inspect -f '{{.Size}}' "$IMAGE") / 1000000)) MB"
+	[ "$size" -le 400000000 ]
+	LANGS=python,c,cpp,javascript,bash sdk_client "$IMAGE-slim"
 }
 
 @test "the limits are the container's cgroups, seen from the host: a run's memory limit sits below the container's group" {

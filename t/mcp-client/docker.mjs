@@ -4,7 +4,9 @@
 // language runs; the limits hold inside the container (memory, processes,
 // time, no network); a session and a kernel work; the history answers.
 // One TAP line per check.
-//   node docker.mjs docker run -i --rm FLAGS... IMAGE
+//   [LANGS=python,c,...] node docker.mjs docker run -i --rm FLAGS... IMAGE
+// LANGS: the languages the image holds (default: every configured one);
+// the others must say they are not available, and why.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { check, done } from "./tap.mjs";
@@ -36,12 +38,23 @@ const hello = {
   ruby: "puts 6",
   php: "<?php echo 6, \"\\n\";",
 };
+const expected = process.env.LANGS ? process.env.LANGS.split(",") : Object.keys(hello);
 const langs = (await sc("list_supported_languages", {}))?.languages ?? [];
-check(langs.length === Object.keys(hello).length && langs.every((l) => l.available && hello[l.name]),
-  "list_supported_languages: every configured language available in the image", langs);
-for (const [language, code] of Object.entries(hello)) {
-  const r = await sc("run_code", { language, code });
+const held = langs.filter((l) => l.available).map((l) => l.name);
+check(langs.length === Object.keys(hello).length && held.sort().join() === [...expected].sort().join(),
+  `list_supported_languages: ${expected.join(", ")} available in the image`, langs);
+check(langs.every((l) => l.available || (typeof l.error === "string" && l.error.length > 0)),
+  "list_supported_languages: each language not in the image says why", langs.filter((l) => !l.available));
+for (const language of expected) {
+  const r = await sc("run_code", { language, code: hello[language] });
   check(r?.status === "success" && r.stdout === "6\n", `run_code ${language}: 6`, r);
+}
+const missing = Object.keys(hello).find((l) => !expected.includes(l));
+if (missing) {
+  const r = await call("run_code", { language: missing, code: hello[missing] });
+  const text = r.content?.map((c) => c.text ?? "").join(" ") ?? "";
+  check(text.includes(missing) && /not (available|installed)|unavailable/i.test(text),
+    `run_code ${missing}: not in the image, and the answer says so`, r);
 }
 
 let r = await sc("run_code", { language: "python", code: "x = bytearray(512 << 20)\nprint(len(x))", memory: "64m" });
@@ -68,6 +81,6 @@ r = await sc("sandbox_stop", { session_id: sid });
 check(r?.stopped === true, "sandbox_stop", r);
 
 r = await sc("get_execution_history", { limit: 50 });
-check(Array.isArray(r?.runs) && r.runs.length >= Object.keys(hello).length, "get_execution_history: the container's runs", r?.runs?.length);
+check(Array.isArray(r?.runs) && r.runs.length >= expected.length, "get_execution_history: the container's runs", r?.runs?.length);
 await client.close();
 done();
