@@ -14,6 +14,15 @@
 #include "filter_bpf.h" /* generated: filter_bpf[], FILTER_BPF_SENTINEL */
 #include "util.h"
 
+/* The native ABI as Docker's profiles name it. */
+#if defined(__x86_64__)
+#define FILTER_DOCKER_ARCH "SCMP_ARCH_X86_64"
+#elif defined(__aarch64__)
+#define FILTER_DOCKER_ARCH "SCMP_ARCH_AARCH64"
+#else
+#error "the docker backend's seccomp profile knows x86_64 and aarch64"
+#endif
+
 int filter_build(int deny_errno, struct sock_fprog *prog, char *err, size_t errlen)
 {
 	if (deny_errno < 1 || deny_errno > 4095) { /* the kernel's MAX_ERRNO */
@@ -107,8 +116,9 @@ jv filter_docker_profile(int deny_errno)
 	rules = jv_array_append(rules, rule("shmget", deny_errno,
 					    jv_array_append(jv_array(), arg(2, SHM_HUGETLB, SHM_HUGETLB, "SCMP_CMP_MASKED_EQ"))));
 	jv p = jv_object_set(jv_object(), jv_string("defaultAction"), jv_string("SCMP_ACT_ALLOW"));
-	/* Only the native ABI: a call through another one matches no
-	 * architecture of the profile and is killed. */
-	p = jv_object_set(p, jv_string("architectures"), jv_array_append(jv_array(), jv_string("SCMP_ARCH_X86_64")));
+	/* Only the native ABI: a call through another one (x86's 32-bit
+	 * entry, arm64's compat mode) matches no architecture of the
+	 * profile and is killed. */
+	p = jv_object_set(p, jv_string("architectures"), jv_array_append(jv_array(), jv_string(FILTER_DOCKER_ARCH)));
 	return jv_object_set(p, jv_string("syscalls"), rules);
 }
