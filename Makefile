@@ -391,7 +391,7 @@ image-slim: deb $(BUILD)/image/sbx-seccomp.json
 mkimage = t=sbx:$(DEB_VERSION)$(2); \
 	if [ "$$(docker image inspect -f '{{.Comment}}' $$t 2> /dev/null)" = \
 	     "sbx $(DEB_VERSION) deb $$(sha256sum < $(DEB_FILE) | cut -d' ' -f1)" ]; then echo "$$t is up to date"; \
-	else build-aux/mkimage $(DEB_FILE) $$t $(1) $(IMAGE_PKGS_$(1)); fi && docker tag $$t sbx:$(3) && \
+	else build-aux/mkimage $(DEB_FILE) $$t sbx:$(3) $(1) $(IMAGE_PKGS_$(1)); fi && docker tag $$t sbx:$(3) && \
 	echo "its seccomp profile: $(BUILD)/image/sbx-seccomp.json"
 # The seccomp profile the image's containers run under: Docker's default
 # and pivot_root (build-aux/seccomp-profile).
