@@ -21,9 +21,10 @@
  *
  * It then runs "/bin/sh SBX_GUEST_DIR/cmd" in the project directory (the
  * kernel command line's sbx.cwd), with stdin from /dev/null and stdout and
- * stderr on a pipe that it copies to the second serial port, which
- * t/guest/run connects to its own stdout (the first is the kernel's
- * console, kept in a log).  When the
+ * stderr on a pipe that it copies to the second serial port (or the
+ * port the kernel command line's sbx.out names), which t/guest/run
+ * connects to its own stdout (the first is the kernel's console, kept in
+ * a log).  When the
  * command ends, everything else is killed, its status is written to
  * SBX_GUEST_DIR/rc and the guest powers off.  Any failure of its own set-up
  * is reported on the console and in SBX_GUEST_DIR/error when the share
@@ -272,10 +273,16 @@ int main(void)
 	if (getpid() != 1)
 		return 2;
 	build_root();
+	/* The command's port: the second serial port on x86, a virtio
+	 * console where the machine has one serial port (arm64's virt). */
+	char port[64];
+	snprintf(port, sizeof port, "/dev/%s", cmdline("sbx.out", "ttyS1"));
+	if (strchr(port + 5, '/'))
+		fail("sbx.out");
 	const char *cwd = cmdline("sbx.cwd", "/");
-	int tty = open("/dev/ttyS1", O_WRONLY | O_NOCTTY | O_CLOEXEC);
+	int tty = open(port, O_WRONLY | O_NOCTTY | O_CLOEXEC);
 	if (tty < 0)
-		fail("/dev/ttyS1");
+		fail(port);
 	/* Bytes as the command writes them: no \r added, no echo. */
 	struct termios t;
 	if (tcgetattr(tty, &t) == 0) {
