@@ -45,7 +45,7 @@ UNIT_SRC := $(wildcard t/unit/*.c)
 UNITS    := $(patsubst t/unit/%.c,$(BUILD)/t/%,$(UNIT_SRC))
 MANS     := $(wildcard man/*.1)
 
-.PHONY: deb image image-slim dash-shots typescript python-site python-fonts demo all check check-asan check-kernels check-builds check-valgrind vg-wrappers unit deps deps-lang deps-test deps-deb install uninstall clean fuzz fuzz-build bench bench-run differential mcp-client test-tools
+.PHONY: deb image image-slim deb-arm64 image-arm64 image-slim-arm64 deps-arm64 check-arm64 dash-shots typescript python-site python-fonts demo all check check-asan check-kernels check-builds check-valgrind vg-wrappers unit deps deps-lang deps-test deps-deb install uninstall clean fuzz fuzz-build bench bench-run differential mcp-client test-tools
 # Helpers the tools run, not tools: in ../libexec/sbx beside the tools'
 # directory, in a checkout as when installed.
 LIBEXECDIR := $(BINDIR)/../libexec/sbx
@@ -387,12 +387,55 @@ image: deb $(BUILD)/image/sbx-seccomp.json
 	@$(call mkimage,full,,latest)
 image-slim: deb $(BUILD)/image/sbx-seccomp.json
 	@$(call mkimage,slim,-slim,slim)
-# $(call mkimage,FLAVOUR,VERSION-SUFFIX,ALIAS)
-mkimage = t=sbx:$(DEB_VERSION)$(2); \
+# $(call mkimage,FLAVOUR,VERSION-SUFFIX,ALIAS[,DEB,MKIMAGE-OPTION])
+mkimage = t=sbx:$(DEB_VERSION)$(2) deb=$(or $(4),$(DEB_FILE)); \
 	if [ "$$(docker image inspect -f '{{.Comment}}' $$t 2> /dev/null)" = \
-	     "sbx $(DEB_VERSION) deb $$(sha256sum < $(DEB_FILE) | cut -d' ' -f1)" ]; then echo "$$t is up to date"; \
-	else build-aux/mkimage $(DEB_FILE) $$t sbx:$(3) $(1) $(IMAGE_PKGS_$(1)); fi && docker tag $$t sbx:$(3) && \
+	     "sbx $(DEB_VERSION) deb $$(sha256sum < $$deb | cut -d' ' -f1)" ] && \
+	   { [ -z "$(5)" ] || [ -f $(BUILD)/image/sbx-$(DEB_VERSION)$(2).tar ]; }; then echo "$$t is up to date"; \
+	else build-aux/mkimage $(5) $$deb $$t sbx:$(3) $(1) $(IMAGE_PKGS_$(1)); fi && docker tag $$t sbx:$(3) && \
 	echo "its seccomp profile: $(BUILD)/image/sbx-seccomp.json"
+
+# ---- arm64: the image for Apple Silicon ---------------------------------
+# Docker Desktop on an M-series Mac runs linux/arm64.  The package for
+# arm64 is built in an arm64 Debian root, build/arm64/root (what make deb
+# needs there, and a Docker engine for check-arm64's guest, whose root it
+# is too), made and entered under build-aux/emulate: qemu-user with a
+# binfmt_misc handler of its own (Linux 6.7+) or the machine's.  make image-arm64 and image-slim-arm64 build sbx:VERSION-arm64
+# and sbx:VERSION-slim-arm64 from it (doc/install.md), the package built
+# again when its sources change.  Tens of minutes the first time.
+ARM64_ROOT := $(BUILD)/arm64/root
+ARM64_DEB   = $(BUILD)/arm64/b/deb/sbx_$(DEB_VERSION)_arm64.deb
+deps-arm64:
+	@build-aux/apt-need --no-boot deps-arm64 $(PKGS_ARM64)
+$(ARM64_ROOT)/.made: build-aux/debroot build-aux/emulate build-aux/packages.mk
+	@rm -rf $(ARM64_ROOT) && mkdir -p $(ARM64_ROOT)
+	@echo "make: an arm64 Debian root in $(ARM64_ROOT), under emulation"
+	@build-aux/emulate arm64 build-aux/debroot $(ARM64_ROOT) --architectures=arm64 \
+		--include='$(call pkgs_commas,$(PKGS_ARM64_ROOT))' > $(BUILD)/arm64/root.log 2>&1 || \
+		{ tail -n 20 $(BUILD)/arm64/root.log >&2; exit 1; }
+	@touch $@
+deb-arm64: deps-arm64
+	@mkdir -p $(BUILD)/arm64 && $(MAKE) -s --no-print-directory $(ARM64_ROOT)/.made
+	@build-aux/emulate arm64 build-aux/inroot $(ARM64_ROOT) make -s --no-print-directory deb BUILD=$(BUILD)/arm64/b
+image-arm64: deb-arm64 $(BUILD)/image/sbx-seccomp.json
+	@$(call mkimage,full,-arm64,latest-arm64,$(ARM64_DEB),--arch arm64)
+image-slim-arm64: deb-arm64 $(BUILD)/image/sbx-seccomp.json
+	@$(call mkimage,slim,-slim-arm64,slim-arm64,$(ARM64_DEB),--arch arm64)
+
+# The slim arm64 image proven on an arm64 kernel: Debian 12's, booted by
+# QEMU (TCG) over build/arm64/root (t/guest/run --arch arm64), where a
+# Docker engine loads the image and the MCP SDK's client runs Python, C++
+# and a session through docker run -i (t/guest/image-proof).  The image is
+# made with this machine's engine (t/docker/engine), and its archive
+# carried into the guest.
+check-arm64: deps-test deps-arm64 mcp-client $(BUILD)/image/sbx-seccomp.json
+	@$(MAKE) -s --no-print-directory deb-arm64
+	@st=$(BUILD)/docker/started; own=; [ -f $$st ] && kill -0 "$$(cat $$st)" 2> /dev/null || own=1; \
+	t/docker/engine start > $(BUILD)/arm64/engine.log 2>&1 && export DOCKER_HOST=$$(cat $(BUILD)/docker/host) && \
+	$(MAKE) -s --no-print-directory image-slim-arm64; rc=$$?; \
+	[ -z "$$own" ] || t/docker/engine stop > /dev/null 2>&1; [ $$rc -eq 0 ] || { cat $(BUILD)/arm64/engine.log >&2; exit 1; }
+	@t/guest/run --arch arm64 --root $(ARM64_ROOT) --cpus 2 --memory 4096 --timeout 3600 \
+		t/guest/image-proof $(BUILD)/image/sbx-$(DEB_VERSION)-slim-arm64.tar sbx:$(DEB_VERSION)-slim-arm64
 # The seccomp profile the image's containers run under: Docker's default
 # and pivot_root (build-aux/seccomp-profile).
 $(BUILD)/image/sbx-seccomp.json: build-aux/seccomp-profile

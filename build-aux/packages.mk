@@ -58,6 +58,15 @@ PKGS_TEST += slurm-wlm munge parallel openssh-server openssh-client python3-yaml
 # check its completion.
 PKGS_TEST += lintian mmdebstrap systemd-container zsh
 
+# The image for Apple Silicon (make image-arm64, image-slim-arm64) and its
+# proof in an arm64 guest (make check-arm64): arm64 programs run here
+# under qemu-user (build-aux/emulate), mmdebstrap makes arm64 roots (with
+# arch-test, which it asks for another architecture), QEMU boots the guest.
+PKGS_ARM64 := qemu-user-static arch-test mmdebstrap qemu-system-arm
+# The arm64 root (build/arm64/root): what make deb needs there, and the guest's
+# Docker engine (Node, for the MCP SDK's client, is among the first).
+PKGS_ARM64_ROOT := $(PKGS_BUILD) $(PKGS_RUN) $(PKGS_DEB) git docker.io mount
+
 # "a, b, c" for a control field.
 comma := ,
 space := $(subst ,, )

@@ -8,11 +8,10 @@
 # cannot enforce; the limits are checked from the host's side too.
 load helpers
 
-# The least that works (doc/install.md says why each is needed), with the
-# seccomp profile make image writes: Docker's default and pivot_root.
+# The least that works (PRIV), with the seccomp profile make image writes.
 PROFILE=$ROOT/build/image/sbx-seccomp.json
-PRIV=(--init --cap-drop ALL --cap-add SYS_ADMIN --cap-add SETUID --cap-add SETGID --cap-add CHOWN
-	--cap-add DAC_OVERRIDE --cap-add SYS_CHROOT --security-opt "seccomp=$PROFILE" --cgroupns private)
+source "$ROOT/t/docker/image-args"
+PRIV=("${IMAGE_ARGS[@]}")
 
 setup_file() {
 	if [ "$(id -u)" != 0 ]; then

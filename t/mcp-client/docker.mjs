@@ -7,6 +7,9 @@
 //   [LANGS=python,c,...] node docker.mjs docker run -i --rm FLAGS... IMAGE
 // LANGS: the languages the image holds (default: every configured one);
 // the others must say they are not available, and why.
+// RUN_LIMITS: JSON merged into each language's first run, with its time
+// and CPU then printed (an arm64 guest under software emulation, where
+// Node alone starts in seconds of CPU: make check-arm64).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { check, done } from "./tap.mjs";
@@ -45,9 +48,11 @@ check(langs.length === Object.keys(hello).length && held.sort().join() === [...e
   `list_supported_languages: ${expected.join(", ")} available in the image`, langs);
 check(langs.every((l) => l.available || (typeof l.error === "string" && l.error.length > 0)),
   "list_supported_languages: each language not in the image says why", langs.filter((l) => !l.available));
+const limits = process.env.RUN_LIMITS ? JSON.parse(process.env.RUN_LIMITS) : null;
 for (const language of expected) {
-  const r = await sc("run_code", { language, code: hello[language] });
+  const r = await sc("run_code", { language, code: hello[language], ...limits });
   check(r?.status === "success" && r.stdout === "6\n", `run_code ${language}: 6`, r);
+  if (limits) console.log(`# ${language}: ${r?.duration_ms} ms, ${r?.cpu_ms} ms of CPU${r?.compile ? `, compile ${r.compile.duration_ms} ms` : ""}`);
 }
 const missing = Object.keys(hello).find((l) => !expected.includes(l));
 if (missing) {
