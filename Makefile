@@ -429,7 +429,6 @@ image-slim-arm64: deb-arm64 $(BUILD)/image/sbx-seccomp.json
 # made with this machine's engine (t/docker/engine), and its archive
 # carried into the guest.
 check-arm64: deps-test deps-arm64 mcp-client $(BUILD)/image/sbx-seccomp.json
-	@$(MAKE) -s --no-print-directory deb-arm64
 	@st=$(BUILD)/docker/started; own=; [ -f $$st ] && kill -0 "$$(cat $$st)" 2> /dev/null || own=1; \
 	t/docker/engine start > $(BUILD)/arm64/engine.log 2>&1 && export DOCKER_HOST=$$(cat $(BUILD)/docker/host) && \
 	$(MAKE) -s --no-print-directory image-slim-arm64; rc=$$?; \
