@@ -400,9 +400,10 @@ mkimage = t=sbx:$(DEB_VERSION)$(2) deb=$(or $(4),$(DEB_FILE)); \
 # arm64 is built in an arm64 Debian root, build/arm64/root (what make deb
 # needs there, and a Docker engine for check-arm64's guest, whose root it
 # is too), made and entered under build-aux/emulate: qemu-user with a
-# binfmt_misc handler of its own (Linux 6.7+) or the machine's.  make image-arm64 and image-slim-arm64 build sbx:VERSION-arm64
-# and sbx:VERSION-slim-arm64 from it (doc/install.md), the package built
-# again when its sources change.  Tens of minutes the first time.
+# binfmt_misc handler of its own (Linux 6.7+) or the machine's.
+# make image-arm64 and image-slim-arm64 build sbx:VERSION-arm64 and
+# sbx:VERSION-slim-arm64 from it (doc/install.md), the package built again
+# when its sources change.  Tens of minutes the first time.
 ARM64_ROOT := $(BUILD)/arm64/root
 ARM64_DEB   = $(BUILD)/arm64/b/deb/sbx_$(DEB_VERSION)_arm64.deb
 deps-arm64:
