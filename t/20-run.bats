@@ -354,7 +354,9 @@ print(os.environ["OPENBLAS_NUM_THREADS"], os.environ["MKL_NUM_THREADS"], omp.omp
 	sbx -j 2 > /dev/null < <(printf '%s\n' '{"language":"bash","code":"sleep 30 & sleep 30"}' '{"language":"python","code":"import time; time.sleep(30)"}') 2>/dev/null &
 	for i in $(seq 50); do sandbox_pgrep "$SBX_PROG_UID" '^sleep' > /dev/null && break; sleep 0.1; done
 	sandbox_pgrep "$SBX_PROG_UID" > /dev/null
-	our_pkill KILL "$BIN/sbx-run"
+	# (what runs, should sbx-run not be among it: a guest's CI run once
+	# found none here, 2026-12-06)
+	our_pkill KILL "$BIN/sbx-run" || { our_procs >&2; false; }
 	wait || true
 	# The native sandboxes die with it (their inits' parent-death
 	# signal); the docker backend's containers are swept by the next
