@@ -45,7 +45,7 @@
 
 static const char synopsis[] =
 	"usage: sbx-run [-c FILE] [-j N] [--unordered] [--progress] [--timings] [--no-cache] [--events FD [--live]] [--control FD] [JOBS.jsonl...] > results.jsonl\n"
-	"       sbx-run [-c FILE] --check [--json]\n"
+	"       sbx-run [-c FILE] --check[=backend] [--json]\n"
 	"       sbx-run [-c FILE] --pull\n";
 
 static void help(void)
@@ -70,7 +70,8 @@ static void help(void)
 	       "      --control FD   read {\"cancel\": ID} lines from FD: kill that job's\n"
 	       "                     sandbox; its result has status \"cancelled\"\n"
 	       "      --check        report what the sandbox backend can do here: a table on\n"
-	       "                     a terminal, else (or with --json) one JSON object\n"
+	       "                     a terminal, else (or with --json) one JSON object;\n"
+	       "                     =backend: only the backend's part (no languages), fast\n"
 	       "      --pull         docker backend: pull every configured image (progress\n"
 	       "                     on stderr), then exit\n"
 	       "  -c, --config FILE  configuration file\n"
@@ -114,7 +115,7 @@ struct state {
 	int status;
 	/* --progress: results out, by status, of total (0: not known) */
 	bool progress, progress_tty;
-	uint64_t total, done, by_status[9];
+	uint64_t total, done, by_status[REC_NSTATUSES + 1]; /* the last: a status of no name */
 	double t0, drawn;
 };
 
@@ -165,8 +166,6 @@ static void on_stdout(struct loop *l, int fd, short rev, void *arg)
 
 /* ---- progress ------------------------------------------------------------- */
 
-static const char *const status_names[] = { "success", "error", "timeout", "memory_limit", "compile_error",
-					    "invalid", "internal_error", "cancelled", "other" };
 
 /* One stderr line, drawn over itself: done/total, rate, ETA, counts. */
 static void draw_progress(bool last)
@@ -188,9 +187,9 @@ static void draw_progress(bool last)
 		n += snprintf(line + n, sizeof line - (size_t)n, ", ETA %dm%02ds", (int)eta / 60, (int)eta % 60);
 	}
 	const char *sep = "; ";
-	for (size_t i = 0; i < sizeof status_names / sizeof *status_names && n < (int)sizeof line - 40; i++)
+	for (size_t i = 0; i <= REC_NSTATUSES && n < (int)sizeof line - 40; i++)
 		if (S.by_status[i]) {
-			n += snprintf(line + n, sizeof line - (size_t)n, "%s%s %llu", sep, status_names[i],
+			n += snprintf(line + n, sizeof line - (size_t)n, "%s%s %llu", sep, i < REC_NSTATUSES ? rec_statuses[i] : "other",
 				      (unsigned long long)S.by_status[i]);
 			sep = ", ";
 		}
@@ -204,7 +203,7 @@ static void draw_progress(bool last)
 static void count_result(const char *st)
 {
 	size_t i = 0;
-	while (i < 8 && (!st || strcmp(st, status_names[i])))
+	while (i < REC_NSTATUSES && (!st || strcmp(st, rec_statuses[i])))
 		i++;
 	S.by_status[i]++;
 	S.done++;
@@ -527,6 +526,7 @@ static void on_signal(struct loop *l, int fd, short rev, void *arg)
  * aligned lines, each section on one line where it fits; languages and
  * fixes one per line.  The JSON is the contract; this is a reading of it. */
 static bool check_json;
+static bool check_brief; /* --check=backend */
 
 static void table_value(FILE *f, jv v)
 {
@@ -701,6 +701,14 @@ static int check(struct conf *c, struct backend *be)
 		fixes = jv_array();
 	}
 	o = jv_object_delete(o, jv_string("fixes"));
+	if (check_brief) {
+		/* sbx-mcp's start: what this host holds of the limits, for its
+		 * tools' descriptions, without a sandbox per language. */
+		o = jv_object_set(o, jv_string("fixes"), fixes);
+		check_write(o);
+		int cs = util_close_stdout();
+		return cs ? cs : !usable ? EXIT_STORE : degraded ? EXIT_RECORDS : EXIT_OK;
+	}
 	o = jv_object_set(o, jv_string("state"), check_state(c, &fixes));
 	o = jv_object_set(o, jv_string("host_ids"), check_ids(c));
 	o = jv_object_set(o, jv_string("languages"), bk_check_languages(be, usable, &fixes));
@@ -732,7 +740,7 @@ static void options(int argc, char **argv, struct opts *o)
 		{ "events", required_argument, NULL, 'E' },
 		{ "control", required_argument, NULL, 'K' },
 		{ "jobs", required_argument, NULL, 'j' },
-		{ "check", no_argument, NULL, 'C' },
+		{ "check", optional_argument, NULL, 'C' },
 		{ "pull", no_argument, NULL, 'P' },
 		{ "no-cache", no_argument, NULL, 'N' },
 		{ "timings", no_argument, NULL, 'T' },
@@ -770,7 +778,12 @@ static void options(int argc, char **argv, struct opts *o)
 			fcntl((int)fd, F_SETFD, FD_CLOEXEC);
 			break;
 		}
-		case 'C': o->check = true; break;
+		case 'C':
+			if (optarg && strcmp(optarg, "backend"))
+				util_usage_error(synopsis, "--check=%s: the one part that can be asked alone is \"backend\"", optarg);
+			o->check = true;
+			check_brief = optarg != NULL;
+			break;
 		case 'P': o->pull = true; break;
 		case 'N': o->use_cache = false; break;
 		case 'T': o->timings = true; break;

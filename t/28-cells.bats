@@ -77,14 +77,45 @@ math.pi * r ** 2'; cell 'print(r); r = r / 0'; cell 'r')
 	jqe 3 '.value == "20" and .execution_count == 4'
 }
 
+@test "JavaScript: top-level await, its declarations seen by later cells, the last expression its value" {
+	command -v node > /dev/null || skip "Node.js is not installed"
+	js() { cell "$1" "{language: \"javascript\"} + ${2:-{\}}"; }
+	cells < <(js 'const r = await Promise.resolve(41); r + 1'; js 'r'
+		js 'let {a, b: [c, ...d]} = await Promise.resolve({a: 1, b: [2, 3, 4]})
+function f() { return a + c }
+class K { get k() { return "k" } }
+var v = await f(), u
+if (v) { var w = await 5 }
+for (var i of [7, 8]) await i'
+		js '[a, c, d, f(), new K().k, v, u, w, i]'
+		js 'g(); function g() { return "hoisted" }
+await new Promise((res) => setTimeout(res, 20)); g() + "!"'
+		js 'await Promise.reject(new Error("boom"))'; js 'await 1; const r = 2'; js 'function h() { await 1 }'
+		js 'await new Promise(() => {})' '{timeout: 1}'; js '[r, typeof g]')
+	[ "${#lines[@]}" -eq 10 ]
+	jqe 0 '.status == "success" and .value == "42"'
+	jqe 1 '.status == "success" and .value == "41" and .kernel == "live"'
+	jqe 2 '.status == "success" and .value == null'
+	jqe 3 '.value == "[ 1, 2, [ 3, 4 ], 3, \u0027k\u0027, 3, undefined, 5, 8 ]"'
+	jqe 4 '.value == "\u0027hoisted!\u0027"'
+	jqe 5 '.status == "error" and (.stderr | test("Error: boom")) and .kernel_alive'
+	# as a script: a name declared twice; await where it is no keyword
+	jqe 6 '.status == "error" and (.stderr | test("Identifier .r. has already been declared"))'
+	jqe 7 '.status == "error" and (.stderr | test("SyntaxError: await is only valid in async functions"))'
+	jqe 8 '.status == "timeout" and .kernel_alive'
+	jqe 9 '.value == "[ 41, \u0027function\u0027 ]" and .execution_count == 10'
+}
+
 # bats test_tags=kernel
 @test "a cell past its timeout is interrupted (status timeout, state kept); one that ignores SIGINT costs its kernel" {
 	cells < <(cell 'x = 1'; cell 'import time; time.sleep(60)' '{timeout: 1}'; cell 'x + 1'
 		cell 'import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)
 while True: pass' '{timeout: 1}'; cell "'x' in dir()")
 	jqe 1 '.status == "timeout" and (.stderr | test("KeyboardInterrupt")) and .duration_ms < 2000 and (.kernel_note | test("interrupted"))'
+	jqe 1 '.kernel == "live" and .kernel_alive'
 	jqe 2 '.status == "success" and .value == "2"'
 	jqe 3 '.status == "timeout" and .duration_ms < 4500 and (.kernel_note | test("did not stop within 2 s.*state is lost"))'
+	jqe 3 '.kernel == "died" and (.kernel_alive | not)'
 	jqe 4 '.value == "False" and .kernel == "restarted" and .execution_count == 1'
 }
 
@@ -123,11 +154,53 @@ time.sleep(60)' '{timeout: 2}'
 @test "a kernel that dies (os._exit, a segfault) is reported in its cell; the next cell says it was restarted" {
 	cells < <(cell 'import os; os._exit(9)'; cell '1'; cell 'import ctypes; ctypes.string_at(0)'; cell '2'
 		cell 'import os; os._exit(0)')
-	jqe 0 '.status == "error" and .exit_code == 9 and (.kernel_note | test("exited with code 9"))'
+	jqe 0 '.status == "error" and .exit_code == 9 and (.kernel_note | test("exited with code 9")) and .kernel == "died"'
 	jqe 1 '.value == "1" and .kernel == "restarted" and (.kernel_note | test("restarted, state lost: the last one exited with code 9"))'
-	jqe 2 '.status == "error" and .signal == "SIGSEGV" and (.kernel_note | test("died of SIGSEGV"))'
+	jqe 2 '.status == "error" and .signal == "SIGSEGV" and (.kernel_note | test("died of SIGSEGV")) and .kernel == "died"'
 	jqe 3 '.kernel == "restarted" and .execution_count == 1'
-	jqe 4 '.status == "error" and .exit_code == 0 and (.kernel_note | test("exited with code 0"))'
+	jqe 4 '.status == "error" and .exit_code == 0 and (.kernel_note | test("exited with code 0")) and .kernel == "died"'
+}
+
+@test "\"kernel\" is \"died\" when the kernel does not outlive its cell (an exit, a kill at the timeout, process.exit); \"live\" when it does" {
+	cells < <(cell 'x = 1'; cell 'import time; time.sleep(30)' '{timeout: 1}'; cell 'import os; os._exit(0)'
+		cell 'x'; cell 'import os; os._exit(4)'; cell 'import os; os._exit(5)'; cell '2')
+	[ "${#lines[@]}" -eq 7 ]
+	# interrupted, and alive: what it was at the start
+	jqe 1 '.status == "timeout" and .kernel == "live" and .kernel_alive and (.kernel_note | test("live on"))'
+	jqe 2 '.status == "error" and .exit_code == 0 and .kernel == "died" and (.kernel_alive | not) and (.kernel_note | test("exited with code 0: its state is lost"))'
+	jqe 3 '.status == "error" and .kernel == "restarted" and .kernel_alive and (.stderr | test("NameError"))'
+	jqe 4 '.kernel == "died" and .execution_count == 2'
+	# restarted by this cell, and dead in it: "died", the note saying both
+	jqe 5 '.kernel == "died" and .execution_count == 1 and (.kernel_note | test("^kernel restarted, state lost: the last one exited with code 4; then the kernel exited with code 5"))'
+	jqe 6 '.value == "2" and .kernel == "restarted" and .kernel_alive'
+	command -v node > /dev/null || skip "Node.js is not installed"
+	js() { cell "$1" '{language: "javascript"}'; }
+	cells < <(js 'var k = 1'; js 'process.exit(3)'; js 'typeof k')
+	[ "${#lines[@]}" -eq 3 ]
+	jqe 0 '.kernel == "started" and .kernel_alive'
+	jqe 1 '.status == "error" and .exit_code == 3 and .kernel == "died" and (.kernel_alive | not) and (.kernel_note | test("exited with code 3"))'
+	jqe 2 '.value == "\u0027undefined\u0027" and .kernel == "restarted"'
+}
+
+@test "a cell that gives other memory, cpus or pids than its live kernel's restarts it with them, and says so; one that gives none or the same keeps it" {
+	cells < <(cell 'x = 1' '{memory: "128m", cpus: 1}'; cell 'x'; cell 'x + 1' '{memory: 134217728, cpus: 1, pids: null}'
+		cell 'b = bytearray(150 << 20); len(b)' '{memory: "300m"}'; cell 'y = 2' '{cpus: 0.5}'; cell 'y' '{timeout: 5}'
+		cell 'y' '{reset: true}')
+	[ "${#lines[@]}" -eq 7 ]
+	jqe 0 '.kernel == "started" and .limits.memory_bytes == 134217728 and .limits.cpus == 1'
+	# no limits given: the kernel's, and its result says which it ran under
+	jqe 1 '.kernel == "live" and .value == "1" and .limits.memory_bytes == 134217728 and .limits.cpus == 1'
+	# the same ones given (another spelling): the same kernel
+	jqe 2 '.kernel == "live" and .value == "2" and .execution_count == 3 and .kernel_note == null'
+	# more memory: a fresh kernel with it (150 MiB fit), cpus kept; the state is gone
+	jqe 3 '.status == "success" and .value == "157286400" and .kernel == "restarted" and .execution_count == 1'
+	jqe 3 '.kernel_note == "kernel restarted for this cell'"'"'s limits, state lost: memory changed from 128 MiB to 300 MiB"'
+	jqe 3 '.limits.memory_bytes == 314572800 and .limits.cpus == 1 and .kernel_alive'
+	jqe 4 '.kernel == "restarted" and (.kernel_note | test("state lost: cpus changed from 1 to 0.5$")) and .limits.memory_bytes == 314572800 and .limits.cpus == 0.5'
+	jqe 5 '.kernel == "live" and .value == "2" and .limits.timeout_ms == 5000 and .limits.memory_bytes == 314572800'
+	# a reset takes the cell's limits, given or not (here memory's default), and names what changed
+	jqe 6 '.kernel == "restarted" and .status == "error" and .limits.memory_bytes != 314572800'
+	jqe 6 '.kernel_note | test("^reset: a fresh kernel, nothing of the last one.s state; memory changed from 300 MiB to [0-9]+ MiB$")'
 }
 
 # bats test_tags=kernel
@@ -146,7 +219,7 @@ try:
         n += 1
 except OSError as e:
     print("refused after", n, e.errno)' '{timeout: 20}')
-	jqe 0 '.status == "memory_limit" and (.kernel_note | test("memory limit"))'
+	jqe 0 '.status == "memory_limit" and (.kernel_note | test("memory limit")) and .kernel == "died"'
 	jqe 1 '.status == "success" and (.stdout | test("^refused after [0-9]+ 11"))'
 	n=$(jqn 1 '.stdout' | awk '{print $3}')
 	[ "$n" -lt 64 ]
@@ -168,7 +241,8 @@ os.close(fd)'
 	jqe 0 '.status != "success" and (.kernel_note | test("broke its protocol.*state is lost"))'
 	# (the guest under emulation and ASan: seconds more to notice and restart)
 	jqe 0 ".duration_ms < $(bound 4000 12000)"
-	jqe 1 '.kernel == "restarted" and (.kernel_note | test("broke its protocol"))'
+	# restarted, and broken in its turn: both in its note
+	jqe 1 '.kernel == "died" and (.kernel_note | test("^kernel restarted, state lost: the last one broke its protocol.*; then the kernel broke its protocol"))'
 	jqe 1 ".status != \"success\" and .value == null and .duration_ms < $(bound 4000 12000)"
 	# writing over the fd sends the reply elsewhere: the cell times out and
 	# the kernel, which can no longer read, is gone
@@ -287,6 +361,35 @@ threading.Thread(target=lambda: (time.sleep(0.3), print("late", flush=True))).st
 	jqe 0 '.stdout == ""'
 	jqe 1 '.stdout == "late\nmine\n"'
 	jqe 2 '.stdout_truncated == true and .stdout_bytes == 500001 and (.stdout | length) < 110000'
+}
+
+@test "figures: a cell that draws one returns it; a cell that does not touch it neither draws nor returns it; a change returns it again" {
+	[ -z "${SBX_GUEST:-}" ] || skip "QEMU without KVM draws figures too slowly, and nothing here is the kernel's"
+	[ -d /usr/lib/python3/dist-packages/matplotlib ] || skip "python3-matplotlib is not installed (make deps installs it)"
+	cmp -s "$ROOT/share/python/sitecustomize.py" /usr/local/share/sbx/python/sitecustomize.py ||
+		skip "the sandboxes' Python hook is not installed (make deps installs it)"
+	# each draw of the figure is counted in it (matplotlib's draw_event):
+	# the cells after one that changed nothing must have drawn nothing
+	fig() { cell "$1" '{artifacts: true, timeout: 30}'; }
+	cells < <(fig 'import matplotlib.pyplot as plt
+draws = []
+fig, ax = plt.subplots(); fig.canvas.mpl_connect("draw_event", lambda e: draws.append(1)); ax.plot([1, 4, 9])
+other = plt.figure(); plt.plot([3, 1]); plt.sca(ax)'
+		fig 'n = len(draws); n'; fig 'len(draws) - n'; fig 'ax.plot([9, 4, 1])'; fig 'x = 1'; fig 'ax.set_title("squares")'
+		fig 'fig.canvas.draw(); ax.set_xlim(0, 5); fig.canvas.draw()'; fig 'plt.show()'; fig 'plt.gcf() is fig, len(draws)')
+	[ "${#lines[@]}" -eq 9 ]
+	jqe 0 '.status == "success" and ([.artifacts[] | [.path, .mime_type]] == [["figure-1.png", "image/png"], ["figure-2.png", "image/png"]])'
+	jqe 1 '.value == "1" and .artifacts == []'
+	jqe 2 '.value == "0" and .artifacts == []'
+	jqe 3 '[.artifacts[].path] == ["figure-3.png"]'
+	jqe 4 '.artifacts == []'
+	jqe 5 '[.artifacts[].path] == ["figure-4.png"]'
+	# drawn by the cell itself: a change all the same
+	jqe 6 '[.artifacts[].path] == ["figure-5.png"]'
+	# plt.show() draws every figure, and writes none unchanged
+	jqe 7 '.status == "success" and .artifacts == []'
+	# the current figure is still the one the program chose, not the last drawn
+	jqe 8 '.value == "(True, 7)"'
 }
 
 @test "cells of one session wait their turn, in order; another session's kernel runs beside them" {

@@ -31,7 +31,7 @@ SUM='a, b = map(int, input().split()); print(a + b)'
 	jqe 0 '[.tests[].status] == ["passed", "passed", "wrong_answer", "wrong_answer"]'
 	jqe 0 '.tests[2].diff == {line: 1, expected: "a  b", got: "a b"}'
 	jqe 0 '.tests[3].diff == {line: 3, expected: "d", got: null}'
-	jqe 0 '.verdict == "wrong_answer" and .failed_test == 2 and .tests_passed == 2 and .status == "error"'
+	jqe 0 '.verdict == "wrong_answer" and .failed_test == 2 and .tests_passed == 2 and .status == "rejected" and .exit_code == 0'
 }
 
 @test "compare exact: byte for byte, the first difference's line and column" {

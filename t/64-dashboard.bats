@@ -294,7 +294,7 @@ mcp() {
 
 @test "dashboard: a judged run shows its verdict, not status error; limits in human units; list and page say #N" {
 	set_key dashboard '"all"'
-	log "$(jq -nc '{id: "judged-1", language: "python", code: "print(1)", status: "error", exit_code: 0, verdict: "wrong_answer",
+	log "$(jq -nc '{id: "judged-1", language: "python", code: "print(1)", status: "rejected", exit_code: 0, verdict: "wrong_answer",
 		tests_passed: 1, tests_total: 2, duration_ms: 5, limits: {timeout_ms: 10000, memory_bytes: 268435456, cpus: 0.5, pids: 64},
 		started_at: (now | todate)}')"
 	http_serve

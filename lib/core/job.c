@@ -1509,6 +1509,17 @@ static bool load_limits(const struct conf *c, jv rec, jv limits, struct job *j, 
 {
 	if (!limits_from_json(limits, "limits", &j->lim, err, errlen))
 		return false;
+	/* Which of them the request gave: only the presence of its field,
+	 * the value is always the resolved one above. */
+	for (int i = 0; i < LIM_N; i++) {
+		if (!limit_defs[i].req)
+			continue;
+		jv v = rec_get(rec, limit_defs[i].req);
+		jv_kind k = jv_get_kind(v);
+		jv_free(v);
+		if (k != JV_KIND_INVALID && k != JV_KIND_NULL)
+			j->lim_given |= 1u << i;
+	}
 	if (j->compile) {
 		jv cl = rec_get(rec, "compile_limits");
 		bool lok = limits_from_json(cl, "compile_limits", &j->clim, err, errlen);

@@ -551,13 +551,13 @@ bool rec_write(jv v)
 	return ok;
 }
 
-static const char *const statuses[] = { "success", "error", "timeout", "memory_limit", "compile_error",
-					"invalid", "internal_error", "cancelled", NULL };
+const char *const rec_statuses[REC_NSTATUSES + 1] = { "success", "error", "rejected", "timeout", "memory_limit",
+							 "compile_error", "invalid", "internal_error", "cancelled", NULL };
 
 bool rec_status_known(const char *s)
 {
-	for (int i = 0; statuses[i]; i++)
-		if (!strcmp(statuses[i], s))
+	for (int i = 0; rec_statuses[i]; i++)
+		if (!strcmp(rec_statuses[i], s))
 			return true;
 	return false;
 }
@@ -566,7 +566,7 @@ const char *rec_status_list(void)
 {
 	static char list[200];
 	size_t o = 0;
-	for (int i = 0; statuses[i] && o < sizeof list; i++)
-		o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", statuses[i]);
+	for (int i = 0; rec_statuses[i] && o < sizeof list; i++)
+		o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", rec_statuses[i]);
 	return list;
 }

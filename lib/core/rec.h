@@ -93,6 +93,9 @@ bool rec_has_status(jv obj);
  * all of them for a message ("success, error, ..."; static). */
 bool rec_status_known(const char *s);
 const char *rec_status_list(void);
+/* The same, NULL-terminated, in the contract's order. */
+extern const char *const rec_statuses[];
+#define REC_NSTATUSES 9
 /* An artifact's mime_type that viewers may show inline as an image (MCP's
  * image content, the dashboard): raster types only.  An SVG can carry
  * script and links, so it travels as a file like any other. */

@@ -178,7 +178,7 @@ static void put_bytes(struct page *p, jv o, const char *key)
 /* The statuses and verdicts with a badge colour of their own (page_css's
  * .st-NAME), for the rows the server renders and those page_js adds. */
 #define BADGES(X)                                                                                      \
-	X(success) X(error) X(timeout) X(memory_limit) X(compile_error) X(invalid) X(internal_error) \
+	X(success) X(error) X(rejected) X(timeout) X(memory_limit) X(compile_error) X(invalid) X(internal_error) \
 	X(cancelled) X(accepted) X(wrong_answer) X(output_limit) X(judge_error)
 #define BADGE_C(n) #n,
 #define BADGE_JS(n) "'" #n "',"
@@ -1031,7 +1031,7 @@ const char page_css[] =
 	"pre.code{counter-reset:l}pre.code .l{counter-increment:l}pre.code .l::before{content:counter(l);display:inline-block;width:3em;margin-right:1em;"
 	"text-align:right;color:var(--muted);user-select:none}"
 	".st{display:inline-block;padding:0 .5em;border-radius:3px;background:#e8eaf0;font-size:12px}.st-success,.st-accepted{background:#dcf2e1;color:var(--ok)}"
-	".st-error,.st-wrong_answer,.st-internal_error,.st-judge_error{background:#fbe1e1;color:var(--bad)}.st-timeout,.st-memory_limit,.st-output_limit{background:#fbeed9;color:var(--warn)}"
+	".st-error,.st-rejected,.st-wrong_answer,.st-internal_error,.st-judge_error{background:#fbe1e1;color:var(--bad)}.st-timeout,.st-memory_limit,.st-output_limit{background:#fbeed9;color:var(--warn)}"
 	".st-compile_error,.st-invalid,.st-cancelled{background:#ecebf5;color:#5b4a9e}"
 	".none{color:var(--muted)}.error{color:var(--bad)}.cards{display:flex;gap:1em}.card{background:var(--card);border:1px solid var(--line);padding:.8em 1.2em}"
 	".card b{font-size:1.6em;display:block}.ranges a,.ranges span{margin-right:.6em}.ranges .here{font-weight:700}"

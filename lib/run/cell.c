@@ -215,8 +215,18 @@ static void cell_finish(struct kernel *k, const char *note)
 	c->res.cpu_ms = -1;
 	c->res.mem_peak = -1;
 	c->res.enforced = k->be->ops->result(k->st)->enforced;
-	if (note)
-		c->info = jv_object_set(c->info, jv_string("kernel_note"), jv_string(note));
+	if (note) {
+		/* A note from the cell's start (the kernel was restarted) stays:
+		 * what happened in the cell follows it. */
+		const char *had = rec_str(c->info, "kernel_note", NULL);
+		char both[800];
+		snprintf(both, sizeof both, "%s%s%s", had ? had : "", had ? "; then " : "", note);
+		c->info = jv_object_set(c->info, jv_string("kernel_note"), jv_string(both));
+	}
+	/* "kernel" said what the cell found; a kernel that does not outlive
+	 * the cell is "died" whatever it was at the start. */
+	if (k->dying)
+		c->info = jv_object_set(c->info, jv_string("kernel"), jv_string("died"));
 	c->info = jv_object_set(c->info, jv_string("kernel_alive"), jv_bool(!k->dying));
 	c->done(&c->res, c->info, c->arg);
 	cap_buf_free(&c->res.out);
@@ -444,8 +454,8 @@ static void on_timer(struct loop *l, int fd, short rev, void *arg)
 	(void)rev;
 }
 
-static struct kernel *kernel_new(struct kernels *ks, struct backend *be, const struct job *j, char *const *envp, char *err,
-				 size_t len)
+static struct kernel *kernel_new(struct kernels *ks, struct backend *be, const struct job *j, const struct limits *lim,
+				 char *const *envp, char *err, size_t len)
 {
 	struct kernel *k = util_xalloc(sizeof *k);
 	k->ks = ks;
@@ -473,9 +483,9 @@ static struct kernel *kernel_new(struct kernels *ks, struct backend *be, const s
 	k->envp = util_strv_dup(envp);
 	k->binds = j->binds ? util_strv_dup(j->binds) : NULL;
 	k->rootfs = j->rootfs ? util_strdup(j->rootfs) : NULL;
-	/* The first cell's limits are the kernel's, for its whole life;
+	/* The starting cell's limits are the kernel's, for its whole life;
 	 * its timeout is the cell's, not the kernel's. */
-	k->lim = j->lim;
+	k->lim = *lim;
 	k->lim.timeout_ms = KERNEL_LIFE_MS;
 	k->spec = (struct stage_spec){
 		.argv = k->argv,
@@ -570,6 +580,28 @@ static struct kernel *find(struct kernels *ks, const char *ws, const char *lang)
 	return NULL;
 }
 
+/* The limits a kernel is sized by: its cgroup's, set at its start. */
+static const int kernel_sized[] = { LIM_memory, LIM_cpus, LIM_pids };
+
+/* How the limits of a kernel to start now (now) differ from those of the
+ * kernel before it (was), for people, in out ("memory changed from
+ * 256 MiB to 1 GiB"); empty if they do not. */
+static void changed_limits(const struct limits *was, const struct limits *now, char *out, size_t len)
+{
+	size_t n = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < sizeof kernel_sized / sizeof kernel_sized[0]; i++) {
+		int id = kernel_sized[i];
+		double a = limit_get(was, id), b = limit_get(now, id);
+		if (a == b || n >= len)
+			continue;
+		char sa[32], sb[32];
+		int w = snprintf(out + n, len - n, "%s%s changed from %s to %s", n ? ", " : "", limit_defs[id].req,
+				 limit_str(id, a, sa, sizeof sa), limit_str(id, b, sb, sizeof sb));
+		n = w < 0 ? len : n + (size_t)w;
+	}
+}
+
 /* Output kept from between cells, at the head of this one's. */
 static void take_pending(struct kernel *k, struct cell *c)
 {
@@ -604,12 +636,31 @@ struct cell *cell_start(struct kernels *ks, struct backend *be, const struct job
 			return NULL;
 		}
 	struct kernel *k = find(ks, j->workspace, j->language);
-	if (k && j->reset) {
-		kill_kernel(k, K_GONE, "was reset");
+	/* A kernel's limits are its cgroup's, fixed at its start.  A cell
+	 * that gives a memory, cpus or pids its live kernel does not have
+	 * gets a fresh kernel that has it (run in the old one, it would be
+	 * held to limits it did not ask for, and die at them); the limits it
+	 * left to their defaults stay the old kernel's.  A reset starts the
+	 * kernel afresh, with the cell's limits, given or not. */
+	struct limits lim = j->lim;
+	char changed[200] = "";
+	if (k && !j->reset) {
+		for (size_t i = 0; i < sizeof kernel_sized / sizeof kernel_sized[0]; i++)
+			if (!(j->lim_given & 1u << kernel_sized[i]))
+				limit_set(&lim, kernel_sized[i], limit_get(&k->lim, kernel_sized[i]));
+	}
+	if (k)
+		changed_limits(&k->lim, &lim, changed, sizeof changed);
+	if (k && (j->reset || changed[0])) {
+		kill_kernel(k, K_GONE, j->reset ? "was reset" : "was restarted with other limits");
 		k->forget = true;
 		k = NULL;
 		kstate = "restarted";
-		snprintf(note, sizeof note, "reset: a fresh kernel, nothing of the last one's state");
+		if (j->reset)
+			snprintf(note, sizeof note, "reset: a fresh kernel, nothing of the last one's state%s%s",
+				 changed[0] ? "; " : "", changed);
+		else
+			snprintf(note, sizeof note, "kernel restarted for this cell's limits, state lost: %s", changed);
 	}
 	if (!k && !be->kernels)
 		snprintf(err, errlen, "the %s backend runs no kernels (run_cell needs the native backend)", be->name);
@@ -624,7 +675,7 @@ struct cell *cell_start(struct kernels *ks, struct backend *be, const struct job
 		} else if (!note[0])
 			kstate = "started";
 		free(gone);
-		k = kernel_new(ks, be, j, envp, err, errlen);
+		k = kernel_new(ks, be, j, &lim, envp, err, errlen);
 	}
 	if (!k)
 		return NULL;
@@ -641,6 +692,14 @@ struct cell *cell_start(struct kernels *ks, struct backend *be, const struct job
 	cap_buf_init(&c->res.err, (size_t)j->lim.output);
 	c->info = jv_object_set(c->info, jv_string("execution_count"), jv_number(c->n));
 	c->info = jv_object_set(c->info, jv_string("kernel"), jv_string(kstate));
+	/* The limits the cell ran under, for its result: its own timeout
+	 * and output cap, and the rest its kernel's, set at the kernel's
+	 * start (a cell that gave no memory runs with whatever its kernel
+	 * has, not the default its job shows). */
+	struct limits eff = k->lim;
+	eff.timeout_ms = j->lim.timeout_ms;
+	eff.output = j->lim.output;
+	c->info = jv_object_set(c->info, jv_string("limits"), limits_to_json(&eff));
 	if (note[0])
 		c->info = jv_object_set(c->info, jv_string("kernel_note"), jv_string(note));
 	take_pending(k, c);

@@ -2,11 +2,13 @@
  *
  * A kernel is one long-lived interpreter for one session and language: a
  * stage of the job's backend (a sandbox like every run's: namespaces,
- * seccomp, no network, no capabilities, the cgroup limits of the first
- * cell's job for its whole life) running the language's "kernel" command
- * with the session's workspace.  It is started by the first cell of its
- * session and language and lives until its session ends (cell_end), it
- * stays idle for kernel_idle, it dies, or the table is freed.
+ * seccomp, no network, no capabilities, the cgroup limits of the cell
+ * that started it for its whole life) running the language's "kernel"
+ * command with the session's workspace.  It is started by the first cell
+ * of its session and language and lives until its session ends
+ * (cell_end), it stays idle for kernel_idle, it dies, or the table is
+ * freed; a cell that gives a memory, cpus or pids (job.lim_given) other
+ * than its kernel's, or a reset, has it killed and a fresh one started.
  *
  * The channel.  The kernel's stdin is one end of a socketpair; the other
  * is ours.  Each side writes one JSON object per line:
@@ -57,9 +59,10 @@ struct cell;
 
 /* res: how the cell went, as a stage's result (a cell that raised is an
  * exit code of 1; cpu_ms and mem_peak unknown); info (borrowed):
- * {"execution_count", "value", "kernel": "started"|"live"|"restarted",
- * "kernel_alive": whether it lives on} and, when the kernel died, was
- * interrupted or restarted, "kernel_note". */
+ * {"execution_count", "value", "kernel": "started"|"live"|"restarted", or
+ * "died" when it did not outlive the cell, "kernel_alive": whether it
+ * lives on, "limits": the cell's timeout and output, its kernel's others}
+ * and, when the kernel died, was interrupted or restarted, "kernel_note". */
 typedef void (*cell_done_fn)(const struct stage_result *res, jv info, void *arg);
 typedef void (*cell_output_fn)(void *arg, int stream, const char *data, size_t len);
 
@@ -69,7 +72,8 @@ struct kernels *cell_kernels_new(const struct conf *c, struct loop *l);
 void cell_kernels_free(struct kernels *ks);
 
 /* Run the job's code as a cell of its session's kernel of its language
- * (started now if there is none; restarted first if j->reset).  envp is
+ * (started now if there is none; restarted first if j->reset, or if the
+ * job gives limits the kernel does not have).  envp is
  * the stage environment for a kernel started now; out (optional) is told
  * of the cell's output as it comes.  done is called exactly once, from
  * the loop; NULL with err if the cell cannot run (no kernel can start).

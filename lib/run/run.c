@@ -54,23 +54,6 @@ static double round1(double v)
 	return round(v * 10) / 10;
 }
 
-static jv enforced_json(unsigned bits)
-{
-	static const struct {
-		unsigned bit;
-		const char *name;
-	} names[] = {
-		{ ENF_NAMESPACES, "namespaces" }, { ENF_SECCOMP, "seccomp" }, { ENF_TIMEOUT, "timeout" },
-		{ ENF_MEMORY, "memory" }, { ENF_MEMORY_RLIMIT, "memory_rlimit" }, { ENF_CPU, "cpus" },
-		{ ENF_PIDS, "pids" }, { ENF_RLIMITS, "rlimits" },
-	};
-	jv a = jv_array();
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (bits & names[i].bit)
-			a = jv_array_append(a, jv_string(names[i].name));
-	return a;
-}
-
 static const char *status_name(const struct stage_result *br)
 {
 	switch (br->status) {
@@ -184,9 +167,11 @@ static void complete(struct run *r, jv res)
 	res = jv_object_set(res, jv_string("started_at"), jv_string(when));
 	res = jv_object_set(res, jv_string("backend"), jv_string(r->be->name));
 	res = jv_object_set(res, jv_string("compile"), jv_copy(r->compile));
-	if (r->st || r->job.cell || r->trial)
-		res = jv_object_set(res, jv_string("limits_enforced"),
-				    enforced_json(r->st ? r->be->ops->result(r->st)->enforced : r->cell_enforced));
+	if (r->st || r->job.cell || r->trial) {
+		unsigned bits = r->st ? r->be->ops->result(r->st)->enforced : r->cell_enforced;
+		res = jv_object_set(res, jv_string("limits_enforced"), backend_enforced_json(bits));
+		res = jv_object_set(res, jv_string("limits_missing"), backend_missing_json(bits));
+	}
 	mark(r, "result");
 	if (r->env->timings)
 		res = jv_object_set(res, jv_string("timings"), jv_copy(r->timings));

@@ -386,13 +386,18 @@ static void on_wake(struct loop *l, int fd, short revents, void *arg)
 	summarize(arg);
 }
 
-/* A test's status as the job's: what "status" says of the program. */
+/* A test's status as the job's: what "status" says of the program.  A
+ * program that ran to its end and printed what the judge refused is
+ * "rejected", not "error" beside an exit code 0: the status alone must
+ * read right to whoever skips the verdict. */
 static const char *job_status(const char *st)
 {
 	static const char *const same[] = { "timeout", "memory_limit", "internal_error", "cancelled" };
 	for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
 		if (!strcmp(st, same[i]))
 			return st;
+	if (!strcmp(st, "wrong_answer") || !strcmp(st, "output_limit"))
+		return "rejected";
 	return !strcmp(st, "accepted") ? "success" : "error";
 }
 

@@ -62,6 +62,35 @@ static void vprobe_start(struct backend *be, struct loop *l, const struct conf_l
 	p->st = bk_start(be, l, &p->spec, vprobe_done, p);
 }
 
+static const struct {
+	unsigned bit;
+	const char *name;
+	bool required; /* a run without it enforces less than configured */
+} enforced_names[] = {
+	{ ENF_NAMESPACES, "namespaces", true }, { ENF_SECCOMP, "seccomp", true }, { ENF_TIMEOUT, "timeout", true },
+	{ ENF_MEMORY, "memory", true }, { ENF_MEMORY_RLIMIT, "memory_rlimit", false }, { ENF_CPU, "cpus", true },
+	{ ENF_PIDS, "pids", true }, { ENF_RLIMITS, "rlimits", false },
+};
+
+static jv enforced_names_json(unsigned bits, bool held)
+{
+	jv a = jv_array();
+	for (size_t i = 0; i < sizeof enforced_names / sizeof enforced_names[0]; i++)
+		if (held ? (bits & enforced_names[i].bit) != 0 : enforced_names[i].required && !(bits & enforced_names[i].bit))
+			a = jv_array_append(a, jv_string(enforced_names[i].name));
+	return a;
+}
+
+jv backend_enforced_json(unsigned bits)
+{
+	return enforced_names_json(bits, true);
+}
+
+jv backend_missing_json(unsigned bits)
+{
+	return enforced_names_json(bits, false);
+}
+
 jv bk_check_languages(struct backend *be, bool usable, jv *fixes)
 {
 	const struct conf *c = be->conf;

@@ -36,6 +36,11 @@ enum {
 	ENF_NAMESPACES = 1, ENF_SECCOMP = 2, ENF_MEMORY = 4, ENF_CPU = 8, ENF_PIDS = 16, ENF_RLIMITS = 32,
 	ENF_TIMEOUT = 64, ENF_MEMORY_RLIMIT = 128,
 };
+/* The bits as the contract names them: those held, and those of the
+ * configured limits a run should have that did not hold (memory_rlimit
+ * and rlimits are fallbacks and extras, never "missing"). */
+jv backend_enforced_json(unsigned bits);
+jv backend_missing_json(unsigned bits);
 
 /* How a stage ended, the same on every backend. */
 struct stage_result {

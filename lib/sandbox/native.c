@@ -306,9 +306,9 @@ static void probe_done(void *arg)
 	((struct probe *)arg)->done = true;
 }
 
-/* A trivial program (true) in a real sandbox: how long it took; why is
- * left "" if it succeeded. */
-static double probe_true(struct backend *be, char *why, size_t len)
+/* A trivial program (true) in a real sandbox: how long it took, and which
+ * limits held for it; why is left "" if it succeeded. */
+static double probe_true(struct backend *be, unsigned *enforced, char *why, size_t len)
 {
 	struct box_sys *s = sys_of(be);
 	struct loop *l = loop_new();
@@ -325,6 +325,7 @@ static double probe_true(struct backend *be, char *why, size_t len)
 		;
 	double ms = util_now_ms() - t0;
 	const struct stage_result *r = box_result(p.b);
+	*enforced = r->enforced;
 	if (r->status == STAGE_INTERNAL)
 		snprintf(why, len, "%s", r->error);
 	else if (!(r->status == STAGE_EXITED && r->exit_code == 0))
@@ -376,10 +377,11 @@ static jv n_check(struct backend *be, bool *degraded)
 
 	char why[sizeof be->why] = "";
 	double ms = 0;
+	unsigned enforced = 0;
 	if (be->broken)
 		snprintf(why, sizeof why, "%s", be->why);
 	else
-		ms = probe_true(be, why, sizeof why);
+		ms = probe_true(be, &enforced, why, sizeof why);
 	jv pr = jv_object_set(jv_object(), jv_string("ok"), jv_bool(!why[0]));
 	pr = jv_object_set(pr, jv_string("ms"), jv_number(round(ms * 10) / 10));
 	if (why[0]) {
@@ -389,6 +391,12 @@ static jv n_check(struct backend *be, bool *degraded)
 	}
 	o = jv_object_set(o, jv_string("host"), host_json(host_of(n)));
 	o = jv_object_set(o, jv_string("probe"), pr);
+	/* What a run here holds of its limits: the probe's, which is what
+	 * sbx-mcp tells agents in its tools' descriptions. */
+	if (!why[0]) {
+		o = jv_object_set(o, jv_string("limits_enforced"), backend_enforced_json(enforced));
+		o = jv_object_set(o, jv_string("limits_missing"), backend_missing_json(enforced));
+	}
 	/* Roots shared with later processes (pin.h); the probe tried. */
 	jv roots = jv_object_set(jv_object(), jv_string("dir"), jv_string(SBX_RUNDIR "/roots"));
 	roots = jv_object_set(roots, jv_string("shared"), jv_bool(s->pin.state > 0));

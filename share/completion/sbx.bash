@@ -69,7 +69,7 @@ _sbx() {
 		_sbx_files; return ;;
 	-o | --output) _sbx_files -d; return ;;
 	--language) local IFS=$'\n'; _sbx_words $(_sbx_languages); return ;;
-	--status) _sbx_words success error timeout memory_limit compile_error invalid internal_error cancelled; return ;;
+	--status) _sbx_words success error rejected timeout memory_limit compile_error invalid internal_error cancelled; return ;;
 	--verdict) _sbx_words accepted wrong_answer timeout memory_limit error output_limit judge_error compile_error; return ;;
 	-f | --format) _sbx_words json table csv html; return ;;
 	--by) _sbx_words hour day; return ;;

@@ -142,11 +142,15 @@ class Kernel:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
     def figures(self):
-        # Figures shown or left open become figure-N.png (sitecustomize's
-        # plt.show saves the new and the changed ones), returned as images.
+        # Figures shown or left open become figure-N.png, returned as
+        # images: sitecustomize saves the new and the changed ones, and
+        # draws only those (a mark of matplotlib's own tells them), so
+        # that a cell that touches no figure costs what one without
+        # figures does.  Without sbx's sitecustomize, plt.show.
         plt = sys.modules.get("matplotlib.pyplot")
         if plt is not None and plt.get_fignums():
-            plt.show()
+            changed = getattr(sys.modules.get("sitecustomize"), "show_changed", None)
+            (changed or plt.show)()
 
     def report(self, e):
         tb = e.__traceback__

@@ -12,20 +12,65 @@ import sys
 
 
 
-def _patch(plt):
-    shown = [0]
+def _count_changes():
+    """Count each change of a figure, in the figure, as _sbx_changes.
 
-    def show(*args, **kwargs):
+    matplotlib marks an artist that changed "stale" and passes that up to
+    its Axes and figure (pyplot's interactive mode redraws by it); every
+    such mark that reaches a figure or subfigure is counted here, on the
+    figure at the root.  A figure whose count is what it was when it was
+    last saved has not changed since: it need not be drawn again to know.
+    A draw counts too (it lays out text, and savefig sets the dpi back),
+    so the count is taken after the save.  (FigureBase holds subfigures
+    and figures since matplotlib 3.4; both inherit Artist's property.)"""
+    import matplotlib.figure as mfig
+
+    base = getattr(mfig, "FigureBase", mfig.Figure)
+    prop = base.stale
+    Figure = mfig.Figure
+
+    def stale(self, val):
+        if val:
+            # (a subfigure being made has no figure yet: nothing to count)
+            root, hops = self, 0
+            while root is not None and not isinstance(root, Figure) and hops < 64:
+                root, hops = getattr(root, "figure", None), hops + 1
+            if isinstance(root, Figure):
+                d = root.__dict__
+                d["_sbx_changes"] = d.get("_sbx_changes", 0) + 1
+        prop.fset(self, val)
+
+    base.stale = property(prop.fget, stale, prop.fdel, prop.__doc__)
+
+
+def _patch(plt):
+    global show_changed
+    shown = [0]
+    from matplotlib import _pylab_helpers
+
+    try:
+        _count_changes()
+        counted = True
+    except Exception:  # another matplotlib: every figure counts as changed
+        counted = False
+
+    def save(only_changed):
         # Each open figure that is new, or drawn differently since it was
         # last shown, becomes the next free figure-N.png; the figures stay
         # open, as Agg's own show leaves them, so a savefig after it works.
+        # (The managers, not plt.figure(num): that would make each the
+        # current figure, and a program's next plt.plot draw on the last.)
         import io
 
-        for num in plt.get_fignums():
-            fig = plt.figure(num)
+        for manager in sorted(_pylab_helpers.Gcf.get_all_fig_managers(), key=lambda m: m.num):
+            fig = manager.canvas.figure
+            if only_changed and counted and "_sbx_png" in fig.__dict__ and \
+                    fig.__dict__.get("_sbx_changes") == fig.__dict__.get("_sbx_saved"):
+                continue
             buf = io.BytesIO()
             fig.savefig(buf, format="png")
             png = buf.getvalue()
+            fig._sbx_saved = fig.__dict__.get("_sbx_changes")
             if getattr(fig, "_sbx_png", None) == png:
                 continue
             fig._sbx_png = png
@@ -37,8 +82,16 @@ def _patch(plt):
             with open(path, "wb") as f:
                 f.write(png)
 
+    def show(*args, **kwargs):
+        save(False)
+
     show.__doc__ = plt.show.__doc__
     plt.show = show
+    # For sbx's Python kernel, after each cell: only the figures changed
+    # since they were last saved are drawn (a draw of a figure costs tens
+    # of milliseconds; a cell that does not touch one, nothing).  plt.show
+    # itself draws every figure, as a program asked it to.
+    show_changed = lambda: save(True)  # noqa: E731
 
 
 def _font_cache():
@@ -98,6 +151,8 @@ class _Pyplot:
 
 
 sys.meta_path.insert(0, _Pyplot())
+# Set once pyplot is imported (_patch): save the open figures that changed.
+show_changed = None
 
 # This module shadows the interpreter's own sitecustomize (Debian's, from
 # /etc/python3.X): that one still runs, as it would without sbx.  It is
