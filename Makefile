@@ -24,9 +24,9 @@ WARN := -std=c11 -Wall -Wextra -Wshadow -Wno-unused-parameter -Wstrict-prototype
 ifeq ($(CI),true)
 WARN += -Werror
 endif
-PKGS     := libseccomp sqlite3 libmicrohttpd
+PKGS     := libseccomp sqlite3 libmicrohttpd libpng
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lseccomp -lsqlite3 -lmicrohttpd)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lseccomp -lsqlite3 -lmicrohttpd -lpng16)
 # lib/ in layers (lib/README.md): each folder's headers by their own names.
 LAYERS   := core sandbox run history mcp batch
 CPPFLAGS += $(addprefix -Ilib/,$(LAYERS)) -D_FILE_OFFSET_BITS=64 \

@@ -8,7 +8,7 @@
 PKG_NPM := $(if $(shell command -v npm 2> /dev/null),,npm)
 
 # Building the tools.
-PKGS_BUILD := gcc make pkg-config libjq-dev libseccomp-dev libsqlite3-dev libmicrohttpd-dev
+PKGS_BUILD := gcc make pkg-config libjq-dev libseccomp-dev libsqlite3-dev libmicrohttpd-dev libpng-dev
 
 # Running them: the runtimes of the languages every host is expected to
 # have (Python, C, C++, JavaScript, Bash), completion, and mke2fs, which a

@@ -195,6 +195,13 @@ x = bytearray(1 << 30)' '{memory:"64m",timeout:20}' | "$BIN/sbx-validate" | "$BI
 	# a run first: the server's sbx-run starts before any workspace is mounted
 	msg 9 run_code '{"language":"python","code":"print(1)"}'
 	got 9 | jq -e '.result.structuredContent.stdout == "1\n"'
+	# what this host does not enforce (no CPU quota for this user, as
+	# --check says), told in every result and in the tools' descriptions
+	got 9 | jq -e '.result.structuredContent.limits_missing | index("cpus")'
+	got 9 | jq -e '.result.content[0].text | test("\nnot enforced on this host: ([a-z]+, )*cpus")'
+	echo '{"jsonrpc":"2.0","id":8,"method":"tools/list"}' >&7
+	got 8 | jq -e '[.result.tools[] | select(.name == "run_code" or .name == "sandbox_exec" or .name == "run_cell") |
+		.description | test("This host does not enforce ([a-z]+, )*cpus(, [a-z]+)* [(]each result.s limits_missing; check_backend says how to fix it[)]")] == [true, true, true]'
 	msg 1 sandbox_initialize '{"language":"python"}'
 	got 1 > a1
 	sid=$(jq -r .result.structuredContent.session_id a1)

@@ -157,7 +157,10 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 		call 8 run_code '{"language":"python","code":"1","memory":"64g"}'
 	} | mcp
 	answer 1 | jq -e '.result.isError == false and .result.structuredContent.status == "success" and .result.structuredContent.stdout == "6\n" and .result.structuredContent.history_id > 0'
-	answer 1 | jq -e '(.result.content[0].text | fromjson) == .result.structuredContent'
+	# the text is for a model: a status line, then the output
+	answer 1 | jq -e '.result.content[0].text | test("^success, exit 0, [0-9]+ ms, [0-9.]+ [KM]iB peak [(]python[)]\nstdout [(]2 bytes[)]:\n6\n$")'
+	answer 1 | jq -e '.result.structuredContent | .limits_missing == [] and (.limits_enforced | index("namespaces")) != null'
+	answer 3 | jq -e '.result.content[0].text | test("^compile_error.*\ncompile.stderr [(][0-9]+ bytes[)]:\n[\\s\\S]*missing")'
 	answer 2 | jq -e '.result.structuredContent.stdout == "The sum of elements is: 15\n" and .result.structuredContent.compile.status == "success"'
 	answer 3 | jq -e '.result.structuredContent.status == "compile_error" and (.result.structuredContent.compile.stderr | contains("missing")) and .result.isError == false'
 	answer 4 | jq -e '.result.structuredContent.status == "timeout" and .result.structuredContent.signal == "SIGKILL"'
@@ -167,6 +170,42 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	answer 8 | jq -e '.result.isError == true and (.result.structuredContent.error | contains("exceeds max_memory"))'
 }
 
+
+@test "run results for a reader: max_output cuts both blocks, the text stays short by default; content-first clients get no structuredContent" {
+	{
+		init
+		call 1 run_code '{"language":"python","code":"print(\"x\" * 30000); print(\"tail\")"}'
+		call 2 run_code '{"language":"python","code":"print(\"y\" * 5000)","max_output":100}'
+		call 3 run_code '{"language":"python","code":"print(1)","max_output":-5}'
+		call 4 run_code '{"language":"python","code":"print(1)","timeout":55}'
+	} | mcp
+	# the record keeps the whole, the text a head and tail of [mcp] text_output
+	answer 1 | jq -e '.result.structuredContent | .stdout_bytes == 30006 and (.stdout | length) == 30006 and .stdout_truncated == false'
+	answer 1 | jq -e '.result.content[0].text | (length < 8400) and test("\\[[.]{3} 21814 bytes truncated [.]{3}\\]") and test("tail\n") and test("max_output asks for up to 100 KiB")'
+	answer 2 | jq -e '.result.structuredContent | .stdout_bytes == 5001 and .stdout_truncated and (.stdout | test("^y{50}\n\\[[.]{3} 4901 bytes truncated [.]{3}\\]\ny{49}\n$"))'
+	answer 3 | jq -e '.result.isError == true and (.result.content[0].text | contains("max_output"))'
+	# a call that would outlast the client's wait is refused, saying what to do
+	answer 4 | jq -e '.result.isError == true and (.result.content[0].text | contains("max_timeout") and contains("task"))'
+	# Claude Code shows structuredContent alone when it is there: it gets
+	# the text and the images instead, and schemas without outputSchema
+	{
+		echo '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"claude-code","version":"2.1"}}}'
+		echo '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+		echo '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+		call 2 run_code '{"language":"python","code":"print(6)"}'
+		call 3 list_files '{"session_id":"00000000000000000000000000000000"}'
+	} | mcp
+	answer 1 | jq -e '[.result.tools[] | has("outputSchema")] | any | not'
+	answer 2 | jq -e '(.result | has("structuredContent") | not) and (.result.content[0].text | test("^success, exit 0.*\nstdout [(]2 bytes[)]:\n6\n$"))'
+	answer 3 | jq -e '.result | has("structuredContent") | not'
+	# and an operator may choose for every client
+	conf=$(conf_with 's/^structured *=.*/structured = "never"/')
+	{ init; echo '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'; } | mcp
+	answer 1 | jq -e '[.result.tools[] | has("outputSchema")] | any | not'
+	conf=$(conf_with 's/^structured *=.*/structured = "sometimes"/')
+	run "$BIN/sbx-mcp" -c "$conf" < /dev/null
+	[ "$status" -eq 2 ] && [[ "$output" == *'"sometimes" is not auto, always or never'* ]]
+}
 @test "progress: queued, compiling, running, done, in order, before the answer" {
 	{ init; call 1 run_code '{"language":"c","code":"int main(void){return 0;}"}' '{"progressToken":"t1"}'; } | mcp
 	[ "$(jq -sc '[.[] | select(.method == "notifications/progress") | .params | [.progressToken, .progress, .message]]' out)" = '[["t1",1,"queued"],["t1",2,"compiling"],["t1",3,"running"],["t1",4,"done"]]' ]
@@ -318,6 +357,8 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	step sandbox_exec '{code: "import helper; print(helper.X)"}'
 	step write_file '{path: "h.js", content: "module.exports = 8\n"}'
 	step sandbox_exec '{language: "javascript", code: "console.log(require(\"./h.js\"))"}'
+	# an error about the file names the argument the agent gave
+	step sandbox_exec '{file: "-x.py"}'
 	# from the host's side: the user's files are theirs, nothing else was left
 	[ "$(cat "$ws/main.py")" = 'print("mine")' ]
 	grep -q 'my c' "$ws/main.c"
@@ -337,6 +378,8 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	answer 15 | jq -e '.result.structuredContent.stdout == "3\n"'
 	answer 17 | jq -e '.result.structuredContent.stdout == "7\n"'
 	answer 19 | jq -e '.result.structuredContent.stdout == "8\n"'
+	answer 20 | jq -e '.result.isError and (.result.structuredContent.error | startswith("\"file\" \"-x.py\" begins with \"-\"")) and
+		(.result.content[0].text | contains("entry") | not)'
 	# the history has the real language and the file's code, not a bash wrapper
 	"$BIN/sbx-history" -c "$conf" --session "$sid" --jq '[.language, .code_snippet]' > hist
 	grep -qF '["javascript","console.log(\"node\", typeof require)\n"]' hist
@@ -578,11 +621,11 @@ print("x" * 70000)'
 @test "artifacts: an image a run makes comes back as an image, other files (an SVG too) as resources; the history keeps none of it" {
 	{
 		init
-		call 1 run_code '{"language":"python","code":"open(\"plot.png\", \"wb\").write(b\"\\x89PNG\\r\\n\\x1a\\n\" + b\"x\" * 10); open(\"notes.txt\", \"w\").write(\"n\"); open(\"x.svg\", \"w\").write(\"<svg onload=\\\"alert(1)\\\"><script>alert(2)</script></svg>\")"}'
+		call 1 run_code '{"language":"python","code":"import base64; open(\"plot.png\", \"wb\").write(base64.b64decode(\"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC\")); open(\"notes.txt\", \"w\").write(\"n\"); open(\"x.svg\", \"w\").write(\"<svg onload=\\\"alert(1)\\\"><script>alert(2)</script></svg>\")"}'
 	} | mcp
-	answer 1 | jq -e '.result.structuredContent.artifacts | map(del(.bytes)) == [{"path": "notes.txt", "mime_type": "text/plain"}, {"path": "plot.png", "mime_type": "image/png"}, {"path": "x.svg", "mime_type": "image/svg+xml"}]'
+	answer 1 | jq -e '.result.structuredContent.artifacts | map(del(.bytes) | .uri |= test("^sbx://run/mcp-[0-9]+-[0-9]+-[0-9a-f]+/[a-z.]+$")) == [{"path": "notes.txt", "mime_type": "text/plain", "uri": true}, {"path": "plot.png", "mime_type": "image/png", "uri": true, "shown": "inline"}, {"path": "x.svg", "mime_type": "image/svg+xml", "uri": true}]'
 	answer 1 | jq -e '.result.content[1].type == "resource" and (.result.content[1].resource.uri | test("^sbx://run/.*/notes.txt$")) and .result.content[1].resource.blob == "bg=="'
-	answer 1 | jq -e '.result.content[2] == {"type": "image", "data": "iVBORw0KGgp4eHh4eHh4eHh4", "mimeType": "image/png"}'
+	answer 1 | jq -e '.result.content[2] == {"type": "image", "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC", "mimeType": "image/png"}'
 	# an SVG can carry script: a file, never image content a client renders
 	answer 1 | jq -e '[.result.content[] | select(.type == "image")] | length == 1'
 	answer 1 | jq -e '.result.content[3].type == "resource" and .result.content[3].resource.mimeType == "image/svg+xml" and (.result.content[3].resource.uri | endswith("/x.svg"))'
@@ -592,6 +635,46 @@ print("x" * 70000)'
 	exec 7>&-
 	wait "$server"
 	answer 2 | jq -e --arg s "$sid" '.result.content[1] == {"type": "resource_link", "uri": "sbx://session/\($s)/r.txt", "name": "r.txt", "mimeType": "text/plain"}'
+}
+
+@test "artifacts: a large image comes scaled down inline and whole as a resource; hostile PNGs are refused by a confined decoder" {
+	cat > png.py <<'EOF'
+import random, struct, zlib
+def chunk(t, d):
+    return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+def png(w, h, idat):
+    ihdr = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+random.seed(1)
+w, h = 640, 480
+rows = b"".join(b"\0" + random.randbytes(w * 3) for _ in range(h))
+open("noise.png", "wb").write(png(w, h, zlib.compress(rows)))
+# a header that claims 400 million pixels: never decoded
+open("huge.png", "wb").write(png(20000, 20000, zlib.compress(b"\0" * 70000)))
+# a valid header over garbage, and a PNG cut short
+open("bad.png", "wb").write(png(640, 480, random.randbytes(70000)))
+open("cut.png", "wb").write(png(w, h, zlib.compress(rows))[:60000])
+EOF
+	{
+		init
+		call 1 run_code "$(jq -nc --rawfile c png.py '{language: "python", code: $c}')"
+	} | mcp
+	answer 1 | jq -e '.result.structuredContent.status == "success"' || { answer 1 | cut -c1-800 >&2; false; }
+	# the noise: a copy within image_inline (48k of base64), scaled by a
+	# whole factor, and the whole PNG as an embedded resource
+	answer 1 | jq -e '[.result.content[] | select(.type == "image")] | length == 1 and (.[0].data | length) <= 49152'
+	answer 1 | jq -r '.result.content[] | select(.type == "image") | .data' | base64 -d > thumb.png
+	python3 -c 'import struct,sys; d=open("thumb.png","rb").read(); w,h=struct.unpack(">II",d[16:24]); sys.exit(not (d[:8]==b"\x89PNG\r\n\x1a\n" and w<640 and h<480 and 640//w==480//h))'
+	answer 1 | jq -e '.result.structuredContent.artifacts[] | select(.path == "noise.png") | .shown | test("^inline at [0-9]+x[0-9]+ of 640x480$")'
+	# every file whole, as an embedded resource (its base64: 4 characters per 3 bytes)
+	answer 1 | jq -e '(.result.structuredContent.artifacts | map({(.path): (((.bytes + 2) / 3 | floor) * 4)}) | add) as $b |
+		[.result.content[] | select(.type == "resource") | .resource | {(.uri | split("/")[-1]): (.blob | length)}] | add == $b'
+	# the others: not inline, and why
+	answer 1 | jq -e '.result.structuredContent.artifacts | map({(.path): .shown}) | add |
+		(.["huge.png"] == "not inline: 20000x20000 pixels, too many to show") and
+		(.["bad.png"] | test("not inline .*could not be decoded")) and (.["cut.png"] | test("not inline .*could not be decoded"))'
+	answer 1 | jq -e '.result.content[0].text | test("noise.png [(]image/png, [0-9.]+ KiB, inline at [0-9]+x[0-9]+ of 640x480[)]")'
+	! grep -q "Sanitizer\|runtime error" err || false
 }
 
 @test "run_code with matplotlib: plt.show() is an image block the model sees" {
@@ -784,7 +867,7 @@ localhost -> HTTP/1.1 502 Bad Gateway" ]
 	skip_unless_root
 	conf=$(conf_with 's/^workspace_size *=.*/workspace_size = "16m"/')
 	session_server python
-	call 2 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, timeout: 60, code: "import os\nn = 0\ntry:\n    while True:\n        os.mkdir(\"d%d\" % n); n += 1\nexcept OSError as e: print(n, e.errno)"}')" >&7
+	call 2 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, timeout: 50, code: "import os\nn = 0\ntry:\n    while True:\n        os.mkdir(\"d%d\" % n); n += 1\nexcept OSError as e: print(n, e.errno)"}')" >&7
 	wait_for 2 60
 	read -r total free < <(stat -f -c '%c %d' "$sessions/$sid")
 	exec 7>&-
@@ -808,10 +891,10 @@ localhost -> HTTP/1.1 502 Bad Gateway" ]
 	[ -w /dev/loop-control ] || skip "no loop devices here: workspaces are tmpfs, said in workspace_note"
 	conf=$(conf_with 's/^workspace_size *=.*/workspace_size = "400m"/')
 	session_server python
-	call 2 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, memory: "64m", timeout: 60,
+	call 2 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, memory: "64m", timeout: 50,
 		command: ["sh", "-c", "for i in 1 2 3 4 5; do head -c 60000000 /dev/zero > f$i || exit 1; done; echo kept"]}')" >&7
 	wait_for 2 150
-	call 3 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, timeout: 60,
+	call 3 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, timeout: 50,
 		command: ["sh", "-c", "for i in 6 7; do head -c 60000000 /dev/zero > f$i || exit 9; done"]}')" >&7
 	wait_for 3 150
 	# from the host's side: the files, on the session's own ext4

@@ -39,6 +39,16 @@ sdk() {
 	sdk "$PWD/mcp.sh"
 }
 
+@test "long runs and the SDK's request timeout: heartbeat progress, a max_timeout below its default, tasks" {
+	need_sdk
+	conf=$(conf_with 's/^progress_interval *=.*/progress_interval = 1/')
+	printf '#!/bin/sh\nexec "%s/sbx-mcp" -c "%s"\n' "$BIN" "$conf" > mcp.sh
+	chmod +x mcp.sh
+	run --separate-stderr node "$ROOT/t/mcp-client/timeouts.mjs" "$PWD/mcp.sh"
+	printf '%s\n' "$output" | grep -v '^ok ' >&3 || true
+	[ "$status" -eq 0 ] && [ "${lines[-1]}" = "1..5" ]
+}
+
 # sdk_over http|sse: the client against a server on a free port.
 sdk_over() {
 	need_sdk

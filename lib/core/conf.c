@@ -119,6 +119,15 @@ static const struct key session_keys[] = {
 	{ NULL, 0, 0, 0, 0 },
 };
 
+static const struct key mcp_keys[] = {
+	{ "structured", T_STR, SB(mcp_structured), 0, 0 },
+	{ "text_output", T_SIZE, SB(mcp_text_output), 256, 256 * MB },
+	{ "image_inline", T_SIZE, SB(mcp_image_inline), 1 * KB, 64 * MB },
+	{ "max_timeout", T_DUR, SB(mcp_max_timeout_ms), 1000, 86400e3 },
+	{ "progress_interval", T_DUR, SB(mcp_progress_ms), 500, 3600e3 },
+	{ NULL, 0, 0, 0, 0 },
+};
+
 static const struct key http_keys[] = {
 	{ "max_body", T_SIZE, SB(http_max_body), 1 * KB, 1 * GB },
 	{ "rate", T_FLOAT, SB(http_rate), 0.01, 1e6 },
@@ -642,6 +651,11 @@ static void set_defaults(struct conf *c)
 	c->http_timeout_ms = 30 * 1000;
 	c->http_grace_ms = 10 * 1000;
 	c->http_dashboard = util_strdup("own");
+	c->mcp_structured = util_strdup("auto");
+	c->mcp_text_output = 8 * KB;
+	c->mcp_image_inline = 48 * KB;
+	c->mcp_max_timeout_ms = 50 * 1000;
+	c->mcp_progress_ms = 10 * 1000;
 }
 
 
@@ -663,6 +677,7 @@ void conf_free(struct conf *c)
 	util_strv_free(c->http_origins);
 	util_strv_free(c->http_hosts);
 	free(c->http_dashboard);
+	free(c->mcp_structured);
 	for (size_t i = 0; i < c->nlangs; i++) {
 		struct conf_lang *l = &c->langs[i];
 		free(l->name);
@@ -847,14 +862,14 @@ static char *conf_dir(const char *path_for_root)
 	return dir;
 }
 
-enum sect { S_NONE, S_SANDBOX, S_SESSIONS, S_HTTP, S_LANG };
+enum sect { S_NONE, S_SANDBOX, S_SESSIONS, S_HTTP, S_MCP, S_LANG };
 enum { OWN = 3 * LIM_N };  /* seen[]: the limits' keys first, then the section's own table */
 
 /* Where parse is: the section, and what has been given. */
 struct pstate {
 	enum sect sect;
 	struct conf_lang *lang;        /* S_LANG's */
-	bool seen_sandbox, seen_sessions, seen_http;
+	bool seen_sandbox, seen_sessions, seen_http, seen_mcp;
 	int seen[OWN + 64];            /* the line of each key given in this section (0: not given) */
 	int sandbox_line[3 * LIM_N];   /* [sandbox]'s limit keys, for the ceiling checks */
 	size_t lang_cap;
@@ -883,6 +898,7 @@ static bool section(struct parser *ps, struct conf *c, struct pstate *st, int li
 		{ "sandbox", S_SANDBOX, offsetof(struct pstate, seen_sandbox) },
 		{ "sessions", S_SESSIONS, offsetof(struct pstate, seen_sessions) },
 		{ "http", S_HTTP, offsetof(struct pstate, seen_http) },
+		{ "mcp", S_MCP, offsetof(struct pstate, seen_mcp) },
 	};
 	for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
 		if (!strcmp(name, plain[i].name)) {
@@ -896,7 +912,7 @@ static bool section(struct parser *ps, struct conf *c, struct pstate *st, int li
 		}
 	const char *ln = strncmp(name, "language.", 9) ? "" : name + 9;
 	if (!*ln && strncmp(name, "language.", 9))
-		fail(ps, line, "unknown section [%s] (known: [sandbox], [sessions], [http], [language.NAME])", name);
+		fail(ps, line, "unknown section [%s] (known: [sandbox], [sessions], [http], [mcp], [language.NAME])", name);
 	else if (!valid_lang_name(ln))
 		fail(ps, line, "section [%s]: language names use a-z, 0-9, _, - and +", name);
 	for (size_t i = 0; !ps->failed && i < c->nlangs; i++)
@@ -958,6 +974,9 @@ static void check_value(struct parser *ps, const struct conf *c, enum sect sect,
 		if (sect == choices[i].sect && !strcmp(key, choices[i].key) && strcmp(v, choices[i].a) && strcmp(v, choices[i].b))
 			fail(ps, line, "key \"%s\": \"%s\" is not %s", key, v, choices[i].what);
 	}
+	if (sect == S_MCP && !strcmp(key, "structured") && strcmp(c->mcp_structured, "auto") &&
+	    strcmp(c->mcp_structured, "always") && strcmp(c->mcp_structured, "never"))
+		fail(ps, line, "key \"structured\": \"%s\" is not auto, always or never", c->mcp_structured);
 	if (sect == S_SANDBOX && !strcmp(key, "etc"))
 		for (char **e = c->etc; *e; e++)
 			if (!**e || (*e)[0] == '/' || strstr(*e, ".."))
@@ -981,7 +1000,8 @@ static bool key_value(struct parser *ps, struct conf *c, struct pstate *st, int 
 		return false;
 	}
 	enum sect sect = st->sect;
-	const struct key *own = sect == S_SANDBOX ? sandbox_keys : sect == S_SESSIONS ? session_keys : sect == S_HTTP ? http_keys : lang_keys;
+	const struct key *own = sect == S_SANDBOX ? sandbox_keys : sect == S_SESSIONS ? session_keys : sect == S_HTTP ? http_keys :
+				sect == S_MCP ? mcp_keys : lang_keys;
 	const struct key *k = NULL, *table = NULL;
 	char *base = NULL;
 	int idx = -1;
@@ -1000,7 +1020,8 @@ static bool key_value(struct parser *ps, struct conf *c, struct pstate *st, int 
 		idx = OWN + (int)(k - table);
 	}
 	if (!k) {
-		const char *sname = sect == S_SANDBOX ? "[sandbox]" : sect == S_SESSIONS ? "[sessions]" : sect == S_HTTP ? "[http]" : "[language.*]";
+		const char *sname = sect == S_SANDBOX ? "[sandbox]" : sect == S_SESSIONS ? "[sessions]" : sect == S_HTTP ? "[http]" :
+				    sect == S_MCP ? "[mcp]" : "[language.*]";
 		char *known = key_list(limits ? lim_table : NULL, own);
 		fail(ps, line, "key \"%s\": unknown key in %s (known: %s)", key, sname, known);
 		free(known);

@@ -114,6 +114,13 @@ struct conf {
 	char *http_dashboard;             /* "own": a token's dashboard shows its runs; "all": every run */
 	bool http_dashboard_all;
 
+	/* [mcp]: what sbx-mcp's run tools return (mcptools.h) */
+	char *mcp_structured;             /* "auto", "always" or "never": structuredContent and outputSchema */
+	uint64_t mcp_text_output;         /* each stream's head and tail in a result's text, bytes */
+	uint64_t mcp_image_inline;        /* an inline image's base64 at most (larger: scaled down) */
+	uint64_t mcp_max_timeout_ms;      /* a call that is not a task may ask this much time at most */
+	uint64_t mcp_progress_ms;         /* a run's progress notifications at least this often */
+
 	struct conf_lang *langs;
 	size_t nlangs;
 };

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "mcp.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -114,6 +116,24 @@ static jv tool_result(jv structured, bool is_error)
 	return tool_result_with(structured, jv_array(), is_error);
 }
 
+/* A run's answer (result consumed): the text a model reads first, then
+ * the files it made (images as images), and the record as
+ * structuredContent.  The text is short unless the call asked for more
+ * (max_output): the record has it all for a program to read. */
+static jv run_result(struct call *c, jv result, bool is_error)
+{
+	const struct conf *conf = c->m->conf;
+	jv view = mcp_run_view(jv_copy(result), c->max_output);
+	jv blocks = mcp_run_blocks(result, &view, conf->mcp_image_inline);
+	jv_free(result);
+	size_t text_output = c->max_output >= 0 ? (size_t)c->max_output : (size_t)conf->mcp_text_output;
+	jv item = jv_object_set(jv_object(), jv_string("type"), jv_string("text"));
+	item = jv_object_set(item, jv_string("text"), mcp_run_text(view, text_output, conf->lim.run.output));
+	jv r = jv_object_set(jv_object(), jv_string("content"), jv_array_concat(jv_array_append(jv_array(), item), blocks));
+	r = jv_object_set(r, jv_string("structuredContent"), view);
+	return jv_object_set(r, jv_string("isError"), jv_bool(is_error));
+}
+
 /* An error the agent can act on, as a tool result (isError): text only,
  * since it does not have the shape of the tool's output schema. */
 jv mcp_tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -153,6 +173,10 @@ void mcp_call_stop(struct call *c)
 void mcp_call_free(struct call *c)
 {
 	mcp_task_disarm(c);
+	if (c->beat >= 0) {
+		loop_unwatch(c->m->loop, c->beat);
+		close(c->beat);
+	}
 	struct mcp *m = c->m;
 	if (c->task)
 		mcp_task_orphaned(m, c); /* its task must not keep pointing here */
@@ -203,6 +227,8 @@ static void finish(struct call *c, jv result)
 	}
 	if (!c->cancelled) {
 		progress(c, "done");
+		if (c->cl && !c->cl->structured)
+			result = jv_object_delete(result, jv_string("structuredContent"));
 		mcp_send_result(c->cl, c->tag, jv_copy(c->id), c->modern, result);
 	} else
 		jv_free(result);
@@ -237,8 +263,22 @@ static void run_done(jv result, void *arg)
 		jv with = c->with;
 		c->with = jv_invalid();
 		is_error = !st || strcmp(st, "success");
-		finish(c, tool_result(jv_object_set(with, jv_string("install"), mcp_run_view(result)), is_error));
+		finish(c, tool_result(jv_object_set(with, jv_string("install"), mcp_run_view(result, c->max_output)), is_error));
 		return;
+	}
+	/* sandbox_exec's "file" is the pipeline's "entry": the error names
+	 * what the agent wrote */
+	const char *err = rec_str(result, "error", NULL);
+	if (err && c->tool->kind == MCP_T_EXEC && rec_has(c->args, "entry") && strstr(err, "\"entry\"")) {
+		jv fixed = jv_string("");
+		for (const char *p = err, *e; *p; p = e + 7) {
+			if (!(e = strstr(p, "\"entry\""))) {
+				fixed = jv_string_append_str(fixed, p);
+				break;
+			}
+			fixed = jv_string_concat(fixed, jv_string_fmt("%.*s\"file\"", (int)(e - p), p));
+		}
+		result = jv_object_set(result, jv_string("error"), fixed);
 	}
 	/* Only a cell that reached its kernel says whether the kernel lives
 	 * on (a refused one, invalid, says nothing of it). */
@@ -246,11 +286,7 @@ static void run_done(jv result, void *arg)
 	const char *sid = rec_str(result, "session", NULL);
 	if (c->tool->kind == MCP_T_CELL && sid && rec_bool(result, "kernel_alive", &alive))
 		sess_kernel_seen(c->m->sessions, sid, rec_str(result, "language", NULL), alive);
-	jv blocks = mcp_run_blocks(result);
-	if (rec_has(result, "verdict"))
-		blocks = jv_array_append(blocks, jv_object_set(jv_object_set(jv_object(), jv_string("type"), jv_string("text")),
-							      jv_string("text"), mcp_verdict_table(result)));
-	finish(c, tool_result_with(mcp_run_view(result), blocks, is_error));
+	finish(c, run_result(c, result, is_error));
 }
 
 /* Live output: a progress notification with the new text, its progress
@@ -287,6 +323,25 @@ static void run_event(const char *event, jv ev, void *arg)
 		live_progress(c, ev);
 }
 
+/* A long run's heartbeat: a client that keeps a call alive while it hears
+ * progress (the TypeScript SDK's resetTimeoutOnProgress) does not give up
+ * on a run that prints nothing for a while. */
+static void on_beat(struct loop *l, int fd, short rev, void *arg)
+{
+	struct call *c = arg;
+	uint64_t n;
+	(void)l, (void)rev;
+	if (read(fd, &n, sizeof n) < 0 || !jv_is_valid(c->token) || c->cancelled || c->state != C_RUNNING)
+		return;
+	c->outputs++;
+	jv p = jv_object_set(jv_object(), jv_string("progressToken"), jv_copy(c->token));
+	p = jv_object_set(p, jv_string("progress"), jv_number(c->progress + (double)c->outputs / (c->outputs + 1)));
+	p = jv_object_set(p, jv_string("total"), jv_number(4));
+	p = jv_object_set(p, jv_string("message"), jv_string("still running"));
+	jv msg = jv_object_set(jv_object(), jv_string("method"), jv_string("notifications/progress"));
+	mcp_send_msg(c->cl, c->tag, jv_object_set(msg, jv_string("params"), p));
+}
+
 static void start_run(struct call *c)
 {
 	struct mcp *m = c->m;
@@ -306,6 +361,14 @@ static void start_run(struct call *c)
 	if (c->principal[0])
 		req = jv_object_set(req, jv_string("principal"), jv_string(c->principal));
 	chain_submit(m->chain, req, run_done, run_event, c);
+	if (jv_is_valid(c->token) && c->beat < 0 &&
+	    (c->beat = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) >= 0) {
+		uint64_t ms = m->conf->mcp_progress_ms;
+		struct timespec every = { .tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L };
+		struct itimerspec its = { .it_interval = every, .it_value = every };
+		timerfd_settime(c->beat, 0, &its, NULL);
+		loop_watch(m->loop, c->beat, POLLIN, on_beat, c);
+	}
 }
 
 /* Queue a run (args: the pipeline request without id). */
@@ -365,6 +428,28 @@ static void dispatch_queue(struct mcp *m)
 
 /* ---- helper processes (sbx-history, sbx-run --check) --------------------- */
 
+/* What a helper said on stderr (it has exited: the pipe holds all of it,
+ * up to a pipe's size): passed on to ours, the server's log, and its start
+ * kept for a tool error that quotes the helper's own words. */
+static void helper_stderr(struct call *c)
+{
+	char b[4096];
+	size_t kept = 0;
+	ssize_t n;
+	while (c->efd >= 0 && ((n = read(c->efd, b, sizeof b)) > 0 || (n < 0 && errno == EINTR))) {
+		if (n <= 0)
+			continue;
+		util_write_all(STDERR_FILENO, b, (size_t)n);
+		size_t keep = sizeof c->err - 1 - kept < (size_t)n ? sizeof c->err - 1 - kept : (size_t)n;
+		memcpy(c->err + kept, b, keep);
+		kept += keep;
+	}
+	c->err[kept] = 0;
+	if (c->efd >= 0)
+		close(c->efd);
+	c->efd = -1;
+}
+
 static void on_helper(struct loop *l, int fd, short rev, void *arg)
 {
 	struct call *c = arg;
@@ -384,6 +469,7 @@ static void on_helper(struct loop *l, int fd, short rev, void *arg)
 	close(fd);
 	int status = 0;
 	waitpid(c->pid, &status, 0);
+	helper_stderr(c);
 	c->buf[c->len] = 0;
 	c->state = C_DONE;
 	if (c->cancelled) {
@@ -394,21 +480,30 @@ static void on_helper(struct loop *l, int fd, short rev, void *arg)
 	(void)rev;
 }
 
-/* Run bindir/tool with argv, collect its stdout, then helper_done. */
-static void start_helper(struct call *c, char **argv, void (*done)(struct call *, int, char *, size_t))
+/* Run bindir/tool with argv, collect its stdout, then helper_done; false
+ * (the call finished with the error) if it could not start. */
+static bool start_helper(struct call *c, char **argv, void (*done)(struct call *, int, char *, size_t))
 {
 	struct mcp *m = c->m;
-	int p[2];
+	int p[2], e[2] = { -1, -1 };
 	char *path = util_fmt("%s/%s", m->bindir, argv[0]);
-	if (pipe2(p, O_CLOEXEC) < 0) {
+	bool piped = pipe2(p, O_CLOEXEC) == 0;
+	if (piped && pipe2(e, O_CLOEXEC | O_NONBLOCK) < 0) {
+		int keep = errno;
+		close(p[0]);
+		close(p[1]);
+		errno = keep;
+		piped = false;
+	}
+	if (!piped) {
 		free(path);
 		finish(c, mcp_tool_error("cannot start %s: %s", argv[0], strerror(errno)));
-		return;
+		return false;
 	}
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0) {
-		if (proc_child_prepare(parent, SIGKILL) < 0 || dup2(p[1], 1) < 0)
+		if (proc_child_prepare(parent, SIGKILL) < 0 || dup2(p[1], 1) < 0 || dup2(e[1], 2) < 0)
 			_exit(127);
 		int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (devnull < 0 || dup2(devnull, 0) < 0 || proc_keep_fds(NULL, 0) < 0)
@@ -419,17 +514,21 @@ static void start_helper(struct call *c, char **argv, void (*done)(struct call *
 	}
 	free(path);
 	close(p[1]);
+	close(e[1]);
 	if (pid < 0) {
 		close(p[0]);
+		close(e[0]);
 		finish(c, mcp_tool_error("cannot start %s: %s", argv[0], strerror(errno)));
-		return;
+		return false;
 	}
 	c->state = C_HELPER;
 	c->pid = pid;
 	c->fd = p[0];
+	c->efd = e[0];
 	c->helper_done = done;
 	proc_set_nonblock(c->fd, true);
 	loop_watch(m->loop, c->fd, POLLIN, on_helper, c);
+	return true;
 }
 
 /* ---- the tools ---------------------------------------------------------- */
@@ -480,7 +579,7 @@ static void deps_installed(struct call *c, jv result)
 		 * view carries. */
 		const char *why = rec_str(result, "error", NULL);
 		char *msg = why ? util_fmt("installing the dependencies failed: %s", why) : install_failure(result);
-		jv v = mcp_run_view(result);
+		jv v = mcp_run_view(result, c->max_output);
 		v = jv_object_set(v, jv_string("error"), jv_string(msg));
 		free(msg);
 		finish(c, tool_result(v, true));
@@ -539,11 +638,37 @@ static void tool_run_code(struct call *c)
 	submit_run(c, jv_object_set(inst, jv_string("install"), deps));
 }
 
+/* get_execution_history's filters and sbx-history's options for them. */
+static const struct history_filter {
+	const char *key, *opt;
+} history_filters[] = {
+	{ "since", "--since" }, { "until", "--until" }, { "language", "--language" }, { "status", "--status" },
+	{ "id", "--id" }, { "session_id", "--session" }, { NULL, NULL },
+};
+
 static void history_done(struct call *c, int status, char *out, size_t len)
 {
 	if (!WIFEXITED(status) || WEXITSTATUS(status) > 1) {
-		finish(c, mcp_tool_error("the history could not be read (sbx-history exit status %d); see the server's log",
-				     WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)));
+		/* sbx-history's own words, naming the tool's arguments where
+		 * they name its options (--since is "since"); its usage
+		 * synopsis, after the first line, is for people at a shell */
+		const char *said = c->err + (strncmp(c->err, "sbx-history: ", 13) ? 0 : 13);
+		char why[sizeof c->err + 64];
+		size_t o = 0;
+		for (const char *p = said; *p && *p != '\n' && o < sizeof why - 16; p++) {
+			int i = 0;
+			while (history_filters[i].key && strncmp(p, history_filters[i].opt, strlen(history_filters[i].opt)))
+				i++;
+			if (history_filters[i].key && !isalnum((unsigned char)p[strlen(history_filters[i].opt)])) {
+				o += (size_t)snprintf(why + o, sizeof why - o, "%.12s", history_filters[i].key);
+				p += strlen(history_filters[i].opt) - 1;
+			} else
+				why[o++] = *p;
+		}
+		why[o] = 0;
+		finish(c, *why ? mcp_tool_error("get_execution_history: %s", why)
+			       : mcp_tool_error("the history could not be read (sbx-history exit status %d); see the server's log",
+						WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)));
 		return;
 	}
 	jv rows = jv_array();
@@ -567,10 +692,7 @@ static void history_done(struct call *c, int status, char *out, size_t len)
 
 static void tool_history(struct call *c)
 {
-	static const struct { const char *key, *opt; } filters[] = {
-		{ "since", "--since" }, { "until", "--until" }, { "language", "--language" }, { "status", "--status" },
-		{ "id", "--id" }, { "session_id", "--session" }, { NULL, NULL },
-	};
+	const struct history_filter *filters = history_filters;
 	struct mcp *m = c->m;
 	char *argv[32];
 	char limit[32];
@@ -744,6 +866,22 @@ static const char instructions[] =
 	"for one-off runs; use sandbox_initialize / sandbox_exec / the file tools when state must persist between "
 	"runs. A failing program is a normal result with its status, not an error.";
 
+/* Clients documented to show a result's structuredContent instead of its
+ * content whenever both are there, so that the model never sees the
+ * images nor the text written for it: Claude Code (anthropics/claude-code
+ * #54737, #79944: JSON.stringify(structuredContent) is all the model gets)
+ * and VS Code (microsoft/vscode#290063).  With [mcp] structured = "auto"
+ * they get neither outputSchemas nor structuredContent, which the
+ * revisions allow, and then read the content, images included. */
+static bool content_first(const char *client)
+{
+	static const char *const names[] = { "claude-code", "Visual Studio Code", "Visual Studio Code - Insiders", NULL };
+	for (int i = 0; names[i]; i++)
+		if (!strcmp(client, names[i]))
+			return true;
+	return false;
+}
+
 static void do_initialize(struct mcp_client *cl, uint64_t tag, jv id, jv params)
 {
 	const char *want = jv_get_kind(params) == JV_KIND_OBJECT ? rec_str(params, "protocolVersion", NULL) : NULL;
@@ -752,6 +890,11 @@ static void do_initialize(struct mcp_client *cl, uint64_t tag, jv id, jv params)
 		if (!strcmp(want, legacy_versions[i]))
 			agreed = legacy_versions[i];
 	snprintf(cl->legacy, sizeof cl->legacy, "%s", agreed);
+	jv info = jv_get_kind(params) == JV_KIND_OBJECT ? rec_get(params, "clientInfo") : jv_invalid();
+	const char *name = jv_get_kind(info) == JV_KIND_OBJECT ? rec_str(info, "name", NULL) : NULL;
+	if (!strcmp(cl->m->conf->mcp_structured, "auto"))
+		cl->structured = !name || !content_first(name);
+	jv_free(info);
 	jv r = jv_object_set(jv_object(), jv_string("protocolVersion"), jv_string(agreed));
 	r = jv_object_set(r, jv_string("capabilities"), capabilities());
 	r = jv_object_set(r, jv_string("serverInfo"), server_info());
@@ -851,8 +994,35 @@ static void do_tools_call(struct mcp_client *cl, uint64_t tag, jv id, jv params,
 		mcp_send_result(cl, tag, jv_copy(id), modern, jv_object_set(r, jv_string("_meta"), meta));
 	} else
 		jv_free(tparams);
+	/* Most clients give up on a call after 60 s: one that is not a task
+	 * may not ask for a run that would outlast that ([mcp] max_timeout). */
+	double want = 0;
+	bool may_wait = task || (modern && mcp_tool_tasks(t) && client_has_tasks(params));
+	if (mcp_tool_tasks(t) && !may_wait && rec_num(args, "timeout", &want) && want * 1000 > (double)m->conf->mcp_max_timeout_ms &&
+	    want * 1000 <= (double)m->conf->ceiling.timeout_ms) { /* (past the ceiling, sbx-validate says so) */
+		jv_free(args);
+		mcp_send_result(cl, tag, id, modern,
+				mcp_tool_error("%s: \"timeout\" %g s is more than a call may take here (%g s, [mcp] max_timeout, "
+					       "below the 60 s most clients wait): ask for less, or call it as a task (up to %g s)",
+					       t->name, want, (double)m->conf->mcp_max_timeout_ms / 1000,
+					       (double)m->conf->ceiling.timeout_ms / 1000));
+		return;
+	}
+	/* max_output shapes the answer, not the run: it stays here. */
+	double max_output = -1;
+	if (rec_num(args, "max_output", &max_output)) {
+		if (max_output < 0) {
+			jv_free(args);
+			mcp_send_result(cl, tag, id, modern, mcp_tool_error("%s: \"max_output\" must be 0 or more (bytes of each stream)", t->name));
+			return;
+		}
+		if (max_output > (double)m->conf->lim.run.output)
+			max_output = (double)m->conf->lim.run.output;
+		args = jv_object_delete(args, jv_string("max_output"));
+	}
 	struct call *c = util_xalloc(sizeof *c);
-	*c = (struct call){ .m = m, .cl = cl, .tag = tag, .id = id, .token = jv_invalid(), .modern = modern, .tool = t, .args = args, .fd = -1,
+	*c = (struct call){ .m = m, .cl = cl, .tag = tag, .id = id, .token = jv_invalid(), .modern = modern, .tool = t, .args = args,
+			    .max_output = max_output, .fd = -1, .efd = -1, .beat = -1,
 			    .after = jv_invalid(), .with = jv_invalid(), .task = task, .task_timer = -1 };
 	if (task)
 		task->call = c;
@@ -995,13 +1165,24 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 		do_discover(cl, tag, id, modern);
 	else if (!strcmp(method, "ping"))
 		mcp_send_result(cl, tag, id, modern, jv_object());
-	else if (!strcmp(method, "tools/list")) {
+	else if (!strcmp(method, "tools/list") && !m->probed) {
+		struct parked *pk = util_xalloc(sizeof *pk);
+		*pk = (struct parked){ .cl = cl, .tag = tag, .msg = msg, .next = NULL };
+		struct parked **end = &m->parked;
+		while (*end)
+			end = &(*end)->next;
+		*end = pk; /* in the order they came */
+		jv_free(id);
+		jv_free(params);
+		return true;
+	} else if (!strcmp(method, "tools/list")) {
 		/* One page holds every tool: no cursor of ours exists, so any
 		 * cursor given is unknown (-32602, as the revisions say). */
 		if (mcp_cursor_given(params))
 			mcp_send_error(cl, tag, id, E_PARAMS, "unknown cursor: tools/list has one page (no nextCursor)", jv_invalid());
 		else
-			mcp_send_result(cl, tag, id, modern, jv_object_set(jv_object(), jv_string("tools"), jv_copy(m->tools)));
+			mcp_send_result(cl, tag, id, modern,
+					jv_object_set(jv_object(), jv_string("tools"), jv_copy(cl->structured ? m->tools : m->tools_plain)));
 	} else if (!strcmp(method, "tools/call")) {
 		do_tools_call(cl, tag, id, params, modern); /* params borrowed */
 	} else if (!strcmp(method, "resources/list"))
@@ -1042,6 +1223,104 @@ bool mcp_version_known(const char *v, bool *modern)
 	return *modern;
 }
 
+/* ---- what this host enforces ------------------------------------------- */
+
+/* The tools' list, as it goes to clients that take structured results and
+ * to the others. */
+static void set_tools(struct mcp *m, const char *host_note)
+{
+	jv_free(m->tools);
+	jv_free(m->tools_plain);
+	m->tools = mcp_tools_list(m->conf, wsfs_note(sess_wsfs(m->sessions)), host_note);
+	m->tools_plain = jv_array();
+	jv_array_foreach(m->tools, i, t)
+		m->tools_plain = jv_array_append(m->tools_plain, jv_object_delete(t, jv_string("outputSchema")));
+}
+
+#define PROBE_MS 5000 /* past it, the tools are described from the configuration alone */
+
+/* The probe is over (answered, failed or too slow): the tools' descriptions
+ * say what it found, and the requests held for it are handled. */
+static void probe_over(struct mcp *m, const char *note)
+{
+	if (m->probed)
+		return;
+	m->probed = true;
+	if (*note) {
+		set_tools(m, note);
+	}
+	while (m->parked) {
+		struct parked *pk = m->parked;
+		m->parked = pk->next;
+		mcp_handle(pk->cl, pk->msg, pk->tag);
+		free(pk);
+	}
+}
+
+static void probe_done(struct call *c, int status, char *out, size_t len)
+{
+	jv v = jv_parse_sized(out, (int)len);
+	jv missing = jv_get_kind(v) == JV_KIND_OBJECT ? rec_get(v, "limits_missing") : jv_invalid();
+	bool usable = false;
+	char note[400] = "";
+	if (jv_get_kind(v) == JV_KIND_OBJECT && rec_bool(v, "usable", &usable) && !usable)
+		snprintf(note, sizeof note, " No sandbox can be made on this host now: check_backend says why and what to do.");
+	else if (jv_get_kind(missing) == JV_KIND_ARRAY && jv_array_length(jv_copy(missing)) > 0) {
+		size_t o = (size_t)snprintf(note, sizeof note, " This host does not enforce");
+		jv_array_foreach(missing, i, name) {
+			if (jv_get_kind(name) == JV_KIND_STRING && o < sizeof note)
+				o += (size_t)snprintf(note + o, sizeof note - o, "%s %s", i ? "," : "", jv_string_value(name));
+			jv_free(name);
+		}
+		if (o < sizeof note)
+			snprintf(note + o, sizeof note - o, " (each result's limits_missing; check_backend says how to fix it).");
+	}
+	jv_free(missing);
+	jv_free(v);
+	(void)status;
+	probe_over(c->m, note);
+	finish(c, jv_object());
+}
+
+static void on_probe_timer(struct loop *l, int fd, short rev, void *arg)
+{
+	struct call *c = arg;
+	(void)l, (void)fd, (void)rev;
+	mcp_task_disarm(c);
+	util_warn("sbx-run --check=backend took over %d ms: the tools are described from the configuration alone", PROBE_MS);
+	probe_over(c->m, "");
+	kill(c->pid, SIGKILL); /* its end comes to probe_done, which has nothing left to do */
+}
+
+static void probe_start(struct mcp *m)
+{
+	struct call *c = util_xalloc(sizeof *c);
+	*c = (struct call){ .m = m, .id = jv_null(), .token = jv_invalid(), .tool = mcp_tool_find("check_backend"), .max_output = -1, .beat = -1,
+			    .args = jv_object(), .fd = -1, .efd = -1, .after = jv_invalid(), .with = jv_invalid(), .task_timer = -1 };
+	c->link = m->calls;
+	m->calls = c;
+	char *argv[6];
+	int a = 0;
+	argv[a++] = "sbx-run";
+	if (m->conf_path) {
+		argv[a++] = "-c";
+		argv[a++] = m->conf_path;
+	}
+	argv[a++] = "--check=backend";
+	argv[a++] = "--json";
+	argv[a] = NULL;
+	if (!start_helper(c, argv, probe_done)) {
+		probe_over(m, ""); /* why is on stderr */
+		return;
+	}
+	c->task_timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (c->task_timer >= 0) {
+		struct itimerspec its = { .it_value = { .tv_sec = PROBE_MS / 1000, .tv_nsec = PROBE_MS % 1000 * 1000000L } };
+		timerfd_settime(c->task_timer, 0, &its, NULL);
+		loop_watch(m->loop, c->task_timer, POLLIN, on_probe_timer, c);
+	}
+}
+
 /* A session ended: its kernels with it. */
 static void session_ended(const char *id, void *arg)
 {
@@ -1064,8 +1343,10 @@ struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path,
 	/* (the sessions first: what their workspaces are is in the tools'
 	 * descriptions) */
 	m->sessions = sess_new(l, c);
-	m->tools = mcp_tools_list(c, wsfs_note(sess_wsfs(m->sessions)));
+	m->tools = m->tools_plain = jv_invalid();
+	set_tools(m, "");
 	sess_on_end(m->sessions, session_ended, m);
+	probe_start(m);
 	unsigned seed;
 	util_random(&seed, sizeof seed);
 	srandom(seed);
@@ -1075,7 +1356,8 @@ struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path,
 struct mcp_client *mcp_client_new(struct mcp *m, unsigned owner, const char *principal, mcp_send_fn send, void *arg)
 {
 	struct mcp_client *cl = util_xalloc(sizeof *cl);
-	*cl = (struct mcp_client){ .m = m, .owner = owner, .send = send, .arg = arg, .log_level = -1, .next = m->clients };
+	*cl = (struct mcp_client){ .m = m, .owner = owner, .send = send, .arg = arg, .log_level = -1, .next = m->clients,
+				   .structured = strcmp(m->conf->mcp_structured, "never") != 0 };
 	snprintf(cl->principal, sizeof cl->principal, "%s", principal ? principal : "");
 	m->clients = cl;
 	return cl;
@@ -1117,6 +1399,15 @@ void mcp_client_free(struct mcp_client *cl)
 		} else
 			w = &(*w)->next;
 	}
+	for (struct parked **p = &m->parked; *p;) {
+		if ((*p)->cl == cl) {
+			struct parked *gone = *p;
+			*p = gone->next;
+			jv_free(gone->msg);
+			free(gone);
+		} else
+			p = &(*p)->next;
+	}
 	for (size_t i = 0; i < cl->nsubs; i++)
 		free(cl->subs[i].uri);
 	free(cl->subs);
@@ -1151,6 +1442,8 @@ void mcp_free(struct mcp *m)
 			kill(c->pid, SIGKILL);
 			waitpid(c->pid, NULL, 0);
 			close(c->fd);
+			if (c->efd >= 0)
+				close(c->efd);
 		}
 	}
 	/* Runs in flight: chain_free cancels them at once (SIGTERM to sbx-run
@@ -1169,6 +1462,7 @@ void mcp_free(struct mcp *m)
 	sess_free(m->sessions);
 	jv_free(m->languages);
 	jv_free(m->tools);
+	jv_free(m->tools_plain);
 	free(m->conf_path);
 	free(m->bindir);
 	free(m->served);

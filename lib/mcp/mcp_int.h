@@ -42,12 +42,14 @@ struct call {
 	char principal[24];    /* its client's, kept for the call's life */
 	unsigned owner;        /* its client's, kept for the call's life */
 	int progress;
+	double max_output;     /* the call's max_output, or -1 */
 	unsigned outputs;      /* live output notifications since the stage's */
 	enum { C_QUEUED, C_RUNNING, C_HELPER, C_DONE } state;
 	bool cancelled;
 	/* C_HELPER: a tool process whose stdout we collect */
 	pid_t pid;
-	int fd;
+	int fd, efd;           /* its stdout, and its stderr (or -1) */
+	char err[512];         /* the end of what it said on stderr, for a failing helper's error */
 	char *buf;
 	size_t len, cap;
 	void (*helper_done)(struct call *c, int status, char *out, size_t len);
@@ -58,6 +60,8 @@ struct call {
 	jv after;              /* the run that follows an install, or invalid */
 	jv with;               /* a session tool's result, completed by its run */
 	struct task *task;     /* a task-augmented call's task: its answer is kept there */
+	int beat;              /* a running call with a progressToken: progress every [mcp]
+				* progress_interval (timerfd), or -1 */
 	int task_timer;        /* 2026-07-28 with the tasks extension: a call not answered by
 				* TASK_AFTER_MS becomes a task (timerfd), or -1 */
 	struct call *link;
@@ -88,9 +92,23 @@ struct mcp {
 	unsigned seq;
 	jv languages;          /* cached list_supported_languages, or invalid */
 	jv tools;              /* tools/list's answer: made once, shared by copy */
+	jv tools_plain;        /* the same without outputSchemas (mcp_client.structured false) */
 	struct sessions *sessions;
 	struct tasks tasks;
 	struct waiter *waiters;
+	/* What this host holds of the limits is asked of sbx-run at the start
+	 * (mcp_probe); tools/list waits for it, so that the first list an
+	 * agent reads already says what is not enforced here. */
+	struct parked *parked;
+	bool probed;
+};
+
+/* A request held until the probe answers, then handled as if it came then. */
+struct parked {
+	struct mcp_client *cl;
+	uint64_t tag;
+	jv msg;
+	struct parked *next;
 };
 
 struct mcp_client {
@@ -100,6 +118,7 @@ struct mcp_client {
 	mcp_send_fn send;
 	void *arg;
 	char legacy[16];       /* version agreed at initialize */
+	bool structured;       /* gets outputSchemas and structuredContent ([mcp] structured) */
 	int log_level;         /* logging/setLevel's, an index of log_levels; -1: none asked, nothing sent */
 	struct sub *subs;      /* resources/subscribe's URIs */
 	size_t nsubs;

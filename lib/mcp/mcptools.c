@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "b64.h"
 #include "rec.h"
+#include "thumb.h"
 #include "util.h"
 #include "wsfs.h"
 
@@ -29,92 +31,169 @@ struct tool_def {
 	bool read_only, destructive, idempotent;
 };
 
-/* The run result every running tool returns. */
-#define RUN_RESULT_SCHEMA                                                                                          \
-	"{\"type\":\"object\",\"properties\":{"                                                                        \
-	"\"id\":{\"type\":\"string\"},\"language\":{\"type\":\"string\"},"                                             \
-	"\"status\":{\"type\":\"string\",\"enum\":[\"success\",\"error\",\"timeout\",\"memory_limit\",\"compile_error\"," \
-	"\"invalid\",\"internal_error\",\"cancelled\"]},"                                                                        \
-	"\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"signal\":{\"type\":[\"string\",\"null\"]},"                 \
-	"\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"                                          \
-	"\"stdout_truncated\":{\"type\":\"boolean\"},\"stderr_truncated\":{\"type\":\"boolean\"},"                     \
-	"\"duration_ms\":{\"type\":[\"number\",\"null\"]},\"cpu_ms\":{\"type\":[\"number\",\"null\"]},"                \
-	"\"memory_peak_bytes\":{\"type\":[\"integer\",\"null\"]},"                                                     \
-	"\"compile\":{\"type\":[\"object\",\"null\"]},\"error\":{\"type\":\"string\"},"                                \
-	"\"session_id\":{\"type\":\"string\"},\"history_id\":{\"type\":[\"integer\",\"null\"]},"                       \
-	"\"artifacts\":{\"type\":\"array\",\"description\":\"files the run made or changed (path, mime_type, bytes); "   \
-	"images also come as image content, other files as resources\"},\"artifacts_truncated\":{\"type\":\"boolean\"},"    \
-	"\"value\":{\"type\":[\"string\",\"null\"]},\"execution_count\":{\"type\":\"integer\"},"                    \
-	"\"kernel\":{\"type\":\"string\",\"enum\":[\"started\",\"live\",\"restarted\"]},\"kernel_note\":{\"type\":\"string\"}," \
-	"\"verdict\":{\"type\":\"string\",\"enum\":[\"accepted\",\"wrong_answer\",\"timeout\",\"memory_limit\",\"error\"," \
-	"\"output_limit\",\"judge_error\",\"compile_error\",\"internal_error\",\"cancelled\"]},"                              \
-	"\"tests_passed\":{\"type\":\"integer\"},\"tests_total\":{\"type\":\"integer\"},\"failed_test\":{\"type\":\"integer\"}," \
-	"\"tests\":{\"type\":\"array\",\"description\":\"per test: index, status, duration_ms, cpu_ms, "                     \
-	"memory_peak_bytes, exit_code, signal, stdout and stderr (1 KiB), diff (wrong_answer), error, checker_message\"}}," \
-	"\"required\":[\"status\"]}"
+/* Schemas are JSON with ` for " (a C string full of \" is unreadable), and
+ * a comma may end a list (the macros below end with one); schema_parse
+ * turns them back.  No schema here may hold a real backtick.
+ *
+ * Portability: one "type" per schema (a client that maps tool schemas onto
+ * a single-type dialect, such as Gemini's OpenAPI subset, rejects type
+ * arrays), so a value of two kinds is an anyOf; every property described,
+ * so that a model reads what it is for; enums wherever the set is closed.
+ * The Inspector CLI's --strict check holds them to it (t/68).  A run's
+ * "status" enum is filled in from rec_statuses (schema_parse), the one
+ * list of them. */
+#define NULLABLE(type, desc) "{`anyOf`:[{`type`:`" type "`},{`type`:`null`}],`description`:`" desc "`}"
+#define STR(desc) "{`type`:`string`,`description`:`" desc "`}"
+#define INT(desc) "{`type`:`integer`,`description`:`" desc "`}"
+#define NUM(desc) "{`type`:`number`,`description`:`" desc "`}"
+#define BOOL(desc) "{`type`:`boolean`,`description`:`" desc "`}"
+#define STRS(desc) "{`type`:`array`,`items`:{`type`:`string`},`description`:`" desc "`}"
+#define SIZE(desc) "{`anyOf`:[{`type`:`string`},{`type`:`number`}],`description`:`" desc "`}"
 
-#define FILES_SCHEMA                                                                                    \
-	"{\"type\":\"object\",\"description\":\"more files next to the program: path -> text, or path -> "  \
-	"{content, encoding: base64}\",\"additionalProperties\":{\"type\":[\"string\",\"object\"]}}"
+/* What every run's result has, judged or a cell or not. */
+#define RUN_FIELDS                                                                                                  \
+	"`id`:" STR("the run's id (its record in the history)") ","                                               \
+	"`language`:" STR("the language it ran as") ","                                                             \
+	"`status`:{`type`:`string`,`description`:`how the run ended: success; error (non-zero exit, a signal, an "   \
+	"exception); rejected (judged: it ran, its output was refused; see verdict); timeout; memory_limit; "        \
+	"compile_error; invalid (the request was refused: see error); internal_error (no sandbox could be made); "  \
+	"cancelled`,`enum`:`@statuses`},"                                                                            \
+	"`exit_code`:" NULLABLE("integer", "the program's exit code; null if it never exited by itself") ","        \
+	"`signal`:" NULLABLE("string", "the signal that ended it (SIGKILL, ...), else null") ","                    \
+	"`stdout`:" STR("what it printed: the head and tail when cut (stdout_truncated)") ","                       \
+	"`stderr`:" STR("its error output: the head and tail when cut (stderr_truncated)") ","                      \
+	"`stdout_bytes`:" INT("every byte it printed on stdout, kept or not") ","                                    \
+	"`stderr_bytes`:" INT("every byte it printed on stderr, kept or not") ","                                    \
+	"`stdout_truncated`:" BOOL("stdout was cut to its head and tail (max_output, or the server's output limit)") "," \
+	"`stderr_truncated`:" BOOL("stderr was cut to its head and tail") ","                                         \
+	"`duration_ms`:" NULLABLE("number", "wall-clock time of the run") ","                                        \
+	"`cpu_ms`:" NULLABLE("number", "CPU time used, null where not measured (cells)") ","                        \
+	"`memory_peak_bytes`:" NULLABLE("integer", "the most memory it held, null where not measured (cells)") ","   \
+	"`compile`:" NULLABLE("object", "the compile stage (status, exit_code, stdout, stderr, duration_ms, "        \
+			      "cached) of a compiled language, else null") ","                                       \
+	"`error`:" STR("why the run failed, in words (a refused request, a sandbox that could not be made, a "     \
+		       "program that could not start)") ","                                                          \
+	"`limits_enforced`:" STRS("the limits this host held for the run: namespaces, seccomp, timeout, "           \
+				  "memory, memory_rlimit, cpus, pids, rlimits") ","                                  \
+	"`limits_missing`:" STRS("what this host could not hold of namespaces, seccomp, timeout, memory, "           \
+				 "cpus, pids (check_backend says why and how to fix it); empty when all held") ","   \
+	"`session_id`:" STR("the session it ran in") ","                                                             \
+	"`history_id`:" NULLABLE("integer", "its row in the execution history, null if not logged") ","             \
+	"`artifacts`:{`type`:`array`,`description`:`files the run made or changed: images also come as image "      \
+	"content, other files as resources (uri)`,`items`:{`type`:`object`,`properties`:{"                           \
+	"`path`:" STR("its path in the working directory") ",`mime_type`:" STR("its type") ","                     \
+	"`bytes`:" INT("its size") ",`uri`:" STR("its resource, for resources/read") ","                           \
+	"`shown`:" STR("for an image: inline, inline at WxH of WxH (a copy scaled down to image_inline; the whole " \
+		       "as a resource), or not inline and why") "}}},"                         \
+	"`artifacts_truncated`:" BOOL("more files were made than a result carries") ","
+
+/* Judged runs (run_code with tests). */
+#define JUDGE_FIELDS                                                                                                 \
+	"`verdict`:{`type`:`string`,`description`:`accepted, or the first failing test's status, or compile_error`," \
+	"`enum`:[`accepted`,`wrong_answer`,`timeout`,`memory_limit`,`error`,`output_limit`,`judge_error`,"         \
+	"`compile_error`,`internal_error`,`cancelled`]},"                                                            \
+	"`tests_passed`:" INT("tests passed") ",`tests_total`:" INT("tests given") ","                              \
+	"`failed_test`:" INT("the index of the test that decided the verdict (absent when accepted)") ","          \
+	"`tests`:{`type`:`array`,`description`:`one entry per test, in order`,`items`:{`type`:`object`,"            \
+	"`properties`:{`index`:" INT("its index") ",`status`:{`type`:`string`,`description`:`how it went`,"         \
+	"`enum`:[`passed`,`wrong_answer`,`timeout`,`memory_limit`,`error`,`output_limit`,`judge_error`,"            \
+	"`internal_error`,`cancelled`,`skipped`]},`duration_ms`:" NUM("wall-clock time") ","                        \
+	"`diff`:{`type`:`object`,`description`:`wrong_answer: the first difference (line, token, expected, got)`}," \
+	"`checker_message`:" STR("what the checker wrote") "}}},"
+
+/* A cell's (run_cell). */
+#define CELL_FIELDS                                                                                                  \
+	"`value`:" NULLABLE("string", "the last expression's value as text (a notebook's Out[n]), else null") ","    \
+	"`execution_count`:" INT("the cell's number in its kernel (1, 2, ... from the kernel's start)") ","        \
+	"`kernel`:{`type`:`string`,`enum`:[`started`,`live`,`restarted`,`died`],`description`:`started: this cell "  \
+	"started the kernel; live: it ran in a kernel that had run cells before; restarted: an earlier kernel was "   \
+	"gone (kernel_note says why; its state is lost); died: the kernel did not outlive this cell`},"              \
+	"`kernel_alive`:" BOOL("whether the kernel lives on after this cell, its state kept") ","                    \
+	"`kernel_note`:" STR("what happened to the kernel and its state, when anything did") ","
+
+#define RESULT_SCHEMA(fields) "{`type`:`object`,`properties`:{" fields "},`required`:[`status`]}"
+#define RUN_RESULT_SCHEMA RESULT_SCHEMA(RUN_FIELDS)
+
+#define FILE_VALUE                                                                                                   \
+	"{`anyOf`:[{`type`:`string`,`description`:`the file's text`},{`type`:`object`,`description`:`its bytes`,"   \
+	"`properties`:{`content`:" STR("the content, base64 with encoding base64") ",`encoding`:{`type`:`string`,"  \
+	"`enum`:[`utf-8`,`base64`],`description`:`how content is written`}},`required`:[`content`]}]}"
+#define FILES_SCHEMA                                                                                                 \
+	"{`type`:`object`,`description`:`more files next to the program: path -> text, or path -> {content, "      \
+	"encoding: base64}`,`additionalProperties`:" FILE_VALUE "}"
 
 /* Per-call memory and CPU, within the configured ceilings (sbx-validate
  * checks them as for any request). */
 #define MEM_CPUS_SCHEMA                                                                                              \
-	"\"memory\":{\"type\":[\"string\",\"number\"],\"description\":\"RAM for the run: bytes or a size such as "     \
-	"\\\"512m\\\"\"},\"cpus\":{\"type\":\"number\",\"description\":\"CPU quota in cores\"},"
+	"`memory`:" SIZE("RAM for the run: bytes, or a size such as 512m or 1g") ","                                \
+	"`cpus`:" NUM("CPU quota in cores, such as 0.5 or 2") ","
+/* How much of each stream the result carries (mcp_run_text). */
+#define MAX_OUTPUT_SCHEMA                                                                                            \
+	"`max_output`:{`type`:`integer`,`minimum`:0,`description`:`bytes of stdout and of stderr to return, head "  \
+	"and tail (default: the whole in structuredContent, a shorter head and tail in the text)`},"
 
 static const struct tool_def defs[] = {
 	{ { "run_code", MCP_T_RUN }, "Run code",
-	  "Run a program in a fresh, isolated sandbox and return its output. Languages: %L. The sandbox has no "
-	  "network, %M of memory (up to %Y with \"memory\"), %C CPU (up to %Z with \"cpus\"), %T s wall time (max "
-	  "%X s with \"timeout\"), %O of stdout and of stderr kept (head and tail). Compiled languages are compiled first; a compiler error comes back as status "
-	  "compile_error with the compiler's messages in compile.stderr (compile.stdout for tsc). A program that fails is a normal result "
-	  "(status error, timeout or memory_limit, with exit_code or signal), not a tool error. Nothing persists "
-	  "after the run; use sandbox_initialize for state. \"dependencies\" installs packages (pip, npm, …) for "
-	  "this run only. To judge a program, give \"tests\" ([{stdin, args, files, expected_stdout, timeout, "
-	  "memory}], at most %J): it is compiled once and each test runs in a fresh sandbox; \"compare\" is trim "
-	  "(the default: trailing whitespace ignored), exact, tokens, float:EPS, or checker (then \"checker\": "
-	  "{language, code}, run as `checker input output expected`, exit 0 accepts, 1 rejects). The result has "
-	  "\"verdict\" (accepted, or the first failing test's: wrong_answer, timeout, memory_limit, error, "
-	  "output_limit, judge_error; or compile_error), tests_passed, tests_total and \"tests\", one entry per test.",
+	  "Run a program in a fresh, isolated sandbox and return what it printed, how it ended and the files it "
+	  "wrote. Languages: %L. The sandbox has no network, %M of memory (up to %Y with \"memory\"), %C CPU (up to "
+	  "%Z with \"cpus\"), %T s wall time (max %X with \"timeout\"); %O of stdout and of stderr is kept (head "
+	  "and tail; \"max_output\" asks for less or more).%E Compiled languages are compiled first; a compiler "
+	  "error comes back as status compile_error with the compiler's messages in compile.stderr (compile.stdout "
+	  "for tsc). A program that fails is a normal result (status error, timeout or memory_limit, with exit_code "
+	  "or signal), not a tool error. Files the program writes in its working directory come back: images "
+	  "(a plot saved as PNG) as images, other files as embedded resources. Nothing persists after the run; use "
+	  "sandbox_initialize for state. \"dependencies\" installs packages (pip, npm, ...) for this run only; "
+	  "they import as usual, also from ES modules and TypeScript (node_modules is in the working directory). "
+	  "To judge a program, give \"tests\" ([{stdin, args, files, expected_stdout, timeout, memory}], at most "
+	  "%J): it is compiled once and each test runs in a fresh sandbox; \"compare\" is trim (the default: "
+	  "trailing whitespace ignored), exact, tokens, float:EPS, or checker (then \"checker\": {language, code}, "
+	  "run as `checker input output expected`, exit 0 accepts, 1 rejects). The result has \"verdict\" "
+	  "(accepted, or the first failing test's: wrong_answer, timeout, memory_limit, error, output_limit, "
+	  "judge_error; or compile_error), tests_passed, tests_total and \"tests\", one entry per test; its status "
+	  "is success when accepted and rejected when the program ran but its output was refused.",
 	  { { "language", A_STR, true }, { "code", A_STR, true }, { "stdin", A_STR, false }, { "files", A_OBJ, false },
 	    { "timeout", A_NUM, false }, { "memory", A_STR | A_NUM, false }, { "cpus", A_NUM, false },
 	    { "dependencies", A_ARR, false }, { "args", A_ARR, false }, { "tests", A_LIST, false }, { "compare", A_STR, false },
-	    { "checker", A_OBJ, false }, { "stop_on_fail", A_BOOL, false } },
-	  "{\"type\":\"object\",\"properties\":{"
-	  "\"language\":{\"type\":\"string\",\"description\":\"a language name or alias (list_supported_languages)\"},"
-	  "\"code\":{\"type\":\"string\",\"description\":\"the program's source\"},"
-	  "\"stdin\":{\"type\":\"string\",\"description\":\"the program's standard input\"},"
-	  "\"files\":" FILES_SCHEMA ","
-	  "\"timeout\":{\"type\":\"number\",\"description\":\"wall-clock seconds\"},"
+	    { "checker", A_OBJ, false }, { "stop_on_fail", A_BOOL, false }, { "max_output", A_INT, false } },
+	  "{`type`:`object`,`properties`:{"
+	  "`language`:" STR("a language name or alias (list_supported_languages)") ","
+	  "`code`:" STR("the program's source") ","
+	  "`stdin`:" STR("the program's standard input") ","
+	  "`files`:" FILES_SCHEMA ","
+	  "`timeout`:" NUM("wall-clock seconds") ","
 	  MEM_CPUS_SCHEMA
-	  "\"args\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"command-line arguments\"},"
-	  "\"dependencies\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":\"packages to install "
-	  "first with the language's package manager\"},"
-	  "\"tests\":{\"type\":\"array\",\"description\":\"judge the program on these tests\",\"items\":{\"type\":\"object\","
-	  "\"properties\":{\"stdin\":{\"type\":\"string\"},\"args\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
-	  "\"files\":" FILES_SCHEMA ",\"expected_stdout\":{\"type\":\"string\"},\"timeout\":{\"type\":\"number\"},"
-	  "\"memory\":{\"type\":[\"string\",\"number\"]}},\"additionalProperties\":false}},"
-	  "\"compare\":{\"type\":\"string\",\"description\":\"trim (default), exact, tokens, float:EPS or checker\"},"
-	  "\"checker\":{\"type\":\"object\",\"description\":\"compare checker: the program that decides, run with the "
-	  "files input, output and expected as arguments\",\"properties\":{\"language\":{\"type\":\"string\"},"
-	  "\"code\":{\"type\":\"string\"},\"timeout\":{\"type\":\"number\"},\"memory\":{\"type\":[\"string\",\"number\"]}},"
-	  "\"required\":[\"language\",\"code\"],\"additionalProperties\":false},"
-	  "\"stop_on_fail\":{\"type\":\"boolean\",\"description\":\"stop at the first failing test\"}},"
-	  "\"required\":[\"language\",\"code\"],\"additionalProperties\":false}",
-	  RUN_RESULT_SCHEMA, false, false, false },
+	  "`args`:" STRS("command-line arguments") ","
+	  "`dependencies`:" STRS("packages to install first with the language's package manager (pip, npm, ...)") ","
+	  "`tests`:{`type`:`array`,`description`:`judge the program on these tests`,`items`:{`type`:`object`,"
+	  "`properties`:{`stdin`:" STR("the test's input") ",`args`:" STRS("its command-line arguments") ","
+	  "`files`:" FILES_SCHEMA ",`expected_stdout`:" STR("the output that passes") ","
+	  "`timeout`:" NUM("its wall-clock seconds") ",`memory`:" SIZE("its RAM: bytes, or a size such as 512m") "},"
+	  "`additionalProperties`:false}},"
+	  "`compare`:" STR("trim (default), exact, tokens, float:EPS or checker") ","
+	  "`checker`:{`type`:`object`,`description`:`compare checker: the program that decides, run with the files "
+	  "input, output and expected as arguments`,`properties`:{`language`:" STR("the checker's language") ","
+	  "`code`:" STR("the checker's source") ",`timeout`:" NUM("its wall-clock seconds") ","
+	  "`memory`:" SIZE("its RAM: bytes, or a size such as 512m") "},"
+	  "`required`:[`language`,`code`],`additionalProperties`:false},"
+	  "`stop_on_fail`:" BOOL("stop at the first failing test") ","
+	  MAX_OUTPUT_SCHEMA
+	  "},`required`:[`language`,`code`],`additionalProperties`:false}",
+	  RESULT_SCHEMA(RUN_FIELDS JUDGE_FIELDS), false, false, false },
 	{ { "list_supported_languages", MCP_T_LANGUAGES }, "List supported languages",
 	  "List the languages this server runs: name, aliases, whether they are compiled, the runtime's version "
 	  "as seen inside the sandbox, whether it is available on this backend (and how to install it if not), "
 	  "and whether packages can be installed for it.",
 	  { { NULL, 0, false } },
-	  "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
-	  "{\"type\":\"object\",\"properties\":{\"backend\":{\"type\":\"string\"},\"languages\":{\"type\":\"array\","
-	  "\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"aliases\":{\"type\":\"array\"},"
-	  "\"compiled\":{\"type\":\"boolean\"},\"file\":{\"type\":\"string\"},\"image\":{\"type\":[\"string\",\"null\"]},"
-	  "\"version\":{\"type\":[\"string\",\"null\"]},\"available\":{\"type\":\"boolean\"},"
-	  "\"packages\":{\"type\":\"boolean\"},\"error\":{\"type\":\"string\"}},\"required\":[\"name\",\"available\"]}}},"
-	  "\"required\":[\"languages\"]}",
+	  "{`type`:`object`,`properties`:{},`additionalProperties`:false}",
+	  "{`type`:`object`,`properties`:{`backend`:" STR("native or docker") ",`languages`:{`type`:`array`,"
+	  "`description`:`one entry per language`,`items`:{`type`:`object`,`properties`:{"
+	  "`name`:" STR("the name to give as language") ",`aliases`:" STRS("other names it answers to") ","
+	  "`compiled`:" BOOL("whether a compile stage comes first") ",`file`:" STR("the program's file name") ","
+	  "`image`:" NULLABLE("string", "its Docker image (docker backend)") ","
+	  "`version`:" NULLABLE("string", "the runtime's version, as seen in the sandbox") ","
+	  "`available`:" BOOL("whether it runs here") ",`packages`:" BOOL("whether packages can be installed") ","
+	  "`error`:" STR("why it is not available, and what would fix it") "},`required`:[`name`,`available`]}}},"
+	  "`required`:[`languages`]}",
 	  true, false, true },
 	{ { "get_execution_history", MCP_T_HISTORY }, "Get execution history",
 	  "Past runs of this server and of the sbx tools, newest first: id, language, status, exit code, "
@@ -124,12 +203,19 @@ static const struct tool_def defs[] = {
 	  "stats: true, counts, success rate and p50/p95/max duration per language and status instead.",
 	  { { "since", A_STR, false }, { "until", A_STR, false }, { "language", A_STR, false }, { "status", A_STR, false },
 	    { "id", A_STR, false }, { "session_id", A_STR, false }, { "limit", A_INT, false }, { "stats", A_BOOL, false } },
-	  "{\"type\":\"object\",\"properties\":{\"since\":{\"type\":\"string\"},\"until\":{\"type\":\"string\"},"
-	  "\"language\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},\"id\":{\"type\":\"string\"},"
-	  "\"session_id\":{\"type\":\"string\"},\"limit\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000},"
-	  "\"stats\":{\"type\":\"boolean\"}},\"additionalProperties\":false}",
-	  "{\"type\":\"object\",\"properties\":{\"runs\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"
-	  "\"stats\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}}}",
+	  "{`type`:`object`,`properties`:{"
+	  "`since`:" STR("runs at or after: 2026-11-29, 2026-11-29T10:00Z, today, yesterday, or a time ago such as 30m, 12h, 7d") ","
+	  "`until`:" STR("runs before, in the same forms as since") ","
+	  "`language`:" STR("only this language (or a comma-separated list)") ","
+	  "`status`:" STR("only this status (or a comma-separated list): @statuses") ","
+	  "`id`:" STR("the run of this id") ","
+	  "`session_id`:" STR("only the runs of this session") ","
+	  "`limit`:{`type`:`integer`,`minimum`:0,`maximum`:10000,`description`:`at most this many runs (default 20; 0: up to 10000)`},"
+	  "`stats`:" BOOL("counts, success rate and durations per language and status instead of runs") "},"
+	  "`additionalProperties`:false}",
+	  "{`type`:`object`,`properties`:{`runs`:{`type`:`array`,`description`:`the runs, newest first`,"
+	  "`items`:{`type`:`object`}},`stats`:{`type`:`array`,`description`:`one row per language and status`,"
+	  "`items`:{`type`:`object`}}}}",
 	  true, false, true },
 	{ { "check_backend", MCP_T_CHECK }, "Check the sandbox backend",
 	  "Check that sandboxes can be made here: for the native backend user namespaces, cgroups (memory, CPU "
@@ -137,44 +223,56 @@ static const struct tool_def defs[] = {
 	  "each language's image; and every language's runtime. When something is missing the result says "
 	  "what and how to fix it (\"fixes\"), and isError is true if no sandbox can be made.",
 	  { { NULL, 0, false } },
-	  "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
-	  "{\"type\":\"object\",\"properties\":{\"backend\":{\"type\":\"string\"},\"usable\":{\"type\":\"boolean\"},"
-	  "\"fixes\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"languages\":{\"type\":\"array\"},"
-	  "\"workspace\":{\"type\":\"object\",\"properties\":{\"filesystem\":{\"type\":\"string\",\"enum\":" WSFS_KINDS_JSON "},"
-	  "\"note\":{\"type\":\"string\"}}}},"
-	  "\"required\":[\"usable\",\"fixes\"]}",
+	  "{`type`:`object`,`properties`:{},`additionalProperties`:false}",
+	  "{`type`:`object`,`properties`:{`backend`:" STR("native or docker") ","
+	  "`usable`:" BOOL("whether sandboxes can be made") ","
+	  "`fixes`:" STRS("what is missing and how to fix it") ","
+	  "`languages`:{`type`:`array`,`description`:`each language's runtime`,`items`:{`type`:`object`}},"
+	  "`limits_missing`:" STRS("limits this host cannot hold (empty when all hold)") ","
+	  "`workspace`:{`type`:`object`,`description`:`the sessions' workspaces`,`properties`:{"
+	  "`filesystem`:{`type`:`string`,`enum`:" WSFS_KINDS_JSON ",`description`:`what holds them`},"
+	  "`note`:" STR("what that means, and what would give a quota") "}}},"
+	  "`required`:[`usable`,`fixes`]}",
 	  true, false, true },
 	{ { "sandbox_initialize", MCP_T_INIT }, "Start a session",
-	  "Start a persistent session: a private workspace directory (%W) that every sandbox_exec of the session "
-	  "runs in, so files persist between runs (nothing else does: each run is a fresh sandbox). Optional "
-	  "\"language\" (the default for sandbox_exec), \"dependencies\" to install now, \"ttl\" (seconds idle before "
-	  "the session is removed; default %S). Returns session_id. At most %N sessions at once.",
+	  "Start a persistent session: a private workspace directory (%W) that every sandbox_exec and run_cell of "
+	  "the session runs in, so files persist between runs (nothing else does: each run is a fresh sandbox). "
+	  "Optional \"language\" (the default for sandbox_exec), \"dependencies\" to install now, \"ttl\" (seconds "
+	  "idle before the session is removed; default %S). Returns session_id. At most %N sessions at once.",
 	  { { "language", A_STR, false }, { "dependencies", A_ARR, false }, { "ttl", A_NUM, false } },
-	  "{\"type\":\"object\",\"properties\":{\"language\":{\"type\":\"string\"},"
-	  "\"dependencies\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
-	  "\"ttl\":{\"type\":\"number\",\"description\":\"idle seconds before removal\"}},\"additionalProperties\":false}",
-	  "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},\"language\":{\"type\":[\"string\",\"null\"]},"
-	  "\"expires_at\":{\"type\":\"string\"},\"workspace_bytes\":{\"type\":[\"integer\",\"null\"]},"
-	  "\"workspace_filesystem\":{\"type\":\"string\",\"enum\":" WSFS_KINDS_JSON "},"
-	  "\"workspace_note\":{\"type\":\"string\"},\"install\":{\"type\":\"object\"}},"
-	  "\"required\":[\"session_id\"]}",
+	  "{`type`:`object`,`properties`:{`language`:" STR("the session's default language") ","
+	  "`dependencies`:" STRS("packages to install now") ","
+	  "`ttl`:" NUM("idle seconds before the session is removed") "},`additionalProperties`:false}",
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session, for the other session tools") ","
+	  "`language`:" NULLABLE("string", "its default language") ","
+	  "`expires_at`:" STR("when it is removed if idle (ISO 8601)") ","
+	  "`workspace_bytes`:" NULLABLE("integer", "what its workspace may hold") ","
+	  "`workspace_filesystem`:{`type`:`string`,`enum`:" WSFS_KINDS_JSON ",`description`:`what holds the workspace`},"
+	  "`workspace_note`:" STR("what that means for its size") ","
+	  "`install`:{`type`:`object`,`description`:`the dependencies' install, as a run's result`}},"
+	  "`required`:[`session_id`]}",
 	  false, false, false },
 	{ { "sandbox_exec", MCP_T_EXEC }, "Run in a session",
 	  "Run code, a workspace file or a command in a session's workspace (its working directory), in a fresh "
-	  "sandbox with the same limits as run_code. Give exactly one of: \"code\" (with \"language\", default the "
-	  "session's; it never replaces a workspace file), \"file\" (a workspace path, run by the interpreter of "
-	  "its extension's language, or of \"language\"), \"command\" (an argv array, e.g. [\"sh\",\"-c\","
-	  "\"make && ./app\"], with the session language's environment). Files the program writes stay in the "
-	  "workspace and, unless the server is configured otherwise (workspace_exec = false), may be executed by "
-	  "later commands.",
+	  "sandbox with the same limits as run_code, and return what it printed and how it ended. Give exactly "
+	  "one of: \"code\" (with \"language\", default the session's; it never replaces a workspace file), "
+	  "\"file\" (a workspace path, run by the interpreter of its extension's language, or of \"language\"), "
+	  "\"command\" (an argv array, e.g. [\"sh\",\"-c\",\"make && ./app\"], with the session language's "
+	  "environment). Files the program writes stay in the workspace (list_files, read_file) and come back as "
+	  "resource links, images as images; unless the server is configured otherwise (workspace_exec = false), "
+	  "later commands may execute them.%E",
 	  { { "session_id", A_STR, true }, { "language", A_STR, false }, { "code", A_STR, false }, { "file", A_STR, false },
 	    { "command", A_ARR, false }, { "stdin", A_STR, false }, { "timeout", A_NUM, false },
-	    { "memory", A_STR | A_NUM, false }, { "cpus", A_NUM, false }, { "args", A_ARR, false } },
-	  "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},\"language\":{\"type\":\"string\"},"
-	  "\"code\":{\"type\":\"string\"},\"file\":{\"type\":\"string\"},"
-	  "\"command\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"stdin\":{\"type\":\"string\"},"
-	  "\"timeout\":{\"type\":\"number\"}," MEM_CPUS_SCHEMA "\"args\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}},"
-	  "\"required\":[\"session_id\"],\"additionalProperties\":false}",
+	    { "memory", A_STR | A_NUM, false }, { "cpus", A_NUM, false }, { "args", A_ARR, false }, { "max_output", A_INT, false } },
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session (sandbox_initialize)") ","
+	  "`language`:" STR("the language of code, or of file; default the session's") ","
+	  "`code`:" STR("source to run") ","
+	  "`file`:" STR("a workspace file to run, such as main.py") ","
+	  "`command`:" STRS("an argv to run in the workspace, such as [\\`sh\\`,\\`-c\\`,\\`make && ./app\\`]") ","
+	  "`stdin`:" STR("the program's standard input") ","
+	  "`timeout`:" NUM("wall-clock seconds") "," MEM_CPUS_SCHEMA
+	  "`args`:" STRS("command-line arguments") "," MAX_OUTPUT_SCHEMA
+	  "},`required`:[`session_id`],`additionalProperties`:false}",
 	  RUN_RESULT_SCHEMA, false, false, false },
 	{ { "run_cell", MCP_T_CELL }, "Run a cell in a session's kernel",
 	  "Run code in the session's kernel, as a notebook cell: one interpreter per session and language (%K) "
@@ -182,68 +280,77 @@ static const struct tool_def defs[] = {
 	  "query it). It runs in a sandbox like every run (no network, the session's workspace as its working "
 	  "directory, run_code's memory, CPU and process limits for the kernel's whole life); \"timeout\" (default "
 	  "%T s) is the cell's. The result is run_code's plus \"value\" (the last expression's value as text, as a "
-	  "notebook's Out[n]), \"execution_count\" and \"kernel\" (started, live or restarted). Figures left "
-	  "open (matplotlib) come back as images. An exception is status error with its traceback; a cell past "
-	  "its timeout is interrupted (status timeout) and the state is kept. A kernel that dies (or is stopped "
-	  "after %I s idle) loses its state: its cell and the next one say so in \"kernel_note\". \"reset\": true "
-	  "starts a fresh kernel. \"memory\" and \"cpus\" size a kernel when it starts (its first cell, or a reset). "
-	  "Cells of a session run one at a time (later ones wait their turn).",
+	  "notebook's Out[n]), \"execution_count\", \"kernel\" (started, live, restarted or died) and "
+	  "\"kernel_alive\". Figures a cell draws or changes (matplotlib) come back as images. An exception is "
+	  "status error with its traceback; a cell past its timeout is interrupted (status timeout) and the state "
+	  "is kept. A kernel that dies (or is stopped after %I s idle) loses its state: its cell and the next one "
+	  "say so in \"kernel_note\". \"reset\": true starts a fresh kernel. \"memory\" and \"cpus\" size the "
+	  "kernel: given with other values than the live kernel's, they restart it (its state is lost, and "
+	  "kernel_note says so). JavaScript cells may use top-level await. Cells of a session run one at a time "
+	  "(later ones wait their turn).%E",
 	  { { "session_id", A_STR, true }, { "code", A_STR, true }, { "language", A_STR, false }, { "timeout", A_NUM, false },
-	    { "memory", A_STR | A_NUM, false }, { "cpus", A_NUM, false }, { "reset", A_BOOL, false } },
-	  "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
-	  "\"code\":{\"type\":\"string\",\"description\":\"the cell's code\"},"
-	  "\"language\":{\"type\":\"string\",\"description\":\"default: the session's\"},"
-	  "\"timeout\":{\"type\":\"number\",\"description\":\"the cell's wall-clock seconds\"}," MEM_CPUS_SCHEMA
-	  "\"reset\":{\"type\":\"boolean\",\"description\":\"restart the kernel first (its state is lost)\"}},"
-	  "\"required\":[\"session_id\",\"code\"],\"additionalProperties\":false}",
-	  RUN_RESULT_SCHEMA, false, false, false },
+	    { "memory", A_STR | A_NUM, false }, { "cpus", A_NUM, false }, { "reset", A_BOOL, false }, { "max_output", A_INT, false } },
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session (sandbox_initialize)") ","
+	  "`code`:" STR("the cell's code") ","
+	  "`language`:" STR("the kernel's language; default the session's") ","
+	  "`timeout`:" NUM("the cell's wall-clock seconds") "," MEM_CPUS_SCHEMA
+	  "`reset`:" BOOL("restart the kernel first (its state is lost)") "," MAX_OUTPUT_SCHEMA
+	  "},`required`:[`session_id`,`code`],`additionalProperties`:false}",
+	  RESULT_SCHEMA(RUN_FIELDS CELL_FIELDS), false, false, false },
 	{ { "sandbox_stop", MCP_T_STOP }, "End a session",
 	  "End a session and delete its workspace and every file in it.",
 	  { { "session_id", A_STR, true } },
-	  "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"}},\"required\":[\"session_id\"],"
-	  "\"additionalProperties\":false}",
-	  "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},\"stopped\":{\"type\":\"boolean\"}},"
-	  "\"required\":[\"stopped\"]}",
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session to end") "},`required`:[`session_id`],"
+	  "`additionalProperties`:false}",
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
+	  "`stopped`:" BOOL("whether it was ended now (false: it was already gone)") "},`required`:[`stopped`]}",
 	  false, true, true },
 	{ { "write_file", MCP_T_WRITE }, "Write a workspace file",
 	  "Write a file into a session's workspace (parent directories are created). \"path\" is relative to the "
 	  "workspace, without \"..\"; \"content\" is text, or base64 with \"encoding\": \"base64\". At most %F per "
 	  "file; the workspace holds %W.",
 	  { { "session_id", A_STR, true }, { "path", A_STR, true }, { "content", A_STR, true }, { "encoding", A_STR, false } },
-	  "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"},"
-	  "\"content\":{\"type\":\"string\"},\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"]}},"
-	  "\"required\":[\"session_id\",\"path\",\"content\"],\"additionalProperties\":false}",
-	  "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"}},"
-	  "\"required\":[\"path\",\"bytes\"]}",
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
+	  "`path`:" STR("where, relative to the workspace, without ..") ","
+	  "`content`:" STR("the file's text, or its bytes in base64") ","
+	  "`encoding`:{`type`:`string`,`enum`:[`utf-8`,`base64`],`description`:`how content is written (default utf-8)`}},"
+	  "`required`:[`session_id`,`path`,`content`],`additionalProperties`:false}",
+	  "{`type`:`object`,`properties`:{`path`:" STR("the file written") ",`bytes`:" INT("its size") "},"
+	  "`required`:[`path`,`bytes`]}",
 	  false, false, true },
 	{ { "read_file", MCP_T_READ }, "Read a workspace file",
 	  "Read a regular file from a session's workspace. Text comes back as is (\"encoding\": \"utf-8\"), other "
 	  "bytes as base64 (\"encoding\": \"base64\"). At most %F are returned (\"truncated\" says if there was more); "
 	  "symbolic links, FIFOs and devices are refused.",
 	  { { "session_id", A_STR, true }, { "path", A_STR, true } },
-	  "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"}},"
-	  "\"required\":[\"session_id\",\"path\"],\"additionalProperties\":false}",
-	  "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"content\":{\"type\":\"string\"},"
-	  "\"encoding\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},\"truncated\":{\"type\":\"boolean\"}},"
-	  "\"required\":[\"path\",\"content\",\"encoding\"]}",
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
+	  "`path`:" STR("the file, relative to the workspace") "},"
+	  "`required`:[`session_id`,`path`],`additionalProperties`:false}",
+	  "{`type`:`object`,`properties`:{`path`:" STR("the file read") ",`content`:" STR("its text, or base64") ","
+	  "`encoding`:{`type`:`string`,`enum`:[`utf-8`,`base64`],`description`:`how content is written`},"
+	  "`bytes`:" INT("its size") ",`truncated`:" BOOL("there was more than was returned") "},"
+	  "`required`:[`path`,`content`,`encoding`]}",
 	  true, false, true },
 	{ { "list_files", MCP_T_LIST }, "List workspace files",
 	  "List the files of a session's workspace (or of a directory in it): path, type (file, dir, symlink, "
 	  "other) and size, recursively, at most 1000 entries.",
 	  { { "session_id", A_STR, true }, { "path", A_STR, false } },
-	  "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"}},"
-	  "\"required\":[\"session_id\"],\"additionalProperties\":false}",
-	  "{\"type\":\"object\",\"properties\":{\"files\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"
-	  "\"truncated\":{\"type\":\"boolean\"}},\"required\":[\"files\"]}",
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
+	  "`path`:" STR("a directory of the workspace (default: all of it)") "},"
+	  "`required`:[`session_id`],`additionalProperties`:false}",
+	  "{`type`:`object`,`properties`:{`files`:{`type`:`array`,`description`:`path, type and size of each`,"
+	  "`items`:{`type`:`object`}},`truncated`:" BOOL("there were more than 1000") "},`required`:[`files`]}",
 	  true, false, true },
 	{ { "install_packages", MCP_T_INSTALL }, "Install packages into a session",
 	  "Install packages into a session's workspace with its language's package manager (pip for Python, npm "
-	  "for JavaScript, …), so later sandbox_exec runs can import them. Only this step may reach the package "
-	  "registries, and only if the server allows it.",
+	  "for JavaScript, ...), so later sandbox_exec runs and cells can import them (from ES modules and "
+	  "TypeScript too: node_modules is in the workspace). Only this step may reach the package registries, "
+	  "and only if the server allows it. The result is the installer's run.",
 	  { { "session_id", A_STR, true }, { "packages", A_ARR, true }, { "language", A_STR, false } },
-	  "{\"type\":\"object\",\"properties\":{\"session_id\":{\"type\":\"string\"},"
-	  "\"packages\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"minItems\":1},"
-	  "\"language\":{\"type\":\"string\"}},\"required\":[\"session_id\",\"packages\"],\"additionalProperties\":false}",
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
+	  "`packages`:{`type`:`array`,`items`:{`type`:`string`},`minItems`:1,`description`:`package names, with versions if wanted (numpy, left-pad@1.3.0)`},"
+	  "`language`:" STR("whose package manager; default the session's language") "},"
+	  "`required`:[`session_id`,`packages`],`additionalProperties`:false}",
 	  RUN_RESULT_SCHEMA, false, false, false },
 };
 
@@ -271,11 +378,49 @@ static const struct tool_def *def_of(const struct mcp_tool *t)
 	return (const struct tool_def *)((const char *)t - offsetof(struct tool_def, t));
 }
 
+/* A schema written as above: backticks become quotes, a comma before a
+ * closing bracket goes, and the statuses are filled in from rec_statuses:
+ * `@statuses` (a quoted placeholder) as their array, a bare @statuses in a
+ * description as their list.  A schema that does not parse is this file's
+ * bug: tools/list would lie, so it stops here, at the first start. */
+static jv schema_parse(const char *src)
+{
+	char arr[256];
+	size_t o = 0;
+	for (int i = 0; rec_statuses[i] && o < sizeof arr; i++)
+		o += (size_t)snprintf(arr + o, sizeof arr - o, "%s\"%s\"", i ? "," : "[", rec_statuses[i]);
+	snprintf(arr + o, sizeof arr - o, "]");
+	const char *list = rec_status_list();
+	size_t cap = strlen(src) * 2 + 4096, n = 0;
+	char *out = util_xalloc(cap);
+	for (const char *p = src; *p && n + 512 < cap; p++) {
+		if (!strncmp(p, "`@statuses`", 11)) {
+			n += (size_t)snprintf(out + n, cap - n, "%s", arr);
+			p += 10;
+		} else if (!strncmp(p, "@statuses", 9)) {
+			n += (size_t)snprintf(out + n, cap - n, "%s", list);
+			p += 8;
+		} else if (*p == ',' && (p[1] == '}' || p[1] == ']'))
+			continue;
+		else
+			out[n++] = *p == '`' ? '"' : *p;
+	}
+	out[n] = 0;
+	jv v = jv_parse(out);
+	if (jv_get_kind(v) != JV_KIND_OBJECT) {
+		fprintf(stderr, "mcptools: a tool's schema is not JSON: %s\n", out);
+		abort();
+	}
+	free(out);
+	return v;
+}
+
 /* The description with the configuration's values: %L languages, %M
  * memory, %C cpus, %T timeout, %X max timeout, %O output, %W workspace
  * size (and what wsfs says of it), %S session ttl, %N max sessions, %F
- * file size, %I kernel idle time, %K languages with kernels. */
-static char *describe(const struct conf *c, const char *ws_note, const char *fmt)
+ * file size, %I kernel idle time, %K languages with kernels, %E what this
+ * host does not enforce of them (a sentence, or nothing). */
+static char *describe(const struct conf *c, const char *ws_note, const char *host_note, const char *fmt)
 {
 	size_t cap = strlen(fmt) + 1024, o = 0;
 	char *out = util_xalloc(cap);
@@ -297,7 +442,16 @@ static char *describe(const struct conf *c, const char *ws_note, const char *fmt
 			case 'M': ins = util_size_str(c->lim.run.memory, b, sizeof b); break;
 			case 'C': snprintf(tmp, sizeof tmp, "%g", c->lim.run.cpus), ins = tmp; break;
 			case 'T': snprintf(tmp, sizeof tmp, "%g", c->lim.run.timeout_ms / 1000.0), ins = tmp; break;
-			case 'X': snprintf(tmp, sizeof tmp, "%g", c->ceiling.timeout_ms / 1000.0), ins = tmp; break;
+			case 'X': {
+				/* a call's, unless it is a task ([mcp] max_timeout) */
+				uint64_t x = c->ceiling.timeout_ms < c->mcp_max_timeout_ms ? c->ceiling.timeout_ms : c->mcp_max_timeout_ms;
+				if (x < c->ceiling.timeout_ms)
+					snprintf(tmp, sizeof tmp, "%g s, or %g s as a task,", x / 1000.0, c->ceiling.timeout_ms / 1000.0);
+				else
+					snprintf(tmp, sizeof tmp, "%g s", x / 1000.0);
+				ins = tmp;
+				break;
+			}
 			case 'Y': ins = util_size_str(c->ceiling.memory, b, sizeof b); break;
 			case 'Z': snprintf(tmp, sizeof tmp, "%g", c->ceiling.cpus), ins = tmp; break;
 			case 'O': ins = util_size_str(c->lim.run.output, b, sizeof b); break;
@@ -312,6 +466,7 @@ static char *describe(const struct conf *c, const char *ws_note, const char *fmt
 			case 'I': snprintf(tmp, sizeof tmp, "%g", c->kernel_idle_ms / 1000.0), ins = tmp; break;
 			case 'K': ins = conf_kernel_list(c); break;
 			case 'J': snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)c->max_tests), ins = tmp; break;
+			case 'E': ins = host_note; break;
 			default: snprintf(tmp, sizeof tmp, "%%%c", *p), ins = tmp;
 			}
 		}
@@ -327,17 +482,17 @@ static char *describe(const struct conf *c, const char *ws_note, const char *fmt
 	return out;
 }
 
-jv mcp_tools_list(const struct conf *c, const char *workspace_note)
+jv mcp_tools_list(const struct conf *c, const char *workspace_note, const char *host_note)
 {
 	jv list = jv_array();
 	for (size_t i = 0; i < NDEFS; i++) {
 		const struct tool_def *d = &defs[i];
-		char *desc = describe(c, workspace_note, d->description);
+		char *desc = describe(c, workspace_note, host_note, d->description);
 		jv t = jv_object_set(jv_object(), jv_string("name"), jv_string(d->t.name));
 		t = jv_object_set(t, jv_string("title"), jv_string(d->title));
 		t = jv_object_set(t, jv_string("description"), jv_string(desc));
-		t = jv_object_set(t, jv_string("inputSchema"), jv_parse(d->input_schema));
-		t = jv_object_set(t, jv_string("outputSchema"), jv_parse(d->output_schema));
+		t = jv_object_set(t, jv_string("inputSchema"), schema_parse(d->input_schema));
+		t = jv_object_set(t, jv_string("outputSchema"), schema_parse(d->output_schema));
 		jv ann = jv_object_set(jv_object(), jv_string("title"), jv_string(d->title));
 		ann = jv_object_set(ann, jv_string("readOnlyHint"), jv_bool(d->read_only));
 		ann = jv_object_set(ann, jv_string("destructiveHint"), jv_bool(d->destructive));
@@ -421,30 +576,74 @@ bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t le
 	return true;
 }
 
-jv mcp_run_view(jv r)
+/* A stream's text cut to at most max bytes: its head and tail with the
+ * contract's marker between them, at UTF-8 character boundaries.  total:
+ * every byte the program wrote, of which the marker counts what is left
+ * out.  Consumes str. */
+static jv cut_stream(jv str, size_t max, double total)
+{
+	size_t n = (size_t)jv_string_length_bytes(jv_copy(str));
+	if (n <= max) {
+		return str;
+	}
+	const char *t = jv_string_value(str);
+	size_t head = max / 2, tail = max - head;
+	while (head > 0 && ((unsigned char)t[head] & 0xC0) == 0x80)
+		head--;
+	size_t from = n - tail;
+	while (from < n && ((unsigned char)t[from] & 0xC0) == 0x80)
+		from++;
+	double left = (total > (double)n ? total : (double)n) - (double)head - (double)(n - from);
+	jv out = jv_string_sized(t, (int)head);
+	out = jv_string_concat(out, jv_string_fmt("\n[... %.0f bytes truncated ...]\n", left));
+	out = jv_string_concat(out, jv_string_sized(t + from, (int)(n - from)));
+	jv_free(str);
+	return out;
+}
+
+jv mcp_run_view(jv r, double max_output)
 {
 	static const char *const keep[] = {
-		"id", "language", "status", "exit_code", "signal", "stdout", "stderr", "stdout_truncated",
-		"stderr_truncated", "duration_ms", "cpu_ms", "memory_peak_bytes", "compile", "error", "history_id",
-		"artifacts_truncated", "value", "execution_count", "kernel", "kernel_note", "verdict", "tests_passed",
-		"tests_total", "failed_test", "tests", NULL,
+		"id", "language", "status", "exit_code", "signal", "stdout", "stderr", "stdout_bytes", "stderr_bytes",
+		"stdout_truncated", "stderr_truncated", "duration_ms", "cpu_ms", "memory_peak_bytes", "compile", "error",
+		"limits_enforced", "limits_missing", "history_id", "artifacts_truncated", "value", "execution_count", "kernel",
+		"kernel_alive", "kernel_note", "verdict", "tests_passed", "tests_total", "failed_test", "tests", NULL,
 	};
 	jv v = jv_object();
 	for (int i = 0; keep[i]; i++)
 		if (rec_has(r, keep[i]))
 			v = jv_object_set(v, jv_string(keep[i]), jv_object_get(jv_copy(r), jv_string(keep[i])));
-	const char *sess = rec_str(r, "session", NULL);
+	/* A call's max_output: each stream's head and tail, the rest counted. */
+	static const char *const streams[] = { "stdout", "stderr" };
+	for (int i = 0; i < 2 && max_output >= 0; i++) {
+		jv text = rec_get(v, streams[i]);
+		double total = 0;
+		char key[32];
+		snprintf(key, sizeof key, "%s_bytes", streams[i]);
+		rec_num(v, key, &total);
+		if (jv_get_kind(text) == JV_KIND_STRING && jv_string_length_bytes(jv_copy(text)) > max_output) {
+			v = jv_object_set(v, jv_string(streams[i]), cut_stream(text, (size_t)max_output, total));
+			snprintf(key, sizeof key, "%s_truncated", streams[i]);
+			v = jv_object_set(v, jv_string(key), jv_true());
+		} else
+			jv_free(text);
+	}
+	const char *sess = rec_str(r, "session", NULL), *id = rec_str(r, "id", NULL);
 	if (sess)
 		v = jv_object_set(v, jv_string("session_id"), jv_string(sess));
 	/* The files it made, without their content (that goes in content
-	 * blocks: mcp_run_blocks). */
+	 * blocks: mcp_run_blocks), with the resource each is. */
 	jv arts = rec_get(r, "artifacts");
 	if (jv_get_kind(arts) == JV_KIND_ARRAY) {
 		jv list = jv_array();
 		jv_array_foreach(arts, i, a) {
-			if (jv_get_kind(a) == JV_KIND_OBJECT)
-				list = jv_array_append(list, jv_object_delete(a, jv_string("content")));
-			else
+			const char *path = jv_get_kind(a) == JV_KIND_OBJECT ? rec_str(a, "path", NULL) : NULL;
+			if (path) {
+				char *uri = sess ? util_fmt("sbx://session/%s/%s", sess, path) : util_fmt("sbx://run/%s/%s", id ? id : "", path);
+				a = jv_object_set(jv_object_delete(a, jv_string("content")), jv_string("uri"), jv_string(uri));
+				free(uri);
+				list = jv_array_append(list, a);
+			} else
 				jv_free(a);
 		}
 		v = jv_object_set(v, jv_string("artifacts"), list);
@@ -454,7 +653,178 @@ jv mcp_run_view(jv r)
 	return v;
 }
 
-jv mcp_run_blocks(jv r)
+/* ---- the text a model reads ------------------------------------------- */
+
+static jv text_stream(jv out, jv view, const char *name, const char *label, size_t max)
+{
+	size_t n = 0;
+	const char *t = rec_str(view, name, &n);
+	if (!t || !n)
+		return out;
+	char key[32];
+	double total = (double)n;
+	snprintf(key, sizeof key, "%s_bytes", name);
+	rec_num(view, key, &total);
+	char size[32];
+	util_size_str((uint64_t)total, size, sizeof size);
+	out = jv_string_concat(out, jv_string_fmt("\n%s (%s):\n", label, size));
+	jv shown = cut_stream(jv_string_sized(t, (int)n), max, total);
+	out = jv_string_concat(out, jv_copy(shown));
+	jv_free(shown);
+	if (t[n - 1] != '\n')
+		out = jv_string_concat(out, jv_string("\n"));
+	return out;
+}
+
+jv mcp_run_text(jv view, size_t text_output, uint64_t output_limit)
+{
+	const char *st = rec_str(view, "status", NULL), *lang = rec_str(view, "language", NULL);
+	double ec, ms, mem;
+	const char *sig = rec_str(view, "signal", NULL);
+	jv out = jv_string(st ? st : "no status");
+	if (rec_num(view, "exit_code", &ec))
+		out = jv_string_concat(out, jv_string_fmt(", exit %.0f", ec));
+	if (sig)
+		out = jv_string_concat(out, jv_string_fmt(", %s", sig));
+	if (rec_num(view, "duration_ms", &ms))
+		out = jv_string_concat(out, jv_string_fmt(", %.0f ms", ms));
+	if (rec_num(view, "memory_peak_bytes", &mem) && mem >= 0) {
+		char m[32];
+		out = jv_string_concat(out, jv_string_fmt(", %s peak", util_size_str((uint64_t)mem, m, sizeof m)));
+	}
+	if (lang)
+		out = jv_string_concat(out, jv_string_fmt(" (%s)", lang));
+	const char *err = rec_str(view, "error", NULL);
+	if (err && *err)
+		out = jv_string_concat(out, jv_string_fmt("\nerror: %s", err));
+	jv miss = rec_get(view, "limits_missing");
+	if (jv_get_kind(miss) == JV_KIND_ARRAY && jv_array_length(jv_copy(miss)) > 0) {
+		jv names = jv_string("");
+		jv_array_foreach(miss, i, m) {
+			if (jv_get_kind(m) == JV_KIND_STRING)
+				names = jv_string_concat(names, jv_string_fmt("%s%s", i ? ", " : "", jv_string_value(m)));
+			jv_free(m);
+		}
+		out = jv_string_concat(out, jv_string_fmt("\nnot enforced on this host: %s", jv_string_value(names)));
+		jv_free(names);
+	}
+	jv_free(miss);
+	/* a compile error: the compiler's words are the whole story */
+	jv comp = rec_get(view, "compile");
+	if (st && !strcmp(st, "compile_error") && jv_get_kind(comp) == JV_KIND_OBJECT) {
+		out = text_stream(out, comp, "stderr", "compile.stderr", text_output);
+		out = text_stream(out, comp, "stdout", "compile.stdout", text_output);
+	}
+	jv_free(comp);
+	/* a cell: its value and what became of its kernel */
+	const char *kernel = rec_str(view, "kernel", NULL), *note = rec_str(view, "kernel_note", NULL);
+	double count;
+	if (kernel) {
+		out = jv_string_concat(out, jv_string_fmt("\nkernel: %s", kernel));
+		if (rec_num(view, "execution_count", &count))
+			out = jv_string_concat(out, jv_string_fmt(", cell %.0f", count));
+		if (note)
+			out = jv_string_concat(out, jv_string_fmt(" (%s)", note));
+	}
+	out = text_stream(out, view, "stdout", "stdout", text_output);
+	out = text_stream(out, view, "stderr", "stderr", text_output);
+	const char *value = rec_str(view, "value", NULL);
+	if (value && rec_num(view, "execution_count", &count))
+		out = jv_string_concat(out, jv_string_fmt("\nOut[%.0f]: %s\n", count, value));
+	bool cut = false, c2 = false;
+	rec_bool(view, "stdout_truncated", &cut);
+	rec_bool(view, "stderr_truncated", &c2);
+	size_t shown = 0, n;
+	if (rec_str(view, "stdout", &n) && n > text_output)
+		shown = 1;
+	if (rec_str(view, "stderr", &n) && n > text_output)
+		shown = 1;
+	if (shown || cut || c2) {
+		char lim[32];
+		out = jv_string_concat(out, jv_string_fmt("\n(output cut to its head and tail: max_output asks for up to %s of each stream)\n",
+							   util_size_str(output_limit, lim, sizeof lim)));
+	}
+	jv arts = rec_get(view, "artifacts");
+	if (jv_get_kind(arts) == JV_KIND_ARRAY && jv_array_length(jv_copy(arts)) > 0) {
+		out = jv_string_concat(out, jv_string("\nfiles:"));
+		jv_array_foreach(arts, i, a) {
+			const char *path = rec_str(a, "path", NULL), *mime = rec_str(a, "mime_type", NULL);
+			const char *uri = rec_str(a, "uri", NULL);
+			double bytes = 0;
+			char b[32];
+			rec_num(a, "bytes", &bytes);
+			const char *how = rec_str(a, "shown", NULL);
+			if (path)
+				out = jv_string_concat(out, jv_string_fmt("\n  %s (%s, %s%s%s) %s", path, mime ? mime : "?",
+									   util_size_str((uint64_t)bytes, b, sizeof b), how ? ", " : "",
+									   how ? how : "", uri ? uri : ""));
+			jv_free(a);
+		}
+		out = jv_string_concat(out, jv_string("\n"));
+	}
+	jv_free(arts);
+	if (rec_has(view, "verdict"))
+		out = jv_string_concat(jv_string_concat(out, jv_string("\n")), mcp_verdict_table(view));
+	return out;
+}
+
+/* An image block (data: base64, borrowed). */
+static jv image_block(const char *data, const char *mime)
+{
+	jv b = jv_object_set(jv_object(), jv_string("type"), jv_string("image"));
+	b = jv_object_set(b, jv_string("data"), jv_string(data));
+	return jv_object_set(b, jv_string("mimeType"), jv_string(mime));
+}
+
+/* A raster image (data: its base64, len bytes): itself inline when it is
+ * small and its header honest, else a copy scaled down (PNG), else
+ * nothing; "shown" says which, for the view and the text.  *whole: the
+ * file must come too (it is not what is inline). */
+static jv image_inline(const char *data, size_t len, const char *mime, size_t image_max, char *shown, size_t shownlen,
+		       bool *whole)
+{
+	size_t n = 0;
+	unsigned char *img = (unsigned char *)b64_decode(data, len, &n);
+	uint32_t w = 0, h = 0;
+	*whole = true;
+	if (!img || !thumb_size(mime, img, n, &w, &h)) {
+		snprintf(shown, shownlen, "not inline: its header does not say its size");
+		free(img);
+		return jv_invalid();
+	}
+	if ((uint64_t)w * h > THUMB_INLINE_PIXELS) {
+		snprintf(shown, shownlen, "not inline: %ux%u pixels, too many to show", w, h);
+		free(img);
+		return jv_invalid();
+	}
+	if (len <= image_max) {
+		free(img);
+		snprintf(shown, shownlen, "inline");
+		*whole = false;
+		return image_block(data, mime);
+	}
+	unsigned char *small = NULL;
+	size_t smalln = 0;
+	struct thumb t = { 0 };
+	char why[200] = "only PNGs are scaled down";
+	/* (base64 is 4/3 of the bytes: the copy's bytes are bounded so that
+	 * its base64 is) */
+	bool ok = !strcmp(mime, "image/png") && thumb_make(img, n, image_max / 4 * 3, &small, &smalln, &t, why, sizeof why);
+	free(img);
+	if (!ok) {
+		snprintf(shown, shownlen, "not inline (over image_inline: %s)", why);
+		return jv_invalid();
+	}
+	size_t b64n;
+	char *b64 = b64_encode(small, smalln, &b64n);
+	free(small);
+	snprintf(shown, shownlen, "inline at %ux%u of %ux%u", t.thumb_w, t.thumb_h, t.width, t.height);
+	jv b = image_block(b64, "image/png");
+	free(b64);
+	return b;
+}
+
+jv mcp_run_blocks(jv r, jv *view, size_t image_max)
 {
 	jv blocks = jv_array();
 	jv arts = rec_get(r, "artifacts");
@@ -463,37 +833,54 @@ jv mcp_run_blocks(jv r)
 		jv_free(arts);
 		return blocks;
 	}
+	jv listed = rec_get(*view, "artifacts");
 	jv_array_foreach(arts, i, a) {
 		const char *path = rec_str(a, "path", NULL), *mime = rec_str(a, "mime_type", NULL);
-		const char *data = rec_str(a, "content", NULL);
+		size_t datalen = 0;
+		const char *data = rec_str(a, "content", &datalen);
 		if (path && mime && data) {
-			jv b;
 			char *uri = sess ? util_fmt("sbx://session/%s/%s", sess, path) : util_fmt("sbx://run/%s/%s", id ? id : "", path);
+			char shown[300] = "";
+			bool whole = true;
 			if (rec_raster_mime(mime)) {
-				/* an image the host can show: its bytes, as they are
+				/* an image a client can show, as it is or scaled down
 				 * (an SVG is a file: it can carry script) */
-				b = jv_object_set(jv_object(), jv_string("type"), jv_string("image"));
-				b = jv_object_set(b, jv_string("data"), jv_string(data));
-				b = jv_object_set(b, jv_string("mimeType"), jv_string(mime));
-			} else if (sess) {
+				jv b = image_inline(data, datalen, mime, image_max, shown, sizeof shown, &whole);
+				if (jv_is_valid(b))
+					blocks = jv_array_append(blocks, b);
+			}
+			if (whole && sess) {
 				/* it stays in the workspace: a link to its resource */
-				b = jv_object_set(jv_object(), jv_string("type"), jv_string("resource_link"));
+				jv b = jv_object_set(jv_object(), jv_string("type"), jv_string("resource_link"));
 				b = jv_object_set(b, jv_string("uri"), jv_string(uri));
 				b = jv_object_set(b, jv_string("name"), jv_string(path));
 				b = jv_object_set(b, jv_string("mimeType"), jv_string(mime));
-			} else {
+				blocks = jv_array_append(blocks, b);
+			} else if (whole) {
 				/* a stateless run's is gone with it: embedded */
 				jv res = jv_object_set(jv_object(), jv_string("uri"), jv_string(uri));
 				res = jv_object_set(res, jv_string("mimeType"), jv_string(mime));
 				res = jv_object_set(res, jv_string("blob"), jv_string(data));
-				b = jv_object_set(jv_object_set(jv_object(), jv_string("type"), jv_string("resource")), jv_string("resource"), res);
+				blocks = jv_array_append(blocks, jv_object_set(jv_object_set(jv_object(), jv_string("type"), jv_string("resource")),
+										jv_string("resource"), res));
 			}
 			free(uri);
-			blocks = jv_array_append(blocks, b);
+			/* the view's entry of the same file says how it came */
+			if (shown[0] && jv_get_kind(listed) == JV_KIND_ARRAY)
+				jv_array_foreach(listed, k, e) {
+					const char *ep = rec_str(e, "path", NULL);
+					if (ep && !strcmp(ep, path))
+						listed = jv_array_set(listed, k, jv_object_set(jv_copy(e), jv_string("shown"), jv_string(shown)));
+					jv_free(e);
+				}
 		}
 		jv_free(a);
 	}
 	jv_free(arts);
+	if (jv_get_kind(listed) == JV_KIND_ARRAY)
+		*view = jv_object_set(*view, jv_string("artifacts"), listed);
+	else
+		jv_free(listed);
 	return blocks;
 }
 

@@ -38,20 +38,32 @@ struct mcp_tool {
 const struct mcp_tool *mcp_tool_find(const char *name);
 /* Every tool's name, ", " between them, for --help (static). */
 const char *mcp_tool_names(void);
-/* The tools/list array. */
-jv mcp_tools_list(const struct conf *c, const char *workspace_note);
+/* The tools/list array; host_note: what this host does not enforce, a
+ * sentence for the descriptions of the tools that run ("" if all holds). */
+jv mcp_tools_list(const struct conf *c, const char *workspace_note, const char *host_note);
 /* Check args (borrowed, an object) against the tool's input schema: known
  * keys only, required keys present, JSON types right.  False with why. */
 bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t len);
 /* Whether a call of the tool may be a task (execution.taskSupport
  * "optional"): the ones that run a program. */
 bool mcp_tool_tasks(const struct mcp_tool *t);
-/* A pipeline result (consumed) as run_code's structured result. */
-jv mcp_run_view(jv result);
-/* The content blocks for the files a run made (result borrowed): images
- * as image blocks; other files as resource_links into the session, or, for
- * a stateless run, embedded resources (sbx://run/ID/PATH). */
-jv mcp_run_blocks(jv result);
+/* A pipeline result (consumed) as a run tool's structured result: the
+ * record's fields an agent uses, the artifacts' resources; each stream cut
+ * to max_output bytes (head and tail) unless max_output < 0. */
+jv mcp_run_view(jv result, double max_output);
+/* The result's text block, for a model to read (view borrowed): a status
+ * line, the error, what this host did not enforce, the compiler's
+ * messages, the kernel, each stream's head and tail up to text_output
+ * bytes, the files, the verdict table.  output_limit: the most a call may
+ * ask for with max_output, said where output was cut. */
+jv mcp_run_text(jv view, size_t text_output, uint64_t output_limit);
+/* The content blocks for the files a run made (result borrowed): raster
+ * images as image blocks when their base64 takes at most image_max bytes,
+ * else a copy scaled down to that (thumb.h) and the whole as a file; other
+ * files as resource_links into the session, or, for a stateless run,
+ * embedded resources (sbx://run/ID/PATH).  Each image's entry in the
+ * view's artifacts gets "shown": how it came. */
+jv mcp_run_blocks(jv result, jv *view, size_t image_max);
 /* A judged result's verdict and tests as a table, for people (result
  * borrowed). */
 jv mcp_verdict_table(jv result);

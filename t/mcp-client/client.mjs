@@ -37,7 +37,8 @@ const sc = async (name, args) => (await call(name, args)).structuredContent;
 let r = await call("run_code", { language: "python", code: "print(sum([1,2,3]))" });
 check(r.structuredContent?.status === "success" && r.structuredContent.stdout === "6\n" && !r.isError,
   "run_code python: 6", r);
-check(JSON.parse(r.content[0].text).stdout === "6\n", "the same result as text content", r.content);
+check(/^success, exit 0, \d+ ms.*\(python\)\nstdout \(2 bytes\):\n6\n$/.test(r.content[0].text),
+  "the text for a model: a status line and the output", r.content);
 
 r = await sc("run_code", { language: "cpp", code: "#include <iostream>\n#include <vector>\n\nint main() {\n    std::vector<int> v{1, 2, 3, 4, 5};\n    int sum = 0;\n    for (int x : v) sum += x;\n    std::cout << \"The sum of elements is: \" << sum << std::endl;\n}\n" });
 check(r?.status === "success" && r.stdout === "The sum of elements is: 15\n" && r.compile?.status === "success",
@@ -55,7 +56,8 @@ let v = r.structuredContent;
 check(v?.verdict === "wrong_answer" && v.tests_passed === 1 && v.tests_total === 3 && v.failed_test === 1 &&
   JSON.stringify(v.tests.map((t) => t.status)) === JSON.stringify(["passed", "wrong_answer", "error"]) &&
   v.tests[1].diff?.expected === "5" && !r.isError, "run_code with tests: compiled once, judged per test", v);
-check(r.content.some((c) => c.type === "text" && /^verdict wrong_answer: 1 of 3 tests passed/.test(c.text) &&
+check(v.status === "rejected" && /^rejected, exit 0/.test(r.content[0].text), "a wrong answer's status: rejected", r.content);
+check(r.content.some((c) => c.type === "text" && /^verdict wrong_answer: 1 of 3 tests passed/m.test(c.text) &&
   /1 +wrong_answer .*expected "5", got "4"/.test(c.text)), "run_code with tests: the verdict table as text", r.content);
 
 let t0 = Date.now();

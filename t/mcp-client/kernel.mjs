@@ -39,7 +39,8 @@ let r = await call("run_cell", { session_id: sid, code: "import time\nt0 = time.
 let s = r.structuredContent;
 check(s?.status === "success" && s.value === "42" && s.execution_count === 1 && s.kernel === "started" && !r.isError,
   "a first cell starts the kernel: Out[1] is 42", s);
-check(JSON.parse(r.content[0].text).value === "42", "the same as text content", r.content);
+check(/\nkernel: started, cell 1\n/.test(r.content[0].text) && /\nOut\[1\]: 42\n/.test(r.content[0].text),
+  "the text for a model: the kernel and Out[1]", r.content);
 s = await sc("run_cell", { session_id: sid, code: "print(x + 1)\ny = [x] * 3" });
 check(s?.status === "success" && s.stdout === "43\n" && s.value === null && s.execution_count === 2 && s.kernel === "live",
   "state kept: the next cell sees x; no value for a statement", s);
