@@ -236,10 +236,16 @@ typescript:
 	build-aux/npm-get typescript global $(TS_PKGS) || \
 		echo "make typescript: without TypeScript's compiler the typescript language reports itself missing; its tests are skipped" >&2
 
-# The official MCP SDK for t/65-mcp-sdk.bats and the official conformance
-# suite for t/66-mcp-conformance.bats, exactly as locked.
+# The official MCP SDK for t/65-mcp-sdk.bats, the official conformance
+# suite for t/66-mcp-conformance.bats and the MCP Inspector's CLI for
+# t/68-mcp-inspector.bats, exactly as locked.  The Inspector without its
+# optional packages (native bindings: the OS keyring, for OAuth secrets,
+# and its web UI's bundler; 34 MB that t/68 never loads) and without its
+# postinstall script (it installs the sub-clients of a source checkout,
+# and does nothing under node_modules).
 mcp-client: deps-test
 	@build-aux/npm-get mcp-client ci t/mcp-client && build-aux/npm-get mcp-client ci t/mcp-conformance && \
+		npm_config_omit=optional npm_config_ignore_scripts=true build-aux/npm-get mcp-client ci t/mcp-inspector && \
 		PUPPETEER_SKIP_DOWNLOAD=1 build-aux/npm-get mcp-client ci t/browser
 
 # bats-core for t/run, exactly as locked (t/bats): 1.10 or later picks
