@@ -45,7 +45,7 @@ UNIT_SRC := $(wildcard t/unit/*.c)
 UNITS    := $(patsubst t/unit/%.c,$(BUILD)/t/%,$(UNIT_SRC))
 MANS     := $(wildcard man/*.1)
 
-.PHONY: deb image image-slim deb-arm64 image-arm64 image-slim-arm64 deps-arm64 check-arm64 dash-shots typescript python-site python-fonts demo all check check-asan check-kernels check-builds check-valgrind vg-wrappers unit deps deps-lang deps-test deps-deb install uninstall clean fuzz fuzz-build bench bench-run differential mcp-client test-tools
+.PHONY: deb image image-slim deb-arm64 image-arm64 image-slim-arm64 deps-arm64 check-arm64 dash-shots typescript python-site python-fonts demo all check check-asan check-kernels check-builds check-valgrind vg-wrappers unit deps deps-lang deps-test deps-deb install uninstall clean fuzz fuzz-build bench bench-run bench-tokens differential mcp-client test-tools
 # Helpers the tools run, not tools: in ../libexec/sbx beside the tools'
 # directory, in a checkout as when installed.
 LIBEXECDIR := $(BINDIR)/../libexec/sbx
@@ -113,7 +113,7 @@ demo: deps
 # bench/results/DATE-COMMIT.md with the machine and the commit they
 # describe (nobody copies figures by hand; doc/performance.md says how to
 # read them).
-bench: deps-test all
+bench: deps-test bench-tokens all
 	@mkdir -p bench/results
 	@f=bench/results/$$(date -u +%Y-%m-%dT%H%MZ)-$$(git rev-parse --short HEAD 2>/dev/null || echo unknown).md; \
 	{ echo "# make bench, $$(date -u '+%F %T') UTC"; echo; \
@@ -123,6 +123,11 @@ bench: deps-test all
 	  SBX_BENCH_SUMMARY=$(CURDIR)/$(BUILD)/bench/summary.tsv $(MAKE) -s --no-print-directory bench-run 2>&1; echo '```'; } | tee "$$f"; \
 	echo "written to $$f"; \
 	build-aux/bench-readme $(BUILD)/bench/summary.tsv "$$f"
+
+# The tokenizer bench/mcp_tokens.mjs counts with (gpt-tokenizer's
+# o200k_base), exactly as locked (bench/tokens).
+bench-tokens: deps-test
+	@build-aux/npm-get bench-tokens ci bench/tokens
 
 $(BUILD)/bench/sha256: bench/sha256.c $(BUILD)/libsbx.a
 	@mkdir -p $(dir $@)
@@ -140,6 +145,8 @@ bench-run: $(BUILD)/bench/sha256
 	@echo
 	@echo "# MCP over stdio (bench/mcp_rtt.py)"
 	@SBX_HISTORY=$(CURDIR)/$(BUILD)/bench/mcp-history.db bench/mcp_rtt.py
+	@echo
+	@bench/mcp_tokens.mjs
 	@echo
 	@SBX_HISTORY=$(CURDIR)/$(BUILD)/bench/mcp-history.db bench/live.py
 	@echo
