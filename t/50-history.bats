@@ -293,7 +293,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	# a typo in a cron query is a usage error naming what is valid, never "no rows"
 	run --separate-stderr hist --status timout
 	[ "$status" -eq 2 ]
-	[[ "${stderr_lines[0]}" == *'"timout" is not a status (success, error, timeout,'* ]]
+	[[ "${stderr_lines[0]}" == *'"timout" is not a status (success, error, rejected, timeout,'* ]]
 	run --separate-stderr hist --language cobol
 	[ "$status" -eq 2 ]
 	[[ "${stderr_lines[0]}" == *'"cobol" is not a configured language ('*python* ]]
