@@ -311,6 +311,25 @@ mcp() {
 	grep -q '<td><span class="st st-wrong_answer">wrong_answer</span></td>' body
 }
 
+@test "dashboard: images the history kept are shown when their header says a size a browser may decode; a PNG claiming 400 M pixels is not" {
+	png=$(python3 -c '
+import base64, struct, sys, zlib
+def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+def png(w, h, idat): return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+print(base64.b64encode(png(1, 1, zlib.compress(b"\0\xff\0\0"))).decode(), base64.b64encode(png(20000, 20000, zlib.compress(b"\0" * 60001))).decode())')
+	read -r ok bomb <<< "$png"
+	log "$(jq -nc --arg ok "$ok" --arg bomb "$bomb" '{id: "img-1", language: "python", code: "x", status: "success", exit_code: 0,
+		duration_ms: 5, started_at: (now | todate), artifacts: [{path: "ok.png", mime_type: "image/png", bytes: 70, content: $ok},
+		{path: "bomb.png", mime_type: "image/png", bytes: 150, content: $bomb}]}')"
+	set_key dashboard '"all"'
+	http_serve
+	req GET /runs/1 -H "Authorization: Bearer $TOKEN"
+	[ "$code" = 200 ]
+	grep -qF "<img alt=\"\" src=\"data:image/png;base64,$ok\"><figcaption>ok.png</figcaption>" body
+	! grep -q 'bomb.png</figcaption>' body || false
+	! grep -qF "$bomb" body || false
+}
+
 @test "dashboard: a session's command is labelled a command, in its language's environment, not as code of the language" {
 	set_key dashboard '"all"'
 	log "$(jq -nc '{id: "cmd-1", session: "0123456789abcdef0123456789abcdef", language: "python", command: ["sh", "-c", "make && ./app"],

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "imgsize.h"
 #include "rec.h"
 #include "utf8.h"
 #include "util.h"
@@ -711,7 +712,8 @@ static void kv_table(struct page *p, const char *id, jv obj)
 }
 
 /* Images the run made, where the history kept them: raster types only
- * (rec_raster_mime), content strictly base64. */
+ * (rec_raster_mime), content strictly base64, a header that says a size
+ * a browser may decode (imgsize.h: the rule MCP results follow too). */
 static void images(struct page *p, jv rec)
 {
 	jv arts = jv_get_kind(rec) == JV_KIND_OBJECT ? rec_get(rec, "artifacts") : jv_invalid();
@@ -727,7 +729,9 @@ static void images(struct page *p, jv rec)
 		bool raster = rec_raster_mime(mime);
 		bool b64 = content && *content && strspn(content, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") == strlen(content);
 		/* 16 MiB of images on one page at most. */
-		if (raster && b64 && (shown_bytes += strlen(content)) <= (16u << 20)) {
+		uint32_t w, h;
+		if (raster && b64 && imgsize_showable(mime, content, strlen(content), &w, &h) &&
+		    (shown_bytes += strlen(content)) <= (16u << 20)) {
 			if (!any)
 				page_raw(p, "<h2>Images</h2><div id=\"images\">");
 			any = true;

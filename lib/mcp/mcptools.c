@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "b64.h"
+#include "imgsize.h"
 #include "rec.h"
 #include "thumb.h"
 #include "util.h"
@@ -783,18 +784,19 @@ static jv image_block(const char *data, const char *mime)
 static jv image_inline(const char *data, size_t len, const char *mime, size_t image_max, char *shown, size_t shownlen,
 		       bool *whole)
 {
-	size_t n = 0;
-	unsigned char *img = (unsigned char *)b64_decode(data, len, &n);
 	uint32_t w = 0, h = 0;
 	*whole = true;
-	if (!img || !thumb_size(mime, img, n, &w, &h)) {
-		snprintf(shown, shownlen, "not inline: its header does not say its size");
-		free(img);
+	if (!imgsize_showable(mime, data, len, &w, &h)) {
+		if (w && h)
+			snprintf(shown, shownlen, "not inline: %ux%u pixels, too many to show", w, h);
+		else
+			snprintf(shown, shownlen, "not inline: its header does not say its size");
 		return jv_invalid();
 	}
-	if ((uint64_t)w * h > THUMB_INLINE_PIXELS) {
-		snprintf(shown, shownlen, "not inline: %ux%u pixels, too many to show", w, h);
-		free(img);
+	size_t n = 0;
+	unsigned char *img = (unsigned char *)b64_decode(data, len, &n);
+	if (!img) {
+		snprintf(shown, shownlen, "not inline: not base64");
 		return jv_invalid();
 	}
 	if (len <= image_max) {

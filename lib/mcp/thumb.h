@@ -27,18 +27,6 @@ struct thumb {
 	uint32_t thumb_w, thumb_h;    /* the copy's */
 };
 
-/* An image of pixels past this is never shown inline, however small its
- * file: a few hundred bytes of PNG can claim gigabytes of pixels, which a
- * client would decode. */
-#define THUMB_INLINE_PIXELS (16u << 20)
-
-/* Whether png (len bytes) starts as a PNG does, and its size (from the
- * IHDR chunk, read here without decoding anything). */
-bool thumb_png_size(const unsigned char *png, size_t len, uint32_t *w, uint32_t *h);
-/* The same for any raster image sbx shows (PNG, GIF, JPEG, WebP), by its
- * MIME type, from its header alone; false if it cannot be read. */
-bool thumb_size(const char *mime, const unsigned char *img, size_t len, uint32_t *w, uint32_t *h);
-
 /* A copy of png scaled down by a whole factor (box filter) until it takes
  * at most max bytes, into *out (malloc'd, *outlen bytes); false with why
  * if there is none (not a PNG, too many pixels, the child failed or took
