@@ -49,12 +49,16 @@ MANS     := $(wildcard man/*.1)
 # Helpers the tools run, not tools: in ../libexec/sbx beside the tools'
 # directory, in a checkout as when installed.
 LIBEXECDIR := $(BINDIR)/../libexec/sbx
-HELPERS    := sbx-egress sbx-egress-shim
+HELPERS    := sbx-egress sbx-egress-shim sbx-thumb
 all: $(addprefix $(BINDIR)/,$(TOOLS)) $(addprefix $(LIBEXECDIR)/,$(HELPERS))
 
 $(LIBEXECDIR)/sbx-egress: src/sbx-egress.c $(BUILD)/libsbx.a
 	@mkdir -p $(LIBEXECDIR) $(BUILD)/obj/src
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MF $(BUILD)/obj/src/sbx-egress.d -o $@ $< $(BUILD)/libsbx.a $(LDFLAGS) $(LDLIBS)
+
+$(LIBEXECDIR)/sbx-thumb: src/sbx-thumb.c $(BUILD)/libsbx.a
+	@mkdir -p $(LIBEXECDIR) $(BUILD)/obj/src
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MF $(BUILD)/obj/src/sbx-thumb.d -o $@ $< $(BUILD)/libsbx.a $(LDFLAGS) $(LDLIBS)
 
 # The docker backend's install containers run this in the language's image
 # (lib/sandbox/egress.h), whatever its libc: linked statically, and never with the

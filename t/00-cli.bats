@@ -118,7 +118,7 @@ tools() {
 	[ -f "$ROOT/bin/sbx-run" ] || skip "no build in $ROOT/bin"
 	pfx=$BATS_TEST_TMPDIR/pfx
 	make -s -C "$ROOT" install PREFIX="$pfx" STATEDIR="$pfx/state" > /dev/null
-	[ -x "$pfx/bin/sbx-run" ] && [ -x "$pfx/libexec/sbx/sbx-egress" ] && [ -f "$pfx/share/sbx/examples/show.jq" ]
+	[ -x "$pfx/bin/sbx-run" ] && [ -x "$pfx/libexec/sbx/sbx-egress" ] && [ -x "$pfx/libexec/sbx/sbx-thumb" ] && [ -f "$pfx/share/sbx/examples/show.jq" ]
 	grep -q "^state_dir *= \"$pfx/state\"" "$pfx/etc/sbx/sandbox.conf"
 	mkdir elsewhere && cd elsewhere
 	run --separate-stderr env -u SBX_CONF -u SBX_HISTORY bash -c "echo '{\"language\":\"bash\",\"code\":\"echo hi\"}' |

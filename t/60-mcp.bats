@@ -654,6 +654,16 @@ open("huge.png", "wb").write(png(20000, 20000, zlib.compress(b"\0" * 70000)))
 # a valid header over garbage, and a PNG cut short
 open("bad.png", "wb").write(png(640, 480, random.randbytes(70000)))
 open("cut.png", "wb").write(png(w, h, zlib.compress(rows))[:60000])
+# GIFs: decoders grow a 1x1 screen to hold a 5000x5000 frame; an honest one
+def gif(fw, fh):
+    return (b"GIF89a" + struct.pack("<HHBBB", 1, 1, 0x80, 0, 0) + b"\0\0\0\xff\xff\xff" + b"\x2c" +
+            struct.pack("<HHHHB", 0, 0, fw, fh, 0) + b"\x02\x02\x4c\x01\x00\x3b")
+open("grow.gif", "wb").write(gif(5000, 5000))
+open("dot.gif", "wb").write(gif(1, 1))
+# a JPEG whose restart marker, read as a segment with a length, would jump
+# to a 1x1 frame header where a decoder finds a 5000x5000 one
+sof = lambda w, h: b"\xff\xc0\x00\x11\x08" + struct.pack(">HH", h, w) + b"\x03\x01\x22\x00\x02\x11\x01\x03\x11\x01"
+open("decoy.jpg", "wb").write(b"\xff\xd8\xff\xd0" + sof(5000, 5000)[:2] + b"\x00\x02" + sof(1, 1) + sof(5000, 5000) + b"\xff\xd9")
 EOF
 	{
 		init
@@ -662,19 +672,54 @@ EOF
 	answer 1 | jq -e '.result.structuredContent.status == "success"' || { answer 1 | cut -c1-800 >&2; false; }
 	# the noise: a copy within image_inline (48k of base64), scaled by a
 	# whole factor, and the whole PNG as an embedded resource
-	answer 1 | jq -e '[.result.content[] | select(.type == "image")] | length == 1 and (.[0].data | length) <= 49152'
-	answer 1 | jq -r '.result.content[] | select(.type == "image") | .data' | base64 -d > thumb.png
+	answer 1 | jq -e '[.result.content[] | select(.type == "image")] | length == 2 and (.[0].mimeType == "image/gif") and (.[1].data | length) <= 49152'
+	answer 1 | jq -r '.result.content[] | select(.type == "image" and .mimeType == "image/png") | .data' | base64 -d > thumb.png
 	python3 -c 'import struct,sys; d=open("thumb.png","rb").read(); w,h=struct.unpack(">II",d[16:24]); sys.exit(not (d[:8]==b"\x89PNG\r\n\x1a\n" and w<640 and h<480 and 640//w==480//h))'
 	answer 1 | jq -e '.result.structuredContent.artifacts[] | select(.path == "noise.png") | .shown | test("^inline at [0-9]+x[0-9]+ of 640x480$")'
 	# every file whole, as an embedded resource (its base64: 4 characters per 3 bytes)
 	answer 1 | jq -e '(.result.structuredContent.artifacts | map({(.path): (((.bytes + 2) / 3 | floor) * 4)}) | add) as $b |
-		[.result.content[] | select(.type == "resource") | .resource | {(.uri | split("/")[-1]): (.blob | length)}] | add == $b'
+		[.result.content[] | select(.type == "resource") | .resource | {(.uri | split("/")[-1]): (.blob | length)}] | add == ($b | del(.["dot.gif"]))'
 	# the others: not inline, and why
 	answer 1 | jq -e '.result.structuredContent.artifacts | map({(.path): .shown}) | add |
 		(.["huge.png"] == "not inline: 20000x20000 pixels, too many to show") and
-		(.["bad.png"] | test("not inline .*could not be decoded")) and (.["cut.png"] | test("not inline .*could not be decoded"))'
+		(.["bad.png"] | test("not inline .*could not be decoded")) and (.["cut.png"] | test("not inline .*could not be decoded")) and
+		.["grow.gif"] == "not inline: 5000x5000 pixels, too many to show" and .["dot.gif"] == "inline" and
+		.["decoy.jpg"] == "not inline: its header does not say its size"'
 	answer 1 | jq -e '.result.content[0].text | test("noise.png [(]image/png, [0-9.]+ KiB, inline at [0-9]+x[0-9]+ of 640x480[)]")'
 	! grep -q "Sanitizer\|runtime error" err || false
+}
+
+@test "sbx-thumb, seen from the host: a fresh exec as the sandboxes' nobody, under seccomp, no new privileges, three fds, before it reads the PNG" {
+	skip_unless_root
+	thumb=$BIN/../libexec/sbx/sbx-thumb
+	nobody=$(( $(sed -n 's/^uid *= *\([0-9]*\).*/\1/p' "$SBX_CONF" | head -1) + 2 ))
+	[ "$nobody" -gt 2 ] || nobody=60002
+	python3 -c '
+import struct, zlib
+def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+rows = b"".join(b"\0" + bytes((x * 7 + y * 3) % 256 for x in range(300 * 3)) for y in range(200))
+open("in.png", "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 300, 200, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))'
+	mkfifo fifo
+	# (its stdout a pipe, as sbx-mcp gives it: no file may grow)
+	"$thumb" "$nobody" 4000 < fifo 2> /dev/null > >(cat > out) &
+	pid=$!
+	exec 8> fifo
+	# blocked on its stdin, already confined: read from /proc
+	for _ in $(seq 100); do grep -q '^Seccomp:[[:space:]]*2' /proc/$pid/status 2> /dev/null && break; sleep 0.05; done
+	grep -q '^Seccomp:[[:space:]]*2$' /proc/$pid/status
+	grep -q '^NoNewPrivs:[[:space:]]*1$' /proc/$pid/status
+	grep -qE "^Uid:[[:space:]]+$nobody[[:space:]]+$nobody[[:space:]]+$nobody[[:space:]]+$nobody$" /proc/$pid/status
+	grep -qE "^Groups:[[:space:]]*$" /proc/$pid/status
+	[ "$(ls /proc/$pid/fd | sort | tr '\n' ' ')" = "0 1 2 " ]
+	cat in.png >&8
+	exec 8>&-
+	wait "$pid"
+	for _ in $(seq 100); do [ -s out ] && break; sleep 0.05; done
+	# its answer: the copy's size, then a PNG of it within 4000 bytes
+	python3 -c 'import struct,sys; d=open("out","rb").read(); w,h=struct.unpack("=II",d[:8]); p=d[8:]; sys.exit(not (p[:8]==b"\x89PNG\r\n\x1a\n" and struct.unpack(">II",p[16:24])==(w,h) and w<300 and len(p)<=4000))'
+	# misuse: the usage, exit 2
+	run "$thumb"
+	[ "$status" -eq 2 ] && [[ "$output" == *"usage: sbx-thumb UID MAX"* ]]
 }
 
 @test "run_code with matplotlib: plt.show() is an image block the model sees" {

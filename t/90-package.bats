@@ -113,6 +113,7 @@ boot_root() {
 	done
 	grep -x ./usr/share/zsh/vendor-completions/_sbx files
 	grep -x ./usr/libexec/sbx/sbx-egress files
+	grep -x ./usr/libexec/sbx/sbx-thumb files
 	grep -x ./var/lib/sbx/ files
 	# the maintainer scripts stop the units on removal and restart them on upgrade
 	dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./prerm ./postinst ./postrm > scripts

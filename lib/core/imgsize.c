@@ -32,7 +32,10 @@ static uint32_t le24(const unsigned char *p)
 }
 
 /* A JPEG's frame header (SOFn) gives its size; markers before it are
- * skipped by their lengths. */
+ * skipped by their lengths, as a decoder does.  A marker that has no
+ * length (RSTn, TEM, another SOI, EOI) before the frame is refused: a
+ * reader that took it for one with a length would jump past the real
+ * frame header to a decoy in the next segment. */
 static bool jpeg_size(const unsigned char *p, size_t len, uint32_t *w, uint32_t *h)
 {
 	if (len < 4 || p[0] != 0xFF || p[1] != 0xD8)
@@ -45,6 +48,8 @@ static bool jpeg_size(const unsigned char *p, size_t len, uint32_t *w, uint32_t 
 			i++;
 			continue;
 		}
+		if (m == 0x01 || m == 0x00 || (m >= 0xD0 && m <= 0xD9))
+			return false;
 		size_t seg = (size_t)p[i + 2] << 8 | p[i + 3];
 		if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {
 			*h = (uint32_t)p[i + 5] << 8 | p[i + 6];
@@ -54,6 +59,52 @@ static bool jpeg_size(const unsigned char *p, size_t len, uint32_t *w, uint32_t 
 		if (seg < 2)
 			return false;
 		i += 2 + seg;
+	}
+	return false;
+}
+
+/* Past a GIF's data sub-blocks (each a length byte, the last 0); 0 if
+ * they run past the end. */
+static size_t gif_blocks(const unsigned char *p, size_t len, size_t i)
+{
+	while (i < len && p[i])
+		i += 1 + (size_t)p[i];
+	return i < len ? i + 1 : 0;
+}
+
+/* A GIF's size is its screen's grown to hold every frame (decoders grow
+ * the canvas to a frame that does not fit: a 1x1 screen can carry a
+ * 65535x65535 frame), so every frame is walked, to the trailer; a file
+ * that ends before it says no size. */
+static bool gif_size(const unsigned char *p, size_t len, uint32_t *w, uint32_t *h)
+{
+	if (len < 13 || memcmp(p, "GIF8", 4))
+		return false;
+	*w = le16(p + 6);
+	*h = le16(p + 8);
+	size_t i = 13;
+	if (p[10] & 0x80)
+		i += 3u << ((p[10] & 7) + 1);
+	while (i < len) {
+		if (p[i] == 0x3B)
+			return *w && *h;
+		if (p[i] == 0x21) {
+			if (i + 2 > len || !(i = gif_blocks(p, len, i + 2)))
+				return false;
+		} else if (p[i] == 0x2C) {
+			if (i + 10 > len)
+				return false;
+			uint32_t right = le16(p + i + 1) + le16(p + i + 5), bottom = le16(p + i + 3) + le16(p + i + 7);
+			*w = right > *w ? right : *w;
+			*h = bottom > *h ? bottom : *h;
+			unsigned flags = p[i + 9];
+			i += 10;
+			if (flags & 0x80)
+				i += 3u << ((flags & 7) + 1);
+			if (i + 1 >= len || !(i = gif_blocks(p, len, i + 1))) /* (after the LZW code size) */
+				return false;
+		} else
+			return false;
 	}
 	return false;
 }
@@ -81,13 +132,8 @@ bool imgsize_of(const char *mime, const unsigned char *img, size_t len, uint32_t
 {
 	if (!strcmp(mime, "image/png"))
 		return imgsize_png(img, len, w, h);
-	if (!strcmp(mime, "image/gif")) {
-		if (len < 10 || memcmp(img, "GIF8", 4))
-			return false;
-		*w = le16(img + 6);
-		*h = le16(img + 8);
-		return *w && *h;
-	}
+	if (!strcmp(mime, "image/gif"))
+		return gif_size(img, len, w, h);
 	if (!strcmp(mime, "image/jpeg"))
 		return jpeg_size(img, len, w, h);
 	if (!strcmp(mime, "image/webp"))
@@ -98,8 +144,9 @@ bool imgsize_of(const char *mime, const unsigned char *img, size_t len, uint32_t
 bool imgsize_showable(const char *mime, const char *b64, size_t n, uint32_t *w, uint32_t *h)
 {
 	/* the header is near the start: a JPEG's frame header after its
-	 * EXIF (64 KiB at most), the others' in their first bytes */
-	size_t take = n < (128u << 10) ? n : (128u << 10);
+	 * EXIF (64 KiB at most), PNG's and WebP's in their first bytes; a
+	 * GIF's frames are all through it */
+	size_t take = n < (128u << 10) || !strcmp(mime, "image/gif") ? n : (128u << 10);
 	take -= take % 4;
 	size_t len = 0;
 	unsigned char *img = (unsigned char *)b64_decode(b64, take, &len);

@@ -124,7 +124,9 @@ static jv run_result(struct call *c, jv result, bool is_error)
 {
 	const struct conf *conf = c->m->conf;
 	jv view = mcp_run_view(jv_copy(result), c->max_output);
-	jv blocks = mcp_run_blocks(result, &view, conf->mcp_image_inline);
+	/* (as root, images are scaled down as the sandboxes' nobody:
+	 * conf_host_ids[2], which owns nothing) */
+	jv blocks = mcp_run_blocks(result, &view, conf->mcp_image_inline, geteuid() == 0 ? (int64_t)conf->uid + 2 : -1);
 	jv_free(result);
 	size_t text_output = c->max_output >= 0 ? (size_t)c->max_output : (size_t)conf->mcp_text_output;
 	jv item = jv_object_set(jv_object(), jv_string("type"), jv_string("text"));
@@ -176,6 +178,10 @@ void mcp_call_free(struct call *c)
 	if (c->beat >= 0) {
 		loop_unwatch(c->m->loop, c->beat);
 		close(c->beat);
+	}
+	if (c->efd >= 0) {
+		loop_unwatch(c->m->loop, c->efd);
+		close(c->efd);
 	}
 	struct mcp *m = c->m;
 	if (c->task)
@@ -360,7 +366,8 @@ static void start_run(struct call *c)
 	req = jv_object_set(req, jv_string("id"), jv_string(c->run_id));
 	if (c->principal[0])
 		req = jv_object_set(req, jv_string("principal"), jv_string(c->principal));
-	chain_submit(m->chain, req, run_done, run_event, c);
+	/* (before the submission, which may finish the call and free it at
+	 * once: mcp_call_free stops the beat) */
 	if (jv_is_valid(c->token) && c->beat < 0 &&
 	    (c->beat = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) >= 0) {
 		uint64_t ms = m->conf->mcp_progress_ms;
@@ -369,6 +376,7 @@ static void start_run(struct call *c)
 		timerfd_settime(c->beat, 0, &its, NULL);
 		loop_watch(m->loop, c->beat, POLLIN, on_beat, c);
 	}
+	chain_submit(m->chain, req, run_done, run_event, c);
 }
 
 /* Queue a run (args: the pipeline request without id). */
@@ -428,14 +436,15 @@ static void dispatch_queue(struct mcp *m)
 
 /* ---- helper processes (sbx-history, sbx-run --check) --------------------- */
 
-/* What a helper said on stderr (it has exited: the pipe holds all of it,
- * up to a pipe's size): passed on to ours, the server's log, and its start
- * kept for a tool error that quotes the helper's own words. */
-static void helper_stderr(struct call *c)
+/* What a helper says on stderr, as it says it (read from the loop, so a
+ * helper that says much never blocks on a full pipe): passed on to ours,
+ * the server's log, and its start kept for a tool error that quotes the
+ * helper's own words.  At its end (eof), the pipe is closed. */
+static void helper_stderr(struct call *c, bool eof)
 {
 	char b[4096];
-	size_t kept = 0;
-	ssize_t n;
+	ssize_t n = -1;
+	size_t kept = strlen(c->err);
 	while (c->efd >= 0 && ((n = read(c->efd, b, sizeof b)) > 0 || (n < 0 && errno == EINTR))) {
 		if (n <= 0)
 			continue;
@@ -443,11 +452,19 @@ static void helper_stderr(struct call *c)
 		size_t keep = sizeof c->err - 1 - kept < (size_t)n ? sizeof c->err - 1 - kept : (size_t)n;
 		memcpy(c->err + kept, b, keep);
 		kept += keep;
+		c->err[kept] = 0;
 	}
-	c->err[kept] = 0;
-	if (c->efd >= 0)
+	if (c->efd >= 0 && (eof || n == 0)) {
+		loop_unwatch(c->m->loop, c->efd);
 		close(c->efd);
-	c->efd = -1;
+		c->efd = -1;
+	}
+}
+
+static void on_helper_stderr(struct loop *l, int fd, short rev, void *arg)
+{
+	(void)l, (void)fd, (void)rev;
+	helper_stderr(arg, false);
 }
 
 static void on_helper(struct loop *l, int fd, short rev, void *arg)
@@ -469,7 +486,7 @@ static void on_helper(struct loop *l, int fd, short rev, void *arg)
 	close(fd);
 	int status = 0;
 	waitpid(c->pid, &status, 0);
-	helper_stderr(c);
+	helper_stderr(c, true);
 	c->buf[c->len] = 0;
 	c->state = C_DONE;
 	if (c->cancelled) {
@@ -488,7 +505,7 @@ static bool start_helper(struct call *c, char **argv, void (*done)(struct call *
 	int p[2], e[2] = { -1, -1 };
 	char *path = util_fmt("%s/%s", m->bindir, argv[0]);
 	bool piped = pipe2(p, O_CLOEXEC) == 0;
-	if (piped && pipe2(e, O_CLOEXEC | O_NONBLOCK) < 0) {
+	if (piped && pipe2(e, O_CLOEXEC) < 0) {
 		int keep = errno;
 		close(p[0]);
 		close(p[1]);
@@ -527,7 +544,9 @@ static bool start_helper(struct call *c, char **argv, void (*done)(struct call *
 	c->efd = e[0];
 	c->helper_done = done;
 	proc_set_nonblock(c->fd, true);
+	proc_set_nonblock(c->efd, true); /* (our end only: the helper's blocks, and is drained) */
 	loop_watch(m->loop, c->fd, POLLIN, on_helper, c);
+	loop_watch(m->loop, c->efd, POLLIN, on_helper_stderr, c);
 	return true;
 }
 
@@ -965,6 +984,18 @@ static void do_tools_call(struct mcp_client *cl, uint64_t tag, jv id, jv params,
 			mcp_send_error(cl, tag, id, E_PARAMS, why, jv_invalid());
 		return;
 	}
+	/* max_output shapes the answer, not the run: it stays here. */
+	double max_output = -1;
+	if (rec_num(args, "max_output", &max_output)) {
+		if (max_output < 0) {
+			jv_free(args);
+			mcp_send_result(cl, tag, id, modern, mcp_tool_error("%s: \"max_output\" must be 0 or more (bytes of each stream)", t->name));
+			return;
+		}
+		if (max_output > (double)m->conf->lim.run.output)
+			max_output = (double)m->conf->lim.run.output;
+		args = jv_object_delete(args, jv_string("max_output"));
+	}
 	struct task *task = NULL;
 	jv tparams = rec_get(params, "task");
 	if (jv_get_kind(tparams) == JV_KIND_OBJECT) {
@@ -1007,18 +1038,6 @@ static void do_tools_call(struct mcp_client *cl, uint64_t tag, jv id, jv params,
 					       t->name, want, (double)m->conf->mcp_max_timeout_ms / 1000,
 					       (double)m->conf->ceiling.timeout_ms / 1000));
 		return;
-	}
-	/* max_output shapes the answer, not the run: it stays here. */
-	double max_output = -1;
-	if (rec_num(args, "max_output", &max_output)) {
-		if (max_output < 0) {
-			jv_free(args);
-			mcp_send_result(cl, tag, id, modern, mcp_tool_error("%s: \"max_output\" must be 0 or more (bytes of each stream)", t->name));
-			return;
-		}
-		if (max_output > (double)m->conf->lim.run.output)
-			max_output = (double)m->conf->lim.run.output;
-		args = jv_object_delete(args, jv_string("max_output"));
 	}
 	struct call *c = util_xalloc(sizeof *c);
 	*c = (struct call){ .m = m, .cl = cl, .tag = tag, .id = id, .token = jv_invalid(), .modern = modern, .tool = t, .args = args,
@@ -1295,7 +1314,7 @@ static void on_probe_timer(struct loop *l, int fd, short rev, void *arg)
 static void probe_start(struct mcp *m)
 {
 	struct call *c = util_xalloc(sizeof *c);
-	*c = (struct call){ .m = m, .id = jv_null(), .token = jv_invalid(), .tool = mcp_tool_find("check_backend"), .max_output = -1, .beat = -1,
+	*c = (struct call){ .m = m, .id = jv_null(), .token = jv_invalid(), .tool = mcp_tool_find("check_backend"), .max_output = -1, .beat = -1, .internal = true,
 			    .args = jv_object(), .fd = -1, .efd = -1, .after = jv_invalid(), .with = jv_invalid(), .task_timer = -1 };
 	c->link = m->calls;
 	m->calls = c;
@@ -1426,7 +1445,7 @@ unsigned mcp_pending(const struct mcp *m)
 {
 	unsigned n = 0;
 	for (struct call *c = m->calls; c; c = c->link)
-		n++;
+		n += !c->internal;
 	return n;
 }
 
@@ -1442,8 +1461,10 @@ void mcp_free(struct mcp *m)
 			kill(c->pid, SIGKILL);
 			waitpid(c->pid, NULL, 0);
 			close(c->fd);
-			if (c->efd >= 0)
+			if (c->efd >= 0) {
+				loop_unwatch(m->loop, c->efd);
 				close(c->efd);
+			}
 		}
 	}
 	/* Runs in flight: chain_free cancels them at once (SIGTERM to sbx-run

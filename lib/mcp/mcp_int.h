@@ -46,6 +46,7 @@ struct call {
 	unsigned outputs;      /* live output notifications since the stage's */
 	enum { C_QUEUED, C_RUNNING, C_HELPER, C_DONE } state;
 	bool cancelled;
+	bool internal;         /* the server's own (the start's probe): no client waits for it */
 	/* C_HELPER: a tool process whose stdout we collect */
 	pid_t pid;
 	int fd, efd;           /* its stdout, and its stderr (or -1) */

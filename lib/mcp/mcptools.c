@@ -386,12 +386,11 @@ static const struct tool_def *def_of(const struct mcp_tool *t)
  * bug: tools/list would lie, so it stops here, at the first start. */
 static jv schema_parse(const char *src)
 {
-	char arr[256];
-	size_t o = 0;
-	for (int i = 0; rec_statuses[i] && o < sizeof arr; i++)
-		o += (size_t)snprintf(arr + o, sizeof arr - o, "%s\"%s\"", i ? "," : "[", rec_statuses[i]);
-	snprintf(arr + o, sizeof arr - o, "]");
-	const char *list = rec_status_list();
+	jv statuses = jv_array();
+	for (int i = 0; rec_statuses[i]; i++)
+		statuses = jv_array_append(statuses, jv_string(rec_statuses[i]));
+	jv dumped = jv_dump_string(statuses, 0);
+	const char *arr = jv_string_value(dumped), *list = rec_status_list();
 	size_t cap = strlen(src) * 2 + 4096, n = 0;
 	char *out = util_xalloc(cap);
 	for (const char *p = src; *p && n + 512 < cap; p++) {
@@ -407,6 +406,7 @@ static jv schema_parse(const char *src)
 			out[n++] = *p == '`' ? '"' : *p;
 	}
 	out[n] = 0;
+	jv_free(dumped);
 	jv v = jv_parse(out);
 	if (jv_get_kind(v) != JV_KIND_OBJECT) {
 		fprintf(stderr, "mcptools: a tool's schema is not JSON: %s\n", out);
@@ -755,8 +755,15 @@ jv mcp_run_text(jv view, size_t text_output, uint64_t output_limit)
 			char b[32];
 			rec_num(a, "bytes", &bytes);
 			const char *how = rec_str(a, "shown", NULL);
+			/* a name is the program's: a newline in it must not
+			 * write a line of this text (a verdict of its own) */
+			char name[256];
+			snprintf(name, sizeof name, "%s", path ? path : "");
+			for (char *q = name; *q; q++)
+				if ((unsigned char)*q < 0x20 || *q == 0x7f)
+					*q = '?';
 			if (path)
-				out = jv_string_concat(out, jv_string_fmt("\n  %s (%s, %s%s%s) %s", path, mime ? mime : "?",
+				out = jv_string_concat(out, jv_string_fmt("\n  %s (%s, %s%s%s) %s", name, mime ? mime : "?",
 									   util_size_str((uint64_t)bytes, b, sizeof b), how ? ", " : "",
 									   how ? how : "", uri ? uri : ""));
 			jv_free(a);
@@ -781,8 +788,8 @@ static jv image_block(const char *data, const char *mime)
  * small and its header honest, else a copy scaled down (PNG), else
  * nothing; "shown" says which, for the view and the text.  *whole: the
  * file must come too (it is not what is inline). */
-static jv image_inline(const char *data, size_t len, const char *mime, size_t image_max, char *shown, size_t shownlen,
-		       bool *whole)
+static jv image_inline(const char *data, size_t len, const char *mime, size_t image_max, double deadline, int64_t uid,
+		       char *shown, size_t shownlen, bool *whole)
 {
 	uint32_t w = 0, h = 0;
 	*whole = true;
@@ -811,7 +818,8 @@ static jv image_inline(const char *data, size_t len, const char *mime, size_t im
 	char why[200] = "only PNGs are scaled down";
 	/* (base64 is 4/3 of the bytes: the copy's bytes are bounded so that
 	 * its base64 is) */
-	bool ok = !strcmp(mime, "image/png") && thumb_make(img, n, image_max / 4 * 3, &small, &smalln, &t, why, sizeof why);
+	bool ok = !strcmp(mime, "image/png") &&
+		  thumb_make(img, n, image_max / 4 * 3, deadline, uid, &small, &smalln, &t, why, sizeof why);
 	free(img);
 	if (!ok) {
 		snprintf(shown, shownlen, "not inline (over image_inline: %s)", why);
@@ -826,8 +834,11 @@ static jv image_inline(const char *data, size_t len, const char *mime, size_t im
 	return b;
 }
 
-jv mcp_run_blocks(jv r, jv *view, size_t image_max)
+jv mcp_run_blocks(jv r, jv *view, size_t image_max, int64_t thumb_uid)
 {
+	/* one budget for all of its images: the server answers nobody else
+	 * while a copy is made */
+	double deadline = util_now_ms() + THUMB_MS;
 	jv blocks = jv_array();
 	jv arts = rec_get(r, "artifacts");
 	const char *sess = rec_str(r, "session", NULL), *id = rec_str(r, "id", NULL);
@@ -847,7 +858,7 @@ jv mcp_run_blocks(jv r, jv *view, size_t image_max)
 			if (rec_raster_mime(mime)) {
 				/* an image a client can show, as it is or scaled down
 				 * (an SVG is a file: it can carry script) */
-				jv b = image_inline(data, datalen, mime, image_max, shown, sizeof shown, &whole);
+				jv b = image_inline(data, datalen, mime, image_max, deadline, thumb_uid, shown, sizeof shown, &whole);
 				if (jv_is_valid(b))
 					blocks = jv_array_append(blocks, b);
 			}

@@ -59,11 +59,12 @@ jv mcp_run_view(jv result, double max_output);
 jv mcp_run_text(jv view, size_t text_output, uint64_t output_limit);
 /* The content blocks for the files a run made (result borrowed): raster
  * images as image blocks when their base64 takes at most image_max bytes,
- * else a copy scaled down to that (thumb.h) and the whole as a file; other
+ * else a copy scaled down to that (thumb.h, made as thumb_uid, -1: as we
+ * are) and the whole as a file; other
  * files as resource_links into the session, or, for a stateless run,
  * embedded resources (sbx://run/ID/PATH).  Each image's entry in the
  * view's artifacts gets "shown": how it came. */
-jv mcp_run_blocks(jv result, jv *view, size_t image_max);
+jv mcp_run_blocks(jv result, jv *view, size_t image_max, int64_t thumb_uid);
 /* A judged result's verdict and tests as a table, for people (result
  * borrowed). */
 jv mcp_verdict_table(jv result);
