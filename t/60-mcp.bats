@@ -202,6 +202,10 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	conf=$(conf_with 's/^structured *=.*/structured = "never"/')
 	{ init; echo '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'; } | mcp
 	answer 1 | jq -e '[.result.tools[] | has("outputSchema")] | any | not'
+	# a default timeout past max_timeout is said at the start
+	conf=$(conf_with '0,/^timeout *=.*/s//timeout = 55/')
+	"$BIN/sbx-mcp" -c "$conf" < /dev/null 2> start.err
+	grep -q "default timeout of python (55 s), c (55 s).* is more than \[mcp\] max_timeout (50 s)" start.err
 	conf=$(conf_with 's/^structured *=.*/structured = "sometimes"/')
 	run "$BIN/sbx-mcp" -c "$conf" < /dev/null
 	[ "$status" -eq 2 ] && [[ "$output" == *'"sometimes" is not auto, always or never'* ]]

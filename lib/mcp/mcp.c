@@ -1356,6 +1356,19 @@ struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path,
 	m->bindir = util_strdup(bindir);
 	m->max = c->max_concurrent ? (unsigned)c->max_concurrent : 1;
 	m->languages = jv_invalid();
+	/* A call that gives no timeout runs for the default: past max_timeout,
+	 * clients would give up on such calls before they end. */
+	char over[300] = "";
+	for (size_t i = 0, o = 0; i < c->nlangs && o < sizeof over; i++) {
+		struct limits run, compile;
+		conf_lang_limits(c, &c->langs[i], &run, &compile);
+		if (run.timeout_ms > c->mcp_max_timeout_ms)
+			o += (size_t)snprintf(over + o, sizeof over - o, "%s%s (%g s)", o ? ", " : "", c->langs[i].name,
+					      run.timeout_ms / 1000.0);
+	}
+	if (over[0])
+		util_warn("the default timeout of %s is more than [mcp] max_timeout (%g s): calls that give none may outlast "
+			  "their client's wait", over, c->mcp_max_timeout_ms / 1000.0);
 	/* Said once, here: sessions, history and the compile cache need it. */
 	if (c->state_note && !c->state_per_user)
 		util_warn("%s", c->state_note);
