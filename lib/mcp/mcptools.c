@@ -732,15 +732,14 @@ jv mcp_run_text(jv view, size_t text_output, uint64_t output_limit)
 	const char *value = rec_str(view, "value", NULL);
 	if (value && rec_num(view, "execution_count", &count))
 		out = jv_string_concat(out, jv_string_fmt("\nOut[%.0f]: %s\n", count, value));
-	bool cut = false, c2 = false;
-	rec_bool(view, "stdout_truncated", &cut);
-	rec_bool(view, "stderr_truncated", &c2);
-	size_t shown = 0, n;
-	if (rec_str(view, "stdout", &n) && n > text_output)
-		shown = 1;
-	if (rec_str(view, "stderr", &n) && n > text_output)
-		shown = 1;
-	if (shown || cut || c2) {
+	/* cut here (past text_output), or in the record already */
+	bool out_cut = false, err_cut = false;
+	size_t n;
+	rec_bool(view, "stdout_truncated", &out_cut);
+	rec_bool(view, "stderr_truncated", &err_cut);
+	out_cut |= rec_str(view, "stdout", &n) && n > text_output;
+	err_cut |= rec_str(view, "stderr", &n) && n > text_output;
+	if (out_cut || err_cut) {
 		char lim[32];
 		out = jv_string_concat(out, jv_string_fmt("\n(output cut to its head and tail: max_output asks for up to %s of each stream)\n",
 							   util_size_str(output_limit, lim, sizeof lim)));
