@@ -701,18 +701,14 @@ static int check(struct conf *c, struct backend *be)
 		fixes = jv_array();
 	}
 	o = jv_object_delete(o, jv_string("fixes"));
-	if (check_brief) {
-		/* sbx-mcp's start: what this host holds of the limits, for its
-		 * tools' descriptions, without a sandbox per language. */
-		o = jv_object_set(o, jv_string("fixes"), fixes);
-		check_write(o);
-		int cs = util_close_stdout();
-		return cs ? cs : !usable ? EXIT_STORE : degraded ? EXIT_RECORDS : EXIT_OK;
+	/* (--check=backend, sbx-mcp's start: what this host holds of the
+	 * limits, for its tools' descriptions, without a sandbox per language) */
+	if (!check_brief) {
+		o = jv_object_set(o, jv_string("state"), check_state(c, &fixes));
+		o = jv_object_set(o, jv_string("host_ids"), check_ids(c));
+		o = jv_object_set(o, jv_string("languages"), bk_check_languages(be, usable, &fixes));
+		o = jv_object_set(o, jv_string("kernels"), check_kernels(c, be, usable, &fixes));
 	}
-	o = jv_object_set(o, jv_string("state"), check_state(c, &fixes));
-	o = jv_object_set(o, jv_string("host_ids"), check_ids(c));
-	o = jv_object_set(o, jv_string("languages"), bk_check_languages(be, usable, &fixes));
-	o = jv_object_set(o, jv_string("kernels"), check_kernels(c, be, usable, &fixes));
 	o = jv_object_set(o, jv_string("fixes"), fixes);
 	check_write(o);
 	int cs = util_close_stdout();

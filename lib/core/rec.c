@@ -551,8 +551,8 @@ bool rec_write(jv v)
 	return ok;
 }
 
-const char *const rec_statuses[REC_NSTATUSES + 1] = { "success", "error", "rejected", "timeout", "memory_limit",
-							 "compile_error", "invalid", "internal_error", "cancelled", NULL };
+#define REC_STATUS_NAME_(name) #name,
+const char *const rec_statuses[REC_NSTATUSES + 1] = { REC_STATUSES(REC_STATUS_NAME_) NULL };
 
 bool rec_status_known(const char *s)
 {

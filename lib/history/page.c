@@ -178,9 +178,7 @@ static void put_bytes(struct page *p, jv o, const char *key)
 
 /* The statuses and verdicts with a badge colour of their own (page_css's
  * .st-NAME), for the rows the server renders and those page_js adds. */
-#define BADGES(X)                                                                                      \
-	X(success) X(error) X(rejected) X(timeout) X(memory_limit) X(compile_error) X(invalid) X(internal_error) \
-	X(cancelled) X(accepted) X(wrong_answer) X(output_limit) X(judge_error)
+#define BADGES(X) REC_STATUSES(X) X(accepted) X(wrong_answer) X(output_limit) X(judge_error)
 #define BADGE_C(n) #n,
 #define BADGE_JS(n) "'" #n "',"
 #define KNOWN_JS "[" BADGES(BADGE_JS) "]"

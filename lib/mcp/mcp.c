@@ -550,6 +550,13 @@ static bool start_helper(struct call *c, char **argv, void (*done)(struct call *
 	return true;
 }
 
+/* sbx-run's report (option: --check or --check=backend), as JSON. */
+static bool start_check(struct call *c, char *option, void (*done)(struct call *, int, char *, size_t))
+{
+	char *argv[] = { "sbx-run", option, "--json", c->m->conf_path ? "-c" : NULL, c->m->conf_path, NULL };
+	return start_helper(c, argv, done);
+}
+
 /* ---- the tools ---------------------------------------------------------- */
 
 /* run_code's arguments as a pipeline request (sbx-validate checks them). */
@@ -804,16 +811,7 @@ static void tool_check(struct call *c)
 		finish(c, tool_result(jv_copy(m->languages), false));
 		return;
 	}
-	char *argv[5];
-	int a = 0;
-	argv[a++] = "sbx-run";
-	if (m->conf_path) {
-		argv[a++] = "-c";
-		argv[a++] = m->conf_path;
-	}
-	argv[a++] = "--check";
-	argv[a] = NULL;
-	start_helper(c, argv, check_done);
+	start_check(c, "--check", check_done);
 }
 
 /* Session tools: sess.c does the file work; runs go through the chain. */
@@ -1318,17 +1316,7 @@ static void probe_start(struct mcp *m)
 			    .args = jv_object(), .fd = -1, .efd = -1, .after = jv_invalid(), .with = jv_invalid(), .task_timer = -1 };
 	c->link = m->calls;
 	m->calls = c;
-	char *argv[6];
-	int a = 0;
-	argv[a++] = "sbx-run";
-	if (m->conf_path) {
-		argv[a++] = "-c";
-		argv[a++] = m->conf_path;
-	}
-	argv[a++] = "--check=backend";
-	argv[a++] = "--json";
-	argv[a] = NULL;
-	if (!start_helper(c, argv, probe_done)) {
+	if (!start_check(c, "--check=backend", probe_done)) {
 		probe_over(m, ""); /* why is on stderr */
 		return;
 	}

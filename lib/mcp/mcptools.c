@@ -602,6 +602,13 @@ static jv cut_stream(jv str, size_t max, double total)
 	return out;
 }
 
+/* A file a run made, as a resource: in its session, or (a stateless run's,
+ * embedded in the result) under the run's id. */
+static char *artifact_uri(const char *sess, const char *id, const char *path)
+{
+	return sess ? util_fmt("sbx://session/%s/%s", sess, path) : util_fmt("sbx://run/%s/%s", id ? id : "", path);
+}
+
 jv mcp_run_view(jv r, double max_output)
 {
 	static const char *const keep[] = {
@@ -640,7 +647,7 @@ jv mcp_run_view(jv r, double max_output)
 		jv_array_foreach(arts, i, a) {
 			const char *path = jv_get_kind(a) == JV_KIND_OBJECT ? rec_str(a, "path", NULL) : NULL;
 			if (path) {
-				char *uri = sess ? util_fmt("sbx://session/%s/%s", sess, path) : util_fmt("sbx://run/%s/%s", id ? id : "", path);
+				char *uri = artifact_uri(sess, id, path);
 				a = jv_object_set(jv_object_delete(a, jv_string("content")), jv_string("uri"), jv_string(uri));
 				free(uri);
 				list = jv_array_append(list, a);
@@ -851,7 +858,7 @@ jv mcp_run_blocks(jv r, jv *view, size_t image_max, int64_t thumb_uid)
 		size_t datalen = 0;
 		const char *data = rec_str(a, "content", &datalen);
 		if (path && mime && data) {
-			char *uri = sess ? util_fmt("sbx://session/%s/%s", sess, path) : util_fmt("sbx://run/%s/%s", id ? id : "", path);
+			char *uri = artifact_uri(sess, id, path);
 			char shown[300] = "";
 			bool whole = true;
 			if (rec_raster_mime(mime)) {
