@@ -32,6 +32,7 @@
 #include "hist.h"
 #include "page.h"
 #include "rec.h"
+#include "status.h"
 #include "utf8.h"
 #include "util.h"
 
@@ -103,7 +104,7 @@ static void help(void)
 	       "Exit status: 0 rows were printed (or the retention or merge work was done),\n"
 	       "1 no row matched (or there is no history file yet), 2 usage, configuration\n"
 	       "or database error (or a source that could not be merged).\n",
-	       synopsis, rec_status_list());
+	       synopsis, status_list());
 }
 
 enum format { F_JSON, F_TABLE, F_CSV, F_HTML };
@@ -534,8 +535,8 @@ static void options(int argc, char **argv, struct opts *o)
 	if (o->statuses) {
 		char *copy = util_strdup(o->statuses), *save = NULL;
 		for (char *v = strtok_r(copy, ",", &save); v; v = strtok_r(NULL, ",", &save))
-			if (!rec_status_known(v))
-				util_usage_error(synopsis, "--status: \"%s\" is not a status (%s)", v, rec_status_list());
+			if (!status_known(v))
+				util_usage_error(synopsis, "--status: \"%s\" is not a status (%s)", v, status_list());
 		free(copy);
 	}
 }

@@ -37,6 +37,7 @@
 #include "loop.h"
 #include "proc.h"
 #include "rec.h"
+#include "status.h"
 #include "ccache.h"
 #include "cell.h"
 #include "live.h"
@@ -115,7 +116,7 @@ struct state {
 	int status;
 	/* --progress: results out, by status, of total (0: not known) */
 	bool progress, progress_tty;
-	uint64_t total, done, by_status[REC_NSTATUSES + 1]; /* the last: a status of no name */
+	uint64_t total, done, by_status[ST_NSTATUSES + 1]; /* the last: a status of no name */
 	double t0, drawn;
 };
 
@@ -187,9 +188,9 @@ static void draw_progress(bool last)
 		n += snprintf(line + n, sizeof line - (size_t)n, ", ETA %dm%02ds", (int)eta / 60, (int)eta % 60);
 	}
 	const char *sep = "; ";
-	for (size_t i = 0; i <= REC_NSTATUSES && n < (int)sizeof line - 40; i++)
+	for (size_t i = 0; i <= ST_NSTATUSES && n < (int)sizeof line - 40; i++)
 		if (S.by_status[i]) {
-			n += snprintf(line + n, sizeof line - (size_t)n, "%s%s %llu", sep, i < REC_NSTATUSES ? rec_statuses[i] : "other",
+			n += snprintf(line + n, sizeof line - (size_t)n, "%s%s %llu", sep, i < ST_NSTATUSES ? status_name(i) : "other",
 				      (unsigned long long)S.by_status[i]);
 			sep = ", ";
 		}
@@ -202,10 +203,8 @@ static void draw_progress(bool last)
 
 static void count_result(const char *st)
 {
-	size_t i = 0;
-	while (i < REC_NSTATUSES && (!st || strcmp(st, rec_statuses[i])))
-		i++;
-	S.by_status[i]++;
+	int i = status_find(st);
+	S.by_status[i >= 0 && i < ST_NSTATUSES ? i : ST_NSTATUSES]++;
 	S.done++;
 	if (S.progress)
 		draw_progress(false);
@@ -215,7 +214,7 @@ static void emit(jv rec)
 {
 	const char *st = rec_str(rec, "status", NULL);
 	count_result(st);
-	if (st && (!strcmp(st, "invalid") || !strcmp(st, "internal_error") || !strcmp(st, "cancelled")) && S.status == EXIT_OK)
+	if (st && status_is(st, STF_CALL) && S.status == EXIT_OK)
 		S.status = EXIT_RECORDS;
 	size_t n;
 	char *line = rec_dump(rec, &n);
@@ -315,8 +314,8 @@ static void cancel_all(void)
 	while (S.held) {
 		struct held *h = S.held;
 		S.held = h->next;
-		jv rec = jv_object_set(h->rec, jv_string("status"), jv_string("cancelled"));
-		deliver(h->seq, jv_object_set(rec, jv_string("error"), jv_string("cancelled")));
+		jv rec = jv_object_set(h->rec, jv_string("status"), jv_string(ST_NAME(cancelled)));
+		deliver(h->seq, jv_object_set(rec, jv_string("error"), jv_string(ST_NAME(cancelled))));
 		free(h);
 	}
 	S.nheld = 0;
@@ -852,7 +851,7 @@ static void refuse_all(const char *why)
 		if (rs == REC_EOF || rs == REC_ERROR)
 			break;
 		if (rs == REC_OK && !rec_has_status(rec)) {
-			rec = jv_object_set(rec, jv_string("status"), jv_string("internal_error"));
+			rec = jv_object_set(rec, jv_string("status"), jv_string(ST_NAME(internal_error)));
 			rec = jv_object_set(rec, jv_string("error"), jv_string(why));
 		}
 		emit(rec);

@@ -8,6 +8,7 @@
 #include "rec.h"
 #include "sha256.h"
 #include "shard.h"
+#include "status.h"
 #include "util.h"
 
 void ledger_file_init(struct ledger_file *f, int fd, size_t max)
@@ -259,7 +260,7 @@ enum ledger_offer ledger_offer(struct ledger *l, jv res, int file, off_t off, si
 		started = 0;
 	r->results++;
 	const char *status = rec_str(res, "status", NULL);
-	bool final = !status || (strcmp(status, "cancelled") && strcmp(status, "internal_error"));
+	bool final = !status_is(status, STF_AGAIN);
 	enum ledger_offer what = final ? LEDGER_FIRST : LEDGER_NOT_FINAL;
 	if (r->file >= 0) {
 		/* A final result beats one that is not; then the later attempt,

@@ -10,6 +10,7 @@
 #include "cap.h"
 #include "limit.h"
 #include "rec.h"
+#include "status.h"
 #include "util.h"
 
 /* ---- comparing ------------------------------------------------------- */
@@ -318,9 +319,9 @@ static jv checker_job(const struct conf *c, jv req, char *why, size_t wlen)
 				  jv_string("expected"));
 	jv job = job_from_request(c, jv_object_set(creq, jv_string("args"), args));
 	const char *st = rec_str(job, "status", NULL);
-	if (st && !strcmp(st, "invalid")) {
+	if (status_find(st) == ST_invalid) {
 		const char *e = rec_str(job, "error", NULL);
-		snprintf(why, wlen, "checker: %s", e ? e : "invalid");
+		snprintf(why, wlen, "checker: %s", e ? e : ST_NAME(invalid));
 		jv_free(job);
 		return jv_invalid();
 	}

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "status.h"
 #include "utf8.h"
 #include "util.h"
 
@@ -429,7 +430,7 @@ jv rec_invalid_line(unsigned long lineno, const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	jv o = jv_object();
-	o = jv_object_set(o, jv_string("status"), jv_string("invalid"));
+	o = jv_object_set(o, jv_string("status"), jv_string(ST_NAME(invalid)));
 	o = jv_object_set(o, jv_string("error"), jv_string_fmt("line %lu: %s", lineno, msg));
 	o = jv_object_set(o, jv_string("line"), jv_number((double)lineno));
 	return o;
@@ -446,7 +447,7 @@ jv rec_make_invalid(jv obj, const char *fmt, ...)
 		jv_free(obj);
 		obj = jv_object();
 	}
-	obj = jv_object_set(obj, jv_string("status"), jv_string("invalid"));
+	obj = jv_object_set(obj, jv_string("status"), jv_string(ST_NAME(invalid)));
 	return jv_object_set(obj, jv_string("error"), jv_string(msg));
 }
 
@@ -549,24 +550,4 @@ bool rec_write(jv v)
 	bool ok = fwrite(s, 1, n, stdout) == n && fflush(stdout) == 0;
 	free(s);
 	return ok;
-}
-
-#define REC_STATUS_NAME_(name) #name,
-const char *const rec_statuses[REC_NSTATUSES + 1] = { REC_STATUSES(REC_STATUS_NAME_) NULL };
-
-bool rec_status_known(const char *s)
-{
-	for (int i = 0; rec_statuses[i]; i++)
-		if (!strcmp(rec_statuses[i], s))
-			return true;
-	return false;
-}
-
-const char *rec_status_list(void)
-{
-	static char list[200];
-	size_t o = 0;
-	for (int i = 0; rec_statuses[i] && o < sizeof list; i++)
-		o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", rec_statuses[i]);
-	return list;
 }

@@ -89,17 +89,6 @@ bool rec_num(jv obj, const char *key, double *out);
 bool rec_bool(jv obj, const char *key, bool *out);
 /* True if obj has a final "status" (any string). */
 bool rec_has_status(jv obj);
-/* The statuses a record can have (doc/contract.md): is s one of them, and
- * all of them for a message ("success, error, ..."; static). */
-bool rec_status_known(const char *s);
-const char *rec_status_list(void);
-/* The same, in the contract's order: the one list of them (an X-macro,
- * as limit.h's LIMITS), its names NULL-terminated, and their count. */
-#define REC_STATUSES(X) \
-	X(success) X(error) X(rejected) X(timeout) X(memory_limit) X(compile_error) X(invalid) X(internal_error) X(cancelled)
-#define REC_STATUS_ONE_(name) +1
-enum { REC_NSTATUSES = 0 REC_STATUSES(REC_STATUS_ONE_) };
-extern const char *const rec_statuses[REC_NSTATUSES + 1];
 /* An artifact's mime_type that viewers may show inline as an image (MCP's
  * image content, the dashboard): raster types only.  An SVG can carry
  * script and links, so it travels as a file like any other. */

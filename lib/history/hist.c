@@ -15,6 +15,7 @@
 
 #include "rec.h"
 #include "sha256.h"
+#include "status.h"
 #include "utf8.h"
 #include "util.h"
 
@@ -899,6 +900,22 @@ static void flush_language(struct stats_state *s, jv bucket, const char *lang)
 	s->total = s->success = s->rated = 0;
 }
 
+/* The SQL for "the program ran" (status.h's STF_RAN), as the C side of
+ * hist_stats decides it: the statuses that did not run, from the table. */
+static const char *sql_ran(char *buf, size_t len)
+{
+	size_t o = (size_t)snprintf(buf, len, "status NOT IN (");
+	const char *sep = "";
+	for (int i = 0; i < ST_NSTATUSES && o < len; i++)
+		if (!status_is(status_name(i), STF_RAN)) {
+			o += (size_t)snprintf(buf + o, len - o, "%s'%s'", sep, status_name(i));
+			sep = ", ";
+		}
+	if (o < len)
+		snprintf(buf + o, len - o, ")");
+	return buf;
+}
+
 int64_t hist_series(struct hist *h, const struct hist_filter *f, int64_t bucket_s, hist_row_fn fn, void *arg,
 		    char *err, size_t errlen)
 {
@@ -906,9 +923,9 @@ int64_t hist_series(struct hist *h, const struct hist_filter *f, int64_t bucket_
 	 * timestamp order (the index's, no sort); each bucket's durations are
 	 * sorted here: SQLite sorting a million rows by (bucket, duration)
 	 * cost several times the scan. */
+	char ran[256];
 	sqlite3_stmt *st = prepare_filtered(h, f, "CAST(timestamp / ?98 AS INTEGER) * ?98, duration_ms",
-					    "status NOT IN ('invalid', 'compile_error', 'cancelled')", "ORDER BY timestamp",
-					    "series", err, errlen);
+					    sql_ran(ran, sizeof ran), "ORDER BY timestamp", "series", err, errlen);
 	if (!st)
 		return -1;
 	sqlite3_bind_int64(st, 98, bucket_s > 0 ? bucket_s : 3600);
@@ -1011,12 +1028,11 @@ int64_t hist_stats(struct hist *h, const struct hist_filter *f, int64_t bucket_s
 		double d = sqlite3_column_double(st, 3);
 		series_add(&cur, d);
 		s.total++;
-		bool ran = strcmp(stt, "invalid") && strcmp(stt, "compile_error") && strcmp(stt, "cancelled");
-		if (ran)
+		if (status_is(stt, STF_RAN))
 			series_add(&s.all, d);
-		if (strcmp(stt, "invalid") && strcmp(stt, "cancelled"))
+		if (status_is(stt, STF_RATED))
 			s.rated++;
-		if (!strcmp(stt, "success") || !strcmp(stt, "accepted"))
+		if (status_is(stt, STF_OK))
 			s.success++;
 	}
 	int64_t n = s.emitted;

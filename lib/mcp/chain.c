@@ -15,6 +15,7 @@
 
 #include "proc.h"
 #include "rec.h"
+#include "status.h"
 #include "util.h"
 
 enum { ST_VALIDATE, ST_RUN, ST_CAP, ST_LOG, NSTAGES };
@@ -72,7 +73,7 @@ static void fail_all(struct chain *ch, const char *why)
 		ch->reqs = r->next;
 		ch->n--;
 		jv res = jv_object_set(jv_object(), jv_string("id"), jv_string(r->id));
-		res = jv_object_set(res, jv_string("status"), jv_string("internal_error"));
+		res = jv_object_set(res, jv_string("status"), jv_string(ST_NAME(internal_error)));
 		res = jv_object_set(res, jv_string("error"), jv_string(why));
 		if (r->done)
 			r->done(res, r->arg);

@@ -22,6 +22,7 @@
 #include "proc.h"
 #include "rec.h"
 #include "sess.h"
+#include "status.h"
 #include "task.h"
 #include "util.h"
 
@@ -257,18 +258,18 @@ static void run_done(jv result, void *arg)
 		return;
 	}
 	const char *st = rec_str(result, "status", NULL);
-	bool is_error = st && (!strcmp(st, "invalid") || !strcmp(st, "internal_error") || !strcmp(st, "cancelled"));
+	bool is_error = st && status_is(st, STF_CALL);
 	const char *why = rec_str(result, "error", NULL);
-	if (st && !strcmp(st, "internal_error"))
+	if (status_find(st) == ST_internal_error)
 		mcp_log(c->cl, c->tag, L_ERROR, "%s: the sandbox could not be set up: %.400s", c->tool->name, why ? why : "");
-	else if (st && !strcmp(st, "invalid"))
+	else if (status_find(st) == ST_invalid)
 		mcp_log(c->cl, c->tag, L_WARNING, "%s: refused: %.400s", c->tool->name, why ? why : "");
 	if (jv_is_valid(c->with)) {
 		/* sandbox_initialize with dependencies: the session, and how
 		 * its install went. */
 		jv with = c->with;
 		c->with = jv_invalid();
-		is_error = !st || strcmp(st, "success");
+		is_error = status_find(st) != ST_success;
 		finish(c, tool_result(jv_object_set(with, jv_string("install"), mcp_run_view(result, c->max_output)), is_error));
 		return;
 	}
@@ -599,7 +600,7 @@ static char *install_failure(jv result)
 static void deps_installed(struct call *c, jv result)
 {
 	const char *st = rec_str(result, "status", NULL);
-	if (!st || strcmp(st, "success")) {
+	if (status_find(st) != ST_success) {
 		/* Why: the record's own error (a refused package, a sandbox that
 		 * could not be made), else the installer's output, which the
 		 * view carries. */
@@ -725,8 +726,8 @@ static void tool_history(struct call *c)
 	int a = 0;
 	/* What sbx-history would refuse as a usage error, said here. */
 	const char *st = rec_str(c->args, "status", NULL), *lang = rec_str(c->args, "language", NULL);
-	if (st && !rec_status_known(st)) {
-		finish(c, mcp_tool_error("status \"%.40s\" is not a status (%s)", st, rec_status_list()));
+	if (st && !status_known(st)) {
+		finish(c, mcp_tool_error("status \"%.40s\" is not a status (%s)", st, status_list()));
 		return;
 	}
 	if (lang && !conf_lang(m->conf, lang)) {

@@ -9,6 +9,7 @@
 #include "b64.h"
 #include "imgsize.h"
 #include "rec.h"
+#include "status.h"
 #include "thumb.h"
 #include "util.h"
 #include "wsfs.h"
@@ -41,7 +42,7 @@ struct tool_def {
  * arrays), so a value of two kinds is an anyOf; every property described,
  * so that a model reads what it is for; enums wherever the set is closed.
  * The Inspector CLI's --strict check holds them to it (t/68).  A run's
- * "status" enum is filled in from rec_statuses (schema_parse), the one
+ * "status" enum is filled in from status.h (schema_parse), the one
  * list of them. */
 #define NULLABLE(type, desc) "{`anyOf`:[{`type`:`" type "`},{`type`:`null`}],`description`:`" desc "`}"
 #define STR(desc) "{`type`:`string`,`description`:`" desc "`}"
@@ -380,17 +381,17 @@ static const struct tool_def *def_of(const struct mcp_tool *t)
 }
 
 /* A schema written as above: backticks become quotes, a comma before a
- * closing bracket goes, and the statuses are filled in from rec_statuses:
+ * closing bracket goes, and the statuses are filled in from status.h's table:
  * `@statuses` (a quoted placeholder) as their array, a bare @statuses in a
  * description as their list.  A schema that does not parse is this file's
  * bug: tools/list would lie, so it stops here, at the first start. */
 static jv schema_parse(const char *src)
 {
 	jv statuses = jv_array();
-	for (int i = 0; rec_statuses[i]; i++)
-		statuses = jv_array_append(statuses, jv_string(rec_statuses[i]));
+	for (int i = 0; i < ST_NSTATUSES; i++)
+		statuses = jv_array_append(statuses, jv_string(status_name(i)));
 	jv dumped = jv_dump_string(statuses, 0);
-	const char *arr = jv_string_value(dumped), *list = rec_status_list();
+	const char *arr = jv_string_value(dumped), *list = status_list();
 	size_t cap = strlen(src) * 2 + 4096, n = 0;
 	char *out = util_xalloc(cap);
 	for (const char *p = src; *p && n + 512 < cap; p++) {
@@ -719,7 +720,7 @@ jv mcp_run_text(jv view, size_t text_output, uint64_t output_limit)
 	jv_free(miss);
 	/* a compile error: the compiler's words are the whole story */
 	jv comp = rec_get(view, "compile");
-	if (st && !strcmp(st, "compile_error") && jv_get_kind(comp) == JV_KIND_OBJECT) {
+	if (status_find(st) == ST_compile_error && jv_get_kind(comp) == JV_KIND_OBJECT) {
 		out = text_stream(out, comp, "stderr", "compile.stderr", text_output);
 		out = text_stream(out, comp, "stdout", "compile.stdout", text_output);
 	}

@@ -13,6 +13,7 @@
 #include "judge.h"
 #include "rec.h"
 #include "stage.h"
+#include "status.h"
 #include "util.h"
 
 /* What a test's result keeps of each stream: enough to see what went
@@ -184,7 +185,7 @@ static void finish_test(struct slot *s, const char *status)
 	slot_release(s);
 	free(s);
 	t->running--;
-	if (strcmp(status, "passed") && t->jd->stop_on_fail && i < t->stop_at) {
+	if (strcmp(status, ST_NAME(passed)) && t->jd->stop_on_fail && i < t->stop_at) {
 		/* Later tests do not count now: the running ones are stopped;
 		 * earlier ones run on, so the verdict is the first failing
 		 * test's whatever the timing. */
@@ -206,7 +207,7 @@ static void test_end(struct slot *s, const char *status)
 static void judge_error(struct slot *s, const char *fmt, const char *detail)
 {
 	s->res = jv_object_set(s->res, jv_string("error"), jv_string_fmt(fmt, detail));
-	test_end(s, "judge_error");
+	test_end(s, ST_NAME(judge_error));
 }
 
 /* The checker decides (testlib: 0 ok, 1 wrong answer, 2 presentation
@@ -217,7 +218,7 @@ static void checker_done(struct slot *s, const struct stage_result *br)
 	jv msg = keep(br->err.total ? &br->err : &br->out);
 	s->res = jv_object_set(s->res, jv_string("checker_message"), msg);
 	if (br->status == STAGE_CANCELLED) {
-		test_end(s, "cancelled");
+		test_end(s, ST_NAME(cancelled));
 		return;
 	}
 	/* A checker flooding its output is broken, whatever its exit says. */
@@ -226,7 +227,7 @@ static void checker_done(struct slot *s, const struct stage_result *br)
 		return;
 	}
 	if (br->status == STAGE_EXITED && br->exit_code <= 2) {
-		test_end(s, br->exit_code == 0 ? "passed" : "wrong_answer");
+		test_end(s, br->exit_code == 0 ? ST_NAME(passed) : ST_NAME(wrong_answer));
 		return;
 	}
 	if (br->status == STAGE_EXITED)
@@ -272,23 +273,23 @@ static void test_done(struct slot *s, const struct stage_result *br)
 	s->res = run_fields(s->res, br);
 	switch (br->status) {
 	case STAGE_CANCELLED:
-		test_end(s, "cancelled");
+		test_end(s, ST_NAME(cancelled));
 		return;
 	case STAGE_INTERNAL:
 		s->res = jv_object_set(s->res, jv_string("error"), jv_string(br->error));
-		test_end(s, "internal_error");
+		test_end(s, ST_NAME(internal_error));
 		return;
-	case STAGE_TIMEOUT: test_end(s, "timeout"); return;
-	case STAGE_OOM: test_end(s, "memory_limit"); return;
-	case STAGE_SIGNALED: test_end(s, "error"); return;
+	case STAGE_TIMEOUT: test_end(s, ST_NAME(timeout)); return;
+	case STAGE_OOM: test_end(s, ST_NAME(memory_limit)); return;
+	case STAGE_SIGNALED: test_end(s, ST_NAME(error)); return;
 	case STAGE_EXITED: break;
 	}
 	if (br->exit_code != 0) {
-		test_end(s, "error");
+		test_end(s, ST_NAME(error));
 		return;
 	}
 	if (cap_buf_truncated(&br->out)) {
-		test_end(s, "output_limit");
+		test_end(s, ST_NAME(output_limit));
 		return;
 	}
 	s->out = cap_buf_bytes(&br->out, &s->outlen);
@@ -298,11 +299,11 @@ static void test_done(struct slot *s, const struct stage_result *br)
 	}
 	jv diff = jt->expected ? judge_compare(&t->jd->cmp, jt->expected, jt->exp_len, s->out, s->outlen) : jv_null();
 	if (jv_get_kind(diff) == JV_KIND_NULL) {
-		test_end(s, "passed");
+		test_end(s, ST_NAME(passed));
 		return;
 	}
 	s->res = jv_object_set(s->res, jv_string("diff"), diff);
-	test_end(s, "wrong_answer");
+	test_end(s, ST_NAME(wrong_answer));
 }
 
 static void checker_compiled(struct trial *t, const struct stage_result *br);
@@ -337,7 +338,7 @@ static void start_test(struct trial *t, size_t i)
 	if (!start_on_fresh(s, &t->prog, jt->run, t->envp, jt->stdin_data, jt->stdin_len, jt->files, jt->nfiles, false, err,
 			    sizeof err)) {
 		s->res = jv_object_set(s->res, jv_string("error"), jv_string(err));
-		finish_test(s, "internal_error");
+		finish_test(s, ST_NAME(internal_error));
 	}
 }
 
@@ -392,13 +393,8 @@ static void on_wake(struct loop *l, int fd, short revents, void *arg)
  * read right to whoever skips the verdict. */
 static const char *job_status(const char *st)
 {
-	static const char *const same[] = { "timeout", "memory_limit", "internal_error", "cancelled" };
-	for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
-		if (!strcmp(st, same[i]))
-			return st;
-	if (!strcmp(st, "wrong_answer") || !strcmp(st, "output_limit"))
-		return "rejected";
-	return !strcmp(st, "accepted") ? "success" : "error";
+	int v = status_find(st);
+	return v < 0 ? ST_NAME(error) : status_name(status_of_verdict(v));
 }
 
 static void summarize(struct trial *t)
@@ -416,11 +412,11 @@ static void summarize(struct trial *t)
 		}
 		if (!jv_is_valid(r))
 			r = jv_object_set(jv_object_set(jv_object(), jv_string("index"), jv_number((double)i)), jv_string("status"),
-					  jv_string(t->cancelled ? "cancelled" : "skipped"));
+					  jv_string(t->cancelled ? ST_NAME(cancelled) : ST_NAME(skipped)));
 		const char *st = rec_str(r, "status", NULL);
-		if (!strcmp(st, "passed"))
+		if (!strcmp(st, ST_NAME(passed)))
 			passed++;
-		else if (jv_get_kind(decider) == JV_KIND_NULL && strcmp(st, "skipped"))
+		else if (jv_get_kind(decider) == JV_KIND_NULL && strcmp(st, ST_NAME(skipped)))
 			decider = jv_copy(r);
 		double v;
 		if (rec_num(r, "duration_ms", &v) && v > dur)
@@ -432,11 +428,11 @@ static void summarize(struct trial *t)
 		tests = jv_array_append(tests, r);
 	}
 	jv sum = jv_object();
-	const char *verdict = "accepted";
+	const char *verdict = ST_NAME(accepted);
 	if (jv_get_kind(decider) == JV_KIND_OBJECT)
 		verdict = rec_str(decider, "status", NULL);
 	if (t->cancelled)
-		verdict = "cancelled";
+		verdict = ST_NAME(cancelled);
 	sum = jv_object_set(sum, jv_string("status"), jv_string(job_status(verdict)));
 	sum = jv_object_set(sum, jv_string("verdict"), jv_string(verdict));
 	sum = jv_object_set(sum, jv_string("tests_passed"), jv_number((double)passed));

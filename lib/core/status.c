@@ -1,0 +1,64 @@
+/* status: the table's rows as data (status.h). */
+#include "status.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct status_def {
+	const char *name, *tone;
+	unsigned flags;
+	enum status_id makes;
+};
+
+#define ST_STATUS_(n, flags, tone) [ST_##n] = { #n, #tone, flags, ST_##n },
+#define ST_VERDICT_(n, st, tone) [ST_##n] = { #n, #tone, 0, ST_##st },
+#define ST_TEST_(n, tone) [ST_##n] = { #n, #tone, 0, ST_##n },
+static const struct status_def defs[ST_N] = { STATUSES(ST_STATUS_) VERDICTS(ST_VERDICT_) TESTS(ST_TEST_) };
+
+const char *status_name(enum status_id id)
+{
+	return defs[id].name;
+}
+
+int status_find(const char *s)
+{
+	for (int i = 0; s && i < ST_N; i++)
+		if (!strcmp(defs[i].name, s))
+			return i;
+	return -1;
+}
+
+bool status_known(const char *s)
+{
+	int i = status_find(s);
+	return i >= 0 && i < ST_NSTATUSES;
+}
+
+enum status_id status_of_verdict(enum status_id v)
+{
+	return defs[v].makes;
+}
+
+bool status_is(const char *s, unsigned flag)
+{
+	int i = status_find(s);
+	unsigned f = STF_RAN | STF_RATED;
+	if (i >= 0 && (int)defs[i].makes < ST_NSTATUSES)
+		f = defs[defs[i].makes].flags;
+	return f & flag;
+}
+
+const char *status_tone(const char *s)
+{
+	int i = status_find(s);
+	return i < 0 ? "other" : defs[i].tone;
+}
+
+const char *status_list(void)
+{
+	static char list[200];
+	size_t o = 0;
+	for (int i = 0; i < ST_NSTATUSES && o < sizeof list; i++)
+		o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", defs[i].name);
+	return list;
+}

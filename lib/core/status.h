@@ -1,0 +1,95 @@
+/* status: the one table of what became of a request.
+ *
+ * A record's "status" (doc/contract.md) says what became of a request; a
+ * judged run also has a "verdict", which is the status of its deciding test
+ * (or "accepted"), and each of its tests has a status of its own.  Every
+ * list and rule about them is a loop over the rows below: sbx-history's
+ * --status check, the MCP schemas' enum, sbx-run's progress counters and
+ * exit code, sbx-batch's retries, the history's rates, the dashboard's
+ * badges.  C code names one as ST_NAME(success), never as a string, so a
+ * status is spelled once; t/unit/status_test checks the contract's lists
+ * against these rows.
+ *
+ * STATUSES, in the contract's order: the name, what it means, its badge's
+ * tone on pages (ok, bad, warn, note).  The meanings:
+ *   STF_RAN    the program ran: its time and memory count in the history's
+ *              figures (a compile error never started it);
+ *   STF_RATED  a verdict on the code, counted in the success rate (not an
+ *              invalid request or a cancelled call);
+ *   STF_OK     the code did what was asked;
+ *   STF_CALL   the call failed, not the program: sbx-run exits 4 and an
+ *              MCP tool result says isError;
+ *   STF_AGAIN  nothing final about the request: a batch runs it again, the
+ *              ledger lets a later attempt's result win.
+ *
+ * VERDICTS: the names a verdict or a test can have besides the statuses
+ * (a test or a verdict can also be error, timeout, memory_limit,
+ * internal_error or cancelled, and a verdict compile_error): the name, the
+ * record status it makes (what "status" says to whoever skips the
+ * verdict), its tone.  TESTS: a test's names that never decide a verdict.
+ */
+#ifndef SBX_STATUS_H
+#define SBX_STATUS_H
+
+#include <stdbool.h>
+
+enum {
+	STF_RAN = 1,
+	STF_RATED = 2,
+	STF_OK = 4,
+	STF_CALL = 8,
+	STF_AGAIN = 16,
+};
+
+#define STATUSES(X) \
+	X(success,        STF_RAN | STF_RATED | STF_OK,               ok) \
+	X(error,          STF_RAN | STF_RATED,                        bad) \
+	X(rejected,       STF_RAN | STF_RATED,                        bad) \
+	X(timeout,        STF_RAN | STF_RATED,                        warn) \
+	X(memory_limit,   STF_RAN | STF_RATED,                        warn) \
+	X(compile_error,  STF_RATED,                                  note) \
+	X(invalid,        STF_CALL,                                   note) \
+	X(internal_error, STF_RAN | STF_RATED | STF_CALL | STF_AGAIN, bad) \
+	X(cancelled,      STF_CALL | STF_AGAIN,                       note)
+
+#define VERDICTS(X) \
+	X(accepted,     success,  ok) \
+	X(wrong_answer, rejected, bad) \
+	X(output_limit, rejected, warn) \
+	X(judge_error,  error,    bad)
+
+#define TESTS(X) \
+	X(passed,  ok) \
+	X(skipped, note)
+
+enum status_id {
+#define ST_ENUM_(name, ...) ST_##name,
+	STATUSES(ST_ENUM_) VERDICTS(ST_ENUM_) TESTS(ST_ENUM_)
+#undef ST_ENUM_
+	ST_N
+};
+#define ST_ONE_(...) +1
+enum { ST_NSTATUSES = 0 STATUSES(ST_ONE_) };
+#undef ST_ONE_
+
+/* A status or verdict by its name: ST_NAME(success) is "success". */
+#define ST_NAME(name) status_name(ST_##name)
+const char *status_name(enum status_id id);
+/* The row named s, or -1 (s may be NULL). */
+int status_find(const char *s);
+/* Is s a record's status (not a verdict's or test's name only)? */
+bool status_known(const char *s);
+/* Has s (a status, or a verdict through the status it makes) this meaning?
+ * A name of no row (or NULL) ran and was rated, as any program's result
+ * would be, and is neither ok, a failed call, nor to be run again. */
+bool status_is(const char *s, unsigned flag);
+/* The record status a verdict makes; a status (or a test's own name)
+ * makes itself. */
+enum status_id status_of_verdict(enum status_id v);
+/* The tone of s's badge: "ok", "bad", "warn", "note", or "other" for a
+ * name of no row. */
+const char *status_tone(const char *s);
+/* All the statuses for a message: "success, error, ..." (static). */
+const char *status_list(void);
+
+#endif

@@ -1,0 +1,191 @@
+#define _GNU_SOURCE
+/* Unit tests for lib/core/status: the table is what the contract says.
+ * The README's table of statuses, doc/contract.md's list of them, the
+ * tests' statuses and which status each verdict makes are read from the
+ * documents and held against status.h's rows, both ways; a status added
+ * to one and not the other fails here. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "status.h"
+#include "tap.h"
+
+/* The file next to the configuration the runner passes (etc/..), else the
+ * working directory's. */
+static char *slurp(const char *conf, const char *rel)
+{
+	char path[4096];
+	const char *slash = conf ? strrchr(conf, '/') : NULL;
+	if (slash)
+		snprintf(path, sizeof path, "%.*s/../%s", (int)(slash - conf), conf, rel);
+	else
+		snprintf(path, sizeof path, "%s", rel);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	char *buf = NULL;
+	size_t cap = 0;
+	ssize_t n = getdelim(&buf, &cap, '\0', f);
+	fclose(f);
+	if (n < 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* The line of text that starts with prefix (after the start of a line). */
+static char *line_of(char *text, const char *prefix, char *out, size_t len)
+{
+	for (char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, prefix, strlen(prefix))) {
+			size_t n = strcspn(p, "\n");
+			snprintf(out, len, "%.*s", (int)n, p);
+			return out;
+		}
+	return NULL;
+}
+
+/* The `quoted` names in s[0, end), in order, as "a b c" in out. */
+static const char *names(const char *s, const char *end, char *out, size_t len)
+{
+	size_t o = 0;
+	out[0] = 0;
+	for (const char *p = strchr(s, '`'); p && p < end; p = strchr(p, '`')) {
+		const char *q = strchr(p + 1, '`');
+		if (!q || q > end)
+			break;
+		o += (size_t)snprintf(out + o, len - o, "%s%.*s", o ? " " : "", (int)(q - p - 1), p + 1);
+		p = q + 1;
+	}
+	return out;
+}
+
+static const char *table_statuses(char *out, size_t len)
+{
+	size_t o = 0;
+	for (int i = 0; i < ST_NSTATUSES; i++)
+		o += (size_t)snprintf(out + o, len - o, "%s%s", i ? " " : "", status_name(i));
+	return out;
+}
+
+/* README: the rows of "### Statuses", each "| `name` | meaning |". */
+static void readme(char *text)
+{
+	char *sec = text ? strstr(text, "\n### Statuses\n") : NULL;
+	OK(sec, "README.md has a Statuses section");
+	if (!sec)
+		return;
+	char *end = strstr(sec + 1, "\n#");
+	char got[512], want[512];
+	size_t o = 0;
+	got[0] = 0;
+	for (char *p = sec; p && (!end || p < end); p = strchr(p + 1, '\n'))
+		if (!strncmp(p, "\n| `", 4)) {
+			char *q = strchr(p + 4, '`');
+			o += (size_t)snprintf(got + o, sizeof got - o, "%s%.*s", o ? " " : "", (int)(q - p - 4), p + 4);
+		}
+	OK(!strcmp(got, table_statuses(want, sizeof want)), "README's statuses are the table's: %s", got);
+}
+
+static void contract(char *text)
+{
+	char line[4096], got[1024], want[512];
+	OK(text && line_of(text, "| `status` | `success`", line, sizeof line), "doc/contract.md lists the statuses");
+	if (!text || !line_of(text, "| `status` | `success`", line, sizeof line))
+		return;
+	char *cell = strstr(line + 2, "| ") + 2;
+	names(cell, cell + strlen(cell), got, sizeof got);
+	OK(!strcmp(got, table_statuses(want, sizeof want)), "the contract's statuses are the table's: %s", got);
+
+	/* The tests' statuses: each is a row; each verdict and test row is one. */
+	char *t = line_of(text, "| `tests` | one object per test", line, sizeof line) ? strstr(line, "`status` (") : NULL;
+	OK(t, "the contract lists a test's statuses");
+	if (t) {
+		/* The list ends before the words on when a test is skipped. */
+		char *end = strchr(t, ')'), *when = strstr(t, " when ");
+		if (when && when < end)
+			end = when;
+		names(t + 10, end, got, sizeof got);
+		bool all_rows = true;
+		for (char *w = strtok(got, " "); w; w = strtok(NULL, " "))
+			if (status_find(w) < 0) {
+				all_rows = false;
+				printf("# a test's status of no row: %s\n", w);
+			}
+		OK(all_rows, "each of a test's documented statuses is a row");
+		names(t + 10, end, got, sizeof got);
+		bool all_doc = true;
+		for (int i = ST_NSTATUSES; i < ST_N; i++) {
+			char w[64];
+			snprintf(w, sizeof w, " %s ", status_name(i));
+			char spaced[1100];
+			snprintf(spaced, sizeof spaced, " %s ", got);
+			if (i != ST_accepted && !strstr(spaced, w)) {
+				all_doc = false;
+				printf("# a test status undocumented: %s\n", status_name(i));
+			}
+		}
+		OK(all_doc, "each verdict and test row but accepted is documented for tests");
+	}
+
+	/* The status a verdict makes: "`S` for `V` and `W` (...); `T`, `U` as
+	 * the deciding test's; ..." */
+	OK(line_of(text, "| `status` | `success` for", line, sizeof line), "the contract says the status of each verdict");
+	int said[ST_N] = { 0 };
+	bool agree = true;
+	for (char *seg = strtok(strchr(line + 2, '|') + 1, ";"); seg; seg = strtok(NULL, ";")) {
+		char *fr = strstr(seg, " for ");
+		char st_name[512], v[512];
+		names(seg, fr ? fr : seg + strlen(seg), v, sizeof v);
+		if (fr) {
+			snprintf(st_name, sizeof st_name, "%s", v);
+			names(fr, seg + strlen(seg), v, sizeof v);
+		}
+		char *save = NULL;
+		for (char *w = strtok_r(v, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+			int vi = status_find(w), si = status_find(fr ? st_name : w);
+			if (vi < 0 || si < 0 || (int)status_of_verdict(vi) != si) {
+				agree = false;
+				printf("# the contract: %s makes %s; the table: %s\n", w, fr ? st_name : w,
+				       vi < 0 ? "no such row" : status_name(status_of_verdict(vi)));
+			}
+			if (vi >= 0)
+				said[vi] = 1;
+		}
+	}
+	OK(agree, "each verdict the contract names makes the status the table says");
+	bool every = true;
+	for (int i = ST_NSTATUSES; i < ST_N; i++)
+		if (i < ST_passed && !said[i]) {
+			every = false;
+			printf("# the contract does not say what %s makes\n", status_name(i));
+		}
+	OK(every, "the contract says what each verdict makes");
+}
+
+int main(int argc, char **argv)
+{
+	/* The table itself. */
+	OK(status_find(ST_NAME(internal_error)) == ST_internal_error && status_find("nope") < 0 && status_find(NULL) < 0,
+	   "find by name");
+	OK(status_known("rejected") && !status_known("accepted") && !status_known("passed"), "statuses and verdicts apart");
+	OK(status_is("accepted", STF_OK) && status_is("wrong_answer", STF_RAN) && !status_is("wrong_answer", STF_OK),
+	   "a verdict means what its status means");
+	OK(status_is("no such", STF_RAN | STF_RATED) && !status_is(NULL, STF_CALL | STF_AGAIN | STF_OK),
+	   "a name of no row ran and was rated, no more");
+	OK(!strcmp(status_tone("judge_error"), "bad") && !strcmp(status_tone("x"), "other"), "tones");
+	char want[512];
+	OK(!strcmp(status_list(), "success, error, rejected, timeout, memory_limit, compile_error, invalid, internal_error, cancelled"),
+	   "the list for messages: %s", table_statuses(want, sizeof want));
+
+	const char *conf = argc > 1 ? argv[1] : NULL;
+	char *text = slurp(conf, "README.md");
+	readme(text);
+	free(text);
+	text = slurp(conf, "doc/contract.md");
+	contract(text);
+	free(text);
+	DONE();
+}
