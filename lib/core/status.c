@@ -5,14 +5,14 @@
 #include <string.h>
 
 struct status_def {
-	const char *name, *tone;
+	const char *name;
 	unsigned flags;
 	enum status_id makes;
 };
 
-#define ST_STATUS_(n, flags, tone) [ST_##n] = { #n, #tone, flags, ST_##n },
-#define ST_VERDICT_(n, st, tone) [ST_##n] = { #n, #tone, 0, ST_##st },
-#define ST_TEST_(n, tone) [ST_##n] = { #n, #tone, 0, ST_##n },
+#define ST_STATUS_(n, flags, tone_) [ST_##n] = { #n, flags, ST_##n },
+#define ST_VERDICT_(n, st, tone_) [ST_##n] = { #n, 0, ST_##st },
+#define ST_TEST_(n) [ST_##n] = { #n, 0, ST_##n },
 static const struct status_def defs[ST_N] = { STATUSES(ST_STATUS_) VERDICTS(ST_VERDICT_) TESTS(ST_TEST_) };
 
 const char *status_name(enum status_id id)
@@ -46,12 +46,6 @@ bool status_is(const char *s, unsigned flag)
 	if (i >= 0 && (int)defs[i].makes < ST_NSTATUSES)
 		f = defs[defs[i].makes].flags;
 	return f & flag;
-}
-
-const char *status_tone(const char *s)
-{
-	int i = status_find(s);
-	return i < 0 ? "other" : defs[i].tone;
 }
 
 const char *status_list(void)

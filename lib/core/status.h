@@ -26,7 +26,8 @@
  * (a test or a verdict can also be error, timeout, memory_limit,
  * internal_error or cancelled, and a verdict compile_error): the name, the
  * record status it makes (what "status" says to whoever skips the
- * verdict), its tone.  TESTS: a test's names that never decide a verdict.
+ * verdict), its tone.  TESTS: a test's names that never decide a verdict
+ * (no badge of their own).
  */
 #ifndef SBX_STATUS_H
 #define SBX_STATUS_H
@@ -59,8 +60,8 @@ enum {
 	X(judge_error,  error,    bad)
 
 #define TESTS(X) \
-	X(passed,  ok) \
-	X(skipped, note)
+	X(passed) \
+	X(skipped)
 
 enum status_id {
 #define ST_ENUM_(name, ...) ST_##name,
@@ -86,9 +87,6 @@ bool status_is(const char *s, unsigned flag);
 /* The record status a verdict makes; a status (or a test's own name)
  * makes itself. */
 enum status_id status_of_verdict(enum status_id v);
-/* The tone of s's badge: "ok", "bad", "warn", "note", or "other" for a
- * name of no row. */
-const char *status_tone(const char *s);
 /* All the statuses for a message: "success, error, ..." (static). */
 const char *status_list(void);
 

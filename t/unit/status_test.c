@@ -175,7 +175,6 @@ int main(int argc, char **argv)
 	   "a verdict means what its status means");
 	OK(status_is("no such", STF_RAN | STF_RATED) && !status_is(NULL, STF_CALL | STF_AGAIN | STF_OK),
 	   "a name of no row ran and was rated, no more");
-	OK(!strcmp(status_tone("judge_error"), "bad") && !strcmp(status_tone("x"), "other"), "tones");
 	char want[512];
 	OK(!strcmp(status_list(), "success, error, rejected, timeout, memory_limit, compile_error, invalid, internal_error, cancelled"),
 	   "the list for messages: %s", table_statuses(want, sizeof want));
