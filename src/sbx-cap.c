@@ -97,6 +97,21 @@ static jv cap_record(jv rec, size_t forced, size_t fallback)
 	return rec;
 }
 
+struct cap_args {
+	size_t forced, fallback;
+};
+
+/* Records are capped; an invalid line's record passes, and counts. */
+static jv cap_one(jv rec, enum rec_status st, unsigned long lineno, bool *bad, void *arg)
+{
+	const struct cap_args *a = arg;
+	if (st == REC_INVALID) {
+		*bad = true;
+		return rec;
+	}
+	return cap_record(rec, a->forced, a->fallback);
+}
+
 int main(int argc, char **argv)
 {
 	util_init(argv[0]);
@@ -126,26 +141,8 @@ int main(int argc, char **argv)
 	struct conf *c = conf_open(conf_path);
 	struct rec_reader r;
 	rec_reader_init(&r, STDIN_FILENO, c->max_record_size);
-	int status = EXIT_OK;
-	for (;;) {
-		jv rec;
-		enum rec_status st = rec_read(&r, &rec);
-		if (st == REC_EOF)
-			break;
-		if (st == REC_ERROR) {
-			util_warn("reading input: %s", strerror(errno));
-			status = EXIT_IO;
-			break;
-		}
-		if (st == REC_INVALID)
-			status = status == EXIT_OK ? EXIT_RECORDS : status;
-		else
-			rec = cap_record(rec, forced, c->lim.run.output);
-		if (!rec_write(rec)) {
-			status = EXIT_IO;
-			break;
-		}
-	}
+	struct cap_args a = { forced, c->lim.run.output };
+	int status = rec_filter(&r, cap_one, &a);
 	rec_reader_free(&r);
 	conf_free(c);
 	int cs = util_close_stdout();

@@ -259,13 +259,9 @@ int main(int argc, char **argv)
 	struct conf *c = conf_open(conf_path);
 	char *bindir = util_exe_dir();
 	signal(SIGPIPE, SIG_IGN);
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	int sigfd = proc_stop_signals();
+	if (sigfd < 0)
+		util_die(EXIT_IO, "signalfd: %s", strerror(errno));
 
 	S.loop = loop_new();
 	/* The tools get the file we read, so they see the same policy. */

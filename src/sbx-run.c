@@ -800,13 +800,9 @@ static void options(int argc, char **argv, struct opts *o)
 /* The loop, its watches and the run environment, for a stream of jobs. */
 static void setup(struct conf *c, const struct opts *o, struct backend **bk, size_t nbk, struct ccache *cache)
 {
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	S.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	S.sigfd = proc_stop_signals();
+	if (S.sigfd < 0)
+		util_die(EXIT_IO, "signalfd: %s", strerror(errno));
 
 	S.loop = loop_new();
 	S.max = o->jobs ? (size_t)o->jobs : (size_t)c->max_concurrent;

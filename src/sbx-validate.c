@@ -38,6 +38,38 @@ static void help(void)
 	       synopsis);
 }
 
+struct validate {
+	const struct conf *c;
+	uint64_t total; /* requests in the input file; 0 for a pipe */
+};
+
+static jv validate_one(jv rec, enum rec_status st, unsigned long lineno, bool *bad, void *arg)
+{
+	const struct validate *v = arg;
+	jv out;
+	bool upstream = st == REC_OK && rec_has_status(rec);
+	if (st == REC_INVALID || upstream) {
+		/* Our own parse failures count; upstream verdicts pass through. */
+		if (st == REC_INVALID)
+			*bad = true;
+		out = rec;
+	} else {
+		out = job_from_request(v->c, rec);
+		if (rec_has_status(out))
+			*bad = true;
+	}
+	/* The line of the file the user gave, for every tool after this
+	 * one (sbx-run keeps it): a blank line before a request must not
+	 * shift what its result says.  An upstream verdict passes through
+	 * unchanged. */
+	if (!upstream && jv_get_kind(out) == JV_KIND_OBJECT && !rec_has(out, "input_line")) {
+		out = jv_object_set(out, jv_string("input_line"), jv_number((double)lineno));
+		if (v->total)
+			out = jv_object_set(out, jv_string("input_total"), jv_number((double)v->total));
+	}
+	return out;
+}
+
 int main(int argc, char **argv)
 {
 	util_init(argv[0]);
@@ -58,46 +90,10 @@ int main(int argc, char **argv)
 	struct conf *c = conf_open(conf_path);
 	struct rec_reader r;
 	rec_reader_init(&r, STDIN_FILENO, c->max_record_size);
-	int status = EXIT_OK;
 	/* How many requests a file holds, for the progress of the tools
 	 * after this one (a pipe's are not known ahead). */
-	uint64_t total = util_count_requests(STDIN_FILENO);
-	for (;;) {
-		jv rec;
-		enum rec_status st = rec_read(&r, &rec);
-		if (st == REC_EOF)
-			break;
-		if (st == REC_ERROR) {
-			util_warn("reading input: %s", strerror(errno));
-			status = EXIT_IO;
-			break;
-		}
-		jv out;
-		bool upstream = st == REC_OK && rec_has_status(rec);
-		if (st == REC_INVALID || upstream) {
-			/* Our own parse failures count; upstream verdicts pass through. */
-			if (st == REC_INVALID)
-				status = EXIT_RECORDS;
-			out = rec;
-		} else {
-			out = job_from_request(c, rec);
-			if (rec_has_status(out))
-				status = EXIT_RECORDS;
-		}
-		/* The line of the file the user gave, for every tool after
-		 * this one (sbx-run keeps it): a blank line before a request
-		 * must not shift what its result says.  An upstream verdict
-		 * passes through unchanged. */
-		if (!upstream && jv_get_kind(out) == JV_KIND_OBJECT && !rec_has(out, "input_line")) {
-			out = jv_object_set(out, jv_string("input_line"), jv_number((double)r.lineno));
-			if (total)
-				out = jv_object_set(out, jv_string("input_total"), jv_number((double)total));
-		}
-		if (!rec_write(out)) {
-			status = EXIT_IO;
-			break;
-		}
-	}
+	struct validate v = { c, util_count_requests(STDIN_FILENO) };
+	int status = rec_filter(&r, validate_one, &v);
 	rec_reader_free(&r);
 	conf_free(c);
 	int cs = util_close_stdout();

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -61,6 +62,17 @@ int proc_child_prepare(int parent, int deathsig)
 	prctl(PR_SET_PDEATHSIG, deathsig);
 	/* The parent may have died before prctl: then no signal will come. */
 	return getppid() == parent ? 0 : -1;
+}
+
+int proc_stop_signals(void)
+{
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
 int proc_set_nonblock(int fd, bool on)

@@ -25,6 +25,11 @@ void proc_close_from(int lo);
  * the fork) dies.  -1 if the parent is already gone. */
 int proc_child_prepare(int parent, int deathsig);
 
+/* A long-lived tool's way to stop: SIGINT, SIGTERM and SIGHUP blocked and
+ * read from the returned signalfd (close-on-exec, non-blocking) in its
+ * event loop; -1 with errno if the kernel refuses one.  Children started
+ * through proc_child_prepare get their signals back. */
+int proc_stop_signals(void);
 int proc_set_nonblock(int fd, bool on);
 int proc_set_cloexec(int fd, bool on);
 

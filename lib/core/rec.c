@@ -543,6 +543,23 @@ char *rec_dump(jv v, size_t *len)
 	return out;
 }
 
+int rec_filter(struct rec_reader *r, rec_filter_fn *fn, void *arg)
+{
+	bool bad = false;
+	for (;;) {
+		jv rec;
+		enum rec_status st = rec_read(r, &rec);
+		if (st == REC_EOF)
+			return bad ? EXIT_RECORDS : EXIT_OK;
+		if (st == REC_ERROR) {
+			util_warn("reading input: %s", strerror(errno));
+			return EXIT_IO;
+		}
+		if (!rec_write(fn(rec, st, r->lineno, &bad, arg)))
+			return EXIT_IO;
+	}
+}
+
 bool rec_write(jv v)
 {
 	size_t n;

@@ -62,6 +62,15 @@ enum rec_status rec_next_raw(struct rec_reader *r, const char **line, size_t *le
 /* Blocking convenience: rec_next, filling as needed. */
 enum rec_status rec_read(struct rec_reader *r, jv *out);
 
+/* The loop of a filter tool (sbx-validate, sbx-cap): every record of r,
+ * an `invalid` one for a line that is not (st says which), through fn,
+ * whose result (consumed) is written to stdout.  fn sets *bad when that
+ * record makes the tool exit EXIT_RECORDS.  Returns the tool's exit code:
+ * EXIT_OK, EXIT_RECORDS, or EXIT_IO when reading or writing failed (what
+ * was read before is written). */
+typedef jv rec_filter_fn(jv rec, enum rec_status st, unsigned long lineno, bool *bad, void *arg);
+int rec_filter(struct rec_reader *r, rec_filter_fn *fn, void *arg);
+
 /* Check one line (without its newline) without parsing it: REC_OK if it is
  * one valid JSON object (strict RFC 8259, valid UTF-8, no raw NUL),
  * REC_AGAIN if blank, else REC_INVALID with the reason in *out. */
