@@ -255,10 +255,10 @@ static struct tally offer(int fd, const char *path)
 		long idx;
 		if (!status)
 			t.dropped++;
-		else if (status_find(status) == ST_cancelled)
+		else if (status_find(status) == STATUS_cancelled)
 			/* A job the last attempt's kill interrupted: not a result. */
 			t.cancelled++;
-		else if (status_find(status) == ST_internal_error) {
+		else if (status_find(status) == STATUS_internal_error) {
 			/* The sandbox could not be set up (a node whose backend is
 			 * down): a verdict on the machine, not on the code, so not
 			 * final; another attempt, on another node, runs it again. */

@@ -116,7 +116,7 @@ struct state {
 	int status;
 	/* --progress: results out, by status, of total (0: not known) */
 	bool progress, progress_tty;
-	uint64_t total, done, by_status[ST_NSTATUSES + 1]; /* the last: a status of no name */
+	uint64_t total, done, by_status[STATUS_NSTATUSES + 1]; /* the last: a status of no name */
 	double t0, drawn;
 };
 
@@ -188,9 +188,9 @@ static void draw_progress(bool last)
 		n += snprintf(line + n, sizeof line - (size_t)n, ", ETA %dm%02ds", (int)eta / 60, (int)eta % 60);
 	}
 	const char *sep = "; ";
-	for (size_t i = 0; i <= ST_NSTATUSES && n < (int)sizeof line - 40; i++)
+	for (size_t i = 0; i <= STATUS_NSTATUSES && n < (int)sizeof line - 40; i++)
 		if (S.by_status[i]) {
-			n += snprintf(line + n, sizeof line - (size_t)n, "%s%s %llu", sep, i < ST_NSTATUSES ? status_name(i) : "other",
+			n += snprintf(line + n, sizeof line - (size_t)n, "%s%s %llu", sep, i < STATUS_NSTATUSES ? status_name(i) : "other",
 				      (unsigned long long)S.by_status[i]);
 			sep = ", ";
 		}
@@ -204,7 +204,7 @@ static void draw_progress(bool last)
 static void count_result(const char *st)
 {
 	int i = status_find(st);
-	S.by_status[i >= 0 && i < ST_NSTATUSES ? i : ST_NSTATUSES]++;
+	S.by_status[i >= 0 && i < STATUS_NSTATUSES ? i : STATUS_NSTATUSES]++;
 	S.done++;
 	if (S.progress)
 		draw_progress(false);
@@ -314,8 +314,8 @@ static void cancel_all(void)
 	while (S.held) {
 		struct held *h = S.held;
 		S.held = h->next;
-		jv rec = jv_object_set(h->rec, jv_string("status"), jv_string(ST_NAME(cancelled)));
-		deliver(h->seq, jv_object_set(rec, jv_string("error"), jv_string(ST_NAME(cancelled))));
+		jv rec = jv_object_set(h->rec, jv_string("status"), jv_string(STATUS(cancelled)));
+		deliver(h->seq, jv_object_set(rec, jv_string("error"), jv_string(STATUS(cancelled))));
 		free(h);
 	}
 	S.nheld = 0;
@@ -847,7 +847,7 @@ static void refuse_all(const char *why)
 		if (rs == REC_EOF || rs == REC_ERROR)
 			break;
 		if (rs == REC_OK && !rec_has_status(rec)) {
-			rec = jv_object_set(rec, jv_string("status"), jv_string(ST_NAME(internal_error)));
+			rec = jv_object_set(rec, jv_string("status"), jv_string(STATUS(internal_error)));
 			rec = jv_object_set(rec, jv_string("error"), jv_string(why));
 		}
 		emit(rec);

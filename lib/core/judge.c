@@ -319,9 +319,9 @@ static jv checker_job(const struct conf *c, jv req, char *why, size_t wlen)
 				  jv_string("expected"));
 	jv job = job_from_request(c, jv_object_set(creq, jv_string("args"), args));
 	const char *st = rec_str(job, "status", NULL);
-	if (status_find(st) == ST_invalid) {
+	if (status_find(st) == STATUS_invalid) {
 		const char *e = rec_str(job, "error", NULL);
-		snprintf(why, wlen, "checker: %s", e ? e : ST_NAME(invalid));
+		snprintf(why, wlen, "checker: %s", e ? e : STATUS(invalid));
 		jv_free(job);
 		return jv_invalid();
 	}

@@ -430,7 +430,7 @@ jv rec_invalid_line(unsigned long lineno, const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	jv o = jv_object();
-	o = jv_object_set(o, jv_string("status"), jv_string(ST_NAME(invalid)));
+	o = jv_object_set(o, jv_string("status"), jv_string(STATUS(invalid)));
 	o = jv_object_set(o, jv_string("error"), jv_string_fmt("line %lu: %s", lineno, msg));
 	o = jv_object_set(o, jv_string("line"), jv_number((double)lineno));
 	return o;
@@ -447,7 +447,7 @@ jv rec_make_invalid(jv obj, const char *fmt, ...)
 		jv_free(obj);
 		obj = jv_object();
 	}
-	obj = jv_object_set(obj, jv_string("status"), jv_string(ST_NAME(invalid)));
+	obj = jv_object_set(obj, jv_string("status"), jv_string(STATUS(invalid)));
 	return jv_object_set(obj, jv_string("error"), jv_string(msg));
 }
 

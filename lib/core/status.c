@@ -10,10 +10,10 @@ struct status_def {
 	enum status_id makes;
 };
 
-#define ST_STATUS_(n, flags, tone_) [ST_##n] = { #n, flags, ST_##n },
-#define ST_VERDICT_(n, st, tone_) [ST_##n] = { #n, 0, ST_##st },
-#define ST_TEST_(n) [ST_##n] = { #n, 0, ST_##n },
-static const struct status_def defs[ST_N] = { STATUSES(ST_STATUS_) VERDICTS(ST_VERDICT_) TESTS(ST_TEST_) };
+#define DEF_STATUS_(n, flags, tone_) [STATUS_##n] = { #n, flags, STATUS_##n },
+#define DEF_VERDICT_(n, st, tone_) [STATUS_##n] = { #n, 0, STATUS_##st },
+#define DEF_TEST_(n) [STATUS_##n] = { #n, 0, STATUS_##n },
+static const struct status_def defs[STATUS_N] = { STATUSES(DEF_STATUS_) VERDICTS(DEF_VERDICT_) TESTS(DEF_TEST_) };
 
 const char *status_name(enum status_id id)
 {
@@ -22,7 +22,7 @@ const char *status_name(enum status_id id)
 
 int status_find(const char *s)
 {
-	for (int i = 0; s && i < ST_N; i++)
+	for (int i = 0; s && i < STATUS_N; i++)
 		if (!strcmp(defs[i].name, s))
 			return i;
 	return -1;
@@ -31,7 +31,7 @@ int status_find(const char *s)
 bool status_known(const char *s)
 {
 	int i = status_find(s);
-	return i >= 0 && i < ST_NSTATUSES;
+	return i >= 0 && i < STATUS_NSTATUSES;
 }
 
 enum status_id status_of_verdict(enum status_id v)
@@ -43,7 +43,7 @@ bool status_is(const char *s, unsigned flag)
 {
 	int i = status_find(s);
 	unsigned f = STF_RAN | STF_RATED;
-	if (i >= 0 && (int)defs[i].makes < ST_NSTATUSES)
+	if (i >= 0 && (int)defs[i].makes < STATUS_NSTATUSES)
 		f = defs[defs[i].makes].flags;
 	return f & flag;
 }
@@ -52,7 +52,7 @@ const char *status_list(void)
 {
 	static char list[200];
 	size_t o = 0;
-	for (int i = 0; i < ST_NSTATUSES && o < sizeof list; i++)
+	for (int i = 0; i < STATUS_NSTATUSES && o < sizeof list; i++)
 		o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", defs[i].name);
 	return list;
 }

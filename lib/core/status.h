@@ -6,7 +6,7 @@
  * list and rule about them is a loop over the rows below: sbx-history's
  * --status check, the MCP schemas' enum, sbx-run's progress counters and
  * exit code, sbx-batch's retries, the history's rates, the dashboard's
- * badges.  C code names one as ST_NAME(success), never as a string, so a
+ * badges.  C code names one as STATUS(success), never as a string, so a
  * status is spelled once; t/unit/status_test checks the contract's lists
  * against these rows.
  *
@@ -64,17 +64,17 @@ enum {
 	X(skipped)
 
 enum status_id {
-#define ST_ENUM_(name, ...) ST_##name,
-	STATUSES(ST_ENUM_) VERDICTS(ST_ENUM_) TESTS(ST_ENUM_)
-#undef ST_ENUM_
-	ST_N
+#define STATUS_ENUM_(name, ...) STATUS_##name,
+	STATUSES(STATUS_ENUM_) VERDICTS(STATUS_ENUM_) TESTS(STATUS_ENUM_)
+#undef STATUS_ENUM_
+	STATUS_N
 };
-#define ST_ONE_(...) +1
-enum { ST_NSTATUSES = 0 STATUSES(ST_ONE_) };
-#undef ST_ONE_
+#define STATUS_ONE_(...) +1
+enum { STATUS_NSTATUSES = 0 STATUSES(STATUS_ONE_) };
+#undef STATUS_ONE_
 
-/* A status or verdict by its name: ST_NAME(success) is "success". */
-#define ST_NAME(name) status_name(ST_##name)
+/* A status or verdict by its name: STATUS(success) is "success". */
+#define STATUS(name) status_name(STATUS_##name)
 const char *status_name(enum status_id id);
 /* The row named s, or -1 (s may be NULL). */
 int status_find(const char *s);

@@ -906,7 +906,7 @@ static const char *sql_ran(char *buf, size_t len)
 {
 	size_t o = (size_t)snprintf(buf, len, "status NOT IN (");
 	const char *sep = "";
-	for (int i = 0; i < ST_NSTATUSES && o < len; i++)
+	for (int i = 0; i < STATUS_NSTATUSES && o < len; i++)
 		if (!status_is(status_name(i), STF_RAN)) {
 			o += (size_t)snprintf(buf + o, len - o, "%s'%s'", sep, status_name(i));
 			sep = ", ";

@@ -193,7 +193,7 @@ static void put_bytes(struct page *p, jv o, const char *key)
 static void put_status(struct page *p, const char *status)
 {
 	int i = status_find(status);
-	page_printf(p, "<span class=\"st st-%s\">", i >= 0 && i < ST_passed ? status : "other");
+	page_printf(p, "<span class=\"st st-%s\">", i >= 0 && i < STATUS_passed ? status : "other");
 	page_str(p, status ? status : "?");
 	page_raw(p, "</span>");
 }
@@ -523,7 +523,7 @@ int page_overview(struct page *p, struct hist *h, const struct hist_filter *base
 	page_printf(p, "<section class=\"cards\"><div class=\"card\"><b id=\"total\">%.0f</b> runs</div>", o->total);
 	double ok = 0;
 	for (int i = 0; i < o->nst; i++)
-		if (status_find(o->st[i].name) == ST_success)
+		if (status_find(o->st[i].name) == STATUS_success)
 			ok = o->st[i].count;
 	page_printf(p, "<div class=\"card\"><b>%.1f %%</b> success</div></section>", o->total > 0 ? 100 * ok / o->total : 0);
 

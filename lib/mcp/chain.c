@@ -18,8 +18,8 @@
 #include "status.h"
 #include "util.h"
 
-enum { ST_VALIDATE, ST_RUN, ST_CAP, ST_LOG, NSTAGES };
-static const char *const stage_tool[NSTAGES] = { "sbx-validate", "sbx-run", "sbx-cap", "sbx-log" };
+enum { TOOL_VALIDATE, TOOL_RUN, TOOL_CAP, TOOL_LOG, NTOOLS };
+static const char *const tool_names[NTOOLS] = { "sbx-validate", "sbx-run", "sbx-cap", "sbx-log" };
 
 struct req {
 	char *id;
@@ -34,7 +34,7 @@ struct chain {
 	char *bindir, *conf_path;
 	unsigned jobs;
 	bool alive;
-	pid_t pids[NSTAGES];
+	pid_t pids[NTOOLS];
 	int in_fd;              /* requests to sbx-validate */
 	int out_fd;             /* results from sbx-log */
 	int ev_fd, ctl_fd;      /* sbx-run's --events and --control */
@@ -73,7 +73,7 @@ static void fail_all(struct chain *ch, const char *why)
 		ch->reqs = r->next;
 		ch->n--;
 		jv res = jv_object_set(jv_object(), jv_string("id"), jv_string(r->id));
-		res = jv_object_set(res, jv_string("status"), jv_string(ST_NAME(internal_error)));
+		res = jv_object_set(res, jv_string("status"), jv_string(STATUS(internal_error)));
 		res = jv_object_set(res, jv_string("error"), jv_string(why));
 		if (r->done)
 			r->done(res, r->arg);
@@ -160,9 +160,9 @@ static void on_in(struct loop *l, int fd, short rev, void *arg)
 }
 
 /* fork+exec one tool with stdin/stdout (and for sbx-run fds 3 and 4). */
-static pid_t spawn(struct chain *ch, int stage, int in, int out, int ev, int ctl, pid_t pgid)
+static pid_t spawn(struct chain *ch, int t, int in, int out, int ev, int ctl, pid_t pgid)
 {
-	char *tool = util_fmt("%s/%s", ch->bindir, stage_tool[stage]);
+	char *tool = util_fmt("%s/%s", ch->bindir, tool_names[t]);
 	char jobs[16], evs[4] = "3", ctls[4] = "4";
 	snprintf(jobs, sizeof jobs, "%u", ch->jobs);
 	char *argv[14];
@@ -172,7 +172,7 @@ static pid_t spawn(struct chain *ch, int stage, int in, int out, int ev, int ctl
 		argv[a++] = "-c";
 		argv[a++] = ch->conf_path;
 	}
-	if (stage == ST_RUN) {
+	if (t == TOOL_RUN) {
 		argv[a++] = "-j";
 		argv[a++] = jobs;
 		/* Results are matched by id: none waits for a slower one. */
@@ -221,15 +221,15 @@ static int start(struct chain *ch)
 			util_warn("pipe: %s", strerror(errno));
 			goto fail;
 		}
-	ch->pids[ST_VALIDATE] = spawn(ch, ST_VALIDATE, in[0], p1[1], -1, -1, 0);
-	pid_t pg = ch->pids[ST_VALIDATE];
-	ch->pids[ST_RUN] = pg > 0 ? spawn(ch, ST_RUN, p1[0], p2[1], ev[1], ctl[0], pg) : -1;
-	ch->pids[ST_CAP] = pg > 0 ? spawn(ch, ST_CAP, p2[0], p3[1], -1, -1, pg) : -1;
-	ch->pids[ST_LOG] = pg > 0 ? spawn(ch, ST_LOG, p3[0], out[1], -1, -1, pg) : -1;
-	for (int s = 0; s < NSTAGES; s++)
+	ch->pids[TOOL_VALIDATE] = spawn(ch, TOOL_VALIDATE, in[0], p1[1], -1, -1, 0);
+	pid_t pg = ch->pids[TOOL_VALIDATE];
+	ch->pids[TOOL_RUN] = pg > 0 ? spawn(ch, TOOL_RUN, p1[0], p2[1], ev[1], ctl[0], pg) : -1;
+	ch->pids[TOOL_CAP] = pg > 0 ? spawn(ch, TOOL_CAP, p2[0], p3[1], -1, -1, pg) : -1;
+	ch->pids[TOOL_LOG] = pg > 0 ? spawn(ch, TOOL_LOG, p3[0], out[1], -1, -1, pg) : -1;
+	for (int s = 0; s < NTOOLS; s++)
 		if (ch->pids[s] > 0)
 			setpgid(ch->pids[s], pg); /* also here: no race with the child */
-	for (int s = 0; s < NSTAGES; s++)
+	for (int s = 0; s < NTOOLS; s++)
 		if (ch->pids[s] < 0) {
 			util_warn("fork: %s", strerror(errno));
 			goto fail;
@@ -250,7 +250,7 @@ static int start(struct chain *ch)
 	ch->alive = true;
 	return 0;
 fail:
-	for (int s = 0; s < NSTAGES; s++)
+	for (int s = 0; s < NTOOLS; s++)
 		if (ch->pids[s] > 0) {
 			kill(ch->pids[s], SIGKILL);
 			waitpid(ch->pids[s], NULL, 0);
@@ -271,7 +271,7 @@ struct chain *chain_new(struct loop *l, const char *bindir, const char *conf_pat
 	ch->conf_path = conf_path ? util_strdup(conf_path) : NULL;
 	ch->jobs = jobs ? jobs : 1;
 	ch->in_fd = ch->out_fd = ch->ev_fd = ch->ctl_fd = -1;
-	for (int s = 0; s < NSTAGES; s++)
+	for (int s = 0; s < NTOOLS; s++)
 		ch->pids[s] = -1;
 	return ch;
 }
@@ -350,10 +350,10 @@ static void stop(struct chain *ch, int grace_ms)
 	loop_unwatch(ch->loop, ch->ev_fd);
 	close(ch->in_fd);
 	close(ch->ctl_fd);
-	pid_t group = ch->pids[ST_VALIDATE];
+	pid_t group = ch->pids[TOOL_VALIDATE];
 	double deadline = now_ms() + grace_ms;
 	bool termed = false;
-	for (int s = 0; s < NSTAGES; s++) {
+	for (int s = 0; s < NTOOLS; s++) {
 		while (waitpid(ch->pids[s], NULL, WNOHANG) == 0) {
 			if (now_ms() >= deadline) {
 				kill(-group, termed ? SIGKILL : SIGTERM);

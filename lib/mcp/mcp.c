@@ -260,16 +260,16 @@ static void run_done(jv result, void *arg)
 	const char *st = rec_str(result, "status", NULL);
 	bool is_error = st && status_is(st, STF_CALL);
 	const char *why = rec_str(result, "error", NULL);
-	if (status_find(st) == ST_internal_error)
+	if (status_find(st) == STATUS_internal_error)
 		mcp_log(c->cl, c->tag, L_ERROR, "%s: the sandbox could not be set up: %.400s", c->tool->name, why ? why : "");
-	else if (status_find(st) == ST_invalid)
+	else if (status_find(st) == STATUS_invalid)
 		mcp_log(c->cl, c->tag, L_WARNING, "%s: refused: %.400s", c->tool->name, why ? why : "");
 	if (jv_is_valid(c->with)) {
 		/* sandbox_initialize with dependencies: the session, and how
 		 * its install went. */
 		jv with = c->with;
 		c->with = jv_invalid();
-		is_error = status_find(st) != ST_success;
+		is_error = status_find(st) != STATUS_success;
 		finish(c, tool_result(jv_object_set(with, jv_string("install"), mcp_run_view(result, c->max_output)), is_error));
 		return;
 	}
@@ -600,7 +600,7 @@ static char *install_failure(jv result)
 static void deps_installed(struct call *c, jv result)
 {
 	const char *st = rec_str(result, "status", NULL);
-	if (status_find(st) != ST_success) {
+	if (status_find(st) != STATUS_success) {
 		/* Why: the record's own error (a refused package, a sandbox that
 		 * could not be made), else the installer's output, which the
 		 * view carries. */

@@ -388,7 +388,7 @@ static const struct tool_def *def_of(const struct mcp_tool *t)
 static jv schema_parse(const char *src)
 {
 	jv statuses = jv_array();
-	for (int i = 0; i < ST_NSTATUSES; i++)
+	for (int i = 0; i < STATUS_NSTATUSES; i++)
 		statuses = jv_array_append(statuses, jv_string(status_name(i)));
 	jv dumped = jv_dump_string(statuses, 0);
 	const char *arr = jv_string_value(dumped), *list = status_list();
@@ -720,7 +720,7 @@ jv mcp_run_text(jv view, size_t text_output, uint64_t output_limit)
 	jv_free(miss);
 	/* a compile error: the compiler's words are the whole story */
 	jv comp = rec_get(view, "compile");
-	if (status_find(st) == ST_compile_error && jv_get_kind(comp) == JV_KIND_OBJECT) {
+	if (status_find(st) == STATUS_compile_error && jv_get_kind(comp) == JV_KIND_OBJECT) {
 		out = text_stream(out, comp, "stderr", "compile.stderr", text_output);
 		out = text_stream(out, comp, "stdout", "compile.stdout", text_output);
 	}

@@ -58,14 +58,14 @@ static double round1(double v)
 static const char *stage_status(const struct stage_result *br)
 {
 	switch (br->status) {
-	case STAGE_EXITED: return br->exit_code == 0 ? ST_NAME(success) : ST_NAME(error);
-	case STAGE_SIGNALED: return ST_NAME(error);
-	case STAGE_TIMEOUT: return ST_NAME(timeout);
-	case STAGE_OOM: return ST_NAME(memory_limit);
+	case STAGE_EXITED: return br->exit_code == 0 ? STATUS(success) : STATUS(error);
+	case STAGE_SIGNALED: return STATUS(error);
+	case STAGE_TIMEOUT: return STATUS(timeout);
+	case STAGE_OOM: return STATUS(memory_limit);
 	case STAGE_CANCELLED:
-	case STAGE_INTERNAL: return ST_NAME(internal_error);
+	case STAGE_INTERNAL: return STATUS(internal_error);
 	}
-	return ST_NAME(internal_error);
+	return STATUS(internal_error);
 }
 
 /* The fields one stage contributes, into obj (consumed). */
@@ -158,7 +158,7 @@ static void complete(struct run *r, jv res)
 		 * start): the status is the verdict, and the request's tests
 		 * (inputs, expected outputs) do not come back. */
 		const char *st = rec_str(res, "status", NULL);
-		res = jv_object_set(res, jv_string("verdict"), jv_string(st ? st : ST_NAME(internal_error)));
+		res = jv_object_set(res, jv_string("verdict"), jv_string(st ? st : STATUS(internal_error)));
 		res = jv_object_set(res, jv_string("tests_passed"), jv_number(0));
 		res = jv_object_set(res, jv_string("tests_total"), jv_number((double)r->job.judge->n));
 		res = jv_object_set(res, jv_string("tests"), jv_array());
@@ -184,7 +184,7 @@ static void complete(struct run *r, jv res)
  * of its own, so that alerts and success rates leave it out). */
 static void internal(struct run *r, const char *msg)
 {
-	jv res = base_result(r, strcmp(msg, ST_NAME(cancelled)) ? ST_NAME(internal_error) : msg);
+	jv res = base_result(r, strcmp(msg, STATUS(cancelled)) ? STATUS(internal_error) : msg);
 	res = jv_object_set(res, jv_string("error"), jv_string(msg));
 	res = jv_object_set(res, jv_string("exit_code"), jv_null());
 	res = jv_object_set(res, jv_string("signal"), jv_null());
@@ -327,7 +327,7 @@ static void stage_result(struct run *r, const struct stage_result *br)
 		char msg[600];
 		snprintf(msg, sizeof msg, "cannot run \"%s\": %s%s", r->job.run[0], strerror(br->noexec),
 			 br->noexec == ENOENT ? " (not on the sandbox's PATH, nor a file of the workspace)" : "");
-		jv res = jv_object_set(base_result(r, ST_NAME(error)), jv_string("error"), jv_string(msg));
+		jv res = jv_object_set(base_result(r, STATUS(error)), jv_string("error"), jv_string(msg));
 		struct stage_result as_shell = *br;
 		as_shell.status = STAGE_EXITED;
 		as_shell.exit_code = br->noexec == ENOENT ? 127 : 126;
@@ -335,7 +335,7 @@ static void stage_result(struct run *r, const struct stage_result *br)
 		return;
 	}
 	if (br->status == STAGE_INTERNAL || br->status == STAGE_CANCELLED) {
-		internal(r, br->status == STAGE_CANCELLED ? ST_NAME(cancelled) : br->error);
+		internal(r, br->status == STAGE_CANCELLED ? STATUS(cancelled) : br->error);
 		return;
 	}
 	if (r->stage == ST_COMPILE) {
@@ -356,7 +356,7 @@ static void stage_result(struct run *r, const struct stage_result *br)
 			start_stage(r, ST_RUN);
 			return;
 		}
-		jv res = base_result(r, ST_NAME(compile_error));
+		jv res = base_result(r, STATUS(compile_error));
 		/* The program never ran: empty output, no exit code. */
 		struct stage_result none;
 		memset(&none, 0, sizeof none);
@@ -385,13 +385,13 @@ static void cell_done(const struct stage_result *br, jv info, void *arg)
 	/* A kernel gone in the cell (os._exit(0) too) failed it. */
 	bool alive = true;
 	rec_bool(info, "kernel_alive", &alive);
-	const char *st = br->status == STAGE_CANCELLED ? ST_NAME(cancelled) : stage_status(br);
-	jv res = base_result(r, !alive && status_find(st) == ST_success ? ST_NAME(error) : st);
+	const char *st = br->status == STAGE_CANCELLED ? STATUS(cancelled) : stage_status(br);
+	jv res = base_result(r, !alive && status_find(st) == STATUS_success ? STATUS(error) : st);
 	res = stage_fields(res, br);
 	if (br->status == STAGE_INTERNAL)
 		res = jv_object_set(res, jv_string("error"), jv_string(br->error[0] ? br->error : "the kernel could not start"));
 	else if (br->status == STAGE_CANCELLED)
-		res = jv_object_set(res, jv_string("error"), jv_string(ST_NAME(cancelled)));
+		res = jv_object_set(res, jv_string("error"), jv_string(STATUS(cancelled)));
 	jv_object_foreach(info, k, v) res = jv_object_set(res, k, v);
 	if (!rec_has(res, "value"))
 		res = jv_object_set(res, jv_string("value"), jv_null());
@@ -433,7 +433,7 @@ static void trial_done(jv sum, unsigned enforced, void *arg)
 {
 	struct run *r = arg;
 	r->cell_enforced = enforced;
-	jv res = base_result(r, ST_NAME(success));
+	jv res = base_result(r, STATUS(success));
 	jv_object_foreach(sum, k, v) res = jv_object_set(res, k, v);
 	jv_free(sum);
 	complete(r, res);
@@ -545,7 +545,7 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 		r->scratch = bk_scratch_open(r->be, r->job.workspace, own_name(&r->job), r->job.dir != NULL, r->job.work_exec,
 					     size, err, sizeof err);
 	if (!r->scratch) {
-		*immediate = jv_object_set(base_result(r, ST_NAME(internal_error)), jv_string("error"), jv_string(err));
+		*immediate = jv_object_set(base_result(r, STATUS(internal_error)), jv_string("error"), jv_string(err));
 		run_free(r);
 		return NULL;
 	}
@@ -582,7 +582,7 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 		else
 			snprintf(err, sizeof err, "cannot write the job's files into its scratch directory: %s%s", strerror(errno),
 				 full ? " (files larger than scratch_size)" : "");
-		*immediate = jv_object_set(base_result(r, full ? ST_NAME(error) : ST_NAME(internal_error)), jv_string("error"), jv_string(err));
+		*immediate = jv_object_set(base_result(r, full ? STATUS(error) : STATUS(internal_error)), jv_string("error"), jv_string(err));
 		*immediate = jv_object_set(*immediate, jv_string("exit_code"), jv_null());
 		*immediate = jv_object_set(*immediate, jv_string("signal"), jv_null());
 		run_free(r);
@@ -601,7 +601,7 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 	} else if (r->job.cell) {
 		start_cell(r, err, sizeof err);
 		if (!r->cell) {
-			*immediate = jv_object_set(base_result(r, ST_NAME(internal_error)), jv_string("error"), jv_string(err));
+			*immediate = jv_object_set(base_result(r, STATUS(internal_error)), jv_string("error"), jv_string(err));
 			run_free(r);
 			return NULL;
 		}
@@ -614,7 +614,7 @@ void run_cancel(struct run *r)
 {
 	if (r->parked) {
 		unpark(r);
-		internal(r, ST_NAME(cancelled));
+		internal(r, STATUS(cancelled));
 		return;
 	}
 	if (r->st)

@@ -185,7 +185,7 @@ static void finish_test(struct slot *s, const char *status)
 	slot_release(s);
 	free(s);
 	t->running--;
-	if (strcmp(status, ST_NAME(passed)) && t->jd->stop_on_fail && i < t->stop_at) {
+	if (strcmp(status, STATUS(passed)) && t->jd->stop_on_fail && i < t->stop_at) {
 		/* Later tests do not count now: the running ones are stopped;
 		 * earlier ones run on, so the verdict is the first failing
 		 * test's whatever the timing. */
@@ -207,7 +207,7 @@ static void test_end(struct slot *s, const char *status)
 static void judge_error(struct slot *s, const char *fmt, const char *detail)
 {
 	s->res = jv_object_set(s->res, jv_string("error"), jv_string_fmt(fmt, detail));
-	test_end(s, ST_NAME(judge_error));
+	test_end(s, STATUS(judge_error));
 }
 
 /* The checker decides (testlib: 0 ok, 1 wrong answer, 2 presentation
@@ -218,7 +218,7 @@ static void checker_done(struct slot *s, const struct stage_result *br)
 	jv msg = keep(br->err.total ? &br->err : &br->out);
 	s->res = jv_object_set(s->res, jv_string("checker_message"), msg);
 	if (br->status == STAGE_CANCELLED) {
-		test_end(s, ST_NAME(cancelled));
+		test_end(s, STATUS(cancelled));
 		return;
 	}
 	/* A checker flooding its output is broken, whatever its exit says. */
@@ -227,7 +227,7 @@ static void checker_done(struct slot *s, const struct stage_result *br)
 		return;
 	}
 	if (br->status == STAGE_EXITED && br->exit_code <= 2) {
-		test_end(s, br->exit_code == 0 ? ST_NAME(passed) : ST_NAME(wrong_answer));
+		test_end(s, br->exit_code == 0 ? STATUS(passed) : STATUS(wrong_answer));
 		return;
 	}
 	if (br->status == STAGE_EXITED)
@@ -273,23 +273,23 @@ static void test_done(struct slot *s, const struct stage_result *br)
 	s->res = run_fields(s->res, br);
 	switch (br->status) {
 	case STAGE_CANCELLED:
-		test_end(s, ST_NAME(cancelled));
+		test_end(s, STATUS(cancelled));
 		return;
 	case STAGE_INTERNAL:
 		s->res = jv_object_set(s->res, jv_string("error"), jv_string(br->error));
-		test_end(s, ST_NAME(internal_error));
+		test_end(s, STATUS(internal_error));
 		return;
-	case STAGE_TIMEOUT: test_end(s, ST_NAME(timeout)); return;
-	case STAGE_OOM: test_end(s, ST_NAME(memory_limit)); return;
-	case STAGE_SIGNALED: test_end(s, ST_NAME(error)); return;
+	case STAGE_TIMEOUT: test_end(s, STATUS(timeout)); return;
+	case STAGE_OOM: test_end(s, STATUS(memory_limit)); return;
+	case STAGE_SIGNALED: test_end(s, STATUS(error)); return;
 	case STAGE_EXITED: break;
 	}
 	if (br->exit_code != 0) {
-		test_end(s, ST_NAME(error));
+		test_end(s, STATUS(error));
 		return;
 	}
 	if (cap_buf_truncated(&br->out)) {
-		test_end(s, ST_NAME(output_limit));
+		test_end(s, STATUS(output_limit));
 		return;
 	}
 	s->out = cap_buf_bytes(&br->out, &s->outlen);
@@ -299,11 +299,11 @@ static void test_done(struct slot *s, const struct stage_result *br)
 	}
 	jv diff = jt->expected ? judge_compare(&t->jd->cmp, jt->expected, jt->exp_len, s->out, s->outlen) : jv_null();
 	if (jv_get_kind(diff) == JV_KIND_NULL) {
-		test_end(s, ST_NAME(passed));
+		test_end(s, STATUS(passed));
 		return;
 	}
 	s->res = jv_object_set(s->res, jv_string("diff"), diff);
-	test_end(s, ST_NAME(wrong_answer));
+	test_end(s, STATUS(wrong_answer));
 }
 
 static void checker_compiled(struct trial *t, const struct stage_result *br);
@@ -338,7 +338,7 @@ static void start_test(struct trial *t, size_t i)
 	if (!start_on_fresh(s, &t->prog, jt->run, t->envp, jt->stdin_data, jt->stdin_len, jt->files, jt->nfiles, false, err,
 			    sizeof err)) {
 		s->res = jv_object_set(s->res, jv_string("error"), jv_string(err));
-		finish_test(s, ST_NAME(internal_error));
+		finish_test(s, STATUS(internal_error));
 	}
 }
 
@@ -394,7 +394,7 @@ static void on_wake(struct loop *l, int fd, short revents, void *arg)
 static const char *job_status(const char *st)
 {
 	int v = status_find(st);
-	return v < 0 ? ST_NAME(error) : status_name(status_of_verdict(v));
+	return v < 0 ? STATUS(error) : status_name(status_of_verdict(v));
 }
 
 static void summarize(struct trial *t)
@@ -412,11 +412,11 @@ static void summarize(struct trial *t)
 		}
 		if (!jv_is_valid(r))
 			r = jv_object_set(jv_object_set(jv_object(), jv_string("index"), jv_number((double)i)), jv_string("status"),
-					  jv_string(t->cancelled ? ST_NAME(cancelled) : ST_NAME(skipped)));
+					  jv_string(t->cancelled ? STATUS(cancelled) : STATUS(skipped)));
 		const char *st = rec_str(r, "status", NULL);
-		if (!strcmp(st, ST_NAME(passed)))
+		if (!strcmp(st, STATUS(passed)))
 			passed++;
-		else if (jv_get_kind(decider) == JV_KIND_NULL && strcmp(st, ST_NAME(skipped)))
+		else if (jv_get_kind(decider) == JV_KIND_NULL && strcmp(st, STATUS(skipped)))
 			decider = jv_copy(r);
 		double v;
 		if (rec_num(r, "duration_ms", &v) && v > dur)
@@ -428,11 +428,11 @@ static void summarize(struct trial *t)
 		tests = jv_array_append(tests, r);
 	}
 	jv sum = jv_object();
-	const char *verdict = ST_NAME(accepted);
+	const char *verdict = STATUS(accepted);
 	if (jv_get_kind(decider) == JV_KIND_OBJECT)
 		verdict = rec_str(decider, "status", NULL);
 	if (t->cancelled)
-		verdict = ST_NAME(cancelled);
+		verdict = STATUS(cancelled);
 	sum = jv_object_set(sum, jv_string("status"), jv_string(job_status(verdict)));
 	sum = jv_object_set(sum, jv_string("verdict"), jv_string(verdict));
 	sum = jv_object_set(sum, jv_string("tests_passed"), jv_number((double)passed));

@@ -65,7 +65,7 @@ static const char *names(const char *s, const char *end, char *out, size_t len)
 static const char *table_statuses(char *out, size_t len)
 {
 	size_t o = 0;
-	for (int i = 0; i < ST_NSTATUSES; i++)
+	for (int i = 0; i < STATUS_NSTATUSES; i++)
 		o += (size_t)snprintf(out + o, len - o, "%s%s", i ? " " : "", status_name(i));
 	return out;
 }
@@ -117,12 +117,12 @@ static void contract(char *text)
 		OK(all_rows, "each of a test's documented statuses is a row");
 		names(t + 10, end, got, sizeof got);
 		bool all_doc = true;
-		for (int i = ST_NSTATUSES; i < ST_N; i++) {
+		for (int i = STATUS_NSTATUSES; i < STATUS_N; i++) {
 			char w[64];
 			snprintf(w, sizeof w, " %s ", status_name(i));
 			char spaced[1100];
 			snprintf(spaced, sizeof spaced, " %s ", got);
-			if (i != ST_accepted && !strstr(spaced, w)) {
+			if (i != STATUS_accepted && !strstr(spaced, w)) {
 				all_doc = false;
 				printf("# a test status undocumented: %s\n", status_name(i));
 			}
@@ -133,7 +133,7 @@ static void contract(char *text)
 	/* The status a verdict makes: "`S` for `V` and `W` (...); `T`, `U` as
 	 * the deciding test's; ..." */
 	OK(line_of(text, "| `status` | `success` for", line, sizeof line), "the contract says the status of each verdict");
-	int said[ST_N] = { 0 };
+	int said[STATUS_N] = { 0 };
 	bool agree = true;
 	for (char *seg = strtok(strchr(line + 2, '|') + 1, ";"); seg; seg = strtok(NULL, ";")) {
 		char *fr = strstr(seg, " for ");
@@ -157,8 +157,8 @@ static void contract(char *text)
 	}
 	OK(agree, "each verdict the contract names makes the status the table says");
 	bool every = true;
-	for (int i = ST_NSTATUSES; i < ST_N; i++)
-		if (i < ST_passed && !said[i]) {
+	for (int i = STATUS_NSTATUSES; i < STATUS_N; i++)
+		if (i < STATUS_passed && !said[i]) {
 			every = false;
 			printf("# the contract does not say what %s makes\n", status_name(i));
 		}
@@ -168,7 +168,7 @@ static void contract(char *text)
 int main(int argc, char **argv)
 {
 	/* The table itself. */
-	OK(status_find(ST_NAME(internal_error)) == ST_internal_error && status_find("nope") < 0 && status_find(NULL) < 0,
+	OK(status_find(STATUS(internal_error)) == STATUS_internal_error && status_find("nope") < 0 && status_find(NULL) < 0,
 	   "find by name");
 	OK(status_known("rejected") && !status_known("accepted") && !status_known("passed"), "statuses and verdicts apart");
 	OK(status_is("accepted", STF_OK) && status_is("wrong_answer", STF_RAN) && !status_is("wrong_answer", STF_OK),
