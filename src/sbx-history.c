@@ -32,6 +32,7 @@
 #include "hist.h"
 #include "page.h"
 #include "rec.h"
+#include "state.h"
 #include "status.h"
 #include "utf8.h"
 #include "util.h"
@@ -616,9 +617,9 @@ int main(int argc, char **argv)
 	options(argc, argv, &o);
 	struct conf *c = conf_open(o.conf_path);
 	char *server_db = conf_server_history(c);
-	const char *env = getenv("SBX_HISTORY"), *db = o.server ? server_db : o.db;
+	const char *db = o.server ? server_db : o.db;
 	if (!db)
-		db = env && *env ? env : c->history;
+		db = state_history(c);
 	if (o.languages) {
 		/* Stored languages are canonical (sbx-validate resolves
 		 * aliases); accept an alias here too. */

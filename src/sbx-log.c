@@ -31,6 +31,7 @@
 #include "conf.h"
 #include "hist.h"
 #include "rec.h"
+#include "state.h"
 #include "util.h"
 
 #define BATCH_MAX 1000
@@ -206,7 +207,7 @@ int main(int argc, char **argv)
 
 	struct conf *c = conf_open(conf_path);
 	if (!db)
-		db = getenv("SBX_HISTORY") && *getenv("SBX_HISTORY") ? getenv("SBX_HISTORY") : c->history;
+		db = state_history(c);
 	struct logger lg = {
 		.code = !strcmp(code_opt ? code_opt : c->history_code, "full") ? HIST_CODE_FULL : HIST_CODE_PREVIEW,
 		.status = EXIT_OK,

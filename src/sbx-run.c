@@ -42,6 +42,7 @@
 #include "cell.h"
 #include "live.h"
 #include "run.h"
+#include "state.h"
 #include "util.h"
 
 static const char synopsis[] =
@@ -408,8 +409,8 @@ static void on_control(struct loop *l, int fd, short rev, void *arg)
 	while ((st = rec_next(&S.control, &msg)) == REC_OK || st == REC_INVALID) {
 		const char *id = st == REC_OK ? rec_str(msg, "cancel", NULL) : NULL;
 		const char *sid = st == REC_OK ? rec_str(msg, "end_session", NULL) : NULL;
-		if (sid && strlen(sid) == 32 && strspn(sid, "0123456789abcdef") == 32) {
-			char *ws = util_fmt("%s/sessions/%s", S.env.conf->state_dir, sid);
+		if (sid && state_session_id_ok(sid, strlen(sid))) {
+			char *ws = state_session_dir(S.env.conf, sid);
 			cell_end(S.env.kernels, ws);
 			free(ws);
 		} else if (!id)
@@ -629,7 +630,7 @@ static void check_write(jv o)
 static jv check_state(const struct conf *c, jv *fixes)
 {
 	jv st = jv_object_set(jv_object(), jv_string("dir"), jv_string(c->state_dir));
-	st = jv_object_set(st, jv_string("history"), jv_string(getenv("SBX_HISTORY") && *getenv("SBX_HISTORY") ? getenv("SBX_HISTORY") : c->history));
+	st = jv_object_set(st, jv_string("history"), jv_string(state_history(c)));
 	st = jv_object_set(st, jv_string("per_user"), jv_bool(c->state_per_user));
 	if (c->state_note) {
 		st = jv_object_set(st, jv_string("why"), jv_string(c->state_note));
