@@ -17,6 +17,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "conv.h"
 #include "dash.h"
 #include "rec.h"
 #include "util.h"
@@ -28,38 +29,15 @@ enum route { R_OTHER, R_MCP, R_SSE, R_MESSAGES, R_HEALTH, R_DASH };
 /* A token's standing. */
 struct principal {
 	struct auth_bucket bucket;
-	unsigned inflight, sessions;
+	unsigned inflight, convs;
 };
 
-#define RING_EVENTS 128
-#define RING_BYTES (4u << 20)        /* a session's ring, in all */
-#define RING_EVENT_MAX (256u << 10)  /* a bigger event is sent, not kept: not resumable */
 #define STREAM_BUF_MAX (8u << 20)    /* unread on a stream: past it the stream ends (resume it) */
-
-/* An MCP conversation over HTTP. */
-struct sess {
-	struct http *h;
-	char id[65];           /* 64 hex digits */
-	int owner;             /* the token (principal) that made it */
-	bool legacy;           /* 2024-11-05 HTTP+SSE */
-	bool ephemeral;        /* one sessionless request (2026-07-28) */
-	struct mcp_client *cl;
-	double last_used;
-	struct ex *stream;     /* legacy: its GET /sse; Streamable HTTP: its GET /mcp, or NULL */
-	/* The last events of the session's streams (its GET stream's, tag 0,
-	 * and its POST streams', each its request's tag), for a client that
-	 * reconnects with Last-Event-ID: a ring of RING_EVENTS; ids count
-	 * from 1 across the session. */
-	uint64_t event_id;
-	struct { uint64_t id, tag; char *text; size_t len; } ring[RING_EVENTS];
-	size_t ring_bytes;
-	struct sess *next;
-};
 
 /* A request waiting for its answer. */
 struct pend {
 	uint64_t tag;
-	struct sess *s;
+	struct conv *c;
 	struct ex *ex;         /* Streamable HTTP: the POST it answers (or a GET resuming it), or NULL */
 	bool streamed;         /* its POST became an event stream: what comes after it closed is kept */
 	struct pend *next;
@@ -89,7 +67,7 @@ struct ex {
 	char method[8], path[48], peer[64], rpc[40], sid[9];
 	double t0;
 	int owner;
-	struct sess *s, *made;         /* its session; one made by this request */
+	struct conv *c, *made;         /* its conversation; one made by this request */
 	bool accept_sse, handled, queued, suspended;
 	char *body;
 	size_t len, dropped;
@@ -113,7 +91,7 @@ struct http {
 	int epfd, timer;
 	char base[80];
 	struct principal *who;         /* [0] unused, [1..n] tokens */
-	struct sess *sessions;
+	struct conv *convs;            /* MCP conversations (conv.h) */
 	struct pend *pends;
 	struct ex *exs;
 	uint64_t seq;
@@ -140,8 +118,6 @@ static bool lists_type(const char *list, const char *tok)
 			return true;
 	return false;
 }
-
-static void sess_free(struct sess *s);
 
 static void ex_unref(struct ex *ex)
 {
@@ -207,7 +183,7 @@ static void pend_done(struct http *h, struct pend *p)
 			*q = p->next;
 			break;
 		}
-	h->who[p->s->owner].inflight--;
+	h->who[p->c->owner].inflight--;
 	h->busy--;
 	free(p);
 }
@@ -313,57 +289,38 @@ static enum MHD_Result reply_stream(struct ex *ex)
 	return res;
 }
 
-/* ---- sessions --------------------------------------------------------------- */
+/* ---- conversations ------------------------------------------------------ */
 
 static void on_message(jv msg, uint64_t tag, void *arg);
 
-static struct sess *sess_make(struct http *h, int owner, bool legacy, bool ephemeral)
+static struct conv *new_conv(struct http *h, int owner, bool legacy, bool ephemeral)
 {
-	struct sess *s = util_xalloc(sizeof *s);
-	util_random_hex(s->id, 32);
-	s->h = h;
-	s->owner = owner;
-	s->legacy = legacy;
-	s->ephemeral = ephemeral;
-	s->last_used = util_now_ms();
-	char principal[AUTH_PRINCIPAL_LEN + 1];
-	auth_principal(h->auth, owner, principal);
-	s->cl = mcp_client_new(h->mcp, (unsigned)owner, principal, on_message, s);
+	struct conv *c = conv_new(h->mcp, h->auth, owner, legacy, ephemeral, on_message);
+	c->h = h;
 	if (!ephemeral) {
-		s->next = h->sessions;
-		h->sessions = s;
-		h->who[owner].sessions++;
+		c->next = h->convs;
+		h->convs = c;
+		h->who[owner].convs++;
 	}
-	return s;
+	return c;
 }
 
-static struct sess *sess_find(struct http *h, const char *id, int owner, bool legacy)
+/* End a conversation: its calls are cancelled; requests still waiting on
+ * it are answered "gone", its event stream ended. */
+static void end_conv(struct conv *c)
 {
-	if (!id)
-		return NULL;
-	for (struct sess *s = h->sessions; s; s = s->next)
-		if (s->owner == owner && s->legacy == legacy && !strcmp(s->id, id))
-			return s;
-	return NULL;
-}
-
-/* End a session: its calls are cancelled; requests still waiting on it are
- * answered "gone", its event stream ended. */
-static void sess_free(struct sess *s)
-{
-	struct http *h = s->h;
-	if (!s->ephemeral) {
-		for (struct sess **p = &h->sessions; *p; p = &(*p)->next)
-			if (*p == s) {
-				*p = s->next;
+	struct http *h = c->h;
+	if (!c->ephemeral) {
+		for (struct conv **p = &h->convs; *p; p = &(*p)->next)
+			if (*p == c) {
+				*p = c->next;
 				break;
 			}
-		h->who[s->owner].sessions--;
+		h->who[c->owner].convs--;
 	}
-	mcp_client_free(s->cl);
 	for (struct pend *p = h->pends, *next; p; p = next) {
 		next = p->next;
-		if (p->s != s)
+		if (p->c != c)
 			continue;
 		if (p->ex) {
 			p->ex->gone = true;
@@ -372,34 +329,28 @@ static void sess_free(struct sess *s)
 		pend_done(h, p);
 	}
 	for (struct ex *ex = h->exs; ex; ex = ex->next) {
-		if (ex->s == s) {
-			snprintf(ex->sid, sizeof ex->sid, "%.8s", s->id);
-			ex->s = NULL;
+		if (ex->c == c) {
+			snprintf(ex->sid, sizeof ex->sid, "%.8s", c->id);
+			ex->c = NULL;
 		}
-		if (ex->made == s)
+		if (ex->made == c)
 			ex->made = NULL;
 	}
-	for (int i = 0; i < RING_EVENTS; i++)
-		free(s->ring[i].text);
-	if (s->stream) {
-		s->stream->ended = true;
-		wake(s->stream);
+	if (c->stream) {
+		c->stream->ended = true;
+		wake(c->stream);
 	}
-	free(s);
+	conv_free(c);
 }
 
-/* An event of one of the session's streams (tag: the request's, 0 the
- * GET stream), with the next event id, kept in the ring for a reconnect,
- * and sent on ex if there is one. */
-static void ring_event(struct sess *s, struct ex *ex, uint64_t tag, jv msg)
+/* An event of one of the conversation's streams (tag: the request's, 0
+ * the GET stream), with the next event id, kept in the ring for a
+ * reconnect, and sent on ex if there is one. */
+static void stream_event(struct conv *c, struct ex *ex, uint64_t tag, jv msg)
 {
-	size_t n = 0;
-	char *line = jv_is_valid(msg) ? rec_dump(msg, &n) : NULL; /* consumes msg */
-	uint64_t id = ++s->event_id;
-	char *text = line ? util_fmt("id: %llu\nevent: message\ndata: %.*s\n", (unsigned long long)id, (int)n, line)
-			  : util_fmt("id: %llu\ndata:\n\n", (unsigned long long)id); /* a stream's first: where it is */
-	free(line);
-	size_t len = strlen(text);
+	char *text;
+	size_t len;
+	uint64_t id = conv_event(c, msg, &text, &len);
 	if (ex && ex->out_len + len > STREAM_BUF_MAX) {
 		/* A client that does not read: the stream ends; what it
 		 * missed is in the ring for its resume. */
@@ -411,59 +362,30 @@ static void ring_event(struct sess *s, struct ex *ex, uint64_t tag, jv msg)
 		out_add(ex, text, len);
 		ex->stream = true;
 	}
-	int slot = (int)(id % RING_EVENTS);
-	if (s->ring[slot].text)
-		s->ring_bytes -= s->ring[slot].len;
-	free(s->ring[slot].text);
-	s->ring[slot].text = NULL;
-	if (len > RING_EVENT_MAX) {
-		free(text);
-		return;
-	}
-	/* Oldest first out, within the byte budget. */
-	for (uint64_t old = id > RING_EVENTS ? id - RING_EVENTS + 1 : 1; s->ring_bytes + len > RING_BYTES && old < id; old++) {
-		int o = (int)(old % RING_EVENTS);
-		if (s->ring[o].text && s->ring[o].id == old) {
-			s->ring_bytes -= s->ring[o].len;
-			free(s->ring[o].text);
-			s->ring[o].text = NULL;
-		}
-	}
-	s->ring[slot].id = id;
-	s->ring[slot].tag = tag;
-	s->ring[slot].text = text;
-	s->ring[slot].len = len;
-	s->ring_bytes += len;
+	conv_keep(c, id, tag, text, len);
 }
 
-/* The ring's events of stream tag after id `from`, onto ex. */
-static void replay(struct sess *s, struct ex *ex, uint64_t tag, uint64_t from)
+static void emit(void *arg, const char *text, size_t len)
 {
-	uint64_t first = s->event_id > RING_EVENTS ? s->event_id - RING_EVENTS + 1 : 1; /* the ring holds no older */
-	for (uint64_t id = from + 1 > first ? from + 1 : first; id <= s->event_id; id++) {
-		int slot = (int)(id % RING_EVENTS);
-		if (s->ring[slot].text && s->ring[slot].id == id && s->ring[slot].tag == tag)
-			out_add(ex, s->ring[slot].text, s->ring[slot].len);
-	}
+	out_add(arg, text, len);
 }
 
-/* GET /mcp: the session's stream of what the server says unasked (one at
- * a time).  With Last-Event-ID, the events after it that the ring still
- * holds come first; a first event (an id, no data) tells the client where
- * it is, so that it can resume from there. */
+/* GET /mcp: the conversation's stream of what the server says unasked
+ * (one at a time).  With Last-Event-ID, the events after it that the ring
+ * still holds come first; a first event (an id, no data) tells the client
+ * where it is, so that it can resume from there. */
 static enum MHD_Result open_stream(struct ex *ex)
 {
-	struct sess *s = ex->s;
-	struct http *h = s->h;
+	struct conv *c = ex->c;
+	struct http *h = c->h;
 	const char *last = header(ex, "Last-Event-ID");
 	int64_t from = -1;
 	if (last && !util_parse_i64(last, 0, INT64_MAX, &from))
 		from = -1;
 	/* An event of a POST stream: that stream resumed, to its answer. */
-	int slot = from > 0 ? (int)((uint64_t)from % RING_EVENTS) : 0;
-	if (from > 0 && s->ring[slot].text && s->ring[slot].id == (uint64_t)from && s->ring[slot].tag) {
-		uint64_t tag = s->ring[slot].tag;
-		replay(s, ex, tag, (uint64_t)from);
+	uint64_t tag = from > 0 ? conv_event_tag(c, (uint64_t)from) : 0;
+	if (tag) {
+		conv_replay(c, tag, (uint64_t)from, emit, ex);
 		struct pend *p = pend_find(h, tag);
 		if (p) {
 			/* What comes next, the answer too, comes here; the old
@@ -479,38 +401,38 @@ static enum MHD_Result open_stream(struct ex *ex)
 		ex->stream = true;
 		return reply_stream(ex);
 	}
-	if (s->stream && s->stream->conn && !s->stream->ended && !s->stream->gone)
+	if (c->stream && c->stream->conn && !c->stream->ended && !c->stream->gone)
 		return fail(ex, MHD_HTTP_CONFLICT, -32000, "this session's GET stream is open already (one at a time)", NULL,
 			    NULL, NULL, NULL);
-	s->stream = ex;
+	c->stream = ex;
 	ex->stream = true;
 	if (from >= 0)
-		replay(s, ex, 0, (uint64_t)from);
-	ring_event(s, ex, 0, jv_invalid()); /* its first event: an id of the GET stream's own */
+		conv_replay(c, 0, (uint64_t)from, emit, ex);
+	stream_event(c, ex, 0, jv_invalid()); /* its first event: an id of the GET stream's own */
 	return reply_stream(ex);
 }
 
 /* What the MCP server says, routed by the request's tag: a POST's own
- * response (Streamable HTTP) or the session's event stream (legacy). */
+ * response (Streamable HTTP) or the conversation's event stream (legacy). */
 static void on_message(jv msg, uint64_t tag, void *arg)
 {
-	struct sess *s = arg;
-	struct http *h = s->h;
+	struct conv *c = arg;
+	struct http *h = c->h;
 	struct pend *p = pend_find(h, tag);
 	bool final = !jv_is_valid(msg) || (rec_has(msg, "id") && (rec_has(msg, "result") || rec_has(msg, "error")));
-	if (s->legacy) {
-		if (jv_is_valid(msg) && s->stream && !s->stream->ended) {
-			out_event(s->stream, "message", msg);
-			wake(s->stream);
+	if (c->legacy) {
+		if (jv_is_valid(msg) && c->stream && !c->stream->ended) {
+			out_event(c->stream, "message", msg);
+			wake(c->stream);
 		} else
 			jv_free(msg);
 	} else if (!p && !final && jv_is_valid(msg)) {
 		/* Unasked (a subscribed resource changed by another client's
 		 * call): the GET stream's, kept for its reconnect. */
-		bool open = s->stream && !s->stream->ended && s->stream->conn;
-		ring_event(s, open ? s->stream : NULL, 0, msg);
+		bool open = c->stream && !c->stream->ended && c->stream->conn;
+		stream_event(c, open ? c->stream : NULL, 0, msg);
 		if (open)
-			wake(s->stream);
+			wake(c->stream);
 	} else if (p && p->ex) {
 		struct ex *ex = p->ex;
 		if (!jv_is_valid(msg))
@@ -518,11 +440,11 @@ static void on_message(jv msg, uint64_t tag, void *arg)
 		else if (!final) {
 			/* Progress: only worth a stream if the client reads one. */
 			if (ex->accept_sse || ex->stream)
-				ring_event(s, ex, tag, msg);
+				stream_event(c, ex, tag, msg);
 			else
 				jv_free(msg);
 		} else if (ex->stream) {
-			ring_event(s, ex, tag, msg);
+			stream_event(c, ex, tag, msg);
 			ex->ended = true;
 		} else {
 			jv_free(ex->answer);
@@ -530,7 +452,7 @@ static void on_message(jv msg, uint64_t tag, void *arg)
 		}
 		wake(ex);
 	} else if (p && p->streamed && jv_is_valid(msg))
-		ring_event(s, NULL, tag, msg); /* its stream closed: kept for a resume */
+		stream_event(c, NULL, tag, msg); /* its stream closed: kept for a resume */
 	else
 		jv_free(msg);
 	if (final && p)
@@ -723,23 +645,23 @@ static enum MHD_Result begin(struct ex *ex)
 		if (cl && (errno || *end || n > h->conf->http_max_body))
 			return too_large(ex);
 	}
-	/* The session, where one is named. */
+	/* The conversation, where one is named. */
 	if (ex->route == R_MCP) {
 		const char *sid = header(ex, "Mcp-Session-Id");
 		if (sid) {
-			ex->s = sess_find(h, sid, who, false);
-			if (!ex->s)
+			ex->c = conv_find(h->convs, sid, who, false);
+			if (!ex->c)
 				return fail(ex, MHD_HTTP_NOT_FOUND, -32001,
 					    "session not found: it expired, was deleted, or is not this token's; initialize again",
 					    NULL, NULL, NULL, NULL);
-			ex->s->last_used = util_now_ms();
+			ex->c->last_used = util_now_ms();
 		} else if (!post)
 			return fail(ex, MHD_HTTP_BAD_REQUEST, -32000, "GET and DELETE need the Mcp-Session-Id header", NULL,
 				    NULL, NULL, NULL);
 	} else if (ex->route == R_MESSAGES) {
 		const char *sid = MHD_lookup_connection_value(ex->conn, MHD_GET_ARGUMENT_KIND, "sessionId");
-		ex->s = sess_find(h, sid, who, true);
-		if (!ex->s)
+		ex->c = conv_find(h->convs, sid, who, true);
+		if (!ex->c)
 			return fail(ex, MHD_HTTP_NOT_FOUND, -32001,
 				    "session not found: open GET /sse and post to the endpoint it names", NULL, NULL, NULL,
 				    NULL);
@@ -813,20 +735,20 @@ static enum MHD_Result handle(struct ex *ex)
 			     "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID",
 			     "Access-Control-Max-Age", "600", NULL);
 	if (ex->route == R_MCP && !strcmp(ex->method, "DELETE")) {
-		sess_free(ex->s);
-		ex->s = NULL;
+		end_conv(ex->c);
+		ex->c = NULL;
 		return reply(ex, MHD_HTTP_NO_CONTENT, NULL, "", 0, NULL);
 	}
 	if (ex->route == R_MCP && !strcmp(ex->method, "GET"))
 		return open_stream(ex);
 	if (ex->route == R_SSE) {
-		if (h->who[ex->owner].sessions >= c->http_max_sessions)
+		if (h->who[ex->owner].convs >= c->http_max_sessions)
 			goto too_many_sessions;
-		struct sess *s = sess_make(h, ex->owner, true, false);
-		s->stream = ex;
-		ex->s = s;
+		struct conv *cv = new_conv(h, ex->owner, true, false);
+		cv->stream = ex;
+		ex->c = cv;
 		char ev[160];
-		int n = snprintf(ev, sizeof ev, "event: endpoint\ndata: /messages?sessionId=%s\n\n", s->id);
+		int n = snprintf(ev, sizeof ev, "event: endpoint\ndata: /messages?sessionId=%s\n\n", cv->id);
 		out_add(ex, ev, (size_t)n);
 		ex->stream = true;
 		return reply_stream(ex);
@@ -852,19 +774,19 @@ static enum MHD_Result handle(struct ex *ex)
 	snprintf(ex->rpc, sizeof ex->rpc, "%s", method ? method : "(response)");
 	bool init = request && !strcmp(method, "initialize");
 
-	if (ex->route == R_MCP && (init || !ex->s)) {
+	if (ex->route == R_MCP && (init || !ex->c)) {
 		const char *pv = header(ex, "MCP-Protocol-Version");
 		bool modern = false;
 		if (pv)
 			mcp_version_known(pv, &modern);
 		if (init) {
-			if (h->who[ex->owner].sessions >= c->http_max_sessions) {
+			if (h->who[ex->owner].convs >= c->http_max_sessions) {
 				jv_free(msg);
 				goto too_many_sessions;
 			}
-			ex->s = ex->made = sess_make(h, ex->owner, false, false);
+			ex->c = ex->made = new_conv(h, ex->owner, false, false);
 		} else if (modern) {
-			ex->s = ex->made = sess_make(h, ex->owner, false, true);
+			ex->c = ex->made = new_conv(h, ex->owner, false, true);
 		} else {
 			jv_free(msg);
 			return fail(ex, MHD_HTTP_BAD_REQUEST, -32000,
@@ -875,22 +797,22 @@ static enum MHD_Result handle(struct ex *ex)
 	if (request && h->who[ex->owner].inflight >= c->http_max_inflight) {
 		jv_free(msg);
 		if (ex->made) {
-			sess_free(ex->made);
-			ex->s = NULL;
+			end_conv(ex->made);
+			ex->c = NULL;
 		}
 		return fail(ex, MHD_HTTP_TOO_MANY_REQUESTS, -32000,
 			    "too many requests in flight for this token ([http] max_inflight)", "Retry-After", "1", NULL, NULL);
 	}
 	ex->tag = ++h->seq;
 	struct pend *p = util_xalloc(sizeof *p);
-	*p = (struct pend){ .tag = ex->tag, .s = ex->s, .ex = ex->route == R_MCP ? ex : NULL, .next = h->pends };
+	*p = (struct pend){ .tag = ex->tag, .c = ex->c, .ex = ex->route == R_MCP ? ex : NULL, .next = h->pends };
 	h->pends = p;
 	h->who[ex->owner].inflight++;
 	h->busy++;
-	struct sess *s = ex->s;
-	s->last_used = util_now_ms();
+	struct conv *cv = ex->c;
+	cv->last_used = util_now_ms();
 	/* The body was checked and parsed once, here. */
-	if (!mcp_handle(s->cl, msg, ex->tag)) {
+	if (!mcp_handle(cv->cl, msg, ex->tag)) {
 		/* A notification or a response: nothing comes back. */
 		if ((p = pend_find(h, ex->tag)))
 			pend_done(h, p);
@@ -899,8 +821,8 @@ static enum MHD_Result handle(struct ex *ex)
 	if (ex->route == R_MESSAGES)
 		return reply(ex, MHD_HTTP_ACCEPTED, "text/plain", "Accepted\n", 9, NULL);
 	if (init && jv_is_valid(ex->answer) && rec_has(ex->answer, "error")) {
-		sess_free(ex->made); /* no session for a failed handshake */
-		ex->s = NULL;
+		end_conv(ex->made); /* no session for a failed handshake */
+		ex->c = NULL;
 	}
 	return MHD_YES;
 
@@ -1125,8 +1047,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 		return;
 	struct http *h = cls;
 	*req_cls = NULL;
-	if (ex->s)
-		snprintf(ex->sid, sizeof ex->sid, "%.8s", ex->s->id);
+	if (ex->c)
+		snprintf(ex->sid, sizeof ex->sid, "%.8s", ex->c->id);
 	static const char *const why[] = { "", " (error)", " (timeout)", " (shutdown)", " (read error)", " (client gone)" };
 	util_warn("%s \"%s %s\" %u %zu %.1fms token=%d session=%.8s rpc=%s%s", ex->peer[0] ? ex->peer : "-", ex->method,
 		  ex->path, ex->status, ex->bytes, util_now_ms() - ex->t0, ex->owner, ex->sid[0] ? ex->sid : "-",
@@ -1142,14 +1064,14 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 			p->streamed |= ex->stream;
 			p->ex = NULL;
 		}
-	if (ex->s && ex->s->stream == ex) {
+	if (ex->c && ex->c->stream == ex) {
 		/* A legacy client's stream closed: that is its end; a GET
 		 * /mcp stream may come again. */
-		ex->s->stream = NULL;
-		if (ex->s->legacy)
-			sess_free(ex->s);
-	} else if (ex->s && ex->s->ephemeral)
-		sess_free(ex->s);
+		ex->c->stream = NULL;
+		if (ex->c->legacy)
+			end_conv(ex->c);
+	} else if (ex->c && ex->c->ephemeral)
+		end_conv(ex->c);
 	ex_unref(ex);
 }
 
@@ -1187,7 +1109,7 @@ static void on_epoll(struct loop *l, int fd, short rev, void *arg)
 	(void)rev;
 }
 
-/* Each second: expire idle sessions; every KEEPALIVE_S, a comment on each
+/* Each second: expire idle conversations; every KEEPALIVE_S, a comment on each
  * open event stream (a write is how a gone client is noticed). */
 static void on_tick(struct loop *l, int fd, short rev, void *arg)
 {
@@ -1196,16 +1118,16 @@ static void on_tick(struct loop *l, int fd, short rev, void *arg)
 	if (read(fd, &n, sizeof n) < 0)
 		return;
 	double now = util_now_ms();
-	for (struct sess *s = h->sessions, *next; s; s = next) {
-		next = s->next;
-		if (s->legacy || mcp_client_pending(s->cl))
+	for (struct conv *c = h->convs, *next; c; c = next) {
+		next = c->next;
+		if (c->legacy || mcp_client_pending(c->cl))
 			continue;
-		bool waiting = s->stream != NULL; /* a client listening uses its session */
+		bool waiting = c->stream != NULL; /* a client listening uses its conversation */
 		for (struct pend *p = h->pends; p; p = p->next)
-			waiting |= p->s == s;
-		if (!waiting && now - s->last_used > (double)h->conf->http_session_ttl_ms) {
-			util_warn("session %.8s expired after %.0f s idle", s->id, (double)h->conf->http_session_ttl_ms / 1000);
-			sess_free(s);
+			waiting |= p->c == c;
+		if (!waiting && now - c->last_used > (double)h->conf->http_session_ttl_ms) {
+			util_warn("session %.8s expired after %.0f s idle", c->id, (double)h->conf->http_session_ttl_ms / 1000);
+			end_conv(c);
 		}
 	}
 	/* A suspended connection is not watched by libmicrohttpd: a client
@@ -1443,12 +1365,12 @@ void http_free(struct http *h)
 	if (!h)
 		return;
 	h->draining = true;
-	while (h->sessions)
-		sess_free(h->sessions);
+	while (h->convs)
+		end_conv(h->convs);
 	for (struct ex *ex = h->exs; ex; ex = ex->next)
-		if (ex->s && ex->s->ephemeral) {
-			sess_free(ex->s);
-			ex->s = NULL;
+		if (ex->c && ex->c->ephemeral) {
+			end_conv(ex->c);
+			ex->c = NULL;
 		}
 	for (struct ex *ex = h->exs; ex; ex = ex->next) {
 		ex->gone = true;
