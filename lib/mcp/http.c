@@ -1,9 +1,8 @@
 #define _GNU_SOURCE
-#include "http.h"
+#include "http_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -23,88 +22,11 @@
 #include "util.h"
 
 #define KEEPALIVE_S 15  /* a comment on idle event streams: finds dead clients */
-
-enum route { R_OTHER, R_MCP, R_SSE, R_MESSAGES, R_HEALTH, R_DASH };
-
-/* A token's standing. */
-struct principal {
-	struct auth_bucket bucket;
-	unsigned inflight, convs;
-};
-
 #define STREAM_BUF_MAX (8u << 20)    /* unread on a stream: past it the stream ends (resume it) */
-
-/* A request waiting for its answer. */
-struct pend {
-	uint64_t tag;
-	struct conv *c;
-	struct ex *ex;         /* Streamable HTTP: the POST it answers (or a GET resuming it), or NULL */
-	bool streamed;         /* its POST became an event stream: what comes after it closed is kept */
-	struct pend *next;
-};
-
-/* A connection, from its accept to its close (on_link).  Until one of
- * its requests carries a valid token it is a stranger's: it serves one
- * request (Connection: close), which must be whole within request_timeout
- * of the accept however slowly its bytes trickle in (libmicrohttpd's idle
- * timeout restarts with each), and it is the first to go when
- * connections run short (sweep). */
-struct link {
-	int fd;
-	char addr[INET6_ADDRSTRLEN];   /* the peer's address, without its port */
-	char peer[64];                 /* with it, for the access log (ex->peer) */
-	double since;                  /* its accept (a stranger's connection serves one request) */
-	bool trusted, shed;
-	struct link *prev, *next;      /* oldest first */
-};
-
-/* One HTTP request and its response. */
-struct ex {
-	struct http *h;
-	struct MHD_Connection *conn;   /* NULL once the request is over */
-	int refs;                      /* the connection's, the response's */
-	enum route route;
-	char method[8], path[48], peer[64], rpc[40], sid[9];
-	double t0;
-	int owner;
-	struct conv *c, *made;         /* its conversation; one made by this request */
-	bool accept_sse, handled, queued, suspended;
-	char *body;
-	size_t len, dropped;
-	uint64_t tag;
-	jv answer;                     /* a JSON answer not yet queued */
-	bool no_answer, gone, ended, stream;
-	char *out;                     /* event-stream bytes not yet sent */
-	size_t out_len, out_off, out_cap;
-	unsigned status;
-	size_t bytes;
-	char *cors;                    /* the allowed foreign Origin, echoed */
-	struct ex *next;
-};
-
-struct http {
-	struct loop *loop;
-	struct mcp *mcp;
-	const struct conf *conf;
-	const struct auth *auth;
-	struct MHD_Daemon *d;
-	int epfd, timer;
-	char base[80];
-	struct principal *who;         /* [0] unused, [1..n] tokens */
-	struct conv *convs;            /* MCP conversations (conv.h) */
-	struct pend *pends;
-	struct ex *exs;
-	uint64_t seq;
-	unsigned busy, ticks;
-	struct link *links, *newest;   /* open connections, oldest first */
-	unsigned nlinks, nshed;        /* open (shed ones included); shed since the last tick */
-	bool draining;
-	struct dash *dash;             /* the history's web view at / */
-};
 
 /* ---- small things ------------------------------------------------------- */
 
-static const char *header(struct ex *ex, const char *name)
+const char *http_header(struct ex *ex, const char *name)
 {
 	return ex->conn ? MHD_lookup_connection_value(ex->conn, MHD_HEADER_KIND, name) : NULL;
 }
@@ -208,7 +130,7 @@ static void add_common(struct ex *ex, struct MHD_Response *r)
 }
 
 /* Queue a whole response; extra: "Name", "value", … NULL. */
-static enum MHD_Result reply(struct ex *ex, unsigned status, const char *ctype, const char *body, size_t len, ...)
+enum MHD_Result http_reply(struct ex *ex, unsigned status, const char *ctype, const char *body, size_t len, ...)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
 	if (!r)
@@ -230,7 +152,7 @@ static enum MHD_Result reply(struct ex *ex, unsigned status, const char *ctype, 
 }
 
 /* An HTTP-level error with a JSON-RPC error body (what MCP clients show). */
-static enum MHD_Result fail(struct ex *ex, unsigned status, int code, const char *msg, const char *h1, const char *v1,
+enum MHD_Result http_fail(struct ex *ex, unsigned status, int code, const char *msg, const char *h1, const char *v1,
 			    const char *h2, const char *v2)
 {
 	jv err = jv_object_set(jv_object(), jv_string("code"), jv_number(code));
@@ -240,7 +162,7 @@ static enum MHD_Result fail(struct ex *ex, unsigned status, int code, const char
 	o = jv_object_set(o, jv_string("error"), err);
 	size_t n;
 	char *body = rec_dump(o, &n);
-	enum MHD_Result r = reply(ex, status, "application/json", body, n, h1, v1, h2, v2, NULL);
+	enum MHD_Result r = http_reply(ex, status, "application/json", body, n, h1, v1, h2, v2, NULL);
 	free(body);
 	return r;
 }
@@ -378,7 +300,7 @@ static enum MHD_Result open_stream(struct ex *ex)
 {
 	struct conv *c = ex->c;
 	struct http *h = c->h;
-	const char *last = header(ex, "Last-Event-ID");
+	const char *last = http_header(ex, "Last-Event-ID");
 	int64_t from = -1;
 	if (last && !util_parse_i64(last, 0, INT64_MAX, &from))
 		from = -1;
@@ -402,7 +324,7 @@ static enum MHD_Result open_stream(struct ex *ex)
 		return reply_stream(ex);
 	}
 	if (c->stream && c->stream->conn && !c->stream->ended && !c->stream->gone)
-		return fail(ex, MHD_HTTP_CONFLICT, -32000, "this session's GET stream is open already (one at a time)", NULL,
+		return http_fail(ex, MHD_HTTP_CONFLICT, -32000, "this session's GET stream is open already (one at a time)", NULL,
 			    NULL, NULL, NULL);
 	c->stream = ex;
 	ex->stream = true;
@@ -531,7 +453,7 @@ static bool origin_ok(struct ex *ex, const char *origin, const char *host)
 
 static enum MHD_Result busy_reply(struct ex *ex)
 {
-	return fail(ex, MHD_HTTP_SERVICE_UNAVAILABLE, -32000, "the server is shutting down", "Retry-After", "5", NULL, NULL);
+	return http_fail(ex, MHD_HTTP_SERVICE_UNAVAILABLE, -32000, "the server is shutting down", "Retry-After", "5", NULL, NULL);
 }
 
 static enum MHD_Result too_large(struct ex *ex)
@@ -539,7 +461,7 @@ static enum MHD_Result too_large(struct ex *ex)
 	char msg[128];
 	snprintf(msg, sizeof msg, "request body larger than [http] max_body (%llu bytes)",
 		 (unsigned long long)ex->h->conf->http_max_body);
-	return fail(ex, MHD_HTTP_CONTENT_TOO_LARGE, -32000, msg, NULL, NULL, NULL, NULL);
+	return http_fail(ex, MHD_HTTP_CONTENT_TOO_LARGE, -32000, msg, NULL, NULL, NULL, NULL);
 }
 
 /* Headers are in: everything that needs no body is decided here. */
@@ -548,18 +470,18 @@ static enum MHD_Result begin(struct ex *ex)
 	struct http *h = ex->h;
 	if (ex->route == R_HEALTH) {
 		if (strcmp(ex->method, "GET") && strcmp(ex->method, "HEAD"))
-			return fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "/healthz: GET", "Allow", "GET, HEAD", NULL, NULL);
+			return http_fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "/healthz: GET", "Allow", "GET, HEAD", NULL, NULL);
 		return MHD_YES; /* answered with the request complete, so the connection is kept */
 	}
 	if (ex->route == R_OTHER)
-		return fail(ex, MHD_HTTP_NOT_FOUND, -32000, "not found: MCP is served on /mcp (and /sse, /messages)", NULL,
+		return http_fail(ex, MHD_HTTP_NOT_FOUND, -32000, "not found: MCP is served on /mcp (and /sse, /messages)", NULL,
 			    NULL, NULL, NULL);
-	const char *host = header(ex, "Host");
+	const char *host = http_header(ex, "Host");
 	if (!host_ok(h, host))
-		return fail(ex, MHD_HTTP_FORBIDDEN, -32000,
+		return http_fail(ex, MHD_HTTP_FORBIDDEN, -32000,
 			    "forbidden: Host is not an IP address, localhost or one of [http] hosts", NULL, NULL, NULL, NULL);
-	if (!origin_ok(ex, header(ex, "Origin"), host))
-		return fail(ex, MHD_HTTP_FORBIDDEN, -32000, "forbidden: Origin not allowed (see [http] origins)", NULL, NULL,
+	if (!origin_ok(ex, http_header(ex, "Origin"), host))
+		return http_fail(ex, MHD_HTTP_FORBIDDEN, -32000, "forbidden: Origin not allowed (see [http] origins)", NULL, NULL,
 			    NULL, NULL);
 	if (ex->route == R_DASH) {
 		/* Same front door, then the dashboard's own sign-in (dash.h); a
@@ -567,14 +489,14 @@ static enum MHD_Result begin(struct ex *ex)
 		/* A configured foreign Origin may call /mcp, not read pages or
 		 * post the sign-in form (a sign-in to the attacker's token). */
 		if (ex->cors)
-			return fail(ex, MHD_HTTP_FORBIDDEN, -32000, "forbidden: the dashboard answers its own origin only", NULL,
+			return http_fail(ex, MHD_HTTP_FORBIDDEN, -32000, "forbidden: the dashboard answers its own origin only", NULL,
 				    NULL, NULL, NULL);
-		int who = dash_who(h->dash, header(ex, "Authorization"), header(ex, "Cookie"));
+		int who = dash_who(h->dash, http_header(ex, "Authorization"), http_header(ex, "Cookie"));
 		unsigned retry;
 		if (who > 0 && !auth_take(&h->who[who].bucket, h->conf->http_rate, (double)h->conf->http_burst, util_now_ms(), &retry)) {
 			char ra[16];
 			snprintf(ra, sizeof ra, "%u", retry);
-			return reply(ex, MHD_HTTP_TOO_MANY_REQUESTS, "text/plain; charset=utf-8", "too many requests\n", 18,
+			return http_reply(ex, MHD_HTTP_TOO_MANY_REQUESTS, "text/plain; charset=utf-8", "too many requests\n", 18,
 				     "Retry-After", ra, NULL);
 		}
 		ex->owner = who;
@@ -583,13 +505,13 @@ static enum MHD_Result begin(struct ex *ex)
 	if (!strcmp(ex->method, "OPTIONS")) {
 		/* CORS preflight of an allowed browser origin: carries no token. */
 		if (!ex->cors)
-			return fail(ex, MHD_HTTP_FORBIDDEN, -32000, "forbidden: no allowed Origin", NULL, NULL, NULL, NULL);
+			return http_fail(ex, MHD_HTTP_FORBIDDEN, -32000, "forbidden: no allowed Origin", NULL, NULL, NULL, NULL);
 		return MHD_YES;
 	}
-	const char *authz = header(ex, "Authorization");
+	const char *authz = http_header(ex, "Authorization");
 	int who = auth_check(h->auth, authz);
 	if (who <= 0)
-		return fail(ex, MHD_HTTP_UNAUTHORIZED, -32001,
+		return http_fail(ex, MHD_HTTP_UNAUTHORIZED, -32001,
 			    who == 0 ? "unauthorized: send Authorization: Bearer TOKEN" : "unauthorized: unknown token",
 			    "WWW-Authenticate",
 			    who == 0 ? "Bearer realm=\"sbx-mcp\"" : "Bearer realm=\"sbx-mcp\", error=\"invalid_token\"", NULL,
@@ -599,7 +521,7 @@ static enum MHD_Result begin(struct ex *ex)
 	if (!auth_take(&h->who[who].bucket, h->conf->http_rate, (double)h->conf->http_burst, util_now_ms(), &retry)) {
 		char ra[16];
 		snprintf(ra, sizeof ra, "%u", retry);
-		return fail(ex, MHD_HTTP_TOO_MANY_REQUESTS, -32000, "too many requests for this token ([http] rate, burst)",
+		return http_fail(ex, MHD_HTTP_TOO_MANY_REQUESTS, -32000, "too many requests for this token ([http] rate, burst)",
 			    "Retry-After", ra, NULL, NULL);
 	}
 	if (h->draining)
@@ -607,38 +529,38 @@ static enum MHD_Result begin(struct ex *ex)
 
 	bool post = !strcmp(ex->method, "POST");
 	if (ex->route == R_SSE && strcmp(ex->method, "GET"))
-		return fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "/sse: GET opens the event stream", "Allow", "GET",
+		return http_fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "/sse: GET opens the event stream", "Allow", "GET",
 			    NULL, NULL);
 	if (ex->route == R_MESSAGES && !post)
-		return fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "/messages: POST a JSON-RPC message", "Allow", "POST",
+		return http_fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "/messages: POST a JSON-RPC message", "Allow", "POST",
 			    NULL, NULL);
 	bool get = !strcmp(ex->method, "GET");
 	if (ex->route == R_MCP && !post && !get && strcmp(ex->method, "DELETE"))
-		return fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000,
+		return http_fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000,
 			    "/mcp: POST messages, GET opens a session's stream of notifications, DELETE ends a session",
 			    "Allow", "GET, POST, DELETE", NULL, NULL);
-	if (ex->route == R_MCP && get && !lists_type(header(ex, "Accept") ? header(ex, "Accept") : "", "text/event-stream"))
-		return fail(ex, MHD_HTTP_NOT_ACCEPTABLE, -32000, "GET /mcp is an event stream: Accept: text/event-stream",
+	if (ex->route == R_MCP && get && !lists_type(http_header(ex, "Accept") ? http_header(ex, "Accept") : "", "text/event-stream"))
+		return http_fail(ex, MHD_HTTP_NOT_ACCEPTABLE, -32000, "GET /mcp is an event stream: Accept: text/event-stream",
 			    NULL, NULL, NULL, NULL);
-	const char *pv = header(ex, "MCP-Protocol-Version");
+	const char *pv = http_header(ex, "MCP-Protocol-Version");
 	bool modern;
 	if (pv && !mcp_version_known(pv, &modern)) {
 		char msg[160];
 		snprintf(msg, sizeof msg, "unsupported MCP-Protocol-Version \"%.40s\"", pv);
-		return fail(ex, MHD_HTTP_BAD_REQUEST, -32000, msg, NULL, NULL, NULL, NULL);
+		return http_fail(ex, MHD_HTTP_BAD_REQUEST, -32000, msg, NULL, NULL, NULL, NULL);
 	}
 	if (post) {
-		const char *ct = header(ex, "Content-Type");
+		const char *ct = http_header(ex, "Content-Type");
 		if (!ct || strncasecmp(ct, "application/json", 16))
-			return fail(ex, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, -32000, "Content-Type must be application/json", NULL,
+			return http_fail(ex, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, -32000, "Content-Type must be application/json", NULL,
 				    NULL, NULL, NULL);
-		const char *accept = header(ex, "Accept");
+		const char *accept = http_header(ex, "Accept");
 		ex->accept_sse = accept && lists_type(accept, "text/event-stream");
 		if (ex->route == R_MCP && accept && !lists_type(accept, "application/json") && !ex->accept_sse &&
 		    !lists_type(accept, "*/*") && !lists_type(accept, "application/*"))
-			return fail(ex, MHD_HTTP_NOT_ACCEPTABLE, -32000,
+			return http_fail(ex, MHD_HTTP_NOT_ACCEPTABLE, -32000,
 				    "Accept must include application/json or text/event-stream", NULL, NULL, NULL, NULL);
-		const char *cl = header(ex, "Content-Length");
+		const char *cl = http_header(ex, "Content-Length");
 		char *end;
 		errno = 0;
 		unsigned long long n = cl ? strtoull(cl, &end, 10) : 0;
@@ -647,22 +569,22 @@ static enum MHD_Result begin(struct ex *ex)
 	}
 	/* The conversation, where one is named. */
 	if (ex->route == R_MCP) {
-		const char *sid = header(ex, "Mcp-Session-Id");
+		const char *sid = http_header(ex, "Mcp-Session-Id");
 		if (sid) {
 			ex->c = conv_find(h->convs, sid, who, false);
 			if (!ex->c)
-				return fail(ex, MHD_HTTP_NOT_FOUND, -32001,
+				return http_fail(ex, MHD_HTTP_NOT_FOUND, -32001,
 					    "session not found: it expired, was deleted, or is not this token's; initialize again",
 					    NULL, NULL, NULL, NULL);
 			ex->c->last_used = util_now_ms();
 		} else if (!post)
-			return fail(ex, MHD_HTTP_BAD_REQUEST, -32000, "GET and DELETE need the Mcp-Session-Id header", NULL,
+			return http_fail(ex, MHD_HTTP_BAD_REQUEST, -32000, "GET and DELETE need the Mcp-Session-Id header", NULL,
 				    NULL, NULL, NULL);
 	} else if (ex->route == R_MESSAGES) {
 		const char *sid = MHD_lookup_connection_value(ex->conn, MHD_GET_ARGUMENT_KIND, "sessionId");
 		ex->c = conv_find(h->convs, sid, who, true);
 		if (!ex->c)
-			return fail(ex, MHD_HTTP_NOT_FOUND, -32001,
+			return http_fail(ex, MHD_HTTP_NOT_FOUND, -32001,
 				    "session not found: open GET /sse and post to the endpoint it names", NULL, NULL, NULL,
 				    NULL);
 	}
@@ -682,7 +604,7 @@ static const char *dash_arg(void *arg, const char *key)
 static enum MHD_Result dash_reply(struct ex *ex)
 {
 	struct dash_reply r;
-	dash_serve(ex->h->dash, ex->method, ex->path, dash_arg, ex, header(ex, "Cookie"), header(ex, "Authorization"),
+	dash_serve(ex->h->dash, ex->method, ex->path, dash_arg, ex, http_header(ex, "Cookie"), http_header(ex, "Authorization"),
 		   ex->body, ex->len, &r);
 	if (ex->body)
 		explicit_bzero(ex->body, ex->len); /* a sign-in's token */
@@ -725,19 +647,19 @@ static enum MHD_Result handle(struct ex *ex)
 	const struct conf *c = h->conf;
 	if (ex->route == R_HEALTH) {
 		static const char ok[] = "{\"status\":\"ok\"}\n";
-		return reply(ex, MHD_HTTP_OK, "application/json", ok, sizeof ok - 1, NULL);
+		return http_reply(ex, MHD_HTTP_OK, "application/json", ok, sizeof ok - 1, NULL);
 	}
 	if (ex->route == R_DASH)
 		return dash_reply(ex);
 	if (!strcmp(ex->method, "OPTIONS"))
-		return reply(ex, MHD_HTTP_NO_CONTENT, NULL, "", 0, "Access-Control-Allow-Methods", "GET, POST, DELETE",
+		return http_reply(ex, MHD_HTTP_NO_CONTENT, NULL, "", 0, "Access-Control-Allow-Methods", "GET, POST, DELETE",
 			     "Access-Control-Allow-Headers",
 			     "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID",
 			     "Access-Control-Max-Age", "600", NULL);
 	if (ex->route == R_MCP && !strcmp(ex->method, "DELETE")) {
 		end_conv(ex->c);
 		ex->c = NULL;
-		return reply(ex, MHD_HTTP_NO_CONTENT, NULL, "", 0, NULL);
+		return http_reply(ex, MHD_HTTP_NO_CONTENT, NULL, "", 0, NULL);
 	}
 	if (ex->route == R_MCP && !strcmp(ex->method, "GET"))
 		return open_stream(ex);
@@ -766,7 +688,7 @@ static enum MHD_Result handle(struct ex *ex)
 			 why ? why : "not JSON");
 		if (st == REC_INVALID && ex->len)
 			jv_free(inv);
-		return fail(ex, MHD_HTTP_BAD_REQUEST, obj ? -32600 : -32700, msg, NULL, NULL, NULL, NULL);
+		return http_fail(ex, MHD_HTTP_BAD_REQUEST, obj ? -32600 : -32700, msg, NULL, NULL, NULL, NULL);
 	}
 	jv msg = jv_parse_sized(ex->body, (int)ex->len);
 	const char *method = rec_str(msg, "method", NULL);
@@ -775,7 +697,7 @@ static enum MHD_Result handle(struct ex *ex)
 	bool init = request && !strcmp(method, "initialize");
 
 	if (ex->route == R_MCP && (init || !ex->c)) {
-		const char *pv = header(ex, "MCP-Protocol-Version");
+		const char *pv = http_header(ex, "MCP-Protocol-Version");
 		bool modern = false;
 		if (pv)
 			mcp_version_known(pv, &modern);
@@ -789,7 +711,7 @@ static enum MHD_Result handle(struct ex *ex)
 			ex->c = ex->made = new_conv(h, ex->owner, false, true);
 		} else {
 			jv_free(msg);
-			return fail(ex, MHD_HTTP_BAD_REQUEST, -32000,
+			return http_fail(ex, MHD_HTTP_BAD_REQUEST, -32000,
 				    "Mcp-Session-Id header required (initialize first, or send MCP-Protocol-Version: 2026-07-28)",
 				    NULL, NULL, NULL, NULL);
 		}
@@ -800,7 +722,7 @@ static enum MHD_Result handle(struct ex *ex)
 			end_conv(ex->made);
 			ex->c = NULL;
 		}
-		return fail(ex, MHD_HTTP_TOO_MANY_REQUESTS, -32000,
+		return http_fail(ex, MHD_HTTP_TOO_MANY_REQUESTS, -32000,
 			    "too many requests in flight for this token ([http] max_inflight)", "Retry-After", "1", NULL, NULL);
 	}
 	ex->tag = ++h->seq;
@@ -819,7 +741,7 @@ static enum MHD_Result handle(struct ex *ex)
 		ex->no_answer = true;
 	}
 	if (ex->route == R_MESSAGES)
-		return reply(ex, MHD_HTTP_ACCEPTED, "text/plain", "Accepted\n", 9, NULL);
+		return http_reply(ex, MHD_HTTP_ACCEPTED, "text/plain", "Accepted\n", 9, NULL);
 	if (init && jv_is_valid(ex->answer) && rec_has(ex->answer, "error")) {
 		end_conv(ex->made); /* no session for a failed handshake */
 		ex->c = NULL;
@@ -830,7 +752,7 @@ too_many_sessions:;
 	char m[160];
 	snprintf(m, sizeof m, "too many sessions for this token ([http] max_sessions %llu): DELETE one, or let one expire",
 		 (unsigned long long)c->http_max_sessions);
-	return fail(ex, MHD_HTTP_TOO_MANY_REQUESTS, -32000, m, "Retry-After", "60", NULL, NULL);
+	return http_fail(ex, MHD_HTTP_TOO_MANY_REQUESTS, -32000, m, "Retry-After", "60", NULL, NULL);
 }
 
 /* Answer what can be answered now, or wait (suspended) for more. */
@@ -849,136 +771,19 @@ static enum MHD_Result respond(struct ex *ex)
 		bool bad = rec_has(a, "error") && jv_get_kind(id) == JV_KIND_NULL;
 		jv_free(id);
 		char *body = rec_dump(a, &n);
-		enum MHD_Result r = reply(ex, bad ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_OK, "application/json", body, n, NULL);
+		enum MHD_Result r = http_reply(ex, bad ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_OK, "application/json", body, n, NULL);
 		free(body);
 		return r;
 	}
 	if (ex->no_answer)
-		return reply(ex, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
+		return http_reply(ex, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
 	if (ex->gone)
 		return ex->h->draining ? busy_reply(ex)
-				       : fail(ex, MHD_HTTP_NOT_FOUND, -32001, "the session ended before the answer", NULL,
+				       : http_fail(ex, MHD_HTTP_NOT_FOUND, -32001, "the session ended before the answer", NULL,
 					      NULL, NULL, NULL);
 	ex->suspended = true;
 	MHD_suspend_connection(ex->conn);
 	return MHD_YES;
-}
-
-/* ---- connections ---------------------------------------------------------- */
-
-/* Close a connection at once: its socket is shut down (not closed:
- * libmicrohttpd owns the fd), which libmicrohttpd sees as the peer gone. */
-static void shed(struct http *h, struct link *k)
-{
-	if (k->shed)
-		return;
-	k->shed = true;
-	shutdown(k->fd, SHUT_RDWR);
-	h->nshed++;
-}
-
-/* libmicrohttpd's own limit: past it, it accepts no more (they wait in
- * the listen backlog); room above max_connections for the new
- * connections sweep closes strangers for, and those closing. */
-static unsigned hard_limit(const struct conf *c)
-{
-	return (unsigned)(2 * c->http_max_connections + 16);
-}
-
-/* How long a new connection has to send its request head before sweep
- * may count it as a stranger's to close: a client sends it right after
- * connecting, even across a WAN or from a busy machine. */
-#define HEAD_GRACE_MS 1000
-
-static unsigned open_links(const struct http *h)
-{
-	unsigned n = 0;
-	for (const struct link *o = h->links; o; o = o->next)
-		n += !o->shed;
-	return n;
-}
-
-static unsigned from(const struct http *h, const char *addr)
-{
-	unsigned n = 0;
-	for (const struct link *o = h->links; o; o = o->next)
-		n += !o->shed && !strcmp(o->addr, addr);
-	return n;
-}
-
-/* Connections are kept under max_connections in all and
- * max_connections_per_address from any one address by closing strangers,
- * the oldest first, and only those past HEAD_GRACE_MS with nothing unread
- * (a head may be waiting in the socket while we are busy): a burst of
- * token holders' new connections is not mistaken for a flood.  A token
- * holder's connection is never closed for this; past hard_limit new ones
- * wait in the listen backlog until the next sweep.  Called for each new
- * connection (k: one stranger goes for it, from its address if that is
- * over its limit, else from any) and each second (k NULL: every stranger
- * past the limits). */
-static void sweep(struct http *h, struct link *k)
-{
-	double now = util_now_ms();
-	unsigned all = open_links(h);
-	/* a new connection's address over its limit: a stranger from there */
-	bool crowd = k && from(h, k->addr) > h->conf->http_max_per_address;
-	if (k && !crowd && all <= h->conf->http_max_connections)
-		return;
-	for (struct link *o = h->links; o; o = o->next) {
-		/* At an accept a head may be waiting unread while we were busy;
-		 * at the tick libmicrohttpd has just read what there was. */
-		struct pollfd pf = { .fd = o->fd, .events = POLLIN };
-		if (o->shed || o->trusted || now - o->since < HEAD_GRACE_MS || (crowd && strcmp(o->addr, k->addr)) ||
-		    (k && poll(&pf, 1, 0) == 1))
-			continue;
-		if (k || all > h->conf->http_max_connections || from(h, o->addr) > h->conf->http_max_per_address) {
-			shed(h, o);
-			all--;
-			if (k)
-				return; /* one new connection, one closed */
-		}
-	}
-}
-
-static void on_link(void *cls, struct MHD_Connection *conn, void **ctx, enum MHD_ConnectionNotificationCode what)
-{
-	struct http *h = cls;
-	struct link *k = *ctx;
-	if (what == MHD_CONNECTION_NOTIFY_CLOSED) {
-		if (!k)
-			return;
-		*(k->prev ? &k->prev->next : &h->links) = k->next;
-		*(k->next ? &k->next->prev : &h->newest) = k->prev;
-		h->nlinks--;
-		free(k);
-		*ctx = NULL;
-		return;
-	}
-	const union MHD_ConnectionInfo *fi = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	const struct sockaddr *sa = ai ? ai->client_addr : NULL;
-	k = util_xalloc(sizeof *k);
-	*k = (struct link){ .fd = fi ? fi->connect_fd : -1, .addr = "?", .since = util_now_ms(), .prev = h->newest };
-	if (sa && sa->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const void *)sa;
-		inet_ntop(AF_INET, &s4->sin_addr, k->addr, sizeof k->addr);
-		snprintf(k->peer, sizeof k->peer, "%s:%u", k->addr, ntohs(s4->sin_port));
-	} else if (sa && sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const void *)sa;
-		inet_ntop(AF_INET6, &s6->sin6_addr, k->addr, sizeof k->addr);
-		snprintf(k->peer, sizeof k->peer, "[%s]:%u", k->addr, ntohs(s6->sin6_port));
-	}
-	*(h->newest ? &h->newest->next : &h->links) = k;
-	h->newest = k;
-	h->nlinks++;
-	*ctx = k;
-	sweep(h, k);
-}
-
-static struct link *link_of(struct MHD_Connection *conn)
-{
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	return ci ? ci->socket_context : NULL;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -996,7 +801,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		ex->route = !strcmp(url, "/mcp") ? R_MCP : !strcmp(url, "/sse") ? R_SSE : !strcmp(url, "/messages") ? R_MESSAGES
 			  : !strcmp(url, "/healthz") ? R_HEALTH
 			  : dash_route(url) && strlen(url) < sizeof ex->path ? R_DASH : R_OTHER;
-		struct link *k = link_of(conn);
+		struct link *k = http_link_of(conn);
 		if (k)
 			memcpy(ex->peer, k->peer, sizeof ex->peer);
 		enum MHD_Result r = begin(ex);
@@ -1030,7 +835,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (h->draining && ex->route != R_HEALTH)
 			return busy_reply(ex);
 		if (h->draining)
-			return reply(ex, MHD_HTTP_SERVICE_UNAVAILABLE, "application/json", "{\"status\":\"stopping\"}\n", 22, NULL);
+			return http_reply(ex, MHD_HTTP_SERVICE_UNAVAILABLE, "application/json", "{\"status\":\"stopping\"}\n", 22, NULL);
 		enum MHD_Result r = handle(ex);
 		if (r != MHD_YES || ex->queued)
 			return r;
@@ -1053,7 +858,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 	util_warn("%s \"%s %s\" %u %zu %.1fms token=%d session=%.8s rpc=%s%s", ex->peer[0] ? ex->peer : "-", ex->method,
 		  ex->path, ex->status, ex->bytes, util_now_ms() - ex->t0, ex->owner, ex->sid[0] ? ex->sid : "-",
 		  ex->rpc[0] ? ex->rpc : "-", (unsigned)toe < sizeof why / sizeof *why ? why[toe] : "");
-	struct link *k = link_of(conn);
+	struct link *k = http_link_of(conn);
 	if (k && ex->owner > 0)
 		k->trusted = true; /* a dashboard sign-in, too */
 	ex->conn = NULL;
@@ -1147,16 +952,7 @@ static void on_tick(struct loop *l, int fd, short rev, void *arg)
 	 * strangers past the limits, once what has arrived is read (a head
 	 * waiting in a socket is a token holder's, perhaps). */
 	MHD_run(h->d);
-	for (struct link *k = h->links; k; k = k->next)
-		if (!k->trusted && now - k->since > (double)h->conf->http_head_timeout_ms)
-			shed(h, k);
-	sweep(h, NULL);
-	if (h->nshed) {
-		util_warn("http: closed %u connection%s that showed no valid token (past max_connections, "
-			  "max_connections_per_address or request_timeout); %u open",
-			  h->nshed, h->nshed == 1 ? "" : "s", open_links(h));
-		h->nshed = 0;
-	}
+	http_link_tick(h, now);
 	if (++h->ticks % KEEPALIVE_S == 0)
 		for (struct ex *ex = h->exs; ex; ex = ex->next)
 			if (ex->stream && ex->queued && !ex->ended && ex->conn) {
@@ -1167,113 +963,10 @@ static void on_tick(struct loop *l, int fd, short rev, void *arg)
 	(void)rev;
 }
 
-/* systemd's socket activation (sd_listen_fds(3)): one listening TCP socket
- * passed as fd 3, for this process (LISTEN_PID), which it keeps when it
- * runs a tool (CLOEXEC) or when the variables would be inherited: they are
- * removed, so no child takes fd 3 for a socket of its own. */
-static int listen_inherited(char *err, size_t errlen)
-{
-	int64_t pid = -1, n = -1;
-	util_parse_i64(getenv("LISTEN_PID"), 1, INT32_MAX, &pid);
-	util_parse_i64(getenv("LISTEN_FDS"), 0, INT32_MAX, &n);
-	unsetenv("LISTEN_PID");
-	unsetenv("LISTEN_FDS");
-	unsetenv("LISTEN_FDNAMES");
-	if (pid != getpid() || n != 1) {
-		snprintf(err, errlen, "--listen systemd: %s", pid != getpid()
-			 ? "no socket was passed to this process (LISTEN_PID; start it from a .socket unit)"
-			 : "expected exactly one socket (LISTEN_FDS): one ListenStream= in the .socket unit");
-		return -1;
-	}
-	int fd = 3, type = 0, acc = 0;
-	struct sockaddr_storage ss;
-	socklen_t tl = sizeof type, al = sizeof acc, sl = sizeof ss;
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM ||
-	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 || !acc ||
-	    getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 || (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)) {
-		snprintf(err, errlen, "--listen systemd: fd 3 is not a listening TCP socket (ListenStream=[ADDR:]PORT)");
-		return -1;
-	}
-	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
-		snprintf(err, errlen, "--listen systemd: fd 3: %s", strerror(errno));
-		return -1;
-	}
-	return fd;
-}
-
-/* "PORT", "HOST:PORT", "[V6]:PORT" → a bound, listening socket; "systemd"
- * → the one systemd passed. */
-static int listen_on(const char *spec, char *err, size_t errlen)
-{
-	if (!strcmp(spec, "systemd"))
-		return listen_inherited(err, errlen);
-	char host[128] = "127.0.0.1";
-	const char *port = spec;
-	if (spec[0] == '[') {
-		const char *e = strchr(spec, ']');
-		if (!e || e[1] != ':' || (size_t)(e - spec - 1) >= sizeof host) {
-			snprintf(err, errlen, "--listen \"%s\": expected [IPV6]:PORT", spec);
-			return -1;
-		}
-		memcpy(host, spec + 1, (size_t)(e - spec - 1));
-		host[e - spec - 1] = 0;
-		port = e + 2;
-	} else if (strchr(spec, ':')) {
-		const char *c = strrchr(spec, ':');
-		if ((size_t)(c - spec) >= sizeof host) {
-			snprintf(err, errlen, "--listen \"%s\": host too long", spec);
-			return -1;
-		}
-		if (c > spec) {
-			memcpy(host, spec, (size_t)(c - spec));
-			host[c - spec] = 0;
-		}
-		port = c + 1;
-	}
-	char *end;
-	errno = 0;
-	long p = strtol(port, &end, 10);
-	if (!*port || *end || errno || p < 0 || p > 65535) {
-		snprintf(err, errlen, "--listen \"%s\": the port must be a number from 0 to 65535", spec);
-		return -1;
-	}
-	if (!strcasecmp(host, "localhost"))
-		strcpy(host, "127.0.0.1");
-	struct sockaddr_storage ss;
-	memset(&ss, 0, sizeof ss);
-	socklen_t len;
-	struct sockaddr_in *s4 = (void *)&ss;
-	struct sockaddr_in6 *s6 = (void *)&ss;
-	if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
-		s4->sin_family = AF_INET;
-		s4->sin_port = htons((uint16_t)p);
-		len = sizeof *s4;
-	} else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons((uint16_t)p);
-		len = sizeof *s6;
-	} else {
-		snprintf(err, errlen, "--listen \"%s\": \"%s\" is not an IP address (or localhost)", spec, host);
-		return -1;
-	}
-	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	int one = 1;
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-	    (ss.ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0) ||
-	    bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 512) < 0) {
-		snprintf(err, errlen, "cannot listen on %s: %s", spec, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 struct http *http_new(struct loop *l, struct mcp *m, const struct conf *c, const struct auth *a, const char *listen,
 		      char *err, size_t errlen)
 {
-	int fd = listen_on(listen, err, errlen);
+	int fd = http_listen(listen, err, errlen);
 	if (fd < 0)
 		return NULL;
 	struct http *h = util_xalloc(sizeof *h);
@@ -1302,9 +995,9 @@ struct http *http_new(struct loop *l, struct mcp *m, const struct conf *c, const
 	unsigned timeout_s = (unsigned)((c->http_timeout_ms + 999) / 1000);
 	h->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, h,
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_LISTEN_SOCKET, fd,
-				MHD_OPTION_CONNECTION_LIMIT, hard_limit(c),
+				MHD_OPTION_CONNECTION_LIMIT, http_link_limit(c),
 				MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-				MHD_OPTION_NOTIFY_CONNECTION, on_link, h, MHD_OPTION_END);
+				MHD_OPTION_NOTIFY_CONNECTION, http_link_notify, h, MHD_OPTION_END);
 	const union MHD_DaemonInfo *di = h->d ? MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
 	if (!di) {
 		snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd) on %s", listen);
