@@ -41,6 +41,19 @@ static bool lists_type(const char *list, const char *tok)
 	return false;
 }
 
+/* Does a list such as "GET, POST" name this method (exactly)? */
+static bool lists_method(const char *list, const char *method)
+{
+	size_t n = strlen(method);
+	for (const char *p = list; *p; p += strspn(p, ", ")) {
+		size_t len = strcspn(p, ", ");
+		if (len == n && !strncmp(p, method, n))
+			return true;
+		p += len;
+	}
+	return false;
+}
+
 static void ex_unref(struct ex *ex)
 {
 	if (--ex->refs > 0)
@@ -381,74 +394,6 @@ static void on_message(jv msg, uint64_t tag, void *arg)
 		pend_done(h, p);
 }
 
-/* ---- checks ------------------------------------------------------------- */
-
-/* A Host header's name: IP literals and localhost cannot be DNS-rebound;
- * any other name must be configured. */
-/* ":PORT" with 1 to 5 digits, at most 65535, or nothing. */
-static bool port_ok(const char *p)
-{
-	if (!*p)
-		return true;
-	if (*p++ != ':' || !*p || strlen(p) > 5 || strspn(p, "0123456789") != strlen(p))
-		return false;
-	return atol(p) <= 65535;
-}
-
-/* Host: an IP address, localhost or a configured name, and an optional
- * port, each exactly (anything after the name but a port, such as
- * "127.0.0.1:80@evil.example", is refused). */
-static bool host_ok(struct http *h, const char *host)
-{
-	if (!host)
-		return true; /* HTTP/1.0 without Host: no browser sends that */
-	char name[256];
-	size_t n = strlen(host);
-	if (n >= sizeof name)
-		return false;
-	if (host[0] == '[') {
-		const char *e = strchr(host, ']');
-		if (!e || !port_ok(e + 1))
-			return false;
-		memcpy(name, host + 1, (size_t)(e - host - 1));
-		name[e - host - 1] = 0;
-		struct in6_addr a6;
-		return inet_pton(AF_INET6, name, &a6) == 1;
-	}
-	size_t len = strcspn(host, ":");
-	if (!port_ok(host + len))
-		return false;
-	memcpy(name, host, len);
-	name[len] = 0;
-	struct in_addr a4;
-	if (inet_pton(AF_INET, name, &a4) == 1 || !strcasecmp(name, "localhost"))
-		return true;
-	for (char **e = h->conf->http_hosts; e && *e; e++)
-		if (!strcasecmp(*e, name))
-			return true;
-	return false;
-}
-
-/* A present Origin must be the server's own or configured; a browser page
- * elsewhere gets nothing, whatever token it has. */
-static bool origin_ok(struct ex *ex, const char *origin, const char *host)
-{
-	if (!origin)
-		return true;
-	if (host && !strncasecmp(origin, "http://", 7) && !strcasecmp(origin + 7, host))
-		return true;
-	/* Behind a TLS proxy the browser's own origin is https:// and the
-	 * Host it names (which host_ok has let in). */
-	if (host && !strncasecmp(origin, "https://", 8) && !strcasecmp(origin + 8, host))
-		return true;
-	for (char **e = ex->h->conf->http_origins; e && *e; e++)
-		if (!strcasecmp(*e, origin)) {
-			ex->cors = util_strdup(origin);
-			return true;
-		}
-	return false;
-}
-
 /* ---- requests ---------------------------------------------------------------- */
 
 static enum MHD_Result busy_reply(struct ex *ex)
@@ -468,77 +413,25 @@ static enum MHD_Result too_large(struct ex *ex)
 static enum MHD_Result begin(struct ex *ex)
 {
 	struct http *h = ex->h;
-	if (ex->route == R_HEALTH) {
-		if (strcmp(ex->method, "GET") && strcmp(ex->method, "HEAD"))
-			return http_fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "/healthz: GET", "Allow", "GET, HEAD", NULL, NULL);
-		return MHD_YES; /* answered with the request complete, so the connection is kept */
-	}
-	if (ex->route == R_OTHER)
+	const struct route *rt = ex->rt;
+	if (!rt)
 		return http_fail(ex, MHD_HTTP_NOT_FOUND, -32000, "not found: MCP is served on /mcp (and /sse, /messages)", NULL,
 			    NULL, NULL, NULL);
-	const char *host = http_header(ex, "Host");
-	if (!host_ok(h, host))
-		return http_fail(ex, MHD_HTTP_FORBIDDEN, -32000,
-			    "forbidden: Host is not an IP address, localhost or one of [http] hosts", NULL, NULL, NULL, NULL);
-	if (!origin_ok(ex, http_header(ex, "Origin"), host))
-		return http_fail(ex, MHD_HTTP_FORBIDDEN, -32000, "forbidden: Origin not allowed (see [http] origins)", NULL, NULL,
-			    NULL, NULL);
-	if (ex->route == R_DASH) {
-		/* Same front door, then the dashboard's own sign-in (dash.h); a
-		 * known principal is metered as on /mcp. */
-		/* A configured foreign Origin may call /mcp, not read pages or
-		 * post the sign-in form (a sign-in to the attacker's token). */
-		if (ex->cors)
-			return http_fail(ex, MHD_HTTP_FORBIDDEN, -32000, "forbidden: the dashboard answers its own origin only", NULL,
-				    NULL, NULL, NULL);
-		int who = dash_who(h->dash, http_header(ex, "Authorization"), http_header(ex, "Cookie"));
-		unsigned retry;
-		if (who > 0 && !auth_take(&h->who[who].bucket, h->conf->http_rate, (double)h->conf->http_burst, util_now_ms(), &retry)) {
-			char ra[16];
-			snprintf(ra, sizeof ra, "%u", retry);
-			return http_reply(ex, MHD_HTTP_TOO_MANY_REQUESTS, "text/plain; charset=utf-8", "too many requests\n", 18,
-				     "Retry-After", ra, NULL);
-		}
-		ex->owner = who;
-		return MHD_YES;
-	}
-	if (!strcmp(ex->method, "OPTIONS")) {
+	if (rt->door != DOOR_NONE) {
+		enum MHD_Result r = http_door(ex);
 		/* CORS preflight of an allowed browser origin: carries no token. */
-		if (!ex->cors)
-			return http_fail(ex, MHD_HTTP_FORBIDDEN, -32000, "forbidden: no allowed Origin", NULL, NULL, NULL, NULL);
-		return MHD_YES;
+		if (r != MHD_YES || ex->queued || (rt->door == DOOR_TOKEN && !strcmp(ex->method, "OPTIONS")))
+			return r;
 	}
-	const char *authz = http_header(ex, "Authorization");
-	int who = auth_check(h->auth, authz);
-	if (who <= 0)
-		return http_fail(ex, MHD_HTTP_UNAUTHORIZED, -32001,
-			    who == 0 ? "unauthorized: send Authorization: Bearer TOKEN" : "unauthorized: unknown token",
-			    "WWW-Authenticate",
-			    who == 0 ? "Bearer realm=\"sbx-mcp\"" : "Bearer realm=\"sbx-mcp\", error=\"invalid_token\"", NULL,
-			    NULL);
-	ex->owner = who;
-	unsigned retry;
-	if (!auth_take(&h->who[who].bucket, h->conf->http_rate, (double)h->conf->http_burst, util_now_ms(), &retry)) {
-		char ra[16];
-		snprintf(ra, sizeof ra, "%u", retry);
-		return http_fail(ex, MHD_HTTP_TOO_MANY_REQUESTS, -32000, "too many requests for this token ([http] rate, burst)",
-			    "Retry-After", ra, NULL, NULL);
-	}
-	if (h->draining)
+	if (rt->door == DOOR_TOKEN && h->draining)
 		return busy_reply(ex);
+	if (rt->allow && !lists_method(rt->allow, ex->method))
+		return http_fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, rt->only, "Allow", rt->allow, NULL, NULL);
+	if (rt->door != DOOR_TOKEN)
+		return MHD_YES; /* /healthz: answered with the request complete, so the connection is kept */
 
-	bool post = !strcmp(ex->method, "POST");
-	if (ex->route == R_SSE && strcmp(ex->method, "GET"))
-		return http_fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "/sse: GET opens the event stream", "Allow", "GET",
-			    NULL, NULL);
-	if (ex->route == R_MESSAGES && !post)
-		return http_fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "/messages: POST a JSON-RPC message", "Allow", "POST",
-			    NULL, NULL);
-	bool get = !strcmp(ex->method, "GET");
-	if (ex->route == R_MCP && !post && !get && strcmp(ex->method, "DELETE"))
-		return http_fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000,
-			    "/mcp: POST messages, GET opens a session's stream of notifications, DELETE ends a session",
-			    "Allow", "GET, POST, DELETE", NULL, NULL);
+	/* MCP: one of its transports. */
+	bool post = !strcmp(ex->method, "POST"), get = !strcmp(ex->method, "GET");
 	if (ex->route == R_MCP && get && !lists_type(http_header(ex, "Accept") ? http_header(ex, "Accept") : "", "text/event-stream"))
 		return http_fail(ex, MHD_HTTP_NOT_ACCEPTABLE, -32000, "GET /mcp is an event stream: Accept: text/event-stream",
 			    NULL, NULL, NULL, NULL);
@@ -571,7 +464,7 @@ static enum MHD_Result begin(struct ex *ex)
 	if (ex->route == R_MCP) {
 		const char *sid = http_header(ex, "Mcp-Session-Id");
 		if (sid) {
-			ex->c = conv_find(h->convs, sid, who, false);
+			ex->c = conv_find(h->convs, sid, ex->owner, false);
 			if (!ex->c)
 				return http_fail(ex, MHD_HTTP_NOT_FOUND, -32001,
 					    "session not found: it expired, was deleted, or is not this token's; initialize again",
@@ -582,7 +475,7 @@ static enum MHD_Result begin(struct ex *ex)
 				    NULL, NULL, NULL);
 	} else if (ex->route == R_MESSAGES) {
 		const char *sid = MHD_lookup_connection_value(ex->conn, MHD_GET_ARGUMENT_KIND, "sessionId");
-		ex->c = conv_find(h->convs, sid, who, true);
+		ex->c = conv_find(h->convs, sid, ex->owner, true);
 		if (!ex->c)
 			return http_fail(ex, MHD_HTTP_NOT_FOUND, -32001,
 				    "session not found: open GET /sse and post to the endpoint it names", NULL, NULL, NULL,
@@ -639,43 +532,54 @@ static enum MHD_Result dash_reply(struct ex *ex)
 	return res;
 }
 
-/* The body is in: hand the message over.  Returns a response code or 0
- * when the answer is awaited. */
-static enum MHD_Result handle(struct ex *ex)
+static enum MHD_Result too_many_convs(struct ex *ex)
+{
+	char m[160];
+	snprintf(m, sizeof m, "too many sessions for this token ([http] max_sessions %llu): DELETE one, or let one expire",
+		 (unsigned long long)ex->h->conf->http_max_sessions);
+	return http_fail(ex, MHD_HTTP_TOO_MANY_REQUESTS, -32000, m, "Retry-After", "60", NULL, NULL);
+}
+
+/* ---- routes: the body is in; each returns a response code, or MHD_YES
+ * with nothing queued while the answer is awaited ----------------------- */
+
+static enum MHD_Result health(struct ex *ex)
+{
+	static const char ok[] = "{\"status\":\"ok\"}\n";
+	return http_reply(ex, MHD_HTTP_OK, "application/json", ok, sizeof ok - 1, NULL);
+}
+
+/* OPTIONS on an MCP path: the CORS preflight the front door let in. */
+static enum MHD_Result preflight(struct ex *ex)
+{
+	return http_reply(ex, MHD_HTTP_NO_CONTENT, NULL, "", 0, "Access-Control-Allow-Methods", "GET, POST, DELETE",
+			  "Access-Control-Allow-Headers",
+			  "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID",
+			  "Access-Control-Max-Age", "600", NULL);
+}
+
+/* GET /sse: a 2024-11-05 conversation, its event stream, which first
+ * names the endpoint to post to. */
+static enum MHD_Result open_sse(struct ex *ex)
+{
+	struct http *h = ex->h;
+	if (h->who[ex->owner].convs >= h->conf->http_max_sessions)
+		return too_many_convs(ex);
+	struct conv *cv = new_conv(h, ex->owner, true, false);
+	cv->stream = ex;
+	ex->c = cv;
+	char ev[160];
+	int n = snprintf(ev, sizeof ev, "event: endpoint\ndata: /messages?sessionId=%s\n\n", cv->id);
+	out_add(ex, ev, (size_t)n);
+	ex->stream = true;
+	return reply_stream(ex);
+}
+
+/* POST /mcp or /messages: one JSON-RPC message. */
+static enum MHD_Result post_message(struct ex *ex)
 {
 	struct http *h = ex->h;
 	const struct conf *c = h->conf;
-	if (ex->route == R_HEALTH) {
-		static const char ok[] = "{\"status\":\"ok\"}\n";
-		return http_reply(ex, MHD_HTTP_OK, "application/json", ok, sizeof ok - 1, NULL);
-	}
-	if (ex->route == R_DASH)
-		return dash_reply(ex);
-	if (!strcmp(ex->method, "OPTIONS"))
-		return http_reply(ex, MHD_HTTP_NO_CONTENT, NULL, "", 0, "Access-Control-Allow-Methods", "GET, POST, DELETE",
-			     "Access-Control-Allow-Headers",
-			     "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID",
-			     "Access-Control-Max-Age", "600", NULL);
-	if (ex->route == R_MCP && !strcmp(ex->method, "DELETE")) {
-		end_conv(ex->c);
-		ex->c = NULL;
-		return http_reply(ex, MHD_HTTP_NO_CONTENT, NULL, "", 0, NULL);
-	}
-	if (ex->route == R_MCP && !strcmp(ex->method, "GET"))
-		return open_stream(ex);
-	if (ex->route == R_SSE) {
-		if (h->who[ex->owner].convs >= c->http_max_sessions)
-			goto too_many_sessions;
-		struct conv *cv = new_conv(h, ex->owner, true, false);
-		cv->stream = ex;
-		ex->c = cv;
-		char ev[160];
-		int n = snprintf(ev, sizeof ev, "event: endpoint\ndata: /messages?sessionId=%s\n\n", cv->id);
-		out_add(ex, ev, (size_t)n);
-		ex->stream = true;
-		return reply_stream(ex);
-	}
-	/* POST /mcp or /messages: one JSON-RPC message. */
 	jv inv;
 	enum rec_status st = ex->len ? rec_check_line(ex->body, ex->len, 0, &inv) : REC_INVALID;
 	if (st != REC_OK) {
@@ -704,7 +608,7 @@ static enum MHD_Result handle(struct ex *ex)
 		if (init) {
 			if (h->who[ex->owner].convs >= c->http_max_sessions) {
 				jv_free(msg);
-				goto too_many_sessions;
+				return too_many_convs(ex);
 			}
 			ex->c = ex->made = new_conv(h, ex->owner, false, false);
 		} else if (modern) {
@@ -747,12 +651,53 @@ static enum MHD_Result handle(struct ex *ex)
 		ex->c = NULL;
 	}
 	return MHD_YES;
+}
 
-too_many_sessions:;
-	char m[160];
-	snprintf(m, sizeof m, "too many sessions for this token ([http] max_sessions %llu): DELETE one, or let one expire",
-		 (unsigned long long)c->http_max_sessions);
-	return http_fail(ex, MHD_HTTP_TOO_MANY_REQUESTS, -32000, m, "Retry-After", "60", NULL, NULL);
+/* /mcp, Streamable HTTP: POST a message, GET the conversation's stream,
+ * DELETE the conversation. */
+static enum MHD_Result mcp_route(struct ex *ex)
+{
+	if (!strcmp(ex->method, "DELETE")) {
+		end_conv(ex->c);
+		ex->c = NULL;
+		return http_reply(ex, MHD_HTTP_NO_CONTENT, NULL, "", 0, NULL);
+	}
+	if (!strcmp(ex->method, "GET"))
+		return open_stream(ex);
+	return post_message(ex);
+}
+
+/* What is served where.  begin checks a request against its route before
+ * the body is read: the front door the route asks for (http_door), then
+ * its methods. */
+static const struct route routes[] = {
+	{ "/mcp", R_MCP, DOOR_TOKEN, "GET, POST, DELETE",
+	  "/mcp: POST messages, GET opens a session's stream of notifications, DELETE ends a session", mcp_route },
+	{ "/sse", R_SSE, DOOR_TOKEN, "GET", "/sse: GET opens the event stream", open_sse },
+	{ "/messages", R_MESSAGES, DOOR_TOKEN, "POST", "/messages: POST a JSON-RPC message", post_message },
+	{ "/healthz", R_HEALTH, DOOR_NONE, "GET, HEAD", "/healthz: GET", health },
+	/* dash_route's paths; the dashboard answers its own methods */
+	{ NULL, R_DASH, DOOR_PAGE, NULL, NULL, dash_reply },
+};
+
+/* The route of a path, or NULL (404); a dashboard path must fit in max. */
+static const struct route *route_of(const char *path, size_t max)
+{
+	for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
+		const struct route *rt = &routes[i];
+		if (rt->path ? !strcmp(path, rt->path)
+			     : dash_route(path) && strlen(path) < max)
+			return rt;
+	}
+	return NULL;
+}
+
+/* The body is in: the route's handler, or the preflight. */
+static enum MHD_Result handle(struct ex *ex)
+{
+	if (ex->rt->door == DOOR_TOKEN && !strcmp(ex->method, "OPTIONS"))
+		return preflight(ex);
+	return ex->rt->handle(ex);
 }
 
 /* Answer what can be answered now, or wait (suspended) for more. */
@@ -798,9 +743,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*req_cls = ex;
 		snprintf(ex->method, sizeof ex->method, "%s", method);
 		snprintf(ex->path, sizeof ex->path, "%s", url);
-		ex->route = !strcmp(url, "/mcp") ? R_MCP : !strcmp(url, "/sse") ? R_SSE : !strcmp(url, "/messages") ? R_MESSAGES
-			  : !strcmp(url, "/healthz") ? R_HEALTH
-			  : dash_route(url) && strlen(url) < sizeof ex->path ? R_DASH : R_OTHER;
+		ex->rt = route_of(url, sizeof ex->path);
+		ex->route = ex->rt ? ex->rt->id : R_OTHER;
 		struct link *k = http_link_of(conn);
 		if (k)
 			memcpy(ex->peer, k->peer, sizeof ex->peer);

@@ -1,8 +1,9 @@
 /* http_int: what the parts of the HTTP transport share, and nobody else:
- * http.c (requests, responses, the MCP conversations' streams, the loop),
- * http_door.c (the front door and the routes), http_link.c (connections
- * and their limits), http_listen.c (the listening socket).  The
- * structures are http.c's; the other parts borrow them.
+ * http.c (requests and responses, the routes, the MCP conversations'
+ * streams, the loop), http_door.c (the front door every route but
+ * /healthz passes), http_link.c (connections and their limits),
+ * http_listen.c (the listening socket).  The structures are http.c's; the
+ * other parts borrow them.
  */
 #ifndef SBX_HTTP_INT_H
 #define SBX_HTTP_INT_H
@@ -22,7 +23,26 @@
 #include "loop.h"
 #include "mcp.h"
 
-enum route { R_OTHER, R_MCP, R_SSE, R_MESSAGES, R_HEALTH, R_DASH };
+enum route_id { R_OTHER, R_MCP, R_SSE, R_MESSAGES, R_HEALTH, R_DASH };
+
+/* Who a route lets in (http_door). */
+enum door {
+	DOOR_NONE,   /* anyone: /healthz */
+	DOOR_TOKEN,  /* a Bearer token (or a CORS preflight, which carries none): MCP */
+	DOOR_PAGE,   /* anyone of the server's own origin; the principal, if any, by token or sign-in: the dashboard */
+};
+
+struct ex;
+
+/* A path and what it serves (the table is http.c's). */
+struct route {
+	const char *path;              /* NULL: the dashboard's paths (dash_route) */
+	enum route_id id;
+	enum door door;
+	const char *allow;             /* the methods it answers (405's Allow), NULL: the handler's business */
+	const char *only;              /* what a 405 says */
+	enum MHD_Result (*handle)(struct ex *ex); /* with the body in */
+};
 
 /* A token's standing. */
 struct principal {
@@ -59,7 +79,8 @@ struct ex {
 	struct http *h;
 	struct MHD_Connection *conn;   /* NULL once the request is over */
 	int refs;                      /* the connection's, the response's */
-	enum route route;
+	enum route_id route;
+	const struct route *rt;        /* NULL: R_OTHER */
 	char method[8], path[48], peer[64], rpc[40], sid[9];
 	double t0;
 	int owner;
@@ -106,6 +127,12 @@ enum MHD_Result http_reply(struct ex *ex, unsigned status, const char *ctype, co
  * h1/v1, h2/v2: headers to add, or NULL. */
 enum MHD_Result http_fail(struct ex *ex, unsigned status, int code, const char *msg, const char *h1, const char *v1,
 			  const char *h2, const char *v2);
+
+/* http_door.c: the front door, once for every route with one: the Host,
+ * the Origin, who is asking (its door's way) and that principal's rate.
+ * MHD_YES with nothing queued: in, ex->owner set (0: nobody, for a
+ * dashboard page or a preflight); else the refusal is queued. */
+enum MHD_Result http_door(struct ex *ex);
 
 /* http_link.c: libmicrohttpd's connection callback (MHD_OPTION_NOTIFY_CONNECTION). */
 void http_link_notify(void *cls, struct MHD_Connection *conn, void **ctx, enum MHD_ConnectionNotificationCode what);
