@@ -1,6 +1,6 @@
 /* http_int: what the parts of the HTTP transport share, and nobody else:
- * http.c (requests and responses, the routes, the MCP conversations'
- * streams, the loop), http_door.c (the front door every route but
+ * http.c (requests and responses, the routes, the loop), http_mcp.c (MCP
+ * over HTTP: its requests, the conversations' streams), http_door.c (the front door every route but
  * /healthz passes), http_link.c (connections and their limits),
  * http_listen.c (the listening socket).  The structures are http.c's; the
  * other parts borrow them.
@@ -127,6 +127,32 @@ enum MHD_Result http_reply(struct ex *ex, unsigned status, const char *ctype, co
  * h1/v1, h2/v2: headers to add, or NULL. */
 enum MHD_Result http_fail(struct ex *ex, unsigned status, int code, const char *msg, const char *h1, const char *v1,
 			  const char *h2, const char *v2);
+
+/* Wake a suspended request: its answer or stream has more. */
+void http_wake(struct ex *ex);
+/* Bytes for an event stream, sent when it next reads. */
+void http_out_add(struct ex *ex, const char *s, size_t n);
+/* Answer with an event stream of ex->out, open until ex->ended. */
+enum MHD_Result http_reply_stream(struct ex *ex);
+/* 503: the server is shutting down. */
+enum MHD_Result http_busy_reply(struct ex *ex);
+/* 413: a body over [http] max_body. */
+enum MHD_Result http_too_large(struct ex *ex);
+
+/* http_mcp.c: MCP over HTTP, both transports: the checks of an MCP
+ * request's headers (after the door and its route's methods), the
+ * handlers of /mcp, /sse and /messages, the conversations' streams and
+ * what the MCP server sends them. */
+enum MHD_Result http_mcp_begin(struct ex *ex);
+enum MHD_Result http_mcp_route(struct ex *ex); /* /mcp: POST, GET, DELETE */
+enum MHD_Result http_mcp_sse(struct ex *ex);   /* GET /sse */
+enum MHD_Result http_mcp_post(struct ex *ex);  /* POST /mcp or /messages: one message */
+/* End a conversation: its calls cancelled, what waits on it answered. */
+void http_end_conv(struct conv *c);
+/* A request's answer is in, or will not come. */
+void http_pend_done(struct http *h, struct pend *p);
+/* Each second: conversations idle past [http] session_ttl end. */
+void http_mcp_tick(struct http *h, double now);
 
 /* http_door.c: the front door, once for every route with one: the Host,
  * the Origin, who is asking (its door's way) and that principal's rate.
