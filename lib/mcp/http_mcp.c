@@ -265,12 +265,14 @@ enum MHD_Result http_mcp_post(struct ex *ex)
 	jv inv;
 	enum rec_status st = ex->len ? rec_check_line(ex->body, ex->len, 0, &inv) : REC_INVALID;
 	if (st != REC_OK) {
-		char msg[400];
+		char msg[512];
 		const char *why = st == REC_INVALID && ex->len ? rec_str(inv, "error", NULL) : "empty body";
 		if (why && !strncmp(why, "line ", 5) && strstr(why, ": "))
 			why = strstr(why, ": ") + 2; /* a body is not a line of a stream */
 		bool obj = why && strstr(why, "expected a JSON object");
-		snprintf(msg, sizeof msg, "%s: %s", obj ? "invalid request: one JSON-RPC message, an object (no batches)" : "parse error",
+		/* Worded as over stdio (mcp_reject_line). */
+		snprintf(msg, sizeof msg, "%s: %s",
+			 obj ? "invalid request: a message is one JSON-RPC object (batches are not supported)" : "parse error",
 			 why ? why : "not JSON");
 		if (st == REC_INVALID && ex->len)
 			jv_free(inv);
