@@ -1,8 +1,8 @@
 /* dash: the history's web view, behind sbx-mcp --listen's front door.
  *
  * http.c routes `/`, `/runs…`, `/sessions`, `/login`, `/logout` and
- * `/static/…` here after its Host and Origin checks (a foreign Origin is
- * 403 before anything else).  Who is asking: a valid `Authorization:
+ * `/static/…` here after its front door's Host and Origin checks
+ * (http_door.c; a foreign Origin is 403 before anything else).  Who is asking: a valid `Authorization:
  * Bearer` (scripts), or the `sbx_dash` cookie of a sign-in.  Signing in
  * POSTs the token once to /login; the server keeps only a random session
  * id mapped to the token's principal, sets it as an HttpOnly,

@@ -1,9 +1,7 @@
 #define _GNU_SOURCE
-#include "http.h"
+#include "http_int.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -12,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -23,125 +20,25 @@
 
 #define KEEPALIVE_S 15  /* a comment on idle event streams: finds dead clients */
 
-enum route { R_OTHER, R_MCP, R_SSE, R_MESSAGES, R_HEALTH, R_DASH };
-
-/* A token's standing. */
-struct principal {
-	struct auth_bucket bucket;
-	unsigned inflight, sessions;
-};
-
-#define RING_EVENTS 128
-#define RING_BYTES (4u << 20)        /* a session's ring, in all */
-#define RING_EVENT_MAX (256u << 10)  /* a bigger event is sent, not kept: not resumable */
-#define STREAM_BUF_MAX (8u << 20)    /* unread on a stream: past it the stream ends (resume it) */
-
-/* An MCP conversation over HTTP. */
-struct sess {
-	struct http *h;
-	char id[65];           /* 64 hex digits */
-	int owner;             /* the token (principal) that made it */
-	bool legacy;           /* 2024-11-05 HTTP+SSE */
-	bool ephemeral;        /* one sessionless request (2026-07-28) */
-	struct mcp_client *cl;
-	double last_used;
-	struct ex *stream;     /* legacy: its GET /sse; Streamable HTTP: its GET /mcp, or NULL */
-	/* The last events of the session's streams (its GET stream's, tag 0,
-	 * and its POST streams', each its request's tag), for a client that
-	 * reconnects with Last-Event-ID: a ring of RING_EVENTS; ids count
-	 * from 1 across the session. */
-	uint64_t event_id;
-	struct { uint64_t id, tag; char *text; size_t len; } ring[RING_EVENTS];
-	size_t ring_bytes;
-	struct sess *next;
-};
-
-/* A request waiting for its answer. */
-struct pend {
-	uint64_t tag;
-	struct sess *s;
-	struct ex *ex;         /* Streamable HTTP: the POST it answers (or a GET resuming it), or NULL */
-	bool streamed;         /* its POST became an event stream: what comes after it closed is kept */
-	struct pend *next;
-};
-
-/* A connection, from its accept to its close (on_link).  Until one of
- * its requests carries a valid token it is a stranger's: it serves one
- * request (Connection: close), which must be whole within request_timeout
- * of the accept however slowly its bytes trickle in (libmicrohttpd's idle
- * timeout restarts with each), and it is the first to go when
- * connections run short (sweep). */
-struct link {
-	int fd;
-	char addr[INET6_ADDRSTRLEN];   /* the peer's address, without its port */
-	char peer[64];                 /* with it, for the access log (ex->peer) */
-	double since;                  /* its accept (a stranger's connection serves one request) */
-	bool trusted, shed;
-	struct link *prev, *next;      /* oldest first */
-};
-
-/* One HTTP request and its response. */
-struct ex {
-	struct http *h;
-	struct MHD_Connection *conn;   /* NULL once the request is over */
-	int refs;                      /* the connection's, the response's */
-	enum route route;
-	char method[8], path[48], peer[64], rpc[40], sid[9];
-	double t0;
-	int owner;
-	struct sess *s, *made;         /* its session; one made by this request */
-	bool accept_sse, handled, queued, suspended;
-	char *body;
-	size_t len, dropped;
-	uint64_t tag;
-	jv answer;                     /* a JSON answer not yet queued */
-	bool no_answer, gone, ended, stream;
-	char *out;                     /* event-stream bytes not yet sent */
-	size_t out_len, out_off, out_cap;
-	unsigned status;
-	size_t bytes;
-	char *cors;                    /* the allowed foreign Origin, echoed */
-	struct ex *next;
-};
-
-struct http {
-	struct loop *loop;
-	struct mcp *mcp;
-	const struct conf *conf;
-	const struct auth *auth;
-	struct MHD_Daemon *d;
-	int epfd, timer;
-	char base[80];
-	struct principal *who;         /* [0] unused, [1..n] tokens */
-	struct sess *sessions;
-	struct pend *pends;
-	struct ex *exs;
-	uint64_t seq;
-	unsigned busy, ticks;
-	struct link *links, *newest;   /* open connections, oldest first */
-	unsigned nlinks, nshed;        /* open (shed ones included); shed since the last tick */
-	bool draining;
-	struct dash *dash;             /* the history's web view at / */
-};
-
 /* ---- small things ------------------------------------------------------- */
 
-static const char *header(struct ex *ex, const char *name)
+const char *http_header(struct ex *ex, const char *name)
 {
 	return ex->conn ? MHD_lookup_connection_value(ex->conn, MHD_HEADER_KIND, name) : NULL;
 }
 
-static bool lists_type(const char *list, const char *tok)
+/* Does a list such as "GET, POST" name this method (exactly)? */
+static bool lists_method(const char *list, const char *method)
 {
-	/* Does an Accept-style list name this media type (case-insensitive)? */
-	size_t n = strlen(tok);
-	for (const char *p = list; p && *p; p++)
-		if (!strncasecmp(p, tok, n))
+	size_t n = strlen(method);
+	for (const char *p = list; *p; p += strspn(p, ", ")) {
+		size_t len = strcspn(p, ", ");
+		if (len == n && !strncmp(p, method, n))
 			return true;
+		p += len;
+	}
 	return false;
 }
-
-static void sess_free(struct sess *s);
 
 static void ex_unref(struct ex *ex)
 {
@@ -160,7 +57,7 @@ static void ex_unref(struct ex *ex)
 	free(ex);
 }
 
-static void wake(struct ex *ex)
+void http_wake(struct ex *ex)
 {
 	if (ex && ex->suspended && ex->conn) {
 		ex->suspended = false;
@@ -168,7 +65,7 @@ static void wake(struct ex *ex)
 	}
 }
 
-static void out_add(struct ex *ex, const char *s, size_t n)
+void http_out_add(struct ex *ex, const char *s, size_t n)
 {
 	if (ex->out_len + n > ex->out_cap) {
 		ex->out_cap = (ex->out_len + n) * 2 + 256;
@@ -176,40 +73,6 @@ static void out_add(struct ex *ex, const char *s, size_t n)
 	}
 	memcpy(ex->out + ex->out_len, s, n);
 	ex->out_len += n;
-}
-
-/* One event of an event stream: a JSON message on one data line. */
-static void out_event(struct ex *ex, const char *event, jv msg)
-{
-	size_t n;
-	char *line = rec_dump(msg, &n); /* consumes msg; compact, one newline */
-	char head[64];
-	int hn = snprintf(head, sizeof head, "event: %s\ndata: ", event);
-	out_add(ex, head, (size_t)hn);
-	out_add(ex, line, n);
-	out_add(ex, "\n", 1);
-	free(line);
-	ex->stream = true;
-}
-
-static struct pend *pend_find(struct http *h, uint64_t tag)
-{
-	for (struct pend *p = h->pends; p; p = p->next)
-		if (p->tag == tag)
-			return p;
-	return NULL;
-}
-
-static void pend_done(struct http *h, struct pend *p)
-{
-	for (struct pend **q = &h->pends; *q; q = &(*q)->next)
-		if (*q == p) {
-			*q = p->next;
-			break;
-		}
-	h->who[p->s->owner].inflight--;
-	h->busy--;
-	free(p);
 }
 
 /* ---- responses ------------------------------------------------------------- */
@@ -232,7 +95,7 @@ static void add_common(struct ex *ex, struct MHD_Response *r)
 }
 
 /* Queue a whole response; extra: "Name", "value", … NULL. */
-static enum MHD_Result reply(struct ex *ex, unsigned status, const char *ctype, const char *body, size_t len, ...)
+enum MHD_Result http_reply(struct ex *ex, unsigned status, const char *ctype, const char *body, size_t len, ...)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
 	if (!r)
@@ -254,7 +117,7 @@ static enum MHD_Result reply(struct ex *ex, unsigned status, const char *ctype, 
 }
 
 /* An HTTP-level error with a JSON-RPC error body (what MCP clients show). */
-static enum MHD_Result fail(struct ex *ex, unsigned status, int code, const char *msg, const char *h1, const char *v1,
+enum MHD_Result http_fail(struct ex *ex, unsigned status, int code, const char *msg, const char *h1, const char *v1,
 			    const char *h2, const char *v2)
 {
 	jv err = jv_object_set(jv_object(), jv_string("code"), jv_number(code));
@@ -264,7 +127,7 @@ static enum MHD_Result fail(struct ex *ex, unsigned status, int code, const char
 	o = jv_object_set(o, jv_string("error"), err);
 	size_t n;
 	char *body = rec_dump(o, &n);
-	enum MHD_Result r = reply(ex, status, "application/json", body, n, h1, v1, h2, v2, NULL);
+	enum MHD_Result r = http_reply(ex, status, "application/json", body, n, h1, v1, h2, v2, NULL);
 	free(body);
 	return r;
 }
@@ -297,7 +160,7 @@ static void stream_free(void *cls)
 	ex_unref(cls);
 }
 
-static enum MHD_Result reply_stream(struct ex *ex)
+enum MHD_Result http_reply_stream(struct ex *ex)
 {
 	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, ex, stream_free);
 	if (!r)
@@ -313,438 +176,42 @@ static enum MHD_Result reply_stream(struct ex *ex)
 	return res;
 }
 
-/* ---- sessions --------------------------------------------------------------- */
-
-static void on_message(jv msg, uint64_t tag, void *arg);
-
-static struct sess *sess_make(struct http *h, int owner, bool legacy, bool ephemeral)
-{
-	struct sess *s = util_xalloc(sizeof *s);
-	util_random_hex(s->id, 32);
-	s->h = h;
-	s->owner = owner;
-	s->legacy = legacy;
-	s->ephemeral = ephemeral;
-	s->last_used = util_now_ms();
-	char principal[AUTH_PRINCIPAL_LEN + 1];
-	auth_principal(h->auth, owner, principal);
-	s->cl = mcp_client_new(h->mcp, (unsigned)owner, principal, on_message, s);
-	if (!ephemeral) {
-		s->next = h->sessions;
-		h->sessions = s;
-		h->who[owner].sessions++;
-	}
-	return s;
-}
-
-static struct sess *sess_find(struct http *h, const char *id, int owner, bool legacy)
-{
-	if (!id)
-		return NULL;
-	for (struct sess *s = h->sessions; s; s = s->next)
-		if (s->owner == owner && s->legacy == legacy && !strcmp(s->id, id))
-			return s;
-	return NULL;
-}
-
-/* End a session: its calls are cancelled; requests still waiting on it are
- * answered "gone", its event stream ended. */
-static void sess_free(struct sess *s)
-{
-	struct http *h = s->h;
-	if (!s->ephemeral) {
-		for (struct sess **p = &h->sessions; *p; p = &(*p)->next)
-			if (*p == s) {
-				*p = s->next;
-				break;
-			}
-		h->who[s->owner].sessions--;
-	}
-	mcp_client_free(s->cl);
-	for (struct pend *p = h->pends, *next; p; p = next) {
-		next = p->next;
-		if (p->s != s)
-			continue;
-		if (p->ex) {
-			p->ex->gone = true;
-			wake(p->ex);
-		}
-		pend_done(h, p);
-	}
-	for (struct ex *ex = h->exs; ex; ex = ex->next) {
-		if (ex->s == s) {
-			snprintf(ex->sid, sizeof ex->sid, "%.8s", s->id);
-			ex->s = NULL;
-		}
-		if (ex->made == s)
-			ex->made = NULL;
-	}
-	for (int i = 0; i < RING_EVENTS; i++)
-		free(s->ring[i].text);
-	if (s->stream) {
-		s->stream->ended = true;
-		wake(s->stream);
-	}
-	free(s);
-}
-
-/* An event of one of the session's streams (tag: the request's, 0 the
- * GET stream), with the next event id, kept in the ring for a reconnect,
- * and sent on ex if there is one. */
-static void ring_event(struct sess *s, struct ex *ex, uint64_t tag, jv msg)
-{
-	size_t n = 0;
-	char *line = jv_is_valid(msg) ? rec_dump(msg, &n) : NULL; /* consumes msg */
-	uint64_t id = ++s->event_id;
-	char *text = line ? util_fmt("id: %llu\nevent: message\ndata: %.*s\n", (unsigned long long)id, (int)n, line)
-			  : util_fmt("id: %llu\ndata:\n\n", (unsigned long long)id); /* a stream's first: where it is */
-	free(line);
-	size_t len = strlen(text);
-	if (ex && ex->out_len + len > STREAM_BUF_MAX) {
-		/* A client that does not read: the stream ends; what it
-		 * missed is in the ring for its resume. */
-		ex->ended = true;
-		wake(ex);
-		ex = NULL;
-	}
-	if (ex) {
-		out_add(ex, text, len);
-		ex->stream = true;
-	}
-	int slot = (int)(id % RING_EVENTS);
-	if (s->ring[slot].text)
-		s->ring_bytes -= s->ring[slot].len;
-	free(s->ring[slot].text);
-	s->ring[slot].text = NULL;
-	if (len > RING_EVENT_MAX) {
-		free(text);
-		return;
-	}
-	/* Oldest first out, within the byte budget. */
-	for (uint64_t old = id > RING_EVENTS ? id - RING_EVENTS + 1 : 1; s->ring_bytes + len > RING_BYTES && old < id; old++) {
-		int o = (int)(old % RING_EVENTS);
-		if (s->ring[o].text && s->ring[o].id == old) {
-			s->ring_bytes -= s->ring[o].len;
-			free(s->ring[o].text);
-			s->ring[o].text = NULL;
-		}
-	}
-	s->ring[slot].id = id;
-	s->ring[slot].tag = tag;
-	s->ring[slot].text = text;
-	s->ring[slot].len = len;
-	s->ring_bytes += len;
-}
-
-/* The ring's events of stream tag after id `from`, onto ex. */
-static void replay(struct sess *s, struct ex *ex, uint64_t tag, uint64_t from)
-{
-	uint64_t first = s->event_id > RING_EVENTS ? s->event_id - RING_EVENTS + 1 : 1; /* the ring holds no older */
-	for (uint64_t id = from + 1 > first ? from + 1 : first; id <= s->event_id; id++) {
-		int slot = (int)(id % RING_EVENTS);
-		if (s->ring[slot].text && s->ring[slot].id == id && s->ring[slot].tag == tag)
-			out_add(ex, s->ring[slot].text, s->ring[slot].len);
-	}
-}
-
-/* GET /mcp: the session's stream of what the server says unasked (one at
- * a time).  With Last-Event-ID, the events after it that the ring still
- * holds come first; a first event (an id, no data) tells the client where
- * it is, so that it can resume from there. */
-static enum MHD_Result open_stream(struct ex *ex)
-{
-	struct sess *s = ex->s;
-	struct http *h = s->h;
-	const char *last = header(ex, "Last-Event-ID");
-	int64_t from = -1;
-	if (last && !util_parse_i64(last, 0, INT64_MAX, &from))
-		from = -1;
-	/* An event of a POST stream: that stream resumed, to its answer. */
-	int slot = from > 0 ? (int)((uint64_t)from % RING_EVENTS) : 0;
-	if (from > 0 && s->ring[slot].text && s->ring[slot].id == (uint64_t)from && s->ring[slot].tag) {
-		uint64_t tag = s->ring[slot].tag;
-		replay(s, ex, tag, (uint64_t)from);
-		struct pend *p = pend_find(h, tag);
-		if (p) {
-			/* What comes next, the answer too, comes here; the old
-			 * connection (the client gave it up, and its hang-up may
-			 * not be seen yet) ends. */
-			if (p->ex && p->ex != ex) {
-				p->ex->ended = true;
-				wake(p->ex);
-			}
-			p->ex = ex;
-		} else
-			ex->ended = true; /* the answer was in the ring */
-		ex->stream = true;
-		return reply_stream(ex);
-	}
-	if (s->stream && s->stream->conn && !s->stream->ended && !s->stream->gone)
-		return fail(ex, MHD_HTTP_CONFLICT, -32000, "this session's GET stream is open already (one at a time)", NULL,
-			    NULL, NULL, NULL);
-	s->stream = ex;
-	ex->stream = true;
-	if (from >= 0)
-		replay(s, ex, 0, (uint64_t)from);
-	ring_event(s, ex, 0, jv_invalid()); /* its first event: an id of the GET stream's own */
-	return reply_stream(ex);
-}
-
-/* What the MCP server says, routed by the request's tag: a POST's own
- * response (Streamable HTTP) or the session's event stream (legacy). */
-static void on_message(jv msg, uint64_t tag, void *arg)
-{
-	struct sess *s = arg;
-	struct http *h = s->h;
-	struct pend *p = pend_find(h, tag);
-	bool final = !jv_is_valid(msg) || (rec_has(msg, "id") && (rec_has(msg, "result") || rec_has(msg, "error")));
-	if (s->legacy) {
-		if (jv_is_valid(msg) && s->stream && !s->stream->ended) {
-			out_event(s->stream, "message", msg);
-			wake(s->stream);
-		} else
-			jv_free(msg);
-	} else if (!p && !final && jv_is_valid(msg)) {
-		/* Unasked (a subscribed resource changed by another client's
-		 * call): the GET stream's, kept for its reconnect. */
-		bool open = s->stream && !s->stream->ended && s->stream->conn;
-		ring_event(s, open ? s->stream : NULL, 0, msg);
-		if (open)
-			wake(s->stream);
-	} else if (p && p->ex) {
-		struct ex *ex = p->ex;
-		if (!jv_is_valid(msg))
-			ex->no_answer = true;
-		else if (!final) {
-			/* Progress: only worth a stream if the client reads one. */
-			if (ex->accept_sse || ex->stream)
-				ring_event(s, ex, tag, msg);
-			else
-				jv_free(msg);
-		} else if (ex->stream) {
-			ring_event(s, ex, tag, msg);
-			ex->ended = true;
-		} else {
-			jv_free(ex->answer);
-			ex->answer = msg;
-		}
-		wake(ex);
-	} else if (p && p->streamed && jv_is_valid(msg))
-		ring_event(s, NULL, tag, msg); /* its stream closed: kept for a resume */
-	else
-		jv_free(msg);
-	if (final && p)
-		pend_done(h, p);
-}
-
-/* ---- checks ------------------------------------------------------------- */
-
-/* A Host header's name: IP literals and localhost cannot be DNS-rebound;
- * any other name must be configured. */
-/* ":PORT" with 1 to 5 digits, at most 65535, or nothing. */
-static bool port_ok(const char *p)
-{
-	if (!*p)
-		return true;
-	if (*p++ != ':' || !*p || strlen(p) > 5 || strspn(p, "0123456789") != strlen(p))
-		return false;
-	return atol(p) <= 65535;
-}
-
-/* Host: an IP address, localhost or a configured name, and an optional
- * port, each exactly (anything after the name but a port, such as
- * "127.0.0.1:80@evil.example", is refused). */
-static bool host_ok(struct http *h, const char *host)
-{
-	if (!host)
-		return true; /* HTTP/1.0 without Host: no browser sends that */
-	char name[256];
-	size_t n = strlen(host);
-	if (n >= sizeof name)
-		return false;
-	if (host[0] == '[') {
-		const char *e = strchr(host, ']');
-		if (!e || !port_ok(e + 1))
-			return false;
-		memcpy(name, host + 1, (size_t)(e - host - 1));
-		name[e - host - 1] = 0;
-		struct in6_addr a6;
-		return inet_pton(AF_INET6, name, &a6) == 1;
-	}
-	size_t len = strcspn(host, ":");
-	if (!port_ok(host + len))
-		return false;
-	memcpy(name, host, len);
-	name[len] = 0;
-	struct in_addr a4;
-	if (inet_pton(AF_INET, name, &a4) == 1 || !strcasecmp(name, "localhost"))
-		return true;
-	for (char **e = h->conf->http_hosts; e && *e; e++)
-		if (!strcasecmp(*e, name))
-			return true;
-	return false;
-}
-
-/* A present Origin must be the server's own or configured; a browser page
- * elsewhere gets nothing, whatever token it has. */
-static bool origin_ok(struct ex *ex, const char *origin, const char *host)
-{
-	if (!origin)
-		return true;
-	if (host && !strncasecmp(origin, "http://", 7) && !strcasecmp(origin + 7, host))
-		return true;
-	/* Behind a TLS proxy the browser's own origin is https:// and the
-	 * Host it names (which host_ok has let in). */
-	if (host && !strncasecmp(origin, "https://", 8) && !strcasecmp(origin + 8, host))
-		return true;
-	for (char **e = ex->h->conf->http_origins; e && *e; e++)
-		if (!strcasecmp(*e, origin)) {
-			ex->cors = util_strdup(origin);
-			return true;
-		}
-	return false;
-}
-
 /* ---- requests ---------------------------------------------------------------- */
 
-static enum MHD_Result busy_reply(struct ex *ex)
+enum MHD_Result http_busy_reply(struct ex *ex)
 {
-	return fail(ex, MHD_HTTP_SERVICE_UNAVAILABLE, -32000, "the server is shutting down", "Retry-After", "5", NULL, NULL);
+	return http_fail(ex, MHD_HTTP_SERVICE_UNAVAILABLE, -32000, "the server is shutting down", "Retry-After", "5", NULL, NULL);
 }
 
-static enum MHD_Result too_large(struct ex *ex)
+enum MHD_Result http_too_large(struct ex *ex)
 {
 	char msg[128];
 	snprintf(msg, sizeof msg, "request body larger than [http] max_body (%llu bytes)",
 		 (unsigned long long)ex->h->conf->http_max_body);
-	return fail(ex, MHD_HTTP_CONTENT_TOO_LARGE, -32000, msg, NULL, NULL, NULL, NULL);
+	return http_fail(ex, MHD_HTTP_CONTENT_TOO_LARGE, -32000, msg, NULL, NULL, NULL, NULL);
 }
 
 /* Headers are in: everything that needs no body is decided here. */
 static enum MHD_Result begin(struct ex *ex)
 {
 	struct http *h = ex->h;
-	if (ex->route == R_HEALTH) {
-		if (strcmp(ex->method, "GET") && strcmp(ex->method, "HEAD"))
-			return fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "/healthz: GET", "Allow", "GET, HEAD", NULL, NULL);
-		return MHD_YES; /* answered with the request complete, so the connection is kept */
-	}
-	if (ex->route == R_OTHER)
-		return fail(ex, MHD_HTTP_NOT_FOUND, -32000, "not found: MCP is served on /mcp (and /sse, /messages)", NULL,
+	const struct route *rt = ex->rt;
+	if (!rt)
+		return http_fail(ex, MHD_HTTP_NOT_FOUND, -32000, "not found: MCP is served on /mcp (and /sse, /messages)", NULL,
 			    NULL, NULL, NULL);
-	const char *host = header(ex, "Host");
-	if (!host_ok(h, host))
-		return fail(ex, MHD_HTTP_FORBIDDEN, -32000,
-			    "forbidden: Host is not an IP address, localhost or one of [http] hosts", NULL, NULL, NULL, NULL);
-	if (!origin_ok(ex, header(ex, "Origin"), host))
-		return fail(ex, MHD_HTTP_FORBIDDEN, -32000, "forbidden: Origin not allowed (see [http] origins)", NULL, NULL,
-			    NULL, NULL);
-	if (ex->route == R_DASH) {
-		/* Same front door, then the dashboard's own sign-in (dash.h); a
-		 * known principal is metered as on /mcp. */
-		/* A configured foreign Origin may call /mcp, not read pages or
-		 * post the sign-in form (a sign-in to the attacker's token). */
-		if (ex->cors)
-			return fail(ex, MHD_HTTP_FORBIDDEN, -32000, "forbidden: the dashboard answers its own origin only", NULL,
-				    NULL, NULL, NULL);
-		int who = dash_who(h->dash, header(ex, "Authorization"), header(ex, "Cookie"));
-		unsigned retry;
-		if (who > 0 && !auth_take(&h->who[who].bucket, h->conf->http_rate, (double)h->conf->http_burst, util_now_ms(), &retry)) {
-			char ra[16];
-			snprintf(ra, sizeof ra, "%u", retry);
-			return reply(ex, MHD_HTTP_TOO_MANY_REQUESTS, "text/plain; charset=utf-8", "too many requests\n", 18,
-				     "Retry-After", ra, NULL);
-		}
-		ex->owner = who;
-		return MHD_YES;
-	}
-	if (!strcmp(ex->method, "OPTIONS")) {
+	if (rt->door != DOOR_NONE) {
+		enum MHD_Result r = http_door(ex);
 		/* CORS preflight of an allowed browser origin: carries no token. */
-		if (!ex->cors)
-			return fail(ex, MHD_HTTP_FORBIDDEN, -32000, "forbidden: no allowed Origin", NULL, NULL, NULL, NULL);
-		return MHD_YES;
+		if (r != MHD_YES || ex->queued || (rt->door == DOOR_TOKEN && !strcmp(ex->method, "OPTIONS")))
+			return r;
 	}
-	const char *authz = header(ex, "Authorization");
-	int who = auth_check(h->auth, authz);
-	if (who <= 0)
-		return fail(ex, MHD_HTTP_UNAUTHORIZED, -32001,
-			    who == 0 ? "unauthorized: send Authorization: Bearer TOKEN" : "unauthorized: unknown token",
-			    "WWW-Authenticate",
-			    who == 0 ? "Bearer realm=\"sbx-mcp\"" : "Bearer realm=\"sbx-mcp\", error=\"invalid_token\"", NULL,
-			    NULL);
-	ex->owner = who;
-	unsigned retry;
-	if (!auth_take(&h->who[who].bucket, h->conf->http_rate, (double)h->conf->http_burst, util_now_ms(), &retry)) {
-		char ra[16];
-		snprintf(ra, sizeof ra, "%u", retry);
-		return fail(ex, MHD_HTTP_TOO_MANY_REQUESTS, -32000, "too many requests for this token ([http] rate, burst)",
-			    "Retry-After", ra, NULL, NULL);
-	}
-	if (h->draining)
-		return busy_reply(ex);
-
-	bool post = !strcmp(ex->method, "POST");
-	if (ex->route == R_SSE && strcmp(ex->method, "GET"))
-		return fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "/sse: GET opens the event stream", "Allow", "GET",
-			    NULL, NULL);
-	if (ex->route == R_MESSAGES && !post)
-		return fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, "/messages: POST a JSON-RPC message", "Allow", "POST",
-			    NULL, NULL);
-	bool get = !strcmp(ex->method, "GET");
-	if (ex->route == R_MCP && !post && !get && strcmp(ex->method, "DELETE"))
-		return fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000,
-			    "/mcp: POST messages, GET opens a session's stream of notifications, DELETE ends a session",
-			    "Allow", "GET, POST, DELETE", NULL, NULL);
-	if (ex->route == R_MCP && get && !lists_type(header(ex, "Accept") ? header(ex, "Accept") : "", "text/event-stream"))
-		return fail(ex, MHD_HTTP_NOT_ACCEPTABLE, -32000, "GET /mcp is an event stream: Accept: text/event-stream",
-			    NULL, NULL, NULL, NULL);
-	const char *pv = header(ex, "MCP-Protocol-Version");
-	bool modern;
-	if (pv && !mcp_version_known(pv, &modern)) {
-		char msg[160];
-		snprintf(msg, sizeof msg, "unsupported MCP-Protocol-Version \"%.40s\"", pv);
-		return fail(ex, MHD_HTTP_BAD_REQUEST, -32000, msg, NULL, NULL, NULL, NULL);
-	}
-	if (post) {
-		const char *ct = header(ex, "Content-Type");
-		if (!ct || strncasecmp(ct, "application/json", 16))
-			return fail(ex, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, -32000, "Content-Type must be application/json", NULL,
-				    NULL, NULL, NULL);
-		const char *accept = header(ex, "Accept");
-		ex->accept_sse = accept && lists_type(accept, "text/event-stream");
-		if (ex->route == R_MCP && accept && !lists_type(accept, "application/json") && !ex->accept_sse &&
-		    !lists_type(accept, "*/*") && !lists_type(accept, "application/*"))
-			return fail(ex, MHD_HTTP_NOT_ACCEPTABLE, -32000,
-				    "Accept must include application/json or text/event-stream", NULL, NULL, NULL, NULL);
-		const char *cl = header(ex, "Content-Length");
-		char *end;
-		errno = 0;
-		unsigned long long n = cl ? strtoull(cl, &end, 10) : 0;
-		if (cl && (errno || *end || n > h->conf->http_max_body))
-			return too_large(ex);
-	}
-	/* The session, where one is named. */
-	if (ex->route == R_MCP) {
-		const char *sid = header(ex, "Mcp-Session-Id");
-		if (sid) {
-			ex->s = sess_find(h, sid, who, false);
-			if (!ex->s)
-				return fail(ex, MHD_HTTP_NOT_FOUND, -32001,
-					    "session not found: it expired, was deleted, or is not this token's; initialize again",
-					    NULL, NULL, NULL, NULL);
-			ex->s->last_used = util_now_ms();
-		} else if (!post)
-			return fail(ex, MHD_HTTP_BAD_REQUEST, -32000, "GET and DELETE need the Mcp-Session-Id header", NULL,
-				    NULL, NULL, NULL);
-	} else if (ex->route == R_MESSAGES) {
-		const char *sid = MHD_lookup_connection_value(ex->conn, MHD_GET_ARGUMENT_KIND, "sessionId");
-		ex->s = sess_find(h, sid, who, true);
-		if (!ex->s)
-			return fail(ex, MHD_HTTP_NOT_FOUND, -32001,
-				    "session not found: open GET /sse and post to the endpoint it names", NULL, NULL, NULL,
-				    NULL);
-	}
-	return MHD_YES;
+	if (rt->door == DOOR_TOKEN && h->draining)
+		return http_busy_reply(ex);
+	if (rt->allow && !lists_method(rt->allow, ex->method))
+		return http_fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, rt->only, "Allow", rt->allow, NULL, NULL);
+	if (rt->door != DOOR_TOKEN)
+		return MHD_YES; /* /healthz: answered with the request complete, so the connection is kept */
+	return http_mcp_begin(ex);
 }
 
 static const char *dash_arg(void *arg, const char *key)
@@ -760,7 +227,7 @@ static const char *dash_arg(void *arg, const char *key)
 static enum MHD_Result dash_reply(struct ex *ex)
 {
 	struct dash_reply r;
-	dash_serve(ex->h->dash, ex->method, ex->path, dash_arg, ex, header(ex, "Cookie"), header(ex, "Authorization"),
+	dash_serve(ex->h->dash, ex->method, ex->path, dash_arg, ex, http_header(ex, "Cookie"), http_header(ex, "Authorization"),
 		   ex->body, ex->len, &r);
 	if (ex->body)
 		explicit_bzero(ex->body, ex->len); /* a sign-in's token */
@@ -795,120 +262,55 @@ static enum MHD_Result dash_reply(struct ex *ex)
 	return res;
 }
 
-/* The body is in: hand the message over.  Returns a response code or 0
- * when the answer is awaited. */
+/* ---- routes: the body is in; each returns a response code, or MHD_YES
+ * with nothing queued while the answer is awaited ----------------------- */
+
+static enum MHD_Result health(struct ex *ex)
+{
+	static const char ok[] = "{\"status\":\"ok\"}\n";
+	return http_reply(ex, MHD_HTTP_OK, "application/json", ok, sizeof ok - 1, NULL);
+}
+
+/* OPTIONS on an MCP path: the CORS preflight the front door let in. */
+static enum MHD_Result preflight(struct ex *ex)
+{
+	return http_reply(ex, MHD_HTTP_NO_CONTENT, NULL, "", 0, "Access-Control-Allow-Methods", "GET, POST, DELETE",
+			  "Access-Control-Allow-Headers",
+			  "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID",
+			  "Access-Control-Max-Age", "600", NULL);
+}
+
+/* What is served where.  begin checks a request against its route before
+ * the body is read: the front door the route asks for (http_door), then
+ * its methods. */
+static const struct route routes[] = {
+	{ "/mcp", R_MCP, DOOR_TOKEN, "GET, POST, DELETE",
+	  "/mcp: POST messages, GET opens a session's stream of notifications, DELETE ends a session", http_mcp_route },
+	{ "/sse", R_SSE, DOOR_TOKEN, "GET", "/sse: GET opens the event stream", http_mcp_sse },
+	{ "/messages", R_MESSAGES, DOOR_TOKEN, "POST", "/messages: POST a JSON-RPC message", http_mcp_post },
+	{ "/healthz", R_HEALTH, DOOR_NONE, "GET, HEAD", "/healthz: GET", health },
+	/* dash_route's paths; the dashboard answers its own methods */
+	{ NULL, R_DASH, DOOR_PAGE, NULL, NULL, dash_reply },
+};
+
+/* The route of a path, or NULL (404); a dashboard path must fit in max. */
+static const struct route *route_of(const char *path, size_t max)
+{
+	for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
+		const struct route *rt = &routes[i];
+		if (rt->path ? !strcmp(path, rt->path)
+			     : dash_route(path) && strlen(path) < max)
+			return rt;
+	}
+	return NULL;
+}
+
+/* The body is in: the route's handler, or the preflight. */
 static enum MHD_Result handle(struct ex *ex)
 {
-	struct http *h = ex->h;
-	const struct conf *c = h->conf;
-	if (ex->route == R_HEALTH) {
-		static const char ok[] = "{\"status\":\"ok\"}\n";
-		return reply(ex, MHD_HTTP_OK, "application/json", ok, sizeof ok - 1, NULL);
-	}
-	if (ex->route == R_DASH)
-		return dash_reply(ex);
-	if (!strcmp(ex->method, "OPTIONS"))
-		return reply(ex, MHD_HTTP_NO_CONTENT, NULL, "", 0, "Access-Control-Allow-Methods", "GET, POST, DELETE",
-			     "Access-Control-Allow-Headers",
-			     "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID",
-			     "Access-Control-Max-Age", "600", NULL);
-	if (ex->route == R_MCP && !strcmp(ex->method, "DELETE")) {
-		sess_free(ex->s);
-		ex->s = NULL;
-		return reply(ex, MHD_HTTP_NO_CONTENT, NULL, "", 0, NULL);
-	}
-	if (ex->route == R_MCP && !strcmp(ex->method, "GET"))
-		return open_stream(ex);
-	if (ex->route == R_SSE) {
-		if (h->who[ex->owner].sessions >= c->http_max_sessions)
-			goto too_many_sessions;
-		struct sess *s = sess_make(h, ex->owner, true, false);
-		s->stream = ex;
-		ex->s = s;
-		char ev[160];
-		int n = snprintf(ev, sizeof ev, "event: endpoint\ndata: /messages?sessionId=%s\n\n", s->id);
-		out_add(ex, ev, (size_t)n);
-		ex->stream = true;
-		return reply_stream(ex);
-	}
-	/* POST /mcp or /messages: one JSON-RPC message. */
-	jv inv;
-	enum rec_status st = ex->len ? rec_check_line(ex->body, ex->len, 0, &inv) : REC_INVALID;
-	if (st != REC_OK) {
-		char msg[400];
-		const char *why = st == REC_INVALID && ex->len ? rec_str(inv, "error", NULL) : "empty body";
-		if (why && !strncmp(why, "line ", 5) && strstr(why, ": "))
-			why = strstr(why, ": ") + 2; /* a body is not a line of a stream */
-		bool obj = why && strstr(why, "expected a JSON object");
-		snprintf(msg, sizeof msg, "%s: %s", obj ? "invalid request: one JSON-RPC message, an object (no batches)" : "parse error",
-			 why ? why : "not JSON");
-		if (st == REC_INVALID && ex->len)
-			jv_free(inv);
-		return fail(ex, MHD_HTTP_BAD_REQUEST, obj ? -32600 : -32700, msg, NULL, NULL, NULL, NULL);
-	}
-	jv msg = jv_parse_sized(ex->body, (int)ex->len);
-	const char *method = rec_str(msg, "method", NULL);
-	bool request = method && rec_has(msg, "id");
-	snprintf(ex->rpc, sizeof ex->rpc, "%s", method ? method : "(response)");
-	bool init = request && !strcmp(method, "initialize");
-
-	if (ex->route == R_MCP && (init || !ex->s)) {
-		const char *pv = header(ex, "MCP-Protocol-Version");
-		bool modern = false;
-		if (pv)
-			mcp_version_known(pv, &modern);
-		if (init) {
-			if (h->who[ex->owner].sessions >= c->http_max_sessions) {
-				jv_free(msg);
-				goto too_many_sessions;
-			}
-			ex->s = ex->made = sess_make(h, ex->owner, false, false);
-		} else if (modern) {
-			ex->s = ex->made = sess_make(h, ex->owner, false, true);
-		} else {
-			jv_free(msg);
-			return fail(ex, MHD_HTTP_BAD_REQUEST, -32000,
-				    "Mcp-Session-Id header required (initialize first, or send MCP-Protocol-Version: 2026-07-28)",
-				    NULL, NULL, NULL, NULL);
-		}
-	}
-	if (request && h->who[ex->owner].inflight >= c->http_max_inflight) {
-		jv_free(msg);
-		if (ex->made) {
-			sess_free(ex->made);
-			ex->s = NULL;
-		}
-		return fail(ex, MHD_HTTP_TOO_MANY_REQUESTS, -32000,
-			    "too many requests in flight for this token ([http] max_inflight)", "Retry-After", "1", NULL, NULL);
-	}
-	ex->tag = ++h->seq;
-	struct pend *p = util_xalloc(sizeof *p);
-	*p = (struct pend){ .tag = ex->tag, .s = ex->s, .ex = ex->route == R_MCP ? ex : NULL, .next = h->pends };
-	h->pends = p;
-	h->who[ex->owner].inflight++;
-	h->busy++;
-	struct sess *s = ex->s;
-	s->last_used = util_now_ms();
-	/* The body was checked and parsed once, here. */
-	if (!mcp_handle(s->cl, msg, ex->tag)) {
-		/* A notification or a response: nothing comes back. */
-		if ((p = pend_find(h, ex->tag)))
-			pend_done(h, p);
-		ex->no_answer = true;
-	}
-	if (ex->route == R_MESSAGES)
-		return reply(ex, MHD_HTTP_ACCEPTED, "text/plain", "Accepted\n", 9, NULL);
-	if (init && jv_is_valid(ex->answer) && rec_has(ex->answer, "error")) {
-		sess_free(ex->made); /* no session for a failed handshake */
-		ex->s = NULL;
-	}
-	return MHD_YES;
-
-too_many_sessions:;
-	char m[160];
-	snprintf(m, sizeof m, "too many sessions for this token ([http] max_sessions %llu): DELETE one, or let one expire",
-		 (unsigned long long)c->http_max_sessions);
-	return fail(ex, MHD_HTTP_TOO_MANY_REQUESTS, -32000, m, "Retry-After", "60", NULL, NULL);
+	if (ex->rt->door == DOOR_TOKEN && !strcmp(ex->method, "OPTIONS"))
+		return preflight(ex);
+	return ex->rt->handle(ex);
 }
 
 /* Answer what can be answered now, or wait (suspended) for more. */
@@ -917,7 +319,7 @@ static enum MHD_Result respond(struct ex *ex)
 	if (ex->queued)
 		return MHD_YES;
 	if (ex->stream)
-		return reply_stream(ex);
+		return http_reply_stream(ex);
 	if (jv_is_valid(ex->answer)) {
 		size_t n;
 		jv a = ex->answer;
@@ -927,136 +329,19 @@ static enum MHD_Result respond(struct ex *ex)
 		bool bad = rec_has(a, "error") && jv_get_kind(id) == JV_KIND_NULL;
 		jv_free(id);
 		char *body = rec_dump(a, &n);
-		enum MHD_Result r = reply(ex, bad ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_OK, "application/json", body, n, NULL);
+		enum MHD_Result r = http_reply(ex, bad ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_OK, "application/json", body, n, NULL);
 		free(body);
 		return r;
 	}
 	if (ex->no_answer)
-		return reply(ex, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
+		return http_reply(ex, MHD_HTTP_ACCEPTED, NULL, "", 0, NULL);
 	if (ex->gone)
-		return ex->h->draining ? busy_reply(ex)
-				       : fail(ex, MHD_HTTP_NOT_FOUND, -32001, "the session ended before the answer", NULL,
+		return ex->h->draining ? http_busy_reply(ex)
+				       : http_fail(ex, MHD_HTTP_NOT_FOUND, -32001, "the session ended before the answer", NULL,
 					      NULL, NULL, NULL);
 	ex->suspended = true;
 	MHD_suspend_connection(ex->conn);
 	return MHD_YES;
-}
-
-/* ---- connections ---------------------------------------------------------- */
-
-/* Close a connection at once: its socket is shut down (not closed:
- * libmicrohttpd owns the fd), which libmicrohttpd sees as the peer gone. */
-static void shed(struct http *h, struct link *k)
-{
-	if (k->shed)
-		return;
-	k->shed = true;
-	shutdown(k->fd, SHUT_RDWR);
-	h->nshed++;
-}
-
-/* libmicrohttpd's own limit: past it, it accepts no more (they wait in
- * the listen backlog); room above max_connections for the new
- * connections sweep closes strangers for, and those closing. */
-static unsigned hard_limit(const struct conf *c)
-{
-	return (unsigned)(2 * c->http_max_connections + 16);
-}
-
-/* How long a new connection has to send its request head before sweep
- * may count it as a stranger's to close: a client sends it right after
- * connecting, even across a WAN or from a busy machine. */
-#define HEAD_GRACE_MS 1000
-
-static unsigned open_links(const struct http *h)
-{
-	unsigned n = 0;
-	for (const struct link *o = h->links; o; o = o->next)
-		n += !o->shed;
-	return n;
-}
-
-static unsigned from(const struct http *h, const char *addr)
-{
-	unsigned n = 0;
-	for (const struct link *o = h->links; o; o = o->next)
-		n += !o->shed && !strcmp(o->addr, addr);
-	return n;
-}
-
-/* Connections are kept under max_connections in all and
- * max_connections_per_address from any one address by closing strangers,
- * the oldest first, and only those past HEAD_GRACE_MS with nothing unread
- * (a head may be waiting in the socket while we are busy): a burst of
- * token holders' new connections is not mistaken for a flood.  A token
- * holder's connection is never closed for this; past hard_limit new ones
- * wait in the listen backlog until the next sweep.  Called for each new
- * connection (k: one stranger goes for it, from its address if that is
- * over its limit, else from any) and each second (k NULL: every stranger
- * past the limits). */
-static void sweep(struct http *h, struct link *k)
-{
-	double now = util_now_ms();
-	unsigned all = open_links(h);
-	/* a new connection's address over its limit: a stranger from there */
-	bool crowd = k && from(h, k->addr) > h->conf->http_max_per_address;
-	if (k && !crowd && all <= h->conf->http_max_connections)
-		return;
-	for (struct link *o = h->links; o; o = o->next) {
-		/* At an accept a head may be waiting unread while we were busy;
-		 * at the tick libmicrohttpd has just read what there was. */
-		struct pollfd pf = { .fd = o->fd, .events = POLLIN };
-		if (o->shed || o->trusted || now - o->since < HEAD_GRACE_MS || (crowd && strcmp(o->addr, k->addr)) ||
-		    (k && poll(&pf, 1, 0) == 1))
-			continue;
-		if (k || all > h->conf->http_max_connections || from(h, o->addr) > h->conf->http_max_per_address) {
-			shed(h, o);
-			all--;
-			if (k)
-				return; /* one new connection, one closed */
-		}
-	}
-}
-
-static void on_link(void *cls, struct MHD_Connection *conn, void **ctx, enum MHD_ConnectionNotificationCode what)
-{
-	struct http *h = cls;
-	struct link *k = *ctx;
-	if (what == MHD_CONNECTION_NOTIFY_CLOSED) {
-		if (!k)
-			return;
-		*(k->prev ? &k->prev->next : &h->links) = k->next;
-		*(k->next ? &k->next->prev : &h->newest) = k->prev;
-		h->nlinks--;
-		free(k);
-		*ctx = NULL;
-		return;
-	}
-	const union MHD_ConnectionInfo *fi = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	const struct sockaddr *sa = ai ? ai->client_addr : NULL;
-	k = util_xalloc(sizeof *k);
-	*k = (struct link){ .fd = fi ? fi->connect_fd : -1, .addr = "?", .since = util_now_ms(), .prev = h->newest };
-	if (sa && sa->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const void *)sa;
-		inet_ntop(AF_INET, &s4->sin_addr, k->addr, sizeof k->addr);
-		snprintf(k->peer, sizeof k->peer, "%s:%u", k->addr, ntohs(s4->sin_port));
-	} else if (sa && sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const void *)sa;
-		inet_ntop(AF_INET6, &s6->sin6_addr, k->addr, sizeof k->addr);
-		snprintf(k->peer, sizeof k->peer, "[%s]:%u", k->addr, ntohs(s6->sin6_port));
-	}
-	*(h->newest ? &h->newest->next : &h->links) = k;
-	h->newest = k;
-	h->nlinks++;
-	*ctx = k;
-	sweep(h, k);
-}
-
-static struct link *link_of(struct MHD_Connection *conn)
-{
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	return ci ? ci->socket_context : NULL;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -1071,10 +356,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*req_cls = ex;
 		snprintf(ex->method, sizeof ex->method, "%s", method);
 		snprintf(ex->path, sizeof ex->path, "%s", url);
-		ex->route = !strcmp(url, "/mcp") ? R_MCP : !strcmp(url, "/sse") ? R_SSE : !strcmp(url, "/messages") ? R_MESSAGES
-			  : !strcmp(url, "/healthz") ? R_HEALTH
-			  : dash_route(url) && strlen(url) < sizeof ex->path ? R_DASH : R_OTHER;
-		struct link *k = link_of(conn);
+		ex->rt = route_of(url, sizeof ex->path);
+		ex->route = ex->rt ? ex->rt->id : R_OTHER;
+		struct link *k = http_link_of(conn);
 		if (k)
 			memcpy(ex->peer, k->peer, sizeof ex->peer);
 		enum MHD_Result r = begin(ex);
@@ -1102,13 +386,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	if (ex->dropped)
-		return too_large(ex);
+		return http_too_large(ex);
 	if (!ex->handled) {
 		ex->handled = true;
 		if (h->draining && ex->route != R_HEALTH)
-			return busy_reply(ex);
+			return http_busy_reply(ex);
 		if (h->draining)
-			return reply(ex, MHD_HTTP_SERVICE_UNAVAILABLE, "application/json", "{\"status\":\"stopping\"}\n", 22, NULL);
+			return http_reply(ex, MHD_HTTP_SERVICE_UNAVAILABLE, "application/json", "{\"status\":\"stopping\"}\n", 22, NULL);
 		enum MHD_Result r = handle(ex);
 		if (r != MHD_YES || ex->queued)
 			return r;
@@ -1125,13 +409,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 		return;
 	struct http *h = cls;
 	*req_cls = NULL;
-	if (ex->s)
-		snprintf(ex->sid, sizeof ex->sid, "%.8s", ex->s->id);
+	if (ex->c)
+		snprintf(ex->sid, sizeof ex->sid, "%.8s", ex->c->id);
 	static const char *const why[] = { "", " (error)", " (timeout)", " (shutdown)", " (read error)", " (client gone)" };
 	util_warn("%s \"%s %s\" %u %zu %.1fms token=%d session=%.8s rpc=%s%s", ex->peer[0] ? ex->peer : "-", ex->method,
 		  ex->path, ex->status, ex->bytes, util_now_ms() - ex->t0, ex->owner, ex->sid[0] ? ex->sid : "-",
 		  ex->rpc[0] ? ex->rpc : "-", (unsigned)toe < sizeof why / sizeof *why ? why[toe] : "");
-	struct link *k = link_of(conn);
+	struct link *k = http_link_of(conn);
 	if (k && ex->owner > 0)
 		k->trusted = true; /* a dashboard sign-in, too */
 	ex->conn = NULL;
@@ -1142,14 +426,14 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 			p->streamed |= ex->stream;
 			p->ex = NULL;
 		}
-	if (ex->s && ex->s->stream == ex) {
+	if (ex->c && ex->c->stream == ex) {
 		/* A legacy client's stream closed: that is its end; a GET
 		 * /mcp stream may come again. */
-		ex->s->stream = NULL;
-		if (ex->s->legacy)
-			sess_free(ex->s);
-	} else if (ex->s && ex->s->ephemeral)
-		sess_free(ex->s);
+		ex->c->stream = NULL;
+		if (ex->c->legacy)
+			http_end_conv(ex->c);
+	} else if (ex->c && ex->c->ephemeral)
+		http_end_conv(ex->c);
 	ex_unref(ex);
 }
 
@@ -1187,7 +471,7 @@ static void on_epoll(struct loop *l, int fd, short rev, void *arg)
 	(void)rev;
 }
 
-/* Each second: expire idle sessions; every KEEPALIVE_S, a comment on each
+/* Each second: expire idle conversations; every KEEPALIVE_S, a comment on each
  * open event stream (a write is how a gone client is noticed). */
 static void on_tick(struct loop *l, int fd, short rev, void *arg)
 {
@@ -1196,18 +480,7 @@ static void on_tick(struct loop *l, int fd, short rev, void *arg)
 	if (read(fd, &n, sizeof n) < 0)
 		return;
 	double now = util_now_ms();
-	for (struct sess *s = h->sessions, *next; s; s = next) {
-		next = s->next;
-		if (s->legacy || mcp_client_pending(s->cl))
-			continue;
-		bool waiting = s->stream != NULL; /* a client listening uses its session */
-		for (struct pend *p = h->pends; p; p = p->next)
-			waiting |= p->s == s;
-		if (!waiting && now - s->last_used > (double)h->conf->http_session_ttl_ms) {
-			util_warn("session %.8s expired after %.0f s idle", s->id, (double)h->conf->http_session_ttl_ms / 1000);
-			sess_free(s);
-		}
-	}
+	http_mcp_tick(h, now);
 	/* A suspended connection is not watched by libmicrohttpd: a client
 	 * that hung up on an event stream is found here, and its stream (and
 	 * for HTTP+SSE its session) ended. */
@@ -1218,140 +491,28 @@ static void on_tick(struct loop *l, int fd, short rev, void *arg)
 		struct pollfd pf = { .fd = ci ? ci->connect_fd : -1, .events = POLLRDHUP };
 		if (pf.fd >= 0 && poll(&pf, 1, 0) == 1 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
 			ex->gone = true;
-			wake(ex);
+			http_wake(ex);
 		}
 	}
 	/* A stranger's connection past request_timeout, and
 	 * strangers past the limits, once what has arrived is read (a head
 	 * waiting in a socket is a token holder's, perhaps). */
 	MHD_run(h->d);
-	for (struct link *k = h->links; k; k = k->next)
-		if (!k->trusted && now - k->since > (double)h->conf->http_head_timeout_ms)
-			shed(h, k);
-	sweep(h, NULL);
-	if (h->nshed) {
-		util_warn("http: closed %u connection%s that showed no valid token (past max_connections, "
-			  "max_connections_per_address or request_timeout); %u open",
-			  h->nshed, h->nshed == 1 ? "" : "s", open_links(h));
-		h->nshed = 0;
-	}
+	http_link_tick(h, now);
 	if (++h->ticks % KEEPALIVE_S == 0)
 		for (struct ex *ex = h->exs; ex; ex = ex->next)
 			if (ex->stream && ex->queued && !ex->ended && ex->conn) {
-				out_add(ex, ": keepalive\n\n", 13);
-				wake(ex);
+				http_out_add(ex, ": keepalive\n\n", 13);
+				http_wake(ex);
 			}
 	(void)l;
 	(void)rev;
 }
 
-/* systemd's socket activation (sd_listen_fds(3)): one listening TCP socket
- * passed as fd 3, for this process (LISTEN_PID), which it keeps when it
- * runs a tool (CLOEXEC) or when the variables would be inherited: they are
- * removed, so no child takes fd 3 for a socket of its own. */
-static int listen_inherited(char *err, size_t errlen)
-{
-	int64_t pid = -1, n = -1;
-	util_parse_i64(getenv("LISTEN_PID"), 1, INT32_MAX, &pid);
-	util_parse_i64(getenv("LISTEN_FDS"), 0, INT32_MAX, &n);
-	unsetenv("LISTEN_PID");
-	unsetenv("LISTEN_FDS");
-	unsetenv("LISTEN_FDNAMES");
-	if (pid != getpid() || n != 1) {
-		snprintf(err, errlen, "--listen systemd: %s", pid != getpid()
-			 ? "no socket was passed to this process (LISTEN_PID; start it from a .socket unit)"
-			 : "expected exactly one socket (LISTEN_FDS): one ListenStream= in the .socket unit");
-		return -1;
-	}
-	int fd = 3, type = 0, acc = 0;
-	struct sockaddr_storage ss;
-	socklen_t tl = sizeof type, al = sizeof acc, sl = sizeof ss;
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM ||
-	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 || !acc ||
-	    getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 || (ss.ss_family != AF_INET && ss.ss_family != AF_INET6)) {
-		snprintf(err, errlen, "--listen systemd: fd 3 is not a listening TCP socket (ListenStream=[ADDR:]PORT)");
-		return -1;
-	}
-	int fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
-		snprintf(err, errlen, "--listen systemd: fd 3: %s", strerror(errno));
-		return -1;
-	}
-	return fd;
-}
-
-/* "PORT", "HOST:PORT", "[V6]:PORT" → a bound, listening socket; "systemd"
- * → the one systemd passed. */
-static int listen_on(const char *spec, char *err, size_t errlen)
-{
-	if (!strcmp(spec, "systemd"))
-		return listen_inherited(err, errlen);
-	char host[128] = "127.0.0.1";
-	const char *port = spec;
-	if (spec[0] == '[') {
-		const char *e = strchr(spec, ']');
-		if (!e || e[1] != ':' || (size_t)(e - spec - 1) >= sizeof host) {
-			snprintf(err, errlen, "--listen \"%s\": expected [IPV6]:PORT", spec);
-			return -1;
-		}
-		memcpy(host, spec + 1, (size_t)(e - spec - 1));
-		host[e - spec - 1] = 0;
-		port = e + 2;
-	} else if (strchr(spec, ':')) {
-		const char *c = strrchr(spec, ':');
-		if ((size_t)(c - spec) >= sizeof host) {
-			snprintf(err, errlen, "--listen \"%s\": host too long", spec);
-			return -1;
-		}
-		if (c > spec) {
-			memcpy(host, spec, (size_t)(c - spec));
-			host[c - spec] = 0;
-		}
-		port = c + 1;
-	}
-	char *end;
-	errno = 0;
-	long p = strtol(port, &end, 10);
-	if (!*port || *end || errno || p < 0 || p > 65535) {
-		snprintf(err, errlen, "--listen \"%s\": the port must be a number from 0 to 65535", spec);
-		return -1;
-	}
-	if (!strcasecmp(host, "localhost"))
-		strcpy(host, "127.0.0.1");
-	struct sockaddr_storage ss;
-	memset(&ss, 0, sizeof ss);
-	socklen_t len;
-	struct sockaddr_in *s4 = (void *)&ss;
-	struct sockaddr_in6 *s6 = (void *)&ss;
-	if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
-		s4->sin_family = AF_INET;
-		s4->sin_port = htons((uint16_t)p);
-		len = sizeof *s4;
-	} else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons((uint16_t)p);
-		len = sizeof *s6;
-	} else {
-		snprintf(err, errlen, "--listen \"%s\": \"%s\" is not an IP address (or localhost)", spec, host);
-		return -1;
-	}
-	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	int one = 1;
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-	    (ss.ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0) ||
-	    bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 512) < 0) {
-		snprintf(err, errlen, "cannot listen on %s: %s", spec, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 struct http *http_new(struct loop *l, struct mcp *m, const struct conf *c, const struct auth *a, const char *listen,
 		      char *err, size_t errlen)
 {
-	int fd = listen_on(listen, err, errlen);
+	int fd = http_listen(listen, err, errlen);
 	if (fd < 0)
 		return NULL;
 	struct http *h = util_xalloc(sizeof *h);
@@ -1380,9 +541,9 @@ struct http *http_new(struct loop *l, struct mcp *m, const struct conf *c, const
 	unsigned timeout_s = (unsigned)((c->http_timeout_ms + 999) / 1000);
 	h->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, h,
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_LISTEN_SOCKET, fd,
-				MHD_OPTION_CONNECTION_LIMIT, hard_limit(c),
+				MHD_OPTION_CONNECTION_LIMIT, http_link_limit(c),
 				MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-				MHD_OPTION_NOTIFY_CONNECTION, on_link, h, MHD_OPTION_END);
+				MHD_OPTION_NOTIFY_CONNECTION, http_link_notify, h, MHD_OPTION_END);
 	const union MHD_DaemonInfo *di = h->d ? MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
 	if (!di) {
 		snprintf(err, errlen, "cannot start the HTTP server (libmicrohttpd) on %s", listen);
@@ -1443,16 +604,16 @@ void http_free(struct http *h)
 	if (!h)
 		return;
 	h->draining = true;
-	while (h->sessions)
-		sess_free(h->sessions);
+	while (h->convs)
+		http_end_conv(h->convs);
 	for (struct ex *ex = h->exs; ex; ex = ex->next)
-		if (ex->s && ex->s->ephemeral) {
-			sess_free(ex->s);
-			ex->s = NULL;
+		if (ex->c && ex->c->ephemeral) {
+			http_end_conv(ex->c);
+			ex->c = NULL;
 		}
 	for (struct ex *ex = h->exs; ex; ex = ex->next) {
 		ex->gone = true;
-		wake(ex);
+		http_wake(ex);
 	}
 	/* Let the last answers (503, ended streams) go out, briefly. */
 	double until = util_now_ms() + 1000;
@@ -1465,7 +626,7 @@ void http_free(struct http *h)
 		poll(&p, 1, 20);
 	}
 	for (struct ex *ex = h->exs; ex; ex = ex->next)
-		wake(ex);
+		http_wake(ex);
 	loop_unwatch(h->loop, h->epfd);
 	if (h->timer >= 0) {
 		loop_unwatch(h->loop, h->timer);
@@ -1473,7 +634,7 @@ void http_free(struct http *h)
 	}
 	MHD_stop_daemon(h->d);
 	while (h->pends)
-		pend_done(h, h->pends);
+		http_pend_done(h, h->pends);
 	dash_free(h->dash);
 	free(h->who);
 	free(h);

@@ -10,17 +10,20 @@
  * JSON body, or, once the call sends progress and the client accepts it,
  * as an event stream that ends with the answer.
  *
- * Every request but /healthz passes, in this order: the Host check (names
- * a DNS-rebinding page could use are refused), the Origin check (a browser
- * page of a foreign origin is refused), the bearer token (lib/auth), the
- * token's rate limit.  An Mcp-Session-Id is 256 random bits, belongs to
- * the token that made it, and is unknown (404) to any other; sessions idle
- * for [http] session_ttl expire.  Sessions, the in-flight quota and the
+ * Every request but /healthz passes one front door (http_door.c), in this
+ * order: the Host check (names a DNS-rebinding page could use are
+ * refused), the Origin check (a browser page of a foreign origin is
+ * refused), who is asking (a bearer token, lib/auth; on the dashboard's
+ * pages also a sign-in cookie, dash.h), that principal's rate limit.  The
+ * paths are a table (http.c).  An Mcp-Session-Id names a conversation
+ * (conv.h; not a sandbox session): 256 random bits, belonging to the
+ * token that made it, unknown (404) to any other; conversations idle for
+ * [http] session_ttl expire.  Conversations, the in-flight quota and the
  * body limit bound what one token can make the server hold.
  *
  * Ownership: the caller keeps the loop, the MCP server, the configuration
- * and the auth for the life of the http; http_free ends its sessions (and
- * their clients) and closes every connection.
+ * and the auth for the life of the http; http_free ends its conversations
+ * (and their clients) and closes every connection.
  */
 #ifndef SBX_HTTP_H
 #define SBX_HTTP_H
@@ -51,7 +54,7 @@ void http_run(struct http *h);
 void http_drain(struct http *h);
 /* Requests whose answer has not been sent yet. */
 unsigned http_busy(const struct http *h);
-/* End every session and stream, close every connection, free. */
+/* End every conversation and stream, close every connection, free. */
 void http_free(struct http *h);
 /* Whether a message of libmicrohttpd's says only that a client went away
  * (closed its event stream, reset its connection): an ordinary event,
