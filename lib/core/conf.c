@@ -1,27 +1,26 @@
+/* conf: the parser: the lexer, conf_key.h's table as struct key (the
+ * limits' keys made from limit.h's), values assigned and checked,
+ * sections, defaults and conf_free.  The language sections' checks and
+ * lookups are conf_lang.c's; the file's place, the user's state and the
+ * host ids conf_host.c's. */
 #define _GNU_SOURCE
 #include "conf.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <math.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "conf_int.h"
 #include "utf8.h"
-#include "layout.h"
 #include "util.h"
 
-#ifndef SBX_SYSCONFDIR
-#define SBX_SYSCONFDIR "/usr/local/etc"
-#endif
 #ifndef SBX_STATEDIR
 #define SBX_STATEDIR "/var/lib/sbx"
 #endif
@@ -636,21 +635,6 @@ void conf_free(struct conf *c)
 	free(c);
 }
 
-static bool valid_lang_name(const char *s)
-{
-	if (!*s || strlen(s) > 32)
-		return false;
-	for (const char *p = s; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '+'))
-			return false;
-	return true;
-}
-
-static bool plain_name(const char *s)
-{
-	return *s && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..") && strlen(s) < 256;
-}
-
 /* Relative paths in the file are relative to `root`. */
 /* p against root, with "." and ".." taken out lexically (what p names
  * need not exist yet), so messages and prefix tests see one spelling. */
@@ -677,103 +661,6 @@ static char *absolute(const char *root, const char *p)
 	out[n] = 0;
 	free(in);
 	return out;
-}
-
-/* Thread pools the size of the CPU quota, not of the host: OpenBLAS and
- * OpenMP start a thread per online CPU, which under a quota only contend,
- * and where the memory limit is a per-process rlimit (no cgroups to be
- * had) OpenBLAS's per-thread buffers do not fit and numpy spins until the
- * timeout.  Every language gets them ahead of its own "env", which may
- * set them otherwise. */
-static const char *const thread_env[] = {
-	"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-};
-
-static void add_thread_env(struct conf_lang *l)
-{
-	size_t nt = sizeof thread_env / sizeof *thread_env, n = 0, k = 0;
-	while (l->env && l->env[n])
-		n++;
-	char **env = util_xalloc((nt + n + 1) * sizeof *env);
-	for (size_t i = 0; i < nt; i++) {
-		size_t len = strlen(thread_env[i]);
-		bool own = false;
-		for (size_t j = 0; j < n && !own; j++)
-			own = !strncmp(l->env[j], thread_env[i], len) && l->env[j][len] == '=';
-		if (!own)
-			env[k++] = util_fmt("%s={cpus}", thread_env[i]);
-	}
-	for (size_t j = 0; j < n; j++)
-		env[k++] = l->env[j];
-	env[k] = NULL;
-	free(l->env);
-	l->env = env;
-}
-
-static bool check_lang(struct parser *ps, struct conf *c, struct conf_lang *l)
-{
-	if (!l->file)
-		return fail(ps, l->line, "[language.%s]: missing key \"file\" (the program's file name)", l->name);
-	if (!plain_name(l->file))
-		return fail(ps, l->line, "[language.%s] key \"file\": must be a plain file name, got \"%s\"", l->name, l->file);
-	if (!l->run || !l->run[0])
-		return fail(ps, l->line, "[language.%s]: missing key \"run\" (the command that runs the program)", l->name);
-	if (l->compile && !l->compile[0])
-		return fail(ps, l->line, "[language.%s] key \"compile\": empty command (omit the key for interpreted languages)", l->name);
-	/* Only the compiler's declared outputs may execute in the run stage:
-	 * whatever else the compile stage leaves (a javac processor's copy of
-	 * a shell, say) stays noexec. */
-	int nout = 0;
-	for (char **o = l->outputs; o && *o; o++, nout++)
-		if (!plain_name(*o) || (*o)[0] == '.')
-			return fail(ps, l->line, "[language.%s] key \"outputs\": \"%s\" must be a plain file name", l->name, *o);
-	if (nout > NS_MAX_OUTPUTS)
-		return fail(ps, l->line, "[language.%s] key \"outputs\": at most %d files", l->name, NS_MAX_OUTPUTS);
-	if (l->outputs && !l->compile)
-		return fail(ps, l->line, "[language.%s] key \"outputs\": only a compiled language has outputs", l->name);
-	if (l->compile && !strncmp(l->run[0], "./", 2)) {
-		bool declared = false;
-		for (char **o = l->outputs; o && *o; o++)
-			declared |= !strcmp(*o, l->run[0] + 2);
-		if (!declared)
-			return fail(ps, l->line, "[language.%s] key \"run\": runs \"%s\", which is not among \"outputs\" (add "
-				    "outputs = [\"%s\"]: only declared outputs are executable)", l->name, l->run[0], l->run[0] + 2);
-	}
-	if (l->version && !l->version[0])
-		return fail(ps, l->line, "[language.%s] key \"version\": empty command", l->name);
-	if (l->install) {
-		bool has = false;
-		for (char **s = l->install; *s; s++)
-			if (strstr(*s, "{packages}"))
-				has = true;
-		if (!has)
-			return fail(ps, l->line, "[language.%s] key \"install\": needs a \"{packages}\" element", l->name);
-	}
-	if (l->install && c->install_network && !l->registries)
-		return fail(ps, l->line,
-			    "[language.%s] key \"install\": needs \"registries\", the hosts its installs may reach (through their "
-			    "proxy, port 443 only)", l->name);
-	for (char **r = l->registries; r && *r; r++) {
-		const char *h = !strncmp(*r, "*.", 2) ? *r + 2 : *r;
-		if (!*h || strlen(h) > 253 || strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") != strlen(h))
-			return fail(ps, l->line, "[language.%s] key \"registries\": \"%s\" is not a host name (or *.domain)", l->name, *r);
-	}
-	for (char **e = l->env; e && *e; e++)
-		if (!strchr(*e, '=') || **e == '=')
-			return fail(ps, l->line, "[language.%s] key \"env\": \"%s\" is not NAME=value", l->name, *e);
-	add_thread_env(l);
-	for (char **b = l->binds; b && *b; b++)
-		if ((*b)[0] != '/' || strstr(*b, "/../") || strstr(*b, "/.."))
-			return fail(ps, l->line, "[language.%s] key \"binds\": \"%s\" must be an absolute path without ..", l->name, *b);
-	if (l->rootfs) {
-		char *abs = absolute(c->dir, l->rootfs);
-		free(l->rootfs);
-		l->rootfs = abs;
-	}
-	for (char **a = l->aliases; a && *a; a++)
-		if (!valid_lang_name(*a))
-			return fail(ps, l->line, "[language.%s] key \"aliases\": \"%s\" is not a valid name", l->name, *a);
-	return true;
 }
 
 /* Every relative path in the file is relative to the file's own
@@ -848,7 +735,7 @@ static bool section(struct parser *ps, struct conf *c, struct pstate *st, int li
 	const char *ln = strncmp(name, "language.", 9) ? "" : name + 9;
 	if (!*ln && strncmp(name, "language.", 9))
 		fail(ps, line, "unknown section [%s] (known: [sandbox], [sessions], [http], [mcp], [language.NAME])", name);
-	else if (!valid_lang_name(ln))
+	else if (!conf_lang_name_ok(ln))
 		fail(ps, line, "section [%s]: language names use a-z, 0-9, _, - and +", name);
 	for (size_t i = 0; !ps->failed && i < c->nlangs; i++)
 		if (!strcmp(c->langs[i].name, ln))
@@ -970,8 +857,17 @@ static void check_whole(struct parser *ps, struct conf *c, const struct pstate *
 {
 	if (c->nlangs == 0)
 		fail(ps, ps->line, "no [language.NAME] section: nothing could run");
-	for (size_t i = 0; i < c->nlangs && !ps->failed; i++)
-		check_lang(ps, c, &c->langs[i]);
+	for (size_t i = 0; i < c->nlangs && !ps->failed; i++) {
+		struct conf_lang *l = &c->langs[i];
+		char why[768];
+		if (!conf_lang_check(c, l, why, sizeof why))
+			fail(ps, l->line, "%s", why);
+		else if (l->rootfs) {
+			char *abs = absolute(c->dir, l->rootfs);
+			free(l->rootfs);
+			l->rootfs = abs;
+		}
+	}
 	/* Aliases must not shadow names or each other. */
 	for (size_t i = 0; i < c->nlangs && !ps->failed; i++)
 		for (char **a = c->langs[i].aliases; a && *a && !ps->failed; a++)
@@ -1074,273 +970,4 @@ struct conf *conf_load(const char *path, char *err, size_t errlen)
 	struct conf *c = conf_parse(path, buf, n, err, errlen);
 	free(buf);
 	return c;
-}
-
-char *conf_find(const char *explicit, char *err, size_t errlen)
-{
-	if (explicit)
-		return util_strdup(explicit);
-	const char *env = getenv("SBX_CONF");
-	if (env && *env)
-		return util_strdup(env);
-	/* Beside the binary, so a checkout and a tree installed under any
-	 * prefix work from wherever they are (bin/../etc in a checkout,
-	 * PREFIX/bin/../etc/sbx installed); then the compiled-in place. */
-	char *dir = util_exe_dir();
-	char *cand[] = {
-		dir ? util_fmt("%s/../etc/sandbox.conf", dir) : NULL,
-		dir ? util_fmt("%s/../etc/sbx/sandbox.conf", dir) : NULL,
-		util_strdup(SBX_SYSCONFDIR "/sbx/sandbox.conf"),
-		util_strdup("/etc/sbx/sandbox.conf"),
-	};
-	free(dir);
-	char *found = NULL;
-	for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
-		char real[PATH_MAX];
-		if (!found && cand[i] && access(cand[i], R_OK) == 0 && realpath(cand[i], real))
-			found = util_strdup(real);
-		free(cand[i]);
-	}
-	if (!found)
-		snprintf(err, errlen, "no configuration: none given with -c or SBX_CONF, and none at ../etc/sandbox.conf or "
-				      "../etc/sbx/sandbox.conf beside the binary, " SBX_SYSCONFDIR "/sbx/sandbox.conf or /etc/sbx/sandbox.conf");
-	return found;
-}
-
-/* Can we make files in dir, or make dir itself (the nearest existing
- * ancestor is writable)? */
-static bool can_write(const char *dir)
-{
-	char *p = util_strdup(dir);
-	bool ok = false;
-	for (;;) {
-		struct stat st;
-		if (stat(p, &st) == 0) {
-			ok = S_ISDIR(st.st_mode) && access(p, W_OK | X_OK) == 0;
-			break;
-		}
-		char *slash = strrchr(p, '/');
-		if (errno != ENOENT || !slash || slash == p)
-			break;
-		*slash = 0;
-	}
-	free(p);
-	return ok;
-}
-
-static int mkdir_p(char *p, mode_t mode)
-{
-	for (char *s = p + 1; (s = strchr(s, '/')); s++) {
-		*s = 0;
-		int rc = mkdir(p, mode);
-		*s = '/';
-		if (rc < 0 && errno != EEXIST)
-			return -1;
-	}
-	return mkdir(p, mode) < 0 && errno != EEXIST ? -1 : 0;
-}
-
-void conf_user_state(struct conf *c)
-{
-	if (geteuid() == 0 || can_write(c->state_dir))
-		return;
-	/* An MCP host may start its servers without HOME: the account's own
-	 * home is the user's all the same. */
-	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-	struct passwd *pw = home && *home ? NULL : getpwuid(geteuid());
-	if (pw && pw->pw_dir)
-		home = pw->pw_dir;
-	char *mine = xdg && xdg[0] == '/' ? util_fmt("%s/sbx", xdg)
-		   : home && home[0] == '/' && strcmp(home, "/") ? util_fmt("%s/.local/state/sbx", home) : NULL;
-	if (!mine || mkdir_p(mine, 0700) < 0 || !can_write(mine)) {
-		c->state_note = util_fmt("%s is not writable by uid %u, and there is no per-user state directory (%s%s): "
-					 "set XDG_STATE_HOME or HOME, or state_dir in %s", c->state_dir, (unsigned)geteuid(),
-					 mine ? mine : "neither XDG_STATE_HOME nor HOME is set", mine ? " cannot be made" : "", c->path);
-		free(mine);
-		return;
-	}
-	/* A history kept in the state directory moves with it; one elsewhere
-	 * stays where it was put, if it can be written. */
-	size_t n = strlen(c->state_dir);
-	if (!strncmp(c->history, c->state_dir, n) && c->history[n] == '/') {
-		char *h = util_fmt("%s%s", mine, c->history + n);
-		free(c->history);
-		c->history = h;
-	} else {
-		char *hdir = util_strdup(c->history);
-		char *slash = strrchr(hdir, '/');
-		if (slash)
-			*slash = 0;
-		if (!can_write(hdir)) {
-			free(c->history);
-			c->history = util_fmt("%s/sandbox_history.db", mine);
-		}
-		free(hdir);
-	}
-	c->state_note = util_fmt("%s is not writable by uid %u: this user's state is in %s", c->state_dir,
-				 (unsigned)geteuid(), mine);
-	free(c->state_dir);
-	c->state_dir = mine;
-	c->state_per_user = true;
-}
-
-char *conf_server_history(const struct conf *c)
-{
-	size_t n = strlen(c->state_dir);
-	if (!strncmp(c->history, c->state_dir, n) && c->history[n] == '/')
-		return util_fmt("%s/sbx%s", SBX_STATEDIR "-mcp", c->history + n);
-	return util_strdup(c->history);
-}
-
-const struct conf_host_id conf_host_ids[4] = {
-	{ "init", "the sandbox's init" },
-	{ "program", "the program" },
-	{ "nobody", "the mapped nobody" },
-	{ "egress", "the egress proxy" },
-};
-
-const char *conf_uid_problem(const struct conf *c)
-{
-	static char why[320];
-	if (c->allow_host_uids)
-		return NULL;
-	for (unsigned k = 0; k < 4; k++) {
-		uid_t id = (uid_t)(c->uid + k);
-		char whose[96] = "in the system's range, below 1000";
-		struct passwd *pw;
-		struct group *gr;
-		if (id >= 1000) {
-			if ((pw = getpwuid(id)))
-				snprintf(whose, sizeof whose, "the account %s's", pw->pw_name);
-			else if ((gr = getgrgid(id)))
-				snprintf(whose, sizeof whose, "the group %s's", gr->gr_name);
-			else
-				continue;
-		}
-		snprintf(why, sizeof why, "uid = %llu: host id %u (%s) is %s; sandboxes need four ids no one has "
-			 "(the default uid = 60000 gives 60000-60003), or allow_host_uids = true",
-			 (unsigned long long)c->uid, (unsigned)id, conf_host_ids[k].what, whose);
-		return why;
-	}
-	return NULL;
-}
-
-struct conf *conf_open(const char *explicit)
-{
-	char err[1024];
-	char *path = conf_find(explicit, err, sizeof err);
-	if (!path)
-		util_die(EXIT_USAGE, "%s", err);
-	struct conf *c = conf_load(path, err, sizeof err);
-	if (!c) {
-		free(path);
-		util_die(EXIT_USAGE, "%s", err);
-	}
-	const char *why = geteuid() == 0 ? conf_uid_problem(c) : NULL;
-	if (why) {
-		snprintf(err, sizeof err, "%s:%d: %s", path, c->uid_line ? c->uid_line : 1, why);
-		free(path);
-		conf_free(c);
-		util_die(EXIT_USAGE, "%s", err);
-	}
-	free(path);
-	conf_user_state(c);
-	return c;
-}
-
-const struct conf_lang *conf_lang(const struct conf *c, const char *name)
-{
-	for (size_t i = 0; i < c->nlangs; i++)
-		if (!strcasecmp(c->langs[i].name, name))
-			return &c->langs[i];
-	for (size_t i = 0; i < c->nlangs; i++)
-		for (char **a = c->langs[i].aliases; a && *a; a++)
-			if (!strcasecmp(*a, name))
-				return &c->langs[i];
-	return NULL;
-}
-
-const struct conf_lang *conf_lang_by_file(const struct conf *c, const char *path)
-{
-	const char *base = strrchr(path, '/');
-	const char *ext = strrchr(base ? base + 1 : path, '.');
-	const struct conf_lang *found = NULL;
-	if (!ext || ext == (base ? base + 1 : path))
-		return NULL;
-	for (size_t i = 0; i < c->nlangs; i++) {
-		const struct conf_lang *l = &c->langs[i];
-		const char *e = strrchr(l->file, '.');
-		if (!e || strcmp(e, ext))
-			continue;
-		if (found)
-			return NULL;
-		found = l;
-	}
-	return found;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The names of the languages (with a kernel only, if kernels), sorted and
- * comma-separated, into buf; "none" if there are none. */
-static const char *lang_list(const struct conf *c, bool kernels, char *buf, size_t len)
-{
-	const char *names[256];
-	size_t n = 0;
-	for (size_t i = 0; i < c->nlangs && n < 256; i++)
-		if (!kernels || c->langs[i].kernel)
-			names[n++] = c->langs[i].name;
-	qsort(names, n, sizeof *names, cmp_str);
-	snprintf(buf, len, "%s", n ? "" : "none");
-	for (size_t i = 0; i < n; i++) {
-		if (i)
-			strncat(buf, ", ", len - strlen(buf) - 1);
-		strncat(buf, names[i], len - strlen(buf) - 1);
-	}
-	return buf;
-}
-
-const char *conf_lang_list(const struct conf *c)
-{
-	static char buf[2048];
-	return lang_list(c, false, buf, sizeof buf);
-}
-
-const char *conf_kernel_list(const struct conf *c)
-{
-	static char buf[2048];
-	return lang_list(c, true, buf, sizeof buf);
-}
-
-void conf_lang_limits(const struct conf *c, const struct conf_lang *l, struct limits *run, struct limits *compile)
-{
-	for (int i = 0; i < LIM_N; i++) {
-		uint32_t bit = 1u << i;
-		double r = l && (l->lim.set & bit) ? limit_get(&l->lim.run, i) : limit_get(&c->lim.run, i);
-		double k = l && (l->lim.cset & bit)   ? limit_get(&l->lim.compile, i)
-			   : limit_defs[i].compile ? limit_get(&c->lim.compile, i)
-						   : r;
-		if (run)
-			limit_set(run, i, r);
-		if (compile)
-			limit_set(compile, i, k);
-	}
-}
-
-void conf_max_limits(const struct conf *c, struct limits *out)
-{
-	for (int i = 0; i < LIM_N; i++)
-		limit_set(out, i, limit_defs[i].req ? limit_get(&c->ceiling, i) : limit_get(&c->lim.run, i));
-	for (size_t n = 0; n <= c->nlangs; n++) {
-		struct limits r, k;
-		conf_lang_limits(c, n < c->nlangs ? &c->langs[n] : NULL, &r, &k);
-		for (int i = 0; i < LIM_N; i++) {
-			double m = fmax(limit_get(&r, i), limit_get(&k, i));
-			if (m > limit_get(out, i))
-				limit_set(out, i, m);
-		}
-	}
 }
