@@ -605,11 +605,14 @@ static void set_key_defaults(char *base, bool lang)
 /* The strings the table's keys own in base. */
 static void free_keys(char *base, bool lang)
 {
-	for (const struct key *k = conf_keys; k < conf_keys + NKEYS; k++)
-		if ((k->sect == S_LANG) == lang && k->type == T_STR)
+	for (const struct key *k = conf_keys; k < conf_keys + NKEYS; k++) {
+		if ((k->sect == S_LANG) != lang)
+			continue;
+		if (k->type == T_STR)
 			free(*(char **)(base + k->off));
-		else if ((k->sect == S_LANG) == lang && k->type == T_STRARR)
+		else if (k->type == T_STRARR)
 			util_strv_free(*(char ***)(base + k->off));
+	}
 }
 
 static void set_defaults(struct conf *c)
