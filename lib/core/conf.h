@@ -9,8 +9,8 @@
  * Every key is a row of conf_key.h's table with its type and range; an
  * unknown key, a duplicate, a value of the wrong type or out of range is an
  * error naming the file, the line and the key.  Nothing is defaulted
- * silently except keys that are absent, which take the built-in defaults
- * documented in etc/sandbox.conf.
+ * silently except keys that are absent, which take their row's default
+ * (conf_key.h; etc/sandbox.conf documents them).
  *
  * conf_load returns a struct conf that owns all its strings; conf_free
  * releases it.  The struct is read-only after loading.
