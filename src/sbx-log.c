@@ -209,11 +209,11 @@ int main(int argc, char **argv)
 	if (!db)
 		db = state_history(c);
 	struct logger lg = {
-		.code = !strcmp(code_opt ? code_opt : c->history_code, "full") ? HIST_CODE_FULL : HIST_CODE_PREVIEW,
+		.code = (code_opt ? !strcmp(code_opt, "full") : c->history_code == CONF_CODE_FULL) ? HIST_CODE_FULL : HIST_CODE_PREVIEW,
 		.status = EXIT_OK,
 	};
 	char err[1024];
-	lg.h = hist_open(db, HIST_APPEND, !strcmp(sync_opt ? sync_opt : c->history_sync, "full"), err, sizeof err);
+	lg.h = hist_open(db, HIST_APPEND, sync_opt ? !strcmp(sync_opt, "full") : c->history_sync == CONF_SYNC_FULL, err, sizeof err);
 	if (!lg.h) {
 		util_warn("%s; records are passed on without history_id", err);
 		lg.status = EXIT_STORE;

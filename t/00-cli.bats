@@ -159,6 +159,38 @@ tools() {
 	jqe 0 '.limits.memory_bytes == 400*1048576'
 }
 
+# The keys a section takes, one a line, sorted: those an unknown key's
+# error lists (lib/core/conf_key.h's table and limit.h's limits).
+conf_keys() {
+	printf '[%s]\nno_such_key = 1\n' "$1" > keys.conf
+	"$BIN/sbx-validate" -c keys.conf < /dev/null 2>&1 | sed -n 's/.*unknown key in .* (known: \(.*\))$/\1/p' | tr -d ' ' | tr , '\n' | sort
+}
+# The keys documented for a section: the first column of the tables in
+# README.md and doc/ headed "| key (`[SECTION]`)".
+doc_keys() {
+	awk -v head="| key (\`[$1]\`)" 'FNR == 1 { on = 0 } index($0, head) == 1 { on = 1; next } !/^\|/ { on = 0 } on' \
+		"$ROOT/README.md" "$ROOT"/doc/*.md | cut -d'|' -f2 | grep -oE '`[a-z_]+`' | tr -d '`' | sort -u
+}
+
+@test "configuration keys: the tables in README.md and doc/ name every key of every section, and none the parser lacks" {
+	conf_keys sandbox > sandbox.keys
+	[ "$(wc -l < sandbox.keys)" -gt 40 ]
+	for s in sandbox sessions http mcp language; do
+		if [ "$s" = language ]; then
+			# a language takes the limits' keys, documented once in
+			# [sandbox]'s table, and its own
+			conf_keys language.x | comm -23 - sandbox.keys > known
+			doc_keys language.NAME > documented
+		else
+			conf_keys "$s" > known
+			doc_keys "$s" > documented
+		fi
+		[ -s known ] && [ -s documented ]
+		comm -3 known documented > differ
+		[ ! -s differ ] || { echo "[$s]: keys differ (left: the parser's only, right: the docs' only):" >&2; cat differ >&2; return 1; }
+	done
+}
+
 @test "the suite's own assertions: a negated command is followed by || false (errexit ignores a bare one)" {
 	bad=$(grep -nE '^\s+! ' "$ROOT"/t/*.bats "$ROOT"/t/helpers.bash | grep -v '|| false$' || true)
 	[ -z "$bad" ] || { echo "negations that cannot fail a test: $bad"; false; }

@@ -1,27 +1,26 @@
+/* conf: the parser: the lexer, conf_key.h's table as struct key (the
+ * limits' keys made from limit.h's), values assigned and checked,
+ * sections, defaults and conf_free.  The language sections' checks and
+ * lookups are conf_lang.c's; the file's place, the user's state and the
+ * host ids conf_host.c's. */
 #define _GNU_SOURCE
 #include "conf.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <math.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "conf_int.h"
 #include "utf8.h"
-#include "layout.h"
 #include "util.h"
 
-#ifndef SBX_SYSCONFDIR
-#define SBX_SYSCONFDIR "/usr/local/etc"
-#endif
 #ifndef SBX_STATEDIR
 #define SBX_STATEDIR "/var/lib/sbx"
 #endif
@@ -30,19 +29,70 @@
 
 /* ---- schema ---------------------------------------------------------- */
 
-enum ctype { T_STR, T_BOOL, T_INT, T_SIZE, T_DUR, T_FLOAT, T_STRARR, T_ERRNO };
+enum ctype { T_STR, T_BOOL, T_INT, T_SIZE, T_DUR, T_FLOAT, T_STRARR, T_ERRNO, T_CHOICE };
+enum sect { S_NONE, S_SANDBOX, S_SESSIONS, S_HTTP, S_MCP, S_LANG };
+
+/* A choice-valued key's set: its names, by enum value, and how an error
+ * names them. */
+struct choice_set {
+	const char *const *names;
+	const char *what;
+};
+
+#define CHOICE_NAME(value, name) name,
+#define CHOICE_SET_DEF(set, what_)                                                                 \
+	const char *const conf_##set##_names[] = { CONF_CHOICES_##set(CHOICE_NAME) NULL };         \
+	static const struct choice_set set_##set = { conf_##set##_names, what_ };                  \
+	_Static_assert(sizeof(enum conf_##set) == sizeof(int), "a choice is held as an int");
+CONF_CHOICE_SETS(CHOICE_SET_DEF)
+#undef CHOICE_SET_DEF
 
 struct key {
 	const char *name;
 	enum ctype type;
 	size_t off;
 	double min, max;
+	enum sect sect;
+	/* The default: num of a number, a boolean, an errno or a choice; str
+	 * of a string, strv of an array of strings. */
+	double num;
+	const char *str;
+	const char *const *strv;
+	const struct choice_set *choices;
 };
 
-#define KB 1024.0
-#define MB (1024.0 * 1024)
-#define GB (1024.0 * 1024 * 1024)
-#define TB (GB * 1024)
+/* conf_key.h's rows, as struct key: a language's fields are in struct
+ * conf_lang, the others' in struct conf. */
+#define OFF_SANDBOX(f) offsetof(struct conf, f)
+#define OFF_SESSIONS(f) offsetof(struct conf, f)
+#define OFF_HTTP(f) offsetof(struct conf, f)
+#define OFF_MCP(f) offsetof(struct conf, f)
+#define OFF_LANG(f) offsetof(struct conf_lang, f)
+#define DFLT_STR(d) .str = (d)
+#define DFLT_STRARR(d) .strv = (d)
+#define DFLT_BOOL(d) .num = (d)
+#define DFLT_INT(d) .num = (d)
+#define DFLT_SIZE(d) .num = (d)
+#define DFLT_DUR(d) .num = (d)
+#define DFLT_FLOAT(d) .num = (d)
+#define DFLT_ERRNO(d) .num = (d)
+#define DFLT_CHOICE(d) .num = (d)
+#define CHOICES_STR(c)
+#define CHOICES_STRARR(c)
+#define CHOICES_BOOL(c)
+#define CHOICES_INT(c)
+#define CHOICES_SIZE(c)
+#define CHOICES_DUR(c)
+#define CHOICES_FLOAT(c)
+#define CHOICES_ERRNO(c)
+#define CHOICES_CHOICE(c) .choices = &set_##c,
+#define KEY_ROW(sect_, key_, type_, field_, min_, max_, dflt_, choices_) \
+	{ .name = key_, .type = T_##type_, .off = OFF_##sect_(field_), .min = min_, .max = max_, .sect = S_##sect_, \
+	  DFLT_##type_(dflt_), CHOICES_##type_(choices_) },
+static const struct key conf_keys[] = { CONF_KEYS(KEY_ROW) CONF_LANG_KEYS(KEY_ROW) };
+#define ONE_KEY(...) +1
+enum { NKEYS = 0 CONF_KEYS(ONE_KEY) CONF_LANG_KEYS(ONE_KEY) };
+
 /* The limits' keys, made from limit.h's table at the first parse: KEY
  * (the run stage), compile_KEY, and in [sandbox] max_KEY.  lim_key_of[]
  * says which limit and which of the three each entry is. */
@@ -64,7 +114,7 @@ static void lim_keys_init(void)
 				continue;
 			snprintf(lim_names[n], sizeof lim_names[n], "%s%s", w == W_COMPILE ? "compile_" : w == W_CEILING ? "max_" : "",
 				 d->conf);
-			lim_keys[n] = (struct key){ lim_names[n], type[d->unit], d->off, d->min, d->max };
+			lim_keys[n] = (struct key){ .name = lim_names[n], .type = type[d->unit], .off = d->off, .min = d->min, .max = d->max };
 			lim_key_of[n].id = i;
 			lim_key_of[n].which = w;
 			if (w != W_CEILING)
@@ -73,113 +123,11 @@ static void lim_keys_init(void)
 		}
 }
 
-#define SB(f) offsetof(struct conf, f)
-static const struct key sandbox_keys[] = {
-	{ "backend", T_STR, SB(backend), 0, 0 },
-	{ "max_code_size", T_SIZE, SB(max_code_size), 1, 256 * MB },
-	{ "max_stdin_size", T_SIZE, SB(max_stdin_size), 0, 256 * MB },
-	{ "max_files_size", T_SIZE, SB(max_files_size), 0, 256 * MB },
-	{ "max_files", T_INT, SB(max_files), 0, 100000 },
-	{ "max_artifacts", T_INT, SB(max_artifacts), 0, 64 },
-	{ "max_artifacts_size", T_SIZE, SB(max_artifacts_size), 0, 8 * MB },
-	{ "max_record_size", T_SIZE, SB(max_record_size), 4 * KB, 1 * GB },
-	{ "max_tests", T_INT, SB(max_tests), 1, 100000 },
-	{ "max_tests_size", T_SIZE, SB(max_tests_size), 0, 1 * GB },
-	{ "test_output", T_SIZE, SB(test_output), 1 * KB, 256 * MB },
-	{ "network", T_BOOL, SB(network), 0, 0 },
-	{ "max_concurrent", T_INT, SB(max_concurrent), 1, 4096 },
-	{ "state_dir", T_STR, SB(state_dir), 0, 0 },
-	{ "history", T_STR, SB(history), 0, 0 },
-	{ "history_code", T_STR, SB(history_code), 0, 0 },
-	{ "history_sync", T_STR, SB(history_sync), 0, 0 },
-	{ "uid", T_INT, SB(uid), 1, 4294967294.0 - 3 },
-	{ "allow_host_uids", T_BOOL, SB(allow_host_uids), 0, 0 },
-	{ "cgroup_parent", T_STR, SB(cgroup_parent), 0, 0 },
-	{ "seccomp_errno", T_ERRNO, SB(seccomp_errno), 1, 4095 },
-	{ "etc", T_STRARR, SB(etc), 0, 0 },
-	{ "compile_cache", T_BOOL, SB(compile_cache), 0, 0 },
-	{ "compile_cache_shared", T_BOOL, SB(compile_cache_shared), 0, 0 },
-	{ "slots", T_BOOL, SB(slots), 0, 0 },
-	{ "max_slots", T_INT, SB(max_slots), 1, 64 },
-	{ "cache_size", T_SIZE, SB(cache_size), 0, TB },
-	{ NULL, 0, 0, 0, 0 },
-};
-
-static const struct key session_keys[] = {
-	{ "ttl", T_DUR, SB(session_ttl_ms), 1000, 365 * 86400e3 },
-	{ "max_sessions", T_INT, SB(max_sessions), 0, 100000 },
-	{ "max_sessions_per_token", T_INT, SB(max_sessions_per_token), 1, 100000 },
-	{ "workspace_size", T_SIZE, SB(workspace_size), 64 * KB, TB },
-	{ "install_network", T_BOOL, SB(install_network), 0, 0 },
-	{ "workspace_exec", T_BOOL, SB(workspace_exec), 0, 0 },
-	{ "install_specs", T_STR, SB(install_specs), 0, 0 },
-	{ "kernel_idle", T_DUR, SB(kernel_idle_ms), 1000, 365 * 86400e3 },
-	{ "max_kernels", T_INT, SB(max_kernels), 0, 100000 },
-	{ "max_kernels_per_token", T_INT, SB(max_kernels_per_token), 0, 100000 },
-	{ NULL, 0, 0, 0, 0 },
-};
-
-static const struct key mcp_keys[] = {
-	{ "structured", T_STR, SB(mcp_structured), 0, 0 },
-	{ "text_output", T_SIZE, SB(mcp_text_output), 256, 256 * MB },
-	{ "image_inline", T_SIZE, SB(mcp_image_inline), 1 * KB, 64 * MB },
-	{ "max_timeout", T_DUR, SB(mcp_max_timeout_ms), 1000, 86400e3 },
-	{ "progress_interval", T_DUR, SB(mcp_progress_ms), 500, 3600e3 },
-	{ NULL, 0, 0, 0, 0 },
-};
-
-static const struct key http_keys[] = {
-	{ "max_body", T_SIZE, SB(http_max_body), 1 * KB, 1 * GB },
-	{ "rate", T_FLOAT, SB(http_rate), 0.01, 1e6 },
-	{ "burst", T_INT, SB(http_burst), 1, 1e6 },
-	{ "max_inflight", T_INT, SB(http_max_inflight), 1, 100000 },
-	{ "session_ttl", T_DUR, SB(http_session_ttl_ms), 1000, 365 * 86400e3 },
-	{ "max_sessions", T_INT, SB(http_max_sessions), 1, 100000 },
-	{ "origins", T_STRARR, SB(http_origins), 0, 0 },
-	{ "hosts", T_STRARR, SB(http_hosts), 0, 0 },
-	{ "max_connections", T_INT, SB(http_max_connections), 1, 100000 },
-	{ "max_connections_per_address", T_INT, SB(http_max_per_address), 1, 100000 },
-	{ "request_timeout", T_DUR, SB(http_head_timeout_ms), 1000, 3600e3 },
-	{ "timeout", T_DUR, SB(http_timeout_ms), 1000, 86400e3 },
-	{ "shutdown_grace", T_DUR, SB(http_grace_ms), 0, 86400e3 },
-	{ "dashboard", T_STR, SB(http_dashboard), 0, 0 },
-	{ NULL, 0, 0, 0, 0 },
-};
-
-#define LG(f) offsetof(struct conf_lang, f)
-static const struct key lang_keys[] = {
-	{ "aliases", T_STRARR, LG(aliases), 0, 0 },
-	{ "image", T_STR, LG(image), 0, 0 },
-	{ "file", T_STR, LG(file), 0, 0 },
-	{ "file_by_class", T_BOOL, LG(file_by_class), 0, 0 },
-	{ "compile", T_STRARR, LG(compile), 0, 0 },
-	{ "outputs", T_STRARR, LG(outputs), 0, 0 },
-	{ "run", T_STRARR, LG(run), 0, 0 },
-	{ "version", T_STRARR, LG(version), 0, 0 },
-	{ "install", T_STRARR, LG(install), 0, 0 },
-	{ "registries", T_STRARR, LG(registries), 0, 0 },
-	{ "env", T_STRARR, LG(env), 0, 0 },
-	{ "binds", T_STRARR, LG(binds), 0, 0 },
-	{ "rootfs", T_STR, LG(rootfs), 0, 0 },
-	{ "hint", T_STR, LG(hint), 0, 0 },
-	{ "kernel", T_STRARR, LG(kernel), 0, 0 },
-	{ NULL, 0, 0, 0, 0 },
-};
-
 static const struct { const char *name; int value; } errnos[] = {
 	{ "EPERM", EPERM }, { "EACCES", EACCES }, { "ENOSYS", ENOSYS },
 	{ "EINVAL", EINVAL }, { "ENOTSUP", ENOTSUP }, { "EAFNOSUPPORT", EAFNOSUPPORT },
 	{ "ENOTRECOVERABLE", ENOTRECOVERABLE }, { "EKEYREJECTED", EKEYREJECTED },
 	{ "EHWPOISON", EHWPOISON }, { NULL, 0 },
-};
-
-static const char *default_etc[] = {
-	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone",
-	"ssl", "ca-certificates", "ca-certificates.conf", "services", "protocols", "mime.types",
-	"os-release", "locale.alias", "gai.conf",
-	/* Runtimes' configuration that Debian links from /usr into /etc;
-	 * fontconfig's and matplotlib's, for programs that draw. */
-	"python3", "python3.*", "java-*", "php", "perl", "ruby", "fonts", "matplotlibrc", NULL,
 };
 
 /* ---- lexer ----------------------------------------------------------- */
@@ -562,32 +510,54 @@ static bool assign(struct parser *ps, int line, const struct key *k, char *base,
 					return true;
 				}
 		return fail(ps, line, "key \"%s\": expected an errno name (EPERM, EACCES, ENOSYS, …) or number", k->name);
+	case T_CHOICE: {
+		if (v->kind != V_STR)
+			return fail(ps, line, "key \"%s\": expected a string, got %s", k->name, vkind_name(v->kind));
+		const char *const *names = k->choices->names;
+		for (int i = 0; names[i]; i++)
+			if (!strcmp(names[i], v->s)) {
+				*(int *)dst = i;
+				return true;
+			}
+		/* the names as "a, b or c", in the set's words */
+		char list[256] = "", what[320];
+		for (int i = 0; names[i]; i++)
+			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", !i ? "" : names[i + 1] ? ", " : " or ",
+				 names[i]);
+		snprintf(what, sizeof what, k->choices->what, list);
+		return fail(ps, line, "key \"%s\": \"%s\" is not %s", k->name, v->s, what);
+	}
 	}
 	return false;
 }
 
-static const struct key *find_key(const struct key *keys, const char *name)
+/* The key of that name in keys (up to a NULL name), or with sect in
+ * conf_keys (keys NULL). */
+static const struct key *find_key(const struct key *keys, enum sect sect, const char *name)
 {
-	for (const struct key *k = keys; k->name; k++)
-		if (!strcmp(k->name, name))
+	for (const struct key *k = keys ? keys : conf_keys; keys ? k->name != NULL : k < conf_keys + NKEYS; k++)
+		if ((keys || k->sect == sect) && !strcmp(k->name, name))
 			return k;
 	return NULL;
 }
 
-static char *key_list(const struct key *a, const struct key *b)
+/* "a, b, ...": the limits' keys lim (or none), then sect's in conf_keys. */
+static char *key_list(const struct key *lim, enum sect sect)
 {
 	size_t n = 1;
-	for (const struct key *k = a; k && k->name; k++)
+	for (const struct key *k = lim; k && k->name; k++)
 		n += strlen(k->name) + 2;
-	for (const struct key *k = b; k && k->name; k++)
-		n += strlen(k->name) + 2;
+	for (const struct key *k = conf_keys; k < conf_keys + NKEYS; k++)
+		n += k->sect == sect ? strlen(k->name) + 2 : 0;
 	char *s = util_xalloc(n);
-	for (const struct key *k = a; k && k->name; k++) {
+	for (const struct key *k = lim; k && k->name; k++) {
 		if (*s)
 			strcat(s, ", ");
 		strcat(s, k->name);
 	}
-	for (const struct key *k = b; k && k->name; k++) {
+	for (const struct key *k = conf_keys; k < conf_keys + NKEYS; k++) {
+		if (k->sect != sect)
+			continue;
 		if (*s)
 			strcat(s, ", ");
 		strcat(s, k->name);
@@ -597,67 +567,60 @@ static char *key_list(const struct key *a, const struct key *b)
 
 /* ---- the file -------------------------------------------------------- */
 
+/* The table's defaults into the fields of base (a struct conf, or a
+ * struct conf_lang for sect S_LANG). */
+static void set_key_defaults(char *base, bool lang)
+{
+	for (const struct key *k = conf_keys; k < conf_keys + NKEYS; k++) {
+		if ((k->sect == S_LANG) != lang)
+			continue;
+		void *dst = base + k->off;
+		switch (k->type) {
+		case T_STR: *(char **)dst = k->str ? util_strdup(k->str) : NULL; break;
+		case T_BOOL: *(bool *)dst = k->num != 0; break;
+		case T_INT:
+		case T_SIZE:
+		case T_DUR: *(uint64_t *)dst = (uint64_t)k->num; break;
+		case T_FLOAT: *(double *)dst = k->num; break;
+		case T_ERRNO:
+		case T_CHOICE: *(int *)dst = (int)k->num; break;
+		case T_STRARR: {
+			char **v = NULL;
+			size_t n = 0;
+			while (k->strv && k->strv[n])
+				n++;
+			if (k->strv) {
+				v = util_xalloc((n + 1) * sizeof *v);
+				for (size_t i = 0; i < n; i++)
+					v[i] = util_strdup(k->strv[i]);
+				v[n] = NULL;
+			}
+			*(char ***)dst = v;
+			break;
+		}
+		}
+	}
+}
+
+/* The strings the table's keys own in base. */
+static void free_keys(char *base, bool lang)
+{
+	for (const struct key *k = conf_keys; k < conf_keys + NKEYS; k++) {
+		if ((k->sect == S_LANG) != lang)
+			continue;
+		if (k->type == T_STR)
+			free(*(char **)(base + k->off));
+		else if (k->type == T_STRARR)
+			util_strv_free(*(char ***)(base + k->off));
+	}
+}
+
 static void set_defaults(struct conf *c)
 {
 	limits_defaults(&c->lim.run, &c->lim.compile, &c->ceiling);
-	c->backend = util_strdup("native");
-	c->max_code_size = 64 * 1024;
-	c->max_stdin_size = 1u << 20;
-	c->max_files_size = 4u << 20;
-	c->max_files = 100;
-	c->max_artifacts = 8;
-	c->max_artifacts_size = 4u << 20;
-	c->max_record_size = 16u << 20;
-	c->network = false;
-	c->max_concurrent = 4;
 	/* state_dir and history stay NULL unless given: see parse's end. */
-	c->history_code = util_strdup("preview");
-	c->history_sync = util_strdup("normal");
-	c->uid = 60000;
-	c->cgroup_parent = util_strdup("sbx");
-	c->seccomp_errno = EPERM;
-	size_t n = 0;
-	while (default_etc[n])
-		n++;
-	c->etc = util_xalloc((n + 1) * sizeof *c->etc);
-	for (size_t i = 0; i < n; i++)
-		c->etc[i] = util_strdup(default_etc[i]);
-	c->max_tests = 100;
-	c->max_tests_size = 16u << 20;
-	c->test_output = 4u << 20;
-	c->compile_cache = true;
-	c->slots = true;
-	c->max_slots = 16;
-	c->cache_size = 256u << 20;
-	c->session_ttl_ms = 1800 * 1000;
-	c->max_sessions = 16;
-	c->max_sessions_per_token = 4;
-	c->kernel_idle_ms = 600 * 1000;
-	c->max_kernels = 16;
-	c->max_kernels_per_token = 4;
-	c->workspace_size = 256u << 20;
-	c->install_network = true;
-	c->workspace_exec = true;
-	c->install_specs = util_strdup("registry");
-	c->http_max_body = 8u << 20;
-	c->http_rate = 20;
-	c->http_burst = 40;
-	c->http_max_inflight = 16;
-	c->http_session_ttl_ms = 3600 * 1000;
-	c->http_max_sessions = 64;
-	c->http_max_connections = 256;
-	c->http_max_per_address = 64;
-	c->http_head_timeout_ms = 10 * 1000;
-	c->http_timeout_ms = 30 * 1000;
-	c->http_grace_ms = 10 * 1000;
-	c->http_dashboard = util_strdup("own");
-	c->mcp_structured = util_strdup("auto");
-	c->mcp_text_output = 8 * KB;
-	c->mcp_image_inline = 48 * KB;
-	c->mcp_max_timeout_ms = 50 * 1000;
-	c->mcp_progress_ms = 10 * 1000;
+	set_key_defaults((char *)c, false);
 }
-
 
 void conf_free(struct conf *c)
 {
@@ -665,54 +628,14 @@ void conf_free(struct conf *c)
 		return;
 	free(c->path);
 	free(c->dir);
-	free(c->backend);
-	free(c->state_dir);
-	free(c->history);
-	free(c->history_code);
 	free(c->state_note);
-	free(c->install_specs);
-	free(c->history_sync);
-	free(c->cgroup_parent);
-	util_strv_free(c->etc);
-	util_strv_free(c->http_origins);
-	util_strv_free(c->http_hosts);
-	free(c->http_dashboard);
-	free(c->mcp_structured);
+	free_keys((char *)c, false);
 	for (size_t i = 0; i < c->nlangs; i++) {
-		struct conf_lang *l = &c->langs[i];
-		free(l->name);
-		free(l->image);
-		free(l->file);
-		free(l->rootfs);
-		free(l->hint);
-		util_strv_free(l->aliases);
-		util_strv_free(l->compile);
-		util_strv_free(l->outputs);
-		util_strv_free(l->run);
-		util_strv_free(l->version);
-		util_strv_free(l->install);
-		util_strv_free(l->registries);
-		util_strv_free(l->kernel);
-		util_strv_free(l->env);
-		util_strv_free(l->binds);
+		free(c->langs[i].name);
+		free_keys((char *)&c->langs[i], true);
 	}
 	free(c->langs);
 	free(c);
-}
-
-static bool valid_lang_name(const char *s)
-{
-	if (!*s || strlen(s) > 32)
-		return false;
-	for (const char *p = s; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '+'))
-			return false;
-	return true;
-}
-
-static bool plain_name(const char *s)
-{
-	return *s && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..") && strlen(s) < 256;
 }
 
 /* Relative paths in the file are relative to `root`. */
@@ -743,103 +666,6 @@ static char *absolute(const char *root, const char *p)
 	return out;
 }
 
-/* Thread pools the size of the CPU quota, not of the host: OpenBLAS and
- * OpenMP start a thread per online CPU, which under a quota only contend,
- * and where the memory limit is a per-process rlimit (no cgroups to be
- * had) OpenBLAS's per-thread buffers do not fit and numpy spins until the
- * timeout.  Every language gets them ahead of its own "env", which may
- * set them otherwise. */
-static const char *const thread_env[] = {
-	"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-};
-
-static void add_thread_env(struct conf_lang *l)
-{
-	size_t nt = sizeof thread_env / sizeof *thread_env, n = 0, k = 0;
-	while (l->env && l->env[n])
-		n++;
-	char **env = util_xalloc((nt + n + 1) * sizeof *env);
-	for (size_t i = 0; i < nt; i++) {
-		size_t len = strlen(thread_env[i]);
-		bool own = false;
-		for (size_t j = 0; j < n && !own; j++)
-			own = !strncmp(l->env[j], thread_env[i], len) && l->env[j][len] == '=';
-		if (!own)
-			env[k++] = util_fmt("%s={cpus}", thread_env[i]);
-	}
-	for (size_t j = 0; j < n; j++)
-		env[k++] = l->env[j];
-	env[k] = NULL;
-	free(l->env);
-	l->env = env;
-}
-
-static bool check_lang(struct parser *ps, struct conf *c, struct conf_lang *l)
-{
-	if (!l->file)
-		return fail(ps, l->line, "[language.%s]: missing key \"file\" (the program's file name)", l->name);
-	if (!plain_name(l->file))
-		return fail(ps, l->line, "[language.%s] key \"file\": must be a plain file name, got \"%s\"", l->name, l->file);
-	if (!l->run || !l->run[0])
-		return fail(ps, l->line, "[language.%s]: missing key \"run\" (the command that runs the program)", l->name);
-	if (l->compile && !l->compile[0])
-		return fail(ps, l->line, "[language.%s] key \"compile\": empty command (omit the key for interpreted languages)", l->name);
-	/* Only the compiler's declared outputs may execute in the run stage:
-	 * whatever else the compile stage leaves (a javac processor's copy of
-	 * a shell, say) stays noexec. */
-	int nout = 0;
-	for (char **o = l->outputs; o && *o; o++, nout++)
-		if (!plain_name(*o) || (*o)[0] == '.')
-			return fail(ps, l->line, "[language.%s] key \"outputs\": \"%s\" must be a plain file name", l->name, *o);
-	if (nout > NS_MAX_OUTPUTS)
-		return fail(ps, l->line, "[language.%s] key \"outputs\": at most %d files", l->name, NS_MAX_OUTPUTS);
-	if (l->outputs && !l->compile)
-		return fail(ps, l->line, "[language.%s] key \"outputs\": only a compiled language has outputs", l->name);
-	if (l->compile && !strncmp(l->run[0], "./", 2)) {
-		bool declared = false;
-		for (char **o = l->outputs; o && *o; o++)
-			declared |= !strcmp(*o, l->run[0] + 2);
-		if (!declared)
-			return fail(ps, l->line, "[language.%s] key \"run\": runs \"%s\", which is not among \"outputs\" (add "
-				    "outputs = [\"%s\"]: only declared outputs are executable)", l->name, l->run[0], l->run[0] + 2);
-	}
-	if (l->version && !l->version[0])
-		return fail(ps, l->line, "[language.%s] key \"version\": empty command", l->name);
-	if (l->install) {
-		bool has = false;
-		for (char **s = l->install; *s; s++)
-			if (strstr(*s, "{packages}"))
-				has = true;
-		if (!has)
-			return fail(ps, l->line, "[language.%s] key \"install\": needs a \"{packages}\" element", l->name);
-	}
-	if (l->install && c->install_network && !l->registries)
-		return fail(ps, l->line,
-			    "[language.%s] key \"install\": needs \"registries\", the hosts its installs may reach (through their "
-			    "proxy, port 443 only)", l->name);
-	for (char **r = l->registries; r && *r; r++) {
-		const char *h = !strncmp(*r, "*.", 2) ? *r + 2 : *r;
-		if (!*h || strlen(h) > 253 || strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") != strlen(h))
-			return fail(ps, l->line, "[language.%s] key \"registries\": \"%s\" is not a host name (or *.domain)", l->name, *r);
-	}
-	for (char **e = l->env; e && *e; e++)
-		if (!strchr(*e, '=') || **e == '=')
-			return fail(ps, l->line, "[language.%s] key \"env\": \"%s\" is not NAME=value", l->name, *e);
-	add_thread_env(l);
-	for (char **b = l->binds; b && *b; b++)
-		if ((*b)[0] != '/' || strstr(*b, "/../") || strstr(*b, "/.."))
-			return fail(ps, l->line, "[language.%s] key \"binds\": \"%s\" must be an absolute path without ..", l->name, *b);
-	if (l->rootfs) {
-		char *abs = absolute(c->dir, l->rootfs);
-		free(l->rootfs);
-		l->rootfs = abs;
-	}
-	for (char **a = l->aliases; a && *a; a++)
-		if (!valid_lang_name(*a))
-			return fail(ps, l->line, "[language.%s] key \"aliases\": \"%s\" is not a valid name", l->name, *a);
-	return true;
-}
-
 /* Every relative path in the file is relative to the file's own
  * directory: one base, whichever way the file was found. */
 static char *conf_dir(const char *path_for_root)
@@ -862,15 +688,14 @@ static char *conf_dir(const char *path_for_root)
 	return dir;
 }
 
-enum sect { S_NONE, S_SANDBOX, S_SESSIONS, S_HTTP, S_MCP, S_LANG };
-enum { OWN = 3 * LIM_N };  /* seen[]: the limits' keys first, then the section's own table */
+enum { OWN = 3 * LIM_N };  /* seen[]: the limits' keys first, then the table's (conf_keys) */
 
 /* Where parse is: the section, and what has been given. */
 struct pstate {
 	enum sect sect;
 	struct conf_lang *lang;        /* S_LANG's */
 	bool seen_sandbox, seen_sessions, seen_http, seen_mcp;
-	int seen[OWN + 64];            /* the line of each key given in this section (0: not given) */
+	int seen[OWN + NKEYS];         /* the line of each key given in this section (0: not given) */
 	int sandbox_line[3 * LIM_N];   /* [sandbox]'s limit keys, for the ceiling checks */
 	size_t lang_cap;
 };
@@ -913,7 +738,7 @@ static bool section(struct parser *ps, struct conf *c, struct pstate *st, int li
 	const char *ln = strncmp(name, "language.", 9) ? "" : name + 9;
 	if (!*ln && strncmp(name, "language.", 9))
 		fail(ps, line, "unknown section [%s] (known: [sandbox], [sessions], [http], [mcp], [language.NAME])", name);
-	else if (!valid_lang_name(ln))
+	else if (!conf_lang_name_ok(ln))
 		fail(ps, line, "section [%s]: language names use a-z, 0-9, _, - and +", name);
 	for (size_t i = 0; !ps->failed && i < c->nlangs; i++)
 		if (!strcmp(c->langs[i].name, ln))
@@ -925,6 +750,7 @@ static bool section(struct parser *ps, struct conf *c, struct pstate *st, int li
 		}
 		st->lang = &c->langs[c->nlangs++];
 		memset(st->lang, 0, sizeof *st->lang);
+		set_key_defaults((char *)st->lang, true);
 		st->lang->name = util_strdup(ln);
 		st->lang->line = line;
 		st->sect = S_LANG;
@@ -955,28 +781,9 @@ static bool read_key(struct parser *ps, int line, char *key, size_t len)
 	return true;
 }
 
-/* The values a key may take beyond its type, once assigned. */
+/* The values a key may take beyond its type and choices, once assigned. */
 static void check_value(struct parser *ps, const struct conf *c, enum sect sect, const char *key, int line)
 {
-	static const struct {
-		enum sect sect;
-		const char *key, *a, *b, *what;
-		size_t off;
-	} choices[] = {
-		{ S_SANDBOX, "backend", "native", "docker", "a backend (native or docker)", offsetof(struct conf, backend) },
-		{ S_SANDBOX, "history_code", "preview", "full", "preview or full", offsetof(struct conf, history_code) },
-		{ S_SANDBOX, "history_sync", "normal", "full", "normal or full", offsetof(struct conf, history_sync) },
-		{ S_SESSIONS, "install_specs", "registry", "any", "registry or any", offsetof(struct conf, install_specs) },
-		{ S_HTTP, "dashboard", "own", "all", "own or all", offsetof(struct conf, http_dashboard) },
-	};
-	for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++) {
-		const char *v = *(char *const *)((const char *)c + choices[i].off);
-		if (sect == choices[i].sect && !strcmp(key, choices[i].key) && strcmp(v, choices[i].a) && strcmp(v, choices[i].b))
-			fail(ps, line, "key \"%s\": \"%s\" is not %s", key, v, choices[i].what);
-	}
-	if (sect == S_MCP && !strcmp(key, "structured") && strcmp(c->mcp_structured, "auto") &&
-	    strcmp(c->mcp_structured, "always") && strcmp(c->mcp_structured, "never"))
-		fail(ps, line, "key \"structured\": \"%s\" is not auto, always or never", c->mcp_structured);
 	if (sect == S_SANDBOX && !strcmp(key, "etc"))
 		for (char **e = c->etc; *e; e++)
 			if (!**e || (*e)[0] == '/' || strstr(*e, ".."))
@@ -1000,29 +807,26 @@ static bool key_value(struct parser *ps, struct conf *c, struct pstate *st, int 
 		return false;
 	}
 	enum sect sect = st->sect;
-	const struct key *own = sect == S_SANDBOX ? sandbox_keys : sect == S_SESSIONS ? session_keys : sect == S_HTTP ? http_keys :
-				sect == S_MCP ? mcp_keys : lang_keys;
-	const struct key *k = NULL, *table = NULL;
+	const struct key *k = NULL;
 	char *base = NULL;
 	int idx = -1;
-	bool limits = sect == S_SANDBOX || sect == S_LANG;
+	bool limits = sect == S_SANDBOX || sect == S_LANG, is_limit = false;
 	const struct key *lim_table = sect == S_SANDBOX ? lim_keys : lim_lang_keys;
-	if (limits && (k = find_key(lim_table, key))) {
-		table = lim_table;
+	if (limits && (k = find_key(lim_table, sect, key))) {
+		is_limit = true;
 		/* lim_lang_keys holds lim_keys' entries less the ceilings */
-		idx = (int)(find_key(lim_keys, key) - lim_keys);
+		idx = (int)(find_key(lim_keys, sect, key) - lim_keys);
 		int w = lim_key_of[idx].which;
 		struct conf_limits *cl = sect == S_LANG ? &st->lang->lim : &c->lim;
 		base = (char *)(w == W_CEILING ? &c->ceiling : w == W_COMPILE ? &cl->compile : &cl->run);
-	} else if ((k = find_key(own, key))) {
-		table = own;
+	} else if ((k = find_key(NULL, sect, key))) {
 		base = sect == S_LANG ? (char *)st->lang : (char *)c;
-		idx = OWN + (int)(k - table);
+		idx = OWN + (int)(k - conf_keys);
 	}
 	if (!k) {
 		const char *sname = sect == S_SANDBOX ? "[sandbox]" : sect == S_SESSIONS ? "[sessions]" : sect == S_HTTP ? "[http]" :
 				    sect == S_MCP ? "[mcp]" : "[language.*]";
-		char *known = key_list(limits ? lim_table : NULL, own);
+		char *known = key_list(limits ? lim_table : NULL, sect);
 		fail(ps, line, "key \"%s\": unknown key in %s (known: %s)", key, sname, known);
 		free(known);
 		val_free(&v);
@@ -1038,7 +842,7 @@ static bool key_value(struct parser *ps, struct conf *c, struct pstate *st, int 
 	val_free(&v);
 	if (!ok)
 		return false;
-	if (table == lim_table) {
+	if (is_limit) {
 		uint32_t bit = 1u << lim_key_of[idx].id;
 		if (sect == S_LANG)
 			*(lim_key_of[idx].which == W_COMPILE ? &st->lang->lim.cset : &st->lang->lim.set) |= bit;
@@ -1054,12 +858,19 @@ static bool key_value(struct parser *ps, struct conf *c, struct pstate *st, int 
 /* What holds only across sections, after the last line. */
 static void check_whole(struct parser *ps, struct conf *c, const struct pstate *st)
 {
-	c->install_any = !strcmp(c->install_specs, "any");
-	c->http_dashboard_all = !strcmp(c->http_dashboard, "all");
 	if (c->nlangs == 0)
 		fail(ps, ps->line, "no [language.NAME] section: nothing could run");
-	for (size_t i = 0; i < c->nlangs && !ps->failed; i++)
-		check_lang(ps, c, &c->langs[i]);
+	for (size_t i = 0; i < c->nlangs && !ps->failed; i++) {
+		struct conf_lang *l = &c->langs[i];
+		char why[768];
+		if (!conf_lang_check(c, l, why, sizeof why))
+			fail(ps, l->line, "%s", why);
+		else if (l->rootfs) {
+			char *abs = absolute(c->dir, l->rootfs);
+			free(l->rootfs);
+			l->rootfs = abs;
+		}
+	}
 	/* Aliases must not shadow names or each other. */
 	for (size_t i = 0; i < c->nlangs && !ps->failed; i++)
 		for (char **a = c->langs[i].aliases; a && *a && !ps->failed; a++)
@@ -1162,273 +973,4 @@ struct conf *conf_load(const char *path, char *err, size_t errlen)
 	struct conf *c = conf_parse(path, buf, n, err, errlen);
 	free(buf);
 	return c;
-}
-
-char *conf_find(const char *explicit, char *err, size_t errlen)
-{
-	if (explicit)
-		return util_strdup(explicit);
-	const char *env = getenv("SBX_CONF");
-	if (env && *env)
-		return util_strdup(env);
-	/* Beside the binary, so a checkout and a tree installed under any
-	 * prefix work from wherever they are (bin/../etc in a checkout,
-	 * PREFIX/bin/../etc/sbx installed); then the compiled-in place. */
-	char *dir = util_exe_dir();
-	char *cand[] = {
-		dir ? util_fmt("%s/../etc/sandbox.conf", dir) : NULL,
-		dir ? util_fmt("%s/../etc/sbx/sandbox.conf", dir) : NULL,
-		util_strdup(SBX_SYSCONFDIR "/sbx/sandbox.conf"),
-		util_strdup("/etc/sbx/sandbox.conf"),
-	};
-	free(dir);
-	char *found = NULL;
-	for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
-		char real[PATH_MAX];
-		if (!found && cand[i] && access(cand[i], R_OK) == 0 && realpath(cand[i], real))
-			found = util_strdup(real);
-		free(cand[i]);
-	}
-	if (!found)
-		snprintf(err, errlen, "no configuration: none given with -c or SBX_CONF, and none at ../etc/sandbox.conf or "
-				      "../etc/sbx/sandbox.conf beside the binary, " SBX_SYSCONFDIR "/sbx/sandbox.conf or /etc/sbx/sandbox.conf");
-	return found;
-}
-
-/* Can we make files in dir, or make dir itself (the nearest existing
- * ancestor is writable)? */
-static bool can_write(const char *dir)
-{
-	char *p = util_strdup(dir);
-	bool ok = false;
-	for (;;) {
-		struct stat st;
-		if (stat(p, &st) == 0) {
-			ok = S_ISDIR(st.st_mode) && access(p, W_OK | X_OK) == 0;
-			break;
-		}
-		char *slash = strrchr(p, '/');
-		if (errno != ENOENT || !slash || slash == p)
-			break;
-		*slash = 0;
-	}
-	free(p);
-	return ok;
-}
-
-static int mkdir_p(char *p, mode_t mode)
-{
-	for (char *s = p + 1; (s = strchr(s, '/')); s++) {
-		*s = 0;
-		int rc = mkdir(p, mode);
-		*s = '/';
-		if (rc < 0 && errno != EEXIST)
-			return -1;
-	}
-	return mkdir(p, mode) < 0 && errno != EEXIST ? -1 : 0;
-}
-
-void conf_user_state(struct conf *c)
-{
-	if (geteuid() == 0 || can_write(c->state_dir))
-		return;
-	/* An MCP host may start its servers without HOME: the account's own
-	 * home is the user's all the same. */
-	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-	struct passwd *pw = home && *home ? NULL : getpwuid(geteuid());
-	if (pw && pw->pw_dir)
-		home = pw->pw_dir;
-	char *mine = xdg && xdg[0] == '/' ? util_fmt("%s/sbx", xdg)
-		   : home && home[0] == '/' && strcmp(home, "/") ? util_fmt("%s/.local/state/sbx", home) : NULL;
-	if (!mine || mkdir_p(mine, 0700) < 0 || !can_write(mine)) {
-		c->state_note = util_fmt("%s is not writable by uid %u, and there is no per-user state directory (%s%s): "
-					 "set XDG_STATE_HOME or HOME, or state_dir in %s", c->state_dir, (unsigned)geteuid(),
-					 mine ? mine : "neither XDG_STATE_HOME nor HOME is set", mine ? " cannot be made" : "", c->path);
-		free(mine);
-		return;
-	}
-	/* A history kept in the state directory moves with it; one elsewhere
-	 * stays where it was put, if it can be written. */
-	size_t n = strlen(c->state_dir);
-	if (!strncmp(c->history, c->state_dir, n) && c->history[n] == '/') {
-		char *h = util_fmt("%s%s", mine, c->history + n);
-		free(c->history);
-		c->history = h;
-	} else {
-		char *hdir = util_strdup(c->history);
-		char *slash = strrchr(hdir, '/');
-		if (slash)
-			*slash = 0;
-		if (!can_write(hdir)) {
-			free(c->history);
-			c->history = util_fmt("%s/sandbox_history.db", mine);
-		}
-		free(hdir);
-	}
-	c->state_note = util_fmt("%s is not writable by uid %u: this user's state is in %s", c->state_dir,
-				 (unsigned)geteuid(), mine);
-	free(c->state_dir);
-	c->state_dir = mine;
-	c->state_per_user = true;
-}
-
-char *conf_server_history(const struct conf *c)
-{
-	size_t n = strlen(c->state_dir);
-	if (!strncmp(c->history, c->state_dir, n) && c->history[n] == '/')
-		return util_fmt("%s/sbx%s", SBX_STATEDIR "-mcp", c->history + n);
-	return util_strdup(c->history);
-}
-
-const struct conf_host_id conf_host_ids[4] = {
-	{ "init", "the sandbox's init" },
-	{ "program", "the program" },
-	{ "nobody", "the mapped nobody" },
-	{ "egress", "the egress proxy" },
-};
-
-const char *conf_uid_problem(const struct conf *c)
-{
-	static char why[320];
-	if (c->allow_host_uids)
-		return NULL;
-	for (unsigned k = 0; k < 4; k++) {
-		uid_t id = (uid_t)(c->uid + k);
-		char whose[96] = "in the system's range, below 1000";
-		struct passwd *pw;
-		struct group *gr;
-		if (id >= 1000) {
-			if ((pw = getpwuid(id)))
-				snprintf(whose, sizeof whose, "the account %s's", pw->pw_name);
-			else if ((gr = getgrgid(id)))
-				snprintf(whose, sizeof whose, "the group %s's", gr->gr_name);
-			else
-				continue;
-		}
-		snprintf(why, sizeof why, "uid = %llu: host id %u (%s) is %s; sandboxes need four ids no one has "
-			 "(the default uid = 60000 gives 60000-60003), or allow_host_uids = true",
-			 (unsigned long long)c->uid, (unsigned)id, conf_host_ids[k].what, whose);
-		return why;
-	}
-	return NULL;
-}
-
-struct conf *conf_open(const char *explicit)
-{
-	char err[1024];
-	char *path = conf_find(explicit, err, sizeof err);
-	if (!path)
-		util_die(EXIT_USAGE, "%s", err);
-	struct conf *c = conf_load(path, err, sizeof err);
-	if (!c) {
-		free(path);
-		util_die(EXIT_USAGE, "%s", err);
-	}
-	const char *why = geteuid() == 0 ? conf_uid_problem(c) : NULL;
-	if (why) {
-		snprintf(err, sizeof err, "%s:%d: %s", path, c->uid_line ? c->uid_line : 1, why);
-		free(path);
-		conf_free(c);
-		util_die(EXIT_USAGE, "%s", err);
-	}
-	free(path);
-	conf_user_state(c);
-	return c;
-}
-
-const struct conf_lang *conf_lang(const struct conf *c, const char *name)
-{
-	for (size_t i = 0; i < c->nlangs; i++)
-		if (!strcasecmp(c->langs[i].name, name))
-			return &c->langs[i];
-	for (size_t i = 0; i < c->nlangs; i++)
-		for (char **a = c->langs[i].aliases; a && *a; a++)
-			if (!strcasecmp(*a, name))
-				return &c->langs[i];
-	return NULL;
-}
-
-const struct conf_lang *conf_lang_by_file(const struct conf *c, const char *path)
-{
-	const char *base = strrchr(path, '/');
-	const char *ext = strrchr(base ? base + 1 : path, '.');
-	const struct conf_lang *found = NULL;
-	if (!ext || ext == (base ? base + 1 : path))
-		return NULL;
-	for (size_t i = 0; i < c->nlangs; i++) {
-		const struct conf_lang *l = &c->langs[i];
-		const char *e = strrchr(l->file, '.');
-		if (!e || strcmp(e, ext))
-			continue;
-		if (found)
-			return NULL;
-		found = l;
-	}
-	return found;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The names of the languages (with a kernel only, if kernels), sorted and
- * comma-separated, into buf; "none" if there are none. */
-static const char *lang_list(const struct conf *c, bool kernels, char *buf, size_t len)
-{
-	const char *names[256];
-	size_t n = 0;
-	for (size_t i = 0; i < c->nlangs && n < 256; i++)
-		if (!kernels || c->langs[i].kernel)
-			names[n++] = c->langs[i].name;
-	qsort(names, n, sizeof *names, cmp_str);
-	snprintf(buf, len, "%s", n ? "" : "none");
-	for (size_t i = 0; i < n; i++) {
-		if (i)
-			strncat(buf, ", ", len - strlen(buf) - 1);
-		strncat(buf, names[i], len - strlen(buf) - 1);
-	}
-	return buf;
-}
-
-const char *conf_lang_list(const struct conf *c)
-{
-	static char buf[2048];
-	return lang_list(c, false, buf, sizeof buf);
-}
-
-const char *conf_kernel_list(const struct conf *c)
-{
-	static char buf[2048];
-	return lang_list(c, true, buf, sizeof buf);
-}
-
-void conf_lang_limits(const struct conf *c, const struct conf_lang *l, struct limits *run, struct limits *compile)
-{
-	for (int i = 0; i < LIM_N; i++) {
-		uint32_t bit = 1u << i;
-		double r = l && (l->lim.set & bit) ? limit_get(&l->lim.run, i) : limit_get(&c->lim.run, i);
-		double k = l && (l->lim.cset & bit)   ? limit_get(&l->lim.compile, i)
-			   : limit_defs[i].compile ? limit_get(&c->lim.compile, i)
-						   : r;
-		if (run)
-			limit_set(run, i, r);
-		if (compile)
-			limit_set(compile, i, k);
-	}
-}
-
-void conf_max_limits(const struct conf *c, struct limits *out)
-{
-	for (int i = 0; i < LIM_N; i++)
-		limit_set(out, i, limit_defs[i].req ? limit_get(&c->ceiling, i) : limit_get(&c->lim.run, i));
-	for (size_t n = 0; n <= c->nlangs; n++) {
-		struct limits r, k;
-		conf_lang_limits(c, n < c->nlangs ? &c->langs[n] : NULL, &r, &k);
-		for (int i = 0; i < LIM_N; i++) {
-			double m = fmax(limit_get(&r, i), limit_get(&k, i));
-			if (m > limit_get(out, i))
-				limit_set(out, i, m);
-		}
-	}
 }

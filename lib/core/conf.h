@@ -6,11 +6,11 @@
  * array of strings that may span lines.  Sizes are "256m"-style strings or
  * plain byte counts; durations are seconds (10, 0.5) or "500ms"/"5m"/"1h".
  *
- * Every key is declared in a table in conf.c with its type and range; an
+ * Every key is a row of conf_key.h's table with its type and range; an
  * unknown key, a duplicate, a value of the wrong type or out of range is an
  * error naming the file, the line and the key.  Nothing is defaulted
- * silently except keys that are absent, which take the built-in defaults
- * documented in etc/sandbox.conf.
+ * silently except keys that are absent, which take their row's default
+ * (conf_key.h; etc/sandbox.conf documents them).
  *
  * conf_load returns a struct conf that owns all its strings; conf_free
  * releases it.  The struct is read-only after loading.
@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "conf_key.h"
 #include "limit.h"
 
 /* A section's limits (limit.h): the run stage's, the compile stage's
@@ -35,21 +36,8 @@ struct conf_limits {
 
 struct conf_lang {
 	char *name;
-	char **aliases;     /* NULL-terminated */
-	char *image;        /* docker backend */
-	char *file;         /* the program's file name in the scratch directory */
-	bool file_by_class; /* Java's rule: the file is named after the public class (job.c's public_class) */
-	char **compile;     /* argv or NULL for interpreted languages */
-	char **outputs;     /* the compile stage's executables, run stage only (W^X), or NULL */
-	char **run;         /* argv; the request's args are appended */
-	char **version;     /* argv printing the runtime's version, or NULL */
-	char **install;     /* package manager argv; "{packages}" expands to the list */
-	char **registries;  /* the hosts an install may reach, through its proxy (egress.h) */
-	char **env;         /* extra "NAME=value" entries */
-	char **binds;       /* extra read-only host paths visible in the sandbox */
-	char *rootfs;       /* replaces the host's tree, or NULL */
-	char *hint;         /* how to install the runtime, for error messages */
-	char **kernel;      /* argv of its kernel for run_cell (cell.h), or NULL: none */
+	/* Its keys' fields (conf_key.h's CONF_LANG_KEYS). */
+	CONF_LANG_KEYS(CONF_FIELD)
 	struct conf_limits lim;
 	int line;           /* where the section starts */
 };
@@ -58,68 +46,18 @@ struct conf {
 	char *path;         /* the file this came from */
 	char *dir;          /* the file's directory: the base of its relative paths */
 
-	/* [sandbox] */
-	char *backend;      /* "native" or "docker" */
+	/* [sandbox]'s limits, and the ceilings (max_KEY) of the limits a
+	 * request may set */
 	struct conf_limits lim;
-	struct limits ceiling;  /* max_KEY of the limits a request may set */
-	uint64_t max_code_size, max_stdin_size, max_files_size, max_files, max_record_size;
-	uint64_t max_artifacts, max_artifacts_size; /* files a run made, returned with "artifacts": true */
-	uint64_t max_tests, max_tests_size; /* a judged request's "tests": how many, their data in all */
-	uint64_t test_output;               /* what one test's stdout may be, to be judged */
-	bool network;
-	uint64_t max_concurrent;
-	char *state_dir;    /* absolute after loading */
-	char *history;      /* absolute after loading */
+	struct limits ceiling;
+	/* Every other key's field (conf_key.h's CONF_KEYS): backend,
+	 * max_code_size, ..., session_ttl_ms, ..., http_max_body, ...,
+	 * mcp_structured, ...; a choice's is its enum (CONF_BACKEND_NATIVE). */
+	CONF_KEYS(CONF_FIELD)
+
 	bool state_per_user; /* conf_user_state moved state_dir to the user's own */
 	char *state_note;   /* what conf_user_state did or could not do, or NULL */
-	char *history_code; /* "preview" (first 500 characters) or "full" (code and capped output) */
-	char *history_sync; /* "normal" or "full" (SQLite's synchronous) */
-	uint64_t uid;       /* host uid (and gid) base for sandboxes when run as root */
-	bool allow_host_uids; /* uid..uid+3 may be host accounts (conf_uid_problem) */
 	int uid_line;       /* the line that set uid; 0 for the default */
-	char *cgroup_parent;
-	int seccomp_errno;
-	char **etc;         /* /etc entries bound read-only into the sandbox */
-	bool compile_cache;
-	bool compile_cache_shared; /* entries shared between principals (tokens) */
-	bool slots;          /* as root: keep network namespaces between runs (slot.h) */
-	uint64_t max_slots;  /* per process */
-	uint64_t cache_size;
-
-	/* [sessions] */
-	uint64_t session_ttl_ms, max_sessions, workspace_size;
-	bool install_network;
-	bool workspace_exec; /* programs may execute files of a session's workspace (W^X off there) */
-	uint64_t max_sessions_per_token; /* sbx-mcp over HTTP: sessions one token may hold */
-	char *install_specs; /* "registry": package names and versions only; "any": what the package manager takes */
-	bool install_any;   /* install_specs is "any" */
-	uint64_t kernel_idle_ms;        /* a kernel no cell used this long is stopped */
-	uint64_t max_kernels;           /* live kernels of one sbx-run */
-	uint64_t max_kernels_per_token; /* sbx-mcp: live kernels one token may hold */
-
-	/* [http]: sbx-mcp --listen */
-	uint64_t http_max_body;           /* request body, bytes */
-	double http_rate;                 /* requests per second per token ... */
-	uint64_t http_burst;              /* ... with bursts of this many */
-	uint64_t http_max_inflight;       /* requests being answered per token */
-	uint64_t http_session_ttl_ms;     /* an Mcp-Session-Id idle this long expires */
-	uint64_t http_max_sessions;       /* Mcp-Session-Ids per token */
-	char **http_origins;              /* Origins allowed besides the server's own, or NULL */
-	char **http_hosts;                /* Host names allowed besides loopback and IP literals */
-	uint64_t http_max_connections;    /* open at once; past it, one without a token yet is closed */
-	uint64_t http_max_per_address;    /* the same, from one client address */
-	uint64_t http_head_timeout_ms;    /* a connection without a token: its whole request within this */
-	uint64_t http_timeout_ms;         /* an idle connection is closed after this */
-	uint64_t http_grace_ms;           /* SIGTERM: running calls may finish this long */
-	char *http_dashboard;             /* "own": a token's dashboard shows its runs; "all": every run */
-	bool http_dashboard_all;
-
-	/* [mcp]: what sbx-mcp's run tools return (mcptools.h) */
-	char *mcp_structured;             /* "auto", "always" or "never": structuredContent and outputSchema */
-	uint64_t mcp_text_output;         /* each stream's head and tail in a result's text, bytes */
-	uint64_t mcp_image_inline;        /* an inline image's base64 at most (larger: scaled down) */
-	uint64_t mcp_max_timeout_ms;      /* a call that is not a task may ask this much time at most */
-	uint64_t mcp_progress_ms;         /* a run's progress notifications at least this often */
 
 	struct conf_lang *langs;
 	size_t nlangs;

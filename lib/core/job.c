@@ -404,7 +404,7 @@ const char *job_backend(const struct conf *c)
 	const char *b = getenv("SBX_BACKEND");
 	if (b && (!strcmp(b, "native") || !strcmp(b, "docker")))
 		return b;
-	return c->backend;
+	return conf_backend_names[c->backend];
 }
 
 #define NAME_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
@@ -458,7 +458,7 @@ static bool package_name(const struct conf *c, const char *s)
 	size_t n = strlen(s);
 	if (!n || n > 200 || s[0] == '-')
 		return false;
-	if (!c->install_any)
+	if (c->install_specs != CONF_SPECS_ANY)
 		return registry_spec(s);
 	return strspn(s, NAME_CHARS "+=<>!~[],@/:^") == n;
 }
@@ -510,7 +510,7 @@ static jv install_argv(const struct conf *c, const struct conf_lang *l, jv pkgs,
 				jv p = jv_array_get(jv_copy(pkgs), i);
 				const char *s = jv_get_kind(p) == JV_KIND_STRING ? jv_string_value(p) : NULL;
 				if (!s || !package_name(c, s)) {
-					if (c->install_any)
+					if (c->install_specs == CONF_SPECS_ANY)
 						snprintf(why, len, "package %d is not a package name (letters, digits and ._-+=<>!~[],@/:^, "
 							 "not starting with -)", i + 1);
 					else
@@ -1329,7 +1329,7 @@ static bool load_record(const struct conf *c, jv rec, struct job *j, char *err, 
 	j->backend = rec_str(rec, "backend", NULL);
 	j->principal = rec_str(rec, "principal", NULL);
 	if (!j->backend)
-		j->backend = c->backend;
+		j->backend = conf_backend_names[c->backend];
 	if (strcmp(j->backend, "native") && strcmp(j->backend, "docker")) {
 		snprintf(err, errlen, "unknown backend \"%.40s\" (native or docker)", j->backend);
 		return false;

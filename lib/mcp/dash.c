@@ -382,7 +382,7 @@ void dash_serve(struct dash *d, const char *method, const char *path, dash_arg_f
 	struct hist_filter f;
 	hist_filter_init(&f);
 	char principal[AUTH_PRINCIPAL_LEN + 1];
-	if (!d->c->http_dashboard_all) {
+	if (d->c->http_dashboard != CONF_DASHBOARD_ALL) {
 		auth_principal(d->a, who, principal);
 		f.principal = principal;
 	}
@@ -398,7 +398,7 @@ void dash_serve(struct dash *d, const char *method, const char *path, dash_arg_f
 		hist_deadline(h, PAGE_MS);
 	if (!h && !strcmp(path, "/sessions") && access(db, F_OK) < 0 && errno == ENOENT) {
 		/* No history yet, but sandbox sessions may be open. */
-		jv live = d->m ? mcp_live_sessions(d->m, (unsigned)who, d->c->http_dashboard_all) : jv_invalid();
+		jv live = d->m ? mcp_live_sessions(d->m, (unsigned)who, d->c->http_dashboard == CONF_DASHBOARD_ALL) : jv_invalid();
 		page_sessions(&p, NULL, &f, live, err, sizeof err);
 		jv_free(live);
 		return set_body(r, 200, "text/html; charset=utf-8", &p);
@@ -449,7 +449,7 @@ void dash_serve(struct dash *d, const char *method, const char *path, dash_arg_f
 		rc = page_overview(&p, h, &f, range && page_range_seconds(range) >= 0 ? range : "24h", err, sizeof err);
 	} else if (!strcmp(path, "/sessions")) {
 		/* Sandbox sessions are owned by the token that made them. */
-		jv live = d->m ? mcp_live_sessions(d->m, (unsigned)who, d->c->http_dashboard_all) : jv_invalid();
+		jv live = d->m ? mcp_live_sessions(d->m, (unsigned)who, d->c->http_dashboard == CONF_DASHBOARD_ALL) : jv_invalid();
 		rc = page_sessions(&p, h, &f, live, err, sizeof err);
 		jv_free(live);
 	} else if (!strcmp(path, "/runs")) {

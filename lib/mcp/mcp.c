@@ -910,7 +910,7 @@ static void do_initialize(struct mcp_client *cl, uint64_t tag, jv id, jv params)
 	snprintf(cl->legacy, sizeof cl->legacy, "%s", agreed);
 	jv info = jv_get_kind(params) == JV_KIND_OBJECT ? rec_get(params, "clientInfo") : jv_invalid();
 	const char *name = jv_get_kind(info) == JV_KIND_OBJECT ? rec_str(info, "name", NULL) : NULL;
-	if (!strcmp(cl->m->conf->mcp_structured, "auto"))
+	if (cl->m->conf->mcp_structured == CONF_STRUCTURED_AUTO)
 		cl->structured = !name || !content_first(name);
 	jv_free(info);
 	jv r = jv_object_set(jv_object(), jv_string("protocolVersion"), jv_string(agreed));
@@ -1378,7 +1378,7 @@ struct mcp_client *mcp_client_new(struct mcp *m, unsigned owner, const char *pri
 {
 	struct mcp_client *cl = util_xalloc(sizeof *cl);
 	*cl = (struct mcp_client){ .m = m, .owner = owner, .send = send, .arg = arg, .log_level = -1, .next = m->clients,
-				   .structured = strcmp(m->conf->mcp_structured, "never") != 0 };
+				   .structured = m->conf->mcp_structured != CONF_STRUCTURED_NEVER };
 	snprintf(cl->principal, sizeof cl->principal, "%s", principal ? principal : "");
 	m->clients = cl;
 	return cl;

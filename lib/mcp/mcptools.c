@@ -918,7 +918,7 @@ jv mcp_languages_view(const struct conf *c, jv checked, const char *backend)
 		o = jv_object_set(o, jv_string("file"), jv_string(l->file));
 		/* The image only where it is what runs: the native backend runs
 		 * the host's runtime, whose version the check reports. */
-		if (!strcmp(backend ? backend : c->backend, "docker"))
+		if (backend ? !strcmp(backend, "docker") : c->backend == CONF_BACKEND_DOCKER)
 			o = jv_object_set(o, jv_string("image"), l->image ? jv_string(l->image) : jv_null());
 		o = jv_object_set(o, jv_string("packages"), jv_bool(l->install != NULL));
 		jv_array_foreach(checked, k, ch) {
@@ -936,7 +936,7 @@ jv mcp_languages_view(const struct conf *c, jv checked, const char *backend)
 		out = jv_array_append(out, o);
 	}
 	jv_free(checked);
-	jv r = jv_object_set(jv_object(), jv_string("backend"), jv_string(backend ? backend : c->backend));
+	jv r = jv_object_set(jv_object(), jv_string("backend"), jv_string(backend ? backend : conf_backend_names[c->backend]));
 	return jv_object_set(r, jv_string("languages"), out);
 }
 

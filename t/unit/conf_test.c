@@ -43,7 +43,7 @@ int main(int argc, char **argv)
 		OK(c->lim.run.cpus == 0.5, "cpus 0.5");
 		OK(c->lim.run.timeout_ms == 10000, "timeout 10 s");
 		OK(c->lim.run.output == 100 * 1024, "output 100 KiB");
-		OK(!strcmp(c->backend, "native"), "backend native");
+		OK(c->backend == CONF_BACKEND_NATIVE, "backend native");
 		OK(c->state_dir[0] == '/' && c->history[0] == '/', "paths made absolute");
 		const struct conf_lang *py = conf_lang(c, "py");
 		OK(py && !strcmp(py->name, "python"), "alias py -> python");
