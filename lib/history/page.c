@@ -177,14 +177,9 @@ static void put_bytes(struct page *p, jv o, const char *key)
 		page_raw(p, "<span class=\"none\">–</span>");
 }
 
-/* A status's badge takes its tone's colour (page_css's .st-TONE), the
- * same for the rows the server renders and those page_js adds: its
- * TONES_JS is status.h's table as a JavaScript object. */
-#define TONE_STATUS_JS(n, flags, tone) #n ":'" #tone "',"
-#define TONE_VERDICT_JS(n, st, tone) #n ":'" #tone "',"
-#define TONE_TEST_JS(n, tone) #n ":'" #tone "',"
-#define TONES_JS "{" STATUSES(TONE_STATUS_JS) VERDICTS(TONE_VERDICT_JS) TESTS(TONE_TEST_JS) "}"
-
+/* A status's badge takes its tone's colour (page_css's .st-TONE) from
+ * status.h's table; the rows page_js adds live are rendered here too
+ * (page_rows), so they cannot disagree. */
 /* A status as a badge: the class is ours (from a fixed list), the text the row's. */
 static void put_status(struct page *p, const char *status)
 {
@@ -313,6 +308,12 @@ static bool on_run(jv row, void *arg)
 	jv_free(row);
 	c->n++;
 	return true;
+}
+
+int64_t page_rows(struct page *p, struct hist *h, const struct hist_filter *f, char *err, size_t errlen)
+{
+	struct rows_ctx c = { .p = p };
+	return hist_query(h, f, false, on_run, &c, err, errlen);
 }
 
 static void runs_head(struct page *p, const char *id)
@@ -1046,7 +1047,8 @@ const char page_css[] =
 	"table{display:block;overflow-x:auto}td.snippet{max-width:16em}dl.meta{grid-template-columns:1fr}}\n";
 
 /* Live updates: poll for runs logged after the newest one shown and add
- * their rows, built with the DOM (textContent), never from HTML text. */
+ * their rows, as the server renders them (page_rows, the same code as
+ * every page's rows): the script never builds a row of its own. */
 const char page_js[] =
 	"'use strict';\n"
 	"(function () {\n"
@@ -1054,26 +1056,17 @@ const char page_js[] =
 	"  const body = document.querySelector('#recent tbody');\n"
 	"  if (!live || !body) return;\n"
 	"  let after = Number(live.dataset.after) || 0;\n"
-	"  function cell(tr, text, cls) { const td = document.createElement('td'); if (cls) td.className = cls; td.textContent = text; tr.appendChild(td); return td; }\n"
 	"  async function poll() {\n"
 	"    try {\n"
-	"      const r = await fetch('/runs.json?after=' + after, { credentials: 'same-origin', headers: { Accept: 'application/json' } });\n"
+	"      const r = await fetch('/runs.html?after=' + after, { credentials: 'same-origin', headers: { Accept: 'text/html' } });\n"
 	"      if (r.ok) {\n"
-	"        const rows = await r.json();\n"
-	"        for (const row of rows.reverse()) {\n"
-	"          const tr = document.createElement('tr');\n"
-	"          tr.dataset.id = String(row.history_id); tr.className = 'new';\n"
-	"          const id = cell(tr, '', 'id'); const a = document.createElement('a');\n"
-	"          a.href = '/runs/' + Number(row.history_id); a.textContent = '#' + Number(row.history_id); id.appendChild(a);\n"
-	"          const rid = document.createElement('span'); rid.className = 'rid'; rid.textContent = row.id == null ? '' : String(row.id);\n"
-	"          id.append(' ', rid);\n"
-	"          cell(tr, String(row.timestamp), 'when'); cell(tr, String(row.language));\n"
-	"          const v = String(row.verdict || row.status); const tones = " TONES_JS ";\n"
-	"          const st = cell(tr, ''); const b = document.createElement('span'); b.className = 'st st-' + (Object.hasOwn(tones, v) ? tones[v] : 'other'); b.textContent = v; st.appendChild(b);\n"
-	"          cell(tr, row.duration_ms == null ? '' : row.duration_ms + ' ms', 'num');\n"
-	"          cell(tr, String(row.code_snippet || '').split('\\n')[0].slice(0, 120), 'snippet');\n"
+	"        // a template's content is inert: nothing in it loads or runs\n"
+	"        const t = document.createElement('template');\n"
+	"        t.innerHTML = await r.text();\n"
+	"        for (const tr of [...t.content.querySelectorAll('tr')].reverse()) {\n"
+	"          tr.classList.add('new');\n"
 	"          body.insertBefore(tr, body.firstChild);\n"
-	"          after = Math.max(after, Number(row.history_id));\n"
+	"          after = Math.max(after, Number(tr.dataset.id) || 0);\n"
 	"          while (body.rows.length > 200) body.deleteRow(-1);\n"
 	"        }\n"
 	"        live.dataset.after = String(after);\n"
