@@ -40,7 +40,10 @@ LDLIBS  += -Wl,--as-needed -ljq $(PKG_LIBS) -lm -Wl,-z,relro,-z,now
 
 TOOLS    := sbx-validate sbx-run sbx-cap sbx-log sbx-history sbx-mcp sbx-shard sbx-batch sbx-merge
 LIB_SRC  := $(wildcard $(addsuffix /*.c,$(addprefix lib/,$(LAYERS))))
-LIB_OBJ  := $(patsubst lib/%.c,$(BUILD)/obj/lib/%.o,$(LIB_SRC))
+# The dashboard's stylesheet and script: files, embedded in the library
+# (page.h's page_css and page_js) by the rule below.
+DASH_ASSETS := lib/history/dash.css lib/history/dash.js
+LIB_OBJ  := $(patsubst lib/%.c,$(BUILD)/obj/lib/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/dash_assets.o
 UNIT_SRC := $(wildcard t/unit/*.c)
 UNITS    := $(patsubst t/unit/%.c,$(BUILD)/t/%,$(UNIT_SRC))
 MANS     := $(wildcard man/*.1)
@@ -81,6 +84,21 @@ $(BUILD)/gen/filter_bpf.h: build-aux/gen-filter.c build-aux/filter_gen.c lib/san
 	$(BUILD)/gen/gen-filter > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/obj/lib/sandbox/filter.o: $(BUILD)/gen/filter_bpf.h
+
+# Each of DASH_ASSETS as a NUL-terminated array named page_ and its
+# extension, its bytes in hex: od and sed, which every system has (no
+# xxd), and no escaping to get wrong.
+$(BUILD)/gen/dash_assets.c: $(DASH_ASSETS)
+	@mkdir -p $(dir $@)
+	@for f in $(DASH_ASSETS); do \
+		printf '/* %s */\nconst char page_%s[] = {\n' "$$f" "$${f##*.}" && \
+		od -An -v -tx1 "$$f" | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g' && \
+		printf '0\n};\n' || exit 1; \
+	done > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/gen/dash_assets.o: $(BUILD)/gen/dash_assets.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 # A layer includes only its own and the layers below it (lib/README.md).
 $(BUILD)/layers.ok: build-aux/check-layers $(LIB_SRC) $(wildcard lib/*/*.h)
@@ -319,9 +337,9 @@ FUZZ_TARGETS := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
 
 fuzz-build: $(FUZZ_TARGETS)
-$(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRC) $(wildcard lib/*/*.h) $(BUILD)/gen/filter_bpf.h
+$(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRC) $(wildcard lib/*/*.h) $(BUILD)/gen/filter_bpf.h $(BUILD)/gen/dash_assets.c
 	@mkdir -p $(BUILD)/fuzz
-	clang $(CPPFLAGS) -I$(BUILD)/gen -std=c11 $(FUZZ_FLAGS) $(PKG_CFLAGS) -o $@ $< $(LIB_SRC) -ljq $(PKG_LIBS) -lm
+	clang $(CPPFLAGS) -I$(BUILD)/gen -std=c11 $(FUZZ_FLAGS) $(PKG_CFLAGS) -o $@ $< $(LIB_SRC) $(BUILD)/gen/dash_assets.c -ljq $(PKG_LIBS) -lm
 
 fuzz: deps-test fuzz-build
 	@for f in $(FUZZ_TARGETS); do \

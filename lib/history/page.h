@@ -43,8 +43,10 @@ void page_str(struct page *p, const char *s);
 /* Percent-encoded, for a query value. */
 void page_url(struct page *p, const char *s);
 
-/* The stylesheet and the live-update script (served as /static/dash.css
- * and /static/dash.js; the script adds page_rows's rows). */
+/* The stylesheet and the live-update script, NUL-terminated: the files
+ * lib/history/dash.css and dash.js, embedded by the build (Makefile;
+ * served as /static/dash.css and /static/dash.js; the script adds
+ * page_rows's rows). */
 extern const char page_css[];
 extern const char page_js[];
 
