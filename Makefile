@@ -41,7 +41,7 @@ LDLIBS  += -Wl,--as-needed -ljq $(PKG_LIBS) -lm -Wl,-z,relro,-z,now
 TOOLS    := sbx-validate sbx-run sbx-cap sbx-log sbx-history sbx-mcp sbx-shard sbx-batch sbx-merge
 LIB_SRC  := $(wildcard $(addsuffix /*.c,$(addprefix lib/,$(LAYERS))))
 # The dashboard's stylesheet and script: files, embedded in the library
-# (page.h's page_css and page_js) by the rule below.
+# (page.h's page_css and page_js) by the rule for dash_assets.c below.
 DASH_ASSETS := lib/history/dash.css lib/history/dash.js
 LIB_OBJ  := $(patsubst lib/%.c,$(BUILD)/obj/lib/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/dash_assets.o
 UNIT_SRC := $(wildcard t/unit/*.c)
@@ -85,20 +85,20 @@ $(BUILD)/gen/filter_bpf.h: build-aux/gen-filter.c build-aux/filter_gen.c lib/san
 
 $(BUILD)/obj/lib/sandbox/filter.o: $(BUILD)/gen/filter_bpf.h
 
-# Each of DASH_ASSETS as a NUL-terminated array named page_ and its
-# extension, its bytes in hex: od and sed, which every system has (no
-# xxd), and no escaping to get wrong.
+# The dashboard's files as C strings, every byte an octal escape (od and
+# sed, which every system has; no escaping to get wrong), so that C's
+# string concatenation can append what only C knows: page_css is dash.css
+# and then page_int.h's PAGE_CSS_FROM_C.
+dash_embed = printf '/* %s */\nconst char %s[] =\n' $(1) $(2) && \
+	od -An -v -to1 $(1) | sed 's/ *\([0-7]\{3\}\)/\\\1/g; s/.*/"&"/' && printf '%s;\n' '$(3)'
 $(BUILD)/gen/dash_assets.c: $(DASH_ASSETS)
 	@mkdir -p $(dir $@)
-	@for f in $(DASH_ASSETS); do \
-		printf '/* %s */\nconst char page_%s[] = {\n' "$$f" "$${f##*.}" && \
-		od -An -v -tx1 "$$f" | sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g' && \
-		printf '0\n};\n' || exit 1; \
-	done > $@.tmp && mv $@.tmp $@
+	@{ echo '#include "page_int.h"' && $(call dash_embed,lib/history/dash.css,page_css,PAGE_CSS_FROM_C) && \
+		$(call dash_embed,lib/history/dash.js,page_js,); } > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/obj/gen/dash_assets.o: $(BUILD)/gen/dash_assets.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
 # A layer includes only its own and the layers below it (lib/README.md).
 $(BUILD)/layers.ok: build-aux/check-layers $(LIB_SRC) $(wildcard lib/*/*.h)

@@ -41,4 +41,9 @@ struct page_rows_ctx {
 void page_runs_head(struct page *p, const char *id);
 bool page_on_run(jv row, void *arg);
 
+/* Stylesheet rules that only C can write (made from a table), which the
+ * build appends to dash.css's to make page_css (Makefile,
+ * build/gen/dash_assets.c); none: every rule is in dash.css. */
+#define PAGE_CSS_FROM_C ""
+
 #endif
