@@ -40,7 +40,10 @@ LDLIBS  += -Wl,--as-needed -ljq $(PKG_LIBS) -lm -Wl,-z,relro,-z,now
 
 TOOLS    := sbx-validate sbx-run sbx-cap sbx-log sbx-history sbx-mcp sbx-shard sbx-batch sbx-merge
 LIB_SRC  := $(wildcard $(addsuffix /*.c,$(addprefix lib/,$(LAYERS))))
-LIB_OBJ  := $(patsubst lib/%.c,$(BUILD)/obj/lib/%.o,$(LIB_SRC))
+# The dashboard's stylesheet and script: files, embedded in the library
+# (page.h's page_css and page_js) by the rule for dash_assets.c below.
+DASH_ASSETS := lib/history/dash.css lib/history/dash.js
+LIB_OBJ  := $(patsubst lib/%.c,$(BUILD)/obj/lib/%.o,$(LIB_SRC)) $(BUILD)/obj/gen/dash_assets.o
 UNIT_SRC := $(wildcard t/unit/*.c)
 UNITS    := $(patsubst t/unit/%.c,$(BUILD)/t/%,$(UNIT_SRC))
 MANS     := $(wildcard man/*.1)
@@ -81,6 +84,21 @@ $(BUILD)/gen/filter_bpf.h: build-aux/gen-filter.c build-aux/filter_gen.c lib/san
 	$(BUILD)/gen/gen-filter > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/obj/lib/sandbox/filter.o: $(BUILD)/gen/filter_bpf.h
+
+# The dashboard's files as C strings, every byte an octal escape (od and
+# sed, which every system has; no escaping to get wrong), so that C's
+# string concatenation can append what only C knows: page_css is dash.css
+# and then page_int.h's PAGE_CSS_FROM_C.
+dash_embed = printf '/* %s */\nconst char %s[] =\n' $(1) $(2) && \
+	od -An -v -to1 $(1) | sed 's/ *\([0-7]\{3\}\)/\\\1/g; s/.*/"&"/' && printf '%s;\n' '$(3)'
+$(BUILD)/gen/dash_assets.c: $(DASH_ASSETS)
+	@mkdir -p $(dir $@)
+	@{ echo '#include "page_int.h"' && $(call dash_embed,lib/history/dash.css,page_css,PAGE_CSS_FROM_C) && \
+		$(call dash_embed,lib/history/dash.js,page_js,); } > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/obj/gen/dash_assets.o: $(BUILD)/gen/dash_assets.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
 # A layer includes only its own and the layers below it (lib/README.md).
 $(BUILD)/layers.ok: build-aux/check-layers $(LIB_SRC) $(wildcard lib/*/*.h)
@@ -319,9 +337,9 @@ FUZZ_TARGETS := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 60
 
 fuzz-build: $(FUZZ_TARGETS)
-$(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRC) $(wildcard lib/*/*.h) $(BUILD)/gen/filter_bpf.h
+$(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRC) $(wildcard lib/*/*.h) $(BUILD)/gen/filter_bpf.h $(BUILD)/gen/dash_assets.c
 	@mkdir -p $(BUILD)/fuzz
-	clang $(CPPFLAGS) -I$(BUILD)/gen -std=c11 $(FUZZ_FLAGS) $(PKG_CFLAGS) -o $@ $< $(LIB_SRC) -ljq $(PKG_LIBS) -lm
+	clang $(CPPFLAGS) -I$(BUILD)/gen -std=c11 $(FUZZ_FLAGS) $(PKG_CFLAGS) -o $@ $< $(LIB_SRC) $(BUILD)/gen/dash_assets.c -ljq $(PKG_LIBS) -lm
 
 fuzz: deps-test fuzz-build
 	@for f in $(FUZZ_TARGETS); do \

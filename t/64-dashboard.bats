@@ -253,6 +253,36 @@ mcp() {
 	grep -q '<b id="total">120</b>' body
 }
 
+@test "dashboard: /runs.html?after=ID is the rows logged after ID, each the runs list's own row; it needs a sign-in" {
+	set_key dashboard '"all"'
+	log "$(hostile)"
+	for i in 1 2 3; do
+		log "$(jq -nc --arg i "$i" '{id: ("r-" + $i), language: "python", status: (if $i == "2" then "timeout" else "success" end),
+			code: "print(\"\u00e9<b>\")\nx", duration_ms: 1.25, started_at: (now | todate)}')"
+	done
+	http_serve
+	req GET "/runs.html?after=1"
+	[ "$code" = 401 ]
+	req GET "/runs.html?after=1" -H "Authorization: Bearer $TOKEN"
+	[ "$code" = 200 ]
+	[[ "$(hdr content-type)" == text/html* ]]
+	[ "$(hdr content-security-policy)" = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'" ]
+	grep -oP '<tr data-id="\d+">.*?</tr>' body > fragment
+	[ "$(grep -o 'data-id="[0-9]*"' fragment | tr '\n' ' ')" = 'data-id="4" data-id="3" data-id="2" ' ]
+	! grep -q '<html\|<script' body || false
+	req GET /runs -H "Authorization: Bearer $TOKEN"
+	grep -oP '<tr data-id="\d+">.*?</tr>' body | head -n 3 > list
+	diff list fragment
+	grep -q '<span class="st st-warn">timeout</span>' fragment
+	grep -q 'print(&quot;é&lt;b&gt;&quot;)…' fragment
+	req GET "/runs.html?after=0" -H "Authorization: Bearer $TOKEN"
+	grep -q '&lt;script&gt;window.__pwned' body
+	! grep -q '<script>window' body || false
+	req GET "/runs.html?after=4" -H "Authorization: Bearer $TOKEN"
+	[ "$code" = 200 ]
+	[ ! -s body ]
+}
+
 # bats test_tags=valgrind
 @test "dashboard: the XSS corpus is text on every page, and sbx-history --format html is one inert file" {
 	set_key dashboard '"all"'

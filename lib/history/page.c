@@ -1,3 +1,8 @@
+/* page: the buffer and the escaping every page goes through, the values
+ * read out of rows, the frame and the sign-in page, the runs as table
+ * rows (page_rows: the lists' and the live ones), the runs list and the
+ * sessions.  The overview is in page_overview.c, one run's page in
+ * page_run.c; page_int.h is what they share. */
 #define _GNU_SOURCE
 #include "page.h"
 
@@ -8,15 +13,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "imgsize.h"
+#include "page_int.h"
 #include "rec.h"
 #include "status.h"
 #include "utf8.h"
 #include "util.h"
-
-/* Output longer than this is cut on the page (the history may hold more):
- * a browser handed 100 MB of one line is a denial of service. */
-#define SHOWN_MAX (256u << 10)
 
 void page_init(struct page *p, bool standalone)
 {
@@ -132,20 +133,20 @@ void page_url(struct page *p, const char *s)
 
 /* ---- values out of rows and records ------------------------------------ */
 
-static const char *sval(jv o, const char *key)
+const char *page_sval(jv o, const char *key)
 {
 	return jv_get_kind(o) == JV_KIND_OBJECT ? rec_str(o, key, NULL) : NULL;
 }
 
 /* The same with its length: a NUL inside is shown (as ␀), not an end. */
-static const char *sval_n(jv o, const char *key, size_t *n)
+const char *page_sval_n(jv o, const char *key, size_t *n)
 {
 	*n = 0;
 	return jv_get_kind(o) == JV_KIND_OBJECT ? rec_str(o, key, n) : NULL;
 }
 
 /* Text of at most max bytes (cut at a character), and a note of the rest. */
-static void text_capped(struct page *p, const char *s, size_t n, size_t max)
+void page_text_capped(struct page *p, const char *s, size_t n, size_t max)
 {
 	size_t shown = n > max ? utf8_floor(s, max) : n;
 	page_text(p, s, shown);
@@ -153,44 +154,35 @@ static void text_capped(struct page *p, const char *s, size_t n, size_t max)
 		page_printf(p, "<span class=\"none\"> … %zu more bytes not shown</span>", n - shown);
 }
 
-static bool nval(jv o, const char *key, double *d)
+bool page_nval(jv o, const char *key, double *d)
 {
 	return jv_get_kind(o) == JV_KIND_OBJECT && rec_num(o, key, d) && isfinite(*d);
 }
 
-static void put_num(struct page *p, jv o, const char *key, const char *unit)
+void page_put_num(struct page *p, jv o, const char *key, const char *unit)
 {
 	double d;
-	if (nval(o, key, &d))
+	if (page_nval(o, key, &d))
 		page_printf(p, "%.*f%s", d == floor(d) && fabs(d) < 1e15 ? 0 : 1, d, unit);
 	else
 		page_raw(p, "<span class=\"none\">–</span>");
 }
 
-static void put_bytes(struct page *p, jv o, const char *key)
+void page_put_bytes(struct page *p, jv o, const char *key)
 {
 	double d;
 	char buf[32];
-	if (nval(o, key, &d) && d >= 0 && d < 1e18)
+	if (page_nval(o, key, &d) && d >= 0 && d < 1e18)
 		page_str(p, util_size_str((uint64_t)d, buf, sizeof buf));
 	else
 		page_raw(p, "<span class=\"none\">–</span>");
 }
 
-/* The statuses and verdicts with a badge colour of their own: one CSS rule
- * each, in its tone's colours (status.h), for the rows the server renders
- * and those page_js adds (which knows the same names, KNOWN_JS). */
-#define TONE_ok "background:#dcf2e1;color:var(--ok)"
-#define TONE_bad "background:#fbe1e1;color:var(--bad)"
-#define TONE_warn "background:#fbeed9;color:var(--warn)"
-#define TONE_note "background:#ecebf5;color:#5b4a9e"
-#define BADGE_CSS(n, x, tone) ".st-" #n "{" TONE_##tone "}"
-#define BADGE_JS(n, ...) "'" #n "',"
-#define BADGES_CSS STATUSES(BADGE_CSS) VERDICTS(BADGE_CSS)
-#define KNOWN_JS "[" STATUSES(BADGE_JS) VERDICTS(BADGE_JS) "]"
-
-/* A status as a badge: the class is ours (from a fixed list), the text the row's. */
-static void put_status(struct page *p, const char *status)
+/* A status as a badge: the class is ours (a status's or verdict's name,
+ * from status.h's table), the text the row's.  Its colour is its tone's
+ * (page_int.h's PAGE_CSS_FROM_C); the rows page_js adds live are rendered
+ * here too (page_rows), so they cannot disagree. */
+void page_put_status(struct page *p, const char *status)
 {
 	int i = status_find(status);
 	page_printf(p, "<span class=\"st st-%s\">", i >= 0 && i < STATUS_passed ? status : "other");
@@ -256,7 +248,7 @@ void page_login(struct page *p, const char *message)
 /* ---- runs as table rows ----------------------------------------------------- */
 
 /* The record's own id (a string, or a number), as text. */
-static void put_id(struct page *p, jv row)
+void page_put_id(struct page *p, jv row)
 {
 	jv id = rec_get(row, "id");
 	if (jv_get_kind(id) == JV_KIND_STRING)
@@ -269,27 +261,27 @@ static void put_id(struct page *p, jv row)
 static void run_row(struct page *p, jv row)
 {
 	double hid = 0;
-	nval(row, "history_id", &hid);
+	page_nval(row, "history_id", &hid);
 	/* One identity, the run's page's: #N (its history_id), then the
 	 * record's own id. */
 	page_printf(p, "<tr data-id=\"%.0f\"><td class=\"id\">", hid);
 	page_printf(p, p->standalone ? "#%.0f" : "<a href=\"/runs/%.0f\">#%.0f</a>", hid, hid);
 	page_raw(p, " <span class=\"rid\">");
-	put_id(p, row);
+	page_put_id(p, row);
 	page_raw(p, "</span></td><td class=\"when\">");
-	page_str(p, sval(row, "timestamp"));
+	page_str(p, page_sval(row, "timestamp"));
 	page_raw(p, "</td><td>");
-	page_str(p, sval(row, "language"));
+	page_str(p, page_sval(row, "language"));
 	page_raw(p, "</td><td>");
 	/* a judged run: its verdict says what happened (its status is the
 	 * last test's, "error" for a wrong answer) */
-	const char *verdict = sval(row, "verdict");
-	put_status(p, verdict ? verdict : sval(row, "status"));
+	const char *verdict = page_sval(row, "verdict");
+	page_put_status(p, verdict ? verdict : page_sval(row, "status"));
 	page_raw(p, "</td><td class=\"num\">");
-	put_num(p, row, "duration_ms", " ms");
+	page_put_num(p, row, "duration_ms", " ms");
 	page_raw(p, "</td><td class=\"snippet\">");
 	size_t n;
-	const char *code = sval_n(row, "code_snippet", &n);
+	const char *code = page_sval_n(row, "code_snippet", &n);
 	if (code) {
 		/* One line of it, at most 120 bytes, cut at a character. */
 		const char *nl = memchr(code, '\n', n);
@@ -303,16 +295,11 @@ static void run_row(struct page *p, jv row)
 	page_raw(p, "</td></tr>");
 }
 
-struct rows_ctx {
-	struct page *p;
-	int64_t n, max_id;
-};
-
-static bool on_run(jv row, void *arg)
+bool page_on_run(jv row, void *arg)
 {
-	struct rows_ctx *c = arg;
+	struct page_rows_ctx *c = arg;
 	double hid;
-	if (nval(row, "history_id", &hid) && hid > (double)c->max_id)
+	if (page_nval(row, "history_id", &hid) && hid > (double)c->max_id)
 		c->max_id = (int64_t)hid;
 	run_row(c->p, row);
 	jv_free(row);
@@ -320,266 +307,17 @@ static bool on_run(jv row, void *arg)
 	return true;
 }
 
-static void runs_head(struct page *p, const char *id)
+int64_t page_rows(struct page *p, struct hist *h, const struct hist_filter *f, char *err, size_t errlen)
+{
+	struct page_rows_ctx c = { .p = p };
+	return hist_query(h, f, false, page_on_run, &c, err, errlen);
+}
+
+void page_runs_head(struct page *p, const char *id)
 {
 	page_printf(p, "<table id=\"%s\" class=\"runs\"><thead><tr><th>id</th><th>started</th><th>language</th>"
 		       "<th>status</th><th>duration</th><th>code</th></tr></thead><tbody>",
 		    id);
-}
-
-/* ---- the overview --------------------------------------------------------- */
-
-int64_t page_range_seconds(const char *range)
-{
-	static const struct { const char *name; int64_t s; } r[] = {
-		{ "1h", 3600 }, { "24h", 86400 }, { "7d", 7 * 86400 }, { "30d", 30 * 86400 }, { "all", 0 },
-	};
-	for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
-		if (!strcmp(range, r[i].name))
-			return r[i].s;
-	return -1;
-}
-
-#define MAX_GROUPS 64
-
-struct group {
-	char name[64];
-	double count, success, rated, p50, p95;
-	bool has_all;
-};
-
-struct overview {
-	struct group st[MAX_GROUPS], lang[MAX_GROUPS];
-	int nst, nlang;
-	double total;
-};
-
-/* Names are compared as far as they are kept (63 bytes): a longer one
- * must still find its own group.  Past MAX_GROUPS, the rest go to the
- * last, then named "other". */
-static struct group *group_of(struct group *g, int *n, const char *name)
-{
-	for (int i = 0; i < *n; i++)
-		if (!strncmp(g[i].name, name, sizeof g[i].name - 1))
-			return &g[i];
-	if (*n == MAX_GROUPS) {
-		snprintf(g[MAX_GROUPS - 1].name, sizeof g[0].name, "other");
-		return &g[MAX_GROUPS - 1];
-	}
-	struct group *x = &g[(*n)++];
-	memset(x, 0, sizeof *x);
-	snprintf(x->name, sizeof x->name, "%s", name);
-	return x;
-}
-
-static bool on_stat(jv row, void *arg)
-{
-	struct overview *o = arg;
-	const char *lang = sval(row, "language"), *status = sval(row, "status");
-	double count = 0, rate = -1, p50 = 0, p95 = 0;
-	nval(row, "count", &count);
-	/* (an "all" row of a language none of whose programs ran has none) */
-	bool durations = nval(row, "p50_ms", &p50) && nval(row, "p95_ms", &p95);
-	jv r = rec_get(row, "success_rate");
-	if (jv_get_kind(r) == JV_KIND_NUMBER)
-		rate = jv_number_value(r);
-	jv_free(r);
-	if (lang && status) {
-		struct group *l = group_of(o->lang, &o->nlang, lang);
-		if (!strcmp(status, "all")) {
-			l->has_all = durations;
-			l->p50 = p50;
-			l->p95 = p95;
-		} else {
-			struct group *s = group_of(o->st, &o->nst, status);
-			s->count += count;
-			l->count += count;
-			o->total += count;
-			if (rate >= 0)
-				l->success = rate;
-			l->rated = rate >= 0;
-		}
-	}
-	jv_free(row);
-	return true;
-}
-
-struct series_ctx {
-	double b[512], p50[512], p95[512], count[512];
-	int n;
-};
-
-static bool on_point(jv row, void *arg)
-{
-	struct series_ctx *s = arg;
-	/* The latest 512 buckets: oldest first, the oldest dropped. */
-	if (s->n == 512) {
-		memmove(s->b, s->b + 1, 511 * sizeof *s->b);
-		memmove(s->p50, s->p50 + 1, 511 * sizeof *s->p50);
-		memmove(s->p95, s->p95 + 1, 511 * sizeof *s->p95);
-		memmove(s->count, s->count + 1, 511 * sizeof *s->count);
-		s->n--;
-	}
-	nval(row, "bucket", &s->b[s->n]);
-	nval(row, "p50_ms", &s->p50[s->n]);
-	nval(row, "p95_ms", &s->p95[s->n]);
-	nval(row, "count", &s->count[s->n]);
-	s->n++;
-	jv_free(row);
-	return true;
-}
-
-static void bars(struct page *p, const struct group *g, int n, double total)
-{
-	int h = 22 * n + 4;
-	page_printf(p, "<svg id=\"chart-status\" class=\"chart\" viewBox=\"0 0 420 %d\" role=\"img\" aria-label=\"runs by status\">", h);
-	for (int i = 0; i < n; i++) {
-		double w = total > 0 ? 260.0 * g[i].count / total : 0;
-		page_printf(p, "<text x=\"0\" y=\"%d\">", 22 * i + 16);
-		page_str(p, g[i].name);
-		page_printf(p, "</text><rect class=\"bar\" x=\"110\" y=\"%d\" width=\"%.1f\" height=\"16\"></rect>"
-			       "<text x=\"%.1f\" y=\"%d\">%.0f</text>",
-			    22 * i + 4, w, 115 + w, 22 * i + 16, g[i].count);
-	}
-	page_raw(p, "</svg>");
-}
-
-static void line_chart(struct page *p, const struct series_ctx *s, int64_t bucket_s)
-{
-	const double W = 640, H = 200, L = 50, B = 24;
-	double lo = s->n ? s->b[0] : 0, hi = s->n ? s->b[s->n - 1] + (double)bucket_s : 1, top = 1;
-	for (int i = 0; i < s->n; i++)
-		top = fmax(top, s->p95[i]);
-	page_printf(p, "<svg id=\"chart-durations\" class=\"chart\" viewBox=\"0 0 %.0f %.0f\" role=\"img\" "
-		       "aria-label=\"p50 and p95 duration over time\">",
-		    W, H);
-	page_printf(p, "<line class=\"axis\" x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\"></line>", L, H - B, W, H - B);
-	page_printf(p, "<line class=\"axis\" x1=\"%.0f\" y1=\"0\" x2=\"%.0f\" y2=\"%.0f\"></line>", L, L, H - B);
-	page_printf(p, "<text x=\"0\" y=\"12\">%.0f ms</text><text x=\"0\" y=\"%.0f\">0</text>", top, H - B);
-	static const char *const cls[] = { "p50", "p95" };
-	for (int k = 0; k < 2 && s->n; k++) {
-		const double *v = k ? s->p95 : s->p50;
-		page_printf(p, "<polyline class=\"%s\" points=\"", cls[k]);
-		for (int i = 0; i < s->n; i++) {
-			double x = L + (W - L) * (s->b[i] + (double)bucket_s / 2 - lo) / (hi - lo);
-			double y = (H - B) - (H - B - 4) * v[i] / top;
-			page_printf(p, "%.1f,%.1f ", x, y);
-		}
-		page_raw(p, "\"></polyline>");
-		for (int i = 0; i < s->n; i++) {
-			double x = L + (W - L) * (s->b[i] + (double)bucket_s / 2 - lo) / (hi - lo);
-			double y = (H - B) - (H - B - 4) * v[i] / top;
-			page_printf(p, "<circle class=\"%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\"></circle>", cls[k], x, y);
-		}
-	}
-	char t0[40] = "", t1[40] = "";
-	util_iso8601(lo * 1000, t0, sizeof t0);
-	util_iso8601(hi * 1000, t1, sizeof t1);
-	page_printf(p, "<text x=\"%.0f\" y=\"%.0f\">%.16s</text><text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%.16s</text>",
-		    L, H - 6, t0, W, H - 6, t1);
-	page_raw(p, "<text class=\"p50\" x=\"560\" y=\"12\">p50</text><text class=\"p95\" x=\"600\" y=\"12\">p95</text></svg>");
-}
-
-int page_overview(struct page *p, struct hist *h, const struct hist_filter *base, const char *range, char *err,
-		  size_t errlen)
-{
-	/* No range: the runs of base as they are (sbx-history's filters). */
-	int64_t span = range ? page_range_seconds(range) : 0;
-	if (span < 0) {
-		range = "24h";
-		span = 86400;
-	}
-	struct hist_filter f = *base;
-	double now = util_epoch_ms() / 1000;
-	if (span > 0)
-		f.since = now - (double)span;
-	page_begin(p, "overview", "overview");
-	page_raw(p, "<h1>Overview</h1>");
-	if (range) {
-		page_raw(p, "<p class=\"ranges\">");
-		static const char *const ranges[] = { "1h", "24h", "7d", "30d", "all" };
-		for (size_t i = 0; i < 5; i++)
-			page_printf(p, "<a href=\"/?range=%s\"%s>%s</a> ", ranges[i],
-				    strcmp(range, ranges[i]) ? "" : " class=\"here\"", ranges[i]);
-		page_raw(p, "</p>");
-	} else {
-		char when[40];
-		util_iso8601(now * 1000, when, sizeof when);
-		page_printf(p, "<p class=\"none\">Written %s", when);
-		if (!isnan(f.since)) {
-			util_iso8601(f.since * 1000, when, sizeof when);
-			page_printf(p, "; runs since %s", when);
-		}
-		page_raw(p, ".</p>");
-	}
-
-	struct overview *o = calloc(1, sizeof *o);
-	if (!o)
-		util_die(EXIT_IO, "out of memory");
-	if (hist_stats(h, &f, 0, on_stat, o, err, errlen) < 0) {
-		free(o);
-		return -1;
-	}
-	page_printf(p, "<section class=\"cards\"><div class=\"card\"><b id=\"total\">%.0f</b> runs</div>", o->total);
-	double ok = 0;
-	for (int i = 0; i < o->nst; i++)
-		if (status_find(o->st[i].name) == STATUS_success)
-			ok = o->st[i].count;
-	page_printf(p, "<div class=\"card\"><b>%.1f %%</b> success</div></section>", o->total > 0 ? 100 * ok / o->total : 0);
-
-	page_raw(p, "<section><h2>By status</h2><table id=\"status-counts\"><thead><tr><th>status</th><th>runs</th></tr></thead><tbody>");
-	for (int i = 0; i < o->nst; i++) {
-		page_raw(p, "<tr><td>");
-		put_status(p, o->st[i].name);
-		page_printf(p, "</td><td class=\"num\">%.0f</td></tr>", o->st[i].count);
-	}
-	page_raw(p, "</tbody></table>");
-	bars(p, o->st, o->nst, o->total);
-	page_raw(p, "</section><section><h2>By language</h2><table id=\"language-stats\"><thead><tr><th>language</th>"
-		    "<th>runs</th><th>success rate</th><th>p50</th><th>p95</th></tr></thead><tbody>");
-	for (int i = 0; i < o->nlang; i++) {
-		const struct group *g = &o->lang[i];
-		page_raw(p, "<tr><td>");
-		page_str(p, g->name);
-		page_printf(p, "</td><td class=\"num\">%.0f</td><td class=\"num\">", g->count);
-		if (g->rated)
-			page_printf(p, "%.1f %%", 100 * g->success);
-		else
-			page_raw(p, "–");
-		if (g->has_all)
-			page_printf(p, "</td><td class=\"num\">%.1f ms</td><td class=\"num\">%.1f ms</td></tr>", g->p50, g->p95);
-		else
-			page_raw(p, "</td><td>–</td><td>–</td></tr>");
-	}
-	page_raw(p, "</tbody></table></section>");
-	free(o);
-
-	/* 48 buckets over the range; "all" by day. */
-	int64_t bucket = span > 0 ? span / 48 : !isnan(f.since) ? (int64_t)fmax(60, (now - f.since) / 48) : 86400;
-	struct series_ctx *s = calloc(1, sizeof *s);
-	if (!s)
-		util_die(EXIT_IO, "out of memory");
-	if (hist_series(h, &f, bucket, on_point, s, err, errlen) < 0) {
-		free(s);
-		return -1;
-	}
-	page_raw(p, "<section><h2>Duration over time</h2>");
-	if (s->n)
-		line_chart(p, s, bucket);
-	else
-		page_raw(p, "<p class=\"none\">No runs in this range.</p>");
-	free(s);
-	page_raw(p, "</section><section><h2>Latest runs</h2>");
-	struct hist_filter r = *base;
-	r.limit = 20;
-	struct rows_ctx c = { .p = p };
-	runs_head(p, "recent");
-	if (hist_query(h, &r, false, on_run, &c, err, errlen) < 0)
-		return -1;
-	page_printf(p, "</tbody></table><p id=\"live\" data-after=\"%lld\" class=\"none\">%s</p></section>",
-		    (long long)c.max_id, p->standalone ? "" : "New runs appear here as they are logged.");
-	page_end(p);
-	return 0;
 }
 
 /* ---- the runs list --------------------------------------------------------- */
@@ -605,9 +343,9 @@ int page_runs(struct page *p, struct hist *h, const struct hist_filter *base, co
 	page_raw(p, "<button type=\"submit\">filter</button></form>");
 	struct hist_filter f = *base;
 	f.limit = PAGE_RUNS;
-	struct rows_ctx c = { .p = p };
-	runs_head(p, "runs");
-	if (hist_query(h, &f, false, on_run, &c, err, errlen) < 0)
+	struct page_rows_ctx c = { .p = p };
+	page_runs_head(p, "runs");
+	if (hist_query(h, &f, false, page_on_run, &c, err, errlen) < 0)
 		return -1;
 	page_raw(p, "</tbody></table>");
 	double ts;
@@ -631,284 +369,6 @@ int page_runs(struct page *p, struct hist *h, const struct hist_filter *base, co
 	return 0;
 }
 
-/* ---- one run ------------------------------------------------------------------ */
-
-static void dt(struct page *p, const char *label)
-{
-	page_printf(p, "<dt>%s</dt><dd>", label);
-}
-
-static void stream(struct page *p, const char *id, const char *title, jv rec, const char *key, jv row,
-		   const char *size_key)
-{
-	page_printf(p, "<h2>%s</h2>", title);
-	size_t n = 0;
-	const char *s = jv_get_kind(rec) == JV_KIND_OBJECT ? rec_str(rec, key, &n) : NULL;
-	if (!s) {
-		page_printf(p, "<p class=\"none\" id=\"%s-none\">", id);
-		put_bytes(p, row, size_key);
-		page_raw(p, " written; not kept (the history keeps output with history_code = \"full\").</p>");
-		return;
-	}
-	size_t shown = n > SHOWN_MAX ? utf8_floor(s, SHOWN_MAX) : n;
-	page_printf(p, "<pre id=\"%s\" class=\"out\">", id);
-	page_text(p, s, shown);
-	page_raw(p, "</pre>");
-	if (shown < n)
-		page_printf(p, "<p class=\"none\">%zu more bytes not shown.</p>", n - shown);
-}
-
-/* The code, one numbered line each (the numbers are CSS counters, not text). */
-static void code_block(struct page *p, const char *code, size_t n)
-{
-	page_raw(p, "<pre id=\"code\" class=\"code\">");
-	size_t shown = n > SHOWN_MAX ? utf8_floor(code, SHOWN_MAX) : n;
-	size_t start = 0;
-	for (size_t i = 0; i <= shown; i++)
-		if (i == shown || code[i] == '\n') {
-			if (i == shown && start == shown && shown)
-				break;
-			page_raw(p, "<span class=\"l\">");
-			page_text(p, code + start, i - start);
-			page_raw(p, "</span>\n");
-			start = i + 1;
-		}
-	page_raw(p, "</pre>");
-	if (shown < n)
-		page_printf(p, "<p class=\"none\">%zu more bytes of code not shown.</p>", n - shown);
-}
-
-/* obj borrowed. */
-static void kv_table(struct page *p, const char *id, jv obj)
-{
-	if (jv_get_kind(obj) != JV_KIND_OBJECT)
-		return;
-	page_printf(p, "<table id=\"%s\" class=\"kv\"><tbody>", id);
-	jv_object_foreach(obj, k, v)
-	{
-		page_raw(p, "<tr><th>");
-		page_str(p, jv_string_value(k));
-		page_raw(p, "</th><td>");
-		const char *key = jv_string_value(k);
-		size_t kl = strlen(key);
-		double d = jv_get_kind(v) == JV_KIND_NUMBER ? jv_number_value(v) : -1;
-		char buf[32];
-		if (jv_get_kind(v) == JV_KIND_STRING)
-			text_capped(p, jv_string_value(v), (size_t)jv_string_length_bytes(jv_copy(v)), 4096);
-		else if (kl > 6 && !strcmp(key + kl - 6, "_bytes") && d >= 0 && d < 1e18)
-			page_str(p, util_size_str((uint64_t)d, buf, sizeof buf)); /* limits in human units */
-		else if (kl > 3 && !strcmp(key + kl - 3, "_ms") && d >= 1000 && !strcmp(id, "limits"))
-			page_printf(p, "%g s", d / 1000);
-		else {
-			jv t = jv_dump_string(jv_copy(v), 0);
-			page_str(p, jv_string_value(t));
-			jv_free(t);
-		}
-		page_raw(p, "</td></tr>");
-		jv_free(k);
-		jv_free(v);
-	}
-	page_raw(p, "</tbody></table>");
-}
-
-/* Images the run made, where the history kept them: raster types only
- * (rec_raster_mime), content strictly base64, a header that says a size
- * a browser may decode (imgsize.h: the rule MCP results follow too). */
-static void images(struct page *p, jv rec)
-{
-	jv arts = jv_get_kind(rec) == JV_KIND_OBJECT ? rec_get(rec, "artifacts") : jv_invalid();
-	if (jv_get_kind(arts) != JV_KIND_ARRAY) {
-		jv_free(arts);
-		return;
-	}
-	bool any = false;
-	size_t shown_bytes = 0;
-	jv_array_foreach(arts, i, a)
-	{
-		const char *mime = sval(a, "mime_type"), *content = sval(a, "content"), *path = sval(a, "path");
-		bool raster = rec_raster_mime(mime);
-		bool b64 = content && *content && strspn(content, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") == strlen(content);
-		/* 16 MiB of images on one page at most. */
-		uint32_t w, h;
-		if (raster && b64 && imgsize_showable(mime, content, strlen(content), &w, &h) &&
-		    (shown_bytes += strlen(content)) <= (16u << 20)) {
-			if (!any)
-				page_raw(p, "<h2>Images</h2><div id=\"images\">");
-			any = true;
-			page_printf(p, "<figure><img alt=\"\" src=\"data:%s;base64,%s\"><figcaption>", mime, content);
-			page_str(p, path);
-			page_raw(p, "</figcaption></figure>");
-		}
-		jv_free(a);
-	}
-	if (any)
-		page_raw(p, "</div>");
-	jv_free(arts);
-}
-
-static void tests_table(struct page *p, jv rec)
-{
-	jv tests = jv_get_kind(rec) == JV_KIND_OBJECT ? rec_get(rec, "tests") : jv_invalid();
-	if (jv_get_kind(tests) != JV_KIND_ARRAY) {
-		jv_free(tests);
-		return;
-	}
-	page_raw(p, "<h2>Tests</h2><table id=\"tests\"><thead><tr><th>#</th><th>status</th><th>duration</th>"
-		    "<th>exit</th><th>stdout</th></tr></thead><tbody>");
-	int rows = jv_array_length(jv_copy(tests));
-	jv_array_foreach(tests, i, t)
-	{
-		/* A page for people: the first 1000 tests, then a count. */
-		if (i >= 1000) {
-			jv_free(t);
-			continue;
-		}
-		page_printf(p, "<tr><td class=\"num\">%d</td><td>", i + 1);
-		put_status(p, sval(t, "status"));
-		page_raw(p, "</td><td class=\"num\">");
-		put_num(p, t, "duration_ms", " ms");
-		page_raw(p, "</td><td class=\"num\">");
-		put_num(p, t, "exit_code", "");
-		page_raw(p, "</td><td><code>");
-		size_t on;
-		const char *out = sval_n(t, "stdout", &on);
-		if (out)
-			text_capped(p, out, on, 200);
-		page_raw(p, "</code></td></tr>");
-		jv_free(t);
-	}
-	page_raw(p, "</tbody></table>");
-	if (rows > 1000)
-		page_printf(p, "<p class=\"none\">%d more tests not shown.</p>", rows - 1000);
-	jv_free(tests);
-}
-
-struct one_ctx {
-	jv row;
-};
-
-static bool on_one(jv row, void *arg)
-{
-	struct one_ctx *c = arg;
-	c->row = row;
-	return false;
-}
-
-int page_run(struct page *p, struct hist *h, const struct hist_filter *base, int64_t history_id, char *err,
-	     size_t errlen)
-{
-	struct hist_filter f = *base;
-	f.history_id = history_id;
-	f.limit = 1;
-	struct one_ctx c = { .row = jv_invalid() };
-	if (hist_query(h, &f, true, on_one, &c, err, errlen) < 0)
-		return -1;
-	if (!jv_is_valid(c.row))
-		return 1;
-	jv row = c.row, rec = rec_get(row, "record");
-	page_begin(p, "run", "runs");
-	page_printf(p, "<h1>Run #%lld <small id=\"run-id\">", (long long)history_id);
-	put_id(p, row);
-	page_raw(p, "</small></h1><dl class=\"meta\">");
-	/* a judged run: its verdict first, and no status (the last test's,
-	 * "error" for a wrong answer, in red beside an exit code 0) */
-	const char *verdict = sval(row, "verdict");
-	if (!verdict) {
-		dt(p, "status");
-		put_status(p, sval(row, "status"));
-		page_raw(p, "</dd>");
-	} else {
-		dt(p, "verdict");
-		page_raw(p, "<span id=\"verdict\">");
-		put_status(p, verdict);
-		page_raw(p, "</span> ");
-		put_num(p, row, "tests_passed", "");
-		page_raw(p, " of ");
-		put_num(p, row, "tests_total", "");
-		page_raw(p, " passed</dd>");
-	}
-	static const struct { const char *label, *key; } strs[] = {
-		{ "language", "language" }, { "started", "timestamp" }, { "backend", "backend" },
-		{ "session", "session_id" }, { "error", "error" }, { "signal", "signal" }, { "host", "host" },
-	};
-	/* A session's command (or workspace file) ran in its language's
-	 * environment: the page says what ran, not only whose environment. */
-	bool is_obj = jv_get_kind(rec) == JV_KIND_OBJECT;
-	const char *ran = is_obj && rec_has(rec, "command") ? "command" : is_obj && rec_has(rec, "entry") ? "file" : NULL;
-	for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
-		size_t vn;
-		const char *v = sval_n(row, strs[i].key, &vn);
-		if (!v)
-			continue;
-		dt(p, strs[i].label);
-		if (ran && !strcmp(strs[i].key, "language"))
-			page_printf(p, "<span id=\"ran\">a %s</span>, in the environment of ", ran);
-		text_capped(p, v, vn, 4096);
-		page_raw(p, "</dd>");
-	}
-	static const struct { const char *label, *key, *unit; } nums[] = {
-		{ "exit code", "exit_code", "" }, { "duration", "duration_ms", " ms" }, { "CPU", "cpu_ms", " ms" },
-		{ "compile", "compile_ms", " ms" }, { "shard", "shard", "" }, { "attempt", "attempt", "" },
-	};
-	for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
-		double d;
-		if (!nval(row, nums[i].key, &d))
-			continue;
-		dt(p, nums[i].label);
-		put_num(p, row, nums[i].key, nums[i].unit);
-		page_raw(p, "</dd>");
-	}
-	dt(p, "memory peak");
-	put_bytes(p, row, "memory_peak_bytes");
-	page_printf(p, "</dd></dl><h2>%s</h2>", ran && !strcmp(ran, "command") ? "Command" : "Code");
-	size_t n = 0;
-	const char *code = rec_str(row, "code", &n);
-	if (!code) {
-		code = sval_n(row, "code_snippet", &n);
-		page_raw(p, "<p class=\"none\">Its first 500 characters (the history keeps the whole code with "
-			    "history_code = \"full\").</p>");
-	}
-	code_block(p, code ? code : "", n);
-	stream(p, "stdout", "Output", rec, "stdout", row, "stdout_size");
-	stream(p, "stderr", "Errors", rec, "stderr", row, "stderr_size");
-	jv comp = jv_get_kind(rec) == JV_KIND_OBJECT ? rec_get(rec, "compile") : jv_invalid();
-	if (jv_get_kind(comp) == JV_KIND_OBJECT) {
-		page_raw(p, "<h2>Compile</h2><p>");
-		put_status(p, sval(comp, "status"));
-		page_raw(p, " ");
-		put_num(p, comp, "duration_ms", " ms");
-		page_raw(p, "</p>");
-		size_t cn;
-		const char *ce = sval_n(comp, "stderr", &cn);
-		if (ce && cn) {
-			page_raw(p, "<pre id=\"compile-stderr\" class=\"out\">");
-			text_capped(p, ce, cn, SHOWN_MAX);
-			page_raw(p, "</pre>");
-		}
-	}
-	jv_free(comp);
-	tests_table(p, rec);
-	images(p, rec);
-	if (jv_get_kind(rec) == JV_KIND_OBJECT) {
-		jv lim = rec_get(rec, "limits");
-		if (jv_get_kind(lim) == JV_KIND_OBJECT) {
-			page_raw(p, "<h2>Limits</h2>");
-			kv_table(p, "limits", lim);
-		}
-		jv_free(lim);
-		jv tim = rec_get(rec, "timings");
-		if (jv_get_kind(tim) == JV_KIND_OBJECT) {
-			page_raw(p, "<h2>Timings</h2>");
-			kv_table(p, "timings", tim);
-		}
-		jv_free(tim);
-	}
-	jv_free(rec);
-	jv_free(row);
-	page_end(p);
-	return 0;
-}
-
 /* ---- sessions ------------------------------------------------------------------ */
 
 struct sess_ctx {
@@ -919,7 +379,7 @@ struct sess_ctx {
 static bool on_session(jv row, void *arg)
 {
 	struct sess_ctx *c = arg;
-	const char *id = sval(row, "session_id");
+	const char *id = page_sval(row, "session_id");
 	page_raw(c->p, "<tr><td class=\"id\">");
 	if (id) {
 		page_raw(c->p, "<a href=\"/runs?session=");
@@ -929,11 +389,11 @@ static bool on_session(jv row, void *arg)
 		page_raw(c->p, "</a>");
 	}
 	page_raw(c->p, "</td><td>");
-	page_str(c->p, sval(row, "languages"));
+	page_str(c->p, page_sval(row, "languages"));
 	page_raw(c->p, "</td><td class=\"num\">");
-	put_num(c->p, row, "runs", "");
+	page_put_num(c->p, row, "runs", "");
 	page_raw(c->p, "</td><td class=\"when\">");
-	page_str(c->p, sval(row, "last"));
+	page_str(c->p, page_sval(row, "last"));
 	page_raw(c->p, "</td></tr>");
 	jv_free(row);
 	c->n++;
@@ -943,7 +403,7 @@ static bool on_session(jv row, void *arg)
 /* A live session: its workspace's files and its kernels. */
 static void live_session(struct page *p, jv s)
 {
-	const char *id = sval(s, "session_id");
+	const char *id = page_sval(s, "session_id");
 	page_raw(p, "<tr><td class=\"id\">");
 	if (id) {
 		page_raw(p, "<a href=\"/runs?session=");
@@ -953,7 +413,7 @@ static void live_session(struct page *p, jv s)
 		page_raw(p, "</a>");
 	}
 	page_raw(p, "</td><td>");
-	page_str(p, sval(s, "language"));
+	page_str(p, page_sval(s, "language"));
 	page_raw(p, "</td><td>");
 	jv k = rec_get(s, "kernels");
 	if (jv_get_kind(k) == JV_KIND_ARRAY)
@@ -967,15 +427,15 @@ static void live_session(struct page *p, jv s)
 		}
 	jv_free(k);
 	page_raw(p, "</td><td class=\"num\">");
-	put_num(p, s, "expires_in_s", " s");
+	page_put_num(p, s, "expires_in_s", " s");
 	page_raw(p, "</td><td class=\"files\">");
 	jv files = rec_get(s, "files");
 	if (jv_get_kind(files) == JV_KIND_ARRAY)
 		jv_array_foreach(files, i, f) {
 			page_raw(p, "<code>");
-			page_str(p, sval(f, "path"));
+			page_str(p, page_sval(f, "path"));
 			page_raw(p, "</code> ");
-			put_bytes(p, f, "size");
+			page_put_bytes(p, f, "size");
 			page_raw(p, "<br>");
 			jv_free(f);
 		}
@@ -1018,71 +478,3 @@ int page_sessions(struct page *p, struct hist *h, const struct hist_filter *f, j
 	page_end(p);
 	return 0;
 }
-
-/* ---- the static files ---------------------------------------------------------- */
-
-const char page_css[] =
-	":root{--fg:#1d2330;--muted:#687087;--line:#d8dce6;--bg:#f6f7fa;--card:#fff;--ok:#1a7f37;--bad:#c62828;--warn:#a15c00;--accent:#2f5bd3}"
-	"*{box-sizing:border-box}body{margin:0;font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;color:var(--fg);background:var(--bg)}"
-	"header{display:flex;align-items:center;gap:1.5em;padding:.6em 1.5em;background:#1d2330;color:#fff}"
-	"header a{color:#c9d3f5;text-decoration:none;margin-right:1em}header a.here{color:#fff;font-weight:600}"
-	".brand{font-weight:700;letter-spacing:.05em}#logout{margin-left:auto}.who{margin-right:.8em;color:#c9d3f5}"
-	"main{padding:1em 1.5em;max-width:1200px}h1{font-size:1.4em;margin:.3em 0 .6em}h2{font-size:1.1em;margin:1.4em 0 .5em}"
-	"table{border-collapse:collapse;background:var(--card);width:100%}th,td{text-align:left;padding:.3em .6em;border-bottom:1px solid var(--line);vertical-align:top}"
-	"td.num{text-align:right;white-space:nowrap}td.when{white-space:nowrap;color:var(--muted)}td.snippet{font-family:ui-monospace,monospace;font-size:12px;"
-	"max-width:38em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}"
-	"pre{background:var(--card);border:1px solid var(--line);padding:.6em;white-space:pre-wrap;overflow-wrap:anywhere;max-height:40em;overflow:auto}"
-	"pre.code{counter-reset:l}pre.code .l{counter-increment:l}pre.code .l::before{content:counter(l);display:inline-block;width:3em;margin-right:1em;"
-	"text-align:right;color:var(--muted);user-select:none}"
-	".st{display:inline-block;padding:0 .5em;border-radius:3px;background:#e8eaf0;font-size:12px}" BADGES_CSS
-	".none{color:var(--muted)}.error{color:var(--bad)}.cards{display:flex;gap:1em}.card{background:var(--card);border:1px solid var(--line);padding:.8em 1.2em}"
-	".card b{font-size:1.6em;display:block}.ranges a,.ranges span{margin-right:.6em}.ranges .here{font-weight:700}"
-	".chart{max-width:680px;width:100%;background:var(--card);border:1px solid var(--line);margin-top:.6em}.chart text{font-size:11px;fill:var(--muted)}"
-	".bar{fill:var(--accent)}.axis{stroke:var(--line)}polyline{fill:none;stroke-width:2}polyline.p50,text.p50{stroke:var(--accent);fill:var(--accent)}"
-	"polyline.p95,text.p95{stroke:#d2691e;fill:#d2691e}polyline.p50,polyline.p95{fill:none}circle.p50{fill:var(--accent)}circle.p95{fill:#d2691e}"
-	"dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1.2em;background:var(--card);border:1px solid var(--line);padding:.8em}"
-	"dl.meta dt{color:var(--muted)}dl.meta dd{margin:0}form#filters{display:flex;flex-wrap:wrap;gap:.4em 1em;margin-bottom:1em}"
-	"input{font:inherit;padding:.2em .4em}button{font:inherit;padding:.2em .8em;cursor:pointer}figure{display:inline-block;margin:0 1em 1em 0}"
-	"figure img{max-width:min(480px,100%);border:1px solid var(--line)}tr.new{background:#fffbe0}.rid{color:var(--muted)}"
-	/* a phone's width: nothing but a table of its own scrolls sideways */
-	"@media (max-width:700px){header{flex-wrap:wrap;padding:.6em 1em}main{padding:1em .6em}.cards{flex-wrap:wrap}"
-	"table{display:block;overflow-x:auto}td.snippet{max-width:16em}dl.meta{grid-template-columns:1fr}}\n";
-
-/* Live updates: poll for runs logged after the newest one shown and add
- * their rows, built with the DOM (textContent), never from HTML text. */
-const char page_js[] =
-	"'use strict';\n"
-	"(function () {\n"
-	"  const live = document.getElementById('live');\n"
-	"  const body = document.querySelector('#recent tbody');\n"
-	"  if (!live || !body) return;\n"
-	"  let after = Number(live.dataset.after) || 0;\n"
-	"  function cell(tr, text, cls) { const td = document.createElement('td'); if (cls) td.className = cls; td.textContent = text; tr.appendChild(td); return td; }\n"
-	"  async function poll() {\n"
-	"    try {\n"
-	"      const r = await fetch('/runs.json?after=' + after, { credentials: 'same-origin', headers: { Accept: 'application/json' } });\n"
-	"      if (r.ok) {\n"
-	"        const rows = await r.json();\n"
-	"        for (const row of rows.reverse()) {\n"
-	"          const tr = document.createElement('tr');\n"
-	"          tr.dataset.id = String(row.history_id); tr.className = 'new';\n"
-	"          const id = cell(tr, '', 'id'); const a = document.createElement('a');\n"
-	"          a.href = '/runs/' + Number(row.history_id); a.textContent = '#' + Number(row.history_id); id.appendChild(a);\n"
-	"          const rid = document.createElement('span'); rid.className = 'rid'; rid.textContent = row.id == null ? '' : String(row.id);\n"
-	"          id.append(' ', rid);\n"
-	"          cell(tr, String(row.timestamp), 'when'); cell(tr, String(row.language));\n"
-	"          const v = String(row.verdict || row.status); const known = " KNOWN_JS ";\n"
-	"          const st = cell(tr, ''); const b = document.createElement('span'); b.className = 'st st-' + (known.includes(v) ? v : 'other'); b.textContent = v; st.appendChild(b);\n"
-	"          cell(tr, row.duration_ms == null ? '' : row.duration_ms + ' ms', 'num');\n"
-	"          cell(tr, String(row.code_snippet || '').split('\\n')[0].slice(0, 120), 'snippet');\n"
-	"          body.insertBefore(tr, body.firstChild);\n"
-	"          after = Math.max(after, Number(row.history_id));\n"
-	"          while (body.rows.length > 200) body.deleteRow(-1);\n"
-	"        }\n"
-	"        live.dataset.after = String(after);\n"
-	"      }\n"
-	"    } catch (e) { /* the server went away: try again later */ }\n"
-	"    setTimeout(poll, 2000);\n"
-	"  }\n"
-	"  setTimeout(poll, 2000);\n"
-	"})();\n";

@@ -43,8 +43,10 @@ void page_str(struct page *p, const char *s);
 /* Percent-encoded, for a query value. */
 void page_url(struct page *p, const char *s);
 
-/* The stylesheet and the live-update script (served as /static/dash.css
- * and /static/dash.js). */
+/* The stylesheet and the live-update script, NUL-terminated: the files
+ * lib/history/dash.css and dash.js, embedded by the build (Makefile;
+ * served as /static/dash.css and /static/dash.js; the script adds
+ * page_rows's rows). */
 extern const char page_css[];
 extern const char page_js[];
 
@@ -65,6 +67,10 @@ int page_runs(struct page *p, struct hist *h, const struct hist_filter *f, const
 /* One run; 0, 1 when there is no such run (for f), -1 with err. */
 int page_run(struct page *p, struct hist *h, const struct hist_filter *f, int64_t history_id, char *err,
 	     size_t errlen);
+/* f's rows as the <tr> elements of the pages' run tables, newest first,
+ * and nothing else: what the overview's script adds as runs are logged
+ * (served as /runs.html?after=ID).  Rows, or -1 with err. */
+int64_t page_rows(struct page *p, struct hist *h, const struct hist_filter *f, char *err, size_t errlen);
 /* Sessions: live ones (live: sess_live's array, borrowed; jv_invalid()
  * for none known), then those the history (h; NULL: there is none yet)
  * has runs of, newest first. */

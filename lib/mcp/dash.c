@@ -73,7 +73,7 @@ void dash_free(struct dash *d)
 bool dash_route(const char *path)
 {
 	if (!strcmp(path, "/") || !strcmp(path, "/login") || !strcmp(path, "/logout") || !strcmp(path, "/sessions") ||
-	    !strcmp(path, "/runs") || !strcmp(path, "/runs.json"))
+	    !strcmp(path, "/runs") || !strcmp(path, "/runs.json") || !strcmp(path, "/runs.html"))
 		return true;
 	return !strncmp(path, "/runs/", 6) || !strncmp(path, "/static/", 8);
 }
@@ -358,7 +358,7 @@ void dash_serve(struct dash *d, const char *method, const char *path, dash_arg_f
 		}
 		return logout(d, cookie, r);
 	}
-	bool json = !strcmp(path, "/runs.json");
+	bool json = !strcmp(path, "/runs.json"), rows = !strcmp(path, "/runs.html");
 	int who = dash_who(d, authorization, cookie);
 	unsigned retry = 0;
 	if (!who && is_bearer(authorization) && failure_spent(d, &retry)) {
@@ -407,6 +407,8 @@ void dash_serve(struct dash *d, const char *method, const char *path, dash_arg_f
 		if (access(db, F_OK) < 0 && errno == ENOENT) {
 			if (json)
 				return text_reply(r, 200, "application/json", "[]\n");
+			if (rows)
+				return text_reply(r, 200, "text/html; charset=utf-8", "");
 			page_begin(&p, "no history", "overview");
 			page_raw(&p, "<h1>No history yet</h1><p class=\"none\">Nothing has been logged: runs appear here once "
 				     "sbx-log (or sbx-mcp) writes them.</p>");
@@ -420,13 +422,25 @@ void dash_serve(struct dash *d, const char *method, const char *path, dash_arg_f
 	}
 	int rc = 0;
 	unsigned status = 200;
-	if (json) {
+	if (json || rows) {
 		int64_t after = 0;
 		const char *a = arg_or_null(arg_fn, arg, "after");
 		if (a && !util_parse_i64(a, 0, INT64_MAX, &after))
 			after = 0;
 		f.after_id = after > 0 ? after : 0;
 		f.limit = 100;
+		/* The same rows as table rows, as the pages render them: what
+		 * the overview's script adds live. */
+		if (rows) {
+			rc = page_rows(&p, h, &f, err, sizeof err) < 0 ? -1 : 0;
+			hist_close(h);
+			if (rc < 0) {
+				page_free(&p);
+				util_warn("dashboard: %s", err);
+				return text_reply(r, 500, "text/plain; charset=utf-8", "the history could not be read; see the server's log\n");
+			}
+			return set_body(r, 200, "text/html; charset=utf-8", &p);
+		}
 		struct json_rows j = { .arr = jv_array() };
 		rc = hist_query(h, &f, false, on_json_row, &j, err, sizeof err) < 0 ? -1 : 0;
 		size_t n;
