@@ -273,7 +273,7 @@ mcp() {
 	req GET /runs -H "Authorization: Bearer $TOKEN"
 	grep -oP '<tr data-id="\d+">.*?</tr>' body | head -n 3 > list
 	diff list fragment
-	grep -q '<span class="st st-warn">timeout</span>' fragment
+	grep -q '<span class="st st-timeout">timeout</span>' fragment
 	grep -q 'print(&quot;é&lt;b&gt;&quot;)…' fragment
 	req GET "/runs.html?after=0" -H "Authorization: Bearer $TOKEN"
 	grep -q '&lt;script&gt;window.__pwned' body
