@@ -85,12 +85,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <limits.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
-#include <linux/capability.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -99,7 +95,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -113,12 +108,10 @@
 #include "filter.h"
 #include "egress.h"
 #include "kern.h"
-#include "ll.h"
 #include "ns.h"
 #include "proc.h"
 #include "util.h"
 
-#define SETUP_TIMEOUT_MS 15000
 /* After asking init to kill everything at a timeout: then the kernel does.
  * Beyond the cpu quota's period, which may hold init back. */
 #define KILL_GRACE_MS 250

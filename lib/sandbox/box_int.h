@@ -14,6 +14,10 @@
 
 #include "box.h"
 
+/* How long a sandbox, or a short-lived namespace maker (box_ns_made), may
+ * take to set itself up before the supervisor gives up on it. */
+#define SETUP_TIMEOUT_MS 15000
+
 /* Messages from init to the supervisor, on the status pipe. */
 enum { MSG_FAIL = 1, MSG_EXECFAIL, MSG_RUNNING, MSG_EXIT, MSG_MARK };
 
@@ -77,7 +81,8 @@ int64_t box_mono_ns(void);
 _Noreturn void box_init_main(struct child_args *a);
 
 /* Roots (box_tmpl.c).  box_tmpl_get: the template's mount namespace fd
- * for a tree, TMPL_OWN if the sandbox is to build its own, -1 with err. */
+ * for a tree, TMPL_OWN if the sandbox is to build its own (not an error),
+ * -1 with err. */
 #define TMPL_OWN (-2)
 int box_tmpl_get(struct box_sys *s, bool network, const char *rootfs, char *const *binds, char *err, size_t errlen);
 void box_tmpl_clear(struct box_tmpl *t);

@@ -39,7 +39,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <netdb.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <signal.h>
@@ -47,7 +46,6 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/timerfd.h>
@@ -57,7 +55,6 @@
 
 #include "egress.h"
 #include "filter.h"
-#include "job.h"
 #include "ns.h"
 #include "rec.h"
 #include "stage.h"
