@@ -56,7 +56,7 @@ static void note_tmpfs(char *note, size_t len, const char *why)
  * mounts the host does not see.  The sessions' directory base becomes a
  * shared mount of its own there: sbx-run, which may have started before a
  * workspace was mounted, copies our mounts into a namespace of its own,
- * where that one stays a slave of ours (box.c), so that the workspaces we
+ * where that one stays a slave of ours (box_sys.c), so that the workspaces we
  * mount later reach it. */
 static int enter_private_ns(const char *base, char *err, size_t errlen)
 {

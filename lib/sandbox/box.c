@@ -31,9 +31,9 @@
  * assign: the supervisor sends the job (argv, environment, rlimits, sizes;
  * the stdin memfd and the scratch mount as SCM_RIGHTS).
  * Because spawn needs nothing of the job but its language's tree, the
- * supervisor spawns ahead of time when jobs come in a stream: namespace
- * creation, cgroup joining and root building then happen while the
- * previous job runs.  Each sandbox still serves
+ * supervisor spawns ahead of time when jobs come in a stream (the pool,
+ * box_sys.c): namespace creation, cgroup joining and root building then
+ * happen while the previous job runs.  Each sandbox still serves
  * exactly one job: nothing passes from one run to the next.
  *
  * With its job, init mounts a fresh size-limited tmpfs for /tmp, $HOME and
@@ -78,19 +78,16 @@
  * Identities: as root, sandbox uid 0 maps to host uid conf.uid and uid 1000
  * (the program) to conf.uid+1; no privileged host id is mapped at all.  As
  * an ordinary user the supervisor first moves into a user namespace of its
- * own (box_sys_init) and maps its single uid to 1000 in each sandbox.
+ * own (box_sys_init, box_sys.c) and maps its single uid to 1000 in each
+ * sandbox.
  */
 #define _GNU_SOURCE
 #include "box_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <limits.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
-#include <linux/capability.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -98,73 +95,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "filter.h"
 #include "egress.h"
-#include "kern.h"
-#include "ll.h"
 #include "ns.h"
 #include "proc.h"
 #include "util.h"
 
-#define SETUP_TIMEOUT_MS 15000
 /* After asking init to kill everything at a timeout: then the kernel does.
  * Beyond the cpu quota's period, which may hold init back. */
 #define KILL_GRACE_MS 250
 #define READ_CHUNK 65536
 #define READ_BUDGET (4 * READ_CHUNK) /* per callback, so one flood cannot starve others */
 
-/* ---- the box ---------------------------------------------------------------- */
-
-struct box {
-	struct box_sys *sys;
-	struct loop *loop;
-	stage_done_fn done;
-	void *arg;
-	pid_t pid;
-	int pidfd, status_fd, out_fd, err_fd, timer_fd, spec_fd;
-	struct cg_run own_cg;      /* groups made for this box, if not a slot's */
-	struct cg_run *cg;         /* its groups: &own_cg or its slot's */
-	int slot;                  /* the slot (slot.h) it was cloned in, or -1 */
-	char *const *egress;       /* the install's hosts, while its proxy is being started */
-	pid_t egress_pid;          /* its proxy (egress.h), or 0 */
-	/* what the sandbox was built for (its "key") */
-	bool network;
-	char *rootfs;
-	char **binds;
-	struct stage_result res;
-	uint64_t timeout_ms;
-	int64_t t_start, t_running, t_kill;
-	/* --timings: the supervisor's steps of a sandbox made for its job, and
-	 * its teardown after the result (reported on stderr: the result is
-	 * out by then). */
-	int64_t t_cloned, t_cgroups, t_done, t_reaped;
-	char *label;
-	bool assigned, warm, running, exited, finished, timed_out, cancelled, reaping, stopping;
-	struct msg fail, exit_msg;
-	bool have_fail, have_exit;
-	int64_t cpu_us, maxrss_kb; /* from init's report */
-	bool timings;
-	void (*on_output)(void *arg, int stream, const char *data, size_t len);
-	void *output_arg;
-	struct box *next;
-};
-
 /* ---- the supervisor ---------------------------------------------------------- */
 
 static void finish(struct box *b);
-static void discard(struct box *b);
 
 static void mark(struct box *b, const char *what, int64_t t_ns)
 {
@@ -347,7 +298,7 @@ static void on_exit_ev(struct loop *l, int fd, short rev, void *arg)
 		return; /* early, at init's report (on_status) */
 	if (!b->assigned) {
 		/* A warm sandbox died before it got a job. */
-		discard(b);
+		box_pool_discard(b);
 		return;
 	}
 	mark(b, "init_reaped", box_mono_ns());
@@ -485,7 +436,7 @@ static void fail_later(struct box *b, const char *fmt, ...)
 	loop_watch(b->loop, b->timer_fd, POLLIN, on_failed_start, b);
 }
 
-static int write_map(pid_t pid, const char *file, const char *text)
+int box_write_map(pid_t pid, const char *file, const char *text)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
@@ -566,7 +517,7 @@ static int send_cgroups(struct box *b, int sock)
 /* Make a sandbox for (network, rootfs, binds) up to "waiting for its job".
  * On failure the box carries the error (res.status STAGE_INTERNAL) and no
  * process. */
-static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const char *rootfs, char *const *binds)
+struct box *box_spawn(struct box_sys *s, struct loop *l, bool network, const char *rootfs, char *const *binds)
 {
 	struct box *b = new_box(s, l);
 	b->network = network;
@@ -655,9 +606,9 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 			 (unsigned long long)s->conf->uid + 1, (unsigned long long)s->conf->uid + 2);
 	else
 		snprintf(map, sizeof map, "%d 0 1\n", NS_UID);
-	rc = write_map(pid, "uid_map", map);
+	rc = box_write_map(pid, "uid_map", map);
 	if (!rc)
-		rc = write_map(pid, "gid_map", map);
+		rc = box_write_map(pid, "gid_map", map);
 	/* The program must be the OOM killer's first choice in its cgroup:
 	 * a negative score of ours (say -1000, from a shielded parent) would
 	 * pass to it through init, and a memory cgroup with nothing it may
@@ -667,7 +618,7 @@ static struct box *spawn(struct box_sys *s, struct loop *l, bool network, const 
 	 * the namespace dies with it and the result still says
 	 * memory_limit. */
 	const char *what = "set up the sandbox's user namespace";
-	if (!rc && s->oom_raise && (rc = write_map(pid, "oom_score_adj", "0")) < 0)
+	if (!rc && s->oom_raise && (rc = box_write_map(pid, "oom_score_adj", "0")) < 0)
 		what = "reset the sandbox's OOM score";
 	if (rc < 0 || write(go[1], "g", 1) != 1) {
 		b->res.status = STAGE_INTERNAL;
@@ -854,70 +805,6 @@ static void assign(struct box *b, const struct stage_spec *sp, const struct box_
 	loop_watch(b->loop, b->timer_fd, POLLIN, on_timer, b);
 }
 
-static void refill(struct box_sys *s)
-{
-	while (s->loop && s->nwarm < s->pool) {
-		struct box *b = spawn(s, s->loop, false, NULL, NULL);
-		if (b->res.status == STAGE_INTERNAL) {
-			/* Do not spin: the next job will spawn (and report) itself. */
-			box_free(b);
-			return;
-		}
-		b->warm = true;
-		/* At the tail: jobs take the oldest first, the one most likely
-		 * to have finished making its namespaces and root. */
-		struct box **p = &s->warm;
-		while (*p)
-			p = &(*p)->next;
-		*p = b;
-		s->nwarm++;
-	}
-}
-
-static void unlink_warm(struct box *b)
-{
-	struct box_sys *s = b->sys;
-	for (struct box **p = &s->warm; *p; p = &(*p)->next)
-		if (*p == b) {
-			*p = b->next;
-			b->next = NULL;
-			s->nwarm--;
-			return;
-		}
-}
-
-static void discard(struct box *b)
-{
-	unlink_warm(b);
-	box_free(b);
-}
-
-static void drain_warm(struct box_sys *s)
-{
-	while (s->warm) {
-		struct box *b = s->warm;
-		unlink_warm(b);
-		box_free(b);
-	}
-}
-
-void box_pool(struct box_sys *s, struct loop *l, size_t n, bool one_now)
-{
-	s->loop = l;
-	s->pool = n;
-	if (n == 0) {
-		drain_warm(s);
-		return;
-	}
-	if (one_now && s->nwarm == 0 && s->started == 0) {
-		s->pool = 1;
-		refill(s);
-		s->pool = n;
-	}
-}
-
-static void release(struct box *b);
-
 /* A finished box whose init is still exiting: reaped here, then its
  * cgroups go. */
 static void on_reaped(struct loop *l, int fd, short rev, void *arg)
@@ -931,19 +818,8 @@ static void on_reaped(struct loop *l, int fd, short rev, void *arg)
 			*p = b->next;
 			break;
 		}
-	release(b);
+	box_release(b);
 	(void)rev;
-}
-
-void box_pool_drain(struct box_sys *s)
-{
-	drain_warm(s);
-	while (s->reaping) {
-		struct box *b = s->reaping;
-		s->reaping = b->next;
-		loop_unwatch(b->loop, b->pidfd);
-		release(b);
-	}
 }
 
 struct box *box_start(struct box_sys *s, struct loop *l, const struct stage_spec *sp, const struct box_work *work,
@@ -954,16 +830,16 @@ struct box *box_start(struct box_sys *s, struct loop *l, const struct stage_spec
 	for (struct box *w = s->warm; w; w = w->next)
 		if (w->loop == l && !w->exited && box_same_tree(w->network, w->rootfs, w->binds, sp->network, rootfs, sp->binds)) {
 			b = w;
-			unlink_warm(b);
+			box_pool_unlink(b);
 			break;
 		}
 	if (!b)
-		b = spawn(s, l, sp->network, rootfs, sp->binds);
+		b = box_spawn(s, l, sp->network, rootfs, sp->binds);
 	assign(b, sp, work, done, arg);
 	/* Warm up once jobs come in a stream: a single job gains nothing from a
 	 * sandbox made for a successor that never comes. */
 	if (++s->started >= 2)
-		refill(s);
+		box_pool_refill(s);
 	return b;
 }
 
@@ -996,11 +872,11 @@ void box_free(struct box *b)
 		loop_watch(b->loop, b->pidfd, POLLIN, on_reaped, b);
 		return;
 	}
-	release(b);
+	box_release(b);
 }
 
 /* Kill and reap init if it still runs, then free everything. */
-static void release(struct box *b)
+void box_release(struct box *b)
 {
 	/* A warm one, shutdown, or an init still exiting when the process
 	 * ends (killing it is harmless then). */
@@ -1037,102 +913,3 @@ static void release(struct box *b)
 	util_strv_free(b->binds);
 	free(b);
 }
-
-/* ---- the system --------------------------------------------------------------- */
-
-/* As an ordinary user: become root of a user namespace of our own, so that
- * we may make tmpfs scratch directories; our uid maps to 0 there and to 1000
- * in each sandbox. */
-static int enter_own_userns(char *err, size_t errlen)
-{
-	uid_t uid = geteuid();
-	gid_t gid = getegid();
-	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
-		snprintf(err, errlen, "user namespaces are not available to this user (%s)", strerror(errno));
-		return -1;
-	}
-	char map[64];
-	snprintf(map, sizeof map, "0 %u 1\n", (unsigned)uid);
-	if (write_map(getpid(), "setgroups", "deny") < 0 || write_map(getpid(), "uid_map", map) < 0) {
-		snprintf(err, errlen, "cannot map our uid in a user namespace: %s", strerror(errno));
-		return -1;
-	}
-	snprintf(map, sizeof map, "0 %u 1\n", (unsigned)gid);
-	if (write_map(getpid(), "gid_map", map) < 0) {
-		snprintf(err, errlen, "cannot map our gid in a user namespace: %s", strerror(errno));
-		return -1;
-	}
-	/* A slave, not private: what we mount stays ours, and a session's
-	 * workspace that an ordinary user's sbx-mcp mounts after we started
-	 * still reaches us (lib/mcp/wsfs.c). */
-	mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL);
-	return 0;
-}
-
-int box_sys_init(struct box_sys *s, const struct conf *c, char **argv, char *err, size_t errlen)
-{
-	memset(s, 0, sizeof *s);
-	s->conf = c;
-	s->argv = argv;
-	s->root = geteuid() == 0;
-	/* Before anything can fail: box_sys_free follows a failed init. */
-	s->self_mnt_fd = s->root_fd = s->holder_fd = -1;
-	for (int i = 0; i < BOX_TMPLS; i++)
-		s->tmpl[i].mnt_fd = -1;
-	slot_init(&s->slots, s->root && c->slots ? (int)c->max_slots : 0, &s->cg);
-	/* A held slot keeps a dozen fds (slot.h): room for max_slots of them
-	 * beside sessions and connections, within the hard limit.  (Sandboxes
-	 * get their own limit: nofile.) */
-	struct rlimit nofile;
-	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < 4096 && nofile.rlim_cur < nofile.rlim_max) {
-		nofile.rlim_cur = nofile.rlim_max < 4096 ? nofile.rlim_max : 4096;
-		setrlimit(RLIMIT_NOFILE, &nofile);
-	}
-	s->kern = kern_probe();
-	if (!kern_usable(s->kern, err, errlen))
-		return -1;
-	char cgerr[256] = "";
-	/* cgroups before the user namespace: delegation is checked against our
-	 * real ids. */
-	s->cg_ok = cg_sys_init(&s->cg, c->cgroup_parent, cgerr, sizeof cgerr) == 0;
-	if (!s->root) {
-		if (enter_own_userns(s->userns_why, sizeof s->userns_why) < 0) {
-			snprintf(err, errlen, "%s", s->userns_why);
-			return -1;
-		}
-		s->own_userns = true;
-	}
-	s->self_mnt_fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-	s->root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (s->self_mnt_fd < 0 || s->root_fd < 0) {
-		snprintf(err, errlen, "cannot open our own mount namespace: %s", strerror(errno));
-		return -1;
-	}
-	if (filter_build(c->seccomp_errno, &s->filter, err, errlen) < 0)
-		return -1;
-	char adj[16];
-	int fd = open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, adj, sizeof adj - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	s->oom_raise = n > 0 && adj[0] == '-';
-	return 0;
-}
-
-void box_sys_free(struct box_sys *s)
-{
-	box_pool_drain(s);
-	for (int i = 0; i < BOX_TMPLS; i++)
-		box_tmpl_clear(&s->tmpl[i]);
-	if (s->self_mnt_fd >= 0)
-		close(s->self_mnt_fd);
-	if (s->root_fd >= 0)
-		close(s->root_fd);
-	if (s->holder_fd >= 0)
-		close(s->holder_fd);
-	cg_sys_free(&s->cg);
-	slot_free(&s->slots);
-	free(s->filter.filter);
-	memset(s, 0, sizeof *s);
-}
-

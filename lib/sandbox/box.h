@@ -2,9 +2,9 @@
  * job: a tree of processes in fresh namespaces, watched by the supervisor
  * from an event loop.  See box.c for the theory of operation; the rest of
  * sbx reaches it through backend.h (native.c), not this header.  Its
- * parts: box.c the supervisor and the pool, box_init.c the sandbox's init
- * and program, box_tmpl.c the read-only roots, box_scratch.c the scratch
- * mounts, box_int.h what they share.
+ * parts: box.c the supervisor, box_sys.c the system and the pool,
+ * box_init.c the sandbox's init and program, box_tmpl.c the read-only
+ * roots, box_scratch.c the scratch mounts, box_int.h what they share.
  *
  * A struct box_sys is made once per process (what the machine offers,
  * cgroup parents, the seccomp program, the root templates); boxes borrow
@@ -119,7 +119,7 @@ int box_scratch(struct box_sys *s, uint64_t size, char *err, size_t errlen);
 /* Before the first of two stages: a new mount of the scratch for that
  * stage, leaving `scratch` itself to the second.  Kernels before 6.15
  * cannot clone a detached mount: there the mount comes through the holder
- * namespace (box.c), *second gets another for the second stage, and
+ * namespace (box_scratch.c), *second gets another for the second stage, and
  * `scratch` is left only for the supervisor's reads and writes (else
  * *second is -1).  The caller closes both after their stages.  With
  * `sub` (a name in the scratch's root, not a link) the mounts are of that

@@ -13,16 +13,12 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <linux/capability.h>
-#include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
@@ -34,20 +30,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "filter.h"
 #include "egress.h"
+#include "filter.h"
 #include "kern.h"
 #include "ll.h"
 #include "ns.h"
 #include "proc.h"
 #include "util.h"
-
-#define SETUP_TIMEOUT_MS 15000
-/* After asking init to kill everything at a timeout: then the kernel does.
- * Beyond the cpu quota's period, which may hold init back. */
-#define KILL_GRACE_MS 250
-#define READ_CHUNK 65536
-#define READ_BUDGET (4 * READ_CHUNK) /* per callback, so one flood cannot starve others */
 
 void box_msg_send(int fd, uint32_t type, int err, int64_t v0, int64_t v1, int64_t v2, int64_t v3, const char *text)
 {

@@ -1,6 +1,7 @@
 /* box_int: what the parts of the native sandbox share, and nobody else
- * (box.c the supervisor, box_init.c the sandbox's init and program,
- * box_tmpl.c the read-only roots, box_scratch.c the scratch mounts).
+ * (box.c the supervisor, box_sys.c the system and the pool of warm
+ * sandboxes, box_init.c the sandbox's init and program, box_tmpl.c the
+ * read-only roots, box_scratch.c the scratch mounts).
  * The supervisor and init talk through the messages and the spec below,
  * over pipes and a socket made before the clone; see box.c.
  */
@@ -13,6 +14,10 @@
 #include <sys/types.h>
 
 #include "box.h"
+
+/* How long a sandbox, or a short-lived namespace maker (box_ns_made), may
+ * take to set itself up before the supervisor gives up on it. */
+#define SETUP_TIMEOUT_MS 15000
 
 /* Messages from init to the supervisor, on the status pipe. */
 enum { MSG_FAIL = 1, MSG_EXECFAIL, MSG_RUNNING, MSG_EXIT, MSG_MARK };
@@ -77,7 +82,8 @@ int64_t box_mono_ns(void);
 _Noreturn void box_init_main(struct child_args *a);
 
 /* Roots (box_tmpl.c).  box_tmpl_get: the template's mount namespace fd
- * for a tree, TMPL_OWN if the sandbox is to build its own, -1 with err. */
+ * for a tree, TMPL_OWN if the sandbox is to build its own (not an error),
+ * -1 with err. */
 #define TMPL_OWN (-2)
 int box_tmpl_get(struct box_sys *s, bool network, const char *rootfs, char *const *binds, char *err, size_t errlen);
 void box_tmpl_clear(struct box_tmpl *t);
@@ -95,5 +101,56 @@ void box_leave_mnt(struct box_sys *s, int cwd);
  * kept as an nsfs fd; -1 with err ("what" names it). */
 typedef int (*box_ns_make_fn)(void *arg, char *text, size_t len);
 int box_ns_made(unsigned long flags, box_ns_make_fn make, void *arg, const char *what, char *err, size_t errlen);
+
+/* One sandbox as the supervisor sees it (box.c), from spawn to release;
+ * box_sys.c keeps the warm ones, spawned ahead of their jobs. */
+struct box {
+	struct box_sys *sys;
+	struct loop *loop;
+	stage_done_fn done;
+	void *arg;
+	pid_t pid;
+	int pidfd, status_fd, out_fd, err_fd, timer_fd, spec_fd;
+	struct cg_run own_cg;      /* groups made for this box, if not a slot's */
+	struct cg_run *cg;         /* its groups: &own_cg or its slot's */
+	int slot;                  /* the slot (slot.h) it was cloned in, or -1 */
+	char *const *egress;       /* the install's hosts, while its proxy is being started */
+	pid_t egress_pid;          /* its proxy (egress.h), or 0 */
+	/* what the sandbox was built for (its "key") */
+	bool network;
+	char *rootfs;
+	char **binds;
+	struct stage_result res;
+	uint64_t timeout_ms;
+	int64_t t_start, t_running, t_kill;
+	/* --timings: the supervisor's steps of a sandbox made for its job, and
+	 * its teardown after the result (reported on stderr: the result is
+	 * out by then). */
+	int64_t t_cloned, t_cgroups, t_done, t_reaped;
+	char *label;
+	bool assigned, warm, running, exited, finished, timed_out, cancelled, reaping, stopping;
+	struct msg fail, exit_msg;
+	bool have_fail, have_exit;
+	int64_t cpu_us, maxrss_kb; /* from init's report */
+	bool timings;
+	void (*on_output)(void *arg, int stream, const char *data, size_t len);
+	void *output_arg;
+	struct box *next;
+};
+
+/* What the pool and the system (box_sys.c) take of the supervisor
+ * (box.c): a sandbox spawned up to "waiting for its job", one released
+ * (init killed and reaped if it still runs, everything freed), and a
+ * write of /proc/PID/FILE (an id map, setgroups, oom_score_adj). */
+struct box *box_spawn(struct box_sys *s, struct loop *l, bool network, const char *rootfs, char *const *binds);
+void box_release(struct box *b);
+int box_write_map(pid_t pid, const char *file, const char *text);
+
+/* The pool (box_sys.c): spawn warm sandboxes up to s->pool; take one off
+ * the warm list; take a warm one that died before its job off it, and
+ * free it. */
+void box_pool_refill(struct box_sys *s);
+void box_pool_unlink(struct box *b);
+void box_pool_discard(struct box *b);
 
 #endif

@@ -9,52 +9,29 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <limits.h>
-#include <netinet/in.h>
 #include <poll.h>
-#include <stdarg.h>
-#include <linux/capability.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "filter.h"
-#include "egress.h"
-#include "kern.h"
-#include "ll.h"
 #include "ns.h"
 #include "proc.h"
 #include "util.h"
-
-#define SETUP_TIMEOUT_MS 15000
-/* After asking init to kill everything at a timeout: then the kernel does.
- * Beyond the cpu quota's period, which may hold init back. */
-#define KILL_GRACE_MS 250
-#define READ_CHUNK 65536
-#define READ_BUDGET (4 * READ_CHUNK) /* per callback, so one flood cannot starve others */
 
 /* A template older than this is rebuilt at the next spawn, so that host
  * files replaced under it (a new ld.so.cache, updated certificates) reach
  * the sandboxes of a long-running supervisor. */
 #define TMPL_TTL_NS (60LL * 1000000000)
-/* box_tmpl_get: no template, the sandbox builds its own root (not an error). */
-#define TMPL_OWN (-2)
 
 static bool strv_eq(char *const *a, char *const *b)
 {

@@ -4,9 +4,9 @@
  * caller's event loop like a native box, with the same struct stage_result.
  * See dock.c for the theory of operation; the rest of sbx reaches it
  * through backend.h (docker.c), not this header.  Its parts: dock.c a
- * stage's container, dock_api.c the Engine API client, dock_sys.c the
- * daemon, leftovers, images and scratch directories, dock_int.h what they
- * share.
+ * stage's container, dock_cg.c its accounting group, dock_api.c the
+ * Engine API client, dock_sys.c the daemon, leftovers, images and scratch
+ * directories, dock_int.h what they share.
  *
  * A struct dock_sys is made once per process: where the daemon is, what it
  * is, and the cgroup parent under which each stage's container gets a group

@@ -6,19 +6,13 @@
 #define _GNU_SOURCE
 #include "dock_int.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <math.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdarg.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/timerfd.h>
@@ -26,12 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "egress.h"
-#include "filter.h"
-#include "job.h"
-#include "ns.h"
 #include "rec.h"
-#include "stage.h"
 #include "util.h"
 
 static void call_watch(struct call *c);

@@ -1,6 +1,7 @@
 /* dock_int: what the parts of the docker backend share, and nobody else
  * (dock_api.c the Engine API client, dock.c a stage's container,
- * dock_sys.c the daemon, its leftovers, images and scratch directories).
+ * dock_cg.c its accounting group, dock_sys.c the daemon, its leftovers,
+ * images and scratch directories).
  */
 #ifndef SBX_DOCK_INT_H
 #define SBX_DOCK_INT_H
@@ -54,10 +55,16 @@ int dock_dial(struct dock_sys *d, int *err);
 /* Why the daemon could not be reached (errno e), with the fix. */
 void dock_fmt_connect_error(struct dock_sys *d, int e, char *out, size_t len);
 
-/* Accounting groups (dock.c): a cgroup path as the daemon's cgroup
- * parent names it (relative to the hierarchy), or NULL; and another try
- * at removing those still busy when their stage ended. */
+/* Accounting groups (dock_cg.c): a cgroup path as the daemon's cgroup
+ * parent names it (relative to the hierarchy), or NULL; a stage's group's
+ * CPU time and memory peak into res; its removal from every hierarchy,
+ * a busy one retried `tries` times 1 ms apart (false: some stayed busy);
+ * such a group kept, to try again after every stage and at exit; and
+ * another try at removing those kept. */
 const char *dock_cg_relative(const char *path);
+void dock_cg_stats(struct dock_sys *d, const char *rel, struct stage_result *res);
+bool dock_cg_remove_everywhere(const char *rel, int tries);
+void dock_pending_add(struct dock_sys *d, const char *rel);
 void dock_retry_pending(struct dock_sys *d, int tries);
 
 /* obj[key] if it is a string, else def; borrowed from obj. */

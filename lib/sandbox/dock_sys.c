@@ -9,30 +9,23 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
-#include <netdb.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/timerfd.h>
-#include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "egress.h"
-#include "filter.h"
-#include "job.h"
-#include "ns.h"
 #include "rec.h"
-#include "stage.h"
 #include "util.h"
+
+/* The synchronous questions to the daemon: its version and configuration,
+ * the leftovers to remove, whether it has an image. */
+#define ASK_TIMEOUT_MS 10000
 
 /* ---- the process's identity, for leftovers ---------------------------- */
 
@@ -129,7 +122,7 @@ void dock_scratch_remove(const char *dir)
 
 static bool hello(struct dock_sys *d)
 {
-	struct call *c = dock_call_sync(d, "GET", "/version", jv_invalid(), 10000);
+	struct call *c = dock_call_sync(d, "GET", "/version", jv_invalid(), ASK_TIMEOUT_MS);
 	bool ok = false;
 	if (!c->status)
 		snprintf(d->why, sizeof d->why, "%s", c->err);
@@ -151,7 +144,7 @@ static bool hello(struct dock_sys *d)
 	}
 	dock_call_free(c);
 	if (ok) {
-		c = dock_call_sync(d, "GET", "/info", jv_invalid(), 10000);
+		c = dock_call_sync(d, "GET", "/info", jv_invalid(), ASK_TIMEOUT_MS);
 		jv v = c->status == 200 ? jv_parse_sized(c->body, (int)c->bodylen) : jv_invalid();
 		if (jv_get_kind(v) == JV_KIND_OBJECT)
 			snprintf(d->cgroup_driver, sizeof d->cgroup_driver, "%s", dock_str_or(v, "CgroupDriver", ""));
@@ -166,7 +159,7 @@ static bool hello(struct dock_sys *d)
 static void sweep(struct dock_sys *d)
 {
 	struct call *c = dock_call_sync(d, "GET", "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.owner%22%5D%7D",
-				   jv_invalid(), 10000);
+				   jv_invalid(), ASK_TIMEOUT_MS);
 	jv list = c->status == 200 ? jv_parse_sized(c->body, (int)c->bodylen) : jv_invalid();
 	dock_call_free(c);
 	if (jv_get_kind(list) == JV_KIND_ARRAY) {
@@ -177,7 +170,7 @@ static void sweep(struct dock_sys *d)
 			if (owner && id && strspn(id, "0123456789abcdef") == strlen(id) && !owner_alive(owner)) {
 				char path[160];
 				snprintf(path, sizeof path, "/containers/%.64s?force=1&v=1", id);
-				dock_call_free(dock_call_sync(d, "DELETE", path, jv_invalid(), 30000));
+				dock_call_free(dock_call_sync(d, "DELETE", path, jv_invalid(), CALL_TIMEOUT_MS));
 			}
 			jv_free(labels);
 			jv_free(ct);
@@ -352,7 +345,7 @@ static int image_inspect(struct dock_sys *d, const char *image, int timeout_ms, 
 
 int dock_image_status(struct dock_sys *d, const char *image)
 {
-	return image_inspect(d, image, 10000, NULL, 0);
+	return image_inspect(d, image, ASK_TIMEOUT_MS, NULL, 0);
 }
 
 bool dock_image_id(struct dock_sys *d, const char *image, char *id, size_t len)
