@@ -12,6 +12,7 @@
 #include "hist.h"
 #include "page.h"
 #include "rec.h"
+#include "state.h"
 #include "util.h"
 
 const char dash_csp[] = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -386,7 +387,7 @@ void dash_serve(struct dash *d, const char *method, const char *path, dash_arg_f
 		auth_principal(d->a, who, principal);
 		f.principal = principal;
 	}
-	const char *db = getenv("SBX_HISTORY") && *getenv("SBX_HISTORY") ? getenv("SBX_HISTORY") : d->c->history;
+	const char *db = state_history(d->c);
 	char err[1024];
 	struct page p;
 	page_init(&p, false);

@@ -22,6 +22,7 @@
 #include "proc.h"
 #include "rec.h"
 #include "sess.h"
+#include "state.h"
 #include "status.h"
 #include "task.h"
 #include "util.h"
@@ -127,7 +128,7 @@ static jv run_result(struct call *c, jv result, bool is_error)
 	jv view = mcp_run_view(jv_copy(result), c->max_output);
 	/* (as root, images are scaled down as the sandboxes' nobody:
 	 * conf_host_ids[2], which owns nothing) */
-	jv blocks = mcp_run_blocks(result, &view, conf->mcp_image_inline, geteuid() == 0 ? (int64_t)conf->uid + 2 : -1);
+	jv blocks = mcp_run_blocks(result, &view, conf->mcp_image_inline, geteuid() == 0 ? (int64_t)state_uid(conf, STATE_UID_NOBODY) : -1);
 	jv_free(result);
 	size_t text_output = c->max_output >= 0 ? (size_t)c->max_output : (size_t)conf->mcp_text_output;
 	jv item = jv_object_set(jv_object(), jv_string("type"), jv_string("text"));

@@ -105,6 +105,7 @@
 #include "egress.h"
 #include "ns.h"
 #include "proc.h"
+#include "state.h"
 #include "util.h"
 
 /* After asking init to kill everything at a timeout: then the kernel does.
@@ -602,8 +603,9 @@ struct box *box_spawn(struct box_sys *s, struct loop *l, bool network, const cha
 	 * sandbox's passwd) exists too, so that setuid to it fails with EPERM
 	 * as on a host rather than EINVAL (unmapped); nothing runs as it. */
 	if (s->root)
-		snprintf(map, sizeof map, "0 %llu 1\n%d %llu 1\n65534 %llu 1\n", (unsigned long long)s->conf->uid, NS_UID,
-			 (unsigned long long)s->conf->uid + 1, (unsigned long long)s->conf->uid + 2);
+		snprintf(map, sizeof map, "0 %llu 1\n%d %llu 1\n65534 %llu 1\n", (unsigned long long)state_uid(s->conf, STATE_UID_INIT),
+			 NS_UID, (unsigned long long)state_uid(s->conf, STATE_UID_PROGRAM),
+			 (unsigned long long)state_uid(s->conf, STATE_UID_NOBODY));
 	else
 		snprintf(map, sizeof map, "%d 0 1\n", NS_UID);
 	rc = box_write_map(pid, "uid_map", map);
@@ -712,7 +714,7 @@ static void on_egress(struct loop *l, int fd, short rev, void *arg)
 	int lfd = -1;
 	if (box_recv_fds(fd, &c, 1, &lfd) == 1 && lfd >= 0) {
 		char err[256];
-		b->egress_pid = egress_start(lfd, b->egress, b->sys->root ? (int)(b->sys->conf->uid + 3) : -1, err, sizeof err);
+		b->egress_pid = egress_start(lfd, b->egress, b->sys->root ? (int)state_uid(b->sys->conf, STATE_UID_EGRESS) : -1, err, sizeof err);
 		if (b->egress_pid < 0) {
 			b->egress_pid = 0;
 			util_warn("%s", err);

@@ -19,11 +19,12 @@
 #include <unistd.h>
 
 #include "ns.h"
+#include "state.h"
 
 uid_t box_scratch_owner(const struct box_sys *s)
 {
 	/* The program's uid 1000 as the supervisor sees it. */
-	return s->root ? (uid_t)(s->conf->uid + 1) : 0;
+	return s->root ? state_uid(s->conf, STATE_UID_PROGRAM) : 0;
 }
 
 int box_scratch(struct box_sys *s, uint64_t size, char *err, size_t errlen)

@@ -57,6 +57,7 @@
 #include "ns.h"
 #include "rec.h"
 #include "stage.h"
+#include "state.h"
 #include "util.h"
 
 #define STREAM_GRACE_MS 2000   /* output still arriving after the exit */
@@ -322,7 +323,7 @@ static void egress_open(struct dock *k, char *const *hosts)
 	}
 	k->egress = true;
 	char err[256];
-	k->egress_pid = egress_start(lfd, hosts, geteuid() == 0 ? (int)(d->conf->uid + 3) : -1, err, sizeof err);
+	k->egress_pid = egress_start(lfd, hosts, geteuid() == 0 ? (int)state_uid(d->conf, STATE_UID_EGRESS) : -1, err, sizeof err);
 	if (k->egress_pid < 0) {
 		k->egress_pid = 0;
 		set_err(k, "%s", err);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "rec.h"
+#include "state.h"
 #include "util.h"
 
 /* The synchronous questions to the daemon: its version and configuration,
@@ -233,7 +234,7 @@ int dock_sys_init(struct dock_sys *d, const struct conf *c)
 {
 	memset(d, 0, sizeof *d);
 	d->conf = c;
-	d->uid = (int)c->uid + 1;
+	d->uid = (int)state_uid(c, STATE_UID_PROGRAM);
 	snprintf(d->owner, sizeof d->owner, "%d.%llu", (int)getpid(), start_time(getpid()));
 	d->state = util_fmt("%s/docker", c->state_dir);
 	const char *h = getenv("DOCKER_HOST");
