@@ -844,6 +844,16 @@ static void tool_session(struct call *c)
 
 /* ---- methods ------------------------------------------------------------ */
 
+/* Every revision we speak, oldest first (server/discover's list, and an
+ * unsupported version's error data). */
+static jv supported_versions(void)
+{
+	jv v = jv_array();
+	for (int i = 0; legacy_versions[i]; i++)
+		v = jv_array_append(v, jv_string(legacy_versions[i]));
+	return jv_array_append(v, jv_string(MODERN));
+}
+
 static jv server_info(void)
 {
 	jv i = jv_object_set(jv_object(), jv_string("name"), jv_string(SERVER_NAME));
@@ -900,7 +910,8 @@ static bool content_first(const char *client)
 	return false;
 }
 
-static void do_initialize(struct mcp_client *cl, uint64_t tag, jv id, jv params)
+/* (answered as the handshake's revision, whatever the request's _meta says) */
+static void do_initialize(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
 {
 	const char *want = jv_get_kind(params) == JV_KIND_OBJECT ? rec_str(params, "protocolVersion", NULL) : NULL;
 	const char *agreed = legacy_versions[3];
@@ -920,13 +931,9 @@ static void do_initialize(struct mcp_client *cl, uint64_t tag, jv id, jv params)
 	mcp_send_result(cl, tag, id, false, r);
 }
 
-static void do_discover(struct mcp_client *cl, uint64_t tag, jv id, bool modern)
+static void do_discover(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
 {
-	jv v = jv_array();
-	for (int i = 0; legacy_versions[i]; i++)
-		v = jv_array_append(v, jv_string(legacy_versions[i]));
-	v = jv_array_append(v, jv_string(MODERN));
-	jv r = jv_object_set(jv_object(), jv_string("supportedVersions"), v);
+	jv r = jv_object_set(jv_object(), jv_string("supportedVersions"), supported_versions());
 	jv caps = capabilities();
 	caps = jv_object_set(caps, jv_string("extensions"),
 			     jv_object_set(jv_object(), jv_string("io.modelcontextprotocol/tasks"), jv_object()));
@@ -1068,8 +1075,9 @@ static void do_tools_call(struct mcp_client *cl, uint64_t tag, jv id, jv params,
 	}
 }
 
-/* notifications/cancelled: stop that request's work; answer nothing. */
-static void do_cancelled(struct mcp_client *cl, jv params)
+/* notifications/cancelled: stop that request's work; answer nothing (id:
+ * invalid, a notification has none). */
+static void do_cancelled(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
 {
 	struct mcp *m = cl->m;
 	jv rid = jv_get_kind(params) == JV_KIND_OBJECT ? rec_get(params, "requestId") : jv_invalid();
@@ -1083,6 +1091,65 @@ static void do_cancelled(struct mcp_client *cl, jv params)
 		break;
 	}
 	jv_free(rid);
+	jv_free(id);
+}
+
+static void do_ping(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
+{
+	mcp_send_result(cl, tag, id, modern, jv_object());
+}
+
+static void do_tools_list(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
+{
+	struct mcp *m = cl->m;
+	/* One page holds every tool: no cursor of ours exists, so any
+	 * cursor given is unknown (-32602, as the revisions say). */
+	if (mcp_cursor_given(params))
+		mcp_send_error(cl, tag, id, E_PARAMS, "unknown cursor: tools/list has one page (no nextCursor)", jv_invalid());
+	else
+		mcp_send_result(cl, tag, id, modern,
+				jv_object_set(jv_object(), jv_string("tools"), jv_copy(cl->structured ? m->tools : m->tools_plain)));
+}
+
+/* The methods: each one's name, who may call it, and its handler.  A
+ * message is looked up here once its revision is checked (mcp_handle):
+ * requests among the requests' rows, notifications (no id, no answer)
+ * among theirs; a name not here is "method not found" (-32601), and so is
+ * a 2026-07-28 method asked for by an older revision. */
+static const struct method {
+	const char *name;
+	mcp_method_fn *fn;
+	bool notification;     /* a notification's, not a request's */
+	bool modern_only;      /* 2026-07-28's only */
+	bool after_probe;      /* held until the probe answers (mcp_probe): the tools' descriptions say what it found */
+} methods[] = {
+	{ "initialize", do_initialize, false, false, false },
+	{ "server/discover", do_discover, false, false, false },
+	{ "ping", do_ping, false, false, false },
+	{ "tools/list", do_tools_list, false, false, true },
+	{ "tools/call", do_tools_call, false, false, false },
+	{ "resources/list", mcp_res_list, false, false, false },
+	{ "resources/templates/list", mcp_res_templates, false, false, false },
+	{ "resources/read", mcp_res_read, false, false, false },
+	{ "resources/subscribe", mcp_res_subscribe, false, false, false },
+	{ "resources/unsubscribe", mcp_res_unsubscribe, false, false, false },
+	{ "completion/complete", mcp_complete, false, false, false },
+	{ "tasks/get", mcp_tasks_get, false, false, false },
+	{ "tasks/result", mcp_tasks_result, false, false, false },
+	{ "tasks/list", mcp_tasks_list, false, false, false },
+	{ "tasks/cancel", mcp_tasks_cancel, false, false, false },
+	{ "tasks/update", mcp_tasks_update, false, true, false },
+	{ "logging/setLevel", do_set_level, false, false, false },
+	/* notifications/initialized and the others need nothing */
+	{ "notifications/cancelled", do_cancelled, true, false, false },
+};
+
+static const struct method *method_find(const char *name, bool notification, bool modern)
+{
+	for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+		if (methods[i].notification == notification && !strcmp(methods[i].name, name))
+			return methods[i].modern_only && !modern ? NULL : &methods[i];
+	return NULL;
 }
 
 void mcp_reject_line(struct mcp_client *cl, const char *why, uint64_t tag)
@@ -1136,9 +1203,9 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 	if (jv_get_kind(params) == JV_KIND_INVALID)
 		params = jv_object();
 	if (!has_id) {
-		if (!strcmp(method, "notifications/cancelled"))
-			do_cancelled(cl, params);
-		/* notifications/initialized and others need nothing */
+		const struct method *n = method_find(method, true, false);
+		if (n)
+			n->fn(cl, tag, jv_invalid(), params, false);
 		jv_free(params);
 		jv_free(msg);
 		return false;
@@ -1154,36 +1221,21 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 	jv meta = rec_get(params, "_meta");
 	const char *pv = jv_get_kind(meta) == JV_KIND_OBJECT ? rec_str(meta, "io.modelcontextprotocol/protocolVersion", NULL)
 							     : NULL;
-	if (pv) {
-		bool known = !strcmp(pv, MODERN);
-		for (int i = 0; legacy_versions[i]; i++)
-			known |= !strcmp(pv, legacy_versions[i]);
-		if (!known) {
-			jv sup = jv_array();
-			for (int i = 0; legacy_versions[i]; i++)
-				sup = jv_array_append(sup, jv_string(legacy_versions[i]));
-			sup = jv_array_append(sup, jv_string(MODERN));
-			jv data = jv_object_set(jv_object(), jv_string("supported"), sup);
-			data = jv_object_set(data, jv_string("requested"), jv_string(pv));
-			char msgtext[160];
-			snprintf(msgtext, sizeof msgtext, "unsupported protocol version \"%.40s\"", pv);
-			mcp_send_error(cl, tag, id, E_UNSUPPORTED_VERSION, msgtext, data);
-			jv_free(meta);
-			jv_free(params);
-			jv_free(msg);
-			return true;
-		}
-		modern = !strcmp(pv, MODERN);
+	if (pv && !mcp_version_known(pv, &modern)) {
+		jv data = jv_object_set(jv_object(), jv_string("supported"), supported_versions());
+		data = jv_object_set(data, jv_string("requested"), jv_string(pv));
+		char msgtext[160];
+		snprintf(msgtext, sizeof msgtext, "unsupported protocol version \"%.40s\"", pv);
+		mcp_send_error(cl, tag, id, E_UNSUPPORTED_VERSION, msgtext, data);
+		jv_free(meta);
+		jv_free(params);
+		jv_free(msg);
+		return true;
 	}
 	jv_free(meta);
 
-	if (!strcmp(method, "initialize"))
-		do_initialize(cl, tag, id, params);
-	else if (!strcmp(method, "server/discover"))
-		do_discover(cl, tag, id, modern);
-	else if (!strcmp(method, "ping"))
-		mcp_send_result(cl, tag, id, modern, jv_object());
-	else if (!strcmp(method, "tools/list") && !m->probed) {
+	const struct method *r = method_find(method, false, modern);
+	if (r && r->after_probe && !m->probed) {
 		struct parked *pk = util_xalloc(sizeof *pk);
 		*pk = (struct parked){ .cl = cl, .tag = tag, .msg = msg, .next = NULL };
 		struct parked **end = &m->parked;
@@ -1193,30 +1245,9 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 		jv_free(id);
 		jv_free(params);
 		return true;
-	} else if (!strcmp(method, "tools/list")) {
-		/* One page holds every tool: no cursor of ours exists, so any
-		 * cursor given is unknown (-32602, as the revisions say). */
-		if (mcp_cursor_given(params))
-			mcp_send_error(cl, tag, id, E_PARAMS, "unknown cursor: tools/list has one page (no nextCursor)", jv_invalid());
-		else
-			mcp_send_result(cl, tag, id, modern,
-					jv_object_set(jv_object(), jv_string("tools"), jv_copy(cl->structured ? m->tools : m->tools_plain)));
-	} else if (!strcmp(method, "tools/call")) {
-		do_tools_call(cl, tag, id, params, modern); /* params borrowed */
-	} else if (!strcmp(method, "resources/list"))
-		mcp_res_list(cl, tag, id, params, modern);
-	else if (!strcmp(method, "resources/templates/list"))
-		mcp_res_templates(cl, tag, id, params, modern);
-	else if (!strcmp(method, "resources/read"))
-		mcp_res_read(cl, tag, id, params, modern);
-	else if (!strcmp(method, "resources/subscribe") || !strcmp(method, "resources/unsubscribe"))
-		mcp_res_subscribe(cl, tag, id, params, modern, !strcmp(method, "resources/subscribe"));
-	else if (!strcmp(method, "completion/complete"))
-		mcp_complete(cl, tag, id, params, modern);
-	else if (!strncmp(method, "tasks/", 6))
-		mcp_tasks(cl, tag, id, method + 6, params, modern);
-	else if (!strcmp(method, "logging/setLevel"))
-		do_set_level(cl, tag, id, params, modern);
+	}
+	if (r)
+		r->fn(cl, tag, id, params, modern); /* params borrowed */
 	else {
 		char text[200];
 		snprintf(text, sizeof text, "method \"%.100s\" not found", method);

@@ -151,18 +151,19 @@ void mcp_call_stop(struct call *c);
 /* Whether params carry a cursor (not absent, not null). */
 bool mcp_cursor_given(jv params);
 
+/* A method's handler (mcp.c's table names them): id consumed, params
+ * borrowed (an object), modern: the request named 2026-07-28.  It answers,
+ * at once or later. */
+typedef void mcp_method_fn(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern);
+
 /* mcp_res.c: the methods, and the announcement of a session's changed
  * files after a call in it. */
-void mcp_res_list(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern);
-void mcp_res_templates(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern);
-void mcp_res_read(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern);
-void mcp_res_subscribe(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern, bool on);
-void mcp_complete(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern);
+mcp_method_fn mcp_res_list, mcp_res_templates, mcp_res_read, mcp_res_subscribe, mcp_res_unsubscribe, mcp_complete;
 void mcp_notify_updates(struct mcp *m, unsigned owner, const char *sid, struct mcp_client *caller, uint64_t tag);
 
-/* mcp_task.c: the tasks methods (op: "get", "result", "list", "cancel"); a task
+/* mcp_task.c: the tasks methods (tasks/list, get, result, cancel, update); a task
  * call's answer; a task expired while running. */
-void mcp_tasks(struct mcp_client *cl, uint64_t tag, jv id, const char *op, jv params, bool modern);
+mcp_method_fn mcp_tasks_list, mcp_tasks_get, mcp_tasks_result, mcp_tasks_cancel, mcp_tasks_update;
 void mcp_task_done(struct mcp *m, struct call *c, jv result);
 void mcp_task_gone(struct task *t, void *arg);
 /* A task's call is freed without its answer (queued and dropped, the
