@@ -815,14 +815,15 @@ static void tool_check(struct call *c)
 	start_check(c, "--check", check_done);
 }
 
-/* Session tools: sess.c does the file work; runs go through the chain. */
-static void tool_session(struct call *c)
+/* Session tools: sess.c does the file work (fn, the tool's); runs go
+ * through the chain. */
+static void tool_session(struct call *c, sess_tool_fn *fn)
 {
 	struct mcp *m = c->m;
 	char err[1024];
 	jv out = jv_invalid();
 	jv req = jv_invalid();
-	bool ok = sess_tool(m->sessions, c->cl ? c->cl->owner : 0, c->tool->kind, c->args, &out, &req, err, sizeof err);
+	bool ok = fn(m->sessions, c->cl ? c->cl->owner : 0, c->args, &out, &req, err, sizeof err);
 	if (!ok) {
 		finish(c, mcp_tool_error("%s", err));
 		return;
@@ -841,6 +842,30 @@ static void tool_session(struct call *c)
 	}
 	finish(c, tool_result(out, false));
 }
+
+/* Each tool's handler, by its kind (mcptools.h, where the tools are
+ * described): the server's own work, or for a session tool sess.c's part,
+ * whose run, if it makes one, goes through the chain.  tools/call looks
+ * the tool up here, once. */
+static const struct tool_handler {
+	void (*start)(struct call *c);
+	sess_tool_fn *sess;
+} tool_handlers[] = {
+	[MCP_T_RUN] = { tool_run_code, NULL },
+	[MCP_T_LANGUAGES] = { tool_check, NULL },
+	[MCP_T_HISTORY] = { tool_history, NULL },
+	[MCP_T_CHECK] = { tool_check, NULL },
+	[MCP_T_INIT] = { NULL, sess_tool_init },
+	[MCP_T_EXEC] = { NULL, sess_tool_exec },
+	[MCP_T_STOP] = { NULL, sess_tool_stop },
+	[MCP_T_WRITE] = { NULL, sess_tool_write },
+	[MCP_T_READ] = { NULL, sess_tool_read },
+	[MCP_T_LIST] = { NULL, sess_tool_list },
+	[MCP_T_INSTALL] = { NULL, sess_tool_install },
+	[MCP_T_CELL] = { NULL, sess_tool_cell },
+};
+/* (MCP_T_CELL is the last kind: a kind added after it needs a row) */
+_Static_assert(sizeof tool_handlers / sizeof tool_handlers[0] == MCP_T_CELL + 1, "a handler for every tool kind");
 
 /* ---- methods ------------------------------------------------------------ */
 
@@ -1066,13 +1091,11 @@ static void do_tools_call(struct mcp_client *cl, uint64_t tag, jv id, jv params,
 	jv_free(meta);
 	c->link = m->calls;
 	m->calls = c;
-	switch (t->kind) {
-	case MCP_T_RUN: tool_run_code(c); break;
-	case MCP_T_HISTORY: tool_history(c); break;
-	case MCP_T_CHECK:
-	case MCP_T_LANGUAGES: tool_check(c); break;
-	default: tool_session(c); break;
-	}
+	const struct tool_handler *h = &tool_handlers[t->kind];
+	if (h->sess)
+		tool_session(c, h->sess);
+	else
+		h->start(c);
 }
 
 /* notifications/cancelled: stop that request's work; answer nothing (id:

@@ -991,88 +991,125 @@ static jv cell_request(struct sessions *s, struct session *x, jv args, char *err
 	return jv_object_set(req, jv_string("artifacts"), jv_true());
 }
 
-bool sess_tool(struct sessions *s, unsigned owner, int kind, jv args, jv *out, jv *req, char *err, size_t errlen)
+bool sess_tool_init(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen)
 {
 	*out = jv_invalid();
 	*req = jv_invalid();
-	if (kind == MCP_T_INIT) {
-		double ttl = 0;
-		if (rec_num(args, "ttl", &ttl) && (ttl < 1 || ttl > 86400 * 30 || ttl != ttl)) {
-			snprintf(err, errlen, "ttl must be from 1 to 2592000 seconds");
-			return false;
-		}
-		const char *lang = rec_str(args, "language", NULL);
-		jv deps = rec_get(args, "dependencies");
-		bool install = jv_get_kind(deps) == JV_KIND_ARRAY && jv_array_length(jv_copy(deps)) > 0;
-		if (install && !lang) {
-			jv_free(deps);
-			snprintf(err, errlen, "\"dependencies\" needs \"language\" (whose package manager installs them)");
-			return false;
-		}
-		if (install && !sess_can_install(s->conf, lang, err, errlen)) {
-			jv_free(deps);
-			return false;
-		}
-		char *id = sess_create(s, owner, lang, (uint64_t)(ttl * 1000), err, errlen);
-		if (!id) {
-			jv_free(deps);
-			return false;
-		}
-		struct session *x = find(s, id);
-		char when[40];
-		util_iso8601(util_epoch_ms() + (double)x->ttl_ms, when, sizeof when);
-		jv o = jv_object_set(jv_object(), jv_string("session_id"), jv_string(id));
-		o = jv_object_set(o, jv_string("language"), x->language ? jv_string(x->language) : jv_null());
-		o = jv_object_set(o, jv_string("expires_at"), jv_string(when));
-		o = jv_object_set(o, jv_string("ttl_seconds"), jv_number((double)x->ttl_ms / 1000));
-		/* what its quota is, and what the files count against where it
-		 * is not a disk's (wsfs.h) */
-		o = jv_object_set(o, jv_string("workspace_bytes"),
-				  x->fs == WSFS_DIR ? jv_null() : jv_number((double)s->conf->workspace_size));
-		o = jv_object_set(o, jv_string("workspace_filesystem"), jv_string(wsfs_kind_name(x->fs)));
-		if (*x->fs_note)
-			o = jv_object_set(o, jv_string("workspace_note"), jv_string(x->fs_note));
-		*out = o;
-		if (install)
-			*req = install_request(x, x->language, deps);
-		else
-			jv_free(deps);
-		free(id);
-		return true;
+	double ttl = 0;
+	if (rec_num(args, "ttl", &ttl) && (ttl < 1 || ttl > 86400 * 30 || ttl != ttl)) {
+		snprintf(err, errlen, "ttl must be from 1 to 2592000 seconds");
+		return false;
 	}
-	struct session *x = get(s, owner, args, err, errlen);
+	const char *lang = rec_str(args, "language", NULL);
+	jv deps = rec_get(args, "dependencies");
+	bool install = jv_get_kind(deps) == JV_KIND_ARRAY && jv_array_length(jv_copy(deps)) > 0;
+	if (install && !lang) {
+		jv_free(deps);
+		snprintf(err, errlen, "\"dependencies\" needs \"language\" (whose package manager installs them)");
+		return false;
+	}
+	if (install && !sess_can_install(s->conf, lang, err, errlen)) {
+		jv_free(deps);
+		return false;
+	}
+	char *id = sess_create(s, owner, lang, (uint64_t)(ttl * 1000), err, errlen);
+	if (!id) {
+		jv_free(deps);
+		return false;
+	}
+	struct session *x = find(s, id);
+	char when[40];
+	util_iso8601(util_epoch_ms() + (double)x->ttl_ms, when, sizeof when);
+	jv o = jv_object_set(jv_object(), jv_string("session_id"), jv_string(id));
+	o = jv_object_set(o, jv_string("language"), x->language ? jv_string(x->language) : jv_null());
+	o = jv_object_set(o, jv_string("expires_at"), jv_string(when));
+	o = jv_object_set(o, jv_string("ttl_seconds"), jv_number((double)x->ttl_ms / 1000));
+	/* what its quota is, and what the files count against where it
+	 * is not a disk's (wsfs.h) */
+	o = jv_object_set(o, jv_string("workspace_bytes"),
+			  x->fs == WSFS_DIR ? jv_null() : jv_number((double)s->conf->workspace_size));
+	o = jv_object_set(o, jv_string("workspace_filesystem"), jv_string(wsfs_kind_name(x->fs)));
+	if (*x->fs_note)
+		o = jv_object_set(o, jv_string("workspace_note"), jv_string(x->fs_note));
+	*out = o;
+	if (install)
+		*req = install_request(x, x->language, deps);
+	else
+		jv_free(deps);
+	free(id);
+	return true;
+}
+
+/* The other session tools start alike: no result yet, and the caller's
+ * session, or NULL with why. */
+static struct session *tool_session(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen)
+{
+	*out = jv_invalid();
+	*req = jv_invalid();
+	return get(s, owner, args, err, errlen);
+}
+
+bool sess_tool_stop(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen)
+{
+	struct session *x = tool_session(s, owner, args, out, req, err, errlen);
 	if (!x)
 		return false;
-	switch (kind) {
-	case MCP_T_STOP: {
-		jv o = jv_object_set(jv_object(), jv_string("session_id"), jv_string(x->id));
-		sess_remove(s, x->id);
-		*out = jv_object_set(o, jv_string("stopped"), jv_true());
-		return true;
+	jv o = jv_object_set(jv_object(), jv_string("session_id"), jv_string(x->id));
+	sess_remove(s, x->id);
+	*out = jv_object_set(o, jv_string("stopped"), jv_true());
+	return true;
+}
+
+bool sess_tool_write(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen)
+{
+	struct session *x = tool_session(s, owner, args, out, req, err, errlen);
+	return x && do_write(s, x, args, out, err, errlen);
+}
+
+bool sess_tool_read(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen)
+{
+	struct session *x = tool_session(s, owner, args, out, req, err, errlen);
+	return x && do_read(s, x, args, out, err, errlen);
+}
+
+bool sess_tool_list(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen)
+{
+	struct session *x = tool_session(s, owner, args, out, req, err, errlen);
+	return x && do_list(x, args, out, err, errlen);
+}
+
+bool sess_tool_exec(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen)
+{
+	struct session *x = tool_session(s, owner, args, out, req, err, errlen);
+	if (!x)
+		return false;
+	*req = exec_request(s, x, args, err, errlen);
+	return jv_is_valid(*req);
+}
+
+bool sess_tool_cell(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen)
+{
+	struct session *x = tool_session(s, owner, args, out, req, err, errlen);
+	if (!x)
+		return false;
+	*req = cell_request(s, x, args, err, errlen);
+	return jv_is_valid(*req);
+}
+
+bool sess_tool_install(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen)
+{
+	struct session *x = tool_session(s, owner, args, out, req, err, errlen);
+	if (!x)
+		return false;
+	const char *lang = rec_str(args, "language", NULL);
+	if (!lang)
+		lang = x->language;
+	if (!lang) {
+		snprintf(err, errlen, "\"language\" is needed (the session has no default language)");
+		return false;
 	}
-	case MCP_T_WRITE: return do_write(s, x, args, out, err, errlen);
-	case MCP_T_READ: return do_read(s, x, args, out, err, errlen);
-	case MCP_T_LIST: return do_list(x, args, out, err, errlen);
-	case MCP_T_EXEC:
-		*req = exec_request(s, x, args, err, errlen);
-		return jv_is_valid(*req);
-	case MCP_T_CELL:
-		*req = cell_request(s, x, args, err, errlen);
-		return jv_is_valid(*req);
-	case MCP_T_INSTALL: {
-		const char *lang = rec_str(args, "language", NULL);
-		if (!lang)
-			lang = x->language;
-		if (!lang) {
-			snprintf(err, errlen, "\"language\" is needed (the session has no default language)");
-			return false;
-		}
-		if (!sess_can_install(s->conf, lang, err, errlen))
-			return false;
-		*req = install_request(x, lang, rec_get(args, "packages"));
-		return true;
-	}
-	}
-	snprintf(err, errlen, "not a session tool");
-	return false;
+	if (!sess_can_install(s->conf, lang, err, errlen))
+		return false;
+	*req = install_request(x, lang, rec_get(args, "packages"));
+	return true;
 }
