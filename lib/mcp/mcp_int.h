@@ -1,5 +1,7 @@
 /* mcp_int: what the parts of the MCP server share, and nobody else: mcp.c
- * (messages, calls, tools, methods), mcp_res.c (resources, subscriptions,
+ * (messages, methods, the server and its clients), mcp_call.c (a
+ * tools/call from arrival to answer: the queue, runs, helper processes),
+ * mcp_tool.c (what each tool does), mcp_res.c (resources, subscriptions,
  * completion), mcp_task.c (tasks).  The structures are mcp.c's; the other
  * parts borrow them.
  */
@@ -142,12 +144,12 @@ struct sub {
 void mcp_send_msg(struct mcp_client *cl, uint64_t tag, jv msg);
 void mcp_send_error(struct mcp_client *cl, uint64_t tag, jv id, int code, const char *msg, jv data);
 void mcp_send_result(struct mcp_client *cl, uint64_t tag, jv id, bool modern, jv result);
+/* notifications/message at a level (logging/setLevel's names, in order),
+ * if the client asked for it. */
+enum { L_DEBUG, L_INFO, L_NOTICE, L_WARNING, L_ERROR };
+void mcp_log(struct mcp_client *cl, uint64_t tag, int level, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* An error the agent can act on, as a tool result (isError). */
 jv mcp_tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void mcp_call_free(struct call *c);
-/* Stop a cancelled call's work: a queued one is freed, a run's sandbox
- * killed, a helper process killed (their results are dropped). */
-void mcp_call_stop(struct call *c);
 /* Whether params carry a cursor (not absent, not null). */
 bool mcp_cursor_given(jv params);
 
@@ -155,6 +157,28 @@ bool mcp_cursor_given(jv params);
  * borrowed (an object), modern: the request named 2026-07-28.  It answers,
  * at once or later. */
 typedef void mcp_method_fn(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern);
+
+/* mcp_call.c: tools/call; a call's end (mcp_call_free: without an
+ * answer); stopping a cancelled call's work: a queued one is freed, a
+ * run's sandbox killed, a helper process killed (their results are
+ * dropped). */
+mcp_method_fn mcp_tools_call;
+void mcp_call_free(struct call *c);
+void mcp_call_stop(struct call *c);
+/* Answer a call (result consumed) and forget it. */
+void mcp_call_finish(struct call *c, jv result);
+/* Queue a run (request: the pipeline request without id). */
+void mcp_call_submit(struct call *c, jv request);
+/* Run bindir/argv[0] with argv, collect its stdout, then done; false (the
+ * call finished with the error) if it could not start.  mcp_call_check:
+ * sbx-run's report (option: --check or --check=backend), as JSON. */
+bool mcp_call_helper(struct call *c, char **argv, void (*done)(struct call *c, int status, char *out, size_t len));
+bool mcp_call_check(struct call *c, char *option, void (*done)(struct call *c, int status, char *out, size_t len));
+/* A tool's answer: the structured result, the same as JSON text, and isError. */
+jv mcp_tool_result(jv structured, bool is_error);
+
+/* mcp_tool.c: start the call's tool (c->tool, c->args), by its kind. */
+void mcp_tool_start(struct call *c);
 
 /* mcp_res.c: the methods, and the announcement of a session's changed
  * files after a call in it. */
