@@ -1,17 +1,17 @@
+/* mcp: the protocol (mcp.h): messages to a client, the table of methods
+ * and mcp_handle over it, the handshake and the revisions, the probe of
+ * what this host enforces, and the server and its clients.  A tools/call
+ * is mcp_call.c's, what each tool does mcp_tool.c's.  See mcp_int.h.
+ */
 #define _GNU_SOURCE
 #include "mcp.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <stdarg.h>
-#include <fcntl.h>
-#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,11 +19,8 @@
 #include "chain.h"
 #include "mcp_int.h"
 #include "mcptools.h"
-#include "proc.h"
 #include "rec.h"
 #include "sess.h"
-#include "state.h"
-#include "status.h"
 #include "task.h"
 #include "util.h"
 
@@ -35,7 +32,6 @@ static const char *const legacy_versions[] = { "2024-11-05", "2025-03-26", "2025
 /* ---- messages --------------------------------------------------------- */
 
 static const char *const log_levels[] = { "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency", NULL };
-enum { L_DEBUG, L_INFO, L_NOTICE, L_WARNING, L_ERROR };
 
 void mcp_send_msg(struct mcp_client *cl, uint64_t tag, jv msg);
 
@@ -43,8 +39,7 @@ void mcp_send_msg(struct mcp_client *cl, uint64_t tag, jv msg);
  * one: what an operator or agent should know (a run queued, refused or
  * not set up, an install's outcome), on the call's own stream.  Never
  * code, output or tokens: those are the call's result. */
-static void mcp_log(struct mcp_client *cl, uint64_t tag, int level, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void mcp_log(struct mcp_client *cl, uint64_t tag, int level, const char *fmt, ...)
+void mcp_log(struct mcp_client *cl, uint64_t tag, int level, const char *fmt, ...)
 {
 	if (!cl || cl->log_level < 0 || level < cl->log_level)
 		return;
@@ -89,55 +84,6 @@ void mcp_send_result(struct mcp_client *cl, uint64_t tag, jv id, bool modern, jv
 	mcp_send_msg(cl, tag, jv_object_set(r, jv_string("result"), result));
 }
 
-static void progress(struct call *c, const char *what)
-{
-	if (!jv_is_valid(c->token) || c->cancelled)
-		return;
-	jv p = jv_object_set(jv_object(), jv_string("progressToken"), jv_copy(c->token));
-	p = jv_object_set(p, jv_string("progress"), jv_number(++c->progress));
-	p = jv_object_set(p, jv_string("total"), jv_number(4));
-	p = jv_object_set(p, jv_string("message"), jv_string(what));
-	jv n = jv_object_set(jv_object(), jv_string("method"), jv_string("notifications/progress"));
-	mcp_send_msg(c->cl, c->tag, jv_object_set(n, jv_string("params"), p));
-}
-
-/* A tool's answer: the structured result, the same as JSON text (for
- * clients without structuredContent), and isError. */
-static jv tool_result_with(jv structured, jv blocks, bool is_error)
-{
-	jv text = jv_dump_string(jv_copy(structured), 0);
-	jv item = jv_object_set(jv_object(), jv_string("type"), jv_string("text"));
-	item = jv_object_set(item, jv_string("text"), text);
-	jv r = jv_object_set(jv_object(), jv_string("content"), jv_array_concat(jv_array_append(jv_array(), item), blocks));
-	r = jv_object_set(r, jv_string("structuredContent"), structured);
-	return jv_object_set(r, jv_string("isError"), jv_bool(is_error));
-}
-
-static jv tool_result(jv structured, bool is_error)
-{
-	return tool_result_with(structured, jv_array(), is_error);
-}
-
-/* A run's answer (result consumed): the text a model reads first, then
- * the files it made (images as images), and the record as
- * structuredContent.  The text is short unless the call asked for more
- * (max_output): the record has it all for a program to read. */
-static jv run_result(struct call *c, jv result, bool is_error)
-{
-	const struct conf *conf = c->m->conf;
-	jv view = mcp_run_view(jv_copy(result), c->max_output);
-	/* (as root, images are scaled down as the sandboxes' nobody:
-	 * conf_host_ids[2], which owns nothing) */
-	jv blocks = mcp_run_blocks(result, &view, conf->mcp_image_inline, geteuid() == 0 ? (int64_t)state_uid(conf, STATE_UID_NOBODY) : -1);
-	jv_free(result);
-	size_t text_output = c->max_output >= 0 ? (size_t)c->max_output : (size_t)conf->mcp_text_output;
-	jv item = jv_object_set(jv_object(), jv_string("type"), jv_string("text"));
-	item = jv_object_set(item, jv_string("text"), mcp_run_text(view, text_output, conf->lim.run.output));
-	jv r = jv_object_set(jv_object(), jv_string("content"), jv_array_concat(jv_array_append(jv_array(), item), blocks));
-	r = jv_object_set(r, jv_string("structuredContent"), view);
-	return jv_object_set(r, jv_string("isError"), jv_bool(is_error));
-}
-
 /* An error the agent can act on, as a tool result (isError): text only,
  * since it does not have the shape of the tool's output schema. */
 jv mcp_tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -154,8 +100,6 @@ jv mcp_tool_error(const char *fmt, ...)
 	return jv_object_set(r, jv_string("isError"), jv_true());
 }
 
-/* ---- calls ------------------------------------------------------------ */
-
 bool mcp_cursor_given(jv params)
 {
 	jv cur = jv_get_kind(params) == JV_KIND_OBJECT ? rec_get(params, "cursor") : jv_invalid();
@@ -164,686 +108,17 @@ bool mcp_cursor_given(jv params)
 	return given;
 }
 
-void mcp_call_stop(struct call *c)
-{
-	if (c->state == C_QUEUED)
-		mcp_call_free(c);
-	else if (c->state == C_RUNNING)
-		chain_cancel(c->m->chain, c->run_id);
-	else if (c->state == C_HELPER)
-		kill(c->pid, SIGKILL);
-}
-
-void mcp_call_free(struct call *c)
-{
-	mcp_task_disarm(c);
-	if (c->beat >= 0) {
-		loop_unwatch(c->m->loop, c->beat);
-		close(c->beat);
-	}
-	if (c->efd >= 0) {
-		loop_unwatch(c->m->loop, c->efd);
-		close(c->efd);
-	}
-	struct mcp *m = c->m;
-	if (c->task)
-		mcp_task_orphaned(m, c); /* its task must not keep pointing here */
-	for (struct call **p = &m->calls; *p; p = &(*p)->link)
-		if (*p == c) {
-			*p = c->link;
-			break;
-		}
-	if (c->cancelled && c->cl)
-		c->cl->send(jv_invalid(), c->tag, c->cl->arg); /* ended without an answer */
-	if (c->held_session)
-		sess_release(m->sessions, c->held_session);
-	free(c->held_session);
-	if (c->temp_session)
-		sess_remove(m->sessions, c->temp_session);
-	free(c->temp_session);
-	jv_free(c->id);
-	jv_free(c->token);
-	jv_free(c->args);
-	jv_free(c->after);
-	jv_free(c->with);
-	free(c->buf);
-	free(c);
-}
-
-static void dispatch_queue(struct mcp *m);
-
-
-/* Answer a call (result consumed) and forget it.  A call in a session may
- * have changed its files: subscribers hear of it first, the caller on the
- * call's own stream. */
-static void finish(struct call *c, jv result)
-{
-	struct mcp *m = c->m;
-	if (c->state == C_RUNNING)
-		m->running--;
-	c->state = C_DONE;
-	const char *sid = c->held_session ? c->held_session : rec_str(c->args, "session_id", NULL);
-	if (sid && c->tool && c->tool->kind != MCP_T_HISTORY)
-		mcp_notify_updates(m, c->cl ? c->cl->owner : c->owner, sid, c->cancelled ? NULL : c->cl, c->tag);
-	if (c->task) {
-		/* The answer is the task's, for tasks/result; the call was
-		 * answered when it became a task. */
-		mcp_task_done(m, c, result);
-		mcp_call_free(c);
-		dispatch_queue(m);
-		return;
-	}
-	if (!c->cancelled) {
-		progress(c, "done");
-		if (c->cl && !c->cl->structured)
-			result = jv_object_delete(result, jv_string("structuredContent"));
-		mcp_send_result(c->cl, c->tag, jv_copy(c->id), c->modern, result);
-	} else
-		jv_free(result);
-	mcp_call_free(c);
-	dispatch_queue(m);
-}
-
-/* ---- runs through the chain ------------------------------------------- */
-
-static void run_done(jv result, void *arg)
-{
-	struct call *c = arg;
-	if (c->next && !c->cancelled) {
-		/* A step of a longer call (an install before a run). */
-		void (*next)(struct call *, jv) = c->next;
-		c->next = NULL;
-		c->m->running--;
-		c->state = C_DONE;
-		next(c, result);
-		return;
-	}
-	const char *st = rec_str(result, "status", NULL);
-	bool is_error = st && status_is(st, STF_CALL);
-	const char *why = rec_str(result, "error", NULL);
-	if (status_find(st) == STATUS_internal_error)
-		mcp_log(c->cl, c->tag, L_ERROR, "%s: the sandbox could not be set up: %.400s", c->tool->name, why ? why : "");
-	else if (status_find(st) == STATUS_invalid)
-		mcp_log(c->cl, c->tag, L_WARNING, "%s: refused: %.400s", c->tool->name, why ? why : "");
-	if (jv_is_valid(c->with)) {
-		/* sandbox_initialize with dependencies: the session, and how
-		 * its install went. */
-		jv with = c->with;
-		c->with = jv_invalid();
-		is_error = status_find(st) != STATUS_success;
-		finish(c, tool_result(jv_object_set(with, jv_string("install"), mcp_run_view(result, c->max_output)), is_error));
-		return;
-	}
-	/* sandbox_exec's "file" is the pipeline's "entry": the error names
-	 * what the agent wrote */
-	const char *err = rec_str(result, "error", NULL);
-	if (err && c->tool->kind == MCP_T_EXEC && rec_has(c->args, "entry") && strstr(err, "\"entry\"")) {
-		jv fixed = jv_string("");
-		for (const char *p = err, *e; *p; p = e + 7) {
-			if (!(e = strstr(p, "\"entry\""))) {
-				fixed = jv_string_append_str(fixed, p);
-				break;
-			}
-			fixed = jv_string_concat(fixed, jv_string_fmt("%.*s\"file\"", (int)(e - p), p));
-		}
-		result = jv_object_set(result, jv_string("error"), fixed);
-	}
-	/* Only a cell that reached its kernel says whether the kernel lives
-	 * on (a refused one, invalid, says nothing of it). */
-	bool alive;
-	const char *sid = rec_str(result, "session", NULL);
-	if (c->tool->kind == MCP_T_CELL && sid && rec_bool(result, "kernel_alive", &alive))
-		sess_kernel_seen(c->m->sessions, sid, rec_str(result, "language", NULL), alive);
-	finish(c, run_result(c, result, is_error));
-}
-
-/* Live output: a progress notification with the new text, its progress
- * between the stage's and "done"'s (each notification's must grow), the
- * stream in _meta.  Only for calls that asked for progress. */
-static void live_progress(struct call *c, jv ev)
-{
-	if (!jv_is_valid(c->token) || c->cancelled)
-		return;
-	const char *data = rec_str(ev, "data", NULL), *stream = rec_str(ev, "stream", NULL);
-	bool truncated = false;
-	rec_bool(ev, "truncated", &truncated);
-	if (!data && !truncated)
-		return;
-	c->outputs++;
-	jv p = jv_object_set(jv_object(), jv_string("progressToken"), jv_copy(c->token));
-	p = jv_object_set(p, jv_string("progress"), jv_number(c->progress + (double)c->outputs / (c->outputs + 1)));
-	p = jv_object_set(p, jv_string("total"), jv_number(4));
-	p = jv_object_set(p, jv_string("message"), jv_string(data ? data : "(more output: in the result)"));
-	jv meta = jv_object_set(jv_object(), jv_string("stream"), jv_string(stream ? stream : "stdout"));
-	p = jv_object_set(p, jv_string("_meta"), jv_object_set(jv_object(), jv_string("io.github.sbx/output"), meta));
-	jv n = jv_object_set(jv_object(), jv_string("method"), jv_string("notifications/progress"));
-	mcp_send_msg(c->cl, c->tag, jv_object_set(n, jv_string("params"), p));
-}
-
-static void run_event(const char *event, jv ev, void *arg)
-{
-	struct call *c = arg;
-	/* "done" comes as the answer's own progress (finish) */
-	if (!strcmp(event, "compile") || !strcmp(event, "run")) {
-		c->outputs = 0;
-		progress(c, !strcmp(event, "compile") ? "compiling" : "running");
-	} else if (!strcmp(event, "output"))
-		live_progress(c, ev);
-}
-
-/* A long run's heartbeat: a client that keeps a call alive while it hears
- * progress (the TypeScript SDK's resetTimeoutOnProgress) does not give up
- * on a run that prints nothing for a while. */
-static void on_beat(struct loop *l, int fd, short rev, void *arg)
-{
-	struct call *c = arg;
-	uint64_t n;
-	(void)l, (void)rev;
-	if (read(fd, &n, sizeof n) < 0 || !jv_is_valid(c->token) || c->cancelled || c->state != C_RUNNING)
-		return;
-	c->outputs++;
-	jv p = jv_object_set(jv_object(), jv_string("progressToken"), jv_copy(c->token));
-	p = jv_object_set(p, jv_string("progress"), jv_number(c->progress + (double)c->outputs / (c->outputs + 1)));
-	p = jv_object_set(p, jv_string("total"), jv_number(4));
-	p = jv_object_set(p, jv_string("message"), jv_string("still running"));
-	jv msg = jv_object_set(jv_object(), jv_string("method"), jv_string("notifications/progress"));
-	mcp_send_msg(c->cl, c->tag, jv_object_set(msg, jv_string("params"), p));
-}
-
-static void start_run(struct call *c)
-{
-	struct mcp *m = c->m;
-	c->state = C_RUNNING;
-	m->running++;
-	if (c->owner >= m->nserved) {
-		size_t n = c->owner + 16;
-		m->served = util_xrealloc(m->served, n * sizeof *m->served);
-		memset(m->served + m->nserved, 0, (n - m->nserved) * sizeof *m->served);
-		m->nserved = n;
-	}
-	m->served[c->owner] = ++m->served_seq;
-	if (!m->chain)
-		m->chain = chain_new(m->loop, m->bindir, m->conf_path, m->max);
-	jv req = jv_copy(c->args);
-	req = jv_object_set(req, jv_string("id"), jv_string(c->run_id));
-	if (c->principal[0])
-		req = jv_object_set(req, jv_string("principal"), jv_string(c->principal));
-	/* (before the submission, which may finish the call and free it at
-	 * once: mcp_call_free stops the beat) */
-	if (jv_is_valid(c->token) && c->beat < 0 &&
-	    (c->beat = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) >= 0) {
-		uint64_t ms = m->conf->mcp_progress_ms;
-		struct timespec every = { .tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L };
-		struct itimerspec its = { .it_interval = every, .it_value = every };
-		timerfd_settime(c->beat, 0, &its, NULL);
-		loop_watch(m->loop, c->beat, POLLIN, on_beat, c);
-	}
-	chain_submit(m->chain, req, run_done, run_event, c);
-}
-
-/* Queue a run (args: the pipeline request without id). */
-static void submit_run(struct call *c, jv request)
-{
-	struct mcp *m = c->m;
-	jv_free(c->args);
-	c->args = request;
-	snprintf(c->run_id, sizeof c->run_id, "mcp-%d-%u-%08x", (int)getpid(), ++m->seq, (unsigned)random());
-	c->state = C_QUEUED;
-	progress(c, "queued");
-	if (m->running >= m->max)
-		mcp_log(c->cl, c->tag, L_INFO, "%s: queued behind %zu running call(s) (max_concurrent %zu)", c->tool->name,
-			(size_t)m->running, (size_t)m->max);
-	dispatch_queue(m);
-}
-
-/* Runs going for one principal (an HTTP token; the stdio client is one). */
-static unsigned running_of(const struct mcp *m, unsigned owner)
-{
-	unsigned n = 0;
-	for (const struct call *c = m->calls; c; c = c->link)
-		n += c->state == C_RUNNING && c->owner == owner;
-	return n;
-}
-
-/* Fair between principals: the next run is the oldest queued call of the
- * principal with the fewest runs going, and of those the one whose last
- * run started longest ago (round robin).  One token's backlog then costs
- * another about one run's wait, where a single FIFO made a one-line run
- * wait for every task another token had queued before it; each
- * principal's own calls (a session's cells) still start in order. */
-static void dispatch_queue(struct mcp *m)
-{
-	while (m->running < m->max) {
-		struct call *pick = NULL;
-		unsigned least = 0;
-		uint64_t least_served = 0;
-		/* (newest first: calls are pushed at the head, so on a tie the
-		 * later, older one wins) */
-		for (struct call *c = m->calls; c; c = c->link) {
-			if (c->state != C_QUEUED)
-				continue;
-			unsigned r = running_of(m, c->owner);
-			uint64_t s = c->owner < m->nserved ? m->served[c->owner] : 0;
-			if (!pick || r < least || (r == least && s <= least_served)) {
-				pick = c;
-				least = r;
-				least_served = s;
-			}
-		}
-		if (!pick)
-			break;
-		start_run(pick);
-	}
-}
-
-/* ---- helper processes (sbx-history, sbx-run --check) --------------------- */
-
-/* What a helper says on stderr, as it says it (read from the loop, so a
- * helper that says much never blocks on a full pipe): passed on to ours,
- * the server's log, and its start kept for a tool error that quotes the
- * helper's own words.  At its end (eof), the pipe is closed. */
-static void helper_stderr(struct call *c, bool eof)
-{
-	char b[4096];
-	ssize_t n = -1;
-	size_t kept = strlen(c->err);
-	while (c->efd >= 0 && ((n = read(c->efd, b, sizeof b)) > 0 || (n < 0 && errno == EINTR))) {
-		if (n <= 0)
-			continue;
-		util_write_all(STDERR_FILENO, b, (size_t)n);
-		size_t keep = sizeof c->err - 1 - kept < (size_t)n ? sizeof c->err - 1 - kept : (size_t)n;
-		memcpy(c->err + kept, b, keep);
-		kept += keep;
-		c->err[kept] = 0;
-	}
-	if (c->efd >= 0 && (eof || n == 0)) {
-		loop_unwatch(c->m->loop, c->efd);
-		close(c->efd);
-		c->efd = -1;
-	}
-}
-
-static void on_helper_stderr(struct loop *l, int fd, short rev, void *arg)
-{
-	(void)l, (void)fd, (void)rev;
-	helper_stderr(arg, false);
-}
-
-static void on_helper(struct loop *l, int fd, short rev, void *arg)
-{
-	struct call *c = arg;
-	if (c->len + 65536 > c->cap) {
-		c->cap = (c->len + 65536) * 2;
-		c->buf = util_xrealloc(c->buf, c->cap);
-	}
-	ssize_t n = read(fd, c->buf + c->len, c->cap - c->len - 1);
-	if (n > 0) {
-		c->len += (size_t)n;
-		if (c->len <= 64u << 20)
-			return;
-		kill(c->pid, SIGKILL); /* a runaway answer: cut it off */
-	} else if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return;
-	loop_unwatch(l, fd);
-	close(fd);
-	int status = 0;
-	waitpid(c->pid, &status, 0);
-	helper_stderr(c, true);
-	c->buf[c->len] = 0;
-	c->state = C_DONE;
-	if (c->cancelled) {
-		mcp_call_free(c);
-		return;
-	}
-	c->helper_done(c, status, c->buf, c->len);
-	(void)rev;
-}
-
-/* Run bindir/tool with argv, collect its stdout, then helper_done; false
- * (the call finished with the error) if it could not start. */
-static bool start_helper(struct call *c, char **argv, void (*done)(struct call *, int, char *, size_t))
-{
-	struct mcp *m = c->m;
-	int p[2], e[2] = { -1, -1 };
-	char *path = util_fmt("%s/%s", m->bindir, argv[0]);
-	bool piped = pipe2(p, O_CLOEXEC) == 0;
-	if (piped && pipe2(e, O_CLOEXEC) < 0) {
-		int keep = errno;
-		close(p[0]);
-		close(p[1]);
-		errno = keep;
-		piped = false;
-	}
-	if (!piped) {
-		free(path);
-		finish(c, mcp_tool_error("cannot start %s: %s", argv[0], strerror(errno)));
-		return false;
-	}
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid == 0) {
-		if (proc_child_prepare(parent, SIGKILL) < 0 || dup2(p[1], 1) < 0 || dup2(e[1], 2) < 0)
-			_exit(127);
-		int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (devnull < 0 || dup2(devnull, 0) < 0 || proc_keep_fds(NULL, 0) < 0)
-			_exit(127);
-		execv(path, argv);
-		dprintf(2, "sbx-mcp: cannot run %s: %s\n", path, strerror(errno));
-		_exit(127);
-	}
-	free(path);
-	close(p[1]);
-	close(e[1]);
-	if (pid < 0) {
-		close(p[0]);
-		close(e[0]);
-		finish(c, mcp_tool_error("cannot start %s: %s", argv[0], strerror(errno)));
-		return false;
-	}
-	c->state = C_HELPER;
-	c->pid = pid;
-	c->fd = p[0];
-	c->efd = e[0];
-	c->helper_done = done;
-	proc_set_nonblock(c->fd, true);
-	proc_set_nonblock(c->efd, true); /* (our end only: the helper's blocks, and is drained) */
-	loop_watch(m->loop, c->fd, POLLIN, on_helper, c);
-	loop_watch(m->loop, c->efd, POLLIN, on_helper_stderr, c);
-	return true;
-}
-
-/* sbx-run's report (option: --check or --check=backend), as JSON. */
-static bool start_check(struct call *c, char *option, void (*done)(struct call *, int, char *, size_t))
-{
-	char *argv[] = { "sbx-run", option, "--json", c->m->conf_path ? "-c" : NULL, c->m->conf_path, NULL };
-	return start_helper(c, argv, done);
-}
-
-/* ---- the tools ---------------------------------------------------------- */
-
-/* run_code's arguments as a pipeline request (sbx-validate checks them). */
-static jv run_request(jv args)
-{
-	static const char *const keys[] = { "language", "code", "stdin", "files", "timeout", "memory", "cpus", "args",
-					    "tests", "compare", "checker", "stop_on_fail", NULL };
-	jv r = jv_object();
-	for (int i = 0; keys[i]; i++)
-		if (rec_has(args, keys[i]))
-			r = jv_object_set(r, jv_string(keys[i]), jv_object_get(jv_copy(args), jv_string(keys[i])));
-	/* the files it makes come back (images as images); a judged
-	 * program's tests make none that count */
-	return rec_has(args, "tests") ? r : jv_object_set(r, jv_string("artifacts"), jv_true());
-}
-
-/* Why an install failed, in its own words: its status and the end of what
- * it wrote (stderr, else stdout), which is where package managers say it. */
-static char *install_failure(jv result)
-{
-	const char *st = rec_str(result, "status", NULL);
-	size_t n = 0;
-	const char *text = rec_str(result, "stderr", &n);
-	if (!text || !n)
-		text = rec_str(result, "stdout", &n);
-	const char *tail = text ? text + (n > 1500 ? n - 1500 : 0) : "";
-	jv ec = rec_get(result, "exit_code");
-	char how[64];
-	if (jv_get_kind(ec) == JV_KIND_NUMBER)
-		snprintf(how, sizeof how, "exit code %d", (int)jv_number_value(ec));
-	else
-		snprintf(how, sizeof how, "%s", st ? st : "no status");
-	jv_free(ec);
-	return util_fmt("installing the dependencies failed (%s)%s%s%s", how, *tail ? ": " : ", and the installer wrote nothing",
-			n > 1500 ? "…" : "", tail);
-}
-
-/* run_code with "dependencies": a one-off session, the install, then the
- * run in it; the session is removed with the call. */
-static void deps_installed(struct call *c, jv result)
-{
-	const char *st = rec_str(result, "status", NULL);
-	if (status_find(st) != STATUS_success) {
-		/* Why: the record's own error (a refused package, a sandbox that
-		 * could not be made), else the installer's output, which the
-		 * view carries. */
-		const char *why = rec_str(result, "error", NULL);
-		char *msg = why ? util_fmt("installing the dependencies failed: %s", why) : install_failure(result);
-		jv v = mcp_run_view(result, c->max_output);
-		v = jv_object_set(v, jv_string("error"), jv_string(msg));
-		free(msg);
-		finish(c, tool_result(v, true));
-		return;
-	}
-	jv_free(result);
-	jv req = c->after;
-	c->after = jv_invalid();
-	submit_run(c, req);
-}
-
-static void tool_run_code(struct call *c)
-{
-	jv req = run_request(c->args);
-	jv deps = rec_get(c->args, "dependencies");
-	if (jv_get_kind(deps) != JV_KIND_ARRAY || jv_array_length(jv_copy(deps)) == 0) {
-		jv_free(deps);
-		submit_run(c, req);
-		return;
-	}
-	if (rec_has(c->args, "tests")) {
-		/* They would need a session, and each test has a fresh sandbox. */
-		jv_free(deps);
-		jv_free(req);
-		finish(c, mcp_tool_error("run_code: \"dependencies\" do not go with \"tests\" (each test runs in a fresh "
-					 "sandbox with the runtime's own packages)"));
-		return;
-	}
-	char err[768];
-	const char *lang = rec_str(c->args, "language", NULL);
-	if (!sess_can_install(c->m->conf, lang, err, sizeof err)) {
-		jv_free(deps);
-		jv_free(req);
-		finish(c, mcp_tool_error("%s", err));
-		return;
-	}
-	char *sid = sess_create(c->m->sessions, c->cl ? c->cl->owner : 0, lang, 0, err, sizeof err);
-	if (!sid) {
-		jv_free(deps);
-		jv_free(req);
-		finish(c, mcp_tool_error("%s", err));
-		return;
-	}
-	c->temp_session = sid;
-	/* held, so that a short ttl cannot end it between install and run */
-	c->held_session = util_strdup(sid);
-	sess_hold(c->m->sessions, sid);
-	c->after = jv_object_set(req, jv_string("session"), jv_string(sid));
-	c->next = deps_installed;
-	jv inst = jv_object_set(jv_object(), jv_string("language"), jv_string(lang));
-	inst = jv_object_set(inst, jv_string("session"), jv_string(sid));
-	/* The files are there for the install too (a requirements file, a
-	 * package.json). */
-	if (rec_has(c->args, "files"))
-		inst = jv_object_set(inst, jv_string("files"), rec_get(c->args, "files"));
-	submit_run(c, jv_object_set(inst, jv_string("install"), deps));
-}
-
-/* get_execution_history's filters and sbx-history's options for them. */
-static const struct history_filter {
-	const char *key, *opt;
-} history_filters[] = {
-	{ "since", "--since" }, { "until", "--until" }, { "language", "--language" }, { "status", "--status" },
-	{ "id", "--id" }, { "session_id", "--session" }, { NULL, NULL },
-};
-
-static void history_done(struct call *c, int status, char *out, size_t len)
-{
-	if (!WIFEXITED(status) || WEXITSTATUS(status) > 1) {
-		/* sbx-history's own words, naming the tool's arguments where
-		 * they name its options (--since is "since"); its usage
-		 * synopsis, after the first line, is for people at a shell */
-		const char *said = c->err + (strncmp(c->err, "sbx-history: ", 13) ? 0 : 13);
-		char why[sizeof c->err + 64];
-		size_t o = 0;
-		for (const char *p = said; *p && *p != '\n' && o < sizeof why - 16; p++) {
-			int i = 0;
-			while (history_filters[i].key && strncmp(p, history_filters[i].opt, strlen(history_filters[i].opt)))
-				i++;
-			if (history_filters[i].key && !isalnum((unsigned char)p[strlen(history_filters[i].opt)])) {
-				o += (size_t)snprintf(why + o, sizeof why - o, "%.12s", history_filters[i].key);
-				p += strlen(history_filters[i].opt) - 1;
-			} else
-				why[o++] = *p;
-		}
-		why[o] = 0;
-		finish(c, *why ? mcp_tool_error("get_execution_history: %s", why)
-			       : mcp_tool_error("the history could not be read (sbx-history exit status %d); see the server's log",
-						WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)));
-		return;
-	}
-	jv rows = jv_array();
-	for (char *line = out, *nl; line < out + len; line = nl + 1) {
-		nl = memchr(line, '\n', (size_t)(out + len - line));
-		if (!nl)
-			nl = out + len;
-		if (nl > line) {
-			jv v = jv_parse_sized(line, (int)(nl - line));
-			if (jv_is_valid(v))
-				rows = jv_array_append(rows, v);
-			else
-				jv_free(v);
-		}
-	}
-	bool stats = false;
-	rec_bool(c->args, "stats", &stats);
-	jv r = jv_object_set(jv_object(), jv_string(stats ? "stats" : "runs"), rows);
-	finish(c, tool_result(r, false));
-}
-
-static void tool_history(struct call *c)
-{
-	const struct history_filter *filters = history_filters;
-	struct mcp *m = c->m;
-	char *argv[32];
-	char limit[32];
-	int a = 0;
-	/* What sbx-history would refuse as a usage error, said here. */
-	const char *st = rec_str(c->args, "status", NULL), *lang = rec_str(c->args, "language", NULL);
-	if (st && !status_known(st)) {
-		finish(c, mcp_tool_error("status \"%.40s\" is not a status (%s)", st, status_list()));
-		return;
-	}
-	if (lang && !conf_lang(m->conf, lang)) {
-		finish(c, mcp_tool_error("language \"%.40s\" is not a configured language (%s)", lang, conf_lang_list(m->conf)));
-		return;
-	}
-	argv[a++] = "sbx-history";
-	if (m->conf_path) {
-		argv[a++] = "-c";
-		argv[a++] = m->conf_path;
-	}
-	for (int i = 0; filters[i].key; i++) {
-		const char *v = rec_str(c->args, filters[i].key, NULL);
-		if (v) {
-			argv[a++] = (char *)filters[i].opt;
-			argv[a++] = (char *)v;
-		}
-	}
-	double n = 20;
-	if (rec_num(c->args, "limit", &n) && (n < 0 || n > 10000 || n != floor(n))) {
-		finish(c, mcp_tool_error("limit must be an integer from 0 to 10000 (0: all the matching runs up to 10000)"));
-		return;
-	}
-	snprintf(limit, sizeof limit, "%d", n == 0 ? 10000 : (int)n);
-	argv[a++] = "--limit";
-	argv[a++] = limit;
-	bool stats = false;
-	if (rec_bool(c->args, "stats", &stats) && stats)
-		argv[a++] = "--stats";
-	/* An HTTP token sees its own runs, not the others' (nor the stdio
-	 * client's, nor the command line's). */
-	if (c->principal[0]) {
-		argv[a++] = "--principal";
-		argv[a++] = c->principal;
-	}
-	argv[a] = NULL;
-	start_helper(c, argv, history_done);
-}
-
-static void check_done(struct call *c, int status, char *out, size_t len)
-{
-	jv v = jv_parse_sized(out, (int)len);
-	if (jv_get_kind(v) != JV_KIND_OBJECT) {
-		jv_free(v);
-		finish(c, mcp_tool_error("sbx-run --check gave no report (exit status %d); see the server's log",
-				     WIFEXITED(status) ? WEXITSTATUS(status) : -1));
-		return;
-	}
-	struct mcp *m = c->m;
-	jv langs = rec_get(v, "languages");
-	if (jv_get_kind(langs) == JV_KIND_ARRAY) {
-		jv_free(m->languages);
-		m->languages = mcp_languages_view(m->conf, jv_copy(langs), rec_str(v, "backend", NULL));
-	}
-	jv_free(langs);
-	if (c->tool->kind == MCP_T_LANGUAGES) {
-		jv_free(v);
-		finish(c, tool_result(jv_copy(m->languages), false));
-		return;
-	}
-	/* The sessions' workspaces are the server's doing, not sbx-run's:
-	 * what they are, and where they have no quota, what would give one. */
-	const struct wsfs *fs = sess_wsfs(m->sessions);
-	jv ws = jv_object_set(jv_object(), jv_string("filesystem"), jv_string(wsfs_kind_name(wsfs_kind(fs))));
-	if (*wsfs_note(fs))
-		ws = jv_object_set(ws, jv_string("note"), jv_string(wsfs_note(fs)));
-	v = jv_object_set(v, jv_string("workspace"), ws);
-	jv fixes = rec_get(v, "fixes");
-	if (wsfs_kind(fs) == WSFS_DIR && jv_get_kind(fixes) == JV_KIND_ARRAY)
-		v = jv_object_set(v, jv_string("fixes"), jv_array_append(fixes, jv_string(wsfs_note(fs))));
-	else
-		jv_free(fixes);
-	bool usable = false;
-	rec_bool(v, "usable", &usable);
-	finish(c, tool_result(v, !usable));
-}
-
-static void tool_check(struct call *c)
-{
-	struct mcp *m = c->m;
-	if (c->tool->kind == MCP_T_LANGUAGES && jv_is_valid(m->languages)) {
-		finish(c, tool_result(jv_copy(m->languages), false));
-		return;
-	}
-	start_check(c, "--check", check_done);
-}
-
-/* Session tools: sess.c does the file work; runs go through the chain. */
-static void tool_session(struct call *c)
-{
-	struct mcp *m = c->m;
-	char err[1024];
-	jv out = jv_invalid();
-	jv req = jv_invalid();
-	bool ok = sess_tool(m->sessions, c->cl ? c->cl->owner : 0, c->tool->kind, c->args, &out, &req, err, sizeof err);
-	if (!ok) {
-		finish(c, mcp_tool_error("%s", err));
-		return;
-	}
-	if (jv_is_valid(req)) {
-		/* The tool continues as a run (sandbox_exec, install_packages,
-		 * sandbox_initialize with dependencies). */
-		c->with = out;
-		const char *sid = rec_str(req, "session", NULL);
-		if (sid) {
-			c->held_session = util_strdup(sid);
-			sess_hold(m->sessions, sid);
-		}
-		submit_run(c, req);
-		return;
-	}
-	finish(c, tool_result(out, false));
-}
-
 /* ---- methods ------------------------------------------------------------ */
+
+/* Every revision we speak, oldest first (server/discover's list, and an
+ * unsupported version's error data). */
+static jv supported_versions(void)
+{
+	jv v = jv_array();
+	for (int i = 0; legacy_versions[i]; i++)
+		v = jv_array_append(v, jv_string(legacy_versions[i]));
+	return jv_array_append(v, jv_string(MODERN));
+}
 
 static jv server_info(void)
 {
@@ -901,7 +176,8 @@ static bool content_first(const char *client)
 	return false;
 }
 
-static void do_initialize(struct mcp_client *cl, uint64_t tag, jv id, jv params)
+/* (answered as the handshake's revision, whatever the request's _meta says) */
+static void do_initialize(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
 {
 	const char *want = jv_get_kind(params) == JV_KIND_OBJECT ? rec_str(params, "protocolVersion", NULL) : NULL;
 	const char *agreed = legacy_versions[3];
@@ -921,13 +197,9 @@ static void do_initialize(struct mcp_client *cl, uint64_t tag, jv id, jv params)
 	mcp_send_result(cl, tag, id, false, r);
 }
 
-static void do_discover(struct mcp_client *cl, uint64_t tag, jv id, bool modern)
+static void do_discover(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
 {
-	jv v = jv_array();
-	for (int i = 0; legacy_versions[i]; i++)
-		v = jv_array_append(v, jv_string(legacy_versions[i]));
-	v = jv_array_append(v, jv_string(MODERN));
-	jv r = jv_object_set(jv_object(), jv_string("supportedVersions"), v);
+	jv r = jv_object_set(jv_object(), jv_string("supportedVersions"), supported_versions());
 	jv caps = capabilities();
 	caps = jv_object_set(caps, jv_string("extensions"),
 			     jv_object_set(jv_object(), jv_string("io.modelcontextprotocol/tasks"), jv_object()));
@@ -937,140 +209,9 @@ static void do_discover(struct mcp_client *cl, uint64_t tag, jv id, bool modern)
 	mcp_send_result(cl, tag, id, modern, r);
 }
 
-/* 2026-07-28: whether the request's client declared the tasks extension. */
-static bool client_has_tasks(jv params)
-{
-	jv meta = rec_get(params, "_meta");
-	jv caps = jv_get_kind(meta) == JV_KIND_OBJECT ? rec_get(meta, "io.modelcontextprotocol/clientCapabilities") : jv_invalid();
-	jv ext = jv_get_kind(caps) == JV_KIND_OBJECT ? rec_get(caps, "extensions") : jv_invalid();
-	bool has = jv_get_kind(ext) == JV_KIND_OBJECT && rec_has(ext, "io.modelcontextprotocol/tasks");
-	jv_free(ext);
-	jv_free(caps);
-	jv_free(meta);
-	return has;
-}
-
-static void do_tools_call(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
-{
-	struct mcp *m = cl->m;
-	const char *name = rec_str(params, "name", NULL);
-	if (!name) {
-		mcp_send_error(cl, tag, id, E_PARAMS, "tools/call needs \"name\" (a string)", jv_invalid());
-		return;
-	}
-	const struct mcp_tool *t = mcp_tool_find(name);
-	if (!t) {
-		char msg[256];
-		snprintf(msg, sizeof msg, "unknown tool \"%.100s\" (tools/list lists them)", name);
-		mcp_send_error(cl, tag, id, E_PARAMS, msg, jv_invalid());
-		return;
-	}
-	jv args = rec_get(params, "arguments");
-	if (jv_get_kind(args) == JV_KIND_INVALID || jv_get_kind(args) == JV_KIND_NULL) {
-		jv_free(args);
-		args = jv_object();
-	}
-	char why[512];
-	if (jv_get_kind(args) != JV_KIND_OBJECT || !mcp_tool_check_args(t, args, why, sizeof why)) {
-		if (jv_get_kind(args) != JV_KIND_OBJECT)
-			snprintf(why, sizeof why, "\"arguments\" must be an object");
-		jv_free(args);
-		/* Since 2025-11-25 (SEP-1303) arguments the schema refuses are
-		 * the tool's error, for the model to read and correct, not a
-		 * protocol fault; older revisions get -32602 as before. */
-		if (modern || strcmp(cl->legacy, "2025-11-25") >= 0)
-			mcp_send_result(cl, tag, id, modern, mcp_tool_error("%s", why));
-		else
-			mcp_send_error(cl, tag, id, E_PARAMS, why, jv_invalid());
-		return;
-	}
-	/* max_output shapes the answer, not the run: it stays here. */
-	double max_output = -1;
-	if (rec_num(args, "max_output", &max_output)) {
-		if (max_output < 0) {
-			jv_free(args);
-			mcp_send_result(cl, tag, id, modern, mcp_tool_error("%s: \"max_output\" must be 0 or more (bytes of each stream)", t->name));
-			return;
-		}
-		if (max_output > (double)m->conf->lim.run.output)
-			max_output = (double)m->conf->lim.run.output;
-		args = jv_object_delete(args, jv_string("max_output"));
-	}
-	struct task *task = NULL;
-	jv tparams = rec_get(params, "task");
-	if (jv_get_kind(tparams) == JV_KIND_OBJECT) {
-		/* A task-augmented call: answered at once with the task; the
-		 * tool's answer waits in it (tasks/get, tasks/result). */
-		double ttl = 0;
-		char why_task[200] = "";
-		if (!mcp_tool_tasks(t))
-			snprintf(why_task, sizeof why_task, "tool \"%s\" does not run as a task (run_code, sandbox_exec and install_packages do)", t->name);
-		else if (rec_num(tparams, "ttl", &ttl) && (ttl < 1000 || ttl != floor(ttl)))
-			snprintf(why_task, sizeof why_task, "task.ttl must be an integer of at least 1000 (ms)");
-		else {
-			task_expire(&m->tasks, util_epoch_ms(), mcp_task_gone, m);
-			/* clamped while a double: a huge ttl must not overflow */
-			if (!(task = task_new(&m->tasks, cl->owner, (uint64_t)(ttl > TASK_TTL_MAX ? TASK_TTL_MAX : ttl))))
-				snprintf(why_task, sizeof why_task, "too many tasks (%d): let some end or cancel them", TASK_MAX);
-		}
-		jv_free(tparams);
-		if (!task) {
-			jv_free(args);
-			mcp_send_error(cl, tag, id, strstr(why_task, "does not run") ? E_METHOD : E_PARAMS, why_task, jv_invalid());
-			return;
-		}
-		jv r = jv_object_set(jv_object(), jv_string("task"), task_json(task));
-		jv meta = jv_object_set(jv_object(), jv_string("io.modelcontextprotocol/model-immediate-response"),
-					jv_string("The run continues as a task; its result comes from tasks/result."));
-		mcp_send_result(cl, tag, jv_copy(id), modern, jv_object_set(r, jv_string("_meta"), meta));
-	} else
-		jv_free(tparams);
-	/* Most clients give up on a call after 60 s: one that is not a task
-	 * may not ask for a run that would outlast that ([mcp] max_timeout). */
-	double want = 0;
-	bool may_wait = task || (modern && mcp_tool_tasks(t) && client_has_tasks(params));
-	if (mcp_tool_tasks(t) && !may_wait && rec_num(args, "timeout", &want) && want * 1000 > (double)m->conf->mcp_max_timeout_ms &&
-	    want * 1000 <= (double)m->conf->ceiling.timeout_ms) { /* (past the ceiling, sbx-validate says so) */
-		jv_free(args);
-		mcp_send_result(cl, tag, id, modern,
-				mcp_tool_error("%s: \"timeout\" %g s is more than a call may take here (%g s, [mcp] max_timeout, "
-					       "below the 60 s most clients wait): ask for less, or call it as a task (up to %g s)",
-					       t->name, want, (double)m->conf->mcp_max_timeout_ms / 1000,
-					       (double)m->conf->ceiling.timeout_ms / 1000));
-		return;
-	}
-	struct call *c = util_xalloc(sizeof *c);
-	*c = (struct call){ .m = m, .cl = cl, .tag = tag, .id = id, .token = jv_invalid(), .modern = modern, .tool = t, .args = args,
-			    .max_output = max_output, .fd = -1, .efd = -1, .beat = -1,
-			    .after = jv_invalid(), .with = jv_invalid(), .task = task, .task_timer = -1 };
-	if (task)
-		task->call = c;
-	else if (modern && mcp_tool_tasks(t) && client_has_tasks(params))
-		mcp_task_arm(c);
-	snprintf(c->principal, sizeof c->principal, "%s", cl->principal);
-	c->owner = cl->owner;
-	jv meta = rec_get(params, "_meta");
-	if (jv_get_kind(meta) == JV_KIND_OBJECT && rec_has(meta, "progressToken")) {
-		jv tok = rec_get(meta, "progressToken");
-		if (jv_get_kind(tok) == JV_KIND_STRING || jv_get_kind(tok) == JV_KIND_NUMBER)
-			c->token = tok;
-		else
-			jv_free(tok);
-	}
-	jv_free(meta);
-	c->link = m->calls;
-	m->calls = c;
-	switch (t->kind) {
-	case MCP_T_RUN: tool_run_code(c); break;
-	case MCP_T_HISTORY: tool_history(c); break;
-	case MCP_T_CHECK:
-	case MCP_T_LANGUAGES: tool_check(c); break;
-	default: tool_session(c); break;
-	}
-}
-
-/* notifications/cancelled: stop that request's work; answer nothing. */
-static void do_cancelled(struct mcp_client *cl, jv params)
+/* notifications/cancelled: stop that request's work; answer nothing (id:
+ * invalid, a notification has none). */
+static void do_cancelled(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
 {
 	struct mcp *m = cl->m;
 	jv rid = jv_get_kind(params) == JV_KIND_OBJECT ? rec_get(params, "requestId") : jv_invalid();
@@ -1084,6 +225,65 @@ static void do_cancelled(struct mcp_client *cl, jv params)
 		break;
 	}
 	jv_free(rid);
+	jv_free(id);
+}
+
+static void do_ping(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
+{
+	mcp_send_result(cl, tag, id, modern, jv_object());
+}
+
+static void do_tools_list(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
+{
+	struct mcp *m = cl->m;
+	/* One page holds every tool: no cursor of ours exists, so any
+	 * cursor given is unknown (-32602, as the revisions say). */
+	if (mcp_cursor_given(params))
+		mcp_send_error(cl, tag, id, E_PARAMS, "unknown cursor: tools/list has one page (no nextCursor)", jv_invalid());
+	else
+		mcp_send_result(cl, tag, id, modern,
+				jv_object_set(jv_object(), jv_string("tools"), jv_copy(cl->structured ? m->tools : m->tools_plain)));
+}
+
+/* The methods: each one's name, who may call it, and its handler.  A
+ * message is looked up here once its revision is checked (mcp_handle):
+ * requests among the requests' rows, notifications (no id, no answer)
+ * among theirs; a name not here is "method not found" (-32601), and so is
+ * a 2026-07-28 method asked for by an older revision. */
+static const struct method {
+	const char *name;
+	mcp_method_fn *fn;
+	bool notification;     /* a notification's, not a request's */
+	bool modern_only;      /* 2026-07-28's only */
+	bool after_probe;      /* held until the probe answers (mcp_probe): the tools' descriptions say what it found */
+} methods[] = {
+	{ "initialize", do_initialize, false, false, false },
+	{ "server/discover", do_discover, false, false, false },
+	{ "ping", do_ping, false, false, false },
+	{ "tools/list", do_tools_list, false, false, true },
+	{ "tools/call", mcp_tools_call, false, false, false },
+	{ "resources/list", mcp_res_list, false, false, false },
+	{ "resources/templates/list", mcp_res_templates, false, false, false },
+	{ "resources/read", mcp_res_read, false, false, false },
+	{ "resources/subscribe", mcp_res_subscribe, false, false, false },
+	{ "resources/unsubscribe", mcp_res_unsubscribe, false, false, false },
+	{ "completion/complete", mcp_complete, false, false, false },
+	{ "tasks/get", mcp_tasks_get, false, false, false },
+	{ "tasks/result", mcp_tasks_result, false, false, false },
+	{ "tasks/list", mcp_tasks_list, false, false, false },
+	{ "tasks/cancel", mcp_tasks_cancel, false, false, false },
+	{ "tasks/update", mcp_tasks_update, false, true, false },
+	{ "logging/setLevel", do_set_level, false, false, false },
+	/* notifications/initialized and the others need nothing */
+	{ "notifications/cancelled", do_cancelled, true, false, false },
+};
+
+static const struct method *method_find(const char *name, bool notification, bool modern)
+{
+	for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+		if (methods[i].notification == notification && !strcmp(methods[i].name, name))
+			return methods[i].modern_only && !modern ? NULL : &methods[i];
+	return NULL;
 }
 
 void mcp_reject_line(struct mcp_client *cl, const char *why, uint64_t tag)
@@ -1137,9 +337,9 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 	if (jv_get_kind(params) == JV_KIND_INVALID)
 		params = jv_object();
 	if (!has_id) {
-		if (!strcmp(method, "notifications/cancelled"))
-			do_cancelled(cl, params);
-		/* notifications/initialized and others need nothing */
+		const struct method *n = method_find(method, true, false);
+		if (n)
+			n->fn(cl, tag, jv_invalid(), params, false);
 		jv_free(params);
 		jv_free(msg);
 		return false;
@@ -1155,36 +355,21 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 	jv meta = rec_get(params, "_meta");
 	const char *pv = jv_get_kind(meta) == JV_KIND_OBJECT ? rec_str(meta, "io.modelcontextprotocol/protocolVersion", NULL)
 							     : NULL;
-	if (pv) {
-		bool known = !strcmp(pv, MODERN);
-		for (int i = 0; legacy_versions[i]; i++)
-			known |= !strcmp(pv, legacy_versions[i]);
-		if (!known) {
-			jv sup = jv_array();
-			for (int i = 0; legacy_versions[i]; i++)
-				sup = jv_array_append(sup, jv_string(legacy_versions[i]));
-			sup = jv_array_append(sup, jv_string(MODERN));
-			jv data = jv_object_set(jv_object(), jv_string("supported"), sup);
-			data = jv_object_set(data, jv_string("requested"), jv_string(pv));
-			char msgtext[160];
-			snprintf(msgtext, sizeof msgtext, "unsupported protocol version \"%.40s\"", pv);
-			mcp_send_error(cl, tag, id, E_UNSUPPORTED_VERSION, msgtext, data);
-			jv_free(meta);
-			jv_free(params);
-			jv_free(msg);
-			return true;
-		}
-		modern = !strcmp(pv, MODERN);
+	if (pv && !mcp_version_known(pv, &modern)) {
+		jv data = jv_object_set(jv_object(), jv_string("supported"), supported_versions());
+		data = jv_object_set(data, jv_string("requested"), jv_string(pv));
+		char msgtext[160];
+		snprintf(msgtext, sizeof msgtext, "unsupported protocol version \"%.40s\"", pv);
+		mcp_send_error(cl, tag, id, E_UNSUPPORTED_VERSION, msgtext, data);
+		jv_free(meta);
+		jv_free(params);
+		jv_free(msg);
+		return true;
 	}
 	jv_free(meta);
 
-	if (!strcmp(method, "initialize"))
-		do_initialize(cl, tag, id, params);
-	else if (!strcmp(method, "server/discover"))
-		do_discover(cl, tag, id, modern);
-	else if (!strcmp(method, "ping"))
-		mcp_send_result(cl, tag, id, modern, jv_object());
-	else if (!strcmp(method, "tools/list") && !m->probed) {
+	const struct method *r = method_find(method, false, modern);
+	if (r && r->after_probe && !m->probed) {
 		struct parked *pk = util_xalloc(sizeof *pk);
 		*pk = (struct parked){ .cl = cl, .tag = tag, .msg = msg, .next = NULL };
 		struct parked **end = &m->parked;
@@ -1194,30 +379,9 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 		jv_free(id);
 		jv_free(params);
 		return true;
-	} else if (!strcmp(method, "tools/list")) {
-		/* One page holds every tool: no cursor of ours exists, so any
-		 * cursor given is unknown (-32602, as the revisions say). */
-		if (mcp_cursor_given(params))
-			mcp_send_error(cl, tag, id, E_PARAMS, "unknown cursor: tools/list has one page (no nextCursor)", jv_invalid());
-		else
-			mcp_send_result(cl, tag, id, modern,
-					jv_object_set(jv_object(), jv_string("tools"), jv_copy(cl->structured ? m->tools : m->tools_plain)));
-	} else if (!strcmp(method, "tools/call")) {
-		do_tools_call(cl, tag, id, params, modern); /* params borrowed */
-	} else if (!strcmp(method, "resources/list"))
-		mcp_res_list(cl, tag, id, params, modern);
-	else if (!strcmp(method, "resources/templates/list"))
-		mcp_res_templates(cl, tag, id, params, modern);
-	else if (!strcmp(method, "resources/read"))
-		mcp_res_read(cl, tag, id, params, modern);
-	else if (!strcmp(method, "resources/subscribe") || !strcmp(method, "resources/unsubscribe"))
-		mcp_res_subscribe(cl, tag, id, params, modern, !strcmp(method, "resources/subscribe"));
-	else if (!strcmp(method, "completion/complete"))
-		mcp_complete(cl, tag, id, params, modern);
-	else if (!strncmp(method, "tasks/", 6))
-		mcp_tasks(cl, tag, id, method + 6, params, modern);
-	else if (!strcmp(method, "logging/setLevel"))
-		do_set_level(cl, tag, id, params, modern);
+	}
+	if (r)
+		r->fn(cl, tag, id, params, modern); /* params borrowed */
 	else {
 		char text[200];
 		snprintf(text, sizeof text, "method \"%.100s\" not found", method);
@@ -1298,7 +462,7 @@ static void probe_done(struct call *c, int status, char *out, size_t len)
 	jv_free(v);
 	(void)status;
 	probe_over(c->m, note);
-	finish(c, jv_object());
+	mcp_call_finish(c, jv_object());
 }
 
 static void on_probe_timer(struct loop *l, int fd, short rev, void *arg)
@@ -1318,7 +482,7 @@ static void probe_start(struct mcp *m)
 			    .args = jv_object(), .fd = -1, .efd = -1, .after = jv_invalid(), .with = jv_invalid(), .task_timer = -1 };
 	c->link = m->calls;
 	m->calls = c;
-	if (!start_check(c, "--check=backend", probe_done)) {
+	if (!mcp_call_check(c, "--check=backend", probe_done)) {
 		probe_over(m, ""); /* why is on stderr */
 		return;
 	}

@@ -1,5 +1,7 @@
 /* mcp_int: what the parts of the MCP server share, and nobody else: mcp.c
- * (messages, calls, tools, methods), mcp_res.c (resources, subscriptions,
+ * (messages, methods, the server and its clients), mcp_call.c (a
+ * tools/call from arrival to answer: the queue, runs, helper processes),
+ * mcp_tool.c (what each tool does), mcp_res.c (resources, subscriptions,
  * completion), mcp_task.c (tasks).  The structures are mcp.c's; the other
  * parts borrow them.
  */
@@ -142,27 +144,50 @@ struct sub {
 void mcp_send_msg(struct mcp_client *cl, uint64_t tag, jv msg);
 void mcp_send_error(struct mcp_client *cl, uint64_t tag, jv id, int code, const char *msg, jv data);
 void mcp_send_result(struct mcp_client *cl, uint64_t tag, jv id, bool modern, jv result);
+/* notifications/message at a level (logging/setLevel's names, in order),
+ * if the client asked for it. */
+enum { L_DEBUG, L_INFO, L_NOTICE, L_WARNING, L_ERROR };
+void mcp_log(struct mcp_client *cl, uint64_t tag, int level, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* An error the agent can act on, as a tool result (isError). */
 jv mcp_tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void mcp_call_free(struct call *c);
-/* Stop a cancelled call's work: a queued one is freed, a run's sandbox
- * killed, a helper process killed (their results are dropped). */
-void mcp_call_stop(struct call *c);
 /* Whether params carry a cursor (not absent, not null). */
 bool mcp_cursor_given(jv params);
 
+/* A method's handler (mcp.c's table names them): id consumed, params
+ * borrowed (an object), modern: the request named 2026-07-28.  It answers,
+ * at once or later. */
+typedef void mcp_method_fn(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern);
+
+/* mcp_call.c: tools/call; a call's end (mcp_call_free: without an
+ * answer); stopping a cancelled call's work: a queued one is freed, a
+ * run's sandbox killed, a helper process killed (their results are
+ * dropped). */
+mcp_method_fn mcp_tools_call;
+void mcp_call_free(struct call *c);
+void mcp_call_stop(struct call *c);
+/* Answer a call (result consumed) and forget it. */
+void mcp_call_finish(struct call *c, jv result);
+/* Queue a run (request: the pipeline request without id). */
+void mcp_call_submit(struct call *c, jv request);
+/* Run bindir/argv[0] with argv, collect its stdout, then done; false (the
+ * call finished with the error) if it could not start.  mcp_call_check:
+ * sbx-run's report (option: --check or --check=backend), as JSON. */
+bool mcp_call_helper(struct call *c, char **argv, void (*done)(struct call *c, int status, char *out, size_t len));
+bool mcp_call_check(struct call *c, char *option, void (*done)(struct call *c, int status, char *out, size_t len));
+/* A tool's answer: the structured result, the same as JSON text, and isError. */
+jv mcp_tool_result(jv structured, bool is_error);
+
+/* mcp_tool.c: start the call's tool (c->tool, c->args), by its kind. */
+void mcp_tool_start(struct call *c);
+
 /* mcp_res.c: the methods, and the announcement of a session's changed
  * files after a call in it. */
-void mcp_res_list(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern);
-void mcp_res_templates(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern);
-void mcp_res_read(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern);
-void mcp_res_subscribe(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern, bool on);
-void mcp_complete(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern);
+mcp_method_fn mcp_res_list, mcp_res_templates, mcp_res_read, mcp_res_subscribe, mcp_res_unsubscribe, mcp_complete;
 void mcp_notify_updates(struct mcp *m, unsigned owner, const char *sid, struct mcp_client *caller, uint64_t tag);
 
-/* mcp_task.c: the tasks methods (op: "get", "result", "list", "cancel"); a task
+/* mcp_task.c: the tasks methods (tasks/list, get, result, cancel, update); a task
  * call's answer; a task expired while running. */
-void mcp_tasks(struct mcp_client *cl, uint64_t tag, jv id, const char *op, jv params, bool modern);
+mcp_method_fn mcp_tasks_list, mcp_tasks_get, mcp_tasks_result, mcp_tasks_cancel, mcp_tasks_update;
 void mcp_task_done(struct mcp *m, struct call *c, jv result);
 void mcp_task_gone(struct task *t, void *arg);
 /* A task's call is freed without its answer (queued and dropped, the

@@ -83,7 +83,7 @@ void mcp_res_read(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool mo
 /* resources/subscribe, resources/unsubscribe: any URI is accepted (one
  * that names nothing of the caller's never changes, so it is never
  * announced); at most MAX_SUBS per client. */
-void mcp_res_subscribe(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern, bool on)
+static void subscribe(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern, bool on)
 {
 	const char *uri = rec_str(params, "uri", NULL);
 	if (!uri || !*uri || strlen(uri) > 4096) {
@@ -107,6 +107,16 @@ void mcp_res_subscribe(struct mcp_client *cl, uint64_t tag, jv id, jv params, bo
 		sess_resource_stamp(cl->m->sessions, cl->owner, uri, sb->stamp, sizeof sb->stamp);
 	}
 	mcp_send_result(cl, tag, id, modern, jv_object());
+}
+
+void mcp_res_subscribe(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
+{
+	subscribe(cl, tag, id, params, modern, true);
+}
+
+void mcp_res_unsubscribe(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
+{
+	subscribe(cl, tag, id, params, modern, false);
 }
 
 /* After a call in session sid: notifications/resources/updated to every

@@ -112,36 +112,36 @@ void mcp_task_gone(struct task *t, void *arg)
 	}
 }
 
-void mcp_tasks(struct mcp_client *cl, uint64_t tag, jv id, const char *op, jv params, bool modern)
+void mcp_tasks_list(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
 {
 	struct mcp *m = cl->m;
 	task_expire(&m->tasks, util_epoch_ms(), mcp_task_gone, m);
-	if (!strcmp(op, "list")) {
-		size_t first = 0;
-		const char *cur = rec_str(params, "cursor", NULL);
-		int64_t v;
-		if ((!cur && mcp_cursor_given(params)) || (cur && !util_parse_i64(cur, 1, INT32_MAX, &v))) {
-			mcp_send_error(cl, tag, id, E_PARAMS, "unknown cursor (give back a nextCursor as it came)", jv_invalid());
-			return;
-		}
-		first = cur ? (size_t)v : 0;
-		bool more;
-		jv r = jv_object_set(jv_object(), jv_string("tasks"), task_list(&m->tasks, cl->owner, first, RES_PAGE, &more));
-		if (more) {
-			char next[32];
-			snprintf(next, sizeof next, "%zu", first + RES_PAGE);
-			r = jv_object_set(r, jv_string("nextCursor"), jv_string(next));
-		}
-		mcp_send_result(cl, tag, id, modern, r);
+	size_t first = 0;
+	const char *cur = rec_str(params, "cursor", NULL);
+	int64_t v;
+	if ((!cur && mcp_cursor_given(params)) || (cur && !util_parse_i64(cur, 1, INT32_MAX, &v))) {
+		mcp_send_error(cl, tag, id, E_PARAMS, "unknown cursor (give back a nextCursor as it came)", jv_invalid());
 		return;
 	}
-	bool known = !strcmp(op, "get") || !strcmp(op, "result") || !strcmp(op, "cancel") || (modern && !strcmp(op, "update"));
-	struct task *t = known ? task_find(&m->tasks, cl->owner, rec_str(params, "taskId", NULL)) : NULL;
-	if (!known) {
-		char text[160];
-		snprintf(text, sizeof text, "method \"tasks/%.40s\" not found", op);
-		mcp_send_error(cl, tag, id, E_METHOD, text, jv_invalid());
-	} else if (!t)
+	first = cur ? (size_t)v : 0;
+	bool more;
+	jv r = jv_object_set(jv_object(), jv_string("tasks"), task_list(&m->tasks, cl->owner, first, RES_PAGE, &more));
+	if (more) {
+		char next[32];
+		snprintf(next, sizeof next, "%zu", first + RES_PAGE);
+		r = jv_object_set(r, jv_string("nextCursor"), jv_string(next));
+	}
+	mcp_send_result(cl, tag, id, modern, r);
+}
+
+/* The methods on one task (op: "get", "result", "cancel", "update"; the
+ * method table says who may call which). */
+static void task_op(struct mcp_client *cl, uint64_t tag, jv id, const char *op, jv params, bool modern)
+{
+	struct mcp *m = cl->m;
+	task_expire(&m->tasks, util_epoch_ms(), mcp_task_gone, m);
+	struct task *t = task_find(&m->tasks, cl->owner, rec_str(params, "taskId", NULL));
+	if (!t)
 		mcp_send_error(cl, tag, id, E_PARAMS, "unknown task: no such taskId of yours (it may have expired)", jv_invalid());
 	else if (!strcmp(op, "get"))
 		mcp_send_result(cl, tag, id, modern, task_json(t));
@@ -172,6 +172,26 @@ void mcp_tasks(struct mcp_client *cl, uint64_t tag, jv id, const char *op, jv pa
 		mcp_send_result(cl, tag, id, modern, modern ? jv_object() : task_json(t));
 		task_settled(m, t, NULL);
 	}
+}
+
+void mcp_tasks_get(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
+{
+	task_op(cl, tag, id, "get", params, modern);
+}
+
+void mcp_tasks_result(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
+{
+	task_op(cl, tag, id, "result", params, modern);
+}
+
+void mcp_tasks_cancel(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
+{
+	task_op(cl, tag, id, "cancel", params, modern);
+}
+
+void mcp_tasks_update(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool modern)
+{
+	task_op(cl, tag, id, "update", params, modern);
 }
 
 

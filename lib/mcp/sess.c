@@ -1,5 +1,10 @@
+/* sess: the sessions (sess.h): their workspaces, locks and lifetimes, the
+ * resources and completion over their files, their kernels, and the
+ * session tools that make, stop or run in one.  The file tools are
+ * sess_files.c's; sess_int.h is between them.
+ */
 #define _GNU_SOURCE
-#include "sess.h"
+#include "sess_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,59 +22,18 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "b64.h"
 #include "mcptools.h"
 #include "job.h"
 #include "layout.h"
 #include "rec.h"
-#include "utf8.h"
+#include "state.h"
 #include "util.h"
 
-#define MAX_LIST 1000
-
-struct session {
-	char id[33];
-	char *dir;
-	char *language;        /* default for sandbox_exec, or NULL */
-	unsigned owner;        /* only its owner's clients see it */
-	uint64_t ttl_ms;
-	double last_used;      /* util_now_ms */
-	unsigned busy;         /* runs in it now (sess_hold): it does not expire under them */
-	int lockfd;
-	/* Its kernels as far as we know (run_cell): by language, with their
-	 * last cell; one idle past kernel_idle is gone (sbx-run stops it). */
-	struct { char lang[32]; double last; } kern[8];
-	unsigned nkern;
-	enum wsfs_kind fs;     /* what its workspace is (wsfs.h) */
-	char *fs_note;         /* and what that means, "" for ext4 */
-	struct session *next;
-};
-
-struct sessions {
-	struct loop *loop;
-	const struct conf *conf;
-	char *base;            /* STATE_DIR/sessions */
-	struct wsfs *fs;       /* what a workspace is made of */
-	int timer;
-	struct session *list;
-	unsigned n;
-	void (*on_end)(const char *id, void *arg);
-	void *end_arg;
-};
-
-/* Who owns a workspace's files, as the host sees it.  As root: the
- * sandbox's program, whose uid and gid are both uid + 1 (box.c maps them
- * alike).  Otherwise the server itself, which made them: (uid_t)-1 and
- * (gid_t)-1, "leave as is" to chown.  An ordinary user's gid is not its
- * uid (the package's sbx user is uid 100, gid 107), and it may not give a
- * file to a group it is not in. */
-struct owner { uid_t uid; gid_t gid; };
-
-static struct owner sandbox_owner(const struct sessions *s)
+struct owner sess_sandbox_owner(const struct sessions *s)
 {
 	if (geteuid() != 0)
 		return (struct owner){ (uid_t)-1, (gid_t)-1 };
-	return (struct owner){ (uid_t)s->conf->uid + 1, (gid_t)s->conf->uid + 1 };
+	return (struct owner){ state_uid(s->conf, STATE_UID_PROGRAM), (gid_t)state_uid(s->conf, STATE_UID_PROGRAM) };
 }
 
 static void remove_dir(const char *base, const char *id)
@@ -81,22 +45,18 @@ static void remove_dir(const char *base, const char *id)
 	 * anything, and none is followed. */
 	util_remove_at(AT_FDCWD, dir);
 	free(dir);
-	char *lock = util_fmt("%s/.%s.lock", base, id);
+	char *lock = state_session_lock(base, id);
 	unlink(lock);
 	free(lock);
 	/* (an image file outlives its making only if the server died then) */
-	char *image = util_fmt("%s/.%s.img", base, id);
+	char *image = state_session_image(base, id);
 	unlink(image);
 	free(image);
 }
 
 static bool is_id(const char *s)
 {
-	size_t i = 0;
-	for (; s[i] && i < 33; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return i == 32;
+	return state_session_id_ok(s, strnlen(s, STATE_SESSION_ID_LEN + 1));
 }
 
 /* Workspaces whose lock no live server holds are leftovers of one that
@@ -110,7 +70,7 @@ static void remove_orphans(struct sessions *s)
 	while ((e = readdir(d))) {
 		if (!is_id(e->d_name))
 			continue;
-		char *lock = util_fmt("%s/.%s.lock", s->base, e->d_name);
+		char *lock = state_session_lock(s->base, e->d_name);
 		int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		free(lock);
 		if (fd < 0)
@@ -219,7 +179,7 @@ struct sessions *sess_new(struct loop *l, const struct conf *c)
 	struct sessions *s = util_xalloc(sizeof *s);
 	s->loop = l;
 	s->conf = c;
-	s->base = util_fmt("%s/sessions", c->state_dir);
+	s->base = state_sessions_dir(c);
 	s->timer = -1;
 	if (util_mkdir_p(s->base, 0711) == 0)
 		remove_orphans(s);
@@ -282,12 +242,12 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 		return NULL;
 	}
 	struct session *x = util_xalloc(sizeof *x);
-	util_random_hex(x->id, 16);
+	state_session_id_new(x->id);
 	x->dir = util_fmt("%s/%s", s->base, x->id);
-	char *lock = util_fmt("%s/.%s.lock", s->base, x->id);
+	char *lock = state_session_lock(s->base, x->id);
 	x->lockfd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	free(lock);
-	struct owner own = sandbox_owner(s);
+	struct owner own = sess_sandbox_owner(s);
 	if (x->lockfd < 0 || flock(x->lockfd, LOCK_EX) < 0 || mkdir(x->dir, 0700) < 0) {
 		snprintf(err, errlen, "cannot create the workspace %s: %s", x->dir, strerror(errno));
 		goto fail;
@@ -298,7 +258,7 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 	 * the docker backend's bind keeps the host's flags, so for it the
 	 * mount follows the key. */
 	bool host_exec = c->workspace_exec && !strcmp(job_backend(c), "docker");
-	char *image = util_fmt("%s/.%s.img", s->base, x->id), note[320];
+	char *image = state_session_image(s->base, x->id), note[320];
 	int fs = wsfs_mount(s->fs, x->dir, image, c->workspace_size, ns_tmpfs_inodes(c->workspace_size),
 			    own.uid == (uid_t)-1 ? geteuid() : own.uid, own.gid == (gid_t)-1 ? getegid() : own.gid,
 			    host_exec, note, sizeof note, err, errlen);
@@ -367,281 +327,6 @@ static struct session *get(struct sessions *s, unsigned owner, jv args, char *er
 	return x;
 }
 
-/* A client's path, args[key]: relative, no "." or "..", no empty components, no
- * NUL (which would cut it short), bounded; for writing, not in the names
- * the sandbox gives meaning to (NS_DEPS: what the package manager
- * installed, which every later run may load and execute).  Borrowed from
- * args, or NULL with err. */
-static const char *client_path(jv args, const char *key, bool writing, char *err, size_t errlen)
-{
-	size_t n = 0;
-	const char *p = rec_str(args, key, &n);
-	bool ok = p && n > 0 && n < 1024 && strlen(p) == n && p[0] != '/';
-	for (const char *c = p; ok && *c;) {
-		const char *end = strchrnul(c, '/');
-		size_t len = (size_t)(end - c);
-		/* "." too: "./.deps/x" must meet the checks ".deps/x" does */
-		if (len == 0 || (len == 1 && *c == '.') || (len == 2 && !strncmp(c, "..", 2)))
-			ok = false;
-		c = *end ? end + 1 : end;
-	}
-	if (!ok) {
-		snprintf(err, errlen, "%s \"%.100s\" must be relative to the workspace, without \".\" or \"..\" parts, empty parts or NUL",
-			 key, p ? p : "");
-		return NULL;
-	}
-	if (ns_reserved(p)) {
-		snprintf(err, errlen, "%s \"%.100s\": names beginning " NS_RESERVED " are sbx's own", key, p);
-		return NULL;
-	}
-	size_t dl = strlen(NS_DEPS);
-	if (writing && !strncmp(p, NS_DEPS, dl) && (p[dl] == 0 || p[dl] == '/')) {
-		snprintf(err, errlen, "%s \"%.100s\": " NS_DEPS " is the installed packages' (install_packages writes it; runs "
-			 "see it read-only)", key, p);
-		return NULL;
-	}
-	return p;
-}
-
-static int open_workspace(struct session *x, char *err, size_t errlen)
-{
-	int fd = open(x->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		snprintf(err, errlen, "the workspace is gone: %s", strerror(errno));
-	return fd;
-}
-
-/* What a write's ENOSPC means in a workspace. */
-static const char *full(int e)
-{
-	return e == ENOSPC || e == EDQUOT ? " (the workspace is full: its quota is workspace_size)" : "";
-}
-
-/* PATH (checked by client_path) in the workspace DIR holds DATA, or
- * nothing changed: a failed call leaves the workspace as it was.  Parent
- * directories are made one component at a time, each opened beneath the
- * last, so no link is ever followed; the data goes to a temporary name
- * beside the target and is renamed over it, so whatever was there (a
- * file, or a link or FIFO a program planted) stays whole until the new
- * file is.  On failure the temporary file and every directory this call
- * made are removed: all of those lie below the first one it made. */
-static bool write_file(int top, const char *path, const void *data, size_t len, struct owner own, char *err,
-		       size_t errlen)
-{
-	char buf[1024];
-	snprintf(buf, sizeof buf, "%s", path);
-	char *base = buf;
-	int dir = fcntl(top, F_DUPFD_CLOEXEC, 0);
-	int made_in = -1;              /* the parent of the first directory made, */
-	const char *made = NULL;       /* and its name */
-	bool ok = dir >= 0;
-	for (char *slash; ok && (slash = strchr(base, '/')); base = slash + 1) {
-		*slash = 0;
-		bool mk = mkdirat(dir, base, 0755) == 0;
-		if (mk && !made) {
-			made_in = fcntl(dir, F_DUPFD_CLOEXEC, 0);
-			made = base;
-		}
-		int next = -1;
-		if ((mk || errno == EEXIST) && (!mk || fchownat(dir, base, own.uid, own.gid, AT_SYMLINK_NOFOLLOW) == 0))
-			next = util_open_beneath(dir, base, O_PATH | O_DIRECTORY, 0);
-		if (next < 0) {
-			snprintf(err, errlen, "cannot use directory \"%s\": %s%s", base, strerror(errno), full(errno));
-			ok = false;
-		}
-		close(dir);
-		dir = next;
-	}
-	struct stat st;
-	if (ok && fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "\"%s\" is a directory", path);
-		ok = false;
-	}
-	char tmp[40] = ".sbx-write-";
-	int fd = -1;
-	for (int i = 0; ok && fd < 0 && i < 4; i++) {
-		util_random_hex(tmp + 11, 8);
-		fd = util_open_beneath(dir, tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
-		if (fd < 0 && errno != EEXIST)
-			break;
-	}
-	if (ok && fd < 0) {
-		snprintf(err, errlen, "cannot create \"%s\": %s%s", path, strerror(errno), full(errno));
-		ok = false;
-	}
-	if (ok && (util_write_all(fd, data, len) < 0 || fchown(fd, own.uid, own.gid) < 0 ||
-		   renameat(dir, tmp, dir, base) < 0)) {
-		snprintf(err, errlen, "cannot write \"%s\": %s%s", path, strerror(errno), full(errno));
-		ok = false;
-	}
-	if (fd >= 0) {
-		close(fd);
-		if (!ok)
-			unlinkat(dir, tmp, 0);
-	}
-	if (!ok && made)
-		util_remove_at(made_in, made);
-	if (made_in >= 0)
-		close(made_in);
-	if (dir >= 0)
-		close(dir);
-	return ok;
-}
-
-static bool do_write(struct sessions *s, struct session *x, jv args, jv *out, char *err, size_t errlen)
-{
-	const char *path = client_path(args, "path", true, err, errlen);
-	size_t n;
-	const char *content = rec_str(args, "content", &n);
-	const char *enc = rec_str(args, "encoding", NULL);
-	if (!path)
-		return false;
-	char *data = NULL;
-	size_t len = n;
-	if (enc && !strcmp(enc, "base64")) {
-		data = b64_decode(content, n, &len);
-		if (!data) {
-			snprintf(err, errlen, "content is not valid base64");
-			return false;
-		}
-	} else if (enc && strcmp(enc, "utf-8")) {
-		snprintf(err, errlen, "encoding must be utf-8 or base64");
-		return false;
-	}
-	if (len > s->conf->max_files_size) {
-		char a[32], b[32];
-		snprintf(err, errlen, "the file is %s, more than %s (max_files_size)", util_size_str(len, a, sizeof a),
-			 util_size_str(s->conf->max_files_size, b, sizeof b));
-		free(data);
-		return false;
-	}
-	int dir = open_workspace(x, err, errlen);
-	if (dir < 0) {
-		free(data);
-		return false;
-	}
-	bool ok = write_file(dir, path, data ? data : content, len, sandbox_owner(s), err, errlen);
-	close(dir);
-	free(data);
-	if (ok) {
-		*out = jv_object_set(jv_object(), jv_string("path"), jv_string(path));
-		*out = jv_object_set(*out, jv_string("bytes"), jv_number((double)len));
-	}
-	return ok;
-}
-
-static bool do_read(struct sessions *s, struct session *x, jv args, jv *out, char *err, size_t errlen)
-{
-	const char *path = client_path(args, "path", false, err, errlen);
-	if (!path)
-		return false;
-	int dir = open_workspace(x, err, errlen);
-	if (dir < 0)
-		return false;
-	/* O_NONBLOCK: a FIFO planted under this name must not hang us. */
-	int fd = util_open_beneath(dir, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
-	close(dir);
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot open \"%s\": %s%s", path, strerror(errno),
-			 errno == ELOOP || errno == EXDEV ? " (symbolic links are not followed)" : "");
-		return false;
-	}
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		snprintf(err, errlen, "\"%s\" is not a regular file", path);
-		return false;
-	}
-	size_t cap = s->conf->max_files_size;
-	char *buf = util_xalloc(cap + 1);
-	ssize_t n = util_read_full(fd, buf, cap + 1);
-	close(fd);
-	if (n < 0) {
-		free(buf);
-		snprintf(err, errlen, "cannot read \"%s\": %s", path, strerror(errno));
-		return false;
-	}
-	bool truncated = (size_t)n > cap;
-	size_t len = truncated ? cap : (size_t)n;
-	if (truncated)
-		len = utf8_floor(buf, len);
-	jv o = jv_object_set(jv_object(), jv_string("path"), jv_string(path));
-	if (utf8_valid(buf, len, NULL) && !memchr(buf, 0, len)) {
-		o = jv_object_set(o, jv_string("content"), jv_string_sized(buf, (int)len));
-		o = jv_object_set(o, jv_string("encoding"), jv_string("utf-8"));
-	} else {
-		size_t elen;
-		char *enc = b64_encode(buf, len, &elen);
-		o = jv_object_set(o, jv_string("content"), jv_string_sized(enc, (int)elen));
-		o = jv_object_set(o, jv_string("encoding"), jv_string("base64"));
-		free(enc);
-	}
-	o = jv_object_set(o, jv_string("bytes"), jv_number((double)st.st_size));
-	*out = jv_object_set(o, jv_string("truncated"), jv_bool(truncated));
-	free(buf);
-	return true;
-}
-
-static void list_dir(int dirfd, const char *prefix, jv *files, int *count, int depth)
-{
-	DIR *d = util_opendirat(dirfd);
-	if (!d)
-		return;
-	struct dirent *e;
-	while ((e = readdir(d)) && *count <= MAX_LIST) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || (!*prefix && ns_reserved(e->d_name)))
-			continue;
-		struct stat st;
-		if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		char *p = *prefix ? util_fmt("%s/%s", prefix, e->d_name) : util_strdup(e->d_name);
-		if (++*count > MAX_LIST) {
-			free(p);
-			break;
-		}
-		const char *type = S_ISREG(st.st_mode) ? "file" : S_ISDIR(st.st_mode) ? "dir" : S_ISLNK(st.st_mode) ? "symlink" : "other";
-		jv f = jv_object_set(jv_object(), jv_string("path"), jv_string(p));
-		f = jv_object_set(f, jv_string("type"), jv_string(type));
-		f = jv_object_set(f, jv_string("size"), jv_number((double)st.st_size));
-		*files = jv_array_append(*files, f);
-		if (S_ISDIR(st.st_mode) && depth < 32) {
-			int sub = util_open_beneath(dirfd, e->d_name, O_PATH | O_DIRECTORY, 0);
-			if (sub >= 0) {
-				list_dir(sub, p, files, count, depth + 1);
-				close(sub);
-			}
-		}
-		free(p);
-	}
-	closedir(d);
-}
-
-static bool do_list(struct session *x, jv args, jv *out, char *err, size_t errlen)
-{
-	const char *path = rec_has(args, "path") ? rec_str(args, "path", NULL) : NULL;
-	if (path && strcmp(path, ".") && !(path = client_path(args, "path", false, err, errlen)))
-		return false;
-	int dir = open_workspace(x, err, errlen);
-	if (dir < 0)
-		return false;
-	int start = dir;
-	if (path && strcmp(path, ".")) {
-		start = util_open_beneath(dir, path, O_PATH | O_DIRECTORY, 0);
-		close(dir);
-		if (start < 0) {
-			snprintf(err, errlen, "cannot list \"%s\": %s", path, strerror(errno));
-			return false;
-		}
-	}
-	jv files = jv_array();
-	int count = 0;
-	list_dir(start, path && strcmp(path, ".") ? path : "", &files, &count, 0);
-	close(start);
-	*out = jv_object_set(jv_object(), jv_string("files"), files);
-	*out = jv_object_set(*out, jv_string("truncated"), jv_bool(count > MAX_LIST));
-	return true;
-}
-
 /* sandbox_exec -> a request: inline code, a file of the workspace
  * (entry) or a command; job_from_request does the rest, the same for
  * every client.  The language: given; else for a file the one its
@@ -654,7 +339,7 @@ static jv exec_request(const struct sessions *s, struct session *x, jv args, cha
 		snprintf(err, errlen, "give exactly one of \"code\", \"file\" or \"command\"");
 		return jv_invalid();
 	}
-	const char *file = has_file ? client_path(args, "file", false, err, errlen) : NULL;
+	const char *file = has_file ? sess_client_path(args, "file", false, err, errlen) : NULL;
 	if (has_file && !file)
 		return jv_invalid();
 	const char *language = rec_str(args, "language", NULL);
@@ -712,7 +397,7 @@ static jv workspace_files(const struct session *x)
 	int count = 0;
 	int dir = open(x->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dir >= 0) {
-		list_dir(dir, "", &files, &count, 0);
+		sess_list_dir(dir, "", &files, &count, 0);
 		close(dir);
 	}
 	return files;
@@ -798,19 +483,19 @@ static struct session *uri_session(struct sessions *s, unsigned owner, const cha
 				   size_t errlen)
 {
 	size_t pl = strlen(SESS_URI);
-	char id[33];
-	if (strncmp(uri, SESS_URI, pl) || strlen(uri) < pl + 34 || uri[pl + 32] != '/') {
+	char id[STATE_SESSION_ID_LEN + 1];
+	if (strncmp(uri, SESS_URI, pl) || strlen(uri) < pl + STATE_SESSION_ID_LEN + 2 || uri[pl + STATE_SESSION_ID_LEN] != '/') {
 		snprintf(err, errlen, "not found: resources are " SESS_URI "SESSION_ID/PATH");
 		return NULL;
 	}
-	memcpy(id, uri + pl, 32);
-	id[32] = 0;
+	memcpy(id, uri + pl, STATE_SESSION_ID_LEN);
+	id[STATE_SESSION_ID_LEN] = 0;
 	struct session *x = is_id(id) ? find(s, id) : NULL;
 	if (!x || x->owner != owner) {
 		snprintf(err, errlen, "not found: no session %s of yours", id);
 		return NULL;
 	}
-	*path = uri + pl + 33;
+	*path = uri + pl + STATE_SESSION_ID_LEN + 1;
 	return x;
 }
 
@@ -822,7 +507,7 @@ bool sess_resource_read(struct sessions *s, unsigned owner, const char *uri, jv 
 		return false;
 	jv args = jv_object_set(jv_object(), jv_string("path"), jv_string(path));
 	jv file;
-	bool ok = do_read(s, x, args, &file, err, errlen);
+	bool ok = sess_read_file(s, x, args, &file, err, errlen);
 	jv_free(args);
 	if (!ok)
 		return false;
@@ -991,88 +676,106 @@ static jv cell_request(struct sessions *s, struct session *x, jv args, char *err
 	return jv_object_set(req, jv_string("artifacts"), jv_true());
 }
 
-bool sess_tool(struct sessions *s, unsigned owner, int kind, jv args, jv *out, jv *req, char *err, size_t errlen)
+bool sess_tool_init(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen)
 {
 	*out = jv_invalid();
 	*req = jv_invalid();
-	if (kind == MCP_T_INIT) {
-		double ttl = 0;
-		if (rec_num(args, "ttl", &ttl) && (ttl < 1 || ttl > 86400 * 30 || ttl != ttl)) {
-			snprintf(err, errlen, "ttl must be from 1 to 2592000 seconds");
-			return false;
-		}
-		const char *lang = rec_str(args, "language", NULL);
-		jv deps = rec_get(args, "dependencies");
-		bool install = jv_get_kind(deps) == JV_KIND_ARRAY && jv_array_length(jv_copy(deps)) > 0;
-		if (install && !lang) {
-			jv_free(deps);
-			snprintf(err, errlen, "\"dependencies\" needs \"language\" (whose package manager installs them)");
-			return false;
-		}
-		if (install && !sess_can_install(s->conf, lang, err, errlen)) {
-			jv_free(deps);
-			return false;
-		}
-		char *id = sess_create(s, owner, lang, (uint64_t)(ttl * 1000), err, errlen);
-		if (!id) {
-			jv_free(deps);
-			return false;
-		}
-		struct session *x = find(s, id);
-		char when[40];
-		util_iso8601(util_epoch_ms() + (double)x->ttl_ms, when, sizeof when);
-		jv o = jv_object_set(jv_object(), jv_string("session_id"), jv_string(id));
-		o = jv_object_set(o, jv_string("language"), x->language ? jv_string(x->language) : jv_null());
-		o = jv_object_set(o, jv_string("expires_at"), jv_string(when));
-		o = jv_object_set(o, jv_string("ttl_seconds"), jv_number((double)x->ttl_ms / 1000));
-		/* what its quota is, and what the files count against where it
-		 * is not a disk's (wsfs.h) */
-		o = jv_object_set(o, jv_string("workspace_bytes"),
-				  x->fs == WSFS_DIR ? jv_null() : jv_number((double)s->conf->workspace_size));
-		o = jv_object_set(o, jv_string("workspace_filesystem"), jv_string(wsfs_kind_name(x->fs)));
-		if (*x->fs_note)
-			o = jv_object_set(o, jv_string("workspace_note"), jv_string(x->fs_note));
-		*out = o;
-		if (install)
-			*req = install_request(x, x->language, deps);
-		else
-			jv_free(deps);
-		free(id);
-		return true;
+	double ttl = 0;
+	if (rec_num(args, "ttl", &ttl) && (ttl < 1 || ttl > 86400 * 30 || ttl != ttl)) {
+		snprintf(err, errlen, "ttl must be from 1 to 2592000 seconds");
+		return false;
 	}
-	struct session *x = get(s, owner, args, err, errlen);
+	const char *lang = rec_str(args, "language", NULL);
+	jv deps = rec_get(args, "dependencies");
+	bool install = jv_get_kind(deps) == JV_KIND_ARRAY && jv_array_length(jv_copy(deps)) > 0;
+	if (install && !lang) {
+		jv_free(deps);
+		snprintf(err, errlen, "\"dependencies\" needs \"language\" (whose package manager installs them)");
+		return false;
+	}
+	if (install && !sess_can_install(s->conf, lang, err, errlen)) {
+		jv_free(deps);
+		return false;
+	}
+	char *id = sess_create(s, owner, lang, (uint64_t)(ttl * 1000), err, errlen);
+	if (!id) {
+		jv_free(deps);
+		return false;
+	}
+	struct session *x = find(s, id);
+	char when[40];
+	util_iso8601(util_epoch_ms() + (double)x->ttl_ms, when, sizeof when);
+	jv o = jv_object_set(jv_object(), jv_string("session_id"), jv_string(id));
+	o = jv_object_set(o, jv_string("language"), x->language ? jv_string(x->language) : jv_null());
+	o = jv_object_set(o, jv_string("expires_at"), jv_string(when));
+	o = jv_object_set(o, jv_string("ttl_seconds"), jv_number((double)x->ttl_ms / 1000));
+	/* what its quota is, and what the files count against where it
+	 * is not a disk's (wsfs.h) */
+	o = jv_object_set(o, jv_string("workspace_bytes"),
+			  x->fs == WSFS_DIR ? jv_null() : jv_number((double)s->conf->workspace_size));
+	o = jv_object_set(o, jv_string("workspace_filesystem"), jv_string(wsfs_kind_name(x->fs)));
+	if (*x->fs_note)
+		o = jv_object_set(o, jv_string("workspace_note"), jv_string(x->fs_note));
+	*out = o;
+	if (install)
+		*req = install_request(x, x->language, deps);
+	else
+		jv_free(deps);
+	free(id);
+	return true;
+}
+
+/* The other session tools start alike (sess_int.h). */
+struct session *sess_tool_session(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen)
+{
+	*out = jv_invalid();
+	*req = jv_invalid();
+	return get(s, owner, args, err, errlen);
+}
+
+bool sess_tool_stop(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen)
+{
+	struct session *x = sess_tool_session(s, owner, args, out, req, err, errlen);
 	if (!x)
 		return false;
-	switch (kind) {
-	case MCP_T_STOP: {
-		jv o = jv_object_set(jv_object(), jv_string("session_id"), jv_string(x->id));
-		sess_remove(s, x->id);
-		*out = jv_object_set(o, jv_string("stopped"), jv_true());
-		return true;
+	jv o = jv_object_set(jv_object(), jv_string("session_id"), jv_string(x->id));
+	sess_remove(s, x->id);
+	*out = jv_object_set(o, jv_string("stopped"), jv_true());
+	return true;
+}
+
+bool sess_tool_exec(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen)
+{
+	struct session *x = sess_tool_session(s, owner, args, out, req, err, errlen);
+	if (!x)
+		return false;
+	*req = exec_request(s, x, args, err, errlen);
+	return jv_is_valid(*req);
+}
+
+bool sess_tool_cell(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen)
+{
+	struct session *x = sess_tool_session(s, owner, args, out, req, err, errlen);
+	if (!x)
+		return false;
+	*req = cell_request(s, x, args, err, errlen);
+	return jv_is_valid(*req);
+}
+
+bool sess_tool_install(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen)
+{
+	struct session *x = sess_tool_session(s, owner, args, out, req, err, errlen);
+	if (!x)
+		return false;
+	const char *lang = rec_str(args, "language", NULL);
+	if (!lang)
+		lang = x->language;
+	if (!lang) {
+		snprintf(err, errlen, "\"language\" is needed (the session has no default language)");
+		return false;
 	}
-	case MCP_T_WRITE: return do_write(s, x, args, out, err, errlen);
-	case MCP_T_READ: return do_read(s, x, args, out, err, errlen);
-	case MCP_T_LIST: return do_list(x, args, out, err, errlen);
-	case MCP_T_EXEC:
-		*req = exec_request(s, x, args, err, errlen);
-		return jv_is_valid(*req);
-	case MCP_T_CELL:
-		*req = cell_request(s, x, args, err, errlen);
-		return jv_is_valid(*req);
-	case MCP_T_INSTALL: {
-		const char *lang = rec_str(args, "language", NULL);
-		if (!lang)
-			lang = x->language;
-		if (!lang) {
-			snprintf(err, errlen, "\"language\" is needed (the session has no default language)");
-			return false;
-		}
-		if (!sess_can_install(s->conf, lang, err, errlen))
-			return false;
-		*req = install_request(x, lang, rec_get(args, "packages"));
-		return true;
-	}
-	}
-	snprintf(err, errlen, "not a session tool");
-	return false;
+	if (!sess_can_install(s->conf, lang, err, errlen))
+		return false;
+	*req = install_request(x, lang, rec_get(args, "packages"));
+	return true;
 }

@@ -82,10 +82,19 @@ void sess_on_end(struct sessions *s, void (*fn)(const char *id, void *arg), void
  * its last cell's time this counts a token's kernels for
  * max_kernels_per_token (sbx-run stops the idle ones at the same age). */
 void sess_kernel_seen(struct sessions *s, const char *id, const char *lang, bool alive);
-/* The session tools (mcptools kinds MCP_T_INIT … MCP_T_CELL).  args is
+/* The session tools, one function each (mcptools kinds MCP_T_INIT …
+ * MCP_T_CELL; the server's table of tools names which is whose).  args is
  * borrowed.  Either *out is the tool's result, or *req is a pipeline
  * request to run (and *out, if valid, what to return with its result under
  * "install").  False with err for an error the agent can act on. */
-bool sess_tool(struct sessions *s, unsigned owner, int kind, jv args, jv *out, jv *req, char *err, size_t errlen);
+typedef bool sess_tool_fn(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen);
+sess_tool_fn sess_tool_init;    /* sandbox_initialize */
+sess_tool_fn sess_tool_exec;    /* sandbox_exec */
+sess_tool_fn sess_tool_cell;    /* run_cell */
+sess_tool_fn sess_tool_stop;    /* sandbox_stop */
+sess_tool_fn sess_tool_write;   /* write_file */
+sess_tool_fn sess_tool_read;    /* read_file */
+sess_tool_fn sess_tool_list;    /* list_files */
+sess_tool_fn sess_tool_install; /* install_packages */
 
 #endif

@@ -1,0 +1,70 @@
+/* sess_int: what the parts of the sessions share, and nobody else: sess.c
+ * (sessions, their lifetimes, resources, the session tools that run) and
+ * sess_files.c (the file tools).  The structures are sess.c's; sess_files.c
+ * borrows them.
+ */
+#ifndef SBX_SESS_INT_H
+#define SBX_SESS_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jv.h>
+
+#include "sess.h"
+#include "state.h"
+
+struct session {
+	char id[STATE_SESSION_ID_LEN + 1];
+	char *dir;
+	char *language;        /* default for sandbox_exec, or NULL */
+	unsigned owner;        /* only its owner's clients see it */
+	uint64_t ttl_ms;
+	double last_used;      /* util_now_ms */
+	unsigned busy;         /* runs in it now (sess_hold): it does not expire under them */
+	int lockfd;
+	/* Its kernels as far as we know (run_cell): by language, with their
+	 * last cell; one idle past kernel_idle is gone (sbx-run stops it). */
+	struct { char lang[32]; double last; } kern[8];
+	unsigned nkern;
+	enum wsfs_kind fs;     /* what its workspace is (wsfs.h) */
+	char *fs_note;         /* and what that means, "" for ext4 */
+	struct session *next;
+};
+
+struct sessions {
+	struct loop *loop;
+	const struct conf *conf;
+	char *base;            /* STATE_DIR/sessions */
+	struct wsfs *fs;       /* what a workspace is made of */
+	int timer;
+	struct session *list;
+	unsigned n;
+	void (*on_end)(const char *id, void *arg);
+	void *end_arg;
+};
+
+/* Who owns a workspace's files, as the host sees it.  As root: the
+ * sandbox's program, whose uid and gid are both uid + 1 (box.c maps them
+ * alike).  Otherwise the server itself, which made them: (uid_t)-1 and
+ * (gid_t)-1, "leave as is" to chown.  An ordinary user's gid is not its
+ * uid (the package's sbx user is uid 100, gid 107), and it may not give a
+ * file to a group it is not in. */
+struct owner { uid_t uid; gid_t gid; };
+
+struct owner sess_sandbox_owner(const struct sessions *s);
+
+/* A session tool's start: no result yet (*out, *req invalid), and the
+ * caller's session args names, or NULL with why. */
+struct session *sess_tool_session(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen);
+
+/* sess_files.c: a client's path, checked (args[key], borrowed from args;
+ * NULL with why); a workspace file as read_file reads it; a workspace's
+ * tree as list_files lists it, appended to *files. */
+const char *sess_client_path(jv args, const char *key, bool writing, char *err, size_t errlen);
+bool sess_read_file(struct sessions *s, struct session *x, jv args, jv *out, char *err, size_t errlen);
+void sess_list_dir(int dirfd, const char *prefix, jv *files, int *count, int depth);
+
+#endif
