@@ -15,6 +15,7 @@
 #include "b64.h"
 #include "judge.h"
 #include "layout.h"
+#include "req.h"
 #include "sha256.h"
 #include "rec.h"
 #include "utf8.h"
@@ -549,23 +550,19 @@ static bool computed_differs(jv req, const char *key, jv want)
  * fields are the user's and pass through. */
 static const char *misspelled(const char *key)
 {
-	static const char *const known[] = { "id", "language", "code", "entry", "command", "stdin", "args", "files",
-					     "network", "session", "install", "limits", "compile_limits", "exec", "backend",
-					     "artifacts", "cell", "reset", "tests", "compare", "checker",
-					     "stop_on_fail" };
 	const char *best = NULL;
 	int bestd = 3;
-	for (size_t i = 0; i < sizeof known / sizeof known[0] + LIM_N; i++) {
-		const char *k = i < sizeof known / sizeof known[0] ? known[i] : limit_defs[i - sizeof known / sizeof known[0]].req;
-		if (!k)
+	for (int i = 0; i < REQ_N; i++) {
+		const struct req_field *f = req_field(i);
+		if (!(f->where & RW_REQ))
 			continue;
-		if (!strcmp(k, key))
+		if (!strcmp(f->name, key))
 			return NULL;
-		if (!strcasecmp(k, key))
-			return k; /* "Files" */
-		int d = util_typo_of(key, k);
+		if (!strcasecmp(f->name, key))
+			return f->name; /* "Files" */
+		int d = util_typo_of(key, f->name);
 		if (d && d < bestd) {
-			best = k;
+			best = f->name;
 			bestd = d;
 		}
 	}
@@ -1050,13 +1047,12 @@ static jv job_exec(const struct conf *c, const struct conf_lang *l, jv req, enum
 		jv_free(args);
 	/* Judged: each test's run command and limits, and the checker's job. */
 	jv tests = jv_null(), checker = jv_null();
-	static const char *const judging[] = { "compare", "checker", "stop_on_fail" };
-	for (size_t i = 0; !rec_has(req, "tests") && i < sizeof judging / sizeof judging[0]; i++)
-		if (rec_has(req, judging[i])) {
-			free(workspace);
-			jv_free(runv);
-			return rec_make_invalid(req, "\"%s\" judges a program's \"tests\": give them", judging[i]);
-		}
+	const struct req_field *judging = rec_has(req, "tests") ? NULL : req_first(req, RW_JUDGING, 0);
+	if (judging) {
+		free(workspace);
+		jv_free(runv);
+		return rec_make_invalid(req, "\"%s\" judges a program's \"tests\": give them", judging->name);
+	}
 	if (rec_has(req, "tests")) {
 		char why[700];
 		tests = judge_exec(c, req, runv, &run, prog == P_CODE ? file : NULL, &checker, why, sizeof why);
@@ -1176,12 +1172,11 @@ static bool req_cell(const struct conf_lang *l, jv req, bool *cell, char *why, s
 		return false;
 	}
 	/* A kernel outlives its first cell: no network for any of them. */
-	static const char *const alone[] = { "entry", "command", "install", "stdin", "args", "network" };
-	for (size_t i = 0; i < sizeof alone / sizeof alone[0]; i++)
-		if (rec_has(req, alone[i])) {
-			snprintf(why, wlen, "a cell is inline \"code\" for a kernel: \"%s\" does not go with \"cell\"", alone[i]);
-			return false;
-		}
+	const struct req_field *alone = req_first(req, RW_REQ, RW_CELL);
+	if (alone) {
+		snprintf(why, wlen, "a cell is inline \"code\" for a kernel: \"%s\" does not go with \"cell\"", alone->name);
+		return false;
+	}
 	if (!rec_has(req, "session")) {
 		snprintf(why, wlen, "a cell runs in a session's kernel: give \"session\"");
 		return false;

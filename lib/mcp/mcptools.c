@@ -9,16 +9,15 @@
 #include "b64.h"
 #include "imgsize.h"
 #include "rec.h"
+#include "req.h"
 #include "thumb.h"
 #include "util.h"
 #include "wsfs.h"
 
-/* Argument types, as bits. */
-enum { A_STR = 1, A_NUM = 2, A_BOOL = 4, A_ARR = 8, A_OBJ = 16, A_INT = 32, A_LIST = 64 /* an array of anything */ };
-
+/* An argument of a tool's own (a request's fields come from req.h). */
 struct arg {
 	const char *key;
-	unsigned types;
+	unsigned types;             /* req.h's RK_ bits */
 	bool required;
 };
 
@@ -26,7 +25,8 @@ struct tool_def {
 	struct mcp_tool t;
 	const char *title;
 	const char *description;   /* printf format; see describe() */
-	struct arg args[16];        /* terminated by an empty entry: at most 15 */
+	unsigned fields;            /* req.h's RT_ bit: the request fields it takes, after its own */
+	struct arg args[12];        /* its own, terminated by an empty entry: at most 11 */
 	const char *input_schema;  /* JSON */
 	const char *output_schema; /* JSON */
 	bool read_only, destructive, idempotent;
@@ -152,10 +152,7 @@ static const struct tool_def defs[] = {
 	  "(accepted, or the first failing test's: wrong_answer, timeout, memory_limit, error, output_limit, "
 	  "judge_error; or compile_error), tests_passed, tests_total and \"tests\", one entry per test; its status "
 	  "is success when accepted and rejected when the program ran but its output was refused.",
-	  { { "language", A_STR, true }, { "code", A_STR, true }, { "stdin", A_STR, false }, { "files", A_OBJ, false },
-	    { "timeout", A_NUM, false }, { "memory", A_STR | A_NUM, false }, { "cpus", A_NUM, false },
-	    { "dependencies", A_ARR, false }, { "args", A_ARR, false }, { "tests", A_LIST, false }, { "compare", A_STR, false },
-	    { "checker", A_OBJ, false }, { "stop_on_fail", A_BOOL, false }, { "max_output", A_INT, false } },
+	  RT_RUN, { { "dependencies", RK_STRS, false }, { "max_output", RK_INT, false } },
 	  "{`type`:`object`,`properties`:{"
 	  "`language`:" STR("a language name or alias (list_supported_languages)") ","
 	  "`code`:" STR("the program's source") ","
@@ -184,7 +181,7 @@ static const struct tool_def defs[] = {
 	  "List the languages this server runs: name, aliases, whether they are compiled, the runtime's version "
 	  "as seen inside the sandbox, whether it is available on this backend (and how to install it if not), "
 	  "and whether packages can be installed for it.",
-	  { { NULL, 0, false } },
+	  0, { { NULL, 0, false } },
 	  "{`type`:`object`,`properties`:{},`additionalProperties`:false}",
 	  "{`type`:`object`,`properties`:{`backend`:" STR("native or docker") ",`languages`:{`type`:`array`,"
 	  "`description`:`one entry per language`,`items`:{`type`:`object`,`properties`:{"
@@ -202,8 +199,8 @@ static const struct tool_def defs[] = {
 	  "8601, today, yesterday, or a time ago with its unit such as 30m, 1h, 7d), language and status (one, or "
 	  "a comma-separated list), id, session_id, limit (default 20). With "
 	  "stats: true, counts, success rate and p50/p95/max duration per language and status instead.",
-	  { { "since", A_STR, false }, { "until", A_STR, false }, { "language", A_STR, false }, { "status", A_STR, false },
-	    { "id", A_STR, false }, { "session_id", A_STR, false }, { "limit", A_INT, false }, { "stats", A_BOOL, false } },
+	  0, { { "since", RK_STR, false }, { "until", RK_STR, false }, { "language", RK_STR, false }, { "status", RK_STR, false },
+	    { "id", RK_STR, false }, { "session_id", RK_STR, false }, { "limit", RK_INT, false }, { "stats", RK_BOOL, false } },
 	  "{`type`:`object`,`properties`:{"
 	  "`since`:" STR("runs at or after: 2026-11-29, 2026-11-29T10:00Z, today, yesterday, or a time ago such as 30m, 12h, 7d") ","
 	  "`until`:" STR("runs before, in the same forms as since") ","
@@ -223,7 +220,7 @@ static const struct tool_def defs[] = {
 	  "and process limits), seccomp and a trial sandbox; for the docker backend the engine (its version) and "
 	  "each language's image; and every language's runtime. When something is missing the result says "
 	  "what and how to fix it (\"fixes\"), and isError is true if no sandbox can be made.",
-	  { { NULL, 0, false } },
+	  0, { { NULL, 0, false } },
 	  "{`type`:`object`,`properties`:{},`additionalProperties`:false}",
 	  "{`type`:`object`,`properties`:{`backend`:" STR("native or docker") ","
 	  "`usable`:" BOOL("whether sandboxes can be made") ","
@@ -240,7 +237,7 @@ static const struct tool_def defs[] = {
 	  "the session runs in, so files persist between runs (nothing else does: each run is a fresh sandbox). "
 	  "Optional \"language\" (the default for sandbox_exec), \"dependencies\" to install now, \"ttl\" (seconds "
 	  "idle before the session is removed; default %S). Returns session_id. At most %N sessions at once.",
-	  { { "language", A_STR, false }, { "dependencies", A_ARR, false }, { "ttl", A_NUM, false } },
+	  RT_INIT, { { "dependencies", RK_STRS, false }, { "ttl", RK_NUM, false } },
 	  "{`type`:`object`,`properties`:{`language`:" STR("the session's default language") ","
 	  "`dependencies`:" STRS("packages to install now") ","
 	  "`ttl`:" NUM("idle seconds before the session is removed") "},`additionalProperties`:false}",
@@ -262,9 +259,7 @@ static const struct tool_def defs[] = {
 	  "environment). Files the program writes stay in the workspace (list_files, read_file) and come back as "
 	  "resource links, images as images; unless the server is configured otherwise (workspace_exec = false), "
 	  "later commands may execute them.%E",
-	  { { "session_id", A_STR, true }, { "language", A_STR, false }, { "code", A_STR, false }, { "file", A_STR, false },
-	    { "command", A_ARR, false }, { "stdin", A_STR, false }, { "timeout", A_NUM, false },
-	    { "memory", A_STR | A_NUM, false }, { "cpus", A_NUM, false }, { "args", A_ARR, false }, { "max_output", A_INT, false } },
+	  RT_EXEC, { { "session_id", RK_STR, true }, { "file", RK_STR, false }, { "max_output", RK_INT, false } },
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session (sandbox_initialize)") ","
 	  "`language`:" STR("the language of code, or of file; default the session's") ","
 	  "`code`:" STR("source to run") ","
@@ -289,8 +284,7 @@ static const struct tool_def defs[] = {
 	  "kernel: given with other values than the live kernel's, they restart it (its state is lost, and "
 	  "kernel_note says so). JavaScript cells may use top-level await. Cells of a session run one at a time "
 	  "(later ones wait their turn).%E",
-	  { { "session_id", A_STR, true }, { "code", A_STR, true }, { "language", A_STR, false }, { "timeout", A_NUM, false },
-	    { "memory", A_STR | A_NUM, false }, { "cpus", A_NUM, false }, { "reset", A_BOOL, false }, { "max_output", A_INT, false } },
+	  RT_CELL, { { "session_id", RK_STR, true }, { "max_output", RK_INT, false } },
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session (sandbox_initialize)") ","
 	  "`code`:" STR("the cell's code") ","
 	  "`language`:" STR("the kernel's language; default the session's") ","
@@ -300,7 +294,7 @@ static const struct tool_def defs[] = {
 	  RESULT_SCHEMA(RUN_FIELDS CELL_FIELDS), false, false, false },
 	{ { "sandbox_stop", MCP_T_STOP }, "End a session",
 	  "End a session and delete its workspace and every file in it.",
-	  { { "session_id", A_STR, true } },
+	  0, { { "session_id", RK_STR, true } },
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session to end") "},`required`:[`session_id`],"
 	  "`additionalProperties`:false}",
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
@@ -310,7 +304,7 @@ static const struct tool_def defs[] = {
 	  "Write a file into a session's workspace (parent directories are created). \"path\" is relative to the "
 	  "workspace, without \"..\"; \"content\" is text, or base64 with \"encoding\": \"base64\". At most %F per "
 	  "file; the workspace holds %W.",
-	  { { "session_id", A_STR, true }, { "path", A_STR, true }, { "content", A_STR, true }, { "encoding", A_STR, false } },
+	  0, { { "session_id", RK_STR, true }, { "path", RK_STR, true }, { "content", RK_STR, true }, { "encoding", RK_STR, false } },
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
 	  "`path`:" STR("where, relative to the workspace, without ..") ","
 	  "`content`:" STR("the file's text, or its bytes in base64") ","
@@ -323,7 +317,7 @@ static const struct tool_def defs[] = {
 	  "Read a regular file from a session's workspace. Text comes back as is (\"encoding\": \"utf-8\"), other "
 	  "bytes as base64 (\"encoding\": \"base64\"). At most %F are returned (\"truncated\" says if there was more); "
 	  "symbolic links, FIFOs and devices are refused.",
-	  { { "session_id", A_STR, true }, { "path", A_STR, true } },
+	  0, { { "session_id", RK_STR, true }, { "path", RK_STR, true } },
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
 	  "`path`:" STR("the file, relative to the workspace") "},"
 	  "`required`:[`session_id`,`path`],`additionalProperties`:false}",
@@ -335,7 +329,7 @@ static const struct tool_def defs[] = {
 	{ { "list_files", MCP_T_LIST }, "List workspace files",
 	  "List the files of a session's workspace (or of a directory in it): path, type (file, dir, symlink, "
 	  "other) and size, recursively, at most 1000 entries.",
-	  { { "session_id", A_STR, true }, { "path", A_STR, false } },
+	  0, { { "session_id", RK_STR, true }, { "path", RK_STR, false } },
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
 	  "`path`:" STR("a directory of the workspace (default: all of it)") "},"
 	  "`required`:[`session_id`],`additionalProperties`:false}",
@@ -347,7 +341,7 @@ static const struct tool_def defs[] = {
 	  "for JavaScript, ...), so later sandbox_exec runs and cells can import them (from ES modules and "
 	  "TypeScript too: node_modules is in the workspace). Only this step may reach the package registries, "
 	  "and only if the server allows it. The result is the installer's run.",
-	  { { "session_id", A_STR, true }, { "packages", A_ARR, true }, { "language", A_STR, false } },
+	  RT_INSTALL, { { "session_id", RK_STR, true }, { "packages", RK_STRS, true } },
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
 	  "`packages`:{`type`:`array`,`items`:{`type`:`string`},`minItems`:1,`description`:`package names, with versions if wanted (numpy, left-pad@1.3.0)`},"
 	  "`language`:" STR("whose package manager; default the session's language") "},"
@@ -510,8 +504,8 @@ jv mcp_tools_list(const struct conf *c, const char *workspace_note, const char *
 
 static const char *kind_name(unsigned types)
 {
-	return types & A_STR ? "a string" : types & A_INT ? "an integer" : types & A_NUM ? "a number" :
-	       types & A_BOOL ? "true or false" : types & (A_ARR | A_LIST) ? "an array" : "an object";
+	return types & RK_STR ? "a string" : types & RK_INT ? "an integer" : types & RK_NUM ? "a number" :
+	       types & RK_BOOL ? "true or false" : types & (RK_STRS | RK_LIST) ? "an array" : "an object";
 }
 
 static bool has_nul(jv str)
@@ -524,43 +518,65 @@ bool mcp_tool_tasks(const struct mcp_tool *t)
 	return t->kind == MCP_T_RUN || t->kind == MCP_T_EXEC || t->kind == MCP_T_INSTALL || t->kind == MCP_T_CELL;
 }
 
+/* The tool's i-th argument: its own, then the request's fields it takes
+ * (req.h), in table order; false past the last.  *data: its value
+ * travels with its length, so a NUL in it is data. */
+static bool tool_arg(const struct tool_def *d, int i, struct arg *a, bool *data)
+{
+	int own = 0;
+	while (d->args[own].key)
+		own++;
+	if (i < own) {
+		*a = d->args[i];
+		/* (write_file's content is data, as a request's code is) */
+		*data = !strcmp(a->key, "content");
+		return true;
+	}
+	for (int r = 0, n = own; d->fields && r < REQ_N; r++) {
+		const struct req_field *f = req_field(r);
+		if (!(f->tools & d->fields))
+			continue;
+		if (n++ == i) {
+			*a = (struct arg){ f->name, f->kinds, (f->required & d->fields) != 0 };
+			*data = f->where & RW_DATA;
+			return true;
+		}
+	}
+	return false;
+}
+
 bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t len)
 {
 	const struct tool_def *d = def_of(t);
+	struct arg a;
+	bool data;
 	jv_object_foreach(args, k, v)
 	{
 		const char *key = jv_string_value(k);
-		const struct arg *a = NULL;
-		for (int i = 0; d->args[i].key; i++)
-			if (!strcmp(d->args[i].key, key))
-				a = &d->args[i];
-		bool ok = a != NULL;
-		if (a) {
+		int i = 0;
+		while (tool_arg(d, i, &a, &data) && strcmp(a.key, key))
+			i++;
+		bool ok = tool_arg(d, i, &a, &data);
+		if (ok) {
 			jv_kind vk = jv_get_kind(v);
-			ok = (vk == JV_KIND_STRING && (a->types & A_STR)) || (vk == JV_KIND_OBJECT && (a->types & A_OBJ)) ||
-			     (vk == JV_KIND_ARRAY && (a->types & (A_ARR | A_LIST))) ||
-			     ((vk == JV_KIND_TRUE || vk == JV_KIND_FALSE) && (a->types & A_BOOL)) ||
-			     (vk == JV_KIND_NUMBER && (a->types & A_NUM)) ||
-			     (vk == JV_KIND_NUMBER && (a->types & A_INT) && jv_number_value(v) == floor(jv_number_value(v)) &&
-			      fabs(jv_number_value(v)) < 1e15);
+			ok = req_kind_ok(v, a.types);
 			/* Names, paths and argv are C strings on their way: a NUL
 			 * in one would cut it short, so it is refused.  Data (code,
 			 * content, stdin) travels with its length. */
-			bool data = !strcmp(key, "code") || !strcmp(key, "content") || !strcmp(key, "stdin");
 			if (ok && vk == JV_KIND_STRING && !data)
 				ok = !has_nul(v);
-			if (ok && vk == JV_KIND_ARRAY && (a->types & A_ARR))
-				jv_array_foreach(v, i, item) {
+			if (ok && vk == JV_KIND_ARRAY && (a.types & RK_STRS))
+				jv_array_foreach(v, j, item) {
 					ok &= jv_get_kind(item) == JV_KIND_STRING && !has_nul(item);
 					jv_free(item);
 				}
 			if (!ok)
-				snprintf(why, len, "%s: \"%s\" must be %s%s%s", t->name, key, kind_name(a->types),
-					 a->types & A_ARR ? " of strings" : "", a->types & (A_ARR | A_STR) ? " without NUL" : "");
+				snprintf(why, len, "%s: \"%s\" must be %s%s%s", t->name, key, kind_name(a.types),
+					 a.types & RK_STRS ? " of strings" : "", a.types & (RK_STRS | RK_STR) ? " without NUL" : "");
 		} else {
 			size_t o = (size_t)snprintf(why, len, "%s: unknown argument \"%.60s\" (known:", t->name, key);
-			for (int i = 0; d->args[i].key && o < len; i++)
-				o += (size_t)snprintf(why + o, len - o, " %s", d->args[i].key);
+			for (int j = 0; tool_arg(d, j, &a, &data) && o < len; j++)
+				o += (size_t)snprintf(why + o, len - o, " %s", a.key);
 			if (o < len)
 				snprintf(why + o, len - o, ")");
 		}
@@ -569,9 +585,9 @@ bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t le
 		if (!ok)
 			return false;
 	}
-	for (int i = 0; d->args[i].key; i++)
-		if (d->args[i].required && !rec_has(args, d->args[i].key)) {
-			snprintf(why, len, "%s: missing \"%s\"", t->name, d->args[i].key);
+	for (int i = 0; tool_arg(d, i, &a, &data); i++)
+		if (a.required && !rec_has(args, a.key)) {
+			snprintf(why, len, "%s: missing \"%s\"", t->name, a.key);
 			return false;
 		}
 	return true;

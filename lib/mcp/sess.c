@@ -22,6 +22,7 @@
 #include "job.h"
 #include "layout.h"
 #include "rec.h"
+#include "req.h"
 #include "utf8.h"
 #include "util.h"
 
@@ -667,10 +668,7 @@ static jv exec_request(const struct sessions *s, struct session *x, jv args, cha
 	jv req = jv_object_set(jv_object(), jv_string("session"), jv_string(x->id));
 	if (language)
 		req = jv_object_set(req, jv_string("language"), jv_string(language));
-	static const char *const pass[] = { "stdin", "timeout", "memory", "cpus", "args", "code", "command", NULL };
-	for (int i = 0; pass[i]; i++)
-		if (rec_has(args, pass[i]))
-			req = jv_object_set(req, jv_string(pass[i]), rec_get(args, pass[i]));
+	req = req_from_args(req, args, RT_EXEC);
 	if (has_file)
 		req = jv_object_set(req, jv_string("entry"), rec_get(args, "file"));
 	return jv_object_set(req, jv_string("artifacts"), jv_true());
@@ -984,10 +982,7 @@ static jv cell_request(struct sessions *s, struct session *x, jv args, char *err
 	jv req = jv_object_set(jv_object(), jv_string("session"), jv_string(x->id));
 	req = jv_object_set(req, jv_string("language"), jv_string(l->name));
 	req = jv_object_set(req, jv_string("cell"), jv_true());
-	static const char *const pass[] = { "code", "timeout", "memory", "cpus", "reset", NULL };
-	for (int i = 0; pass[i]; i++)
-		if (rec_has(args, pass[i]))
-			req = jv_object_set(req, jv_string(pass[i]), rec_get(args, pass[i]));
+	req = req_from_args(req, args, RT_CELL);
 	return jv_object_set(req, jv_string("artifacts"), jv_true());
 }
 
