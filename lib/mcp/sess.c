@@ -21,6 +21,7 @@
 #include "mcptools.h"
 #include "job.h"
 #include "layout.h"
+#include "probe.h"
 #include "rec.h"
 #include "req.h"
 #include "utf8.h"
@@ -224,7 +225,7 @@ struct sessions *sess_new(struct loop *l, const struct conf *c)
 	s->timer = -1;
 	if (util_mkdir_p(s->base, 0711) == 0)
 		remove_orphans(s);
-	s->fs = wsfs_new(s->base, !strcmp(job_backend(c), "docker"));
+	s->fs = wsfs_new(s->base, !strcmp(probe_backend(c), "docker"));
 	if (*wsfs_note(s->fs))
 		util_warn("sessions: %s", wsfs_note(s->fs));
 	s->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -298,7 +299,7 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 	 * lets programs run what they build (workspace_exec, box_workspace);
 	 * the docker backend's bind keeps the host's flags, so for it the
 	 * mount follows the key. */
-	bool host_exec = c->workspace_exec && !strcmp(job_backend(c), "docker");
+	bool host_exec = c->workspace_exec && !strcmp(probe_backend(c), "docker");
 	char *image = util_fmt("%s/.%s.img", s->base, x->id), note[320];
 	int fs = wsfs_mount(s->fs, x->dir, image, c->workspace_size, ns_tmpfs_inodes(c->workspace_size),
 			    own.uid == (uid_t)-1 ? geteuid() : own.uid, own.gid == (gid_t)-1 ? getegid() : own.gid,
