@@ -648,158 +648,196 @@ static bool public_class(const char *s, size_t n, char *out, size_t len)
 	return false;
 }
 
-/* The job: exec's commands (what runs, where), the limits, the backend,
- * added to the request; or an invalid record.  Consumes req and
- * workspace. */
-static jv job_exec(const struct conf *c, const struct conf_lang *l, jv req, enum prog prog, const char *entry, char *workspace,
-		   struct limits *runp, struct limits *compp, bool network, bool installing, const char *backend)
+/* What job_from_request found out about the job it makes. */
+struct plan {
+	const struct conf *c;
+	const struct conf_lang *l;
+	enum prog prog;
+	const char *entry;         /* P_ENTRY's workspace file, borrowed from the request */
+	char *workspace;           /* the session's directory, or NULL (owned) */
+	struct limits run, comp;
+	bool network, installing;
+	const char *backend;
+	/* The program file's names (plan_names). */
+	char dir[64], prog_path[256], cls[101], file[128];
+	const char *prog_file, *cls_arg;
+};
+
+/* Where the program file goes and what it is called.  Java's rule: the
+ * file bears the public class's name, and the run command's class is it
+ * (argv_json). */
+static void plan_names(struct plan *p, jv req)
 {
-	struct limits run = *runp, comp = *compp;
-	jv args = rec_get(req, "args");
-	char dir[64] = ".", prog_path[256] = "";
-	/* Java's rule: the file bears the public class's name, and the run
-	 * command's class is it (argv_json). */
-	char cls[101], file[128];
+	const struct conf_lang *l = p->l;
 	size_t code_len;
 	const char *code = rec_str(req, "code", &code_len), *dot = strrchr(l->file, '.');
 	size_t stem = dot ? (size_t)(dot - l->file) : strlen(l->file);
-	bool renamed = l->file_by_class && prog == P_CODE && code && public_class(code, code_len, cls, sizeof cls) &&
-		       !(strlen(cls) == stem && !strncmp(cls, l->file, stem));
-	snprintf(file, sizeof file, "%s%s", renamed ? cls : l->file, renamed && dot ? dot : "");
-	if (workspace && prog == P_CODE && !installing)
-		session_program(req, l, file, dir, prog_path);
-	const char *prog_file = prog_path[0] ? prog_path : renamed ? file : NULL, *cls_arg = renamed ? cls : NULL;
-	if (prog == P_ENTRY) {
-		char why[300];
-		jv text = read_entry(workspace, entry, c->max_code_size, why, sizeof why);
-		if (!jv_is_valid(text)) {
-			free(workspace);
-			jv_free(args);
-			return rec_make_invalid(req, "%s", why);
-		}
-		req = jv_object_set(req, jv_string("code"), text);
+	bool renamed = l->file_by_class && p->prog == P_CODE && code && public_class(code, code_len, p->cls, sizeof p->cls) &&
+		       !(strlen(p->cls) == stem && !strncmp(p->cls, l->file, stem));
+	snprintf(p->dir, sizeof p->dir, ".");
+	p->prog_path[0] = 0;
+	snprintf(p->file, sizeof p->file, "%s%s", renamed ? p->cls : l->file, renamed && dot ? dot : "");
+	if (p->workspace && p->prog == P_CODE && !p->installing)
+		session_program(req, l, p->file, p->dir, p->prog_path);
+	p->prog_file = p->prog_path[0] ? p->prog_path : renamed ? p->file : NULL;
+	p->cls_arg = renamed ? p->cls : NULL;
+}
+
+/* The run stage's command with the request's args: the language's run
+ * command on the program file or on the session's entry (whose text
+ * becomes the record's code), the session's command, or a cell's kernel;
+ * jv_invalid() with why. */
+static jv run_command(const struct plan *p, jv *req, char *why, size_t wlen)
+{
+	const struct conf_lang *l = p->l;
+	if (p->prog == P_ENTRY) {
+		jv text = read_entry(p->workspace, p->entry, p->c->max_code_size, why, wlen);
+		if (!jv_is_valid(text))
+			return text;
+		*req = jv_object_set(*req, jv_string("code"), text);
 	}
 	jv runv;
-	if (prog == P_COMMAND)
-		runv = rec_get(req, "command");
-	else if (prog == P_CELL) /* no program: the code goes to the kernel, the run stage's command */
-		runv = argv_json(l->kernel, l, NULL, NULL, dir, &run);
+	if (p->prog == P_COMMAND)
+		runv = rec_get(*req, "command");
+	else if (p->prog == P_CELL) /* no program: the code goes to the kernel, the run stage's command */
+		runv = argv_json(l->kernel, l, NULL, NULL, p->dir, &p->run);
 	else
-		runv = argv_json(l->run, l, prog == P_ENTRY ? entry : prog_file, cls_arg, dir, &run);
-	if (prog_path[0] && !argv_mentions(runv, l->compile ? dir : prog_path)) {
-		free(workspace);
-		jv_free(args);
+		runv = argv_json(l->run, l, p->prog == P_ENTRY ? p->entry : p->prog_file, p->cls_arg, p->dir, &p->run);
+	if (p->prog_path[0] && !argv_mentions(runv, l->compile ? p->dir : p->prog_path)) {
+		snprintf(why, wlen, "language \"%s\" cannot run inline code in a session: its run command names its "
+			 "program neither by an output nor by {dir} (see %s)", l->name, p->c->path);
 		jv_free(runv);
-		return rec_make_invalid(req, "language \"%s\" cannot run inline code in a session: its run command names its "
-					     "program neither by an output nor by {dir} (see %s)", l->name, c->path);
+		return jv_invalid();
 	}
+	jv args = rec_get(*req, "args");
 	if (jv_get_kind(args) == JV_KIND_ARRAY)
-		runv = jv_array_concat(runv, args);
-	else
-		jv_free(args);
+		return jv_array_concat(runv, args);
+	jv_free(args);
+	return runv;
+}
+
+/* The job's "exec": what runs (the commands, the program file and its
+ * directory), where (rootfs or image, the session's workspace), with what
+ * of the host (environment, binds, network), and a judged job's tests and
+ * checker.  Borrows runv, tests and checker. */
+static jv exec_json(const struct plan *p, jv runv, jv tests, jv checker, bool compiling)
+{
+	const struct conf_lang *l = p->l;
+	jv exec = jv_object();
+	exec = jv_object_set(exec, jv_string("file"), p->prog == P_CODE && !p->installing
+							     ? jv_string(p->prog_path[0] && !l->compile ? p->prog_path : p->file)
+							     : jv_null());
+	if (p->prog_path[0] && l->compile)
+		exec = jv_object_set(exec, jv_string("dir"), jv_string(p->dir));
+	exec = jv_object_set(exec, jv_string("compile"),
+			     compiling ? argv_json(l->compile, l, p->prog_file, p->cls_arg, p->dir, &p->comp) : jv_null());
+	exec = jv_object_set(exec, jv_string("run"), jv_copy(runv));
+	/* One environment serves both stages: it takes the run stage's limits. */
+	exec = jv_object_set(exec, jv_string("env"), argv_json(l->env, l, NULL, NULL, p->dir, &p->run));
+	exec = jv_object_set(exec, jv_string("binds"), strv_json(l->binds));
+	exec = jv_object_set(exec, jv_string("rootfs"), l->rootfs ? jv_string(l->rootfs) : jv_null());
+	exec = jv_object_set(exec, jv_string("image"), l->image ? jv_string(l->image) : jv_null());
+	exec = jv_object_set(exec, jv_string("network"), jv_bool(p->network));
+	if (p->workspace) {
+		exec = jv_object_set(exec, jv_string("workspace"), jv_string(p->workspace));
+		exec = jv_object_set(exec, jv_string("workspace_exec"), jv_bool(p->c->workspace_exec));
+	}
+	if (p->installing)
+		exec = jv_object_set(exec, jv_string("install"), jv_true());
+	if (p->prog == P_CELL)
+		exec = jv_object_set(exec, jv_string("kernel"), jv_true());
+	if (jv_get_kind(tests) == JV_KIND_ARRAY)
+		exec = jv_object_set(exec, jv_string("tests"), jv_copy(tests));
+	if (jv_get_kind(checker) == JV_KIND_OBJECT)
+		exec = jv_object_set(exec, jv_string("checker"), jv_copy(checker));
+	return exec;
+}
+
+/* Why the request's own value of a field sbx-validate computes is
+ * refused (computed_differs), or nothing.  All borrowed. */
+static void refuse_computed(jv req, jv limits, jv climits, jv exec, jv bk, const char *backend, char *why, size_t wlen)
+{
+	const char *set = computed_differs(req, "limits", limits)	     ? "limits"
+			  : computed_differs(req, "compile_limits", climits) ? "compile_limits"
+			  : computed_differs(req, "exec", exec)		     ? "exec"
+			  : computed_differs(req, "backend", bk)	     ? "backend"
+									     : NULL;
+	if (set && !strcmp(set, "limits")) {
+		/* the limits a request sets itself: "timeout", "memory", ... */
+		size_t o = (size_t)snprintf(why, wlen, "\"limits\" is computed by sbx-validate and cannot be set: use ");
+		int n = 0, k = 0;
+		for (int i = 0; i < LIM_N; i++)
+			n += limit_defs[i].req != NULL;
+		for (int i = 0; i < LIM_N && o < wlen; i++)
+			if (limit_defs[i].req)
+				o += (size_t)snprintf(why + o, wlen - o, "%s\"%s\"", !k++ ? "" : k == n ? " and " : ", ",
+						      limit_defs[i].req);
+	} else if (set && !strcmp(set, "backend"))
+		snprintf(why, wlen, "\"backend\" is chosen by the configuration or SBX_BACKEND, not by a request (here: \"%s\")",
+			 backend);
+	else if (set)
+		snprintf(why, wlen, "\"%s\" is computed by sbx-validate from the configuration and cannot be set", set);
+}
+
+/* The job: req with what sbx-validate computes added ("exec", "limits",
+ * "compile_limits", "backend"), or an invalid record saying why not.
+ * Consumes req and p->workspace. */
+static jv with_computed(struct plan *p, jv req)
+{
+	const struct conf *c = p->c;
+	const struct conf_lang *l = p->l;
+	char why[768] = "";
+	plan_names(p, req);
+	jv runv = run_command(p, &req, why, sizeof why);
 	/* Judged: each test's run command and limits, and the checker's job. */
 	jv tests = jv_null(), checker = jv_null();
 	const struct req_field *judging = rec_has(req, "tests") ? NULL : req_first(req, RW_JUDGING, 0);
-	if (judging) {
-		free(workspace);
+	if (!why[0] && judging)
+		snprintf(why, sizeof why, "\"%s\" judges a program's \"tests\": give them", judging->name);
+	else if (!why[0] && rec_has(req, "tests"))
+		tests = judge_exec(c, req, runv, &p->run, p->prog == P_CODE ? p->file : NULL, &checker, why, sizeof why);
+	if (!why[0] && p->installing) {
 		jv_free(runv);
-		return rec_make_invalid(req, "\"%s\" judges a program's \"tests\": give them", judging->name);
-	}
-	if (rec_has(req, "tests")) {
-		char why[700];
-		tests = judge_exec(c, req, runv, &run, prog == P_CODE ? file : NULL, &checker, why, sizeof why);
-		if (!jv_is_valid(tests)) {
-			free(workspace);
-			jv_free(runv);
-			return rec_make_invalid(req, "%s", why);
-		}
-	}
-	if (installing) {
-		char why[300];
-		jv inst = registry_install_argv(c, l, rec_get(req, "install"), workspace != NULL, why, sizeof why);
-		if (!jv_is_valid(inst)) {
-			free(workspace);
-			jv_free(runv);
-			return rec_make_invalid(req, "%s", why);
-		}
-		jv_free(runv);
-		runv = inst;
+		runv = registry_install_argv(c, l, rec_get(req, "install"), p->workspace != NULL, why, sizeof why);
 		/* Only this step reaches the registries, and only through its
 		 * proxy (egress.h): no network of its own.  It gets the compile
 		 * stage's larger limits. */
-		network = false;
+		p->network = false;
 		for (int i = 0; i < LIM_N; i++)
-			if (limit_defs[i].compile && i != LIM_cpus && limit_get(&comp, i) > limit_get(&run, i))
-				limit_set(&run, i, limit_get(&comp, i));
+			if (limit_defs[i].compile && i != LIM_cpus && limit_get(&p->comp, i) > limit_get(&p->run, i))
+				limit_set(&p->run, i, limit_get(&p->comp, i));
 	}
 	/* The compile stage: its own values of the limits that have one, the
 	 * run's (as the request set them) of the rest. */
 	for (int i = 0; i < LIM_N; i++)
 		if (!limit_defs[i].compile)
-			limit_set(&comp, i, limit_get(&run, i));
-	bool compiling = l->compile && !installing && prog == P_CODE;
-	jv exec = jv_object();
-	exec = jv_object_set(exec, jv_string("file"), prog == P_CODE && !installing ? jv_string(prog_path[0] && !l->compile ? prog_path : file)
-											: jv_null());
-	if (prog_path[0] && l->compile)
-		exec = jv_object_set(exec, jv_string("dir"), jv_string(dir));
-	exec = jv_object_set(exec, jv_string("compile"),
-			     compiling ? argv_json(l->compile, l, prog_file, cls_arg, dir, &comp) : jv_null());
-	exec = jv_object_set(exec, jv_string("run"), runv);
-	/* One environment serves both stages: it takes the run stage's limits. */
-	exec = jv_object_set(exec, jv_string("env"), argv_json(l->env, l, NULL, NULL, dir, &run));
-	exec = jv_object_set(exec, jv_string("binds"), strv_json(l->binds));
-	exec = jv_object_set(exec, jv_string("rootfs"), l->rootfs ? jv_string(l->rootfs) : jv_null());
-	exec = jv_object_set(exec, jv_string("image"), l->image ? jv_string(l->image) : jv_null());
-	exec = jv_object_set(exec, jv_string("network"), jv_bool(network));
-	if (workspace) {
-		exec = jv_object_set(exec, jv_string("workspace"), jv_string(workspace));
-		exec = jv_object_set(exec, jv_string("workspace_exec"), jv_bool(c->workspace_exec));
-		free(workspace);
-	}
-	if (installing)
-		exec = jv_object_set(exec, jv_string("install"), jv_true());
-	if (prog == P_CELL)
-		exec = jv_object_set(exec, jv_string("kernel"), jv_true());
-	if (jv_get_kind(tests) == JV_KIND_ARRAY)
-		exec = jv_object_set(exec, jv_string("tests"), tests);
-	else
-		jv_free(tests);
-	if (jv_get_kind(checker) == JV_KIND_OBJECT)
-		exec = jv_object_set(exec, jv_string("checker"), checker);
-	else
-		jv_free(checker);
-	jv limits = limits_to_json(&run);
-	jv climits = compiling ? limits_to_json(&comp) : jv_null();
-	jv bk = jv_string(backend);
-	const char *set = computed_differs(req, "limits", limits)	    ? "limits"
-			  : computed_differs(req, "compile_limits", climits) ? "compile_limits"
-			  : computed_differs(req, "exec", exec)		    ? "exec"
-			  : computed_differs(req, "backend", bk)		    ? "backend"
-									    : NULL;
-	if (set) {
-		jv_free(limits);
-		jv_free(climits);
-		jv_free(exec);
-		jv_free(bk);
-		if (!strcmp(set, "limits"))
-			return rec_make_invalid(req, "\"limits\" is computed by sbx-validate and cannot be set: "
-						     "use \"timeout\", \"memory\", \"cpus\" and \"pids\"");
-		if (!strcmp(set, "backend"))
-			return rec_make_invalid(req, "\"backend\" is chosen by the configuration or SBX_BACKEND, "
-						     "not by a request (here: \"%s\")", backend);
-		return rec_make_invalid(req, "\"%s\" is computed by sbx-validate from the configuration and cannot be set", set);
-	}
-	req = jv_object_set(req, jv_string("backend"), bk);
-	req = jv_object_set(req, jv_string("limits"), limits);
-	if (jv_get_kind(climits) == JV_KIND_OBJECT)
-		req = jv_object_set(req, jv_string("compile_limits"), climits);
+			limit_set(&p->comp, i, limit_get(&p->run, i));
+	bool compiling = l->compile && !p->installing && p->prog == P_CODE;
+	jv exec = why[0] ? jv_invalid() : exec_json(p, runv, tests, checker, compiling);
+	jv limits = limits_to_json(&p->run), climits = compiling ? limits_to_json(&p->comp) : jv_null();
+	jv bk = jv_string(p->backend);
+	if (!why[0])
+		refuse_computed(req, limits, climits, exec, bk, p->backend, why, sizeof why);
+	if (why[0])
+		req = rec_make_invalid(req, "%s", why);
 	else {
-		jv_free(climits);
-		if (rec_has(req, "compile_limits"))
+		req = jv_object_set(req, jv_string("backend"), jv_copy(bk));
+		req = jv_object_set(req, jv_string("limits"), jv_copy(limits));
+		if (jv_get_kind(climits) == JV_KIND_OBJECT)
+			req = jv_object_set(req, jv_string("compile_limits"), jv_copy(climits));
+		else if (rec_has(req, "compile_limits"))
 			req = jv_object_delete(req, jv_string("compile_limits"));
+		req = jv_object_set(req, jv_string("exec"), jv_copy(exec));
 	}
-	req = jv_object_set(req, jv_string("exec"), exec);
+	free(p->workspace);
+	p->workspace = NULL;
+	jv_free(runv);
+	jv_free(tests);
+	jv_free(checker);
+	jv_free(exec);
+	jv_free(limits);
+	jv_free(climits);
+	jv_free(bk);
 	return req;
 }
 
@@ -853,34 +891,32 @@ jv job_from_request(const struct conf *c, jv req)
 	bool installing = rec_has(req, "install");
 	if (installing && !rec_has(req, "code"))
 		req = jv_object_set(req, jv_string("code"), jv_string("# packages installed by sbx\n"));
-	enum prog prog;
-	const char *entry;
-	struct limits run, comp;
-	bool network;
-	char *workspace = NULL;
+	struct plan p = { .c = c, .l = l, .installing = installing };
 	bool cell;
-	if (!req_cell(l, req, &cell, why, sizeof why) || !req_program(l, &req, installing, &prog, &entry, why, sizeof why) ||
-	    !req_data(c, req, prog, why, sizeof why))
+	if (!req_cell(l, req, &cell, why, sizeof why) || !req_program(l, &req, installing, &p.prog, &p.entry, why, sizeof why) ||
+	    !req_data(c, req, p.prog, why, sizeof why))
 		return rec_make_invalid(req, "%s", why);
 	{
 		struct job_file *f;
 		size_t nf;
 		jv files = rec_get(req, "files");
-		bool ok = job_files_load(c, files, rec_has(req, "session") || prog != P_CODE ? NULL : l->file, &f, &nf, why, sizeof why);
+		bool ok = job_files_load(c, files, rec_has(req, "session") || p.prog != P_CODE ? NULL : l->file, &f, &nf, why, sizeof why);
 		jv_free(files);
 		if (!ok)
 			return rec_make_invalid(req, "%s", why);
 		job_files_free(f, nf);
 	}
-	if (!req_limits(c, l, req, &run, &comp, why, sizeof why) || !req_network(c, req, &network, why, sizeof why))
+	if (!req_limits(c, l, req, &p.run, &p.comp, why, sizeof why) || !req_network(c, req, &p.network, why, sizeof why))
 		return rec_make_invalid(req, "%s", why);
 	/* Is the runtime there at all?  Only knowable for the native backend. */
-	const char *backend = probe_backend(c);
-	const char *missing = !strcmp(backend, "native") ? probe_lang_missing(c, l) : NULL;
+	p.backend = probe_backend(c);
+	const char *missing = !strcmp(p.backend, "native") ? probe_lang_missing(c, l) : NULL;
 	if (missing)
 		return rec_make_invalid(req, "language \"%s\" is configured but its program \"%s\" is not installed%s%s%s",
 					l->name, missing, l->hint ? " (install it: " : "", l->hint ? l->hint : "", l->hint ? ")" : "");
-	if (!req_session(c, req, &workspace, why, sizeof why))
+	if (!req_session(c, req, &p.workspace, why, sizeof why))
 		return rec_make_invalid(req, "%s", why);
-	return job_exec(c, l, req, cell ? P_CELL : prog, entry, workspace, &run, &comp, network, installing, backend);
+	if (cell)
+		p.prog = P_CELL;
+	return with_computed(&p, req);
 }
