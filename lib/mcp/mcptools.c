@@ -1,7 +1,6 @@
 #define _GNU_SOURCE
 #include "mcptools.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,6 +372,8 @@ static const struct tool_def *def_of(const struct mcp_tool *t)
 	return (const struct tool_def *)((const char *)t - offsetof(struct tool_def, t));
 }
 
+static bool tool_arg(const struct tool_def *d, int i, struct arg *a, bool *data);
+
 /* A schema written as above: backticks become quotes, a comma before a
  * closing bracket goes, and the statuses are filled in from rec_statuses:
  * `@statuses` (a quoted placeholder) as their array, a bare @statuses in a
@@ -477,6 +478,65 @@ static char *describe(const struct conf *c, const char *ws_note, const char *hos
 	return out;
 }
 
+/* Whether a property's schema (borrowed) admits the kinds (RK_ bits): its
+ * "type", or each of its anyOf's. */
+static bool schema_kinds(jv prop, unsigned kinds)
+{
+	static const struct {
+		const char *type;
+		unsigned kinds;
+	} types[] = { { "string", RK_STR }, { "number", RK_NUM }, { "integer", RK_INT }, { "boolean", RK_BOOL },
+		      { "object", RK_OBJ }, { "array", RK_STRS | RK_LIST } };
+	unsigned have = 0;
+	jv any = rec_get(prop, "anyOf");
+	jv list = jv_get_kind(any) == JV_KIND_ARRAY ? any : jv_array_append(jv_array(), jv_copy(prop));
+	jv_array_foreach(list, i, p) {
+		const char *t = rec_str(p, "type", NULL);
+		for (size_t k = 0; t && k < sizeof types / sizeof types[0]; k++)
+			if (!strcmp(t, types[k].type))
+				have |= types[k].kinds;
+		jv_free(p);
+	}
+	jv_free(list);
+	return (have & kinds) == kinds || (kinds & (RK_STRS | RK_LIST) && have == (RK_STRS | RK_LIST) &&
+					   !(kinds & ~(RK_STRS | RK_LIST)));
+}
+
+/* The tool's input schema (borrowed) against its arguments: the same
+ * names, kinds and required ones.  A mismatch is this file's bug (or
+ * req.h's): tools/list would lie, so it stops here, at the first start. */
+static void schema_check(const struct tool_def *d, jv schema)
+{
+	jv props = rec_get(schema, "properties"), req = rec_get(schema, "required");
+	struct arg a;
+	bool data, ok = jv_get_kind(props) == JV_KIND_OBJECT;
+	int n = 0, nreq = 0;
+	for (; ok && tool_arg(d, n, &a, &data); n++) {
+		jv p = rec_get(props, a.key);
+		ok = jv_get_kind(p) == JV_KIND_OBJECT && schema_kinds(p, a.types);
+		jv_free(p);
+		bool listed = false;
+		if (jv_get_kind(req) == JV_KIND_ARRAY)
+			jv_array_foreach(req, i, r) {
+				listed |= jv_get_kind(r) == JV_KIND_STRING && !strcmp(jv_string_value(r), a.key);
+				jv_free(r);
+			}
+		ok = ok && listed == a.required;
+		nreq += a.required;
+		if (!ok)
+			fprintf(stderr, "mcptools: %s's input schema does not say \"%s\" as its arguments do\n", d->t.name, a.key);
+	}
+	if (ok && (jv_object_length(jv_copy(props)) != n ||
+		   (jv_get_kind(req) == JV_KIND_ARRAY ? jv_array_length(jv_copy(req)) : 0) != nreq)) {
+		fprintf(stderr, "mcptools: %s's input schema has arguments the tool does not\n", d->t.name);
+		ok = false;
+	}
+	jv_free(props);
+	jv_free(req);
+	if (!ok)
+		abort();
+}
+
 jv mcp_tools_list(const struct conf *c, const char *workspace_note, const char *host_note)
 {
 	jv list = jv_array();
@@ -486,7 +546,9 @@ jv mcp_tools_list(const struct conf *c, const char *workspace_note, const char *
 		jv t = jv_object_set(jv_object(), jv_string("name"), jv_string(d->t.name));
 		t = jv_object_set(t, jv_string("title"), jv_string(d->title));
 		t = jv_object_set(t, jv_string("description"), jv_string(desc));
-		t = jv_object_set(t, jv_string("inputSchema"), schema_parse(d->input_schema));
+		jv input = schema_parse(d->input_schema);
+		schema_check(d, input);
+		t = jv_object_set(t, jv_string("inputSchema"), input);
 		t = jv_object_set(t, jv_string("outputSchema"), schema_parse(d->output_schema));
 		jv ann = jv_object_set(jv_object(), jv_string("title"), jv_string(d->title));
 		ann = jv_object_set(ann, jv_string("readOnlyHint"), jv_bool(d->read_only));
@@ -593,31 +655,6 @@ bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t le
 	return true;
 }
 
-/* A stream's text cut to at most max bytes: its head and tail with the
- * contract's marker between them, at UTF-8 character boundaries.  total:
- * every byte the program wrote, of which the marker counts what is left
- * out.  Consumes str. */
-static jv cut_stream(jv str, size_t max, double total)
-{
-	size_t n = (size_t)jv_string_length_bytes(jv_copy(str));
-	if (n <= max) {
-		return str;
-	}
-	const char *t = jv_string_value(str);
-	size_t head = max / 2, tail = max - head;
-	while (head > 0 && ((unsigned char)t[head] & 0xC0) == 0x80)
-		head--;
-	size_t from = n - tail;
-	while (from < n && ((unsigned char)t[from] & 0xC0) == 0x80)
-		from++;
-	double left = (total > (double)n ? total : (double)n) - (double)head - (double)(n - from);
-	jv out = jv_string_sized(t, (int)head);
-	out = jv_string_concat(out, jv_string_fmt("\n[... %.0f bytes truncated ...]\n", left));
-	out = jv_string_concat(out, jv_string_sized(t + from, (int)(n - from)));
-	jv_free(str);
-	return out;
-}
-
 /* A file a run made, as a resource: in its session, or (a stateless run's,
  * embedded in the result) under the run's id. */
 static char *artifact_uri(const char *sess, const char *id, const char *path)
@@ -646,7 +683,7 @@ jv mcp_run_view(jv r, double max_output)
 		snprintf(key, sizeof key, "%s_bytes", streams[i]);
 		rec_num(v, key, &total);
 		if (jv_get_kind(text) == JV_KIND_STRING && jv_string_length_bytes(jv_copy(text)) > max_output) {
-			v = jv_object_set(v, jv_string(streams[i]), cut_stream(text, (size_t)max_output, total));
+			v = jv_object_set(v, jv_string(streams[i]), mcp_cut_stream(text, (size_t)max_output, total));
 			snprintf(key, sizeof key, "%s_truncated", streams[i]);
 			v = jv_object_set(v, jv_string(key), jv_true());
 		} else
@@ -675,127 +712,6 @@ jv mcp_run_view(jv r, double max_output)
 	jv_free(arts);
 	jv_free(r);
 	return v;
-}
-
-/* ---- the text a model reads ------------------------------------------- */
-
-static jv text_stream(jv out, jv view, const char *name, const char *label, size_t max)
-{
-	size_t n = 0;
-	const char *t = rec_str(view, name, &n);
-	if (!t || !n)
-		return out;
-	char key[32];
-	double total = (double)n;
-	snprintf(key, sizeof key, "%s_bytes", name);
-	rec_num(view, key, &total);
-	char size[32];
-	util_size_str((uint64_t)total, size, sizeof size);
-	out = jv_string_concat(out, jv_string_fmt("\n%s (%s):\n", label, size));
-	jv shown = cut_stream(jv_string_sized(t, (int)n), max, total);
-	out = jv_string_concat(out, jv_copy(shown));
-	jv_free(shown);
-	if (t[n - 1] != '\n')
-		out = jv_string_concat(out, jv_string("\n"));
-	return out;
-}
-
-jv mcp_run_text(jv view, size_t text_output, uint64_t output_limit)
-{
-	const char *st = rec_str(view, "status", NULL), *lang = rec_str(view, "language", NULL);
-	double ec, ms, mem;
-	const char *sig = rec_str(view, "signal", NULL);
-	jv out = jv_string(st ? st : "no status");
-	if (rec_num(view, "exit_code", &ec))
-		out = jv_string_concat(out, jv_string_fmt(", exit %.0f", ec));
-	if (sig)
-		out = jv_string_concat(out, jv_string_fmt(", %s", sig));
-	if (rec_num(view, "duration_ms", &ms))
-		out = jv_string_concat(out, jv_string_fmt(", %.0f ms", ms));
-	if (rec_num(view, "memory_peak_bytes", &mem) && mem >= 0) {
-		char m[32];
-		out = jv_string_concat(out, jv_string_fmt(", %s peak", util_size_str((uint64_t)mem, m, sizeof m)));
-	}
-	if (lang)
-		out = jv_string_concat(out, jv_string_fmt(" (%s)", lang));
-	const char *err = rec_str(view, "error", NULL);
-	if (err && *err)
-		out = jv_string_concat(out, jv_string_fmt("\nerror: %s", err));
-	jv miss = rec_get(view, "limits_missing");
-	if (jv_get_kind(miss) == JV_KIND_ARRAY && jv_array_length(jv_copy(miss)) > 0) {
-		jv names = jv_string("");
-		jv_array_foreach(miss, i, m) {
-			if (jv_get_kind(m) == JV_KIND_STRING)
-				names = jv_string_concat(names, jv_string_fmt("%s%s", i ? ", " : "", jv_string_value(m)));
-			jv_free(m);
-		}
-		out = jv_string_concat(out, jv_string_fmt("\nnot enforced on this host: %s", jv_string_value(names)));
-		jv_free(names);
-	}
-	jv_free(miss);
-	/* a compile error: the compiler's words are the whole story */
-	jv comp = rec_get(view, "compile");
-	if (st && !strcmp(st, "compile_error") && jv_get_kind(comp) == JV_KIND_OBJECT) {
-		out = text_stream(out, comp, "stderr", "compile.stderr", text_output);
-		out = text_stream(out, comp, "stdout", "compile.stdout", text_output);
-	}
-	jv_free(comp);
-	/* a cell: its value and what became of its kernel */
-	const char *kernel = rec_str(view, "kernel", NULL), *note = rec_str(view, "kernel_note", NULL);
-	double count;
-	if (kernel) {
-		out = jv_string_concat(out, jv_string_fmt("\nkernel: %s", kernel));
-		if (rec_num(view, "execution_count", &count))
-			out = jv_string_concat(out, jv_string_fmt(", cell %.0f", count));
-		if (note)
-			out = jv_string_concat(out, jv_string_fmt(" (%s)", note));
-	}
-	out = text_stream(out, view, "stdout", "stdout", text_output);
-	out = text_stream(out, view, "stderr", "stderr", text_output);
-	const char *value = rec_str(view, "value", NULL);
-	if (value && rec_num(view, "execution_count", &count))
-		out = jv_string_concat(out, jv_string_fmt("\nOut[%.0f]: %s\n", count, value));
-	/* cut here (past text_output), or in the record already */
-	bool out_cut = false, err_cut = false;
-	size_t n;
-	rec_bool(view, "stdout_truncated", &out_cut);
-	rec_bool(view, "stderr_truncated", &err_cut);
-	out_cut |= rec_str(view, "stdout", &n) && n > text_output;
-	err_cut |= rec_str(view, "stderr", &n) && n > text_output;
-	if (out_cut || err_cut) {
-		char lim[32];
-		out = jv_string_concat(out, jv_string_fmt("\n(output cut to its head and tail: max_output asks for up to %s of each stream)\n",
-							   util_size_str(output_limit, lim, sizeof lim)));
-	}
-	jv arts = rec_get(view, "artifacts");
-	if (jv_get_kind(arts) == JV_KIND_ARRAY && jv_array_length(jv_copy(arts)) > 0) {
-		out = jv_string_concat(out, jv_string("\nfiles:"));
-		jv_array_foreach(arts, i, a) {
-			const char *path = rec_str(a, "path", NULL), *mime = rec_str(a, "mime_type", NULL);
-			const char *uri = rec_str(a, "uri", NULL);
-			double bytes = 0;
-			char b[32];
-			rec_num(a, "bytes", &bytes);
-			const char *how = rec_str(a, "shown", NULL);
-			/* a name is the program's: a newline in it must not
-			 * write a line of this text (a verdict of its own) */
-			char name[256];
-			snprintf(name, sizeof name, "%s", path ? path : "");
-			for (char *q = name; *q; q++)
-				if ((unsigned char)*q < 0x20 || *q == 0x7f)
-					*q = '?';
-			if (path)
-				out = jv_string_concat(out, jv_string_fmt("\n  %s (%s, %s%s%s) %s", name, mime ? mime : "?",
-									   util_size_str((uint64_t)bytes, b, sizeof b), how ? ", " : "",
-									   how ? how : "", uri ? uri : ""));
-			jv_free(a);
-		}
-		out = jv_string_concat(out, jv_string("\n"));
-	}
-	jv_free(arts);
-	if (rec_has(view, "verdict"))
-		out = jv_string_concat(jv_string_concat(out, jv_string("\n")), mcp_verdict_table(view));
-	return out;
 }
 
 /* An image block (data: base64, borrowed). */
@@ -953,77 +869,4 @@ jv mcp_languages_view(const struct conf *c, jv checked, const char *backend)
 	jv_free(checked);
 	jv r = jv_object_set(jv_object(), jv_string("backend"), jv_string(backend ? backend : c->backend));
 	return jv_object_set(r, jv_string("languages"), out);
-}
-
-/* One test's detail for the table: where its output went wrong, or how
- * it ended. */
-static void test_detail(jv t, char *buf, size_t len)
-{
-	buf[0] = 0;
-	double ec;
-	const char *sig = rec_str(t, "signal", NULL), *err = rec_str(t, "error", NULL);
-	jv diff = rec_get(t, "diff");
-	if (jv_get_kind(diff) == JV_KIND_OBJECT) {
-		double line = 0, tok = 0;
-		rec_num(diff, "line", &line);
-		const char *e = rec_str(diff, "expected", NULL), *g = rec_str(diff, "got", NULL);
-		size_t o = (size_t)snprintf(buf, len, "line %.0f", line);
-		if (rec_num(diff, "token", &tok))
-			o += (size_t)snprintf(buf + o, len - o, ", token %.0f", tok);
-		if (o < len)
-			o += (size_t)snprintf(buf + o, len - o, ": expected %s%.60s%s", e ? "\"" : "", e ? e : "nothing", e ? "\"" : "");
-		if (o < len)
-			snprintf(buf + o, len - o, ", got %s%.60s%s", g ? "\"" : "", g ? g : "nothing", g ? "\"" : "");
-	} else if (err)
-		snprintf(buf, len, "%.160s", err);
-	else if (sig)
-		snprintf(buf, len, "%s", sig);
-	else if (rec_num(t, "exit_code", &ec) && ec != 0)
-		snprintf(buf, len, "exit code %.0f", ec);
-	/* a failing program's last words (a traceback's last line) */
-	size_t n = 0, o = strlen(buf);
-	const char *se = jv_get_kind(diff) != JV_KIND_OBJECT && !err ? rec_str(t, "stderr", &n) : NULL;
-	while (se && n && (se[n - 1] == '\n' || se[n - 1] == '\r' || se[n - 1] == ' '))
-		n--;
-	if (se && n && o) {
-		const char *last = se + n;
-		while (last > se && last[-1] != '\n')
-			last--;
-		snprintf(buf + o, len - o, ": %.*s", (int)(se + n - last > 120 ? 120 : se + n - last), last);
-	}
-	jv_free(diff);
-	/* one line each: a newline in the output would break the table */
-	for (char *p = buf; *p; p++)
-		if (*p == '\n' || *p == '\r' || *p == '\t')
-			*p = ' ';
-}
-
-jv mcp_verdict_table(jv r)
-{
-	double passed = 0, total = 0, failed;
-	rec_num(r, "tests_passed", &passed);
-	rec_num(r, "tests_total", &total);
-	const char *verdict = rec_str(r, "verdict", NULL);
-	jv out = jv_string_fmt("verdict %s: %.0f of %.0f tests passed", verdict ? verdict : "?", passed, total);
-	if (rec_num(r, "failed_test", &failed))
-		out = jv_string_concat(out, jv_string_fmt("; test %.0f decided it", failed));
-	out = jv_string_concat(out, jv_string("\ntest  status        time_ms  memory     detail\n"));
-	jv tests = rec_get(r, "tests");
-	if (jv_get_kind(tests) == JV_KIND_ARRAY)
-		jv_array_foreach(tests, i, t) {
-			if (jv_get_kind(t) == JV_KIND_OBJECT) {
-				const char *st = rec_str(t, "status", NULL);
-				double ms = -1, mem = -1;
-				char m[32] = "", d[400], when[32] = "";
-				if (rec_num(t, "duration_ms", &ms))
-					snprintf(when, sizeof when, "%.1f", ms);
-				if (rec_num(t, "memory_peak_bytes", &mem) && mem >= 0)
-					util_size_str((uint64_t)mem, m, sizeof m);
-				test_detail(t, d, sizeof d);
-				out = jv_string_concat(out, jv_string_fmt("%-5d %-13s %-8s %-10s %s\n", i, st ? st : "?", when, m, d));
-			}
-			jv_free(t);
-		}
-	jv_free(tests);
-	return out;
 }
