@@ -59,7 +59,7 @@ int main(int argc, char **argv)
 	const struct req_field *f = req_first(req, RW_REQ, RW_CELL);
 	OK(f && !strcmp(f->name, "stdin"), "the first field a cell refuses, in table order");
 	jv args = jv_parse("{\"language\":\"py\",\"code\":\"1\",\"session_id\":\"s\",\"reset\":true,\"stdin\":\"x\"}");
-	jv cell = req_from_args(jv_object_set(jv_object(), jv_string("language"), jv_string("python")), jv_copy(args), RT_CELL);
+	jv cell = req_from_args(jv_object_set(jv_object(), jv_string("language"), jv_string("python")), args, RT_CELL);
 	OK(jv_equal(jv_copy(cell), jv_parse("{\"language\":\"python\",\"code\":\"1\",\"reset\":true}")),
 	   "req_from_args: the tool's fields the request lacks, no others");
 	jv_free(cell);
