@@ -35,6 +35,7 @@
 #include "conf.h"
 #include "job.h"
 #include "loop.h"
+#include "probe.h"
 #include "proc.h"
 #include "rec.h"
 #include "status.h"
@@ -896,7 +897,7 @@ int main(int argc, char **argv)
 	 * job first asks for it.  It comes first: --pull and its --check need
 	 * no native sandbox (whose set-up, as non-root, moves this process
 	 * into a user namespace). */
-	bool docker = !strcmp(job_backend(c), "docker");
+	bool docker = !strcmp(probe_backend(c), "docker");
 	struct backend *bk[2] = { backend_docker(c, docker && !o.pull && !o.check), NULL };
 	if (o.pull || (docker && o.check)) {
 		int st = o.pull ? bk[0]->ops->pull(bk[0], stderr) : check(c, bk[0]);

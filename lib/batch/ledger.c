@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "rec.h"
+#include "req.h"
 #include "sha256.h"
 #include "shard.h"
 #include "status.h"
@@ -152,19 +153,22 @@ static void grow(struct ledger *l)
 }
 
 /* What ties a result to its request beyond the id: the code it ran and its
- * input (absent and "" alike: the pipeline adds neither). */
+ * input, the request's data fields (req.h's RW_DATA), in table order
+ * (absent and "" alike: the pipeline adds neither). */
 static void digest(jv rec, unsigned char out[16])
 {
-	static const char *const fields[] = { "code", "stdin" };
 	if (jv_get_kind(rec) != JV_KIND_OBJECT) {
 		memset(out, 0, 16);
 		return;
 	}
 	struct sha256 s;
 	sha256_init(&s);
-	for (size_t i = 0; i < 2; i++) {
+	for (int i = 0; i < REQ_N; i++) {
+		const struct req_field *f = req_field(i);
+		if (!(f->where & RW_REQ) || !(f->where & RW_DATA))
+			continue;
 		size_t n = 0;
-		const char *v = rec_str(rec, fields[i], &n);
+		const char *v = rec_str(rec, f->name, &n);
 		sha256_part(&s, v ? v : "", v ? n : 0);
 	}
 	unsigned char d[32];

@@ -12,9 +12,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "b64.h"
 #include "judge.h"
 #include "layout.h"
+#include "probe.h"
+#include "registry.h"
+#include "req.h"
+#include "state.h"
 #include "sha256.h"
 #include "rec.h"
 #include "utf8.h"
@@ -22,8 +25,6 @@
 
 #define MAX_ARGS 256
 #define MAX_ARG_BYTES (64 * 1024)
-#define MAX_PATH_LEN 1024
-#define MAX_PATH_DEPTH 32
 
 void job_new_id(char *buf, size_t len)
 {
@@ -33,179 +34,11 @@ void job_new_id(char *buf, size_t len)
 	snprintf(buf, len, "%011llx-%02x%02x%02x%02x%02x%02x", ms, r[0], r[1], r[2], r[3], r[4], r[5]);
 }
 
-bool job_path_ok(const char *p, size_t len, char *why, size_t whylen)
-{
-	const char *msg = NULL;
-	if (len == 0)
-		msg = "is empty";
-	else if (len > MAX_PATH_LEN)
-		msg = "is longer than 1024 bytes";
-	else if (memchr(p, 0, len))
-		msg = "contains a NUL byte";
-	else if (p[0] == '/')
-		msg = "is absolute (paths are relative to the working directory)";
-	else {
-		int depth = 0;
-		for (size_t i = 0; i < len && !msg;) {
-			size_t j = i;
-			while (j < len && p[j] != '/')
-				j++;
-			size_t n = j - i;
-			if (n == 0)
-				msg = "has an empty component (//) or a trailing /";
-			else if (n == 2 && p[i] == '.' && p[i + 1] == '.')
-				msg = "contains ..";
-			else if (n == 1 && p[i] == '.')
-				msg = "contains a . component";
-			else if (n > 255)
-				msg = "has a component longer than 255 bytes";
-			else if (++depth > MAX_PATH_DEPTH)
-				msg = "is nested more than 32 directories deep";
-			i = j + 1;
-			if (j == len - 1 && p[j] == '/')
-				msg = "has an empty component (//) or a trailing /";
-		}
-	}
-	if (msg) {
-		snprintf(why, whylen, "%s", msg);
-		return false;
-	}
-	return true;
-}
-
 void job_too_big(char *why, size_t wlen, const char *what, const char *after, uint64_t n, const char *key, uint64_t max)
 {
 	char a[32], b[32];
 	snprintf(why, wlen, "%s %s%s, exceeds %s %s", what, util_size_str(n, a, sizeof a), after, key,
 		 util_size_str(max, b, sizeof b));
-}
-
-/* ---- files: {"path": "text"} or {"path": {"content": …, "encoding": "base64"}} */
-
-static bool file_data(jv v, char **data, size_t *len, char *err, size_t errlen)
-{
-	if (jv_get_kind(v) == JV_KIND_STRING) {
-		*len = (size_t)jv_string_length_bytes(jv_copy(v));
-		*data = util_strndup(jv_string_value(v), *len);
-		return true;
-	}
-	if (jv_get_kind(v) != JV_KIND_OBJECT) {
-		snprintf(err, errlen, "must be a string or {\"content\": …, \"encoding\": \"base64\"}, got %s", rec_kind(v));
-		return false;
-	}
-	size_t clen, elen = 0;
-	const char *content = rec_str(v, "content", &clen);
-	const char *enc = rec_str(v, "encoding", &elen);
-	if (!content) {
-		snprintf(err, errlen, "\"content\" must be a string");
-		return false;
-	}
-	if (rec_has(v, "encoding") && !enc) {
-		snprintf(err, errlen, "\"encoding\" must be a string (\"utf-8\" or \"base64\")");
-		return false;
-	}
-	if (!enc || !strcmp(enc, "utf-8") || !strcmp(enc, "text")) {
-		*data = util_strndup(content, clen);
-		*len = clen;
-		return true;
-	}
-	if (strcmp(enc, "base64")) {
-		snprintf(err, errlen, "unknown encoding \"%.40s\" (\"utf-8\" or \"base64\")", enc);
-		return false;
-	}
-	*data = b64_decode(content, clen, len);
-	if (!*data) {
-		snprintf(err, errlen, "content is not valid base64");
-		return false;
-	}
-	return true;
-}
-
-void job_files_free(struct job_file *f, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(f[i].path);
-		free(f[i].data);
-	}
-	free(f);
-}
-
-/* Decode and check the "files" object (borrowed).  `program` is the
- * language's file name, which a file may not replace. */
-bool job_files_load(const struct conf *c, jv files, const char *program, struct job_file **out, size_t *nout, char *err,
-		    size_t errlen)
-{
-	*out = NULL;
-	*nout = 0;
-	if (jv_get_kind(files) == JV_KIND_INVALID || jv_get_kind(files) == JV_KIND_NULL)
-		return true;
-	if (jv_get_kind(files) != JV_KIND_OBJECT) {
-		snprintf(err, errlen, "\"files\" must be an object of path: content, got %s", rec_kind(files));
-		return false;
-	}
-	size_t n = (size_t)jv_object_length(jv_copy(files));
-	if (n > c->max_files) {
-		snprintf(err, errlen, "%zu files exceed max_files %llu", n, (unsigned long long)c->max_files);
-		return false;
-	}
-	struct job_file *f = util_xalloc((n + 1) * sizeof *f);
-	size_t i = 0, total = 0;
-	bool ok = true;
-	jv_object_foreach(files, key, val)
-	{
-		if (ok) {
-			char why[128];
-			size_t klen = (size_t)jv_string_length_bytes(jv_copy(key));
-			const char *k = jv_string_value(key);
-			if (!job_path_ok(k, klen, why, sizeof why)) {
-				snprintf(err, errlen, "files: path \"%.100s\" %s", k, why);
-				ok = false;
-			} else if (program && !strcmp(k, program)) {
-				snprintf(err, errlen, "files: \"%s\" would replace the program file", k);
-				ok = false;
-			} else if (!strncmp(k, NS_DEPS, strlen(NS_DEPS)) && (k[strlen(NS_DEPS)] == '/' || !k[strlen(NS_DEPS)])) {
-				/* A session's installed packages: executable in its runs, so
-				 * only its installs write there. */
-				snprintf(err, errlen, "files: \"%.100s\": " NS_DEPS " is the installed packages' (install_packages fills it)", k);
-				ok = false;
-			} else if (ns_reserved(k)) {
-				snprintf(err, errlen, "files: \"%.100s\": names beginning " NS_RESERVED " are sbx's own", k);
-				ok = false;
-			} else {
-				char ferr[256];
-				f[i].path = util_strndup(k, klen);
-				if (!file_data(val, &f[i].data, &f[i].len, ferr, sizeof ferr)) {
-					snprintf(err, errlen, "files: \"%.100s\": %s", k, ferr);
-					ok = false;
-				} else {
-					total += f[i].len;
-					i++;
-				}
-			}
-		}
-		jv_free(key);
-		jv_free(val);
-	}
-	if (ok && total > c->max_files_size) {
-		job_too_big(err, errlen, "files total", "", total, "max_files_size", c->max_files_size);
-		ok = false;
-	}
-	/* A file may not also be a directory of another ("a" and "a/b"). */
-	for (size_t x = 0; ok && x < i; x++)
-		for (size_t y = 0; ok && y < i; y++) {
-			size_t lx = strlen(f[x].path);
-			if (x != y && !strncmp(f[x].path, f[y].path, lx) && f[y].path[lx] == '/') {
-				snprintf(err, errlen, "files: \"%.100s\" is both a file and a directory", f[x].path);
-				ok = false;
-			}
-		}
-	if (!ok) {
-		job_files_free(f, i + 1);
-		return false;
-	}
-	*out = f;
-	*nout = i;
-	return true;
 }
 
 /* ---- sbx-validate: request -> job ------------------------------------ */
@@ -350,185 +183,6 @@ static void shell_quote(char **line, size_t *len, const char *arg)
 	*len = (size_t)(o - *line);
 }
 
-bool job_which(const char *rootfs, char *const *env, const char *argv0, char *out, size_t len)
-{
-	const char *root = rootfs ? rootfs : "";
-	struct stat st;
-	if (argv0[0] == '/') {
-		snprintf(out, len, "%s%s", root, argv0);
-		return access(out, X_OK) == 0;
-	}
-	const char *p = util_env_path(env, NS_PATH);
-	while (util_path_next(&p, root, argv0, out, len))
-		if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111))
-			return true;
-	return false;
-}
-
-/* Is argv0 a program that exists in the sandbox's tree?  Cached per
- * language (job_lang_missing): a stat or two per PATH entry, once. */
-static const char *find_missing(const struct conf_lang *l, char **argv)
-{
-	if (!argv || !argv[0] || (argv[0][0] != '/' && strchr(argv[0], '/')))
-		return NULL; /* ./main is made by the compile stage */
-	char path[4096];
-	return job_which(l->rootfs, l->env, argv[0], path, sizeof path) ? NULL : argv[0];
-}
-
-const char *job_lang_missing(const struct conf *c, const struct conf_lang *l)
-{
-	/* One cache slot per language of the (single) loaded configuration. */
-	static const struct conf *cached_conf;
-	static signed char *state; /* 0 unknown, 1 present, 2 missing */
-	static const char **which;
-	size_t idx = (size_t)(l - c->langs);
-	if (cached_conf != c) {
-		free(state);
-		free(which);
-		state = util_xalloc(c->nlangs);
-		which = util_xalloc(c->nlangs * sizeof *which);
-		cached_conf = c;
-	}
-	if (!state[idx]) {
-		const char *m = find_missing(l, l->compile);
-		if (!m)
-			m = find_missing(l, l->run);
-		which[idx] = m;
-		state[idx] = m ? 2 : 1;
-	}
-	return state[idx] == 2 ? which[idx] : NULL;
-}
-
-const char *job_backend(const struct conf *c)
-{
-	const char *b = getenv("SBX_BACKEND");
-	if (b && (!strcmp(b, "native") || !strcmp(b, "docker")))
-		return b;
-	return conf_backend_names[c->backend];
-}
-
-#define NAME_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
-
-/* A package as its registry names it: NAME, with npm's "@SCOPE/" before it
- * or pip's "[EXTRAS]" after, then optionally a version ("==1.2", ">=1,<2",
- * "@^1.2", gem's ":1.2").  Not a path, an archive, a URL, a VCS spec or an
- * option: those install code from elsewhere than the registry. */
-static bool registry_spec(const char *s)
-{
-	const char *p = s;
-	if (*p == '@') {
-		size_t k = strspn(++p, NAME_CHARS);
-		if (!k || p[k] != '/')
-			return false;
-		p += k + 1;
-	}
-	if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
-		return false;
-	size_t k = strspn(p, NAME_CHARS);
-	/* A name ending like an archive is a local file to pip, npm and gem
-	 * (pip's own list of archive extensions, and the rest's). */
-	static const char *const archives[] = { "gz", "tgz", "tar", "bz2", "tbz", "tbz2", "tb2", "xz", "txz", "lz", "tlz",
-						"lzma", "zst", "zip", "whl", "egg", "gem", NULL };
-	const char *dot = memrchr(p, '.', k);
-	for (int i = 0; dot && archives[i]; i++)
-		if ((size_t)(p + k - dot - 1) == strlen(archives[i]) && !strncasecmp(dot + 1, archives[i], strlen(archives[i])))
-			return false;
-	p += k;
-	if (*p == '[') {
-		size_t e = strspn(++p, NAME_CHARS ",");
-		if (p[e] != ']')
-			return false;
-		p += e + 1;
-	}
-	if (!*p)
-		return true;
-	if (!strchr("=<>!~@:", *p))
-		return false;
-	/* gem's NAME:VERSION, not npm's file:, git:, npm: and the like */
-	if (*p == ':' && !(p[1] >= '0' && p[1] <= '9'))
-		return false;
-	return strspn(p + 1, NAME_CHARS "*+!~^<>=,|") == strlen(p + 1);
-}
-
-/* What an install may be given: 1 to 200 characters, never an option
- * (starting with "-"), and (install_specs = "registry") a registry's name
- * and version; with "any", whatever the package manager's alphabet. */
-static bool package_name(const struct conf *c, const char *s)
-{
-	size_t n = strlen(s);
-	if (!n || n > 200 || s[0] == '-')
-		return false;
-	if (c->install_specs != CONF_SPECS_ANY)
-		return registry_spec(s);
-	return strspn(s, NAME_CHARS "+=<>!~[],@/:^") == n;
-}
-
-/* run is the language's install argv with package names for "{packages}". */
-static bool install_matches(const struct conf *c, const struct conf_lang *l, char *const *run)
-{
-	if (!l || !l->install)
-		return false;
-	size_t r = 0, npkg = 0;
-	for (char **a = l->install; *a; a++) {
-		if (strcmp(*a, "{packages}")) {
-			if (!run[r] || strcmp(run[r], *a))
-				return false;
-			r++;
-			continue;
-		}
-		/* names up to the next fixed element (or the end) */
-		for (; run[r] && !(a[1] && !strcmp(run[r], a[1])); r++, npkg++)
-			if (!package_name(c, run[r]))
-				return false;
-	}
-	return !run[r] && npkg >= 1 && npkg <= 64;
-}
-
-/* The language's install argv with "{packages}" replaced by the packages
- * (consumed): 1 to 64 names of 1 to 200 characters from a package
- * manager's alphabet, none starting with "-" (no option injection). */
-static jv install_argv(const struct conf *c, const struct conf_lang *l, jv pkgs, bool in_session, char *why, size_t len)
-{
-	jv out = jv_invalid();
-	int n = jv_get_kind(pkgs) == JV_KIND_ARRAY ? jv_array_length(jv_copy(pkgs)) : -1;
-	if (!in_session)
-		snprintf(why, len, "\"install\" needs a \"session\" to install into");
-	else if (!l->install)
-		snprintf(why, len, "language \"%s\" has no package manager configured (key \"install\")", l->name);
-	else if (!c->install_network)
-		snprintf(why, len, "installing packages is not allowed: install_network = false in %s", c->path);
-	else if (n < 1 || n > 64)
-		snprintf(why, len, "\"install\" must be an array of 1 to 64 package names");
-	else {
-		out = jv_array();
-		for (char **a = l->install; *a; a++) {
-			if (strcmp(*a, "{packages}")) {
-				out = jv_array_append(out, jv_string(*a));
-				continue;
-			}
-			for (int i = 0; i < n && jv_is_valid(out); i++) {
-				jv p = jv_array_get(jv_copy(pkgs), i);
-				const char *s = jv_get_kind(p) == JV_KIND_STRING ? jv_string_value(p) : NULL;
-				if (!s || !package_name(c, s)) {
-					if (c->install_specs == CONF_SPECS_ANY)
-						snprintf(why, len, "package %d is not a package name (letters, digits and ._-+=<>!~[],@/:^, "
-							 "not starting with -)", i + 1);
-					else
-						snprintf(why, len, "package %d is not a package of the registry: a name, optionally with a "
-							 "version (\"name==1.2\", \"name@^1.2\", \"@scope/name\"), not a path, URL, archive or "
-							 "option (install_specs = \"any\" in %s allows them)", i + 1, c->path);
-					jv_free(out);
-					out = jv_invalid();
-				} else
-					out = jv_array_append(out, jv_string(s));
-				jv_free(p);
-			}
-		}
-	}
-	jv_free(pkgs);
-	return out;
-}
-
 /* Whether req carries key (not null) with a value other than want (borrowed).
  * The fields sbx-validate computes may come back only as it computes them
  * (a job validated again); any other value is an attempt to set them, which
@@ -549,23 +203,19 @@ static bool computed_differs(jv req, const char *key, jv want)
  * fields are the user's and pass through. */
 static const char *misspelled(const char *key)
 {
-	static const char *const known[] = { "id", "language", "code", "entry", "command", "stdin", "args", "files",
-					     "network", "session", "install", "limits", "compile_limits", "exec", "backend",
-					     "artifacts", "cell", "reset", "tests", "compare", "checker",
-					     "stop_on_fail" };
 	const char *best = NULL;
 	int bestd = 3;
-	for (size_t i = 0; i < sizeof known / sizeof known[0] + LIM_N; i++) {
-		const char *k = i < sizeof known / sizeof known[0] ? known[i] : limit_defs[i - sizeof known / sizeof known[0]].req;
-		if (!k)
+	for (int i = 0; i < REQ_N; i++) {
+		const struct req_field *f = req_field(i);
+		if (!(f->where & RW_REQ))
 			continue;
-		if (!strcmp(k, key))
+		if (!strcmp(f->name, key))
 			return NULL;
-		if (!strcasecmp(k, key))
-			return k; /* "Files" */
-		int d = util_typo_of(key, k);
+		if (!strcasecmp(f->name, key))
+			return f->name; /* "Files" */
+		int d = util_typo_of(key, f->name);
 		if (d && d < bestd) {
-			best = k;
+			best = f->name;
 			bestd = d;
 		}
 	}
@@ -897,15 +547,13 @@ static bool req_session(const struct conf *c, jv req, char **workspace, char *wh
 	*workspace = NULL;
 	if (!rec_has(req, "session"))
 		return true;
-	const char *sid = rec_str(req, "session", NULL);
-	size_t i = 0;
-	for (; sid && i < 32 && ((sid[i] >= '0' && sid[i] <= '9') || (sid[i] >= 'a' && sid[i] <= 'f')); i++)
-		;
-	if (!sid || i != 32 || sid[32]) {
+	size_t n;
+	const char *sid = rec_str(req, "session", &n);
+	if (!sid || !state_session_id_ok(sid, n)) {
 		snprintf(why, wlen, "\"session\" must be a session id (32 hexadecimal digits)");
 		return false;
 	}
-	char *dir = util_fmt("%s/sessions/%s", c->state_dir, sid);
+	char *dir = state_session_dir(c, sid);
 	struct stat st;
 	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		snprintf(why, wlen, "unknown session \"%s\" (it expired, was stopped, or never existed)", sid);
@@ -999,159 +647,196 @@ static bool public_class(const char *s, size_t n, char *out, size_t len)
 	return false;
 }
 
-/* The job: exec's commands (what runs, where), the limits, the backend,
- * added to the request; or an invalid record.  Consumes req and
- * workspace. */
-static jv job_exec(const struct conf *c, const struct conf_lang *l, jv req, enum prog prog, const char *entry, char *workspace,
-		   struct limits *runp, struct limits *compp, bool network, bool installing, const char *backend)
+/* What job_from_request found out about the job it makes. */
+struct plan {
+	const struct conf *c;
+	const struct conf_lang *l;
+	enum prog prog;
+	const char *entry;         /* P_ENTRY's workspace file, borrowed from the request */
+	char *workspace;           /* the session's directory, or NULL (owned) */
+	struct limits run, comp;
+	bool network, installing;
+	const char *backend;
+	/* The program file's names (plan_names). */
+	char dir[64], prog_path[256], cls[101], file[128];
+	const char *prog_file, *cls_arg;
+};
+
+/* Where the program file goes and what it is called.  Java's rule: the
+ * file bears the public class's name, and the run command's class is it
+ * (argv_json). */
+static void plan_names(struct plan *p, jv req)
 {
-	struct limits run = *runp, comp = *compp;
-	jv args = rec_get(req, "args");
-	char dir[64] = ".", prog_path[256] = "";
-	/* Java's rule: the file bears the public class's name, and the run
-	 * command's class is it (argv_json). */
-	char cls[101], file[128];
+	const struct conf_lang *l = p->l;
 	size_t code_len;
 	const char *code = rec_str(req, "code", &code_len), *dot = strrchr(l->file, '.');
 	size_t stem = dot ? (size_t)(dot - l->file) : strlen(l->file);
-	bool renamed = l->file_by_class && prog == P_CODE && code && public_class(code, code_len, cls, sizeof cls) &&
-		       !(strlen(cls) == stem && !strncmp(cls, l->file, stem));
-	snprintf(file, sizeof file, "%s%s", renamed ? cls : l->file, renamed && dot ? dot : "");
-	if (workspace && prog == P_CODE && !installing)
-		session_program(req, l, file, dir, prog_path);
-	const char *prog_file = prog_path[0] ? prog_path : renamed ? file : NULL, *cls_arg = renamed ? cls : NULL;
-	if (prog == P_ENTRY) {
-		char why[300];
-		jv text = read_entry(workspace, entry, c->max_code_size, why, sizeof why);
-		if (!jv_is_valid(text)) {
-			free(workspace);
-			jv_free(args);
-			return rec_make_invalid(req, "%s", why);
-		}
-		req = jv_object_set(req, jv_string("code"), text);
+	bool renamed = l->file_by_class && p->prog == P_CODE && code && public_class(code, code_len, p->cls, sizeof p->cls) &&
+		       !(strlen(p->cls) == stem && !strncmp(p->cls, l->file, stem));
+	snprintf(p->dir, sizeof p->dir, ".");
+	p->prog_path[0] = 0;
+	snprintf(p->file, sizeof p->file, "%s%s", renamed ? p->cls : l->file, renamed && dot ? dot : "");
+	if (p->workspace && p->prog == P_CODE && !p->installing)
+		session_program(req, l, p->file, p->dir, p->prog_path);
+	p->prog_file = p->prog_path[0] ? p->prog_path : renamed ? p->file : NULL;
+	p->cls_arg = renamed ? p->cls : NULL;
+}
+
+/* The run stage's command with the request's args: the language's run
+ * command on the program file or on the session's entry (whose text
+ * becomes the record's code), the session's command, or a cell's kernel;
+ * jv_invalid() with why. */
+static jv run_command(const struct plan *p, jv *req, char *why, size_t wlen)
+{
+	const struct conf_lang *l = p->l;
+	if (p->prog == P_ENTRY) {
+		jv text = read_entry(p->workspace, p->entry, p->c->max_code_size, why, wlen);
+		if (!jv_is_valid(text))
+			return text;
+		*req = jv_object_set(*req, jv_string("code"), text);
 	}
 	jv runv;
-	if (prog == P_COMMAND)
-		runv = rec_get(req, "command");
-	else if (prog == P_CELL) /* no program: the code goes to the kernel, the run stage's command */
-		runv = argv_json(l->kernel, l, NULL, NULL, dir, &run);
+	if (p->prog == P_COMMAND)
+		runv = rec_get(*req, "command");
+	else if (p->prog == P_CELL) /* no program: the code goes to the kernel, the run stage's command */
+		runv = argv_json(l->kernel, l, NULL, NULL, p->dir, &p->run);
 	else
-		runv = argv_json(l->run, l, prog == P_ENTRY ? entry : prog_file, cls_arg, dir, &run);
-	if (prog_path[0] && !argv_mentions(runv, l->compile ? dir : prog_path)) {
-		free(workspace);
-		jv_free(args);
+		runv = argv_json(l->run, l, p->prog == P_ENTRY ? p->entry : p->prog_file, p->cls_arg, p->dir, &p->run);
+	if (p->prog_path[0] && !argv_mentions(runv, l->compile ? p->dir : p->prog_path)) {
+		snprintf(why, wlen, "language \"%s\" cannot run inline code in a session: its run command names its "
+			 "program neither by an output nor by {dir} (see %s)", l->name, p->c->path);
 		jv_free(runv);
-		return rec_make_invalid(req, "language \"%s\" cannot run inline code in a session: its run command names its "
-					     "program neither by an output nor by {dir} (see %s)", l->name, c->path);
+		return jv_invalid();
 	}
+	jv args = rec_get(*req, "args");
 	if (jv_get_kind(args) == JV_KIND_ARRAY)
-		runv = jv_array_concat(runv, args);
-	else
-		jv_free(args);
+		return jv_array_concat(runv, args);
+	jv_free(args);
+	return runv;
+}
+
+/* The job's "exec": what runs (the commands, the program file and its
+ * directory), where (rootfs or image, the session's workspace), with what
+ * of the host (environment, binds, network), and a judged job's tests and
+ * checker.  Borrows runv, tests and checker. */
+static jv exec_json(const struct plan *p, jv runv, jv tests, jv checker, bool compiling)
+{
+	const struct conf_lang *l = p->l;
+	jv exec = jv_object();
+	exec = jv_object_set(exec, jv_string("file"), p->prog == P_CODE && !p->installing
+							     ? jv_string(p->prog_path[0] && !l->compile ? p->prog_path : p->file)
+							     : jv_null());
+	if (p->prog_path[0] && l->compile)
+		exec = jv_object_set(exec, jv_string("dir"), jv_string(p->dir));
+	exec = jv_object_set(exec, jv_string("compile"),
+			     compiling ? argv_json(l->compile, l, p->prog_file, p->cls_arg, p->dir, &p->comp) : jv_null());
+	exec = jv_object_set(exec, jv_string("run"), jv_copy(runv));
+	/* One environment serves both stages: it takes the run stage's limits. */
+	exec = jv_object_set(exec, jv_string("env"), argv_json(l->env, l, NULL, NULL, p->dir, &p->run));
+	exec = jv_object_set(exec, jv_string("binds"), strv_json(l->binds));
+	exec = jv_object_set(exec, jv_string("rootfs"), l->rootfs ? jv_string(l->rootfs) : jv_null());
+	exec = jv_object_set(exec, jv_string("image"), l->image ? jv_string(l->image) : jv_null());
+	exec = jv_object_set(exec, jv_string("network"), jv_bool(p->network));
+	if (p->workspace) {
+		exec = jv_object_set(exec, jv_string("workspace"), jv_string(p->workspace));
+		exec = jv_object_set(exec, jv_string("workspace_exec"), jv_bool(p->c->workspace_exec));
+	}
+	if (p->installing)
+		exec = jv_object_set(exec, jv_string("install"), jv_true());
+	if (p->prog == P_CELL)
+		exec = jv_object_set(exec, jv_string("kernel"), jv_true());
+	if (jv_get_kind(tests) == JV_KIND_ARRAY)
+		exec = jv_object_set(exec, jv_string("tests"), jv_copy(tests));
+	if (jv_get_kind(checker) == JV_KIND_OBJECT)
+		exec = jv_object_set(exec, jv_string("checker"), jv_copy(checker));
+	return exec;
+}
+
+/* Why the request's own value of a field sbx-validate computes is
+ * refused (computed_differs), or nothing.  All borrowed. */
+static void refuse_computed(jv req, jv limits, jv climits, jv exec, jv bk, const char *backend, char *why, size_t wlen)
+{
+	const char *set = computed_differs(req, "limits", limits)	     ? "limits"
+			  : computed_differs(req, "compile_limits", climits) ? "compile_limits"
+			  : computed_differs(req, "exec", exec)		     ? "exec"
+			  : computed_differs(req, "backend", bk)	     ? "backend"
+									     : NULL;
+	if (set && !strcmp(set, "limits")) {
+		/* the limits a request sets itself: "timeout", "memory", ... */
+		size_t o = (size_t)snprintf(why, wlen, "\"limits\" is computed by sbx-validate and cannot be set: use ");
+		int n = 0, k = 0;
+		for (int i = 0; i < LIM_N; i++)
+			n += limit_defs[i].req != NULL;
+		for (int i = 0; i < LIM_N && o < wlen; i++)
+			if (limit_defs[i].req)
+				o += (size_t)snprintf(why + o, wlen - o, "%s\"%s\"", !k++ ? "" : k == n ? " and " : ", ",
+						      limit_defs[i].req);
+	} else if (set && !strcmp(set, "backend"))
+		snprintf(why, wlen, "\"backend\" is chosen by the configuration or SBX_BACKEND, not by a request (here: \"%s\")",
+			 backend);
+	else if (set)
+		snprintf(why, wlen, "\"%s\" is computed by sbx-validate from the configuration and cannot be set", set);
+}
+
+/* The job: req with what sbx-validate computes added ("exec", "limits",
+ * "compile_limits", "backend"), or an invalid record saying why not.
+ * Consumes req and p->workspace. */
+static jv with_computed(struct plan *p, jv req)
+{
+	const struct conf *c = p->c;
+	const struct conf_lang *l = p->l;
+	char why[768] = "";
+	plan_names(p, req);
+	jv runv = run_command(p, &req, why, sizeof why);
 	/* Judged: each test's run command and limits, and the checker's job. */
 	jv tests = jv_null(), checker = jv_null();
-	static const char *const judging[] = { "compare", "checker", "stop_on_fail" };
-	for (size_t i = 0; !rec_has(req, "tests") && i < sizeof judging / sizeof judging[0]; i++)
-		if (rec_has(req, judging[i])) {
-			free(workspace);
-			jv_free(runv);
-			return rec_make_invalid(req, "\"%s\" judges a program's \"tests\": give them", judging[i]);
-		}
-	if (rec_has(req, "tests")) {
-		char why[700];
-		tests = judge_exec(c, req, runv, &run, prog == P_CODE ? file : NULL, &checker, why, sizeof why);
-		if (!jv_is_valid(tests)) {
-			free(workspace);
-			jv_free(runv);
-			return rec_make_invalid(req, "%s", why);
-		}
-	}
-	if (installing) {
-		char why[300];
-		jv inst = install_argv(c, l, rec_get(req, "install"), workspace != NULL, why, sizeof why);
-		if (!jv_is_valid(inst)) {
-			free(workspace);
-			jv_free(runv);
-			return rec_make_invalid(req, "%s", why);
-		}
+	const struct req_field *judging = rec_has(req, "tests") ? NULL : req_first(req, RW_JUDGING, 0);
+	if (!why[0] && judging)
+		snprintf(why, sizeof why, "\"%s\" judges a program's \"tests\": give them", judging->name);
+	else if (!why[0] && rec_has(req, "tests"))
+		tests = judge_exec(c, req, runv, &p->run, p->prog == P_CODE ? p->file : NULL, &checker, why, sizeof why);
+	if (!why[0] && p->installing) {
 		jv_free(runv);
-		runv = inst;
+		runv = registry_install_argv(c, l, rec_get(req, "install"), p->workspace != NULL, why, sizeof why);
 		/* Only this step reaches the registries, and only through its
 		 * proxy (egress.h): no network of its own.  It gets the compile
 		 * stage's larger limits. */
-		network = false;
+		p->network = false;
 		for (int i = 0; i < LIM_N; i++)
-			if (limit_defs[i].compile && i != LIM_cpus && limit_get(&comp, i) > limit_get(&run, i))
-				limit_set(&run, i, limit_get(&comp, i));
+			if (limit_defs[i].compile && i != LIM_cpus && limit_get(&p->comp, i) > limit_get(&p->run, i))
+				limit_set(&p->run, i, limit_get(&p->comp, i));
 	}
 	/* The compile stage: its own values of the limits that have one, the
 	 * run's (as the request set them) of the rest. */
 	for (int i = 0; i < LIM_N; i++)
 		if (!limit_defs[i].compile)
-			limit_set(&comp, i, limit_get(&run, i));
-	bool compiling = l->compile && !installing && prog == P_CODE;
-	jv exec = jv_object();
-	exec = jv_object_set(exec, jv_string("file"), prog == P_CODE && !installing ? jv_string(prog_path[0] && !l->compile ? prog_path : file)
-											: jv_null());
-	if (prog_path[0] && l->compile)
-		exec = jv_object_set(exec, jv_string("dir"), jv_string(dir));
-	exec = jv_object_set(exec, jv_string("compile"),
-			     compiling ? argv_json(l->compile, l, prog_file, cls_arg, dir, &comp) : jv_null());
-	exec = jv_object_set(exec, jv_string("run"), runv);
-	/* One environment serves both stages: it takes the run stage's limits. */
-	exec = jv_object_set(exec, jv_string("env"), argv_json(l->env, l, NULL, NULL, dir, &run));
-	exec = jv_object_set(exec, jv_string("binds"), strv_json(l->binds));
-	exec = jv_object_set(exec, jv_string("rootfs"), l->rootfs ? jv_string(l->rootfs) : jv_null());
-	exec = jv_object_set(exec, jv_string("image"), l->image ? jv_string(l->image) : jv_null());
-	exec = jv_object_set(exec, jv_string("network"), jv_bool(network));
-	if (workspace) {
-		exec = jv_object_set(exec, jv_string("workspace"), jv_string(workspace));
-		exec = jv_object_set(exec, jv_string("workspace_exec"), jv_bool(c->workspace_exec));
-		free(workspace);
-	}
-	if (installing)
-		exec = jv_object_set(exec, jv_string("install"), jv_true());
-	if (prog == P_CELL)
-		exec = jv_object_set(exec, jv_string("kernel"), jv_true());
-	if (jv_get_kind(tests) == JV_KIND_ARRAY)
-		exec = jv_object_set(exec, jv_string("tests"), tests);
-	else
-		jv_free(tests);
-	if (jv_get_kind(checker) == JV_KIND_OBJECT)
-		exec = jv_object_set(exec, jv_string("checker"), checker);
-	else
-		jv_free(checker);
-	jv limits = limits_to_json(&run);
-	jv climits = compiling ? limits_to_json(&comp) : jv_null();
-	jv bk = jv_string(backend);
-	const char *set = computed_differs(req, "limits", limits)	    ? "limits"
-			  : computed_differs(req, "compile_limits", climits) ? "compile_limits"
-			  : computed_differs(req, "exec", exec)		    ? "exec"
-			  : computed_differs(req, "backend", bk)		    ? "backend"
-									    : NULL;
-	if (set) {
-		jv_free(limits);
-		jv_free(climits);
-		jv_free(exec);
-		jv_free(bk);
-		if (!strcmp(set, "limits"))
-			return rec_make_invalid(req, "\"limits\" is computed by sbx-validate and cannot be set: "
-						     "use \"timeout\", \"memory\", \"cpus\" and \"pids\"");
-		if (!strcmp(set, "backend"))
-			return rec_make_invalid(req, "\"backend\" is chosen by the configuration or SBX_BACKEND, "
-						     "not by a request (here: \"%s\")", backend);
-		return rec_make_invalid(req, "\"%s\" is computed by sbx-validate from the configuration and cannot be set", set);
-	}
-	req = jv_object_set(req, jv_string("backend"), bk);
-	req = jv_object_set(req, jv_string("limits"), limits);
-	if (jv_get_kind(climits) == JV_KIND_OBJECT)
-		req = jv_object_set(req, jv_string("compile_limits"), climits);
+			limit_set(&p->comp, i, limit_get(&p->run, i));
+	bool compiling = l->compile && !p->installing && p->prog == P_CODE;
+	jv exec = why[0] ? jv_invalid() : exec_json(p, runv, tests, checker, compiling);
+	jv limits = limits_to_json(&p->run), climits = compiling ? limits_to_json(&p->comp) : jv_null();
+	jv bk = jv_string(p->backend);
+	if (!why[0])
+		refuse_computed(req, limits, climits, exec, bk, p->backend, why, sizeof why);
+	if (why[0])
+		req = rec_make_invalid(req, "%s", why);
 	else {
-		jv_free(climits);
-		if (rec_has(req, "compile_limits"))
+		req = jv_object_set(req, jv_string("backend"), jv_copy(bk));
+		req = jv_object_set(req, jv_string("limits"), jv_copy(limits));
+		if (jv_get_kind(climits) == JV_KIND_OBJECT)
+			req = jv_object_set(req, jv_string("compile_limits"), jv_copy(climits));
+		else if (rec_has(req, "compile_limits"))
 			req = jv_object_delete(req, jv_string("compile_limits"));
+		req = jv_object_set(req, jv_string("exec"), jv_copy(exec));
 	}
-	req = jv_object_set(req, jv_string("exec"), exec);
+	free(p->workspace);
+	p->workspace = NULL;
+	jv_free(runv);
+	jv_free(tests);
+	jv_free(checker);
+	jv_free(exec);
+	jv_free(limits);
+	jv_free(climits);
+	jv_free(bk);
 	return req;
 }
 
@@ -1176,12 +861,11 @@ static bool req_cell(const struct conf_lang *l, jv req, bool *cell, char *why, s
 		return false;
 	}
 	/* A kernel outlives its first cell: no network for any of them. */
-	static const char *const alone[] = { "entry", "command", "install", "stdin", "args", "network" };
-	for (size_t i = 0; i < sizeof alone / sizeof alone[0]; i++)
-		if (rec_has(req, alone[i])) {
-			snprintf(why, wlen, "a cell is inline \"code\" for a kernel: \"%s\" does not go with \"cell\"", alone[i]);
-			return false;
-		}
+	const struct req_field *alone = req_first(req, RW_REQ, RW_CELL);
+	if (alone) {
+		snprintf(why, wlen, "a cell is inline \"code\" for a kernel: \"%s\" does not go with \"cell\"", alone->name);
+		return false;
+	}
 	if (!rec_has(req, "session")) {
 		snprintf(why, wlen, "a cell runs in a session's kernel: give \"session\"");
 		return false;
@@ -1206,386 +890,32 @@ jv job_from_request(const struct conf *c, jv req)
 	bool installing = rec_has(req, "install");
 	if (installing && !rec_has(req, "code"))
 		req = jv_object_set(req, jv_string("code"), jv_string("# packages installed by sbx\n"));
-	enum prog prog;
-	const char *entry;
-	struct limits run, comp;
-	bool network;
-	char *workspace = NULL;
+	struct plan p = { .c = c, .l = l, .installing = installing };
 	bool cell;
-	if (!req_cell(l, req, &cell, why, sizeof why) || !req_program(l, &req, installing, &prog, &entry, why, sizeof why) ||
-	    !req_data(c, req, prog, why, sizeof why))
+	if (!req_cell(l, req, &cell, why, sizeof why) || !req_program(l, &req, installing, &p.prog, &p.entry, why, sizeof why) ||
+	    !req_data(c, req, p.prog, why, sizeof why))
 		return rec_make_invalid(req, "%s", why);
 	{
 		struct job_file *f;
 		size_t nf;
 		jv files = rec_get(req, "files");
-		bool ok = job_files_load(c, files, rec_has(req, "session") || prog != P_CODE ? NULL : l->file, &f, &nf, why, sizeof why);
+		bool ok = job_files_load(c, files, rec_has(req, "session") || p.prog != P_CODE ? NULL : l->file, &f, &nf, why, sizeof why);
 		jv_free(files);
 		if (!ok)
 			return rec_make_invalid(req, "%s", why);
 		job_files_free(f, nf);
 	}
-	if (!req_limits(c, l, req, &run, &comp, why, sizeof why) || !req_network(c, req, &network, why, sizeof why))
+	if (!req_limits(c, l, req, &p.run, &p.comp, why, sizeof why) || !req_network(c, req, &p.network, why, sizeof why))
 		return rec_make_invalid(req, "%s", why);
 	/* Is the runtime there at all?  Only knowable for the native backend. */
-	const char *backend = job_backend(c);
-	const char *missing = !strcmp(backend, "native") ? job_lang_missing(c, l) : NULL;
+	p.backend = probe_backend(c);
+	const char *missing = !strcmp(p.backend, "native") ? probe_lang_missing(c, l) : NULL;
 	if (missing)
 		return rec_make_invalid(req, "language \"%s\" is configured but its program \"%s\" is not installed%s%s%s",
 					l->name, missing, l->hint ? " (install it: " : "", l->hint ? l->hint : "", l->hint ? ")" : "");
-	if (!req_session(c, req, &workspace, why, sizeof why))
+	if (!req_session(c, req, &p.workspace, why, sizeof why))
 		return rec_make_invalid(req, "%s", why);
-	return job_exec(c, l, req, cell ? P_CELL : prog, entry, workspace, &run, &comp, network, installing, backend);
-}
-
-/* ---- sbx-run: job -> struct job -------------------------------------- */
-
-/* v (consumed): an array of strings without NUL -> NULL-terminated copy. */
-char **job_load_strv(jv v, bool allow_null, bool need_one, const char *what, char *err, size_t errlen, bool *ok)
-{
-	char **out = NULL;
-	*ok = false;
-	jv_kind k = jv_get_kind(v);
-	if ((k == JV_KIND_NULL || k == JV_KIND_INVALID) && allow_null) {
-		*ok = true;
-		goto done;
-	}
-	if (k != JV_KIND_ARRAY) {
-		snprintf(err, errlen, "exec.%s must be an array of strings", what);
-		goto done;
-	}
-	int n = jv_array_length(jv_copy(v));
-	if (n > 4096 || (need_one && n == 0)) {
-		snprintf(err, errlen, "exec.%s has %d elements", what, n);
-		goto done;
-	}
-	out = util_xalloc(((size_t)n + 1) * sizeof *out);
-	for (int i = 0; i < n; i++) {
-		jv s = jv_array_get(jv_copy(v), i);
-		size_t len = jv_get_kind(s) == JV_KIND_STRING ? (size_t)jv_string_length_bytes(jv_copy(s)) : 0;
-		if (jv_get_kind(s) != JV_KIND_STRING || memchr(jv_string_value(s), 0, len)) {
-			snprintf(err, errlen, "exec.%s[%d] must be a string without NUL", what, i);
-			jv_free(s);
-			for (int j = 0; j < i; j++)
-				free(out[j]);
-			free(out);
-			out = NULL;
-			goto done;
-		}
-		out[i] = util_strndup(jv_string_value(s), len);
-		jv_free(s);
-	}
-	*ok = true;
-done:
-	jv_free(v);
-	return out;
-}
-
-
-/* Limits above what this configuration would ever grant mean the job did not
- * come from sbx-validate with this configuration. */
-bool job_limits_ok(const struct conf *c, const struct limits *l, const char *what, char *err, size_t errlen)
-{
-	struct limits max;
-	conf_max_limits(c, &max);
-	for (int i = 0; i < LIM_N; i++)
-		if (limit_get(l, i) > limit_get(&max, i) * (1 + 1e-12)) {
-			char a[32], b[32];
-			snprintf(err, errlen, "%s.%s %s exceeds the most the configuration grants (%s, in %s); run requests through sbx-validate",
-				 what, limit_defs[i].job, limit_str(i, limit_get(l, i), a, sizeof a), limit_str(i, limit_get(&max, i), b, sizeof b),
-				 c->path);
-			return false;
-		}
-	return true;
-}
-
-/* The record's own fields: id, language, code, stdin, backend. */
-static bool load_record(const struct conf *c, jv rec, struct job *j, char *err, size_t errlen)
-{
-	rec_bool(rec, "artifacts", &j->artifacts);
-	jv id = rec_get(rec, "id");
-	if (jv_get_kind(id) == JV_KIND_STRING)
-		snprintf(j->id, sizeof j->id, "%.128s", jv_string_value(id));
-	else if (jv_get_kind(id) == JV_KIND_NUMBER)
-		snprintf(j->id, sizeof j->id, "%.17g", jv_number_value(id));
-	jv_free(id);
-	if (!j->id[0])
-		job_new_id(j->id, sizeof j->id);
-	j->language = rec_str(rec, "language", NULL);
-	j->code = rec_str(rec, "code", &j->code_len);
-	if (!j->language || !j->code) {
-		snprintf(err, errlen, "a job needs \"language\" and \"code\" strings");
-		return false;
-	}
-	if (rec_has(rec, "stdin")) {
-		jv s = rec_get(rec, "stdin");
-		jv_kind k = jv_get_kind(s);
-		jv_free(s);
-		if (k != JV_KIND_NULL && !(j->stdin_data = rec_str(rec, "stdin", &j->stdin_len))) {
-			snprintf(err, errlen, "\"stdin\" must be a string");
-			return false;
-		}
-	}
-	j->backend = rec_str(rec, "backend", NULL);
-	j->principal = rec_str(rec, "principal", NULL);
-	if (!j->backend)
-		j->backend = conf_backend_names[c->backend];
-	if (strcmp(j->backend, "native") && strcmp(j->backend, "docker")) {
-		snprintf(err, errlen, "unknown backend \"%.40s\" (native or docker)", j->backend);
-		return false;
-	}
-	return true;
-}
-
-/* The program file: a plain name, in the scratch or, for a session's
- * inline code, in exec.dir or a name of sbx's own; none for a session's
- * entry or command.  And whether its workspace is executable. */
-static bool load_program(const struct conf *c, jv exec, struct job *j, char *err, size_t errlen)
-{
-	j->file = rec_str(exec, "file", NULL);
-	j->workspace = rec_str(exec, "workspace", NULL);
-	jv fv = rec_get(exec, "file");
-	bool file_null = jv_get_kind(fv) == JV_KIND_NULL || jv_get_kind(fv) == JV_KIND_INVALID;
-	jv_free(fv);
-	if (j->file ? !*j->file || strchr(j->file, '/') || !strcmp(j->file, "..") || !strcmp(j->file, ".")
-		    : !file_null || !j->workspace) {
-		snprintf(err, errlen, j->file || !j->workspace ? "exec.file must be a plain file name"
-							       : "exec.file must be a plain file name or null");
-		return false;
-	}
-	j->dir = rec_str(exec, "dir", NULL);
-	if (j->dir ? !j->workspace || !j->file || strlen(j->dir) != sizeof NS_RESERVED + 16 ||
-			     strncmp(j->dir, NS_RESERVED "-", sizeof NS_RESERVED) ||
-			     strspn(j->dir + sizeof NS_RESERVED, "0123456789abcdef") != 16
-		   : rec_has(exec, "dir")) {
-		snprintf(err, errlen, "exec.dir must be " NS_RESERVED "-<16 hex digits>, for a session's inline code");
-		return false;
-	}
-	bool inst = false;
-	rec_bool(exec, "install", &inst);
-	if (j->workspace && j->file && !j->dir && !ns_reserved(j->file) && !inst) {
-		snprintf(err, errlen, "a session's inline code goes in exec.dir or a file named " NS_RESERVED "-…, never over a "
-				      "workspace file");
-		return false;
-	}
-	bool wx = false;
-	if (rec_has(exec, "workspace_exec") && (!rec_bool(exec, "workspace_exec", &wx) || (wx && !j->workspace))) {
-		snprintf(err, errlen, "exec.workspace_exec must be true or false, with exec.workspace");
-		return false;
-	}
-	if (wx && !c->workspace_exec) {
-		snprintf(err, errlen, "exec.workspace_exec: the configuration keeps workspaces noexec (workspace_exec = false in %s)",
-			 c->path);
-		return false;
-	}
-	j->work_exec = wx;
-	return true;
-}
-
-/* The commands, their environment and what they see of the host: only
- * what the configuration gives the language. */
-static bool load_commands(const struct conf *c, jv exec, struct job *j, char *err, size_t errlen)
-{
-	bool sok;
-	j->run = job_load_strv(rec_get(exec, "run"), false, true, "run", err, errlen, &sok);
-	if (!sok)
-		return false;
-	j->compile = job_load_strv(rec_get(exec, "compile"), true, true, "compile", err, errlen, &sok);
-	if (!sok)
-		return false;
-	/* Its outputs live in the run's own directory (backend.h's own): a
-	 * program file of its own is for one stage. */
-	if (j->compile && j->workspace && !j->dir) {
-		snprintf(err, errlen, "a session's compiled code goes in exec.dir (" NS_RESERVED "-<16 hex digits>)");
-		return false;
-	}
-	j->env = job_load_strv(rec_get(exec, "env"), true, false, "env", err, errlen, &sok);
-	if (!sok)
-		return false;
-	for (char **e = j->env; e && *e; e++)
-		if (!strchr(*e, '=') || **e == '=') {
-			snprintf(err, errlen, "exec.env entries must be NAME=value");
-			return false;
-		}
-	j->binds = job_load_strv(rec_get(exec, "binds"), true, false, "binds", err, errlen, &sok);
-	if (!sok)
-		return false;
-	for (char **b = j->binds; b && *b; b++)
-		if ((*b)[0] != '/' || strstr(*b, "/..")) {
-			snprintf(err, errlen, "exec.binds entries must be absolute paths without ..");
-			return false;
-		}
-	j->rootfs = rec_str(exec, "rootfs", NULL);
-	j->image = rec_str(exec, "image", NULL);
-	/* What a job may expose of the host is what the configuration says for
-	 * its language, nothing a hand-written job adds. */
-	{
-		const struct conf_lang *cl = conf_lang(c, j->language);
-		if (!cl) {
-			snprintf(err, errlen, "language \"%.40s\" is not in the configuration (%s)", j->language, c->path);
-			return false;
-		}
-		for (char **b = j->binds; b && *b; b++) {
-			bool known = false;
-			for (char **k = cl->binds; k && *k && !known; k++)
-				known = !strcmp(*k, *b);
-			if (!known) {
-				snprintf(err, errlen, "exec.binds: \"%.100s\" is not among the binds the configuration gives %s", *b, cl->name);
-				return false;
-			}
-		}
-		/* Which files become executable, and which hosts an install
-		 * may reach, is the configuration's too. */
-		j->outputs = cl->outputs;
-		j->registries = cl->registries;
-		if ((j->rootfs || cl->rootfs) && (!j->rootfs || !cl->rootfs || strcmp(j->rootfs, cl->rootfs))) {
-			snprintf(err, errlen, "exec.rootfs differs from the configuration's rootfs for %s", cl->name);
-			return false;
-		}
-		if ((j->image || cl->image) && (!j->image || !cl->image || strcmp(j->image, cl->image))) {
-			snprintf(err, errlen, "exec.image differs from the configuration's image for %s", cl->name);
-			return false;
-		}
-	}
-	return true;
-}
-
-/* Where it runs (a session's workspace), its network, and whether it is
- * an install: exactly the configured package manager, through its proxy. */
-static bool load_place(const struct conf *c, jv exec, struct job *j, char *err, size_t errlen)
-{
-	if (j->workspace) {
-		size_t n = strlen(c->state_dir);
-		/* STATE_DIR/sessions/ID, ID exactly as sess.c makes them */
-		if (strlen(j->workspace) != n + 10 + 32 || strncmp(j->workspace, c->state_dir, n) ||
-		    strncmp(j->workspace + n, "/sessions/", 10) || strspn(j->workspace + n + 10, "0123456789abcdef") != 32) {
-			snprintf(err, errlen, "exec.workspace must be a session directory under %s/sessions", c->state_dir);
-			return false;
-		}
-	}
-	if (rec_has(exec, "network") && !rec_bool(exec, "network", &j->network)) {
-		snprintf(err, errlen, "exec.network must be true or false");
-		return false;
-	}
-	bool install = false;
-	rec_bool(exec, "install", &install);
-	j->install = install;
-	bool cell = false;
-	if (rec_has(exec, "kernel") && (!rec_bool(exec, "kernel", &cell) || (cell && (!j->workspace || install || j->file)))) {
-		snprintf(err, errlen, "exec.kernel must be true or false; true (a cell) with exec.workspace, no exec.file, no install");
-		return false;
-	}
-	j->cell = cell;
-	bool reset = false;
-	if (rec_has(j->rec, "reset") && (!rec_bool(j->rec, "reset", &reset) || !cell)) {
-		snprintf(err, errlen, "\"reset\" must be true or false, in a cell");
-		return false;
-	}
-	j->reset = reset;
-	if (install && !j->workspace) {
-		snprintf(err, errlen, "exec.install needs exec.workspace");
-		return false;
-	}
-	if (j->network && !(install ? c->install_network : c->network)) {
-		snprintf(err, errlen, "network is not allowed by the configuration (%s)", c->path);
-		return false;
-	}
-	/* An install may reach the network: it must be exactly the
-	 * configured package manager on package names, not a hand-written
-	 * command that borrows the permission. */
-	if (install && j->network) {
-		snprintf(err, errlen, "exec.network of an install must be false: it reaches its registries through its proxy");
-		return false;
-	}
-	if (install && !install_matches(c, conf_lang(c, j->language), j->run)) {
-		snprintf(err, errlen, "exec.run of an install must be the language's install command with package names");
-		return false;
-	}
-	return true;
-}
-
-/* Its limits, within this configuration's ceilings; its files. */
-static bool load_limits(const struct conf *c, jv rec, jv limits, struct job *j, char *err, size_t errlen)
-{
-	if (!limits_from_json(limits, "limits", &j->lim, err, errlen))
-		return false;
-	/* Which of them the request gave: only the presence of its field,
-	 * the value is always the resolved one above. */
-	for (int i = 0; i < LIM_N; i++) {
-		if (!limit_defs[i].req)
-			continue;
-		jv v = rec_get(rec, limit_defs[i].req);
-		jv_kind k = jv_get_kind(v);
-		jv_free(v);
-		if (k != JV_KIND_INVALID && k != JV_KIND_NULL)
-			j->lim_given |= 1u << i;
-	}
-	if (j->compile) {
-		jv cl = rec_get(rec, "compile_limits");
-		bool lok = limits_from_json(cl, "compile_limits", &j->clim, err, errlen);
-		jv_free(cl);
-		if (!lok)
-			return false;
-	}
-	if (!job_limits_ok(c, &j->lim, "limits", err, errlen) || (j->compile && !job_limits_ok(c, &j->clim, "compile_limits", err, errlen)))
-		return false;
-	{
-		jv files = rec_get(rec, "files");
-		bool fok = job_files_load(c, files, j->dir ? NULL : j->file, &j->files, &j->nfiles, err, errlen);
-		jv_free(files);
-		if (!fok)
-			return false;
-	}
-	if (j->code_len > c->max_code_size) {
-		snprintf(err, errlen, "code exceeds max_code_size");
-		return false;
-	}
-	return true;
-}
-
-bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t errlen)
-{
-	memset(j, 0, sizeof *j);
-	j->rec = rec;
-	jv exec = rec_get(rec, "exec");
-	jv limits = rec_get(rec, "limits");
-	bool ok = false;
-	if (jv_get_kind(exec) != JV_KIND_OBJECT || jv_get_kind(limits) != JV_KIND_OBJECT)
-		snprintf(err, errlen, "not a job (no \"exec\" and \"limits\"): pass requests through sbx-validate first");
-	else
-		ok = load_record(c, rec, j, err, errlen) && load_program(c, exec, j, err, errlen) &&
-		     load_commands(c, exec, j, err, errlen) && load_place(c, exec, j, err, errlen) &&
-		     load_limits(c, rec, limits, j, err, errlen);
-	if (ok && rec_has(exec, "tests") && (j->cell || j->workspace || j->install)) {
-		snprintf(err, errlen, "exec.tests: a judged job runs each test in a fresh sandbox, not in a session, a kernel or an install");
-		ok = false;
-	} else if (ok && rec_has(exec, "tests"))
-		ok = (j->judge = judge_load(c, rec, exec, j, err, errlen)) != NULL;
-	if (ok && !j->judge && rec_has(rec, "tests")) {
-		snprintf(err, errlen, "\"tests\" without exec.tests: pass requests through sbx-validate");
-		ok = false;
-	}
-	jv_free(exec);
-	jv_free(limits);
-	if (!ok) {
-		/* Keep only the record, for the caller's invalid record. */
-		jv keep = j->rec;
-		j->rec = jv_invalid();
-		job_free(j);
-		j->rec = keep;
-	}
-	return ok;
-}
-
-void job_free(struct job *j)
-{
-	judge_free(j->judge);
-	job_files_free(j->files, j->nfiles);
-	util_strv_free(j->compile);
-	util_strv_free(j->run);
-	util_strv_free(j->env);
-	util_strv_free(j->binds);
-	jv_free(j->rec);
-	memset(j, 0, sizeof *j);
-	j->rec = jv_invalid();
+	if (cell)
+		p.prog = P_CELL;
+	return with_computed(&p, req);
 }

@@ -13,6 +13,11 @@
  *
  * A struct job owns its record and the copies it makes; job_free releases
  * both.  Borrowed `const char *` fields point into the record.
+ *
+ * Files: job.c the request side (each field's check: req.h's table says
+ * which fields there are), job_load.c sbx-run's, job_files.c what both
+ * share of a request's files.  An install's packages are registry.h's; whether
+ * a language's programs are installed, probe.h's.
  */
 #ifndef SBX_JOB_H
 #define SBX_JOB_H
@@ -62,14 +67,6 @@ struct job {
 
 struct judge;
 
-/* Where argv0 is in a tree (rootfs, or the host's for NULL) on the PATH the
- * environment gives (or the sandbox's default): true with the path in out. */
-bool job_which(const char *rootfs, char *const *env, const char *argv0, char *out, size_t len);
-
-/* The first program of the language's compile or run command that is not
- * on PATH in its tree (the host's or its rootfs), or NULL; cached. */
-const char *job_lang_missing(const struct conf *c, const struct conf_lang *l);
-
 /* s with the placeholders "{memory}" (bytes), "{memory_mib}" and "{cpus}"
  * (whole cores, at least 1) replaced by lim's values, so a runtime can size
  * its heap and threads to a sandbox it cannot see, and "{dir}" by dir (the
@@ -79,9 +76,6 @@ const char *job_lang_missing(const struct conf *c, const struct conf_lang *l);
 char *job_expand(const char *s, const struct limits *lim, const char *dir);
 /* The same over a NULL-terminated vector; free with util_strv_free. */
 char **job_expand_strv(char *const *v, const struct limits *lim);
-
-/* The backend jobs get: SBX_BACKEND if it names one, else the configuration's. */
-const char *job_backend(const struct conf *c);
 
 /* Request -> job, or an invalid record saying what is wrong and what is
  * allowed.  Consumes req. */

@@ -10,6 +10,7 @@
 #include "cap.h"
 #include "limit.h"
 #include "rec.h"
+#include "req.h"
 #include "status.h"
 #include "util.h"
 
@@ -200,17 +201,11 @@ jv judge_compare(const struct judge_cmp *m, const char *exp, size_t elen, const 
 
 /* ---- sbx-validate ---------------------------------------------------- */
 
-/* The request's fields that a judged request gives per test, or not at all. */
-static const char *const per_test[] = { "stdin", "args" };
-static const char *const not_judged[] = { "session", "cell", "install", "entry", "artifacts" };
-static const char *const test_keys[] = { "stdin", "args", "files", "expected_stdout", "timeout", "memory" };
-
-static bool known(const char *const *keys, size_t n, const char *k)
+/* Whether k is a field of the contexts in `where` (req.h). */
+static bool known(unsigned where, const char *k)
 {
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(keys[i], k))
-			return true;
-	return false;
+	const struct req_field *f = req_find(k);
+	return f && (f->where & where);
 }
 
 #define N(a) (sizeof a / sizeof a[0])
@@ -228,9 +223,10 @@ static bool test_exec(const struct conf *c, jv t, int i, jv run, const struct li
 	bool ok = true;
 	jv_object_foreach(t, k, v)
 	{
-		if (ok && !known(test_keys, N(test_keys), jv_string_value(k))) {
-			snprintf(why, wlen, "tests[%d]: unknown field \"%.60s\" (a test has stdin, args, files, expected_stdout, timeout, memory)",
-				 i, jv_string_value(k));
+		if (ok && !known(RW_TEST, jv_string_value(k))) {
+			char names[200];
+			snprintf(why, wlen, "tests[%d]: unknown field \"%.60s\" (a test has %s)", i, jv_string_value(k),
+				 req_names(RW_TEST, names, sizeof names));
 			ok = false;
 		}
 		jv_free(k);
@@ -296,13 +292,14 @@ static jv checker_job(const struct conf *c, jv req, char *why, size_t wlen)
 		jv_free(ck);
 		return jv_invalid();
 	}
-	static const char *const keys[] = { "language", "code", "timeout", "memory" };
 	jv creq = jv_object_set(jv_object(), jv_string("id"), jv_string("checker"));
 	bool ok = true;
 	jv_object_foreach(ck, k, v)
 	{
-		if (ok && !known(keys, N(keys), jv_string_value(k))) {
-			snprintf(why, wlen, "checker: unknown field \"%.60s\" (a checker has language, code, timeout, memory)", jv_string_value(k));
+		if (ok && !known(RW_CHECKER, jv_string_value(k))) {
+			char names[200];
+			snprintf(why, wlen, "checker: unknown field \"%.60s\" (a checker has %s)", jv_string_value(k),
+				 req_names(RW_CHECKER, names, sizeof names));
 			ok = false;
 		}
 		if (ok)
@@ -337,16 +334,17 @@ jv judge_exec(const struct conf *c, jv req, jv run, const struct limits *lim, co
 	      size_t wlen)
 {
 	*checker = jv_null();
-	for (size_t i = 0; i < N(per_test); i++)
-		if (rec_has(req, per_test[i])) {
-			snprintf(why, wlen, "with \"tests\", \"%s\" goes in each test", per_test[i]);
-			return jv_invalid();
-		}
-	for (size_t i = 0; i < N(not_judged); i++)
-		if (rec_has(req, not_judged[i])) {
-			snprintf(why, wlen, "\"tests\" runs each test in a fresh sandbox: \"%s\" does not go with it", not_judged[i]);
-			return jv_invalid();
-		}
+	/* The request's fields that a judged request gives per test, or not
+	 * at all. */
+	const struct req_field *f = req_first(req, RW_REQ | RW_TEST, RW_JUDGED);
+	if (f) {
+		snprintf(why, wlen, "with \"tests\", \"%s\" goes in each test", f->name);
+		return jv_invalid();
+	}
+	if ((f = req_first(req, RW_REQ, RW_JUDGED))) {
+		snprintf(why, wlen, "\"tests\" runs each test in a fresh sandbox: \"%s\" does not go with it", f->name);
+		return jv_invalid();
+	}
 	jv tests = rec_get(req, "tests");
 	int n = jv_get_kind(tests) == JV_KIND_ARRAY ? jv_array_length(jv_copy(tests)) : -1;
 	if (n < 1 || (uint64_t)n > c->max_tests) {

@@ -16,18 +16,14 @@
 #include <sys/wait.h>
 
 #include "rec.h"
+#include "req.h"
 #include "status.h"
 #include "util.h"
 
 /* run_code's arguments as a pipeline request (sbx-validate checks them). */
 static jv run_request(jv args)
 {
-	static const char *const keys[] = { "language", "code", "stdin", "files", "timeout", "memory", "cpus", "args",
-					    "tests", "compare", "checker", "stop_on_fail", NULL };
-	jv r = jv_object();
-	for (int i = 0; keys[i]; i++)
-		if (rec_has(args, keys[i]))
-			r = jv_object_set(r, jv_string(keys[i]), jv_object_get(jv_copy(args), jv_string(keys[i])));
+	jv r = req_from_args(jv_object(), args, RT_RUN);
 	/* the files it makes come back (images as images); a judged
 	 * program's tests make none that count */
 	return rec_has(args, "tests") ? r : jv_object_set(r, jv_string("artifacts"), jv_true());

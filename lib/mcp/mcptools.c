@@ -1,7 +1,6 @@
 #define _GNU_SOURCE
 #include "mcptools.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,17 +8,16 @@
 #include "b64.h"
 #include "imgsize.h"
 #include "rec.h"
+#include "req.h"
 #include "status.h"
 #include "thumb.h"
 #include "util.h"
 #include "wsfs.h"
 
-/* Argument types, as bits. */
-enum { A_STR = 1, A_NUM = 2, A_BOOL = 4, A_ARR = 8, A_OBJ = 16, A_INT = 32, A_LIST = 64 /* an array of anything */ };
-
+/* An argument of a tool's own (a request's fields come from req.h). */
 struct arg {
 	const char *key;
-	unsigned types;
+	unsigned types;             /* req.h's RK_ bits */
 	bool required;
 };
 
@@ -27,7 +25,8 @@ struct tool_def {
 	struct mcp_tool t;
 	const char *title;
 	const char *description;   /* printf format; see describe() */
-	struct arg args[16];        /* terminated by an empty entry: at most 15 */
+	unsigned fields;            /* req.h's RT_ bit: the request fields it takes, after its own */
+	struct arg args[12];        /* its own, terminated by an empty entry: at most 11 */
 	const char *input_schema;  /* JSON */
 	const char *output_schema; /* JSON */
 	bool read_only, destructive, idempotent;
@@ -153,10 +152,7 @@ static const struct tool_def defs[] = {
 	  "(accepted, or the first failing test's: wrong_answer, timeout, memory_limit, error, output_limit, "
 	  "judge_error; or compile_error), tests_passed, tests_total and \"tests\", one entry per test; its status "
 	  "is success when accepted and rejected when the program ran but its output was refused.",
-	  { { "language", A_STR, true }, { "code", A_STR, true }, { "stdin", A_STR, false }, { "files", A_OBJ, false },
-	    { "timeout", A_NUM, false }, { "memory", A_STR | A_NUM, false }, { "cpus", A_NUM, false },
-	    { "dependencies", A_ARR, false }, { "args", A_ARR, false }, { "tests", A_LIST, false }, { "compare", A_STR, false },
-	    { "checker", A_OBJ, false }, { "stop_on_fail", A_BOOL, false }, { "max_output", A_INT, false } },
+	  RT_RUN, { { "dependencies", RK_STRS, false }, { "max_output", RK_INT, false } },
 	  "{`type`:`object`,`properties`:{"
 	  "`language`:" STR("a language name or alias (list_supported_languages)") ","
 	  "`code`:" STR("the program's source") ","
@@ -185,7 +181,7 @@ static const struct tool_def defs[] = {
 	  "List the languages this server runs: name, aliases, whether they are compiled, the runtime's version "
 	  "as seen inside the sandbox, whether it is available on this backend (and how to install it if not), "
 	  "and whether packages can be installed for it.",
-	  { { NULL, 0, false } },
+	  0, { { NULL, 0, false } },
 	  "{`type`:`object`,`properties`:{},`additionalProperties`:false}",
 	  "{`type`:`object`,`properties`:{`backend`:" STR("native or docker") ",`languages`:{`type`:`array`,"
 	  "`description`:`one entry per language`,`items`:{`type`:`object`,`properties`:{"
@@ -203,8 +199,8 @@ static const struct tool_def defs[] = {
 	  "8601, today, yesterday, or a time ago with its unit such as 30m, 1h, 7d), language and status (one, or "
 	  "a comma-separated list), id, session_id, limit (default 20). With "
 	  "stats: true, counts, success rate and p50/p95/max duration per language and status instead.",
-	  { { "since", A_STR, false }, { "until", A_STR, false }, { "language", A_STR, false }, { "status", A_STR, false },
-	    { "id", A_STR, false }, { "session_id", A_STR, false }, { "limit", A_INT, false }, { "stats", A_BOOL, false } },
+	  0, { { "since", RK_STR, false }, { "until", RK_STR, false }, { "language", RK_STR, false }, { "status", RK_STR, false },
+	    { "id", RK_STR, false }, { "session_id", RK_STR, false }, { "limit", RK_INT, false }, { "stats", RK_BOOL, false } },
 	  "{`type`:`object`,`properties`:{"
 	  "`since`:" STR("runs at or after: 2026-11-29, 2026-11-29T10:00Z, today, yesterday, or a time ago such as 30m, 12h, 7d") ","
 	  "`until`:" STR("runs before, in the same forms as since") ","
@@ -224,7 +220,7 @@ static const struct tool_def defs[] = {
 	  "and process limits), seccomp and a trial sandbox; for the docker backend the engine (its version) and "
 	  "each language's image; and every language's runtime. When something is missing the result says "
 	  "what and how to fix it (\"fixes\"), and isError is true if no sandbox can be made.",
-	  { { NULL, 0, false } },
+	  0, { { NULL, 0, false } },
 	  "{`type`:`object`,`properties`:{},`additionalProperties`:false}",
 	  "{`type`:`object`,`properties`:{`backend`:" STR("native or docker") ","
 	  "`usable`:" BOOL("whether sandboxes can be made") ","
@@ -241,7 +237,7 @@ static const struct tool_def defs[] = {
 	  "the session runs in, so files persist between runs (nothing else does: each run is a fresh sandbox). "
 	  "Optional \"language\" (the default for sandbox_exec), \"dependencies\" to install now, \"ttl\" (seconds "
 	  "idle before the session is removed; default %S). Returns session_id. At most %N sessions at once.",
-	  { { "language", A_STR, false }, { "dependencies", A_ARR, false }, { "ttl", A_NUM, false } },
+	  RT_INIT, { { "dependencies", RK_STRS, false }, { "ttl", RK_NUM, false } },
 	  "{`type`:`object`,`properties`:{`language`:" STR("the session's default language") ","
 	  "`dependencies`:" STRS("packages to install now") ","
 	  "`ttl`:" NUM("idle seconds before the session is removed") "},`additionalProperties`:false}",
@@ -263,9 +259,7 @@ static const struct tool_def defs[] = {
 	  "environment). Files the program writes stay in the workspace (list_files, read_file) and come back as "
 	  "resource links, images as images; unless the server is configured otherwise (workspace_exec = false), "
 	  "later commands may execute them.%E",
-	  { { "session_id", A_STR, true }, { "language", A_STR, false }, { "code", A_STR, false }, { "file", A_STR, false },
-	    { "command", A_ARR, false }, { "stdin", A_STR, false }, { "timeout", A_NUM, false },
-	    { "memory", A_STR | A_NUM, false }, { "cpus", A_NUM, false }, { "args", A_ARR, false }, { "max_output", A_INT, false } },
+	  RT_EXEC, { { "session_id", RK_STR, true }, { "file", RK_STR, false }, { "max_output", RK_INT, false } },
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session (sandbox_initialize)") ","
 	  "`language`:" STR("the language of code, or of file; default the session's") ","
 	  "`code`:" STR("source to run") ","
@@ -290,8 +284,7 @@ static const struct tool_def defs[] = {
 	  "kernel: given with other values than the live kernel's, they restart it (its state is lost, and "
 	  "kernel_note says so). JavaScript cells may use top-level await. Cells of a session run one at a time "
 	  "(later ones wait their turn).%E",
-	  { { "session_id", A_STR, true }, { "code", A_STR, true }, { "language", A_STR, false }, { "timeout", A_NUM, false },
-	    { "memory", A_STR | A_NUM, false }, { "cpus", A_NUM, false }, { "reset", A_BOOL, false }, { "max_output", A_INT, false } },
+	  RT_CELL, { { "session_id", RK_STR, true }, { "max_output", RK_INT, false } },
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session (sandbox_initialize)") ","
 	  "`code`:" STR("the cell's code") ","
 	  "`language`:" STR("the kernel's language; default the session's") ","
@@ -301,7 +294,7 @@ static const struct tool_def defs[] = {
 	  RESULT_SCHEMA(RUN_FIELDS CELL_FIELDS), false, false, false },
 	{ { "sandbox_stop", MCP_T_STOP }, "End a session",
 	  "End a session and delete its workspace and every file in it.",
-	  { { "session_id", A_STR, true } },
+	  0, { { "session_id", RK_STR, true } },
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session to end") "},`required`:[`session_id`],"
 	  "`additionalProperties`:false}",
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
@@ -311,7 +304,7 @@ static const struct tool_def defs[] = {
 	  "Write a file into a session's workspace (parent directories are created). \"path\" is relative to the "
 	  "workspace, without \"..\"; \"content\" is text, or base64 with \"encoding\": \"base64\". At most %F per "
 	  "file; the workspace holds %W.",
-	  { { "session_id", A_STR, true }, { "path", A_STR, true }, { "content", A_STR, true }, { "encoding", A_STR, false } },
+	  0, { { "session_id", RK_STR, true }, { "path", RK_STR, true }, { "content", RK_STR, true }, { "encoding", RK_STR, false } },
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
 	  "`path`:" STR("where, relative to the workspace, without ..") ","
 	  "`content`:" STR("the file's text, or its bytes in base64") ","
@@ -324,7 +317,7 @@ static const struct tool_def defs[] = {
 	  "Read a regular file from a session's workspace. Text comes back as is (\"encoding\": \"utf-8\"), other "
 	  "bytes as base64 (\"encoding\": \"base64\"). At most %F are returned (\"truncated\" says if there was more); "
 	  "symbolic links, FIFOs and devices are refused.",
-	  { { "session_id", A_STR, true }, { "path", A_STR, true } },
+	  0, { { "session_id", RK_STR, true }, { "path", RK_STR, true } },
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
 	  "`path`:" STR("the file, relative to the workspace") "},"
 	  "`required`:[`session_id`,`path`],`additionalProperties`:false}",
@@ -336,7 +329,7 @@ static const struct tool_def defs[] = {
 	{ { "list_files", MCP_T_LIST }, "List workspace files",
 	  "List the files of a session's workspace (or of a directory in it): path, type (file, dir, symlink, "
 	  "other) and size, recursively, at most 1000 entries.",
-	  { { "session_id", A_STR, true }, { "path", A_STR, false } },
+	  0, { { "session_id", RK_STR, true }, { "path", RK_STR, false } },
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
 	  "`path`:" STR("a directory of the workspace (default: all of it)") "},"
 	  "`required`:[`session_id`],`additionalProperties`:false}",
@@ -348,7 +341,7 @@ static const struct tool_def defs[] = {
 	  "for JavaScript, ...), so later sandbox_exec runs and cells can import them (from ES modules and "
 	  "TypeScript too: node_modules is in the workspace). Only this step may reach the package registries, "
 	  "and only if the server allows it. The result is the installer's run.",
-	  { { "session_id", A_STR, true }, { "packages", A_ARR, true }, { "language", A_STR, false } },
+	  RT_INSTALL, { { "session_id", RK_STR, true }, { "packages", RK_STRS, true } },
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
 	  "`packages`:{`type`:`array`,`items`:{`type`:`string`},`minItems`:1,`description`:`package names, with versions if wanted (numpy, left-pad@1.3.0)`},"
 	  "`language`:" STR("whose package manager; default the session's language") "},"
@@ -379,6 +372,8 @@ static const struct tool_def *def_of(const struct mcp_tool *t)
 {
 	return (const struct tool_def *)((const char *)t - offsetof(struct tool_def, t));
 }
+
+static bool tool_arg(const struct tool_def *d, int i, struct arg *a, bool *data);
 
 /* A schema written as above: backticks become quotes, a comma before a
  * closing bracket goes, and the statuses are filled in from status.h's table:
@@ -484,6 +479,65 @@ static char *describe(const struct conf *c, const char *ws_note, const char *hos
 	return out;
 }
 
+/* Whether a property's schema (borrowed) admits the kinds (RK_ bits): its
+ * "type", or each of its anyOf's. */
+static bool schema_kinds(jv prop, unsigned kinds)
+{
+	static const struct {
+		const char *type;
+		unsigned kinds;
+	} types[] = { { "string", RK_STR }, { "number", RK_NUM }, { "integer", RK_INT }, { "boolean", RK_BOOL },
+		      { "object", RK_OBJ }, { "array", RK_STRS | RK_LIST } };
+	unsigned have = 0;
+	jv any = rec_get(prop, "anyOf");
+	jv list = jv_get_kind(any) == JV_KIND_ARRAY ? any : jv_array_append(jv_array(), jv_copy(prop));
+	jv_array_foreach(list, i, p) {
+		const char *t = rec_str(p, "type", NULL);
+		for (size_t k = 0; t && k < sizeof types / sizeof types[0]; k++)
+			if (!strcmp(t, types[k].type))
+				have |= types[k].kinds;
+		jv_free(p);
+	}
+	jv_free(list);
+	return (have & kinds) == kinds || (kinds & (RK_STRS | RK_LIST) && have == (RK_STRS | RK_LIST) &&
+					   !(kinds & ~(RK_STRS | RK_LIST)));
+}
+
+/* The tool's input schema (borrowed) against its arguments: the same
+ * names, kinds and required ones.  A mismatch is this file's bug (or
+ * req.h's): tools/list would lie, so it stops here, at the first start. */
+static void schema_check(const struct tool_def *d, jv schema)
+{
+	jv props = rec_get(schema, "properties"), req = rec_get(schema, "required");
+	struct arg a;
+	bool data, ok = jv_get_kind(props) == JV_KIND_OBJECT;
+	int n = 0, nreq = 0;
+	for (; ok && tool_arg(d, n, &a, &data); n++) {
+		jv p = rec_get(props, a.key);
+		ok = jv_get_kind(p) == JV_KIND_OBJECT && schema_kinds(p, a.types);
+		jv_free(p);
+		bool listed = false;
+		if (jv_get_kind(req) == JV_KIND_ARRAY)
+			jv_array_foreach(req, i, r) {
+				listed |= jv_get_kind(r) == JV_KIND_STRING && !strcmp(jv_string_value(r), a.key);
+				jv_free(r);
+			}
+		ok = ok && listed == a.required;
+		nreq += a.required;
+		if (!ok)
+			fprintf(stderr, "mcptools: %s's input schema does not say \"%s\" as its arguments do\n", d->t.name, a.key);
+	}
+	if (ok && (jv_object_length(jv_copy(props)) != n ||
+		   (jv_get_kind(req) == JV_KIND_ARRAY ? jv_array_length(jv_copy(req)) : 0) != nreq)) {
+		fprintf(stderr, "mcptools: %s's input schema has arguments the tool does not\n", d->t.name);
+		ok = false;
+	}
+	jv_free(props);
+	jv_free(req);
+	if (!ok)
+		abort();
+}
+
 jv mcp_tools_list(const struct conf *c, const char *workspace_note, const char *host_note)
 {
 	jv list = jv_array();
@@ -493,7 +547,9 @@ jv mcp_tools_list(const struct conf *c, const char *workspace_note, const char *
 		jv t = jv_object_set(jv_object(), jv_string("name"), jv_string(d->t.name));
 		t = jv_object_set(t, jv_string("title"), jv_string(d->title));
 		t = jv_object_set(t, jv_string("description"), jv_string(desc));
-		t = jv_object_set(t, jv_string("inputSchema"), schema_parse(d->input_schema));
+		jv input = schema_parse(d->input_schema);
+		schema_check(d, input);
+		t = jv_object_set(t, jv_string("inputSchema"), input);
 		t = jv_object_set(t, jv_string("outputSchema"), schema_parse(d->output_schema));
 		jv ann = jv_object_set(jv_object(), jv_string("title"), jv_string(d->title));
 		ann = jv_object_set(ann, jv_string("readOnlyHint"), jv_bool(d->read_only));
@@ -511,8 +567,8 @@ jv mcp_tools_list(const struct conf *c, const char *workspace_note, const char *
 
 static const char *kind_name(unsigned types)
 {
-	return types & A_STR ? "a string" : types & A_INT ? "an integer" : types & A_NUM ? "a number" :
-	       types & A_BOOL ? "true or false" : types & (A_ARR | A_LIST) ? "an array" : "an object";
+	return types & RK_STR ? "a string" : types & RK_INT ? "an integer" : types & RK_NUM ? "a number" :
+	       types & RK_BOOL ? "true or false" : types & (RK_STRS | RK_LIST) ? "an array" : "an object";
 }
 
 static bool has_nul(jv str)
@@ -525,43 +581,65 @@ bool mcp_tool_tasks(const struct mcp_tool *t)
 	return t->kind == MCP_T_RUN || t->kind == MCP_T_EXEC || t->kind == MCP_T_INSTALL || t->kind == MCP_T_CELL;
 }
 
+/* The tool's i-th argument: its own, then the request's fields it takes
+ * (req.h), in table order; false past the last.  *data: its value
+ * travels with its length, so a NUL in it is data. */
+static bool tool_arg(const struct tool_def *d, int i, struct arg *a, bool *data)
+{
+	int own = 0;
+	while (d->args[own].key)
+		own++;
+	if (i < own) {
+		*a = d->args[i];
+		/* (write_file's content is data, as a request's code is) */
+		*data = !strcmp(a->key, "content");
+		return true;
+	}
+	for (int r = 0, n = own; d->fields && r < REQ_N; r++) {
+		const struct req_field *f = req_field(r);
+		if (!(f->tools & d->fields))
+			continue;
+		if (n++ == i) {
+			*a = (struct arg){ f->name, f->kinds, (f->required & d->fields) != 0 };
+			*data = f->where & RW_DATA;
+			return true;
+		}
+	}
+	return false;
+}
+
 bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t len)
 {
 	const struct tool_def *d = def_of(t);
+	struct arg a;
+	bool data;
 	jv_object_foreach(args, k, v)
 	{
 		const char *key = jv_string_value(k);
-		const struct arg *a = NULL;
-		for (int i = 0; d->args[i].key; i++)
-			if (!strcmp(d->args[i].key, key))
-				a = &d->args[i];
-		bool ok = a != NULL;
-		if (a) {
+		int i = 0;
+		while (tool_arg(d, i, &a, &data) && strcmp(a.key, key))
+			i++;
+		bool ok = tool_arg(d, i, &a, &data);
+		if (ok) {
 			jv_kind vk = jv_get_kind(v);
-			ok = (vk == JV_KIND_STRING && (a->types & A_STR)) || (vk == JV_KIND_OBJECT && (a->types & A_OBJ)) ||
-			     (vk == JV_KIND_ARRAY && (a->types & (A_ARR | A_LIST))) ||
-			     ((vk == JV_KIND_TRUE || vk == JV_KIND_FALSE) && (a->types & A_BOOL)) ||
-			     (vk == JV_KIND_NUMBER && (a->types & A_NUM)) ||
-			     (vk == JV_KIND_NUMBER && (a->types & A_INT) && jv_number_value(v) == floor(jv_number_value(v)) &&
-			      fabs(jv_number_value(v)) < 1e15);
+			ok = req_kind_ok(v, a.types);
 			/* Names, paths and argv are C strings on their way: a NUL
 			 * in one would cut it short, so it is refused.  Data (code,
 			 * content, stdin) travels with its length. */
-			bool data = !strcmp(key, "code") || !strcmp(key, "content") || !strcmp(key, "stdin");
 			if (ok && vk == JV_KIND_STRING && !data)
 				ok = !has_nul(v);
-			if (ok && vk == JV_KIND_ARRAY && (a->types & A_ARR))
-				jv_array_foreach(v, i, item) {
+			if (ok && vk == JV_KIND_ARRAY && (a.types & RK_STRS))
+				jv_array_foreach(v, j, item) {
 					ok &= jv_get_kind(item) == JV_KIND_STRING && !has_nul(item);
 					jv_free(item);
 				}
 			if (!ok)
-				snprintf(why, len, "%s: \"%s\" must be %s%s%s", t->name, key, kind_name(a->types),
-					 a->types & A_ARR ? " of strings" : "", a->types & (A_ARR | A_STR) ? " without NUL" : "");
+				snprintf(why, len, "%s: \"%s\" must be %s%s%s", t->name, key, kind_name(a.types),
+					 a.types & RK_STRS ? " of strings" : "", a.types & (RK_STRS | RK_STR) ? " without NUL" : "");
 		} else {
 			size_t o = (size_t)snprintf(why, len, "%s: unknown argument \"%.60s\" (known:", t->name, key);
-			for (int i = 0; d->args[i].key && o < len; i++)
-				o += (size_t)snprintf(why + o, len - o, " %s", d->args[i].key);
+			for (int j = 0; tool_arg(d, j, &a, &data) && o < len; j++)
+				o += (size_t)snprintf(why + o, len - o, " %s", a.key);
 			if (o < len)
 				snprintf(why + o, len - o, ")");
 		}
@@ -570,37 +648,12 @@ bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t le
 		if (!ok)
 			return false;
 	}
-	for (int i = 0; d->args[i].key; i++)
-		if (d->args[i].required && !rec_has(args, d->args[i].key)) {
-			snprintf(why, len, "%s: missing \"%s\"", t->name, d->args[i].key);
+	for (int i = 0; tool_arg(d, i, &a, &data); i++)
+		if (a.required && !rec_has(args, a.key)) {
+			snprintf(why, len, "%s: missing \"%s\"", t->name, a.key);
 			return false;
 		}
 	return true;
-}
-
-/* A stream's text cut to at most max bytes: its head and tail with the
- * contract's marker between them, at UTF-8 character boundaries.  total:
- * every byte the program wrote, of which the marker counts what is left
- * out.  Consumes str. */
-static jv cut_stream(jv str, size_t max, double total)
-{
-	size_t n = (size_t)jv_string_length_bytes(jv_copy(str));
-	if (n <= max) {
-		return str;
-	}
-	const char *t = jv_string_value(str);
-	size_t head = max / 2, tail = max - head;
-	while (head > 0 && ((unsigned char)t[head] & 0xC0) == 0x80)
-		head--;
-	size_t from = n - tail;
-	while (from < n && ((unsigned char)t[from] & 0xC0) == 0x80)
-		from++;
-	double left = (total > (double)n ? total : (double)n) - (double)head - (double)(n - from);
-	jv out = jv_string_sized(t, (int)head);
-	out = jv_string_concat(out, jv_string_fmt("\n[... %.0f bytes truncated ...]\n", left));
-	out = jv_string_concat(out, jv_string_sized(t + from, (int)(n - from)));
-	jv_free(str);
-	return out;
 }
 
 /* A file a run made, as a resource: in its session, or (a stateless run's,
@@ -631,7 +684,7 @@ jv mcp_run_view(jv r, double max_output)
 		snprintf(key, sizeof key, "%s_bytes", streams[i]);
 		rec_num(v, key, &total);
 		if (jv_get_kind(text) == JV_KIND_STRING && jv_string_length_bytes(jv_copy(text)) > max_output) {
-			v = jv_object_set(v, jv_string(streams[i]), cut_stream(text, (size_t)max_output, total));
+			v = jv_object_set(v, jv_string(streams[i]), mcp_cut_stream(text, (size_t)max_output, total));
 			snprintf(key, sizeof key, "%s_truncated", streams[i]);
 			v = jv_object_set(v, jv_string(key), jv_true());
 		} else
@@ -660,127 +713,6 @@ jv mcp_run_view(jv r, double max_output)
 	jv_free(arts);
 	jv_free(r);
 	return v;
-}
-
-/* ---- the text a model reads ------------------------------------------- */
-
-static jv text_stream(jv out, jv view, const char *name, const char *label, size_t max)
-{
-	size_t n = 0;
-	const char *t = rec_str(view, name, &n);
-	if (!t || !n)
-		return out;
-	char key[32];
-	double total = (double)n;
-	snprintf(key, sizeof key, "%s_bytes", name);
-	rec_num(view, key, &total);
-	char size[32];
-	util_size_str((uint64_t)total, size, sizeof size);
-	out = jv_string_concat(out, jv_string_fmt("\n%s (%s):\n", label, size));
-	jv shown = cut_stream(jv_string_sized(t, (int)n), max, total);
-	out = jv_string_concat(out, jv_copy(shown));
-	jv_free(shown);
-	if (t[n - 1] != '\n')
-		out = jv_string_concat(out, jv_string("\n"));
-	return out;
-}
-
-jv mcp_run_text(jv view, size_t text_output, uint64_t output_limit)
-{
-	const char *st = rec_str(view, "status", NULL), *lang = rec_str(view, "language", NULL);
-	double ec, ms, mem;
-	const char *sig = rec_str(view, "signal", NULL);
-	jv out = jv_string(st ? st : "no status");
-	if (rec_num(view, "exit_code", &ec))
-		out = jv_string_concat(out, jv_string_fmt(", exit %.0f", ec));
-	if (sig)
-		out = jv_string_concat(out, jv_string_fmt(", %s", sig));
-	if (rec_num(view, "duration_ms", &ms))
-		out = jv_string_concat(out, jv_string_fmt(", %.0f ms", ms));
-	if (rec_num(view, "memory_peak_bytes", &mem) && mem >= 0) {
-		char m[32];
-		out = jv_string_concat(out, jv_string_fmt(", %s peak", util_size_str((uint64_t)mem, m, sizeof m)));
-	}
-	if (lang)
-		out = jv_string_concat(out, jv_string_fmt(" (%s)", lang));
-	const char *err = rec_str(view, "error", NULL);
-	if (err && *err)
-		out = jv_string_concat(out, jv_string_fmt("\nerror: %s", err));
-	jv miss = rec_get(view, "limits_missing");
-	if (jv_get_kind(miss) == JV_KIND_ARRAY && jv_array_length(jv_copy(miss)) > 0) {
-		jv names = jv_string("");
-		jv_array_foreach(miss, i, m) {
-			if (jv_get_kind(m) == JV_KIND_STRING)
-				names = jv_string_concat(names, jv_string_fmt("%s%s", i ? ", " : "", jv_string_value(m)));
-			jv_free(m);
-		}
-		out = jv_string_concat(out, jv_string_fmt("\nnot enforced on this host: %s", jv_string_value(names)));
-		jv_free(names);
-	}
-	jv_free(miss);
-	/* a compile error: the compiler's words are the whole story */
-	jv comp = rec_get(view, "compile");
-	if (status_find(st) == STATUS_compile_error && jv_get_kind(comp) == JV_KIND_OBJECT) {
-		out = text_stream(out, comp, "stderr", "compile.stderr", text_output);
-		out = text_stream(out, comp, "stdout", "compile.stdout", text_output);
-	}
-	jv_free(comp);
-	/* a cell: its value and what became of its kernel */
-	const char *kernel = rec_str(view, "kernel", NULL), *note = rec_str(view, "kernel_note", NULL);
-	double count;
-	if (kernel) {
-		out = jv_string_concat(out, jv_string_fmt("\nkernel: %s", kernel));
-		if (rec_num(view, "execution_count", &count))
-			out = jv_string_concat(out, jv_string_fmt(", cell %.0f", count));
-		if (note)
-			out = jv_string_concat(out, jv_string_fmt(" (%s)", note));
-	}
-	out = text_stream(out, view, "stdout", "stdout", text_output);
-	out = text_stream(out, view, "stderr", "stderr", text_output);
-	const char *value = rec_str(view, "value", NULL);
-	if (value && rec_num(view, "execution_count", &count))
-		out = jv_string_concat(out, jv_string_fmt("\nOut[%.0f]: %s\n", count, value));
-	/* cut here (past text_output), or in the record already */
-	bool out_cut = false, err_cut = false;
-	size_t n;
-	rec_bool(view, "stdout_truncated", &out_cut);
-	rec_bool(view, "stderr_truncated", &err_cut);
-	out_cut |= rec_str(view, "stdout", &n) && n > text_output;
-	err_cut |= rec_str(view, "stderr", &n) && n > text_output;
-	if (out_cut || err_cut) {
-		char lim[32];
-		out = jv_string_concat(out, jv_string_fmt("\n(output cut to its head and tail: max_output asks for up to %s of each stream)\n",
-							   util_size_str(output_limit, lim, sizeof lim)));
-	}
-	jv arts = rec_get(view, "artifacts");
-	if (jv_get_kind(arts) == JV_KIND_ARRAY && jv_array_length(jv_copy(arts)) > 0) {
-		out = jv_string_concat(out, jv_string("\nfiles:"));
-		jv_array_foreach(arts, i, a) {
-			const char *path = rec_str(a, "path", NULL), *mime = rec_str(a, "mime_type", NULL);
-			const char *uri = rec_str(a, "uri", NULL);
-			double bytes = 0;
-			char b[32];
-			rec_num(a, "bytes", &bytes);
-			const char *how = rec_str(a, "shown", NULL);
-			/* a name is the program's: a newline in it must not
-			 * write a line of this text (a verdict of its own) */
-			char name[256];
-			snprintf(name, sizeof name, "%s", path ? path : "");
-			for (char *q = name; *q; q++)
-				if ((unsigned char)*q < 0x20 || *q == 0x7f)
-					*q = '?';
-			if (path)
-				out = jv_string_concat(out, jv_string_fmt("\n  %s (%s, %s%s%s) %s", name, mime ? mime : "?",
-									   util_size_str((uint64_t)bytes, b, sizeof b), how ? ", " : "",
-									   how ? how : "", uri ? uri : ""));
-			jv_free(a);
-		}
-		out = jv_string_concat(out, jv_string("\n"));
-	}
-	jv_free(arts);
-	if (rec_has(view, "verdict"))
-		out = jv_string_concat(jv_string_concat(out, jv_string("\n")), mcp_verdict_table(view));
-	return out;
 }
 
 /* An image block (data: base64, borrowed). */
@@ -938,77 +870,4 @@ jv mcp_languages_view(const struct conf *c, jv checked, const char *backend)
 	jv_free(checked);
 	jv r = jv_object_set(jv_object(), jv_string("backend"), jv_string(backend ? backend : conf_backend_names[c->backend]));
 	return jv_object_set(r, jv_string("languages"), out);
-}
-
-/* One test's detail for the table: where its output went wrong, or how
- * it ended. */
-static void test_detail(jv t, char *buf, size_t len)
-{
-	buf[0] = 0;
-	double ec;
-	const char *sig = rec_str(t, "signal", NULL), *err = rec_str(t, "error", NULL);
-	jv diff = rec_get(t, "diff");
-	if (jv_get_kind(diff) == JV_KIND_OBJECT) {
-		double line = 0, tok = 0;
-		rec_num(diff, "line", &line);
-		const char *e = rec_str(diff, "expected", NULL), *g = rec_str(diff, "got", NULL);
-		size_t o = (size_t)snprintf(buf, len, "line %.0f", line);
-		if (rec_num(diff, "token", &tok))
-			o += (size_t)snprintf(buf + o, len - o, ", token %.0f", tok);
-		if (o < len)
-			o += (size_t)snprintf(buf + o, len - o, ": expected %s%.60s%s", e ? "\"" : "", e ? e : "nothing", e ? "\"" : "");
-		if (o < len)
-			snprintf(buf + o, len - o, ", got %s%.60s%s", g ? "\"" : "", g ? g : "nothing", g ? "\"" : "");
-	} else if (err)
-		snprintf(buf, len, "%.160s", err);
-	else if (sig)
-		snprintf(buf, len, "%s", sig);
-	else if (rec_num(t, "exit_code", &ec) && ec != 0)
-		snprintf(buf, len, "exit code %.0f", ec);
-	/* a failing program's last words (a traceback's last line) */
-	size_t n = 0, o = strlen(buf);
-	const char *se = jv_get_kind(diff) != JV_KIND_OBJECT && !err ? rec_str(t, "stderr", &n) : NULL;
-	while (se && n && (se[n - 1] == '\n' || se[n - 1] == '\r' || se[n - 1] == ' '))
-		n--;
-	if (se && n && o) {
-		const char *last = se + n;
-		while (last > se && last[-1] != '\n')
-			last--;
-		snprintf(buf + o, len - o, ": %.*s", (int)(se + n - last > 120 ? 120 : se + n - last), last);
-	}
-	jv_free(diff);
-	/* one line each: a newline in the output would break the table */
-	for (char *p = buf; *p; p++)
-		if (*p == '\n' || *p == '\r' || *p == '\t')
-			*p = ' ';
-}
-
-jv mcp_verdict_table(jv r)
-{
-	double passed = 0, total = 0, failed;
-	rec_num(r, "tests_passed", &passed);
-	rec_num(r, "tests_total", &total);
-	const char *verdict = rec_str(r, "verdict", NULL);
-	jv out = jv_string_fmt("verdict %s: %.0f of %.0f tests passed", verdict ? verdict : "?", passed, total);
-	if (rec_num(r, "failed_test", &failed))
-		out = jv_string_concat(out, jv_string_fmt("; test %.0f decided it", failed));
-	out = jv_string_concat(out, jv_string("\ntest  status        time_ms  memory     detail\n"));
-	jv tests = rec_get(r, "tests");
-	if (jv_get_kind(tests) == JV_KIND_ARRAY)
-		jv_array_foreach(tests, i, t) {
-			if (jv_get_kind(t) == JV_KIND_OBJECT) {
-				const char *st = rec_str(t, "status", NULL);
-				double ms = -1, mem = -1;
-				char m[32] = "", d[400], when[32] = "";
-				if (rec_num(t, "duration_ms", &ms))
-					snprintf(when, sizeof when, "%.1f", ms);
-				if (rec_num(t, "memory_peak_bytes", &mem) && mem >= 0)
-					util_size_str((uint64_t)mem, m, sizeof m);
-				test_detail(t, d, sizeof d);
-				out = jv_string_concat(out, jv_string_fmt("%-5d %-13s %-8s %-10s %s\n", i, st ? st : "?", when, m, d));
-			}
-			jv_free(t);
-		}
-	jv_free(tests);
-	return out;
 }

@@ -1,6 +1,10 @@
 /* mcptools: the twelve MCP tools as data (names, titles, descriptions for
  * agents, input and output schemas), the light argument check done before
  * any work, and the views that turn pipeline records into tool results.
+ * A tool's arguments are its own and the request fields req.h's table
+ * says it takes; its input schema is checked against them at start-up.
+ * mcptext.c writes the text a model reads (mcp_run_text, the verdict
+ * table), the rest is mcptools.c's.
  *
  * Descriptions quote the configuration's limits, so an agent reads the
  * limits that actually apply.  All returned jv values belong to the caller.
@@ -51,6 +55,10 @@ bool mcp_tool_tasks(const struct mcp_tool *t);
  * record's fields an agent uses, the artifacts' resources; each stream cut
  * to max_output bytes (head and tail) unless max_output < 0. */
 jv mcp_run_view(jv result, double max_output);
+/* A stream's text (consumed) cut to at most max bytes: its head and tail
+ * with the contract's marker between them, at UTF-8 character
+ * boundaries; total: every byte the program wrote. */
+jv mcp_cut_stream(jv str, size_t max, double total);
 /* The result's text block, for a model to read (view borrowed): a status
  * line, the error, what this host did not enforce, the compiler's
  * messages, the kernel, each stream's head and tail up to text_output

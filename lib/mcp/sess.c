@@ -25,8 +25,11 @@
 #include "mcptools.h"
 #include "job.h"
 #include "layout.h"
+#include "probe.h"
 #include "rec.h"
+#include "req.h"
 #include "state.h"
+#include "utf8.h"
 #include "util.h"
 
 struct owner sess_sandbox_owner(const struct sessions *s)
@@ -183,7 +186,7 @@ struct sessions *sess_new(struct loop *l, const struct conf *c)
 	s->timer = -1;
 	if (util_mkdir_p(s->base, 0711) == 0)
 		remove_orphans(s);
-	s->fs = wsfs_new(s->base, !strcmp(job_backend(c), "docker"));
+	s->fs = wsfs_new(s->base, !strcmp(probe_backend(c), "docker"));
 	if (*wsfs_note(s->fs))
 		util_warn("sessions: %s", wsfs_note(s->fs));
 	s->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -257,7 +260,7 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 	 * lets programs run what they build (workspace_exec, box_workspace);
 	 * the docker backend's bind keeps the host's flags, so for it the
 	 * mount follows the key. */
-	bool host_exec = c->workspace_exec && !strcmp(job_backend(c), "docker");
+	bool host_exec = c->workspace_exec && !strcmp(probe_backend(c), "docker");
 	char *image = state_session_image(s->base, x->id), note[320];
 	int fs = wsfs_mount(s->fs, x->dir, image, c->workspace_size, ns_tmpfs_inodes(c->workspace_size),
 			    own.uid == (uid_t)-1 ? geteuid() : own.uid, own.gid == (gid_t)-1 ? getegid() : own.gid,
@@ -352,10 +355,7 @@ static jv exec_request(const struct sessions *s, struct session *x, jv args, cha
 	jv req = jv_object_set(jv_object(), jv_string("session"), jv_string(x->id));
 	if (language)
 		req = jv_object_set(req, jv_string("language"), jv_string(language));
-	static const char *const pass[] = { "stdin", "timeout", "memory", "cpus", "args", "code", "command", NULL };
-	for (int i = 0; pass[i]; i++)
-		if (rec_has(args, pass[i]))
-			req = jv_object_set(req, jv_string(pass[i]), rec_get(args, pass[i]));
+	req = req_from_args(req, args, RT_EXEC);
 	if (has_file)
 		req = jv_object_set(req, jv_string("entry"), rec_get(args, "file"));
 	return jv_object_set(req, jv_string("artifacts"), jv_true());
@@ -669,10 +669,7 @@ static jv cell_request(struct sessions *s, struct session *x, jv args, char *err
 	jv req = jv_object_set(jv_object(), jv_string("session"), jv_string(x->id));
 	req = jv_object_set(req, jv_string("language"), jv_string(l->name));
 	req = jv_object_set(req, jv_string("cell"), jv_true());
-	static const char *const pass[] = { "code", "timeout", "memory", "cpus", "reset", NULL };
-	for (int i = 0; pass[i]; i++)
-		if (rec_has(args, pass[i]))
-			req = jv_object_set(req, jv_string(pass[i]), rec_get(args, pass[i]));
+	req = req_from_args(req, args, RT_CELL);
 	return jv_object_set(req, jv_string("artifacts"), jv_true());
 }
 

@@ -38,6 +38,7 @@
 #include "host.h"
 #include "kern.h"
 #include "layout.h"
+#include "probe.h"
 #include "util.h"
 
 struct native {
@@ -195,7 +196,7 @@ static bool n_compiler_id(struct backend *be, const struct job *j, char *id, siz
 	char path[4096];
 	struct stat st;
 	(void)be;
-	if (!job_which(j->rootfs, j->env, j->compile[0], path, sizeof path) || stat(path, &st) < 0)
+	if (!probe_which(j->rootfs, j->env, j->compile[0], path, sizeof path) || stat(path, &st) < 0)
 		return false;
 	snprintf(id, len, "%s %llu %llu %lld %lld.%09ld %s", path, (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
 		 (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, j->rootfs ? j->rootfs : "/");
@@ -204,7 +205,7 @@ static bool n_compiler_id(struct backend *be, const struct job *j, char *id, siz
 
 static bool n_lang_ready(struct backend *be, const struct conf_lang *l, jv *info, char *why, size_t len, bool *fix)
 {
-	const char *missing = job_lang_missing(be->conf, l);
+	const char *missing = probe_lang_missing(be->conf, l);
 	if (missing)
 		snprintf(why, len, "\"%s\" is not installed%s%s", missing, l->hint ? "; install it: " : "", l->hint ? l->hint : "");
 	(void)info;

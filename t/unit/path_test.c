@@ -1,5 +1,5 @@
 /* Unit tests for util_env_path and util_path_next: the one PATH walk, used
- * by job_which on the host and by init's exec in the sandbox (where a wrong
+ * by probe_which on the host and by init's exec in the sandbox (where a wrong
  * candidate would run the wrong program). */
 #include <string.h>
 

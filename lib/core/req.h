@@ -1,0 +1,136 @@
+/* req: the one table of a request's fields.
+ *
+ * Every field a request (the input of sbx-validate) may carry is one row
+ * of REQ_FIELDS below: its name, the JSON kinds it takes, the requests it
+ * may appear in, the MCP tools that take it as an argument (and which of
+ * them require it), and one line saying what it is.  The did-you-mean
+ * check, the lists of what a cell, a judged request, a test and a checker
+ * accept, the MCP tools' argument checks and the requests sbx-mcp builds
+ * from a call's arguments, and the ledger's digest all loop over it;
+ * doc/contract.md's table of request fields is checked against it
+ * (t/06-tables.bats).  Adding a field is one row here plus its check in
+ * job.c.
+ *
+ * The request's limits (timeout, memory, cpus, pids) are rows of their own
+ * (REQ_LIM) that take their name from limit.h's LIMITS, the one place it
+ * is written; a limit without a request key is not a request's.
+ *
+ * Order matters: a list an error message names (a test's fields, a
+ * checker's) is in table order, and so is the first of two refused fields
+ * an error names.
+ */
+#ifndef SBX_REQ_H
+#define SBX_REQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jv.h>
+
+#include "limit.h"
+
+/* JSON kinds, as bits (null, where allowed, means absent). */
+enum {
+	RK_STR = 1,
+	RK_NUM = 2,
+	RK_BOOL = 4,
+	RK_STRS = 8,  /* an array of strings */
+	RK_OBJ = 16,
+	RK_INT = 32,
+	RK_LIST = 64, /* an array of anything */
+};
+
+/* Where a field may appear, as bits.  The cell and judged contexts list
+ * what their own checks let through: a field either lets through may still
+ * be refused by another rule (a command without a session, tests with a
+ * cell). */
+enum {
+	RW_REQ = 1,       /* a request, at its top level */
+	RW_JUDGED = 2,    /* beside "tests" */
+	RW_CELL = 4,      /* beside "cell" */
+	RW_TEST = 8,      /* in one of "tests" */
+	RW_CHECKER = 16,  /* in "checker" */
+	RW_JUDGING = 32,  /* judges tests: only with "tests" */
+	RW_COMPUTED = 64, /* sbx-validate computes it: given, only as computed */
+	RW_DATA = 128,    /* the program's data, with its length (a NUL is data):
+			   * with the id, what ties a result to its request */
+};
+
+/* The MCP tools that take a field as an argument of the same name, as
+ * bits (mcptools.c maps its tools onto them). */
+enum {
+	RT_RUN = 1,     /* run_code */
+	RT_EXEC = 2,    /* sandbox_exec */
+	RT_CELL = 4,    /* run_cell */
+	RT_INIT = 8,    /* sandbox_initialize */
+	RT_INSTALL = 16 /* install_packages */
+};
+
+#define RW_ANY_REQ (RW_REQ | RW_JUDGED | RW_CELL)
+
+/* X(name, kinds, where, tools, required by tools, doc) for a field of its
+ * own; L(limit field, ...) for a limit, its name limit.h's request key. */
+#define REQ_FIELDS(X, L) \
+	X(language, RK_STR, RW_ANY_REQ | RW_CHECKER, RT_RUN | RT_EXEC | RT_CELL | RT_INIT | RT_INSTALL, RT_RUN, \
+	  "a language name or alias (list_supported_languages)") \
+	X(code, RK_STR, RW_ANY_REQ | RW_CHECKER | RW_DATA, RT_RUN | RT_EXEC | RT_CELL, RT_RUN | RT_CELL, \
+	  "the program's source") \
+	X(entry, RK_STR, RW_REQ, 0, 0, "a workspace file to run in place of code (sandbox_exec's file)") \
+	X(command, RK_STRS, RW_REQ | RW_JUDGED, RT_EXEC, 0, "an argv to run in the workspace") \
+	X(id, RK_STR | RK_NUM, RW_ANY_REQ, 0, 0, "the request's id, generated if absent") \
+	X(stdin, RK_STR, RW_REQ | RW_TEST | RW_DATA, RT_RUN | RT_EXEC, 0, "the program's standard input") \
+	X(args, RK_STRS, RW_REQ | RW_TEST, RT_RUN | RT_EXEC, 0, "command-line arguments") \
+	X(files, RK_OBJ, RW_ANY_REQ | RW_TEST, RT_RUN, 0, "more files next to the program: path -> content") \
+	X(expected_stdout, RK_STR, RW_TEST, 0, 0, "the output that passes") \
+	L(timeout_ms, RK_NUM, RW_ANY_REQ | RW_TEST | RW_CHECKER, RT_RUN | RT_EXEC | RT_CELL, 0, "wall-clock seconds") \
+	L(memory, RK_STR | RK_NUM, RW_ANY_REQ | RW_TEST | RW_CHECKER, RT_RUN | RT_EXEC | RT_CELL, 0, \
+	  "RAM for the run: bytes, or a size such as 512m or 1g") \
+	L(cpus, RK_NUM, RW_ANY_REQ, RT_RUN | RT_EXEC | RT_CELL, 0, "CPU quota in cores, such as 0.5 or 2") \
+	L(pids, RK_INT, RW_ANY_REQ, 0, 0, "processes and threads") \
+	X(network, RK_BOOL, RW_REQ | RW_JUDGED, 0, 0, "network access, where the configuration allows it") \
+	X(artifacts, RK_BOOL, RW_REQ | RW_CELL, 0, 0, "return the files the run made or changed") \
+	X(session, RK_STR, RW_REQ | RW_CELL, 0, 0, "the session whose workspace the job runs in") \
+	X(install, RK_STRS, RW_REQ, 0, 0, "packages to install into the session's workspace, instead of a program") \
+	X(cell, RK_BOOL, RW_REQ | RW_CELL, 0, 0, "the code is a cell for the session's kernel") \
+	X(reset, RK_BOOL, RW_ANY_REQ, RT_CELL, 0, "restart the kernel first (its state is lost)") \
+	X(tests, RK_LIST, RW_ANY_REQ, RT_RUN, 0, "judge the program on these tests") \
+	X(compare, RK_STR, RW_ANY_REQ | RW_JUDGING, RT_RUN, 0, "trim (default), exact, tokens, float:EPS or checker") \
+	X(checker, RK_OBJ, RW_ANY_REQ | RW_JUDGING, RT_RUN, 0, "compare checker: the program that decides") \
+	X(stop_on_fail, RK_BOOL, RW_ANY_REQ | RW_JUDGING, RT_RUN, 0, "stop at the first failing test") \
+	X(limits, RK_OBJ, RW_ANY_REQ | RW_COMPUTED, 0, 0, "the run's limits, resolved") \
+	X(compile_limits, RK_OBJ, RW_ANY_REQ | RW_COMPUTED, 0, 0, "the compile stage's limits, resolved") \
+	X(exec, RK_OBJ, RW_ANY_REQ | RW_COMPUTED, 0, 0, "what runs, where, with what of the host") \
+	X(backend, RK_STR, RW_ANY_REQ | RW_COMPUTED, 0, 0, "the backend that runs the job")
+
+enum req_id {
+#define REQ_ENUM(n, ...) REQ_##n,
+	REQ_FIELDS(REQ_ENUM, REQ_ENUM)
+#undef REQ_ENUM
+	REQ_N
+};
+
+struct req_field {
+	const char *name;
+	unsigned kinds, where, tools, required;
+	const char *doc;
+	int lim;           /* the limit (LIM_x) the field sets, or -1 */
+};
+
+/* Field i of REQ_N, in table order. */
+const struct req_field *req_field(int i);
+/* The field named name, or NULL. */
+const struct req_field *req_find(const char *name);
+/* The first field named in req (borrowed) whose where has all of the bits
+ * in `all` and none of those in `none`, or NULL. */
+const struct req_field *req_first(jv req, unsigned all, unsigned none);
+/* The names of the fields with all of the bits in `all` set in where,
+ * ", " between them ("stdin, args, files, ..."), for messages, in buf. */
+const char *req_names(unsigned all, char *buf, size_t len);
+/* req (consumed) with each argument of args (borrowed) that the tool
+ * (RT_x) takes as a request field of the same name and req lacks. */
+jv req_from_args(jv req, jv args, unsigned tool);
+/* Whether v (borrowed) is of one of the kinds (RK_ bits); a whole number
+ * of at most 1e15 for RK_INT.  An array's items are not looked at. */
+bool req_kind_ok(jv v, unsigned kinds);
+
+#endif
