@@ -13,8 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (c) {
 		conf_lang_list(c);
 		for (size_t i = 0; i < c->nlangs; i++) {
-			struct conf_limits l;
-			conf_lang_limits(c, &c->langs[i], &l);
+			struct limits run, compile;
+			conf_lang_limits(c, &c->langs[i], &run, &compile);
 			conf_lang(c, c->langs[i].name);
 		}
 	}

@@ -235,7 +235,7 @@ int ns_build_root(const struct ns_root *r, char *err, size_t errlen)
 	for (int i = 0; also_tmp[i]; i++)
 		if (make_parents(also_tmp[i]) < 0 || (symlink("/tmp", also_tmp[i]) < 0 && errno != EEXIST))
 			return fail(err, errlen, "link /%s to /tmp", also_tmp[i]);
-	if (symlink(NS_DEPS_NODE_MODULES, NS_NODE_MODULES + 1) < 0 && errno != EEXIST)
+	if (symlink(NS_DEPS_NODE_MODULES, &NS_NODE_MODULES[1]) < 0 && errno != EEXIST)
 		return fail(err, errlen, "link " NS_NODE_MODULES);
 
 	/* The procfs of the builder's own, empty pid namespace: each sandbox
