@@ -681,9 +681,9 @@ static jv check_ids(const struct conf *c)
 {
 	bool root = geteuid() == 0;
 	jv ids = jv_object();
-	for (unsigned k = 0; k < 4; k++)
-		ids = jv_object_set(ids, jv_string(conf_host_ids[k].key),
-				    jv_number(root ? (double)(c->uid + k) : (double)geteuid()));
+	for (unsigned k = 0; k < STATE_NUIDS; k++)
+		ids = jv_object_set(ids, jv_string(state_uid_roles[k].key),
+				    jv_number(root ? (double)state_uid(c, k) : (double)geteuid()));
 	return ids;
 }
 

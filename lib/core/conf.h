@@ -98,9 +98,6 @@ struct conf *conf_open(const char *explicit);
  * could act as that account on what it owns.  NULL if they are free, or
  * why not (static). */
 const char *conf_uid_problem(const struct conf *c);
-/* The four host ids from uid on, in order: their key in --check's
- * host_ids and what each is, for people. */
-extern const struct conf_host_id { const char *key, *what; } conf_host_ids[4];
 
 /* By name or alias, in any case ("Python", "PY"). */
 const struct conf_lang *conf_lang(const struct conf *c, const char *name_or_alias);

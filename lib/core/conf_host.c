@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "conf.h"
+#include "state.h"
 #include "util.h"
 
 #ifndef SBX_SYSCONFDIR
@@ -139,20 +140,13 @@ char *conf_server_history(const struct conf *c)
 	return util_strdup(c->history);
 }
 
-const struct conf_host_id conf_host_ids[4] = {
-	{ "init", "the sandbox's init" },
-	{ "program", "the program" },
-	{ "nobody", "the mapped nobody" },
-	{ "egress", "the egress proxy" },
-};
-
 const char *conf_uid_problem(const struct conf *c)
 {
 	static char why[320];
 	if (c->allow_host_uids)
 		return NULL;
-	for (unsigned k = 0; k < 4; k++) {
-		uid_t id = (uid_t)(c->uid + k);
+	for (unsigned k = 0; k < STATE_NUIDS; k++) {
+		uid_t id = state_uid(c, k);
 		char whose[96] = "in the system's range, below 1000";
 		struct passwd *pw;
 		struct group *gr;
@@ -166,7 +160,7 @@ const char *conf_uid_problem(const struct conf *c)
 		}
 		snprintf(why, sizeof why, "uid = %llu: host id %u (%s) is %s; sandboxes need four ids no one has "
 			 "(the default uid = 60000 gives 60000-60003), or allow_host_uids = true",
-			 (unsigned long long)c->uid, (unsigned)id, conf_host_ids[k].what, whose);
+			 (unsigned long long)c->uid, (unsigned)id, state_uid_roles[k].what, whose);
 		return why;
 	}
 	return NULL;

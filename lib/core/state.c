@@ -6,6 +6,12 @@
 
 #include "util.h"
 
+const struct state_uid_role state_uid_roles[STATE_NUIDS] = {
+#define STATE_UID_ROLE_(n, key, what) { key, what },
+	STATE_UIDS(STATE_UID_ROLE_)
+#undef STATE_UID_ROLE_
+};
+
 uid_t state_uid(const struct conf *c, enum state_uid role)
 {
 	return (uid_t)(c->uid + role);
@@ -46,6 +52,16 @@ char *state_session_lock(const char *sessions, const char *id)
 char *state_session_image(const char *sessions, const char *id)
 {
 	return util_fmt("%s/.%s.img", sessions, id);
+}
+
+char *state_cache_dir(const struct conf *c)
+{
+	return util_fmt("%s/cache", c->state_dir);
+}
+
+char *state_docker_dir(const struct conf *c)
+{
+	return util_fmt("%s/docker", c->state_dir);
 }
 
 const char *state_history(const struct conf *c)

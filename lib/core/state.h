@@ -27,12 +27,21 @@
 
 #include "conf.h"
 
+/* The roles, in order from uid on: the name, its key in --check's
+ * host_ids, and what it is, for people. */
+#define STATE_UIDS(X) \
+	X(INIT,    "init",    "the sandbox's init") \
+	X(PROGRAM, "program", "the program") \
+	X(NOBODY,  "nobody",  "the mapped nobody") \
+	X(EGRESS,  "egress",  "the egress proxy")
+
 enum state_uid {
-	STATE_UID_INIT = 0,
-	STATE_UID_PROGRAM = 1,
-	STATE_UID_NOBODY = 2,
-	STATE_UID_EGRESS = 3,
+#define STATE_UID_ENUM_(n, key, what) STATE_UID_##n,
+	STATE_UIDS(STATE_UID_ENUM_)
+#undef STATE_UID_ENUM_
+	STATE_NUIDS
 };
+extern const struct state_uid_role { const char *key, *what; } state_uid_roles[STATE_NUIDS];
 
 /* The host id (uid and gid alike) of a role, as root. */
 uid_t state_uid(const struct conf *c, enum state_uid role);
@@ -52,6 +61,11 @@ bool state_is_session_dir(const struct conf *c, const char *path);
  * workspace of its own size). */
 char *state_session_lock(const char *sessions, const char *id);
 char *state_session_image(const char *sessions, const char *id);
+
+/* STATE_DIR/cache (the compile cache) and STATE_DIR/docker (the docker
+ * backend's state). */
+char *state_cache_dir(const struct conf *c);
+char *state_docker_dir(const struct conf *c);
 
 /* The history's file: $SBX_HISTORY if set and not empty, else the
  * configuration's (borrowed). */

@@ -2,13 +2,15 @@
  *
  * A record's "status" (doc/contract.md) says what became of a request; a
  * judged run also has a "verdict", which is the status of its deciding test
- * (or "accepted"), and each of its tests has a status of its own.  Every
- * list and rule about them is a loop over the rows below: sbx-history's
- * --status check, the MCP schemas' enum, sbx-run's progress counters and
- * exit code, sbx-batch's retries, the history's rates, the dashboard's
- * badges.  C code names one as STATUS(success), never as a string, so a
- * status is spelled once; t/unit/status_test checks the contract's lists
- * against these rows.
+ * (or "accepted"), and each of its tests has a status of its own.  The
+ * lists and rules about them are loops over the rows below: sbx-history's
+ * --status check, the MCP result schemas' status enum, sbx-run's progress
+ * counters and exit code, sbx-batch's retries, the history's rates, the
+ * dashboard's badges.  C code names one as STATUS(success), never as a
+ * string; t/unit/status_test checks the contract's lists against these
+ * rows.  (The result schema's enums of verdicts and of a test's statuses,
+ * in mcptools.c, are still written out: a verdict or test status added
+ * here must be added there too.)
  *
  * STATUSES, in the contract's order: the name, what it means, its badge's
  * tone on pages (ok, bad, warn, note).  The meanings:

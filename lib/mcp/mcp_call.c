@@ -65,7 +65,7 @@ static jv run_result(struct call *c, jv result, bool is_error)
 	const struct conf *conf = c->m->conf;
 	jv view = mcp_run_view(jv_copy(result), c->max_output);
 	/* (as root, images are scaled down as the sandboxes' nobody:
-	 * conf_host_ids[2], which owns nothing) */
+	 * state_uid_roles[STATE_UID_NOBODY], which owns nothing) */
 	jv blocks = mcp_run_blocks(result, &view, conf->mcp_image_inline, geteuid() == 0 ? (int64_t)state_uid(conf, STATE_UID_NOBODY) : -1);
 	jv_free(result);
 	size_t text_output = c->max_output >= 0 ? (size_t)c->max_output : (size_t)conf->mcp_text_output;

@@ -32,6 +32,7 @@ enum mcp_tool_kind {
 	MCP_T_LIST,
 	MCP_T_INSTALL,
 	MCP_T_CELL,
+	MCP_T_N /* not a tool: how many kinds there are */
 };
 
 struct mcp_tool {

@@ -28,6 +28,7 @@
 
 #include "rec.h"
 #include "sha256.h"
+#include "state.h"
 #include "util.h"
 
 #define MAX_FILES 256
@@ -37,7 +38,7 @@ void ccache_init(struct ccache *c, const struct conf *conf, bool enabled)
 	memset(c, 0, sizeof *c);
 	if (!enabled || !conf->compile_cache || conf->cache_size == 0)
 		return;
-	c->dir = util_fmt("%s/cache", conf->state_dir);
+	c->dir = state_cache_dir(conf);
 	c->max_bytes = conf->cache_size;
 	c->shared = conf->compile_cache_shared;
 	mkdir(conf->state_dir, 0755);

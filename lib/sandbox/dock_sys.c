@@ -236,7 +236,7 @@ int dock_sys_init(struct dock_sys *d, const struct conf *c)
 	d->conf = c;
 	d->uid = (int)state_uid(c, STATE_UID_PROGRAM);
 	snprintf(d->owner, sizeof d->owner, "%d.%llu", (int)getpid(), start_time(getpid()));
-	d->state = util_fmt("%s/docker", c->state_dir);
+	d->state = state_docker_dir(c);
 	const char *h = getenv("DOCKER_HOST");
 	if (!h || !*h)
 		h = "unix:///var/run/docker.sock";
