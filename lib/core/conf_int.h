@@ -13,8 +13,8 @@ bool conf_lang_name_ok(const char *s);
 /* What a language section must hold once read: file and run, sound
  * outputs, registries, env, binds and aliases; adds the thread pools'
  * sizes to its env.  False with the message (without "FILE:LINE: ") in
- * why; the caller reports it at the section's line.  Relative paths
+ * err; the caller reports it at the section's line.  Relative paths
  * (rootfs) are the caller's to resolve. */
-bool conf_lang_check(const struct conf *c, struct conf_lang *l, char *why, size_t len);
+bool conf_lang_check(const struct conf *c, struct conf_lang *l, char *err, size_t errlen);
 
 #endif

@@ -14,13 +14,13 @@
 #include "layout.h"
 #include "util.h"
 
-/* why = the message; false, for `return say(...)`. */
-static bool say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static bool say(char *why, size_t len, const char *fmt, ...)
+/* err = the message; false, for `return say(...)`. */
+static bool say(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool say(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
+	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
 	return false;
 }
@@ -71,64 +71,64 @@ static void add_thread_env(struct conf_lang *l)
 	l->env = env;
 }
 
-bool conf_lang_check(const struct conf *c, struct conf_lang *l, char *why, size_t len)
+bool conf_lang_check(const struct conf *c, struct conf_lang *l, char *err, size_t errlen)
 {
 	if (!l->file)
-		return say(why, len, "[language.%s]: missing key \"file\" (the program's file name)", l->name);
+		return say(err, errlen, "[language.%s]: missing key \"file\" (the program's file name)", l->name);
 	if (!plain_name(l->file))
-		return say(why, len, "[language.%s] key \"file\": must be a plain file name, got \"%s\"", l->name, l->file);
+		return say(err, errlen, "[language.%s] key \"file\": must be a plain file name, got \"%s\"", l->name, l->file);
 	if (!l->run || !l->run[0])
-		return say(why, len, "[language.%s]: missing key \"run\" (the command that runs the program)", l->name);
+		return say(err, errlen, "[language.%s]: missing key \"run\" (the command that runs the program)", l->name);
 	if (l->compile && !l->compile[0])
-		return say(why, len, "[language.%s] key \"compile\": empty command (omit the key for interpreted languages)", l->name);
+		return say(err, errlen, "[language.%s] key \"compile\": empty command (omit the key for interpreted languages)", l->name);
 	/* Only the compiler's declared outputs may execute in the run stage:
 	 * whatever else the compile stage leaves (a javac processor's copy of
 	 * a shell, say) stays noexec. */
 	int nout = 0;
 	for (char **o = l->outputs; o && *o; o++, nout++)
 		if (!plain_name(*o) || (*o)[0] == '.')
-			return say(why, len, "[language.%s] key \"outputs\": \"%s\" must be a plain file name", l->name, *o);
+			return say(err, errlen, "[language.%s] key \"outputs\": \"%s\" must be a plain file name", l->name, *o);
 	if (nout > NS_MAX_OUTPUTS)
-		return say(why, len, "[language.%s] key \"outputs\": at most %d files", l->name, NS_MAX_OUTPUTS);
+		return say(err, errlen, "[language.%s] key \"outputs\": at most %d files", l->name, NS_MAX_OUTPUTS);
 	if (l->outputs && !l->compile)
-		return say(why, len, "[language.%s] key \"outputs\": only a compiled language has outputs", l->name);
+		return say(err, errlen, "[language.%s] key \"outputs\": only a compiled language has outputs", l->name);
 	if (l->compile && !strncmp(l->run[0], "./", 2)) {
 		bool declared = false;
 		for (char **o = l->outputs; o && *o; o++)
 			declared |= !strcmp(*o, l->run[0] + 2);
 		if (!declared)
-			return say(why, len, "[language.%s] key \"run\": runs \"%s\", which is not among \"outputs\" (add "
+			return say(err, errlen, "[language.%s] key \"run\": runs \"%s\", which is not among \"outputs\" (add "
 				    "outputs = [\"%s\"]: only declared outputs are executable)", l->name, l->run[0], l->run[0] + 2);
 	}
 	if (l->version && !l->version[0])
-		return say(why, len, "[language.%s] key \"version\": empty command", l->name);
+		return say(err, errlen, "[language.%s] key \"version\": empty command", l->name);
 	if (l->install) {
 		bool has = false;
 		for (char **s = l->install; *s; s++)
 			if (strstr(*s, "{packages}"))
 				has = true;
 		if (!has)
-			return say(why, len, "[language.%s] key \"install\": needs a \"{packages}\" element", l->name);
+			return say(err, errlen, "[language.%s] key \"install\": needs a \"{packages}\" element", l->name);
 	}
 	if (l->install && c->install_network && !l->registries)
-		return say(why, len,
+		return say(err, errlen,
 			    "[language.%s] key \"install\": needs \"registries\", the hosts its installs may reach (through their "
 			    "proxy, port 443 only)", l->name);
 	for (char **r = l->registries; r && *r; r++) {
 		const char *h = !strncmp(*r, "*.", 2) ? *r + 2 : *r;
 		if (!*h || strlen(h) > 253 || strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") != strlen(h))
-			return say(why, len, "[language.%s] key \"registries\": \"%s\" is not a host name (or *.domain)", l->name, *r);
+			return say(err, errlen, "[language.%s] key \"registries\": \"%s\" is not a host name (or *.domain)", l->name, *r);
 	}
 	for (char **e = l->env; e && *e; e++)
 		if (!strchr(*e, '=') || **e == '=')
-			return say(why, len, "[language.%s] key \"env\": \"%s\" is not NAME=value", l->name, *e);
+			return say(err, errlen, "[language.%s] key \"env\": \"%s\" is not NAME=value", l->name, *e);
 	add_thread_env(l);
 	for (char **b = l->binds; b && *b; b++)
 		if ((*b)[0] != '/' || strstr(*b, "/../") || strstr(*b, "/.."))
-			return say(why, len, "[language.%s] key \"binds\": \"%s\" must be an absolute path without ..", l->name, *b);
+			return say(err, errlen, "[language.%s] key \"binds\": \"%s\" must be an absolute path without ..", l->name, *b);
 	for (char **a = l->aliases; a && *a; a++)
 		if (!conf_lang_name_ok(*a))
-			return say(why, len, "[language.%s] key \"aliases\": \"%s\" is not a valid name", l->name, *a);
+			return say(err, errlen, "[language.%s] key \"aliases\": \"%s\" is not a valid name", l->name, *a);
 	return true;
 }
 

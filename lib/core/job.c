@@ -34,10 +34,10 @@ void job_new_id(char *buf, size_t len)
 	snprintf(buf, len, "%011llx-%02x%02x%02x%02x%02x%02x", ms, r[0], r[1], r[2], r[3], r[4], r[5]);
 }
 
-void job_too_big(char *why, size_t wlen, const char *what, const char *after, uint64_t n, const char *key, uint64_t max)
+void job_too_big(char *err, size_t errlen, const char *what, const char *after, uint64_t n, const char *key, uint64_t max)
 {
 	char a[32], b[32];
-	snprintf(why, wlen, "%s %s%s, exceeds %s %s", what, util_size_str(n, a, sizeof a), after, key,
+	snprintf(err, errlen, "%s %s%s, exceeds %s %s", what, util_size_str(n, a, sizeof a), after, key,
 		 util_size_str(max, b, sizeof b));
 }
 
@@ -129,7 +129,7 @@ static bool argv_mentions(jv a, const char *s)
 
 /* The text of a workspace file, for an entry's record: beneath the
  * workspace, through no link, a regular file of at most max bytes. */
-static jv read_entry(const char *workspace, const char *path, size_t max, char *why, size_t len)
+static jv read_entry(const char *workspace, const char *path, size_t max, char *err, size_t errlen)
 {
 	int ws = open(workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int fd = ws < 0 ? -1 : util_open_beneath(ws, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
@@ -139,10 +139,10 @@ static jv read_entry(const char *workspace, const char *path, size_t max, char *
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
 		if (fd < 0)
-			snprintf(why, len, "\"entry\" \"%.100s\": %s", path,
+			snprintf(err, errlen, "\"entry\" \"%.100s\": %s", path,
 				 e == ELOOP || e == EXDEV ? "a link (entries are followed through no link)" : strerror(e));
 		else
-			snprintf(why, len, "\"entry\" \"%.100s\": %s", path,
+			snprintf(err, errlen, "\"entry\" \"%.100s\": %s", path,
 				 !S_ISREG(st.st_mode) ? "not a regular file" : "larger than max_code_size");
 		if (fd >= 0)
 			close(fd);
@@ -151,7 +151,7 @@ static jv read_entry(const char *workspace, const char *path, size_t max, char *
 	size_t n;
 	char *buf = util_read_close(fd, (size_t)st.st_size, &n);
 	if (!buf) {
-		snprintf(why, len, "\"entry\" \"%.100s\": %s", path, strerror(errno));
+		snprintf(err, errlen, "\"entry\" \"%.100s\": %s", path, strerror(errno));
 		return jv_invalid();
 	}
 	jv text = jv_string_sized(buf, (int)n); /* invalid UTF-8 becomes U+FFFD */
@@ -224,7 +224,7 @@ static const char *misspelled(const char *key)
 
 /* The steps of job_from_request.  Each checks its part of the request
  * (and may add to it: an id, the canonical language, a command's code
- * line); true, or false with why, the invalid record's error. */
+ * line); true, or false with err, the invalid record's error. */
 
 /* An id is shown to people (tables, CSV, the dashboard, logs): no C0 or
  * C1 control, DEL, nor a character that makes text read other than it
@@ -239,7 +239,7 @@ static bool id_printable(const unsigned char *s, size_t n)
 	return true;
 }
 
-static bool req_id(jv *req, char *why, size_t wlen)
+static bool req_id(jv *req, char *err, size_t errlen)
 {
 	jv id = rec_get(*req, "id");
 	jv_kind idk = jv_get_kind(id);
@@ -249,9 +249,9 @@ static bool req_id(jv *req, char *why, size_t wlen)
 		const char *s = jv_string_value(id);
 		ok = n > 0 && n <= 128 && id_printable((const unsigned char *)s, n);
 		if (!ok)
-			snprintf(why, wlen, "\"id\" must be 1 to 128 printable characters");
+			snprintf(err, errlen, "\"id\" must be 1 to 128 printable characters");
 	} else if (idk != JV_KIND_INVALID && idk != JV_KIND_NUMBER) {
-		snprintf(why, wlen, "\"id\" must be a string or a number, got %s", rec_kind(id));
+		snprintf(err, errlen, "\"id\" must be a string or a number, got %s", rec_kind(id));
 		ok = false;
 	} else if (idk == JV_KIND_INVALID) {
 		char buf[64];
@@ -264,13 +264,13 @@ static bool req_id(jv *req, char *why, size_t wlen)
 }
 
 /* Misspelled fields would run silently with defaults. */
-static bool req_spelling(jv req, char *why, size_t wlen)
+static bool req_spelling(jv req, char *err, size_t errlen)
 {
 	bool ok = true;
 	jv_object_foreach(req, k, v) {
 		const char *meant = ok ? misspelled(jv_string_value(k)) : NULL;
 		if (meant) {
-			snprintf(why, wlen, "unknown field \"%.60s\": did you mean \"%s\"?", jv_string_value(k), meant);
+			snprintf(err, errlen, "unknown field \"%.60s\": did you mean \"%s\"?", jv_string_value(k), meant);
 			ok = false;
 		}
 		jv_free(k);
@@ -282,13 +282,13 @@ static bool req_spelling(jv req, char *why, size_t wlen)
 /* The language: given; else, for a session's file (entry), the one whose
  * program file has its extension; for a command, bash's.  The record
  * gets its canonical name. */
-static const struct conf_lang *req_language(const struct conf *c, jv *req, char *why, size_t wlen)
+static const struct conf_lang *req_language(const struct conf *c, jv *req, char *err, size_t errlen)
 {
 	if (!rec_has(*req, "language") && (rec_has(*req, "entry") || rec_has(*req, "command"))) {
 		const char *entry = rec_str(*req, "entry", NULL);
 		const struct conf_lang *by = entry ? conf_lang_by_file(c, entry) : conf_lang(c, "bash");
 		if (!by && entry) {
-			snprintf(why, wlen, "cannot tell the language of \"%.100s\" from its name: give \"language\"", entry);
+			snprintf(err, errlen, "cannot tell the language of \"%.100s\" from its name: give \"language\"", entry);
 			return NULL;
 		}
 		if (by)
@@ -299,11 +299,11 @@ static const struct conf_lang *req_language(const struct conf *c, jv *req, char 
 	if (jv_get_kind(lang) != JV_KIND_STRING) {
 		const char *k = rec_kind(lang);
 		if (!strcmp(k, "missing"))
-			snprintf(why, wlen, "missing \"language\" (supported: %s)", conf_lang_list(c));
+			snprintf(err, errlen, "missing \"language\" (supported: %s)", conf_lang_list(c));
 		else
-			snprintf(why, wlen, "\"language\" must be a string, got %s (supported: %s)", k, conf_lang_list(c));
+			snprintf(err, errlen, "\"language\" must be a string, got %s (supported: %s)", k, conf_lang_list(c));
 	} else if (!l)
-		snprintf(why, wlen, "unsupported language \"%.40s%s\" (supported: %s)", jv_string_value(lang),
+		snprintf(err, errlen, "unsupported language \"%.40s%s\" (supported: %s)", jv_string_value(lang),
 			 jv_string_length_bytes(jv_copy(lang)) > 40 ? "…" : "", conf_lang_list(c));
 	jv_free(lang);
 	if (l)
@@ -319,7 +319,7 @@ enum prog { P_CODE, P_ENTRY, P_COMMAND, P_CELL };
  * workspace is known; the command line), for the history.  *entry is
  * borrowed from the record. */
 static bool req_program(const struct conf_lang *l, jv *req, bool installing, enum prog *prog, const char **entry,
-			char *why, size_t wlen)
+			char *err, size_t errlen)
 {
 	*prog = rec_has(*req, "entry") ? P_ENTRY : rec_has(*req, "command") ? P_COMMAND : P_CODE;
 	*entry = NULL;
@@ -328,15 +328,15 @@ static bool req_program(const struct conf_lang *l, jv *req, bool installing, enu
 	const char *what = *prog == P_ENTRY ? "entry" : "command";
 	if ((rec_has(*req, "entry") && rec_has(*req, "command")) || (rec_has(*req, "code") && !rec_has(*req, "exec"))) {
 		/* (a job validated again carries the code made here) */
-		snprintf(why, wlen, "give \"code\", \"entry\" or \"command\", not more than one");
+		snprintf(err, errlen, "give \"code\", \"entry\" or \"command\", not more than one");
 		return false;
 	}
 	if (!rec_has(*req, "session")) {
-		snprintf(why, wlen, "\"%s\" runs in a session's workspace: give \"session\"", what);
+		snprintf(err, errlen, "\"%s\" runs in a session's workspace: give \"session\"", what);
 		return false;
 	}
 	if (installing) {
-		snprintf(why, wlen, "\"%s\" and \"install\" do not go together", what);
+		snprintf(err, errlen, "\"%s\" and \"install\" do not go together", what);
 		return false;
 	}
 	if (*prog == P_ENTRY) {
@@ -345,17 +345,17 @@ static bool req_program(const struct conf_lang *l, jv *req, bool installing, enu
 		const char *e = rec_str(*req, "entry", &elen);
 		if (!e) {
 			jv ev = rec_get(*req, "entry");
-			snprintf(why, wlen, "\"entry\" must be a path in the workspace, got %s", rec_kind(ev));
+			snprintf(err, errlen, "\"entry\" must be a path in the workspace, got %s", rec_kind(ev));
 			jv_free(ev);
 		} else if (!job_path_ok(e, elen, pwhy, sizeof pwhy))
-			snprintf(why, wlen, "\"entry\" %s", pwhy);
+			snprintf(err, errlen, "\"entry\" %s", pwhy);
 		else if (e[0] == '-')
-			snprintf(why, wlen, "\"entry\" \"%.100s\" begins with \"-\", which its interpreter would take for an "
+			snprintf(err, errlen, "\"entry\" \"%.100s\" begins with \"-\", which its interpreter would take for an "
 				 "option: rename it", e);
 		else if (ns_reserved(e))
-			snprintf(why, wlen, "\"entry\" \"%.100s\": names beginning " NS_RESERVED " are sbx's own", e);
+			snprintf(err, errlen, "\"entry\" \"%.100s\": names beginning " NS_RESERVED " are sbx's own", e);
 		else if (l->compile)
-			snprintf(why, wlen, "\"entry\" runs interpreted languages' files; compile %s with \"code\", or build it "
+			snprintf(err, errlen, "\"entry\" runs interpreted languages' files; compile %s with \"code\", or build it "
 				 "with a \"command\"", l->name);
 		else {
 			*entry = e;
@@ -369,7 +369,7 @@ static bool req_program(const struct conf_lang *l, jv *req, bool installing, enu
 	size_t len = 0;
 	bool ok = n >= 1 && n <= MAX_ARGS;
 	if (!ok)
-		snprintf(why, wlen, "\"command\" must be an array of 1 to %d strings", MAX_ARGS);
+		snprintf(err, errlen, "\"command\" must be an array of 1 to %d strings", MAX_ARGS);
 	else {
 		jv_array_foreach(command, i, a) {
 			size_t alen = jv_get_kind(a) == JV_KIND_STRING ? (size_t)jv_string_length_bytes(jv_copy(a)) : 0;
@@ -380,7 +380,7 @@ static bool req_program(const struct conf_lang *l, jv *req, bool installing, enu
 			jv_free(a);
 		}
 		if (!ok)
-			snprintf(why, wlen, "\"command\" must be strings without NUL bytes, 64 KiB at most");
+			snprintf(err, errlen, "\"command\" must be strings without NUL bytes, 64 KiB at most");
 		else
 			*req = jv_object_set(*req, jv_string("code"), jv_string(line));
 	}
@@ -390,43 +390,43 @@ static bool req_program(const struct conf_lang *l, jv *req, bool installing, enu
 }
 
 /* code (an entry's is read later, from the workspace), stdin, args */
-bool job_args_ok(jv args, char *why, size_t wlen)
+bool job_args_ok(jv args, char *err, size_t errlen)
 {
 	jv_kind ak = jv_get_kind(args);
 	bool ok = true;
 	if (ak != JV_KIND_INVALID && ak != JV_KIND_NULL) {
 		if (ak != JV_KIND_ARRAY) {
-			snprintf(why, wlen, "\"args\" must be an array of strings, got %s", rec_kind(args));
+			snprintf(err, errlen, "\"args\" must be an array of strings, got %s", rec_kind(args));
 			ok = false;
 		} else if (jv_array_length(jv_copy(args)) > MAX_ARGS) {
-			snprintf(why, wlen, "%d args exceed the limit of %d", jv_array_length(jv_copy(args)), MAX_ARGS);
+			snprintf(err, errlen, "%d args exceed the limit of %d", jv_array_length(jv_copy(args)), MAX_ARGS);
 			ok = false;
 		}
 		size_t total = 0;
 		for (int i = 0; ok && i < jv_array_length(jv_copy(args)); i++) {
 			jv a = jv_array_get(jv_copy(args), i);
 			if (jv_get_kind(a) != JV_KIND_STRING) {
-				snprintf(why, wlen, "args[%d] must be a string, got %s", i, rec_kind(a));
+				snprintf(err, errlen, "args[%d] must be a string, got %s", i, rec_kind(a));
 				ok = false;
 			} else {
 				size_t alen = (size_t)jv_string_length_bytes(jv_copy(a));
 				total += alen;
 				if (memchr(jv_string_value(a), 0, alen)) {
-					snprintf(why, wlen, "args[%d] contains a NUL byte", i);
+					snprintf(err, errlen, "args[%d] contains a NUL byte", i);
 					ok = false;
 				}
 			}
 			jv_free(a);
 		}
 		if (ok && total > MAX_ARG_BYTES) {
-			snprintf(why, wlen, "args total %zu bytes, exceed 64 KiB", total);
+			snprintf(err, errlen, "args total %zu bytes, exceed 64 KiB", total);
 			ok = false;
 		}
 	}
 	return ok;
 }
 
-static bool req_data(const struct conf *c, jv req, enum prog prog, char *why, size_t wlen)
+static bool req_data(const struct conf *c, jv req, enum prog prog, char *err, size_t errlen)
 {
 	size_t code_len = 0;
 	const char *code = prog == P_ENTRY ? "" : rec_str(req, "code", &code_len);
@@ -435,17 +435,17 @@ static bool req_data(const struct conf *c, jv req, enum prog prog, char *why, si
 		const char *k = rec_kind(v);
 		jv_free(v);
 		if (!strcmp(k, "missing"))
-			snprintf(why, wlen, "missing \"code\" (the program's source, as a string)");
+			snprintf(err, errlen, "missing \"code\" (the program's source, as a string)");
 		else
-			snprintf(why, wlen, "\"code\" must be a string, got %s", k);
+			snprintf(err, errlen, "\"code\" must be a string, got %s", k);
 		return false;
 	}
 	if (code_len == 0 && prog == P_CODE) {
-		snprintf(why, wlen, "\"code\" is empty");
+		snprintf(err, errlen, "\"code\" is empty");
 		return false;
 	}
 	if (code_len > c->max_code_size) {
-		job_too_big(why, wlen, "code is", "", code_len, "max_code_size", c->max_code_size);
+		job_too_big(err, errlen, "code is", "", code_len, "max_code_size", c->max_code_size);
 		return false;
 	}
 	if (rec_has(req, "stdin")) {
@@ -454,17 +454,17 @@ static bool req_data(const struct conf *c, jv req, enum prog prog, char *why, si
 		jv_kind k = jv_get_kind(v);
 		jv_free(v);
 		if (k != JV_KIND_NULL && !rec_str(req, "stdin", &n)) {
-			snprintf(why, wlen, "\"stdin\" must be a string, got %s",
+			snprintf(err, errlen, "\"stdin\" must be a string, got %s",
 				 k == JV_KIND_NUMBER ? "number" : k == JV_KIND_ARRAY ? "array" : k == JV_KIND_OBJECT ? "object" : "boolean");
 			return false;
 		}
 		if (k != JV_KIND_NULL && n > c->max_stdin_size) {
-			job_too_big(why, wlen, "stdin is", "", n, "max_stdin_size", c->max_stdin_size);
+			job_too_big(err, errlen, "stdin is", "", n, "max_stdin_size", c->max_stdin_size);
 			return false;
 		}
 	}
 	jv args = rec_get(req, "args");
-	bool ok = job_args_ok(args, why, wlen);
+	bool ok = job_args_ok(args, err, errlen);
 	jv_free(args);
 	return ok;
 }
@@ -473,7 +473,7 @@ static bool req_data(const struct conf *c, jv req, enum prog prog, char *why, si
  * those limit.h marks as its own, within [minimum, ceiling], where a
  * language's own default above the global ceiling (the JVM needs more)
  * is its ceiling.  The compile stage's stay the language's. */
-bool job_req_limits(const struct conf *c, jv req, struct limits *run, char *why, size_t wlen)
+bool job_req_limits(const struct conf *c, jv req, struct limits *run, char *err, size_t errlen)
 {
 	for (int i = 0; i < LIM_N; i++) {
 		const struct limit_def *d = &limit_defs[i];
@@ -483,7 +483,7 @@ bool job_req_limits(const struct conf *c, jv req, struct limits *run, char *why,
 		double v = 0;
 		jv rv = rec_get(req, d->req);
 		jv_kind k = jv_get_kind(rv);
-		bool ok = limit_from_request(i, rv, &v, why, wlen);
+		bool ok = limit_from_request(i, rv, &v, err, errlen);
 		jv_free(rv);
 		if (!ok)
 			return false;
@@ -493,12 +493,12 @@ bool job_req_limits(const struct conf *c, jv req, struct limits *run, char *why,
 			continue;
 		double max = fmax(limit_get(&c->ceiling, i), limit_get(run, i));
 		if (v > max) {
-			snprintf(why, wlen, "%s %s exceeds max_%s %s", d->req, limit_str(i, v, a, sizeof a), d->conf,
+			snprintf(err, errlen, "%s %s exceeds max_%s %s", d->req, limit_str(i, v, a, sizeof a), d->conf,
 				 limit_str(i, max, b, sizeof b));
 			return false;
 		}
 		if (v < d->min) {
-			snprintf(why, wlen, "%s %s is below the minimum of %s", d->req, limit_str(i, v, a, sizeof a),
+			snprintf(err, errlen, "%s %s is below the minimum of %s", d->req, limit_str(i, v, a, sizeof a),
 				 limit_str(i, d->min, b, sizeof b));
 			return false;
 		}
@@ -508,19 +508,19 @@ bool job_req_limits(const struct conf *c, jv req, struct limits *run, char *why,
 }
 
 static bool req_limits(const struct conf *c, const struct conf_lang *l, jv req, struct limits *run, struct limits *comp,
-		       char *why, size_t wlen)
+		       char *err, size_t errlen)
 {
 	conf_lang_limits(c, l, run, comp);
-	return job_req_limits(c, req, run, why, wlen);
+	return job_req_limits(c, req, run, err, errlen);
 }
 
 /* network: only where the configuration allows it; artifacts: a boolean */
-static bool req_network(const struct conf *c, jv req, bool *network, char *why, size_t wlen)
+static bool req_network(const struct conf *c, jv req, bool *network, char *err, size_t errlen)
 {
 	*network = false;
 	bool a;
 	if (rec_has(req, "artifacts") && !rec_bool(req, "artifacts", &a)) {
-		snprintf(why, wlen, "\"artifacts\" must be true or false");
+		snprintf(err, errlen, "\"artifacts\" must be true or false");
 		return false;
 	}
 	if (!rec_has(req, "network"))
@@ -529,11 +529,11 @@ static bool req_network(const struct conf *c, jv req, bool *network, char *why, 
 	jv_kind k = jv_get_kind(nv);
 	jv_free(nv);
 	if (k != JV_KIND_NULL && !rec_bool(req, "network", network)) {
-		snprintf(why, wlen, "\"network\" must be true or false");
+		snprintf(err, errlen, "\"network\" must be true or false");
 		return false;
 	}
 	if (*network && !c->network) {
-		snprintf(why, wlen, "\"network\": true is not allowed by the configuration (network = false in %s)", c->path);
+		snprintf(err, errlen, "\"network\": true is not allowed by the configuration (network = false in %s)", c->path);
 		return false;
 	}
 	return true;
@@ -542,7 +542,7 @@ static bool req_network(const struct conf *c, jv req, bool *network, char *why, 
 /* session: the job runs in that session's workspace (made by sbx-mcp's
  * sandbox_initialize; state between runs is its files).  *workspace is
  * its directory (the caller frees), NULL without a session. */
-static bool req_session(const struct conf *c, jv req, char **workspace, char *why, size_t wlen)
+static bool req_session(const struct conf *c, jv req, char **workspace, char *err, size_t errlen)
 {
 	*workspace = NULL;
 	if (!rec_has(req, "session"))
@@ -550,13 +550,13 @@ static bool req_session(const struct conf *c, jv req, char **workspace, char *wh
 	size_t n;
 	const char *sid = rec_str(req, "session", &n);
 	if (!sid || !state_session_id_ok(sid, n)) {
-		snprintf(why, wlen, "\"session\" must be a session id (32 hexadecimal digits)");
+		snprintf(err, errlen, "\"session\" must be a session id (32 hexadecimal digits)");
 		return false;
 	}
 	char *dir = state_session_dir(c, sid);
 	struct stat st;
 	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		snprintf(why, wlen, "unknown session \"%s\" (it expired, was stopped, or never existed)", sid);
+		snprintf(err, errlen, "unknown session \"%s\" (it expired, was stopped, or never existed)", sid);
 		free(dir);
 		return false;
 	}
@@ -685,12 +685,12 @@ static void plan_names(struct plan *p, jv req)
 /* The run stage's command with the request's args: the language's run
  * command on the program file or on the session's entry (whose text
  * becomes the record's code), the session's command, or a cell's kernel;
- * jv_invalid() with why. */
-static jv run_command(const struct plan *p, jv *req, char *why, size_t wlen)
+ * jv_invalid() with err. */
+static jv run_command(const struct plan *p, jv *req, char *err, size_t errlen)
 {
 	const struct conf_lang *l = p->l;
 	if (p->prog == P_ENTRY) {
-		jv text = read_entry(p->workspace, p->entry, p->c->max_code_size, why, wlen);
+		jv text = read_entry(p->workspace, p->entry, p->c->max_code_size, err, errlen);
 		if (!jv_is_valid(text))
 			return text;
 		*req = jv_object_set(*req, jv_string("code"), text);
@@ -703,7 +703,7 @@ static jv run_command(const struct plan *p, jv *req, char *why, size_t wlen)
 	else
 		runv = argv_json(l->run, l, p->prog == P_ENTRY ? p->entry : p->prog_file, p->cls_arg, p->dir, &p->run);
 	if (p->prog_path[0] && !argv_mentions(runv, l->compile ? p->dir : p->prog_path)) {
-		snprintf(why, wlen, "language \"%s\" cannot run inline code in a session: its run command names its "
+		snprintf(err, errlen, "language \"%s\" cannot run inline code in a session: its run command names its "
 			 "program neither by an output nor by {dir} (see %s)", l->name, p->c->path);
 		jv_free(runv);
 		return jv_invalid();
@@ -754,7 +754,7 @@ static jv exec_json(const struct plan *p, jv runv, jv tests, jv checker, bool co
 
 /* Why the request's own value of a field sbx-validate computes is
  * refused (computed_differs), or nothing.  All borrowed. */
-static void refuse_computed(jv req, jv limits, jv climits, jv exec, jv bk, const char *backend, char *why, size_t wlen)
+static void refuse_computed(jv req, jv limits, jv climits, jv exec, jv bk, const char *backend, char *err, size_t errlen)
 {
 	const char *set = computed_differs(req, "limits", limits)	     ? "limits"
 			  : computed_differs(req, "compile_limits", climits) ? "compile_limits"
@@ -763,19 +763,19 @@ static void refuse_computed(jv req, jv limits, jv climits, jv exec, jv bk, const
 									     : NULL;
 	if (set && !strcmp(set, "limits")) {
 		/* the limits a request sets itself: "timeout", "memory", ... */
-		size_t o = (size_t)snprintf(why, wlen, "\"limits\" is computed by sbx-validate and cannot be set: use ");
+		size_t o = (size_t)snprintf(err, errlen, "\"limits\" is computed by sbx-validate and cannot be set: use ");
 		int n = 0, k = 0;
 		for (int i = 0; i < LIM_N; i++)
 			n += limit_defs[i].req != NULL;
-		for (int i = 0; i < LIM_N && o < wlen; i++)
+		for (int i = 0; i < LIM_N && o < errlen; i++)
 			if (limit_defs[i].req)
-				o += (size_t)snprintf(why + o, wlen - o, "%s\"%s\"", !k++ ? "" : k == n ? " and " : ", ",
+				o += (size_t)snprintf(err + o, errlen - o, "%s\"%s\"", !k++ ? "" : k == n ? " and " : ", ",
 						      limit_defs[i].req);
 	} else if (set && !strcmp(set, "backend"))
-		snprintf(why, wlen, "\"backend\" is chosen by the configuration or SBX_BACKEND, not by a request (here: \"%s\")",
+		snprintf(err, errlen, "\"backend\" is chosen by the configuration or SBX_BACKEND, not by a request (here: \"%s\")",
 			 backend);
 	else if (set)
-		snprintf(why, wlen, "\"%s\" is computed by sbx-validate from the configuration and cannot be set", set);
+		snprintf(err, errlen, "\"%s\" is computed by sbx-validate from the configuration and cannot be set", set);
 }
 
 /* The job: req with what sbx-validate computes added ("exec", "limits",
@@ -843,35 +843,35 @@ static jv with_computed(struct plan *p, jv req)
 /* cell: the code is a cell for the session's kernel of its language
  * (cell.h), not a program: inline code only, in a session, of a language
  * with a kernel; "reset" restarts that kernel first. */
-static bool req_cell(const struct conf_lang *l, jv req, bool *cell, char *why, size_t wlen)
+static bool req_cell(const struct conf_lang *l, jv req, bool *cell, char *err, size_t errlen)
 {
 	*cell = false;
 	bool reset = false;
 	if (rec_has(req, "reset") && !rec_bool(req, "reset", &reset)) {
-		snprintf(why, wlen, "\"reset\" must be true or false");
+		snprintf(err, errlen, "\"reset\" must be true or false");
 		return false;
 	}
 	if (!rec_has(req, "cell")) {
 		if (rec_has(req, "reset"))
-			snprintf(why, wlen, "\"reset\" restarts a kernel: it goes with \"cell\": true");
+			snprintf(err, errlen, "\"reset\" restarts a kernel: it goes with \"cell\": true");
 		return !rec_has(req, "reset");
 	}
 	if (!rec_bool(req, "cell", cell) || !*cell) {
-		snprintf(why, wlen, "\"cell\" must be true (the code is a cell for the session's kernel)");
+		snprintf(err, errlen, "\"cell\" must be true (the code is a cell for the session's kernel)");
 		return false;
 	}
 	/* A kernel outlives its first cell: no network for any of them. */
 	const struct req_field *alone = req_first(req, RW_REQ, RW_CELL);
 	if (alone) {
-		snprintf(why, wlen, "a cell is inline \"code\" for a kernel: \"%s\" does not go with \"cell\"", alone->name);
+		snprintf(err, errlen, "a cell is inline \"code\" for a kernel: \"%s\" does not go with \"cell\"", alone->name);
 		return false;
 	}
 	if (!rec_has(req, "session")) {
-		snprintf(why, wlen, "a cell runs in a session's kernel: give \"session\"");
+		snprintf(err, errlen, "a cell runs in a session's kernel: give \"session\"");
 		return false;
 	}
 	if (!l->kernel) {
-		snprintf(why, wlen, "language \"%s\" has no kernel (the configuration gives it no \"kernel\" command)", l->name);
+		snprintf(err, errlen, "language \"%s\" has no kernel (the configuration gives it no \"kernel\" command)", l->name);
 		return false;
 	}
 	return true;

@@ -90,12 +90,12 @@ void job_free(struct job *j);
 /* Pieces of both sides that judge.c shares (all borrow their jv). */
 /* "WHAT SIZE AFTER, exceeds KEY MAX", sizes for people: a request's part
  * over its ceiling. */
-void job_too_big(char *why, size_t wlen, const char *what, const char *after, uint64_t n, const char *key, uint64_t max);
+void job_too_big(char *err, size_t errlen, const char *what, const char *after, uint64_t n, const char *key, uint64_t max);
 /* The "args" of a request (or of one of its tests). */
-bool job_args_ok(jv args, char *why, size_t wlen);
+bool job_args_ok(jv args, char *err, size_t errlen);
 /* The request's (or a test's) timeout, memory, cpus and pids over *run,
  * each within its ceiling. */
-bool job_req_limits(const struct conf *c, jv req, struct limits *run, char *why, size_t wlen);
+bool job_req_limits(const struct conf *c, jv req, struct limits *run, char *err, size_t errlen);
 /* A "files" object, decoded and checked (paths, max_files,
  * max_files_size); `program`, the program file's name, may not be one.
  * Free with job_files_free. */
@@ -110,8 +110,8 @@ char **job_load_strv(jv v, bool allow_null, bool need_one, const char *what, cha
 bool job_limits_ok(const struct conf *c, const struct limits *l, const char *what, char *err, size_t errlen);
 
 /* A relative path without "..", empty components, NUL or a leading "/";
- * on failure `why` says which rule it broke. */
-bool job_path_ok(const char *path, size_t len, char *why, size_t whylen);
+ * on failure `err` says which rule it broke. */
+bool job_path_ok(const char *path, size_t len, char *err, size_t errlen);
 
 /* Fresh id: millisecond time and 48 random bits, unique across processes. */
 void job_new_id(char *buf, size_t len);

@@ -17,7 +17,7 @@
 #define MAX_PATH_LEN 1024
 #define MAX_PATH_DEPTH 32
 
-bool job_path_ok(const char *p, size_t len, char *why, size_t whylen)
+bool job_path_ok(const char *p, size_t len, char *err, size_t errlen)
 {
 	const char *msg = NULL;
 	if (len == 0)
@@ -51,7 +51,7 @@ bool job_path_ok(const char *p, size_t len, char *why, size_t whylen)
 		}
 	}
 	if (msg) {
-		snprintf(why, whylen, "%s", msg);
+		snprintf(err, errlen, "%s", msg);
 		return false;
 	}
 	return true;

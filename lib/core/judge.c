@@ -16,7 +16,7 @@
 
 /* ---- comparing ------------------------------------------------------- */
 
-bool judge_cmp_parse(const char *s, struct judge_cmp *m, char *why, size_t wlen)
+bool judge_cmp_parse(const char *s, struct judge_cmp *m, char *err, size_t errlen)
 {
 	static const struct {
 		const char *name;
@@ -33,14 +33,14 @@ bool judge_cmp_parse(const char *s, struct judge_cmp *m, char *why, size_t wlen)
 		errno = 0;
 		double eps = strtod(s + 6, &end);
 		if (errno || end == s + 6 || *end || !isfinite(eps) || eps < 0 || eps >= 1) {
-			snprintf(why, wlen, "\"compare\": \"%.40s\": EPS must be a number in [0, 1), as in \"float:1e-6\"", s);
+			snprintf(err, errlen, "\"compare\": \"%.40s\": EPS must be a number in [0, 1), as in \"float:1e-6\"", s);
 			return false;
 		}
 		m->mode = JM_FLOAT;
 		m->eps = eps;
 		return true;
 	}
-	snprintf(why, wlen, "\"compare\" must be \"exact\", \"trim\", \"tokens\", \"float:EPS\" or \"checker\", got \"%.40s\"", s);
+	snprintf(err, errlen, "\"compare\" must be \"exact\", \"trim\", \"tokens\", \"float:EPS\" or \"checker\", got \"%.40s\"", s);
 	return false;
 }
 
@@ -213,11 +213,11 @@ static bool known(unsigned where, const char *k)
 /* One test (borrowed): its fields, its data's size into *bytes, and its
  * exec entry into *out. */
 static bool test_exec(const struct conf *c, jv t, int i, jv run, const struct limits *lim, const char *program,
-		      uint64_t *bytes, jv *out, char *why, size_t wlen)
+		      uint64_t *bytes, jv *out, char *err, size_t errlen)
 {
-	char err[400];
+	char why[400];
 	if (jv_get_kind(t) != JV_KIND_OBJECT) {
-		snprintf(why, wlen, "tests[%d] must be an object, got %s", i, rec_kind(t));
+		snprintf(err, errlen, "tests[%d] must be an object, got %s", i, rec_kind(t));
 		return false;
 	}
 	bool ok = true;
@@ -225,7 +225,7 @@ static bool test_exec(const struct conf *c, jv t, int i, jv run, const struct li
 	{
 		if (ok && !known(RW_TEST, jv_string_value(k))) {
 			char names[200];
-			snprintf(why, wlen, "tests[%d]: unknown field \"%.60s\" (a test has %s)", i, jv_string_value(k),
+			snprintf(err, errlen, "tests[%d]: unknown field \"%.60s\" (a test has %s)", i, jv_string_value(k),
 				 req_names(RW_TEST, names, sizeof names));
 			ok = false;
 		}
@@ -241,22 +241,22 @@ static bool test_exec(const struct conf *c, jv t, int i, jv run, const struct li
 		size_t n = kd == JV_KIND_STRING ? (size_t)jv_string_length_bytes(jv_copy(v)) : 0;
 		jv_free(v);
 		if (kd != JV_KIND_INVALID && kd != JV_KIND_NULL && kd != JV_KIND_STRING) {
-			snprintf(why, wlen, "tests[%d].%s must be a string, got %s", i, strings[s], jv_kind_name(kd));
+			snprintf(err, errlen, "tests[%d].%s must be a string, got %s", i, strings[s], jv_kind_name(kd));
 			return false;
 		}
 		uint64_t max = s == 0 ? c->max_stdin_size : c->test_output;
 		if (n > max) {
 			char what[64];
 			snprintf(what, sizeof what, "tests[%d].%s is", i, strings[s]);
-			job_too_big(why, wlen, what, "", n, s == 0 ? "max_stdin_size" : "test_output", max);
+			job_too_big(err, errlen, what, "", n, s == 0 ? "max_stdin_size" : "test_output", max);
 			return false;
 		}
 		*bytes += n;
 	}
 	jv args = rec_get(t, "args");
-	ok = job_args_ok(args, err, sizeof err);
+	ok = job_args_ok(args, why, sizeof why);
 	if (!ok)
-		snprintf(why, wlen, "tests[%d].%s", i, err);
+		snprintf(err, errlen, "tests[%d].%s", i, why);
 	jv argv = jv_copy(run);
 	if (ok && jv_get_kind(args) == JV_KIND_ARRAY)
 		argv = jv_array_concat(argv, jv_copy(args));
@@ -264,15 +264,15 @@ static bool test_exec(const struct conf *c, jv t, int i, jv run, const struct li
 	struct job_file *f = NULL;
 	size_t nf = 0;
 	jv files = rec_get(t, "files");
-	if (ok && !(ok = job_files_load(c, files, program, &f, &nf, err, sizeof err)))
-		snprintf(why, wlen, "tests[%d].%s", i, err);
+	if (ok && !(ok = job_files_load(c, files, program, &f, &nf, why, sizeof why)))
+		snprintf(err, errlen, "tests[%d].%s", i, why);
 	jv_free(files);
 	for (size_t x = 0; x < nf; x++)
 		*bytes += f[x].len;
 	job_files_free(f, nf);
 	struct limits tl = *lim;
-	if (ok && !(ok = job_req_limits(c, t, &tl, err, sizeof err)))
-		snprintf(why, wlen, "tests[%d].%s", i, err);
+	if (ok && !(ok = job_req_limits(c, t, &tl, why, sizeof why)))
+		snprintf(err, errlen, "tests[%d].%s", i, why);
 	if (!ok) {
 		jv_free(argv);
 		return false;
@@ -284,11 +284,11 @@ static bool test_exec(const struct conf *c, jv t, int i, jv run, const struct li
 
 /* The checker's own job: its language and code, run as `checker input
  * output expected`, with its language's limits or its own. */
-static jv checker_job(const struct conf *c, jv req, char *why, size_t wlen)
+static jv checker_job(const struct conf *c, jv req, char *err, size_t errlen)
 {
 	jv ck = rec_get(req, "checker");
 	if (jv_get_kind(ck) != JV_KIND_OBJECT) {
-		snprintf(why, wlen, "compare \"checker\" needs \"checker\": {\"language\", \"code\"}, got %s", rec_kind(ck));
+		snprintf(err, errlen, "compare \"checker\" needs \"checker\": {\"language\", \"code\"}, got %s", rec_kind(ck));
 		jv_free(ck);
 		return jv_invalid();
 	}
@@ -298,7 +298,7 @@ static jv checker_job(const struct conf *c, jv req, char *why, size_t wlen)
 	{
 		if (ok && !known(RW_CHECKER, jv_string_value(k))) {
 			char names[200];
-			snprintf(why, wlen, "checker: unknown field \"%.60s\" (a checker has %s)", jv_string_value(k),
+			snprintf(err, errlen, "checker: unknown field \"%.60s\" (a checker has %s)", jv_string_value(k),
 				 req_names(RW_CHECKER, names, sizeof names));
 			ok = false;
 		}
@@ -318,40 +318,40 @@ static jv checker_job(const struct conf *c, jv req, char *why, size_t wlen)
 	const char *st = rec_str(job, "status", NULL);
 	if (status_find(st) == STATUS_invalid) {
 		const char *e = rec_str(job, "error", NULL);
-		snprintf(why, wlen, "checker: %s", e ? e : STATUS(invalid));
+		snprintf(err, errlen, "checker: %s", e ? e : STATUS(invalid));
 		jv_free(job);
 		return jv_invalid();
 	}
 	if (jv_get_kind(job) != JV_KIND_OBJECT || !rec_has(job, "exec")) {
-		snprintf(why, wlen, "checker: not a job");
+		snprintf(err, errlen, "checker: not a job");
 		jv_free(job);
 		return jv_invalid();
 	}
 	return job;
 }
 
-jv judge_exec(const struct conf *c, jv req, jv run, const struct limits *lim, const char *program, jv *checker, char *why,
-	      size_t wlen)
+jv judge_exec(const struct conf *c, jv req, jv run, const struct limits *lim, const char *program, jv *checker, char *err,
+	      size_t errlen)
 {
 	*checker = jv_null();
 	/* The request's fields that a judged request gives per test, or not
 	 * at all. */
 	const struct req_field *f = req_first(req, RW_REQ | RW_TEST, RW_JUDGED);
 	if (f) {
-		snprintf(why, wlen, "with \"tests\", \"%s\" goes in each test", f->name);
+		snprintf(err, errlen, "with \"tests\", \"%s\" goes in each test", f->name);
 		return jv_invalid();
 	}
 	if ((f = req_first(req, RW_REQ, RW_JUDGED))) {
-		snprintf(why, wlen, "\"tests\" runs each test in a fresh sandbox: \"%s\" does not go with it", f->name);
+		snprintf(err, errlen, "\"tests\" runs each test in a fresh sandbox: \"%s\" does not go with it", f->name);
 		return jv_invalid();
 	}
 	jv tests = rec_get(req, "tests");
 	int n = jv_get_kind(tests) == JV_KIND_ARRAY ? jv_array_length(jv_copy(tests)) : -1;
 	if (n < 1 || (uint64_t)n > c->max_tests) {
 		if (n < 0)
-			snprintf(why, wlen, "\"tests\" must be an array of tests, got %s", rec_kind(tests));
+			snprintf(err, errlen, "\"tests\" must be an array of tests, got %s", rec_kind(tests));
 		else
-			snprintf(why, wlen, "\"tests\" has %d tests: give 1 to max_tests %llu", n, (unsigned long long)c->max_tests);
+			snprintf(err, errlen, "\"tests\" has %d tests: give 1 to max_tests %llu", n, (unsigned long long)c->max_tests);
 		jv_free(tests);
 		return jv_invalid();
 	}
@@ -360,18 +360,18 @@ jv judge_exec(const struct conf *c, jv req, jv run, const struct limits *lim, co
 	jv cmp = rec_get(req, "compare");
 	bool ok = true;
 	if (jv_get_kind(cmp) == JV_KIND_STRING)
-		ok = judge_cmp_parse(jv_string_value(cmp), &m, why, wlen);
+		ok = judge_cmp_parse(jv_string_value(cmp), &m, err, errlen);
 	else if (jv_get_kind(cmp) != JV_KIND_INVALID) {
-		snprintf(why, wlen, "\"compare\" must be a string, got %s", rec_kind(cmp));
+		snprintf(err, errlen, "\"compare\" must be a string, got %s", rec_kind(cmp));
 		ok = false;
 	}
 	jv_free(cmp);
 	if (ok && rec_has(req, "stop_on_fail") && !rec_bool(req, "stop_on_fail", &stop)) {
-		snprintf(why, wlen, "\"stop_on_fail\" must be true or false");
+		snprintf(err, errlen, "\"stop_on_fail\" must be true or false");
 		ok = false;
 	}
 	if (ok && rec_has(req, "checker") != (m.mode == JM_CHECKER)) {
-		snprintf(why, wlen, m.mode == JM_CHECKER ? "compare \"checker\" needs \"checker\": {\"language\", \"code\"}"
+		snprintf(err, errlen, m.mode == JM_CHECKER ? "compare \"checker\" needs \"checker\": {\"language\", \"code\"}"
 							 : "\"checker\" goes with \"compare\": \"checker\"");
 		ok = false;
 	}
@@ -379,18 +379,18 @@ jv judge_exec(const struct conf *c, jv req, jv run, const struct limits *lim, co
 	uint64_t bytes = 0;
 	for (int i = 0; ok && i < n; i++) {
 		jv e, t = jv_array_get(jv_copy(tests), i);
-		ok = test_exec(c, t, i, run, lim, program, &bytes, &e, why, wlen);
+		ok = test_exec(c, t, i, run, lim, program, &bytes, &e, err, errlen);
 		jv_free(t);
 		if (ok)
 			out = jv_array_append(out, e);
 	}
 	jv_free(tests);
 	if (ok && bytes > c->max_tests_size) {
-		job_too_big(why, wlen, "the tests' data is", " in all", bytes, "max_tests_size", c->max_tests_size);
+		job_too_big(err, errlen, "the tests' data is", " in all", bytes, "max_tests_size", c->max_tests_size);
 		ok = false;
 	}
 	if (ok && m.mode == JM_CHECKER) {
-		*checker = checker_job(c, req, why, wlen);
+		*checker = checker_job(c, req, err, errlen);
 		ok = jv_is_valid(*checker);
 		if (!ok)
 			*checker = jv_null();

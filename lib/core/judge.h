@@ -36,8 +36,8 @@ struct judge_cmp {
 	double eps;        /* JM_FLOAT: absolute or relative tolerance */
 };
 
-/* "exact", "trim", "tokens", "float:EPS" or "checker"; false with why. */
-bool judge_cmp_parse(const char *s, struct judge_cmp *m, char *why, size_t wlen);
+/* "exact", "trim", "tokens", "float:EPS" or "checker"; false with err. */
+bool judge_cmp_parse(const char *s, struct judge_cmp *m, char *err, size_t errlen);
 
 /* jv_null() if got is right, else the first difference: {"line",
  * "expected", "got"} (exact, trim) or {"token", "line", "expected", "got"}
@@ -67,9 +67,9 @@ struct judge {
 /* sbx-validate: for a request with "tests" (borrowed), the exec's "tests"
  * given its run command (borrowed), limits and program file (which a
  * test's file may not replace), and *checker (the checker's job, or
- * jv_null()); jv_invalid() with why if any of it is wrong. */
-jv judge_exec(const struct conf *c, jv req, jv run, const struct limits *lim, const char *program, jv *checker, char *why,
-	      size_t wlen);
+ * jv_null()); jv_invalid() with err if any of it is wrong. */
+jv judge_exec(const struct conf *c, jv req, jv run, const struct limits *lim, const char *program, jv *checker, char *err,
+	      size_t errlen);
 
 /* sbx-run: the job's judge from its record and exec (borrowed), or NULL
  * with err; j->file and j->lim are loaded. */

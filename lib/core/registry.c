@@ -85,18 +85,18 @@ bool registry_install_matches(const struct conf *c, const struct conf_lang *l, c
 /* The language's install argv with "{packages}" replaced by the packages
  * (consumed): 1 to 64 names of 1 to 200 characters from a package
  * manager's alphabet, none starting with "-" (no option injection). */
-jv registry_install_argv(const struct conf *c, const struct conf_lang *l, jv pkgs, bool in_session, char *why, size_t len)
+jv registry_install_argv(const struct conf *c, const struct conf_lang *l, jv pkgs, bool in_session, char *err, size_t errlen)
 {
 	jv out = jv_invalid();
 	int n = jv_get_kind(pkgs) == JV_KIND_ARRAY ? jv_array_length(jv_copy(pkgs)) : -1;
 	if (!in_session)
-		snprintf(why, len, "\"install\" needs a \"session\" to install into");
+		snprintf(err, errlen, "\"install\" needs a \"session\" to install into");
 	else if (!l->install)
-		snprintf(why, len, "language \"%s\" has no package manager configured (key \"install\")", l->name);
+		snprintf(err, errlen, "language \"%s\" has no package manager configured (key \"install\")", l->name);
 	else if (!c->install_network)
-		snprintf(why, len, "installing packages is not allowed: install_network = false in %s", c->path);
+		snprintf(err, errlen, "installing packages is not allowed: install_network = false in %s", c->path);
 	else if (n < 1 || n > 64)
-		snprintf(why, len, "\"install\" must be an array of 1 to 64 package names");
+		snprintf(err, errlen, "\"install\" must be an array of 1 to 64 package names");
 	else {
 		out = jv_array();
 		for (char **a = l->install; *a; a++) {
@@ -109,10 +109,10 @@ jv registry_install_argv(const struct conf *c, const struct conf_lang *l, jv pkg
 				const char *s = jv_get_kind(p) == JV_KIND_STRING ? jv_string_value(p) : NULL;
 				if (!s || !package_name(c, s)) {
 					if (c->install_specs == CONF_SPECS_ANY)
-						snprintf(why, len, "package %d is not a package name (letters, digits and ._-+=<>!~[],@/:^, "
+						snprintf(err, errlen, "package %d is not a package name (letters, digits and ._-+=<>!~[],@/:^, "
 							 "not starting with -)", i + 1);
 					else
-						snprintf(why, len, "package %d is not a package of the registry: a name, optionally with a "
+						snprintf(err, errlen, "package %d is not a package of the registry: a name, optionally with a "
 							 "version (\"name==1.2\", \"name@^1.2\", \"@scope/name\"), not a path, URL, archive or "
 							 "option (install_specs = \"any\" in %s allows them)", i + 1, c->path);
 					jv_free(out);

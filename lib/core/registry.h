@@ -21,9 +21,9 @@
 #include "conf.h"
 
 /* The language's install argv with "{packages}" replaced by the packages
- * (consumed), or jv_invalid() with why: no session (in_session false), no
+ * (consumed), or jv_invalid() with err: no session (in_session false), no
  * package manager, installs not allowed, or a package outside the grammar. */
-jv registry_install_argv(const struct conf *c, const struct conf_lang *l, jv pkgs, bool in_session, char *why, size_t len);
+jv registry_install_argv(const struct conf *c, const struct conf_lang *l, jv pkgs, bool in_session, char *err, size_t errlen);
 
 /* Whether run is the language's install argv with 1 to 64 packages of the
  * grammar for "{packages}". */

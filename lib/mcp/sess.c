@@ -478,7 +478,7 @@ jv sess_live(struct sessions *s, unsigned owner, bool all)
 	return out;
 }
 
-/* The owner's session a URI names, and the path in it; NULL with why. */
+/* The owner's session a URI names, and the path in it; NULL with err. */
 static struct session *uri_session(struct sessions *s, unsigned owner, const char *uri, const char **path, char *err,
 				   size_t errlen)
 {

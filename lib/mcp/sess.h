@@ -53,7 +53,7 @@ jv sess_resources(struct sessions *s, unsigned owner, size_t first, size_t max, 
 jv sess_live(struct sessions *s, unsigned owner, bool all);
 /* resources/read of such a URI, by the file tools' rules (no link
  * followed, regular files only, at most max_files_size):
- * {uri, mimeType, text} or {uri, mimeType, blob}; false with why (an
+ * {uri, mimeType, text} or {uri, mimeType, blob}; false with err (an
  * unknown session, another owner's, a missing file: "not found"). */
 bool sess_resource_read(struct sessions *s, unsigned owner, const char *uri, jv *out, char *err, size_t errlen);
 /* What a subscription compares: the file's identity, size and mtime as a
@@ -67,7 +67,7 @@ jv sess_complete(struct sessions *s, unsigned owner, const char *arg, const char
 
 /* Whether packages can be installed for language (a name or alias): it
  * is configured, has a package manager, and installs may reach their
- * registries; else false with why, said before any session is made. */
+ * registries; else false with err, said before any session is made. */
 bool sess_can_install(const struct conf *c, const char *language, char *err, size_t errlen);
 
 /* A new session of `owner` (the tools find it only for the same owner: an

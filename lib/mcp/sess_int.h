@@ -57,11 +57,11 @@ struct owner { uid_t uid; gid_t gid; };
 struct owner sess_sandbox_owner(const struct sessions *s);
 
 /* A session tool's start: no result yet (*out, *req invalid), and the
- * caller's session args names, or NULL with why. */
+ * caller's session args names, or NULL with err. */
 struct session *sess_tool_session(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen);
 
 /* sess_files.c: a client's path, checked (args[key], borrowed from args;
- * NULL with why); a workspace file as read_file reads it; a workspace's
+ * NULL with err); a workspace file as read_file reads it; a workspace's
  * tree as list_files lists it, appended to *files. */
 const char *sess_client_path(jv args, const char *key, bool writing, char *err, size_t errlen);
 bool sess_read_file(struct sessions *s, struct session *x, jv args, jv *out, char *err, size_t errlen);

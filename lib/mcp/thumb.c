@@ -51,30 +51,30 @@ static pid_t spawn(int in, int out, int64_t uid, size_t max)
 }
 
 bool thumb_make(const unsigned char *png, size_t len, size_t max, double deadline, int64_t uid, unsigned char **out,
-		size_t *outlen, struct thumb *t, char *why, size_t whylen)
+		size_t *outlen, struct thumb *t, char *err, size_t errlen)
 {
 	*out = NULL;
 	*outlen = 0;
 	*t = (struct thumb){ 0 };
 	if (!imgsize_png(png, len, &t->width, &t->height)) {
-		snprintf(why, whylen, "not a PNG");
+		snprintf(err, errlen, "not a PNG");
 		return false;
 	}
 	if ((uint64_t)t->width * t->height > IMGSIZE_INLINE_PIXELS) {
-		snprintf(why, whylen, "%ux%u pixels: too many to scale down", t->width, t->height);
+		snprintf(err, errlen, "%ux%u pixels: too many to scale down", t->width, t->height);
 		return false;
 	}
 	if (len > THUMB_MAX_INPUT) {
-		snprintf(why, whylen, "larger than %u MiB", THUMB_MAX_INPUT >> 20);
+		snprintf(err, errlen, "larger than %u MiB", THUMB_MAX_INPUT >> 20);
 		return false;
 	}
 	if (util_now_ms() >= deadline) {
-		snprintf(why, whylen, "no time left to scale it down (%d ms for a result's images)", THUMB_MS);
+		snprintf(err, errlen, "no time left to scale it down (%d ms for a result's images)", THUMB_MS);
 		return false;
 	}
 	int p[2] = { -1, -1 }, in = input_file(png, len);
 	if (in < 0 || pipe2(p, O_CLOEXEC) < 0) {
-		snprintf(why, whylen, "memfd or pipe: %s", strerror(errno));
+		snprintf(err, errlen, "memfd or pipe: %s", strerror(errno));
 		if (in >= 0)
 			close(in);
 		return false;
@@ -84,7 +84,7 @@ bool thumb_make(const unsigned char *png, size_t len, size_t max, double deadlin
 	close(p[1]);
 	if (pid < 0) {
 		close(p[0]);
-		snprintf(why, whylen, "fork: %s", strerror(errno));
+		snprintf(err, errlen, "fork: %s", strerror(errno));
 		return false;
 	}
 	size_t cap = max + 8, got = 0;
@@ -125,11 +125,11 @@ bool thumb_make(const unsigned char *png, size_t len, size_t max, double deadlin
 		  t->thumb_w <= t->width && t->thumb_h <= t->height;
 	if (!ok) {
 		if (late)
-			snprintf(why, whylen, "no time left to scale it down (%d ms for a result's images)", THUMB_MS);
+			snprintf(err, errlen, "no time left to scale it down (%d ms for a result's images)", THUMB_MS);
 		else if (WIFSIGNALED(status))
-			snprintf(why, whylen, "its decoder was killed (%s)", strsignal(WTERMSIG(status)));
+			snprintf(err, errlen, "its decoder was killed (%s)", strsignal(WTERMSIG(status)));
 		else
-			snprintf(why, whylen, "it could not be decoded or made small enough (%d)",
+			snprintf(err, errlen, "it could not be decoded or made small enough (%d)",
 				 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 		free(buf);
 		return false;

@@ -30,9 +30,9 @@ struct thumb {
 /* A copy of png (len bytes) scaled down by a whole factor until its PNG
  * takes at most max bytes, into *out (malloc'd, *outlen bytes), made by
  * sbx-thumb as uid (-1: as we are) before deadline (util_now_ms()); false
- * with why if there is none (not a PNG, more pixels than imgsize.h lets
+ * with err if there is none (not a PNG, more pixels than imgsize.h lets
  * be shown, no time left, the helper failed). */
 bool thumb_make(const unsigned char *png, size_t len, size_t max, double deadline, int64_t uid, unsigned char **out,
-		size_t *outlen, struct thumb *t, char *why, size_t whylen);
+		size_t *outlen, struct thumb *t, char *err, size_t errlen);
 
 #endif

@@ -455,7 +455,7 @@ static void on_timer(struct loop *l, int fd, short rev, void *arg)
 }
 
 static struct kernel *kernel_new(struct kernels *ks, struct backend *be, const struct job *j, const struct limits *lim,
-				 char *const *envp, char *err, size_t len)
+				 char *const *envp, char *err, size_t errlen)
 {
 	struct kernel *k = util_xalloc(sizeof *k);
 	k->ks = ks;
@@ -468,14 +468,14 @@ static struct kernel *kernel_new(struct kernels *ks, struct backend *be, const s
 	k->chan = sv[0];
 	k->peer = sv[1];
 	if (!ok || (k->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) < 0) {
-		snprintf(err, len, "cannot make a kernel's channel: %s", strerror(errno));
+		snprintf(err, errlen, "cannot make a kernel's channel: %s", strerror(errno));
 		kernel_free(k);
 		return NULL;
 	}
 	fcntl(k->chan, F_SETFL, O_NONBLOCK);
 	rec_reader_init(&k->rd, k->chan, REPLY_MAX);
-	k->scratch = bk_scratch_open(be, j->workspace, NULL, false, j->work_exec, 0, err, len);
-	if (!k->scratch || be->ops->scratch_stage(k->scratch, false, err, len) < 0) {
+	k->scratch = bk_scratch_open(be, j->workspace, NULL, false, j->work_exec, 0, err, errlen);
+	if (!k->scratch || be->ops->scratch_stage(k->scratch, false, err, errlen) < 0) {
 		kernel_free(k);
 		return NULL;
 	}

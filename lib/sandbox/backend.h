@@ -139,10 +139,10 @@ struct backend_ops {
 	 * tree; docker the ID of the image its name means now (a pull
 	 * changes the compiler).  False if unknown: not cached. */
 	bool (*compiler_id)(struct backend *be, const struct job *j, char *id, size_t len);
-	/* Whether a language can run here (for --check); if not, why, and
+	/* Whether a language can run here (for --check); if not, err says why, and
 	 * *fix if that belongs to the report's fixes.  May add the
 	 * backend's own fields to *info (docker: "image"). */
-	bool (*lang_ready)(struct backend *be, const struct conf_lang *l, jv *info, char *why, size_t len, bool *fix);
+	bool (*lang_ready)(struct backend *be, const struct conf_lang *l, jv *info, char *err, size_t errlen, bool *fix);
 	/* Sandboxes made ahead of the jobs of a stream (box_pool); drained
 	 * before exit. */
 	void (*pool)(struct backend *be, struct loop *l, size_t n, bool one_now);

@@ -99,7 +99,7 @@ int box_enter_mnt(int mnt_fd, int *cwd);
 void box_leave_mnt(struct box_sys *s, int cwd);
 /* A namespace (flags) made by a short-lived child running make in it,
  * kept as an nsfs fd; -1 with err ("what" names it). */
-typedef int (*box_ns_make_fn)(void *arg, char *text, size_t len);
+typedef int (*box_ns_make_fn)(void *arg, char *err, size_t errlen);
 int box_ns_made(unsigned long flags, box_ns_make_fn make, void *arg, const char *what, char *err, size_t errlen);
 
 /* One sandbox as the supervisor sees it (box.c), from spawn to release;

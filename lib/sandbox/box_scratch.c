@@ -86,10 +86,10 @@ int box_workspace(struct box_sys *s, const char *dir, bool exec, char *err, size
  * mounts attached in the caller's namespace; a scratch made by fsmount is
  * attached nowhere, and attaching it in our own namespace would show it
  * to the host (as root, ours is the host's).  Made at the first need. */
-static int holder_make(void *arg, char *text, size_t len)
+static int holder_make(void *arg, char *err, size_t errlen)
 {
 	(void)arg;
-	return ns_build_holder(text, len);
+	return ns_build_holder(err, errlen);
 }
 
 bool box_scratch_direct(struct box_sys *s)

@@ -72,7 +72,7 @@ static void tmpl_set(struct box_tmpl *t, int fd, bool network, const char *rootf
  * CLONE_NEWNS and what else it needs), which runs make() there, reports
  * on a pipe and then waits for EOF on another while we open its
  * namespace.  make() returns 0, or -1 with errno set and what failed in
- * its text.  The namespace's fd, or -1 with err set (prefixed by what). */
+ * its err.  The namespace's fd, or -1 with err set (prefixed by what). */
 static _Noreturn void ns_child(box_ns_make_fn make, void *arg, int rep, int hold)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -151,12 +151,12 @@ struct tmpl_args {
 	char *const *binds;
 };
 
-static int tmpl_make(void *arg, char *text, size_t len)
+static int tmpl_make(void *arg, char *err, size_t errlen)
 {
 	const struct tmpl_args *a = arg;
 	struct ns_root r = { .rootfs = a->rootfs ? a->rootfs : "", .etc = a->conf->etc, .binds = a->binds,
 			     .network = a->network };
-	return ns_build_root(&r, text, len);
+	return ns_build_root(&r, err, errlen);
 }
 
 static int tmpl_build(struct box_sys *s, struct box_tmpl *t, bool network, const char *rootfs, char *const *binds,

@@ -162,21 +162,21 @@ static bool d_compiler_id(struct backend *be, const struct job *j, char *id, siz
 	return dock_image_id(sys_of(be), j->image, id, len);
 }
 
-static bool d_lang_ready(struct backend *be, const struct conf_lang *l, jv *info, char *why, size_t len, bool *fix)
+static bool d_lang_ready(struct backend *be, const struct conf_lang *l, jv *info, char *err, size_t errlen, bool *fix)
 {
 	struct dock_sys *d = sys_of(be);
 	*info = jv_object_set(*info, jv_string("image"), l->image ? jv_string(l->image) : jv_null());
 	*fix = false;
 	int img = d->ok && l->image ? dock_image_status(d, l->image) : 0;
 	if (!d->ok)
-		snprintf(why, len, "the Docker daemon is not usable: %s", d->why);
+		snprintf(err, errlen, "the Docker daemon is not usable: %s", d->why);
 	else if (!l->image)
-		snprintf(why, len, "no image in the configuration");
+		snprintf(err, errlen, "no image in the configuration");
 	else if (img == 404) {
-		snprintf(why, len, "the image %s is not on this Docker host: docker pull %s, or sbx-run --pull", l->image, l->image);
+		snprintf(err, errlen, "the image %s is not on this Docker host: docker pull %s, or sbx-run --pull", l->image, l->image);
 		*fix = true;
 	} else if (img != 200)
-		snprintf(why, len, "the Docker daemon did not say whether it has the image %s", l->image);
+		snprintf(err, errlen, "the Docker daemon did not say whether it has the image %s", l->image);
 	return img == 200;
 }
 

@@ -188,17 +188,17 @@ static void small_buffers(int fd)
 
 /* A connected socket to host:port, within CONNECT_MS; with check, only to
  * addresses that are public by their number and are not the host's own.
- * -1 with why. */
-static int dial(const struct server *sv, const char *host, const char *port, bool check, char *why, size_t len)
+ * -1 with err. */
+static int dial(const struct server *sv, const char *host, const char *port, bool check, char *err, size_t errlen)
 {
 	struct addrinfo hint = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res;
 	int g = getaddrinfo(host, port, &hint, &res);
 	if (g) {
-		snprintf(why, len, "cannot resolve %s: %s", host, gai_strerror(g));
+		snprintf(err, errlen, "cannot resolve %s: %s", host, gai_strerror(g));
 		return -1;
 	}
 	int fd = -1;
-	snprintf(why, len, "%s has no address this install may reach", host);
+	snprintf(err, errlen, "%s has no address this install may reach", host);
 	for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
 		if (check && (!egress_addr_public(a->ai_addr) || own_address(sv, a->ai_addr) || local_route(a->ai_addr)))
 			continue;
@@ -207,7 +207,7 @@ static int dial(const struct server *sv, const char *host, const char *port, boo
 			continue;
 		small_buffers(s);
 		if (connect(s, a->ai_addr, a->ai_addrlen) < 0 && errno != EINPROGRESS) {
-			snprintf(why, len, "cannot connect to %s: %s", host, strerror(errno));
+			snprintf(err, errlen, "cannot connect to %s: %s", host, strerror(errno));
 			close(s);
 			continue;
 		}
@@ -215,7 +215,7 @@ static int dial(const struct server *sv, const char *host, const char *port, boo
 		int e = 0;
 		socklen_t el = sizeof e;
 		if (poll(&pf, 1, CONNECT_MS) != 1 || getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &el) < 0 || e) {
-			snprintf(why, len, "cannot connect to %s: %s", host, e ? strerror(e) : "timed out");
+			snprintf(err, errlen, "cannot connect to %s: %s", host, e ? strerror(e) : "timed out");
 			close(s);
 			continue;
 		}
@@ -271,9 +271,9 @@ static void relay(int a, int b)
 
 /* Through sbx-run's own proxy, which the operator chose: it decides what
  * the name resolves to. */
-static int via_upstream(const struct server *sv, const char *host, char *why, size_t len)
+static int via_upstream(const struct server *sv, const char *host, char *err, size_t errlen)
 {
-	int up = dial(sv, sv->up_host, sv->up_port, false, why, len);
+	int up = dial(sv, sv->up_host, sv->up_port, false, err, errlen);
 	if (up < 0)
 		return -1;
 	char req[1200], resp[HEAD_MAX];
@@ -284,7 +284,7 @@ static int via_upstream(const struct server *sv, const char *host, char *why, si
 	ssize_t h = util_write_all(up, req, (size_t)n) < 0 ? -1 : read_head(up, resp, sizeof resp, &total);
 	alarm(0);
 	if (h < 0 || strncmp(resp + strcspn(resp, " "), " 200", 4)) {
-		snprintf(why, len, "the upstream proxy %s refused %s: %.*s", sv->up_host, host, (int)strcspn(resp, "\r\n"),
+		snprintf(err, errlen, "the upstream proxy %s refused %s: %.*s", sv->up_host, host, (int)strcspn(resp, "\r\n"),
 			 h < 0 ? "no answer" : resp);
 		close(up);
 		return -1;

@@ -64,11 +64,11 @@ unsigned kern_probe(void)
 	return have;
 }
 
-bool kern_usable(unsigned have, char *why, size_t len)
+bool kern_usable(unsigned have, char *err, size_t errlen)
 {
 	for (int i = 0; i < KF_N; i++)
 		if (kern_features[i].required && !(have & (1u << i))) {
-			snprintf(why, len,
+			snprintf(err, errlen,
 				 "this kernel lacks %s (Linux %s brought it; a seccomp filter, such as a container runtime's, "
 				 "can also hide it): the native backend needs Linux " KERN_MIN " or later",
 				 kern_features[i].name, kern_features[i].since);

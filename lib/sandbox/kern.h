@@ -39,10 +39,10 @@ extern const struct kern_feature kern_features[KF_N];
 
 /* Ask the kernel; the bits of kern_feat it has. */
 unsigned kern_probe(void);
-/* For a probe's result: false if a required feature is missing, with why
+/* For a probe's result: false if a required feature is missing, with err
  * naming the first such one, the release that brings it and the release
  * sbx needs. */
-bool kern_usable(unsigned have, char *why, size_t len);
+bool kern_usable(unsigned have, char *err, size_t errlen);
 /* The oldest release with every required feature. */
 #define KERN_MIN "5.12"
 

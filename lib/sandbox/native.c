@@ -203,11 +203,11 @@ static bool n_compiler_id(struct backend *be, const struct job *j, char *id, siz
 	return true;
 }
 
-static bool n_lang_ready(struct backend *be, const struct conf_lang *l, jv *info, char *why, size_t len, bool *fix)
+static bool n_lang_ready(struct backend *be, const struct conf_lang *l, jv *info, char *err, size_t errlen, bool *fix)
 {
 	const char *missing = probe_lang_missing(be->conf, l);
 	if (missing)
-		snprintf(why, len, "\"%s\" is not installed%s%s", missing, l->hint ? "; install it: " : "", l->hint ? l->hint : "");
+		snprintf(err, errlen, "\"%s\" is not installed%s%s", missing, l->hint ? "; install it: " : "", l->hint ? l->hint : "");
 	(void)info;
 	*fix = false;
 	return !missing;
@@ -308,8 +308,8 @@ static void probe_done(void *arg)
 }
 
 /* A trivial program (true) in a real sandbox: how long it took, and which
- * limits held for it; why is left "" if it succeeded. */
-static double probe_true(struct backend *be, unsigned *enforced, char *why, size_t len)
+ * limits held for it; err is left "" if it succeeded. */
+static double probe_true(struct backend *be, unsigned *enforced, char *err, size_t errlen)
 {
 	struct box_sys *s = sys_of(be);
 	struct loop *l = loop_new();
@@ -328,32 +328,32 @@ static double probe_true(struct backend *be, unsigned *enforced, char *why, size
 	const struct stage_result *r = box_result(p.b);
 	*enforced = r->enforced;
 	if (r->status == STAGE_INTERNAL)
-		snprintf(why, len, "%s", r->error);
+		snprintf(err, errlen, "%s", r->error);
 	else if (!(r->status == STAGE_EXITED && r->exit_code == 0))
-		snprintf(why, len, "a trivial program (true) did not succeed in the sandbox (status %d)", (int)r->status);
+		snprintf(err, errlen, "a trivial program (true) did not succeed in the sandbox (status %d)", (int)r->status);
 	box_free(p.b);
 	box_pool_drain(s); /* its init may still be exiting, watched on l */
 	loop_free(l);
 	return ms;
 }
 
-/* why, with what to do on this host when the failure is the user
+/* err, with what to do on this host when the failure is the user
  * namespace's: an ordinary user's sandboxes all live in one, and a host
  * that refuses or cripples it (Ubuntu's AppArmor lets the namespace be
- * made but not used) fails there first.  In place, in why's len bytes;
- * returns why. */
-static char *with_userns_fix(struct native *n, char *why, size_t len)
+ * made but not used) fails there first.  In place, in err's errlen bytes;
+ * returns err. */
+static char *with_userns_fix(struct native *n, char *err, size_t errlen)
 {
 	const struct host *h = host_of(n);
 	bool refused = n->sys.userns_why[0] || h->userns_max_zero || (h->root && h->container) ||
 		       (!h->root && (h->apparmor_userns || h->userns_clone_off));
-	if (refused && !strstr(why, "; to fix: ")) {
+	if (refused && !strstr(err, "; to fix: ")) {
 		char todo[700];
 		host_userns_fix(h, todo, sizeof todo);
-		size_t l = strlen(why);
-		snprintf(why + l, len - l, "; to fix: %s", todo);
+		size_t l = strlen(err);
+		snprintf(err + l, errlen - l, "; to fix: %s", todo);
 	}
-	return why;
+	return err;
 }
 
 static jv n_check(struct backend *be, bool *degraded)

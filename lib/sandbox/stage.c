@@ -68,7 +68,7 @@ char **stage_lang_env(const struct conf_lang *l, const struct limits *lim)
 	return env;
 }
 
-jv stage_version(const struct stage_result *r, const char *where, char *why, size_t len)
+jv stage_version(const struct stage_result *r, const char *where, char *err, size_t errlen)
 {
 	jv text = cap_buf_string(r->out.total ? &r->out : &r->err);
 	const char *s = jv_string_value(text);
@@ -77,11 +77,11 @@ jv stage_version(const struct stage_result *r, const char *where, char *why, siz
 	if (r->status == STAGE_EXITED && r->exit_code == 0 && n > 0)
 		version = jv_string_sized(s, (int)n);
 	else if (r->status == STAGE_INTERNAL)
-		snprintf(why, len, "%s", r->error);
+		snprintf(err, errlen, "%s", r->error);
 	else {
 		jv e = cap_buf_string(&r->err);
 		const char *es = jv_string_value(e);
-		snprintf(why, len, "its version command failed in %s%s%.*s", where, *es ? ": " : "",
+		snprintf(err, errlen, "its version command failed in %s%s%.*s", where, *es ? ": " : "",
 			 (int)(strcspn(es, "\n") < 300 ? strcspn(es, "\n") : 300), es);
 		jv_free(e);
 	}

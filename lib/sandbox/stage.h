@@ -21,9 +21,9 @@ char **stage_env(char *const *extra);
 /* A language's environment for a probe with limits lim (placeholders
  * expanded); free with util_strv_free. */
 char **stage_lang_env(const struct conf_lang *l, const struct limits *lim);
-/* The first line a version command printed, or null with why set (`where`
+/* The first line a version command printed, or null with err set (`where`
  * names the sandbox: "the sandbox", "its container"). */
-jv stage_version(const struct stage_result *r, const char *where, char *why, size_t len);
+jv stage_version(const struct stage_result *r, const char *where, char *err, size_t errlen);
 
 /* "SIGSEGV" for 11. */
 const char *stage_signal_name(int sig, char *buf, size_t len);
