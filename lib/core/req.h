@@ -58,23 +58,29 @@ enum {
 };
 
 /* The MCP tools that take a field as an argument of the same name, as
- * bits (mcptools.c maps its tools onto them). */
+ * bits (mcptools.c maps its tools onto them).  A test and a checker are
+ * not tools, but run_code's schema describes their fields (RW_TEST,
+ * RW_CHECKER) as it does its own: their bits say how (REQ_MCP), and which
+ * of them a checker requires. */
 enum {
-	RT_RUN = 1,     /* run_code */
-	RT_EXEC = 2,    /* sandbox_exec */
-	RT_CELL = 4,    /* run_cell */
-	RT_INIT = 8,    /* sandbox_initialize */
-	RT_INSTALL = 16 /* install_packages */
+	RT_RUN = 1,      /* run_code */
+	RT_EXEC = 2,     /* sandbox_exec */
+	RT_CELL = 4,     /* run_cell */
+	RT_INIT = 8,     /* sandbox_initialize */
+	RT_INSTALL = 16, /* install_packages */
+	RT_TEST = 32,    /* one of run_code's tests */
+	RT_CHECKER = 64  /* run_code's checker */
 };
 
 #define RW_ANY_REQ (RW_REQ | RW_JUDGED | RW_CELL)
 
-/* X(name, kinds, where, tools, required by tools, doc) for a field of its
- * own; L(limit field, ...) for a limit, its name limit.h's request key. */
+/* X(name, kinds, where, tools, required by tools (or in a checker), doc)
+ * for a field of its own; L(limit field, ...) for a limit, its name
+ * limit.h's request key. */
 #define REQ_FIELDS(X, L) \
-	X(language, RK_STR, RW_ANY_REQ | RW_CHECKER, RT_RUN | RT_EXEC | RT_CELL | RT_INIT | RT_INSTALL, RT_RUN, \
+	X(language, RK_STR, RW_ANY_REQ | RW_CHECKER, RT_RUN | RT_EXEC | RT_CELL | RT_INIT | RT_INSTALL, RT_RUN | RT_CHECKER, \
 	  "a language name or alias (list_supported_languages)") \
-	X(code, RK_STR, RW_ANY_REQ | RW_CHECKER | RW_DATA, RT_RUN | RT_EXEC | RT_CELL, RT_RUN | RT_CELL, \
+	X(code, RK_STR, RW_ANY_REQ | RW_CHECKER | RW_DATA, RT_RUN | RT_EXEC | RT_CELL, RT_RUN | RT_CELL | RT_CHECKER, \
 	  "the program's source") \
 	X(entry, RK_STR, RW_REQ, 0, 0, "a workspace file to run in place of code (sandbox_exec's file)") \
 	X(command, RK_STRS, RW_REQ | RW_JUDGED, RT_EXEC, 0, \
@@ -114,8 +120,8 @@ enum {
  * and JSON type come from its row; the tools that require it too. */
 enum {
 	RS_FILES = 1, /* path -> text, or path -> {content, encoding} */
-	RS_TESTS,     /* an array of tests, each of a test's fields */
-	RS_CHECKER,   /* a checker: a checker's fields */
+	RS_TESTS,     /* an array of tests, each of a test's fields (RT_TEST) */
+	RS_CHECKER,   /* a checker: a checker's fields (RT_CHECKER) */
 };
 #define REQ_MCP(M) \
 	M(language, RT_EXEC, "the language of code, or of file; default the session's", 0) \
@@ -124,8 +130,14 @@ enum {
 	M(language, RT_INSTALL, "whose package manager; default the session's language", 0) \
 	M(code, RT_EXEC, "source to run", 0) \
 	M(code, RT_CELL, "the cell's code", 0) \
-	M(files, RT_RUN, NULL, RS_FILES) \
+	M(stdin, RT_TEST, "the test's input", 0) \
+	M(args, RT_TEST, "its command-line arguments", 0) \
+	M(files, RT_RUN | RT_TEST, NULL, RS_FILES) \
 	M(timeout_ms, RT_CELL, "the cell's wall-clock seconds", 0) \
+	M(timeout_ms, RT_TEST | RT_CHECKER, "its wall-clock seconds", 0) \
+	M(memory, RT_TEST | RT_CHECKER, "its RAM: bytes, or a size such as 512m", 0) \
+	M(language, RT_CHECKER, "the checker's language", 0) \
+	M(code, RT_CHECKER, "the checker's source", 0) \
 	M(tests, RT_RUN, NULL, RS_TESTS) \
 	M(checker, RT_RUN, NULL, RS_CHECKER)
 

@@ -119,31 +119,21 @@ struct tool_def {
 	"{`anyOf`:[{`type`:`string`,`description`:`the file's text`},{`type`:`object`,`description`:`its bytes`,"   \
 	"`properties`:{`content`:" STR("the content, base64 with encoding base64") ",`encoding`:{`type`:`string`,"  \
 	"`enum`:[`utf-8`,`base64`],`description`:`how content is written`}},`required`:[`content`]}]}"
-#define FILES_SCHEMA                                                                                                 \
-	"{`type`:`object`,`description`:`more files next to the program: path -> text, or path -> {content, "      \
-	"encoding: base64}`,`additionalProperties`:" FILE_VALUE "}"
+/* Where a tool's input schema has the request fields it takes (req.h's
+ * RT_ bits: struct tool_def's fields), or a test's or a checker's schema
+ * the fields of a test or a checker (RW_TEST, RW_CHECKER), in table
+ * order: each one's name, type, description and whether it is required
+ * come from req.h's table (req_mcp_doc), the parts of a value with parts
+ * of its own from the shapes below.  fill_fields() puts them there. */
+#define REQUEST_FIELDS "`@fields`:{},"
 
 /* The parts of a request field's value with parts of its own (req.h's RS_
  * shapes), beside the type and description its row gives. */
 static const char *const shapes[] = {
 	[RS_FILES] = "{`additionalProperties`:" FILE_VALUE "}",
-	[RS_TESTS] = "{`items`:{`type`:`object`,"
-		     "`properties`:{`stdin`:" STR("the test's input") ",`args`:" STRS("its command-line arguments") ","
-		     "`files`:" FILES_SCHEMA ",`expected_stdout`:" STR("the output that passes") ","
-		     "`timeout`:" NUM("its wall-clock seconds") ",`memory`:" SIZE("its RAM: bytes, or a size such as 512m") "},"
-		     "`additionalProperties`:false}}",
-	[RS_CHECKER] = "{`properties`:{`language`:" STR("the checker's language") ","
-		       "`code`:" STR("the checker's source") ",`timeout`:" NUM("its wall-clock seconds") ","
-		       "`memory`:" SIZE("its RAM: bytes, or a size such as 512m") "},"
-		       "`required`:[`language`,`code`],`additionalProperties`:false}",
+	[RS_TESTS] = "{`items`:{`type`:`object`,`properties`:{" REQUEST_FIELDS "},`additionalProperties`:false}}",
+	[RS_CHECKER] = "{`properties`:{" REQUEST_FIELDS "},`additionalProperties`:false}",
 };
-
-/* Where a tool's input schema has the request fields it takes (req.h's
- * RT_ bits: struct tool_def's fields), in table order: each one's name,
- * type, description and whether the tool requires it come from req.h's
- * table (req_mcp_doc), the parts of a value with parts of its own from
- * the shapes below.  input_schema() puts them there. */
-#define REQUEST_FIELDS "`@fields`:{},"
 /* How much of each stream the result carries (mcp_run_text). */
 #define MAX_OUTPUT_SCHEMA                                                                                            \
 	"`max_output`:{`type`:`integer`,`minimum`:0,`description`:`bytes of stdout and of stderr to return, head "  \
@@ -400,10 +390,20 @@ static jv schema_parse(const char *src)
 	return v;
 }
 
-/* A request field's property in the tool's (one RT_ bit) input schema:
- * its type (an anyOf where it takes two), its description, the parts of
- * its shape; in the order the schemas above write them. */
-static jv field_schema(const struct req_field *f, unsigned tool)
+/* The request fields a schema's REQUEST_FIELDS stands for: those the
+ * tools (RT_ bits) take, or those that may be in where (RW_ bits),
+ * described as `as` (one RT_ bit) says and required where it requires
+ * them. */
+struct fields_of {
+	unsigned tools, where, as;
+};
+
+static jv fill_fields(jv schema, struct fields_of of, const char *who);
+
+/* A request field's property, described as `as` (one RT_ bit) says: its
+ * type (an anyOf where it takes two), its description, the parts of its
+ * shape; in the order the schemas above write them. */
+static jv field_schema(const struct req_field *f, unsigned as)
 {
 	static const struct {
 		unsigned kind;
@@ -421,30 +421,34 @@ static jv field_schema(const struct req_field *f, unsigned tool)
 	jv p = jv_array_length(jv_copy(any)) == 1 ? jv_array_get(jv_copy(any), 0) : jv_object_set(jv_object(), jv_string("anyOf"), jv_copy(any));
 	jv_free(any);
 	unsigned shape = 0;
-	p = jv_object_set(p, jv_string("description"), jv_string(req_mcp_doc(f, tool, &shape)));
-	if (shape) {
-		jv parts = schema_parse(shapes[shape]);
-		jv_object_foreach(parts, k, v)
-			p = jv_object_set(p, k, v);
-		jv_free(parts);
-	}
+	p = jv_object_set(p, jv_string("description"), jv_string(req_mcp_doc(f, as, &shape)));
+	if (!shape)
+		return p;
+	jv parts = schema_parse(shapes[shape]);
+	if (shape == RS_TESTS)
+		parts = jv_object_set(parts, jv_string("items"),
+				      fill_fields(rec_get(parts, "items"), (struct fields_of){ 0, RW_TEST, RT_TEST }, "a test"));
+	else if (shape == RS_CHECKER)
+		parts = fill_fields(parts, (struct fields_of){ 0, RW_CHECKER, RT_CHECKER }, "a checker");
+	jv_object_foreach(parts, k, v)
+		p = jv_object_set(p, k, v);
+	jv_free(parts);
 	return p;
 }
 
-/* The tool's input schema: its text, with the request fields it takes
- * where the text has REQUEST_FIELDS, and those it requires after its own
- * required arguments.  The text without REQUEST_FIELDS, or with it and no
- * request fields, is this file's bug: it stops here, at the first start. */
-static jv input_schema(const struct tool_def *d)
+/* schema (consumed), an object schema, with the request fields `of` says
+ * where its properties have REQUEST_FIELDS, and those required after its
+ * own required ones.  A schema without REQUEST_FIELDS for fields, or with
+ * it for none, is this file's bug: it stops here, at the first start. */
+static jv fill_fields(jv schema, struct fields_of of, const char *who)
 {
-	jv text = schema_parse(d->input_schema);
-	jv props = rec_get(text, "properties");
+	jv props = rec_get(schema, "properties");
 	bool placed = false;
 	if (jv_get_kind(props) != JV_KIND_OBJECT) {
 		jv_free(props);
-		return text;
+		return schema;
 	}
-	jv fields = jv_object(), required = rec_get(text, "required");
+	jv fields = jv_object(), required = rec_get(schema, "required");
 	if (jv_get_kind(required) != JV_KIND_ARRAY) {
 		jv_free(required);
 		required = jv_array();
@@ -452,12 +456,12 @@ static jv input_schema(const struct tool_def *d)
 	jv_object_foreach(props, k, v) {
 		if (!strcmp(jv_string_value(k), "@fields")) {
 			placed = true;
-			for (int r = 0; d->fields && r < REQ_N; r++) {
+			for (int r = 0; r < REQ_N; r++) {
 				const struct req_field *f = req_field(r);
-				if (!(f->tools & d->fields))
+				if (!(f->tools & of.tools) && !(f->where & of.where))
 					continue;
-				fields = jv_object_set(fields, jv_string(f->name), field_schema(f, d->fields));
-				if (f->required & d->fields)
+				fields = jv_object_set(fields, jv_string(f->name), field_schema(f, of.as));
+				if (f->required & of.as)
 					required = jv_array_append(required, jv_string(f->name));
 			}
 			jv_free(k);
@@ -466,30 +470,30 @@ static jv input_schema(const struct tool_def *d)
 			fields = jv_object_set(fields, k, v);
 	}
 	jv_free(props);
-	if (placed != (d->fields != 0)) {
-		fprintf(stderr, "mcptools: %s's input schema %s its request fields\n", d->t.name, placed ? "has a place for no" : "has no place for");
+	if (placed != (of.tools || of.where)) {
+		fprintf(stderr, "mcptools: %s's input schema %s its request fields\n", who, placed ? "has a place for no" : "has no place for");
 		abort();
 	}
 	/* the keys in the order the text has them, "required" after
 	 * "properties" */
-	jv schema = jv_object();
-	jv_object_foreach(text, k, v) {
+	jv out = jv_object();
+	jv_object_foreach(schema, k, v) {
 		const char *key = jv_string_value(k);
 		if (!strcmp(key, "properties")) {
-			schema = jv_object_set(schema, k, jv_copy(fields));
+			out = jv_object_set(out, k, jv_copy(fields));
 			if (jv_array_length(jv_copy(required)))
-				schema = jv_object_set(schema, jv_string("required"), jv_copy(required));
+				out = jv_object_set(out, jv_string("required"), jv_copy(required));
 			jv_free(v);
 		} else if (!strcmp(key, "required")) {
 			jv_free(k);
 			jv_free(v);
 		} else
-			schema = jv_object_set(schema, k, v);
+			out = jv_object_set(out, k, v);
 	}
 	jv_free(fields);
 	jv_free(required);
-	jv_free(text);
-	return schema;
+	jv_free(schema);
+	return out;
 }
 
 /* The description with the configuration's values: %L languages, %M
@@ -627,7 +631,7 @@ jv mcp_tools_list(const struct conf *c, const char *workspace_note, const char *
 		jv t = jv_object_set(jv_object(), jv_string("name"), jv_string(d->t.name));
 		t = jv_object_set(t, jv_string("title"), jv_string(d->title));
 		t = jv_object_set(t, jv_string("description"), jv_string(desc));
-		jv input = input_schema(d);
+		jv input = fill_fields(schema_parse(d->input_schema), (struct fields_of){ d->fields, 0, d->fields }, d->t.name);
 		schema_check(d, input);
 		t = jv_object_set(t, jv_string("inputSchema"), input);
 		t = jv_object_set(t, jv_string("outputSchema"), schema_parse(d->output_schema));
