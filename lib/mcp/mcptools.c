@@ -134,6 +134,7 @@ static const char *const shapes[] = {
 	[RS_TESTS] = "{`items`:{`type`:`object`,`properties`:{" REQUEST_FIELDS "},`additionalProperties`:false}}",
 	[RS_CHECKER] = "{`properties`:{" REQUEST_FIELDS "},`additionalProperties`:false}",
 };
+
 /* How much of each stream the result carries (mcp_run_text). */
 #define MAX_OUTPUT_SCHEMA                                                                                            \
 	"`max_output`:{`type`:`integer`,`minimum`:0,`description`:`bytes of stdout and of stderr to return, head "  \
