@@ -128,16 +128,16 @@ enum {
 	M(language, RT_CELL, "the kernel's language; default the session's", 0) \
 	M(language, RT_INIT, "the session's default language", 0) \
 	M(language, RT_INSTALL, "whose package manager; default the session's language", 0) \
+	M(language, RT_CHECKER, "the checker's language", 0) \
 	M(code, RT_EXEC, "source to run", 0) \
 	M(code, RT_CELL, "the cell's code", 0) \
+	M(code, RT_CHECKER, "the checker's source", 0) \
 	M(stdin, RT_TEST, "the test's input", 0) \
 	M(args, RT_TEST, "its command-line arguments", 0) \
 	M(files, RT_RUN | RT_TEST, NULL, RS_FILES) \
 	M(timeout_ms, RT_CELL, "the cell's wall-clock seconds", 0) \
 	M(timeout_ms, RT_TEST | RT_CHECKER, "its wall-clock seconds", 0) \
 	M(memory, RT_TEST | RT_CHECKER, "its RAM: bytes, or a size such as 512m", 0) \
-	M(language, RT_CHECKER, "the checker's language", 0) \
-	M(code, RT_CHECKER, "the checker's source", 0) \
 	M(tests, RT_RUN, NULL, RS_TESTS) \
 	M(checker, RT_RUN, NULL, RS_CHECKER)
 
