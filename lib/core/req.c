@@ -54,6 +54,28 @@ const char *req_names(unsigned all, char *buf, size_t len)
 	return buf;
 }
 
+static const struct {
+	int field;
+	unsigned tools;
+	const char *doc;
+	unsigned shape;
+} mcp_docs[] = {
+#define REQ_MCP_ROW(f, t, doc, shape) { REQ_##f, t, doc, shape },
+	REQ_MCP(REQ_MCP_ROW)
+#undef REQ_MCP_ROW
+};
+
+const char *req_mcp_doc(const struct req_field *f, unsigned tool, unsigned *shape)
+{
+	*shape = 0;
+	for (size_t i = 0; i < sizeof mcp_docs / sizeof mcp_docs[0]; i++)
+		if (&fields[mcp_docs[i].field] == f && (mcp_docs[i].tools & tool)) {
+			*shape = mcp_docs[i].shape;
+			return mcp_docs[i].doc ? mcp_docs[i].doc : f->doc;
+		}
+	return f->doc;
+}
+
 jv req_from_args(jv req, jv args, unsigned tool)
 {
 	for (int i = 0; i < REQ_N; i++)

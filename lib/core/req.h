@@ -5,8 +5,9 @@
  * may appear in, the MCP tools that take it as an argument (and which of
  * them require it), and one line saying what it is.  The did-you-mean
  * check, the lists of what a cell, a judged request, a test and a checker
- * accept, the MCP tools' argument checks and the requests sbx-mcp builds
- * from a call's arguments, and the ledger's digest all loop over it;
+ * accept, the MCP tools' input schemas and argument checks and the
+ * requests sbx-mcp builds from a call's arguments, and the ledger's digest
+ * all loop over it;
  * doc/contract.md's table of request fields is checked against it
  * (t/06-tables.bats).  Adding a field is one row here plus its check in
  * job.c.
@@ -57,30 +58,38 @@ enum {
 };
 
 /* The MCP tools that take a field as an argument of the same name, as
- * bits (mcptools.c maps its tools onto them). */
+ * bits (mcptools.c maps its tools onto them).  A test and a checker are
+ * not tools, but run_code's schema describes their fields (RW_TEST,
+ * RW_CHECKER) as it does its own: their bits say how (REQ_MCP), and which
+ * of them a checker requires. */
 enum {
-	RT_RUN = 1,     /* run_code */
-	RT_EXEC = 2,    /* sandbox_exec */
-	RT_CELL = 4,    /* run_cell */
-	RT_INIT = 8,    /* sandbox_initialize */
-	RT_INSTALL = 16 /* install_packages */
+	RT_RUN = 1,      /* run_code */
+	RT_EXEC = 2,     /* sandbox_exec */
+	RT_CELL = 4,     /* run_cell */
+	RT_INIT = 8,     /* sandbox_initialize */
+	RT_INSTALL = 16, /* install_packages */
+	RT_TEST = 32,    /* one of run_code's tests */
+	RT_CHECKER = 64  /* run_code's checker */
 };
 
 #define RW_ANY_REQ (RW_REQ | RW_JUDGED | RW_CELL)
 
-/* X(name, kinds, where, tools, required by tools, doc) for a field of its
- * own; L(limit field, ...) for a limit, its name limit.h's request key. */
+/* X(name, kinds, where, tools, required by tools (or in a checker), doc)
+ * for a field of its own; L(limit field, ...) for a limit, its name
+ * limit.h's request key. */
 #define REQ_FIELDS(X, L) \
-	X(language, RK_STR, RW_ANY_REQ | RW_CHECKER, RT_RUN | RT_EXEC | RT_CELL | RT_INIT | RT_INSTALL, RT_RUN, \
+	X(language, RK_STR, RW_ANY_REQ | RW_CHECKER, RT_RUN | RT_EXEC | RT_CELL | RT_INIT | RT_INSTALL, RT_RUN | RT_CHECKER, \
 	  "a language name or alias (list_supported_languages)") \
-	X(code, RK_STR, RW_ANY_REQ | RW_CHECKER | RW_DATA, RT_RUN | RT_EXEC | RT_CELL, RT_RUN | RT_CELL, \
+	X(code, RK_STR, RW_ANY_REQ | RW_CHECKER | RW_DATA, RT_RUN | RT_EXEC | RT_CELL, RT_RUN | RT_CELL | RT_CHECKER, \
 	  "the program's source") \
 	X(entry, RK_STR, RW_REQ, 0, 0, "a workspace file to run in place of code (sandbox_exec's file)") \
-	X(command, RK_STRS, RW_REQ | RW_JUDGED, RT_EXEC, 0, "an argv to run in the workspace") \
+	X(command, RK_STRS, RW_REQ | RW_JUDGED, RT_EXEC, 0, \
+	  "an argv to run in the workspace, such as [\"sh\",\"-c\",\"make && ./app\"]") \
 	X(id, RK_STR | RK_NUM, RW_ANY_REQ, 0, 0, "the request's id, generated if absent") \
 	X(stdin, RK_STR, RW_REQ | RW_TEST | RW_DATA, RT_RUN | RT_EXEC, 0, "the program's standard input") \
 	X(args, RK_STRS, RW_REQ | RW_TEST, RT_RUN | RT_EXEC, 0, "command-line arguments") \
-	X(files, RK_OBJ, RW_ANY_REQ | RW_TEST, RT_RUN, 0, "more files next to the program: path -> content") \
+	X(files, RK_OBJ, RW_ANY_REQ | RW_TEST, RT_RUN, 0, \
+	  "more files next to the program: path -> text, or path -> {content, encoding: base64}") \
 	X(expected_stdout, RK_STR, RW_TEST, 0, 0, "the output that passes") \
 	L(timeout_ms, RK_NUM, RW_ANY_REQ | RW_TEST | RW_CHECKER, RT_RUN | RT_EXEC | RT_CELL, 0, "wall-clock seconds") \
 	L(memory, RK_STR | RK_NUM, RW_ANY_REQ | RW_TEST | RW_CHECKER, RT_RUN | RT_EXEC | RT_CELL, 0, \
@@ -95,12 +104,42 @@ enum {
 	X(reset, RK_BOOL, RW_ANY_REQ, RT_CELL, 0, "restart the kernel first (its state is lost)") \
 	X(tests, RK_LIST, RW_ANY_REQ, RT_RUN, 0, "judge the program on these tests") \
 	X(compare, RK_STR, RW_ANY_REQ | RW_JUDGING, RT_RUN, 0, "trim (default), exact, tokens, float:EPS or checker") \
-	X(checker, RK_OBJ, RW_ANY_REQ | RW_JUDGING, RT_RUN, 0, "compare checker: the program that decides") \
+	X(checker, RK_OBJ, RW_ANY_REQ | RW_JUDGING, RT_RUN, 0, \
+	  "compare checker: the program that decides, run with the files input, output and expected as arguments") \
 	X(stop_on_fail, RK_BOOL, RW_ANY_REQ | RW_JUDGING, RT_RUN, 0, "stop at the first failing test") \
 	X(limits, RK_OBJ, RW_ANY_REQ | RW_COMPUTED, 0, 0, "the run's limits, resolved") \
 	X(compile_limits, RK_OBJ, RW_ANY_REQ | RW_COMPUTED, 0, 0, "the compile stage's limits, resolved") \
 	X(exec, RK_OBJ, RW_ANY_REQ | RW_COMPUTED, 0, 0, "what runs, where, with what of the host") \
 	X(backend, RK_STR, RW_ANY_REQ | RW_COMPUTED, 0, 0, "the backend that runs the job")
+
+/* How the MCP tools (RT_ bits) show a field in their input schemas where
+ * the row alone does not say it: M(field, tools, description, shape), the
+ * description when those tools word the field otherwise than its doc line
+ * (NULL: the doc line), and the shape of a value with parts of its own
+ * (RS_x, 0 if none), whose schema mcptools.c spells out.  A field's name
+ * and JSON type come from its row; the tools that require it too. */
+enum {
+	RS_FILES = 1, /* path -> text, or path -> {content, encoding} */
+	RS_TESTS,     /* an array of tests, each of a test's fields (RT_TEST) */
+	RS_CHECKER,   /* a checker: a checker's fields (RT_CHECKER) */
+};
+#define REQ_MCP(M) \
+	M(language, RT_EXEC, "the language of code, or of file; default the session's", 0) \
+	M(language, RT_CELL, "the kernel's language; default the session's", 0) \
+	M(language, RT_INIT, "the session's default language", 0) \
+	M(language, RT_INSTALL, "whose package manager; default the session's language", 0) \
+	M(language, RT_CHECKER, "the checker's language", 0) \
+	M(code, RT_EXEC, "source to run", 0) \
+	M(code, RT_CELL, "the cell's code", 0) \
+	M(code, RT_CHECKER, "the checker's source", 0) \
+	M(stdin, RT_TEST, "the test's input", 0) \
+	M(args, RT_TEST, "its command-line arguments", 0) \
+	M(files, RT_RUN | RT_TEST, NULL, RS_FILES) \
+	M(timeout_ms, RT_CELL, "the cell's wall-clock seconds", 0) \
+	M(timeout_ms, RT_TEST | RT_CHECKER, "its wall-clock seconds", 0) \
+	M(memory, RT_TEST | RT_CHECKER, "its RAM: bytes, or a size such as 512m", 0) \
+	M(tests, RT_RUN, NULL, RS_TESTS) \
+	M(checker, RT_RUN, NULL, RS_CHECKER)
 
 enum req_id {
 #define REQ_ENUM(n, ...) REQ_##n,
@@ -129,6 +168,10 @@ const char *req_names(unsigned all, char *buf, size_t len);
 /* req (consumed) with each argument of args (borrowed) that the tool
  * (RT_x) takes as a request field of the same name and req lacks. */
 jv req_from_args(jv req, jv args, unsigned tool);
+/* The description of field f in the input schema of the tool (one RT_
+ * bit), and in *shape the shape of its value (RS_x, or 0): REQ_MCP's, or
+ * the row's doc line. */
+const char *req_mcp_doc(const struct req_field *f, unsigned tool, unsigned *shape);
 /* Whether v (borrowed) is of one of the kinds (RK_ bits); a whole number
  * of at most 1e15 for RK_INT.  An array's items are not looked at. */
 bool req_kind_ok(jv v, unsigned kinds);

@@ -119,15 +119,22 @@ struct tool_def {
 	"{`anyOf`:[{`type`:`string`,`description`:`the file's text`},{`type`:`object`,`description`:`its bytes`,"   \
 	"`properties`:{`content`:" STR("the content, base64 with encoding base64") ",`encoding`:{`type`:`string`,"  \
 	"`enum`:[`utf-8`,`base64`],`description`:`how content is written`}},`required`:[`content`]}]}"
-#define FILES_SCHEMA                                                                                                 \
-	"{`type`:`object`,`description`:`more files next to the program: path -> text, or path -> {content, "      \
-	"encoding: base64}`,`additionalProperties`:" FILE_VALUE "}"
+/* Where a tool's input schema has the request fields it takes (req.h's
+ * RT_ bits: struct tool_def's fields), or a test's or a checker's schema
+ * the fields of a test or a checker (RW_TEST, RW_CHECKER), in table
+ * order: each one's name, type, description and whether it is required
+ * come from req.h's table (req_mcp_doc), the parts of a value with parts
+ * of its own from the shapes below.  fill_fields() puts them there. */
+#define REQUEST_FIELDS "`@fields`:{},"
 
-/* Per-call memory and CPU, within the configured ceilings (sbx-validate
- * checks them as for any request). */
-#define MEM_CPUS_SCHEMA                                                                                              \
-	"`memory`:" SIZE("RAM for the run: bytes, or a size such as 512m or 1g") ","                                \
-	"`cpus`:" NUM("CPU quota in cores, such as 0.5 or 2") ","
+/* The parts of a request field's value with parts of its own (req.h's RS_
+ * shapes), beside the type and description its row gives. */
+static const char *const shapes[] = {
+	[RS_FILES] = "{`additionalProperties`:" FILE_VALUE "}",
+	[RS_TESTS] = "{`items`:{`type`:`object`,`properties`:{" REQUEST_FIELDS "},`additionalProperties`:false}}",
+	[RS_CHECKER] = "{`properties`:{" REQUEST_FIELDS "},`additionalProperties`:false}",
+};
+
 /* How much of each stream the result carries (mcp_run_text). */
 #define MAX_OUTPUT_SCHEMA                                                                                            \
 	"`max_output`:{`type`:`integer`,`minimum`:0,`description`:`bytes of stdout and of stderr to return, head "  \
@@ -153,29 +160,10 @@ static const struct tool_def defs[] = {
 	  "judge_error; or compile_error), tests_passed, tests_total and \"tests\", one entry per test; its status "
 	  "is success when accepted and rejected when the program ran but its output was refused.",
 	  RT_RUN, { { "dependencies", RK_STRS, false }, { "max_output", RK_INT, false } },
-	  "{`type`:`object`,`properties`:{"
-	  "`language`:" STR("a language name or alias (list_supported_languages)") ","
-	  "`code`:" STR("the program's source") ","
-	  "`stdin`:" STR("the program's standard input") ","
-	  "`files`:" FILES_SCHEMA ","
-	  "`timeout`:" NUM("wall-clock seconds") ","
-	  MEM_CPUS_SCHEMA
-	  "`args`:" STRS("command-line arguments") ","
+	  "{`type`:`object`,`properties`:{" REQUEST_FIELDS
 	  "`dependencies`:" STRS("packages to install first with the language's package manager (pip, npm, ...)") ","
-	  "`tests`:{`type`:`array`,`description`:`judge the program on these tests`,`items`:{`type`:`object`,"
-	  "`properties`:{`stdin`:" STR("the test's input") ",`args`:" STRS("its command-line arguments") ","
-	  "`files`:" FILES_SCHEMA ",`expected_stdout`:" STR("the output that passes") ","
-	  "`timeout`:" NUM("its wall-clock seconds") ",`memory`:" SIZE("its RAM: bytes, or a size such as 512m") "},"
-	  "`additionalProperties`:false}},"
-	  "`compare`:" STR("trim (default), exact, tokens, float:EPS or checker") ","
-	  "`checker`:{`type`:`object`,`description`:`compare checker: the program that decides, run with the files "
-	  "input, output and expected as arguments`,`properties`:{`language`:" STR("the checker's language") ","
-	  "`code`:" STR("the checker's source") ",`timeout`:" NUM("its wall-clock seconds") ","
-	  "`memory`:" SIZE("its RAM: bytes, or a size such as 512m") "},"
-	  "`required`:[`language`,`code`],`additionalProperties`:false},"
-	  "`stop_on_fail`:" BOOL("stop at the first failing test") ","
 	  MAX_OUTPUT_SCHEMA
-	  "},`required`:[`language`,`code`],`additionalProperties`:false}",
+	  "},`additionalProperties`:false}",
 	  RESULT_SCHEMA(RUN_FIELDS JUDGE_FIELDS), false, false, false },
 	{ { "list_supported_languages", MCP_T_LANGUAGES }, "List supported languages",
 	  "List the languages this server runs: name, aliases, whether they are compiled, the runtime's version "
@@ -238,7 +226,7 @@ static const struct tool_def defs[] = {
 	  "Optional \"language\" (the default for sandbox_exec), \"dependencies\" to install now, \"ttl\" (seconds "
 	  "idle before the session is removed; default %S). Returns session_id. At most %N sessions at once.",
 	  RT_INIT, { { "dependencies", RK_STRS, false }, { "ttl", RK_NUM, false } },
-	  "{`type`:`object`,`properties`:{`language`:" STR("the session's default language") ","
+	  "{`type`:`object`,`properties`:{" REQUEST_FIELDS
 	  "`dependencies`:" STRS("packages to install now") ","
 	  "`ttl`:" NUM("idle seconds before the session is removed") "},`additionalProperties`:false}",
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session, for the other session tools") ","
@@ -261,13 +249,7 @@ static const struct tool_def defs[] = {
 	  "later commands may execute them.%E",
 	  RT_EXEC, { { "session_id", RK_STR, true }, { "file", RK_STR, false }, { "max_output", RK_INT, false } },
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session (sandbox_initialize)") ","
-	  "`language`:" STR("the language of code, or of file; default the session's") ","
-	  "`code`:" STR("source to run") ","
-	  "`file`:" STR("a workspace file to run, such as main.py") ","
-	  "`command`:" STRS("an argv to run in the workspace, such as [\\`sh\\`,\\`-c\\`,\\`make && ./app\\`]") ","
-	  "`stdin`:" STR("the program's standard input") ","
-	  "`timeout`:" NUM("wall-clock seconds") "," MEM_CPUS_SCHEMA
-	  "`args`:" STRS("command-line arguments") "," MAX_OUTPUT_SCHEMA
+	  REQUEST_FIELDS "`file`:" STR("a workspace file to run, such as main.py") "," MAX_OUTPUT_SCHEMA
 	  "},`required`:[`session_id`],`additionalProperties`:false}",
 	  RUN_RESULT_SCHEMA, false, false, false },
 	{ { "run_cell", MCP_T_CELL }, "Run a cell in a session's kernel",
@@ -286,11 +268,8 @@ static const struct tool_def defs[] = {
 	  "(later ones wait their turn).%E",
 	  RT_CELL, { { "session_id", RK_STR, true }, { "max_output", RK_INT, false } },
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session (sandbox_initialize)") ","
-	  "`code`:" STR("the cell's code") ","
-	  "`language`:" STR("the kernel's language; default the session's") ","
-	  "`timeout`:" NUM("the cell's wall-clock seconds") "," MEM_CPUS_SCHEMA
-	  "`reset`:" BOOL("restart the kernel first (its state is lost)") "," MAX_OUTPUT_SCHEMA
-	  "},`required`:[`session_id`,`code`],`additionalProperties`:false}",
+	  REQUEST_FIELDS MAX_OUTPUT_SCHEMA
+	  "},`required`:[`session_id`],`additionalProperties`:false}",
 	  RESULT_SCHEMA(RUN_FIELDS CELL_FIELDS), false, false, false },
 	{ { "sandbox_stop", MCP_T_STOP }, "End a session",
 	  "End a session and delete its workspace and every file in it.",
@@ -344,7 +323,7 @@ static const struct tool_def defs[] = {
 	  RT_INSTALL, { { "session_id", RK_STR, true }, { "packages", RK_STRS, true } },
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
 	  "`packages`:{`type`:`array`,`items`:{`type`:`string`},`minItems`:1,`description`:`package names, with versions if wanted (numpy, left-pad@1.3.0)`},"
-	  "`language`:" STR("whose package manager; default the session's language") "},"
+	  REQUEST_FIELDS "},"
 	  "`required`:[`session_id`,`packages`],`additionalProperties`:false}",
 	  RUN_RESULT_SCHEMA, false, false, false },
 };
@@ -410,6 +389,112 @@ static jv schema_parse(const char *src)
 	}
 	free(out);
 	return v;
+}
+
+/* The request fields a schema's REQUEST_FIELDS stands for: those the
+ * tools (RT_ bits) take, or those that may be in where (RW_ bits),
+ * described as `as` (one RT_ bit) says and required where it requires
+ * them. */
+struct fields_of {
+	unsigned tools, where, as;
+};
+
+static jv fill_fields(jv schema, struct fields_of of, const char *who);
+
+/* A request field's property, described as `as` (one RT_ bit) says: its
+ * type (an anyOf where it takes two), its description, the parts of its
+ * shape; in the order the schemas above write them. */
+static jv field_schema(const struct req_field *f, unsigned as)
+{
+	static const struct {
+		unsigned kind;
+		const char *type;
+	} types[] = { { RK_STR, "string" }, { RK_NUM, "number" }, { RK_BOOL, "boolean" }, { RK_STRS, "array" },
+		      { RK_OBJ, "object" },  { RK_INT, "integer" }, { RK_LIST, "array" } };
+	jv any = jv_array();
+	for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
+		if (f->kinds & types[k].kind) {
+			jv t = jv_object_set(jv_object(), jv_string("type"), jv_string(types[k].type));
+			if (types[k].kind == RK_STRS)
+				t = jv_object_set(t, jv_string("items"), jv_object_set(jv_object(), jv_string("type"), jv_string("string")));
+			any = jv_array_append(any, t);
+		}
+	jv p = jv_array_length(jv_copy(any)) == 1 ? jv_array_get(jv_copy(any), 0) : jv_object_set(jv_object(), jv_string("anyOf"), jv_copy(any));
+	jv_free(any);
+	unsigned shape = 0;
+	p = jv_object_set(p, jv_string("description"), jv_string(req_mcp_doc(f, as, &shape)));
+	if (!shape)
+		return p;
+	jv parts = schema_parse(shapes[shape]);
+	if (shape == RS_TESTS)
+		parts = jv_object_set(parts, jv_string("items"),
+				      fill_fields(rec_get(parts, "items"), (struct fields_of){ 0, RW_TEST, RT_TEST }, "a test"));
+	else if (shape == RS_CHECKER)
+		parts = fill_fields(parts, (struct fields_of){ 0, RW_CHECKER, RT_CHECKER }, "a checker");
+	jv_object_foreach(parts, k, v)
+		p = jv_object_set(p, k, v);
+	jv_free(parts);
+	return p;
+}
+
+/* schema (consumed), an object schema, with the request fields `of` says
+ * where its properties have REQUEST_FIELDS, and those required after its
+ * own required ones.  A schema without REQUEST_FIELDS for fields, or with
+ * it for none, is this file's bug: it stops here, at the first start. */
+static jv fill_fields(jv schema, struct fields_of of, const char *who)
+{
+	jv props = rec_get(schema, "properties");
+	bool placed = false;
+	if (jv_get_kind(props) != JV_KIND_OBJECT) {
+		jv_free(props);
+		return schema;
+	}
+	jv fields = jv_object(), required = rec_get(schema, "required");
+	if (jv_get_kind(required) != JV_KIND_ARRAY) {
+		jv_free(required);
+		required = jv_array();
+	}
+	jv_object_foreach(props, k, v) {
+		if (!strcmp(jv_string_value(k), "@fields")) {
+			placed = true;
+			for (int r = 0; r < REQ_N; r++) {
+				const struct req_field *f = req_field(r);
+				if (!(f->tools & of.tools) && !(f->where & of.where))
+					continue;
+				fields = jv_object_set(fields, jv_string(f->name), field_schema(f, of.as));
+				if (f->required & of.as)
+					required = jv_array_append(required, jv_string(f->name));
+			}
+			jv_free(k);
+			jv_free(v);
+		} else
+			fields = jv_object_set(fields, k, v);
+	}
+	jv_free(props);
+	if (placed != (of.tools || of.where)) {
+		fprintf(stderr, "mcptools: %s's input schema %s its request fields\n", who, placed ? "has a place for no" : "has no place for");
+		abort();
+	}
+	/* the keys in the order the text has them, "required" after
+	 * "properties" */
+	jv out = jv_object();
+	jv_object_foreach(schema, k, v) {
+		const char *key = jv_string_value(k);
+		if (!strcmp(key, "properties")) {
+			out = jv_object_set(out, k, jv_copy(fields));
+			if (jv_array_length(jv_copy(required)))
+				out = jv_object_set(out, jv_string("required"), jv_copy(required));
+			jv_free(v);
+		} else if (!strcmp(key, "required")) {
+			jv_free(k);
+			jv_free(v);
+		} else
+			out = jv_object_set(out, k, v);
+	}
+	jv_free(fields);
+	jv_free(required);
+	jv_free(schema);
+	return out;
 }
 
 /* The description with the configuration's values: %L languages, %M
@@ -547,7 +632,7 @@ jv mcp_tools_list(const struct conf *c, const char *workspace_note, const char *
 		jv t = jv_object_set(jv_object(), jv_string("name"), jv_string(d->t.name));
 		t = jv_object_set(t, jv_string("title"), jv_string(d->title));
 		t = jv_object_set(t, jv_string("description"), jv_string(desc));
-		jv input = schema_parse(d->input_schema);
+		jv input = fill_fields(schema_parse(d->input_schema), (struct fields_of){ d->fields, 0, d->fields }, d->t.name);
 		schema_check(d, input);
 		t = jv_object_set(t, jv_string("inputSchema"), input);
 		t = jv_object_set(t, jv_string("outputSchema"), schema_parse(d->output_schema));

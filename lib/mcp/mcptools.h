@@ -2,7 +2,9 @@
  * agents, input and output schemas), the light argument check done before
  * any work, and the views that turn pipeline records into tool results.
  * A tool's arguments are its own and the request fields req.h's table
- * says it takes; its input schema is checked against them at start-up.
+ * says it takes; its input schema's request fields are made from that
+ * table (names, types, which are required, descriptions) and the whole is
+ * checked against its arguments at start-up.
  * mcptext.c writes the text a model reads (mcp_run_text, the verdict
  * table), the rest is mcptools.c's.
  *

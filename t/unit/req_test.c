@@ -65,6 +65,19 @@ int main(int argc, char **argv)
 	jv_free(cell);
 	jv_free(args);
 	jv_free(req);
+	unsigned shape = 9;
+	bool docs = !strcmp(req_mcp_doc(req_field(REQ_code), RT_CELL, &shape), "the cell's code") && !shape &&
+		    req_mcp_doc(req_field(REQ_code), RT_RUN, &shape) == req_field(REQ_code)->doc && !shape &&
+		    req_mcp_doc(req_field(REQ_files), RT_RUN, &shape) == req_field(REQ_files)->doc && shape == RS_FILES;
+	OK(docs, "req_mcp_doc: a tool's own wording, else the doc line; the shape");
+	bool described = true;
+	for (int i = 0; i < REQ_N; i++)
+		for (unsigned t = RT_RUN; t <= RT_INSTALL; t <<= 1)
+			if (req_field(i)->tools & t) {
+				const char *d = req_mcp_doc(req_field(i), t, &shape);
+				described &= d && *d;
+			}
+	OK(described, "every field a tool takes has a description for it");
 	jv size = jv_string("1g");
 	OK(req_kind_ok(jv_number(3), RK_INT) && !req_kind_ok(jv_number(3.5), RK_INT) && req_kind_ok(jv_number(3.5), RK_NUM) &&
 	   req_kind_ok(size, RK_STR | RK_NUM) && !req_kind_ok(jv_null(), RK_OBJ), "req_kind_ok");
