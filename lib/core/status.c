@@ -6,13 +6,13 @@
 
 struct status_def {
 	const char *name;
-	unsigned flags;
+	unsigned flags, as;
 	enum status_id makes;
 };
 
-#define DEF_STATUS_(n, flags, tone_) [STATUS_##n] = { #n, flags, STATUS_##n },
-#define DEF_VERDICT_(n, st, tone_) [STATUS_##n] = { #n, 0, STATUS_##st },
-#define DEF_TEST_(n) [STATUS_##n] = { #n, 0, STATUS_##n },
+#define DEF_STATUS_(n, flags, as, tone_) [STATUS_##n] = { #n, flags, as, STATUS_##n },
+#define DEF_VERDICT_(n, st, as, tone_) [STATUS_##n] = { #n, 0, SA_VERDICT | (as), STATUS_##st },
+#define DEF_TEST_(n) [STATUS_##n] = { #n, 0, SA_TEST, STATUS_##n },
 static const struct status_def defs[STATUS_N] = { STATUSES(DEF_STATUS_) VERDICTS(DEF_VERDICT_) TESTS(DEF_TEST_) };
 
 const char *status_name(enum status_id id)
@@ -32,6 +32,11 @@ bool status_known(const char *s)
 {
 	int i = status_find(s);
 	return i >= 0 && i < STATUS_NSTATUSES;
+}
+
+unsigned status_as(enum status_id i)
+{
+	return defs[i].as;
 }
 
 enum status_id status_of_verdict(enum status_id v)

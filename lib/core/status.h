@@ -8,12 +8,11 @@
  * counters and exit code, sbx-batch's retries, the history's rates, the
  * dashboard's badges.  C code names one as STATUS(success), never as a
  * string; t/unit/status_test checks the contract's lists against these
- * rows.  (The result schema's enums of verdicts and of a test's statuses,
- * in mcptools.c, are still written out: a verdict or test status added
- * here must be added there too.)
+ * rows.
  *
- * STATUSES, in the contract's order: the name, what it means, its badge's
- * tone on pages (ok, bad, warn, note).  The meanings:
+ * STATUSES, in the contract's order: the name, what it means, what else it
+ * can name (a verdict, a test's status: SA_ bits), its badge's tone on
+ * pages (ok, bad, warn, note).  The meanings:
  *   STF_RAN    the program ran: its time and memory count in the history's
  *              figures (a compile error never started it);
  *   STF_RATED  a verdict on the code, counted in the success rate (not an
@@ -24,12 +23,12 @@
  *   STF_AGAIN  nothing final about the request: a batch runs it again, the
  *              ledger lets a later attempt's result win.
  *
- * VERDICTS: the names a verdict or a test can have besides the statuses
- * (a test or a verdict can also be error, timeout, memory_limit,
- * internal_error or cancelled, and a verdict compile_error): the name, the
- * record status it makes (what "status" says to whoever skips the
- * verdict), its tone.  TESTS: a test's names that never decide a verdict
- * (no badge of their own).
+ * VERDICTS: the names a verdict or a test can have besides the statuses:
+ * the name, the record status it makes (what "status" says to whoever
+ * skips the verdict), whether a test can have it too, its tone.  TESTS: a
+ * test's names that never decide a verdict (no badge of their own).  The
+ * result schemas' enums of a verdict and of a test's status are the rows
+ * with SA_VERDICT and SA_TEST.
  */
 #ifndef SBX_STATUS_H
 #define SBX_STATUS_H
@@ -44,22 +43,28 @@ enum {
 	STF_AGAIN = 16,
 };
 
+/* What a name can be besides (or instead of) a record's status. */
+enum {
+	SA_VERDICT = 1, /* a judged run's verdict */
+	SA_TEST = 2,    /* a test's status */
+};
+
 #define STATUSES(X) \
-	X(success,        STF_RAN | STF_RATED | STF_OK,               ok) \
-	X(error,          STF_RAN | STF_RATED,                        bad) \
-	X(rejected,       STF_RAN | STF_RATED,                        bad) \
-	X(timeout,        STF_RAN | STF_RATED,                        warn) \
-	X(memory_limit,   STF_RAN | STF_RATED,                        warn) \
-	X(compile_error,  STF_RATED,                                  note) \
-	X(invalid,        STF_CALL,                                   note) \
-	X(internal_error, STF_RAN | STF_RATED | STF_CALL | STF_AGAIN, bad) \
-	X(cancelled,      STF_CALL | STF_AGAIN,                       note)
+	X(success,        STF_RAN | STF_RATED | STF_OK,               0,                    ok) \
+	X(error,          STF_RAN | STF_RATED,                        SA_VERDICT | SA_TEST, bad) \
+	X(rejected,       STF_RAN | STF_RATED,                        0,                    bad) \
+	X(timeout,        STF_RAN | STF_RATED,                        SA_VERDICT | SA_TEST, warn) \
+	X(memory_limit,   STF_RAN | STF_RATED,                        SA_VERDICT | SA_TEST, warn) \
+	X(compile_error,  STF_RATED,                                  SA_VERDICT,           note) \
+	X(invalid,        STF_CALL,                                   0,                    note) \
+	X(internal_error, STF_RAN | STF_RATED | STF_CALL | STF_AGAIN, SA_VERDICT | SA_TEST, bad) \
+	X(cancelled,      STF_CALL | STF_AGAIN,                       SA_VERDICT | SA_TEST, note)
 
 #define VERDICTS(X) \
-	X(accepted,     success,  ok) \
-	X(wrong_answer, rejected, bad) \
-	X(output_limit, rejected, warn) \
-	X(judge_error,  error,    bad)
+	X(accepted,     success,  0,       ok) \
+	X(wrong_answer, rejected, SA_TEST, bad) \
+	X(output_limit, rejected, SA_TEST, warn) \
+	X(judge_error,  error,    SA_TEST, bad)
 
 #define TESTS(X) \
 	X(passed) \
@@ -91,5 +96,7 @@ bool status_is(const char *s, unsigned flag);
 enum status_id status_of_verdict(enum status_id v);
 /* All the statuses for a message: "success, error, ..." (static). */
 const char *status_list(void);
+/* Whether row i can be a verdict or a test's status (SA_ bits). */
+unsigned status_as(enum status_id i);
 
 #endif

@@ -50,7 +50,7 @@ bool page_on_run(jv row, void *arg);
 #define TONE_bad "background:#fbe1e1;color:var(--bad)"
 #define TONE_warn "background:#fbeed9;color:var(--warn)"
 #define TONE_note "background:#ecebf5;color:#5b4a9e"
-#define PAGE_BADGE_CSS_(n, x, tone) ".st-" #n "{" TONE_##tone "}"
+#define PAGE_BADGE_CSS_(n, x, as, tone) ".st-" #n "{" TONE_##tone "}"
 #define PAGE_CSS_FROM_C STATUSES(PAGE_BADGE_CSS_) VERDICTS(PAGE_BADGE_CSS_)
 
 #endif

@@ -91,14 +91,12 @@ struct tool_def {
 /* Judged runs (run_code with tests). */
 #define JUDGE_FIELDS                                                                                                 \
 	"`verdict`:{`type`:`string`,`description`:`accepted, or the first failing test's status, or compile_error`," \
-	"`enum`:[`accepted`,`wrong_answer`,`timeout`,`memory_limit`,`error`,`output_limit`,`judge_error`,"         \
-	"`compile_error`,`internal_error`,`cancelled`]},"                                                            \
+	"`enum`:`@verdicts`},"                                                                                       \
 	"`tests_passed`:" INT("tests passed") ",`tests_total`:" INT("tests given") ","                              \
 	"`failed_test`:" INT("the index of the test that decided the verdict (absent when accepted)") ","          \
 	"`tests`:{`type`:`array`,`description`:`one entry per test, in order`,`items`:{`type`:`object`,"            \
 	"`properties`:{`index`:" INT("its index") ",`status`:{`type`:`string`,`description`:`how it went`,"         \
-	"`enum`:[`passed`,`wrong_answer`,`timeout`,`memory_limit`,`error`,`output_limit`,`judge_error`,"            \
-	"`internal_error`,`cancelled`,`skipped`]},`duration_ms`:" NUM("wall-clock time") ","                        \
+	"`enum`:`@test_statuses`},`duration_ms`:" NUM("wall-clock time") ","                                         \
 	"`diff`:{`type`:`object`,`description`:`wrong_answer: the first difference (line, token, expected, got)`}," \
 	"`checker_message`:" STR("what the checker wrote") "}}},"
 
@@ -354,24 +352,41 @@ static const struct tool_def *def_of(const struct mcp_tool *t)
 
 static bool tool_arg(const struct tool_def *d, int i, struct arg *a, bool *data);
 
+/* The names of status.h's rows that can be a record's status (as 0), or
+ * a verdict or a test's status (an SA_ bit), as a JSON array's text. */
+static jv status_enum(unsigned as)
+{
+	jv names = jv_array();
+	for (int i = 0; i < STATUS_N; i++)
+		if (as ? status_as(i) & as : i < STATUS_NSTATUSES)
+			names = jv_array_append(names, jv_string(status_name(i)));
+	return jv_dump_string(names, 0);
+}
+
 /* A schema written as above: backticks become quotes, a comma before a
- * closing bracket goes, and the statuses are filled in from status.h's table:
- * `@statuses` (a quoted placeholder) as their array, a bare @statuses in a
- * description as their list.  A schema that does not parse is this file's
- * bug: tools/list would lie, so it stops here, at the first start. */
+ * closing bracket goes, and the names of status.h's rows are filled in:
+ * `@statuses`, `@verdicts` and `@test_statuses` (quoted placeholders) as
+ * their arrays, a bare @statuses in a description as their list.  A schema
+ * that does not parse is this file's bug: tools/list would lie, so it
+ * stops here, at the first start. */
 static jv schema_parse(const char *src)
 {
-	jv statuses = jv_array();
-	for (int i = 0; i < STATUS_NSTATUSES; i++)
-		statuses = jv_array_append(statuses, jv_string(status_name(i)));
-	jv dumped = jv_dump_string(statuses, 0);
-	const char *arr = jv_string_value(dumped), *list = status_list();
+	static const struct {
+		const char *at;
+		unsigned as;
+	} enums[] = { { "`@statuses`", 0 }, { "`@verdicts`", SA_VERDICT }, { "`@test_statuses`", SA_TEST } };
+	const char *list = status_list();
 	size_t cap = strlen(src) * 2 + 4096, n = 0;
 	char *out = util_xalloc(cap);
 	for (const char *p = src; *p && n + 512 < cap; p++) {
-		if (!strncmp(p, "`@statuses`", 11)) {
-			n += (size_t)snprintf(out + n, cap - n, "%s", arr);
-			p += 10;
+		size_t e = 0, len = 0;
+		while (e < sizeof enums / sizeof *enums && strncmp(p, enums[e].at, len = strlen(enums[e].at)))
+			e++;
+		if (e < sizeof enums / sizeof *enums) {
+			jv arr = status_enum(enums[e].as);
+			n += (size_t)snprintf(out + n, cap - n, "%s", jv_string_value(arr));
+			jv_free(arr);
+			p += len - 1;
 		} else if (!strncmp(p, "@statuses", 9)) {
 			n += (size_t)snprintf(out + n, cap - n, "%s", list);
 			p += 8;
@@ -381,7 +396,6 @@ static jv schema_parse(const char *src)
 			out[n++] = *p == '`' ? '"' : *p;
 	}
 	out[n] = 0;
-	jv_free(dumped);
 	jv v = jv_parse(out);
 	if (jv_get_kind(v) != JV_KIND_OBJECT) {
 		fprintf(stderr, "mcptools: a tool's schema is not JSON: %s\n", out);
