@@ -98,7 +98,9 @@ static void subscribe(struct mcp_client *cl, uint64_t tag, jv id, jv params, boo
 		cl->subs[i] = cl->subs[--cl->nsubs];
 	} else if (on && i == cl->nsubs) {
 		if (cl->nsubs >= MAX_SUBS) {
-			mcp_send_error(cl, tag, id, E_PARAMS, "too many subscriptions (256 per client): unsubscribe some first", jv_invalid());
+			char msg[80];
+			snprintf(msg, sizeof msg, "too many subscriptions (%d per client): unsubscribe some first", MAX_SUBS);
+			mcp_send_error(cl, tag, id, E_PARAMS, msg, jv_invalid());
 			return;
 		}
 		cl->subs = util_xrealloc(cl->subs, (cl->nsubs + 1) * sizeof *cl->subs);

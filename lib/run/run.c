@@ -453,6 +453,11 @@ static void start_trial(struct run *r)
 	if (r->env->on_stage)
 		r->env->on_stage(r, "run");
 	r->trial = trial_start(r->env, r->be, &r->job, r->envp, art, nart, trial_done, r);
+	if (!r->trial) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "the tests could not start: eventfd: %s", strerror(errno));
+		internal(r, msg);
+	}
 }
 
 static void start_stage(struct run *r, enum stage st)

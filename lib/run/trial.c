@@ -487,17 +487,22 @@ static void checker_compiled(struct trial *t, const struct stage_result *br)
 struct trial *trial_start(struct run_env *e, struct backend *be, const struct job *j, char *const *envp,
 			  struct ccache_file *art, size_t nart, trial_done_fn done, void *arg)
 {
+	/* done is called from the loop, woken by this */
+	int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (wake < 0) {
+		int saved = errno;
+		ccache_files_free(art, nart);
+		errno = saved;
+		return NULL;
+	}
 	struct trial *t = util_xalloc(sizeof *t);
 	*t = (struct trial){ .e = e, .be = be, .j = j, .jd = j->judge, .envp = envp, .done = done, .arg = arg, .slots = 1,
-			     .stop_at = j->judge->n };
+			     .stop_at = j->judge->n, .wake = wake };
 	t->prog = (struct prog){ j, art, nart };
 	t->results = util_xalloc(t->jd->n * sizeof *t->results);
 	t->live = util_xalloc(t->jd->n * sizeof *t->live);
 	for (size_t i = 0; i < t->jd->n; i++)
 		t->results[i] = jv_invalid();
-	t->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (t->wake < 0)
-		util_die(1, "eventfd: %s", strerror(errno));
 	loop_watch(e->loop, t->wake, POLLIN, on_wake, t);
 	t->checker_ready = true;
 	if (t->jd->cj) {

@@ -20,7 +20,9 @@
  *
  * Ownership: trial_start takes the artefacts; the job and environment are
  * the caller's and outlive the trial.  done comes from the loop, never
- * inside trial_start, with a summary the callee owns.
+ * inside trial_start, with a summary the callee owns.  trial_start fails
+ * (NULL, errno set, the artefacts freed) only when the system has no file
+ * descriptor to spare.
  */
 #ifndef SBX_TRIAL_H
 #define SBX_TRIAL_H

@@ -283,7 +283,7 @@ int ns_enter_root(char *err, size_t errlen)
 	 * may open pseudo-terminals of their own.  None of them is a terminal
 	 * of the host, of the caller or of another sandbox, so TIOCSTI on one
 	 * can only reach the sandbox's own programs; the program itself still
-	 * has no controlling terminal (setsid in box.c). */
+	 * has no controlling terminal (setsid in box_init.c). */
 	/* At most 64 of them: the kernel's pool of ptys (kernel.pty.max) is
 	 * shared by every devpts instance of the host. */
 	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620,max=64") < 0)
@@ -422,8 +422,8 @@ int ns_attach_work(struct ns_work *w, char *err, size_t errlen)
 	if (rc)
 		return fail(err, errlen, "set up /tmp, $HOME and /dev/shm");
 	if (w->scratch_fd >= 0) {
-		/* The scratch is a detached mount of our own (box.c makes one per
-		 * stage, see box_scratch_clone): it is moved in, and gets its
+		/* The scratch is a detached mount of our own (box_scratch.c makes one
+		 * per stage, see box_scratch_clone): it is moved in, and gets its
 		 * flags where it lands.  Cloning it here instead works only
 		 * since Linux 6.15, and only for a tree made by fsmount. */
 		struct mount_attr a = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (w->work_exec ? 0 : MOUNT_ATTR_NOEXEC) };

@@ -9,10 +9,11 @@
  * and urandom (no tty); the builder's procfs at /proc (see ns_build_root).
  * Binds are made with open_tree/mount_setattr so that read-only applies
  * recursively, then pivot_root and a lazy unmount drop the host's tree.
- * box.c builds it in a mount namespace of its own and makes each sandbox's
- * mount namespace as a copy of that one: the copy belongs to the
- * sandbox's user namespace, so the kernel locks every mount and its
- * read-only flag there, and the shared tmpfs is read-only for everyone.
+ * box_tmpl.c builds it in a mount namespace of its own (a template), and
+ * box.c makes each sandbox's mount namespace as a copy of that one: the
+ * copy belongs to the sandbox's user namespace, so the kernel locks every
+ * mount and its read-only flag there, and the shared tmpfs is read-only
+ * for everyone.
  *
  * Each sandbox then adds its own mounts (ns_enter_root, ns_attach_work):
  * a devpts instance, a fresh procfs for its pid namespace, one
@@ -51,7 +52,7 @@ struct ns_root {
 int ns_build_root(const struct ns_root *r, char *err, size_t errlen);
 /* In a new mount namespace: make everything private, and make a small
  * tmpfs of mount points its root, with nothing of the host's tree left.
- * box.c keeps such a namespace to clone scratch directories in, on kernels
+ * box_scratch.c keeps such a namespace to clone scratch directories in, on kernels
  * that cannot clone a detached mount. */
 int ns_build_holder(char *err, size_t errlen);
 /* In a sandbox's copy of that root: its own devpts and procfs. */

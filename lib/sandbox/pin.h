@@ -1,6 +1,6 @@
 /* pin: read-only roots shared between sbx processes.
  *
- * box.c keeps each root it builds as a mount namespace (a "template") for
+ * box_tmpl.c keeps each root it builds as a mount namespace (a "template") for
  * the life of its process.  pin lets a template outlive that process: the
  * namespace is bind-mounted ("pinned") onto a file in SBX_RUNDIR/roots,
  * named by a hash of what the root is made of and by the minute it was
@@ -21,8 +21,8 @@
  * it is the read-only root as built, and every sandbox gets a copy.
  *
  * A struct pin is process-wide, owned by box_sys.  Nothing here fails
- * loudly: when something is missing or wrong, pinning is off and box.c
- * builds its templates itself.
+ * loudly: when something is missing or wrong, pinning is off and
+ * box_tmpl.c builds its templates itself.
  */
 #ifndef SBX_PIN_H
 #define SBX_PIN_H
