@@ -707,7 +707,7 @@ static bool tool_arg(const struct tool_def *d, int i, struct arg *a, bool *data)
 	return false;
 }
 
-bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t len)
+bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *err, size_t errlen)
 {
 	const struct tool_def *d = def_of(t);
 	struct arg a;
@@ -733,14 +733,14 @@ bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t le
 					jv_free(item);
 				}
 			if (!ok)
-				snprintf(why, len, "%s: \"%s\" must be %s%s%s", t->name, key, kind_name(a.types),
+				snprintf(err, errlen, "%s: \"%s\" must be %s%s%s", t->name, key, kind_name(a.types),
 					 a.types & RK_STRS ? " of strings" : "", a.types & (RK_STRS | RK_STR) ? " without NUL" : "");
 		} else {
-			size_t o = (size_t)snprintf(why, len, "%s: unknown argument \"%.60s\" (known:", t->name, key);
-			for (int j = 0; tool_arg(d, j, &a, &data) && o < len; j++)
-				o += (size_t)snprintf(why + o, len - o, " %s", a.key);
-			if (o < len)
-				snprintf(why + o, len - o, ")");
+			size_t o = (size_t)snprintf(err, errlen, "%s: unknown argument \"%.60s\" (known:", t->name, key);
+			for (int j = 0; tool_arg(d, j, &a, &data) && o < errlen; j++)
+				o += (size_t)snprintf(err + o, errlen - o, " %s", a.key);
+			if (o < errlen)
+				snprintf(err + o, errlen - o, ")");
 		}
 		jv_free(k);
 		jv_free(v);
@@ -749,7 +749,7 @@ bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t le
 	}
 	for (int i = 0; tool_arg(d, i, &a, &data); i++)
 		if (a.required && !rec_has(args, a.key)) {
-			snprintf(why, len, "%s: missing \"%s\"", t->name, a.key);
+			snprintf(err, errlen, "%s: missing \"%s\"", t->name, a.key);
 			return false;
 		}
 	return true;

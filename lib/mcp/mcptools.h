@@ -49,8 +49,9 @@ const char *mcp_tool_names(void);
  * sentence for the descriptions of the tools that run ("" if all holds). */
 jv mcp_tools_list(const struct conf *c, const char *workspace_note, const char *host_note);
 /* Check args (borrowed, an object) against the tool's input schema: known
- * keys only, required keys present, JSON types right.  False with why. */
-bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *why, size_t len);
+ * keys only, required keys present, JSON types right.  False with why in
+ * err. */
+bool mcp_tool_check_args(const struct mcp_tool *t, jv args, char *err, size_t errlen);
 /* Whether a call of the tool may be a task (execution.taskSupport
  * "optional"): the ones that run a program. */
 bool mcp_tool_tasks(const struct mcp_tool *t);
