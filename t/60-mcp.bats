@@ -96,6 +96,21 @@ step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} 
 	answer 4 | jq -e '.error.code == -32022 and .error.data.requested == "2031-01-01" and (.error.data.supported | index("2026-07-28"))'
 }
 
+@test "stdin closed at once: every request is answered first, those held for the host probe too" {
+	# One write, then the end of input.  tools/list waits for the host's
+	# probe (sbx-run --check, found beside sbx-mcp), here made to take half
+	# a second so that the end of input surely comes first.
+	mkdir slow
+	cp "$BIN/sbx-mcp" slow/
+	printf '#!/bin/sh\nsleep 0.5\nexec "%s/sbx-run" "$@"\n' "$BIN" > slow/sbx-run
+	chmod +x slow/sbx-run
+	printf '%s\n' "$(init)" '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' '{"jsonrpc":"2.0","id":2,"method":"ping"}' |
+		slow/sbx-mcp -c "$conf" > out 2> err
+	answer 0 | jq -e '.result.serverInfo.name == "sbx"'
+	answer 1 | jq -e '.result.tools | length == 12'
+	answer 2 | jq -e '.result == {}'
+}
+
 @test "tools/list: twelve tools, each with title, description, input and output schemas" {
 	{ init; echo '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
 	  echo '{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"page-2"}}'; } | mcp

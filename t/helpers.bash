@@ -93,6 +93,31 @@ jqn() {
 	printf "%s\n" "${lines[$1]}" | jq -j "$2"
 }
 
+# jq -e, as jq 1.7 and its manual have it: exit 4 when the input held no
+# value at all.  Debian 12's jq 1.6 exits 0 then, so that an assertion on a
+# missing line or answer (empty input) would pass.  Other uses of jq are
+# left as they are.
+jq() {
+	local a e=false out rc
+	for a; do
+		case $a in
+		--exit-status) e=true ;;
+		--*) ;;
+		-*e*) e=true ;; # -e, -ce, -ne...
+		esac
+	done
+	$e || { command jq "$@"; return; }
+	out=$(command jq "$@"; rc=$?; echo .; exit $rc)
+	rc=$?
+	out=${out%.}
+	if [ "$rc" -eq 0 ] && [ -z "$out" ]; then
+		echo "jq -e: no value in its input (a missing line or answer?)" >&2
+		return 4
+	fi
+	printf '%s' "$out"
+	return "$rc"
+}
+
 # jqe N FILTER: assert FILTER is true on line N, showing the line if not.
 jqe() {
 	if ! printf '%s\n' "${lines[$1]}" | jq -e "$2" >/dev/null; then

@@ -605,6 +605,8 @@ unsigned mcp_client_pending(const struct mcp_client *cl)
 	unsigned n = 0;
 	for (struct call *c = cl->m->calls; c; c = c->link)
 		n += c->cl == cl;
+	for (struct parked *p = cl->m->parked; p; p = p->next)
+		n += p->cl == cl;
 	return n;
 }
 
@@ -613,6 +615,9 @@ unsigned mcp_pending(const struct mcp *m)
 	unsigned n = 0;
 	for (struct call *c = m->calls; c; c = c->link)
 		n += !c->internal;
+	/* a request parked until the host probe ends is answered after it */
+	for (struct parked *p = m->parked; p; p = p->next)
+		n++;
 	return n;
 }
 

@@ -58,7 +58,8 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag);
 /* A line the transport could not even read as one (too long, not JSON):
  * answer with the JSON-RPC error.  why: rec's message for it. */
 void mcp_reject_line(struct mcp_client *cl, const char *why, uint64_t tag);
-/* Requests still being worked on: the client's, everyone's. */
+/* Requests still being worked on, or waiting for the host probe: the
+ * client's, everyone's. */
 unsigned mcp_client_pending(const struct mcp_client *cl);
 unsigned mcp_pending(const struct mcp *m);
 /* Cancel the client's calls (no answers, not even "ended") and free it. */
