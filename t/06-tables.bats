@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # The docs against the tables they describe: doc/contract.md's request
 # fields against lib/core/req.h's REQ_FIELDS (read through t/unit/req_test
-# --fields, which `make unit` builds).
+# --fields, which `make unit` builds), doc/mcp.md's methods against
+# lib/mcp/mcp.c's (t/unit/method_test --methods).
 load helpers
 
 setup_file() {
@@ -46,4 +47,21 @@ names() { grep -oE '`[a-z_]+`' | tr -d '`'; }
 	for f in $(table judging); do row "$f" | grep -qE '\| with `(tests|compare)'; done
 	# computed: the one row of them
 	diff <(grep -E '^\| `[a-z_]+`(, `[a-z_]+`)+ \| computed \|' "$BATS_FILE_TMPDIR/request.md" | cut -d'|' -f2 | names) <(table computed)
+}
+
+@test "doc/mcp.md names every method the server answers, and no other" {
+	methods=$BIN/../t/method_test
+	[ -x "$methods" ] || methods=$ROOT/build/t/method_test
+	"$methods" --methods > table
+	sed -n '/^## What the server speaks/,/^## /p' "$ROOT/doc/mcp.md" > speaks.md
+	# every method (a notification the server takes, too)
+	while read -r m _; do grep -qF "\`$m\`" speaks.md || { echo "doc/mcp.md does not name $m" >&2; false; }; done < table
+	# every method the section names is one; the notifications the server
+	# sends are named too, and are not in the table
+	for m in $(grep -oE '`[a-z]+(/[a-zA-Z]+)+`' speaks.md | tr -d '`' | sort -u); do
+		grep -q "^$m " table && continue
+		case $m in notifications/progress | notifications/message | notifications/resources/updated | notifications/tasks/status) continue ;; esac
+		echo "doc/mcp.md names $m, which the server does not answer" >&2
+		false
+	done
 }

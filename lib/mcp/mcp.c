@@ -278,6 +278,15 @@ static const struct method {
 	{ "notifications/cancelled", do_cancelled, true, false, false },
 };
 
+const char *mcp_method_name(size_t i, bool *notification, bool *modern_only)
+{
+	if (i >= sizeof methods / sizeof methods[0])
+		return NULL;
+	*notification = methods[i].notification;
+	*modern_only = methods[i].modern_only;
+	return methods[i].name;
+}
+
 static const struct method *method_find(const char *name, bool notification, bool modern)
 {
 	for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)

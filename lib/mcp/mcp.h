@@ -69,6 +69,10 @@ void mcp_client_free(struct mcp_client *cl);
 jv mcp_live_sessions(struct mcp *m, unsigned owner, bool all);
 /* Is v a protocol revision we speak?  *modern: the handshake-less one. */
 bool mcp_version_known(const char *v, bool *modern);
+/* The i-th method the server answers (its table's row), whether it is a
+ * notification's and 2026-07-28's only; NULL past the last.  For the docs'
+ * test (t/06-tables.bats). */
+const char *mcp_method_name(size_t i, bool *notification, bool *modern_only);
 /* Free every client, cancel everything in flight, stop the chain, free. */
 void mcp_free(struct mcp *m);
 
