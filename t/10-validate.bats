@@ -249,6 +249,15 @@ v() { "$BIN/sbx-validate" "$@"; }
 	[ "$unique" -eq 8000 ]
 }
 
+@test "principal: kept when printable, refused otherwise" {
+	run --separate-stderr v <<< '{"language":"python","code":"1","principal":"team-a"}'
+	jqe 0 '.principal == "team-a" and (has("status") | not)'
+	for p in 7 '""' '"a\u0001b"' '"a\u202eb"' '["x"]'; do
+		run --separate-stderr v <<< "{\"language\":\"python\",\"code\":\"1\",\"principal\":$p}"
+		jqe 0 '.status == "invalid" and .error == "\"principal\" must be 1 to 128 printable characters"'
+	done
+}
+
 @test "output is flushed per line (works behind tail -f)" {
 	coproc V { "$BIN/sbx-validate"; }
 	echo '{"language":"python","code":"1"}' >&"${V[1]}"

@@ -263,6 +263,20 @@ static bool req_id(jv *req, char *err, size_t errlen)
 	return ok;
 }
 
+/* principal: whose sbx-mcp call the run is, for the history.  sbx-mcp
+ * sets it (a digest); a pipeline may name its own, as printable as an id. */
+static bool req_principal(jv req, char *err, size_t errlen)
+{
+	if (!rec_has(req, "principal"))
+		return true;
+	size_t n;
+	const char *s = rec_str(req, "principal", &n);
+	if (s && n > 0 && n <= 128 && id_printable((const unsigned char *)s, n))
+		return true;
+	snprintf(err, errlen, "\"principal\" must be 1 to 128 printable characters");
+	return false;
+}
+
 /* Misspelled fields would run silently with defaults. */
 static bool req_spelling(jv req, char *err, size_t errlen)
 {
@@ -880,7 +894,7 @@ static bool req_cell(const struct conf_lang *l, jv req, bool *cell, char *err, s
 jv job_from_request(const struct conf *c, jv req)
 {
 	char why[768];
-	if (!req_id(&req, why, sizeof why) || !req_spelling(req, why, sizeof why))
+	if (!req_id(&req, why, sizeof why) || !req_spelling(req, why, sizeof why) || !req_principal(req, why, sizeof why))
 		return rec_make_invalid(req, "%s", why);
 	const struct conf_lang *l = req_language(c, &req, why, sizeof why);
 	if (!l)
