@@ -354,11 +354,12 @@ static void finish(struct dock *k)
 	}
 	close_stream(k);
 	struct stage_result *r = &k->res;
+	long long oom_kills = -1;
 	if (k->cg_made) {
 		const char *rel = dock_cg_relative(k->cg.path[0]);
 		if (rel) {
 			if (k->id[0])
-				dock_cg_stats(k->d, rel, &k->res);
+				oom_kills = dock_cg_stats(k->d, rel, &k->res);
 			if (!dock_cg_remove_everywhere(rel, 20)) {
 				dock_pending_add(k->d, rel);
 			}
@@ -368,6 +369,19 @@ static void finish(struct dock *k)
 		k->cg_made = false;
 	}
 	r->duration_ms = k->t0 ? (k->t_exit ? k->t_exit : util_now_ms()) - k->t0 : 0;
+	/* Docker's OOMKilled comes from an event that can reach the daemon
+	 * after the container's exit, and then says false.  The kernel's count
+	 * decides where it has one (v2), as for the native backend: a kill in
+	 * the group, and a program that did not exit 0.  v1 keeps no count a
+	 * container's removal leaves: there a program killed by SIGKILL (tini
+	 * exits 128 + 9), neither timed out nor cancelled, whose group's peak
+	 * reached the limit met the OOM killer. */
+	if (!k->oom && k->exit_code != 0) {
+		/* (the kernel rounds a limit down to a whole page) */
+		uint64_t at = k->limit & ~((uint64_t)sysconf(_SC_PAGESIZE) - 1);
+		k->oom = oom_kills > 0 ||
+			 (oom_kills < 0 && k->exit_code == 128 + SIGKILL && at && r->mem_peak >= (int64_t)at);
+	}
 	/* The accounting group also saw runc setting the container up, before
 	 * the container's own group (whose limit is the stage's) existed. */
 	if (r->mem_peak > 0 && (uint64_t)r->mem_peak > k->limit)

@@ -110,8 +110,11 @@ void dock_pending_add(struct dock_sys *d, const char *rel)
 	d->pending[d->npending++] = util_strdup(rel);
 }
 
-/* CPU time and memory peak of a stage's group, after its container. */
-void dock_cg_stats(struct dock_sys *d, const char *rel, struct stage_result *res)
+/* CPU time, memory peak and OOM kills of a stage's group, after its
+ * container.  v2's memory.events counts the kills in the group's
+ * descendants too (the container's own group, gone by now); v1 counts
+ * them only in the group where they happened. */
+long long dock_cg_stats(struct dock_sys *d, const char *rel, struct stage_result *res)
 {
 	char p[4096];
 	uint64_t v;
@@ -122,7 +125,8 @@ void dock_cg_stats(struct dock_sys *d, const char *rel, struct stage_result *res
 		snprintf(p, sizeof p, "/sys/fs/cgroup%s/memory.peak", rel);
 		if (read_u64(p, NULL, &v))
 			res->mem_peak = (int64_t)v;
-		return;
+		snprintf(p, sizeof p, "/sys/fs/cgroup%s/memory.events", rel);
+		return read_u64(p, "oom_kill ", &v) ? (long long)v : -1;
 	}
 	static const char *const acct[] = { "cpuacct", "cpu,cpuacct", "cpuacct,cpu", "cpu" };
 	for (size_t i = 0; i < sizeof acct / sizeof acct[0]; i++) {
@@ -135,4 +139,5 @@ void dock_cg_stats(struct dock_sys *d, const char *rel, struct stage_result *res
 	snprintf(p, sizeof p, "/sys/fs/cgroup/memory%s/memory.max_usage_in_bytes", rel);
 	if (read_u64(p, NULL, &v))
 		res->mem_peak = (int64_t)v;
+	return -1;
 }

@@ -57,12 +57,14 @@ void dock_fmt_connect_error(struct dock_sys *d, int e, char *out, size_t len);
 
 /* Accounting groups (dock_cg.c): a cgroup path as the daemon's cgroup
  * parent names it (relative to the hierarchy), or NULL; a stage's group's
- * CPU time and memory peak into res; its removal from every hierarchy,
+ * CPU time and memory peak into res, and its OOM kills (-1 where the
+ * kernel does not count them for the group: cgroup v1); its removal from
+ * every hierarchy,
  * a busy one retried `tries` times 1 ms apart (false: some stayed busy);
  * such a group kept, to try again after every stage and at exit; and
  * another try at removing those kept. */
 const char *dock_cg_relative(const char *path);
-void dock_cg_stats(struct dock_sys *d, const char *rel, struct stage_result *res);
+long long dock_cg_stats(struct dock_sys *d, const char *rel, struct stage_result *res);
 bool dock_cg_remove_everywhere(const char *rel, int tries);
 void dock_pending_add(struct dock_sys *d, const char *rel);
 void dock_retry_pending(struct dock_sys *d, int tries);
