@@ -502,7 +502,7 @@ errmsg() { jq -r .error.message body; }
 	SID=$S1
 	for i in 1 2; do
 		rpc "$(call $((i + 2)) sandbox_exec "$(jq -nc --arg s "$box" --arg c "open('out.txt', 'w').write('$i')" '{session_id: $s, code: $c}')")"
-		jq -e '.result.structuredContent.status == "success"' <(sed -n 's/^data: //p' body | tail -1)
+		jq -e '.result.structuredContent.status == "success"' <(sed -n 's/^data: //p; /^{/p' body | tail -1) # JSON, or an event stream
 		for _ in $(seq 50); do [ "$(grep -c '^data: {' s2)" -ge "$i" ] && break; sleep 0.1; done
 	done
 	kill $g2 $g3
