@@ -148,6 +148,20 @@ enum req_id {
 	REQ_N
 };
 
+/* A field's name as C code writes it: REQ_KEY(tests) is "tests", and a
+ * name that is not a row fails to compile, so a key cannot drift from the
+ * table (an address constant, it also serves in static initializers).  A
+ * limit's row is not one: its request key is limit.h's (limit_defs[].req),
+ * not its field's name, so REQ_KEY(timeout_ms) fails too. */
+enum {
+#define REQ_KEY_ENUM(n, ...) REQ_KEY_##n = REQ_##n,
+#define REQ_KEY_NONE(...)
+	REQ_FIELDS(REQ_KEY_ENUM, REQ_KEY_NONE)
+#undef REQ_KEY_ENUM
+#undef REQ_KEY_NONE
+};
+#define REQ_KEY(n) (&#n[0 * REQ_KEY_##n])
+
 struct req_field {
 	const char *name;
 	unsigned kinds, where, tools, required;
