@@ -20,6 +20,7 @@
 #include "cap.h"
 #include "conf.h"
 #include "rec.h"
+#include "req.h"
 #include "util.h"
 
 static const char synopsis[] =
@@ -66,7 +67,7 @@ static jv cap_record(jv rec, size_t forced, size_t fallback)
 	if (forced != (size_t)-1)
 		limit = forced;
 	else {
-		jv lim = rec_get(rec, "limits");
+		jv lim = rec_get(rec, REQ_KEY(limits));
 		double d;
 		if (jv_get_kind(lim) == JV_KIND_OBJECT && rec_num(lim, "output_bytes", &d) && d >= 0 && d <= 1e12)
 			limit = (size_t)d;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rec.h"
+#include "req.h"
 #include "status.h"
 #include "util.h"
 
@@ -62,7 +63,7 @@ static jv text_stream(jv out, jv view, const char *name, const char *label, size
 
 jv mcp_run_text(jv view, size_t text_output, uint64_t output_limit)
 {
-	const char *st = rec_str(view, "status", NULL), *lang = rec_str(view, "language", NULL);
+	const char *st = rec_str(view, "status", NULL), *lang = rec_str(view, REQ_KEY(language), NULL);
 	double ec, ms, mem;
 	const char *sig = rec_str(view, "signal", NULL);
 	jv out = jv_string(st ? st : "no status");

@@ -775,7 +775,7 @@ jv mcp_run_view(jv r, double max_output)
 		} else
 			jv_free(text);
 	}
-	const char *sess = rec_str(r, "session", NULL), *id = rec_str(r, "id", NULL);
+	const char *sess = rec_str(r, REQ_KEY(session), NULL), *id = rec_str(r, REQ_KEY(id), NULL);
 	if (sess)
 		v = jv_object_set(v, jv_string("session_id"), jv_string(sess));
 	/* The files it made, without their content (that goes in content
@@ -865,7 +865,7 @@ jv mcp_run_blocks(jv r, jv *view, size_t image_max, int64_t thumb_uid)
 	double deadline = util_now_ms() + THUMB_MS;
 	jv blocks = jv_array();
 	jv arts = rec_get(r, "artifacts");
-	const char *sess = rec_str(r, "session", NULL), *id = rec_str(r, "id", NULL);
+	const char *sess = rec_str(r, REQ_KEY(session), NULL), *id = rec_str(r, REQ_KEY(id), NULL);
 	if (jv_get_kind(arts) != JV_KIND_ARRAY) {
 		jv_free(arts);
 		return blocks;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "rec.h"
+#include "req.h"
 #include "stage.h"
 #include "util.h"
 
@@ -699,7 +700,7 @@ struct cell *cell_start(struct kernels *ks, struct backend *be, const struct job
 	struct limits eff = k->lim;
 	eff.timeout_ms = j->lim.timeout_ms;
 	eff.output = j->lim.output;
-	c->info = jv_object_set(c->info, jv_string("limits"), limits_to_json(&eff));
+	c->info = jv_object_set(c->info, jv_string(REQ_KEY(limits)), limits_to_json(&eff));
 	if (note[0])
 		c->info = jv_object_set(c->info, jv_string("kernel_note"), jv_string(note));
 	take_pending(k, c);
