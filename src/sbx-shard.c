@@ -204,8 +204,8 @@ int main(int argc, char **argv)
 			/* The id makes the line longer: past the limit, sbx-batch and
 			 * sbx-validate would refuse the shard's line. */
 			if (n - 1 > max_line)
-				problem("line %lu: with its generated id the request is %zu bytes, over the record limit of %zu (give it a short \"id\")",
-					ln.lineno, n - 1, max_line);
+				problem("line %lu: with its generated id the request is %zu bytes, over the record limit of %zu (give it a short \"%s\")",
+					ln.lineno, n - 1, max_line, REQ_KEY(id));
 		} else {
 			jv_free(id);
 			jv_free(req);

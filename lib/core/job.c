@@ -139,10 +139,10 @@ static jv read_entry(const char *workspace, const char *path, size_t max, char *
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
 		if (fd < 0)
-			snprintf(err, errlen, "\"entry\" \"%.100s\": %s", path,
+			snprintf(err, errlen, "\"%s\" \"%.100s\": %s", REQ_KEY(entry), path,
 				 e == ELOOP || e == EXDEV ? "a link (entries are followed through no link)" : strerror(e));
 		else
-			snprintf(err, errlen, "\"entry\" \"%.100s\": %s", path,
+			snprintf(err, errlen, "\"%s\" \"%.100s\": %s", REQ_KEY(entry), path,
 				 !S_ISREG(st.st_mode) ? "not a regular file" : "larger than max_code_size");
 		if (fd >= 0)
 			close(fd);
@@ -151,7 +151,7 @@ static jv read_entry(const char *workspace, const char *path, size_t max, char *
 	size_t n;
 	char *buf = util_read_close(fd, (size_t)st.st_size, &n);
 	if (!buf) {
-		snprintf(err, errlen, "\"entry\" \"%.100s\": %s", path, strerror(errno));
+		snprintf(err, errlen, "\"%s\" \"%.100s\": %s", REQ_KEY(entry), path, strerror(errno));
 		return jv_invalid();
 	}
 	jv text = jv_string_sized(buf, (int)n); /* invalid UTF-8 becomes U+FFFD */
@@ -249,9 +249,9 @@ static bool req_id(jv *req, char *err, size_t errlen)
 		const char *s = jv_string_value(id);
 		ok = n > 0 && n <= 128 && id_printable((const unsigned char *)s, n);
 		if (!ok)
-			snprintf(err, errlen, "\"id\" must be 1 to 128 printable characters");
+			snprintf(err, errlen, "\"%s\" must be 1 to 128 printable characters", REQ_KEY(id));
 	} else if (idk != JV_KIND_INVALID && idk != JV_KIND_NUMBER) {
-		snprintf(err, errlen, "\"id\" must be a string or a number, got %s", rec_kind(id));
+		snprintf(err, errlen, "\"%s\" must be a string or a number, got %s", REQ_KEY(id), rec_kind(id));
 		ok = false;
 	} else if (idk == JV_KIND_INVALID) {
 		char buf[64];
@@ -288,7 +288,8 @@ static const struct conf_lang *req_language(const struct conf *c, jv *req, char 
 		const char *entry = rec_str(*req, REQ_KEY(entry), NULL);
 		const struct conf_lang *by = entry ? conf_lang_by_file(c, entry) : conf_lang(c, "bash");
 		if (!by && entry) {
-			snprintf(err, errlen, "cannot tell the language of \"%.100s\" from its name: give \"language\"", entry);
+			snprintf(err, errlen, "cannot tell the language of \"%.100s\" from its name: give \"%s\"", entry,
+				 REQ_KEY(language));
 			return NULL;
 		}
 		if (by)
@@ -299,9 +300,10 @@ static const struct conf_lang *req_language(const struct conf *c, jv *req, char 
 	if (jv_get_kind(lang) != JV_KIND_STRING) {
 		const char *k = rec_kind(lang);
 		if (!strcmp(k, "missing"))
-			snprintf(err, errlen, "missing \"language\" (supported: %s)", conf_lang_list(c));
+			snprintf(err, errlen, "missing \"%s\" (supported: %s)", REQ_KEY(language), conf_lang_list(c));
 		else
-			snprintf(err, errlen, "\"language\" must be a string, got %s (supported: %s)", k, conf_lang_list(c));
+			snprintf(err, errlen, "\"%s\" must be a string, got %s (supported: %s)", REQ_KEY(language), k,
+				 conf_lang_list(c));
 	} else if (!l)
 		snprintf(err, errlen, "unsupported language \"%.40s%s\" (supported: %s)", jv_string_value(lang),
 			 jv_string_length_bytes(jv_copy(lang)) > 40 ? "…" : "", conf_lang_list(c));
@@ -325,18 +327,18 @@ static bool req_program(const struct conf_lang *l, jv *req, bool installing, enu
 	*entry = NULL;
 	if (*prog == P_CODE)
 		return true;
-	const char *what = *prog == P_ENTRY ? "entry" : "command";
+	const char *what = *prog == P_ENTRY ? REQ_KEY(entry) : REQ_KEY(command);
 	if ((rec_has(*req, REQ_KEY(entry)) && rec_has(*req, REQ_KEY(command))) || (rec_has(*req, REQ_KEY(code)) && !rec_has(*req, REQ_KEY(exec)))) {
 		/* (a job validated again carries the code made here) */
 		snprintf(err, errlen, "give \"code\", \"entry\" or \"command\", not more than one");
 		return false;
 	}
 	if (!rec_has(*req, REQ_KEY(session))) {
-		snprintf(err, errlen, "\"%s\" runs in a session's workspace: give \"session\"", what);
+		snprintf(err, errlen, "\"%s\" runs in a session's workspace: give \"%s\"", what, REQ_KEY(session));
 		return false;
 	}
 	if (installing) {
-		snprintf(err, errlen, "\"%s\" and \"install\" do not go together", what);
+		snprintf(err, errlen, "\"%s\" and \"%s\" do not go together", what, REQ_KEY(install));
 		return false;
 	}
 	if (*prog == P_ENTRY) {
@@ -345,18 +347,18 @@ static bool req_program(const struct conf_lang *l, jv *req, bool installing, enu
 		const char *e = rec_str(*req, REQ_KEY(entry), &elen);
 		if (!e) {
 			jv ev = rec_get(*req, REQ_KEY(entry));
-			snprintf(err, errlen, "\"entry\" must be a path in the workspace, got %s", rec_kind(ev));
+			snprintf(err, errlen, "\"%s\" must be a path in the workspace, got %s", REQ_KEY(entry), rec_kind(ev));
 			jv_free(ev);
 		} else if (!job_path_ok(e, elen, pwhy, sizeof pwhy))
-			snprintf(err, errlen, "\"entry\" %s", pwhy);
+			snprintf(err, errlen, "\"%s\" %s", REQ_KEY(entry), pwhy);
 		else if (e[0] == '-')
-			snprintf(err, errlen, "\"entry\" \"%.100s\" begins with \"-\", which its interpreter would take for an "
-				 "option: rename it", e);
+			snprintf(err, errlen, "\"%s\" \"%.100s\" begins with \"-\", which its interpreter would take for an "
+				 "option: rename it", REQ_KEY(entry), e);
 		else if (ns_reserved(e))
-			snprintf(err, errlen, "\"entry\" \"%.100s\": names beginning " NS_RESERVED " are sbx's own", e);
+			snprintf(err, errlen, "\"%s\" \"%.100s\": names beginning " NS_RESERVED " are sbx's own", REQ_KEY(entry), e);
 		else if (l->compile)
-			snprintf(err, errlen, "\"entry\" runs interpreted languages' files; compile %s with \"code\", or build it "
-				 "with a \"command\"", l->name);
+			snprintf(err, errlen, "\"%s\" runs interpreted languages' files; compile %s with \"code\", or build it "
+				 "with a \"command\"", REQ_KEY(entry), l->name);
 		else {
 			*entry = e;
 			return true;
@@ -369,7 +371,7 @@ static bool req_program(const struct conf_lang *l, jv *req, bool installing, enu
 	size_t len = 0;
 	bool ok = n >= 1 && n <= MAX_ARGS;
 	if (!ok)
-		snprintf(err, errlen, "\"command\" must be an array of 1 to %d strings", MAX_ARGS);
+		snprintf(err, errlen, "\"%s\" must be an array of 1 to %d strings", REQ_KEY(command), MAX_ARGS);
 	else {
 		jv_array_foreach(command, i, a) {
 			size_t alen = jv_get_kind(a) == JV_KIND_STRING ? (size_t)jv_string_length_bytes(jv_copy(a)) : 0;
@@ -380,7 +382,7 @@ static bool req_program(const struct conf_lang *l, jv *req, bool installing, enu
 			jv_free(a);
 		}
 		if (!ok)
-			snprintf(err, errlen, "\"command\" must be strings without NUL bytes, 64 KiB at most");
+			snprintf(err, errlen, "\"%s\" must be strings without NUL bytes, 64 KiB at most", REQ_KEY(command));
 		else
 			*req = jv_object_set(*req, jv_string(REQ_KEY(code)), jv_string(line));
 	}
@@ -396,7 +398,7 @@ bool job_args_ok(jv args, char *err, size_t errlen)
 	bool ok = true;
 	if (ak != JV_KIND_INVALID && ak != JV_KIND_NULL) {
 		if (ak != JV_KIND_ARRAY) {
-			snprintf(err, errlen, "\"args\" must be an array of strings, got %s", rec_kind(args));
+			snprintf(err, errlen, "\"%s\" must be an array of strings, got %s", REQ_KEY(args), rec_kind(args));
 			ok = false;
 		} else if (jv_array_length(jv_copy(args)) > MAX_ARGS) {
 			snprintf(err, errlen, "%d args exceed the limit of %d", jv_array_length(jv_copy(args)), MAX_ARGS);
@@ -435,13 +437,13 @@ static bool req_data(const struct conf *c, jv req, enum prog prog, char *err, si
 		const char *k = rec_kind(v);
 		jv_free(v);
 		if (!strcmp(k, "missing"))
-			snprintf(err, errlen, "missing \"code\" (the program's source, as a string)");
+			snprintf(err, errlen, "missing \"%s\" (the program's source, as a string)", REQ_KEY(code));
 		else
-			snprintf(err, errlen, "\"code\" must be a string, got %s", k);
+			snprintf(err, errlen, "\"%s\" must be a string, got %s", REQ_KEY(code), k);
 		return false;
 	}
 	if (code_len == 0 && prog == P_CODE) {
-		snprintf(err, errlen, "\"code\" is empty");
+		snprintf(err, errlen, "\"%s\" is empty", REQ_KEY(code));
 		return false;
 	}
 	if (code_len > c->max_code_size) {
@@ -454,7 +456,7 @@ static bool req_data(const struct conf *c, jv req, enum prog prog, char *err, si
 		jv_kind k = jv_get_kind(v);
 		jv_free(v);
 		if (k != JV_KIND_NULL && !rec_str(req, REQ_KEY(stdin), &n)) {
-			snprintf(err, errlen, "\"stdin\" must be a string, got %s",
+			snprintf(err, errlen, "\"%s\" must be a string, got %s", REQ_KEY(stdin),
 				 k == JV_KIND_NUMBER ? "number" : k == JV_KIND_ARRAY ? "array" : k == JV_KIND_OBJECT ? "object" : "boolean");
 			return false;
 		}
@@ -520,7 +522,7 @@ static bool req_network(const struct conf *c, jv req, bool *network, char *err, 
 	*network = false;
 	bool a;
 	if (rec_has(req, REQ_KEY(artifacts)) && !rec_bool(req, REQ_KEY(artifacts), &a)) {
-		snprintf(err, errlen, "\"artifacts\" must be true or false");
+		snprintf(err, errlen, "\"%s\" must be true or false", REQ_KEY(artifacts));
 		return false;
 	}
 	if (!rec_has(req, REQ_KEY(network)))
@@ -529,11 +531,12 @@ static bool req_network(const struct conf *c, jv req, bool *network, char *err, 
 	jv_kind k = jv_get_kind(nv);
 	jv_free(nv);
 	if (k != JV_KIND_NULL && !rec_bool(req, REQ_KEY(network), network)) {
-		snprintf(err, errlen, "\"network\" must be true or false");
+		snprintf(err, errlen, "\"%s\" must be true or false", REQ_KEY(network));
 		return false;
 	}
 	if (*network && !c->network) {
-		snprintf(err, errlen, "\"network\": true is not allowed by the configuration (network = false in %s)", c->path);
+		snprintf(err, errlen, "\"%s\": true is not allowed by the configuration (network = false in %s)", REQ_KEY(network),
+			 c->path);
 		return false;
 	}
 	return true;
@@ -550,7 +553,7 @@ static bool req_session(const struct conf *c, jv req, char **workspace, char *er
 	size_t n;
 	const char *sid = rec_str(req, REQ_KEY(session), &n);
 	if (!sid || !state_session_id_ok(sid, n)) {
-		snprintf(err, errlen, "\"session\" must be a session id (32 hexadecimal digits)");
+		snprintf(err, errlen, "\"%s\" must be a session id (32 hexadecimal digits)", REQ_KEY(session));
 		return false;
 	}
 	char *dir = state_session_dir(c, sid);
@@ -753,17 +756,19 @@ static jv exec_json(const struct plan *p, jv runv, jv tests, jv checker, bool co
 }
 
 /* Why the request's own value of a field sbx-validate computes is
- * refused (computed_differs), or nothing.  All borrowed. */
-static void refuse_computed(jv req, jv limits, jv climits, jv exec, jv bk, const char *backend, char *err, size_t errlen)
+ * refused, or nothing: the first of the computed fields (RW_COMPUTED), in
+ * table order, whose value differs from want[its row] (computed_differs),
+ * which the caller fills for each of them.  All borrowed. */
+static void refuse_computed(jv req, const jv want[REQ_N], const char *backend, char *err, size_t errlen)
 {
-	const char *set = computed_differs(req, "limits", limits)	     ? "limits"
-			  : computed_differs(req, "compile_limits", climits) ? "compile_limits"
-			  : computed_differs(req, "exec", exec)		     ? "exec"
-			  : computed_differs(req, "backend", bk)	     ? "backend"
-									     : NULL;
-	if (set && !strcmp(set, "limits")) {
+	int set = -1;
+	for (int i = 0; i < REQ_N && set < 0; i++)
+		if ((req_field(i)->where & RW_COMPUTED) && computed_differs(req, req_field(i)->name, want[i]))
+			set = i;
+	if (set == REQ_limits) {
 		/* the limits a request sets itself: "timeout", "memory", ... */
-		size_t o = (size_t)snprintf(err, errlen, "\"limits\" is computed by sbx-validate and cannot be set: use ");
+		size_t o = (size_t)snprintf(err, errlen, "\"%s\" is computed by sbx-validate and cannot be set: use ",
+					    REQ_KEY(limits));
 		int n = 0, k = 0;
 		for (int i = 0; i < LIM_N; i++)
 			n += limit_defs[i].req != NULL;
@@ -771,11 +776,12 @@ static void refuse_computed(jv req, jv limits, jv climits, jv exec, jv bk, const
 			if (limit_defs[i].req)
 				o += (size_t)snprintf(err + o, errlen - o, "%s\"%s\"", !k++ ? "" : k == n ? " and " : ", ",
 						      limit_defs[i].req);
-	} else if (set && !strcmp(set, "backend"))
-		snprintf(err, errlen, "\"backend\" is chosen by the configuration or SBX_BACKEND, not by a request (here: \"%s\")",
-			 backend);
-	else if (set)
-		snprintf(err, errlen, "\"%s\" is computed by sbx-validate from the configuration and cannot be set", set);
+	} else if (set == REQ_backend)
+		snprintf(err, errlen, "\"%s\" is chosen by the configuration or SBX_BACKEND, not by a request (here: \"%s\")",
+			 REQ_KEY(backend), backend);
+	else if (set >= 0)
+		snprintf(err, errlen, "\"%s\" is computed by sbx-validate from the configuration and cannot be set",
+			 req_field(set)->name);
 }
 
 /* The job: req with what sbx-validate computes added ("exec", "limits",
@@ -792,7 +798,7 @@ static jv with_computed(struct plan *p, jv req)
 	jv tests = jv_null(), checker = jv_null();
 	const struct req_field *judging = rec_has(req, REQ_KEY(tests)) ? NULL : req_first(req, RW_JUDGING, 0);
 	if (!why[0] && judging)
-		snprintf(why, sizeof why, "\"%s\" judges a program's \"tests\": give them", judging->name);
+		snprintf(why, sizeof why, "\"%s\" judges a program's \"%s\": give them", judging->name, REQ_KEY(tests));
 	else if (!why[0] && rec_has(req, REQ_KEY(tests)))
 		tests = judge_exec(c, req, runv, &p->run, p->prog == P_CODE ? p->file : NULL, &checker, why, sizeof why);
 	if (!why[0] && p->installing) {
@@ -815,8 +821,11 @@ static jv with_computed(struct plan *p, jv req)
 	jv exec = why[0] ? jv_invalid() : exec_json(p, runv, tests, checker, compiling);
 	jv limits = limits_to_json(&p->run), climits = compiling ? limits_to_json(&p->comp) : jv_null();
 	jv bk = jv_string(p->backend);
-	if (!why[0])
-		refuse_computed(req, limits, climits, exec, bk, p->backend, why, sizeof why);
+	if (!why[0]) {
+		const jv want[REQ_N] = { [REQ_limits] = limits, [REQ_compile_limits] = climits, [REQ_exec] = exec,
+					 [REQ_backend] = bk };
+		refuse_computed(req, want, p->backend, why, sizeof why);
+	}
 	if (why[0])
 		req = rec_make_invalid(req, "%s", why);
 	else {
@@ -848,16 +857,16 @@ static bool req_cell(const struct conf_lang *l, jv req, bool *cell, char *err, s
 	*cell = false;
 	bool reset = false;
 	if (rec_has(req, REQ_KEY(reset)) && !rec_bool(req, REQ_KEY(reset), &reset)) {
-		snprintf(err, errlen, "\"reset\" must be true or false");
+		snprintf(err, errlen, "\"%s\" must be true or false", REQ_KEY(reset));
 		return false;
 	}
 	if (!rec_has(req, REQ_KEY(cell))) {
 		if (rec_has(req, REQ_KEY(reset)))
-			snprintf(err, errlen, "\"reset\" restarts a kernel: it goes with \"cell\": true");
+			snprintf(err, errlen, "\"%s\" restarts a kernel: it goes with \"%s\": true", REQ_KEY(reset), REQ_KEY(cell));
 		return !rec_has(req, REQ_KEY(reset));
 	}
 	if (!rec_bool(req, REQ_KEY(cell), cell) || !*cell) {
-		snprintf(err, errlen, "\"cell\" must be true (the code is a cell for the session's kernel)");
+		snprintf(err, errlen, "\"%s\" must be true (the code is a cell for the session's kernel)", REQ_KEY(cell));
 		return false;
 	}
 	/* A kernel outlives its first cell: no network for any of them. */
@@ -867,7 +876,7 @@ static bool req_cell(const struct conf_lang *l, jv req, bool *cell, char *err, s
 		return false;
 	}
 	if (!rec_has(req, REQ_KEY(session))) {
-		snprintf(err, errlen, "a cell runs in a session's kernel: give \"session\"");
+		snprintf(err, errlen, "a cell runs in a session's kernel: give \"%s\"", REQ_KEY(session));
 		return false;
 	}
 	if (!l->kernel) {

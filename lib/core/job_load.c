@@ -89,7 +89,7 @@ static bool load_record(const struct conf *c, jv rec, struct job *j, char *err, 
 	j->language = rec_str(rec, REQ_KEY(language), NULL);
 	j->code = rec_str(rec, REQ_KEY(code), &j->code_len);
 	if (!j->language || !j->code) {
-		snprintf(err, errlen, "a job needs \"language\" and \"code\" strings");
+		snprintf(err, errlen, "a job needs \"%s\" and \"%s\" strings", REQ_KEY(language), REQ_KEY(code));
 		return false;
 	}
 	if (rec_has(rec, REQ_KEY(stdin))) {
@@ -97,7 +97,7 @@ static bool load_record(const struct conf *c, jv rec, struct job *j, char *err, 
 		jv_kind k = jv_get_kind(s);
 		jv_free(s);
 		if (k != JV_KIND_NULL && !(j->stdin_data = rec_str(rec, REQ_KEY(stdin), &j->stdin_len))) {
-			snprintf(err, errlen, "\"stdin\" must be a string");
+			snprintf(err, errlen, "\"%s\" must be a string", REQ_KEY(stdin));
 			return false;
 		}
 	}
@@ -251,7 +251,7 @@ static bool load_place(const struct conf *c, jv exec, struct job *j, char *err, 
 	j->cell = cell;
 	bool reset = false;
 	if (rec_has(j->rec, REQ_KEY(reset)) && (!rec_bool(j->rec, REQ_KEY(reset), &reset) || !cell)) {
-		snprintf(err, errlen, "\"reset\" must be true or false, in a cell");
+		snprintf(err, errlen, "\"%s\" must be true or false, in a cell", REQ_KEY(reset));
 		return false;
 	}
 	j->reset = reset;
@@ -280,7 +280,7 @@ static bool load_place(const struct conf *c, jv exec, struct job *j, char *err, 
 /* Its limits, within this configuration's ceilings; its files. */
 static bool load_limits(const struct conf *c, jv rec, jv limits, struct job *j, char *err, size_t errlen)
 {
-	if (!limits_from_json(limits, "limits", &j->lim, err, errlen))
+	if (!limits_from_json(limits, REQ_KEY(limits), &j->lim, err, errlen))
 		return false;
 	/* Which of them the request gave: only the presence of its field,
 	 * the value is always the resolved one above. */
@@ -295,12 +295,13 @@ static bool load_limits(const struct conf *c, jv rec, jv limits, struct job *j, 
 	}
 	if (j->compile) {
 		jv cl = rec_get(rec, REQ_KEY(compile_limits));
-		bool lok = limits_from_json(cl, "compile_limits", &j->clim, err, errlen);
+		bool lok = limits_from_json(cl, REQ_KEY(compile_limits), &j->clim, err, errlen);
 		jv_free(cl);
 		if (!lok)
 			return false;
 	}
-	if (!job_limits_ok(c, &j->lim, "limits", err, errlen) || (j->compile && !job_limits_ok(c, &j->clim, "compile_limits", err, errlen)))
+	if (!job_limits_ok(c, &j->lim, REQ_KEY(limits), err, errlen) ||
+	    (j->compile && !job_limits_ok(c, &j->clim, REQ_KEY(compile_limits), err, errlen)))
 		return false;
 	{
 		jv files = rec_get(rec, REQ_KEY(files));
@@ -324,7 +325,8 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 	jv limits = rec_get(rec, REQ_KEY(limits));
 	bool ok = false;
 	if (jv_get_kind(exec) != JV_KIND_OBJECT || jv_get_kind(limits) != JV_KIND_OBJECT)
-		snprintf(err, errlen, "not a job (no \"exec\" and \"limits\"): pass requests through sbx-validate first");
+		snprintf(err, errlen, "not a job (no \"%s\" and \"%s\"): pass requests through sbx-validate first", REQ_KEY(exec),
+			 REQ_KEY(limits));
 	else
 		ok = load_record(c, rec, j, err, errlen) && load_program(c, exec, j, err, errlen) &&
 		     load_commands(c, exec, j, err, errlen) && load_place(c, exec, j, err, errlen) &&
@@ -335,7 +337,7 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 	} else if (ok && rec_has(exec, REQ_KEY(tests)))
 		ok = (j->judge = judge_load(c, rec, exec, j, err, errlen)) != NULL;
 	if (ok && !j->judge && rec_has(rec, REQ_KEY(tests))) {
-		snprintf(err, errlen, "\"tests\" without exec.tests: pass requests through sbx-validate");
+		snprintf(err, errlen, "\"%s\" without exec.tests: pass requests through sbx-validate", REQ_KEY(tests));
 		ok = false;
 	}
 	jv_free(exec);

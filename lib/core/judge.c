@@ -33,14 +33,14 @@ bool judge_cmp_parse(const char *s, struct judge_cmp *m, char *err, size_t errle
 		errno = 0;
 		double eps = strtod(s + 6, &end);
 		if (errno || end == s + 6 || *end || !isfinite(eps) || eps < 0 || eps >= 1) {
-			snprintf(err, errlen, "\"compare\": \"%.40s\": EPS must be a number in [0, 1), as in \"float:1e-6\"", s);
+			snprintf(err, errlen, "\"%s\": \"%.40s\": EPS must be a number in [0, 1), as in \"float:1e-6\"", REQ_KEY(compare), s);
 			return false;
 		}
 		m->mode = JM_FLOAT;
 		m->eps = eps;
 		return true;
 	}
-	snprintf(err, errlen, "\"compare\" must be \"exact\", \"trim\", \"tokens\", \"float:EPS\" or \"checker\", got \"%.40s\"", s);
+	snprintf(err, errlen, "\"%s\" must be \"exact\", \"trim\", \"tokens\", \"float:EPS\" or \"checker\", got \"%.40s\"", REQ_KEY(compare), s);
 	return false;
 }
 
@@ -234,7 +234,7 @@ static bool test_exec(const struct conf *c, jv t, int i, jv run, const struct li
 	}
 	if (!ok)
 		return false;
-	static const char *const strings[] = { "stdin", "expected_stdout" };
+	static const char *const strings[] = { REQ_KEY(stdin), REQ_KEY(expected_stdout) };
 	for (size_t s = 0; s < N(strings); s++) {
 		jv v = rec_get(t, strings[s]);
 		jv_kind kd = jv_get_kind(v);
@@ -338,20 +338,20 @@ jv judge_exec(const struct conf *c, jv req, jv run, const struct limits *lim, co
 	 * at all. */
 	const struct req_field *f = req_first(req, RW_REQ | RW_TEST, RW_JUDGED);
 	if (f) {
-		snprintf(err, errlen, "with \"tests\", \"%s\" goes in each test", f->name);
+		snprintf(err, errlen, "with \"%s\", \"%s\" goes in each test", REQ_KEY(tests), f->name);
 		return jv_invalid();
 	}
 	if ((f = req_first(req, RW_REQ, RW_JUDGED))) {
-		snprintf(err, errlen, "\"tests\" runs each test in a fresh sandbox: \"%s\" does not go with it", f->name);
+		snprintf(err, errlen, "\"%s\" runs each test in a fresh sandbox: \"%s\" does not go with it", REQ_KEY(tests), f->name);
 		return jv_invalid();
 	}
 	jv tests = rec_get(req, REQ_KEY(tests));
 	int n = jv_get_kind(tests) == JV_KIND_ARRAY ? jv_array_length(jv_copy(tests)) : -1;
 	if (n < 1 || (uint64_t)n > c->max_tests) {
 		if (n < 0)
-			snprintf(err, errlen, "\"tests\" must be an array of tests, got %s", rec_kind(tests));
+			snprintf(err, errlen, "\"%s\" must be an array of tests, got %s", REQ_KEY(tests), rec_kind(tests));
 		else
-			snprintf(err, errlen, "\"tests\" has %d tests: give 1 to max_tests %llu", n, (unsigned long long)c->max_tests);
+			snprintf(err, errlen, "\"%s\" has %d tests: give 1 to max_tests %llu", REQ_KEY(tests), n, (unsigned long long)c->max_tests);
 		jv_free(tests);
 		return jv_invalid();
 	}
@@ -362,12 +362,12 @@ jv judge_exec(const struct conf *c, jv req, jv run, const struct limits *lim, co
 	if (jv_get_kind(cmp) == JV_KIND_STRING)
 		ok = judge_cmp_parse(jv_string_value(cmp), &m, err, errlen);
 	else if (jv_get_kind(cmp) != JV_KIND_INVALID) {
-		snprintf(err, errlen, "\"compare\" must be a string, got %s", rec_kind(cmp));
+		snprintf(err, errlen, "\"%s\" must be a string, got %s", REQ_KEY(compare), rec_kind(cmp));
 		ok = false;
 	}
 	jv_free(cmp);
 	if (ok && rec_has(req, REQ_KEY(stop_on_fail)) && !rec_bool(req, REQ_KEY(stop_on_fail), &stop)) {
-		snprintf(err, errlen, "\"stop_on_fail\" must be true or false");
+		snprintf(err, errlen, "\"%s\" must be true or false", REQ_KEY(stop_on_fail));
 		ok = false;
 	}
 	if (ok && rec_has(req, REQ_KEY(checker)) != (m.mode == JM_CHECKER)) {
@@ -429,7 +429,7 @@ static bool load_test(const struct conf *c, jv t, jv e, const struct job *j, str
 		snprintf(err, errlen, "not an object");
 		return false;
 	}
-	static const char *const strings[] = { "stdin", "expected_stdout" };
+	static const char *const strings[] = { REQ_KEY(stdin), REQ_KEY(expected_stdout) };
 	for (size_t s = 0; s < N(strings); s++) {
 		jv v = rec_get(t, strings[s]);
 		jv_kind k = jv_get_kind(v);
@@ -461,7 +461,8 @@ static bool load_test(const struct conf *c, jv t, jv e, const struct job *j, str
 	if (ok)
 		out->run = job_load_strv(rec_get(e, "run"), false, true, "tests[].run", err, errlen, &ok);
 	jv l = ok ? rec_get(e, REQ_KEY(limits)) : jv_invalid();
-	ok = ok && limits_from_json(l, "limits", &out->lim, err, errlen) && job_limits_ok(c, &out->lim, "limits", err, errlen);
+	ok = ok && limits_from_json(l, REQ_KEY(limits), &out->lim, err, errlen) &&
+	     job_limits_ok(c, &out->lim, REQ_KEY(limits), err, errlen);
 	jv_free(l);
 	return ok;
 }
@@ -474,7 +475,7 @@ struct judge *judge_load(const struct conf *c, jv rec, jv exec, const struct job
 	bool ok = n >= 1 && (uint64_t)n <= c->max_tests && jv_get_kind(et) == JV_KIND_ARRAY &&
 		  jv_array_length(jv_copy(et)) == n;
 	if (!ok)
-		snprintf(err, errlen, "\"tests\" and exec.tests must be arrays of 1 to max_tests %llu, one entry each",
+		snprintf(err, errlen, "\"%s\" and exec.tests must be arrays of 1 to max_tests %llu, one entry each", REQ_KEY(tests),
 			 (unsigned long long)c->max_tests);
 	struct judge *jd = util_xalloc(sizeof *jd);
 	jd->checker = jv_null();
@@ -500,11 +501,11 @@ struct judge *judge_load(const struct conf *c, jv rec, jv exec, const struct job
 	const char *cmp = rec_str(rec, REQ_KEY(compare), NULL);
 	if (ok && rec_has(rec, REQ_KEY(compare)) && (!cmp || !judge_cmp_parse(cmp, &jd->cmp, err, errlen))) {
 		if (!cmp)
-			snprintf(err, errlen, "\"compare\" must be a string");
+			snprintf(err, errlen, "\"%s\" must be a string", REQ_KEY(compare));
 		ok = false;
 	}
 	if (ok && rec_has(rec, REQ_KEY(stop_on_fail)) && !rec_bool(rec, REQ_KEY(stop_on_fail), &jd->stop_on_fail)) {
-		snprintf(err, errlen, "\"stop_on_fail\" must be true or false");
+		snprintf(err, errlen, "\"%s\" must be true or false", REQ_KEY(stop_on_fail));
 		ok = false;
 	}
 	if (ok && jd->cmp.mode == JM_CHECKER) {

@@ -86,8 +86,8 @@ static void tool_run_code(struct call *c)
 		/* They would need a session, and each test has a fresh sandbox. */
 		jv_free(deps);
 		jv_free(req);
-		mcp_call_finish(c, mcp_tool_error("run_code: \"dependencies\" do not go with \"tests\" (each test runs in a fresh "
-					 "sandbox with the runtime's own packages)"));
+		mcp_call_finish(c, mcp_tool_error("run_code: \"dependencies\" do not go with \"%s\" (each test runs in a fresh "
+					 "sandbox with the runtime's own packages)", REQ_KEY(tests)));
 		return;
 	}
 	char err[768];

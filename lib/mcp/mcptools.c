@@ -751,7 +751,7 @@ static char *artifact_uri(const char *sess, const char *id, const char *path)
 jv mcp_run_view(jv r, double max_output)
 {
 	static const char *const keep[] = {
-		"id", "language", "status", "exit_code", "signal", "stdout", "stderr", "stdout_bytes", "stderr_bytes",
+		REQ_KEY(id), REQ_KEY(language), "status", "exit_code", "signal", "stdout", "stderr", "stdout_bytes", "stderr_bytes",
 		"stdout_truncated", "stderr_truncated", "duration_ms", "cpu_ms", "memory_peak_bytes", "compile", "error",
 		"limits_enforced", "limits_missing", "history_id", "artifacts_truncated", "value", "execution_count", "kernel",
 		"kernel_alive", "kernel_note", "verdict", "tests_passed", "tests_total", "failed_test", "tests", NULL,

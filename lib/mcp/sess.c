@@ -349,7 +349,7 @@ static jv exec_request(const struct sessions *s, struct session *x, jv args, cha
 	if (!language && (!file || !conf_lang_by_file(s->conf, file)))
 		language = x->language;
 	if (has_code && !language && !x->language) {
-		snprintf(err, errlen, "\"language\" is needed (the session has no default language)");
+		snprintf(err, errlen, "\"%s\" is needed (the session has no default language)", REQ_KEY(language));
 		return jv_invalid();
 	}
 	jv req = jv_object_set(jv_object(), jv_string(REQ_KEY(session)), jv_string(x->id));
@@ -687,7 +687,7 @@ bool sess_tool_init(struct sessions *s, unsigned owner, jv args, jv *out, jv *re
 	bool install = jv_get_kind(deps) == JV_KIND_ARRAY && jv_array_length(jv_copy(deps)) > 0;
 	if (install && !lang) {
 		jv_free(deps);
-		snprintf(err, errlen, "\"dependencies\" needs \"language\" (whose package manager installs them)");
+		snprintf(err, errlen, "\"dependencies\" needs \"%s\" (whose package manager installs them)", REQ_KEY(language));
 		return false;
 	}
 	if (install && !sess_can_install(s->conf, lang, err, errlen)) {
@@ -768,7 +768,7 @@ bool sess_tool_install(struct sessions *s, unsigned owner, jv args, jv *out, jv 
 	if (!lang)
 		lang = x->language;
 	if (!lang) {
-		snprintf(err, errlen, "\"language\" is needed (the session has no default language)");
+		snprintf(err, errlen, "\"%s\" is needed (the session has no default language)", REQ_KEY(language));
 		return false;
 	}
 	if (!sess_can_install(s->conf, lang, err, errlen))
