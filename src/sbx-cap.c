@@ -82,7 +82,7 @@ static jv cap_record(jv rec, size_t forced, size_t fallback)
 		rec = jv_object_set(rec, jv_string("compile"), comp);
 	} else
 		jv_free(comp);
-	jv tests = rec_get(rec, "tests");
+	jv tests = rec_get(rec, "tests"); /* check-names: the result's tests */
 	if (jv_get_kind(tests) == JV_KIND_ARRAY && rec_has(rec, "verdict")) {
 		jv out = jv_array();
 		jv_array_foreach(tests, i, t)
@@ -92,7 +92,7 @@ static jv cap_record(jv rec, size_t forced, size_t fallback)
 				t = cap_field(t, fields[f], limit);
 			out = jv_array_append(out, t);
 		}
-		rec = jv_object_set(rec, jv_string("tests"), out);
+		rec = jv_object_set(rec, jv_string("tests"), out); /* check-names: the result's tests */
 	}
 	jv_free(tests);
 	return rec;

@@ -186,6 +186,7 @@ static void run_done(jv result, void *arg)
 		jv with = c->with;
 		c->with = jv_invalid();
 		is_error = status_find(st) != STATUS_success;
+		/* check-names: the result's install run */
 		mcp_call_finish(c, mcp_tool_result(jv_object_set(with, jv_string("install"), mcp_run_view(result, c->max_output)), is_error));
 		return;
 	}

@@ -180,6 +180,7 @@ static void tool_history(struct call *c)
 	char limit[32];
 	int a = 0;
 	/* What sbx-history would refuse as a usage error, said here. */
+	/* check-names: sbx_history's filters */
 	const char *st = rec_str(c->args, "status", NULL), *lang = rec_str(c->args, "language", NULL);
 	if (st && !status_known(st)) {
 		mcp_call_finish(c, mcp_tool_error("status \"%.40s\" is not a status (%s)", st, status_list()));
@@ -235,6 +236,7 @@ static void check_done(struct call *c, int status, char *out, size_t len)
 	jv langs = rec_get(v, "languages");
 	if (jv_get_kind(langs) == JV_KIND_ARRAY) {
 		jv_free(m->languages);
+		/* check-names: sbx-validate's list of languages */
 		m->languages = mcp_languages_view(m->conf, jv_copy(langs), rec_str(v, "backend", NULL));
 	}
 	jv_free(langs);

@@ -473,6 +473,7 @@ jv sess_live(struct sessions *s, unsigned owner, bool all)
 			jv_free(f);
 		}
 		jv_free(all_files);
+		/* check-names: a session's list of files */
 		out = jv_array_append(out, jv_object_set(o, jv_string("files"), files));
 	}
 	return out;

@@ -162,7 +162,7 @@ static void complete(struct run *r, jv res)
 		res = jv_object_set(res, jv_string("verdict"), jv_string(st ? st : STATUS(internal_error)));
 		res = jv_object_set(res, jv_string("tests_passed"), jv_number(0));
 		res = jv_object_set(res, jv_string("tests_total"), jv_number((double)r->job.judge->n));
-		res = jv_object_set(res, jv_string("tests"), jv_array());
+		res = jv_object_set(res, jv_string("tests"), jv_array()); /* check-names: the result's tests */
 	}
 	char when[40];
 	util_iso8601(r->started_epoch_ms, when, sizeof when);
