@@ -10,7 +10,10 @@
  * all loop over it;
  * doc/contract.md's table of request fields is checked against it
  * (t/06-tables.bats).  Adding a field is one row here plus its check in
- * job.c.
+ * job.c.  C code names a field as REQ_KEY(tests) (below), never as a
+ * string, so that its name is written here and in the docs only;
+ * build-aux/check-names fails the build on a field's name as the key of a
+ * JSON accessor.
  *
  * The request's limits (timeout, memory, cpus, pids) are rows of their own
  * (REQ_LIM) that take their name from limit.h's LIMITS, the one place it
