@@ -183,7 +183,6 @@ static jv row_jv(sqlite3_stmt *st, bool with_record)
 			r = jv_null();
 		}
 		row = jv_object_set(row, jv_string("record"), r);
-		/* check-names: the history's column */
 		row = jv_object_set(row, jv_string("code"), column_jv(st, n + 1));
 	}
 	return row;

@@ -79,7 +79,7 @@ static void flush_language(struct stats_state *s, jv bucket, const char *lang)
 	jv all = jv_object();
 	if (jv_is_valid(bucket))
 		all = jv_object_set(all, jv_string("bucket"), jv_copy(bucket));
-	all = jv_object_set(all, jv_string("language"), jv_string(lang)); /* check-names: a key of the statistics */
+	all = jv_object_set(all, jv_string("language"), jv_string(lang));
 	all = jv_object_set(all, jv_string(s->key), jv_string("all"));
 	if (s->all.n) {
 		qsort(s->all.v, s->all.n, sizeof *s->all.v, cmp_double);
@@ -205,7 +205,6 @@ int64_t hist_stats(struct hist *h, const struct hist_filter *f, int64_t bucket_s
 			jv r = jv_object();
 			if (jv_is_valid(bucket_jv))
 				r = jv_object_set(r, jv_string("bucket"), jv_copy(bucket_jv));
-			/* check-names: a key of the statistics */
 			r = jv_object_set(r, jv_string("language"), jv_string(lang));
 			r = jv_object_set(r, jv_string(col), jv_string(status));
 			s.pending = jv_array_append(s.pending, summary(r, &cur));

@@ -250,7 +250,7 @@ void page_login(struct page *p, const char *message)
 /* The record's own id (a string, or a number), as text. */
 void page_put_id(struct page *p, jv row)
 {
-	jv id = rec_get(row, "id"); /* check-names: the history's column */
+	jv id = rec_get(row, "id");
 	if (jv_get_kind(id) == JV_KIND_STRING)
 		page_str(p, jv_string_value(id));
 	else if (jv_get_kind(id) == JV_KIND_NUMBER)
@@ -429,7 +429,7 @@ static void live_session(struct page *p, jv s)
 	page_raw(p, "</td><td class=\"num\">");
 	page_put_num(p, s, "expires_in_s", " s");
 	page_raw(p, "</td><td class=\"files\">");
-	jv files = rec_get(s, "files"); /* check-names: a session's list of files */
+	jv files = rec_get(s, "files");
 	if (jv_get_kind(files) == JV_KIND_ARRAY)
 		jv_array_foreach(files, i, f) {
 			page_raw(p, "<code>");

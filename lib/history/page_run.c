@@ -105,7 +105,6 @@ static void kv_table(struct page *p, const char *id, jv obj)
  * a browser may decode (imgsize.h: the rule MCP results follow too). */
 static void images(struct page *p, jv rec)
 {
-	/* check-names: the result's files */
 	jv arts = jv_get_kind(rec) == JV_KIND_OBJECT ? rec_get(rec, "artifacts") : jv_invalid();
 	if (jv_get_kind(arts) != JV_KIND_ARRAY) {
 		jv_free(arts);
@@ -138,7 +137,6 @@ static void images(struct page *p, jv rec)
 
 static void tests_table(struct page *p, jv rec)
 {
-	/* check-names: the result's tests */
 	jv tests = jv_get_kind(rec) == JV_KIND_OBJECT ? rec_get(rec, "tests") : jv_invalid();
 	if (jv_get_kind(tests) != JV_KIND_ARRAY) {
 		jv_free(tests);
@@ -253,7 +251,7 @@ int page_run(struct page *p, struct hist *h, const struct hist_filter *base, int
 	page_put_bytes(p, row, "memory_peak_bytes");
 	page_printf(p, "</dd></dl><h2>%s</h2>", ran && !strcmp(ran, "command") ? "Command" : "Code");
 	size_t n = 0;
-	const char *code = rec_str(row, "code", &n); /* check-names: the history's column */
+	const char *code = rec_str(row, "code", &n);
 	if (!code) {
 		code = page_sval_n(row, "code_snippet", &n);
 		page_raw(p, "<p class=\"none\">Its first 500 characters (the history keeps the whole code with "

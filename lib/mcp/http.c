@@ -120,11 +120,10 @@ enum MHD_Result http_reply(struct ex *ex, unsigned status, const char *ctype, co
 enum MHD_Result http_fail(struct ex *ex, unsigned status, int code, const char *msg, const char *h1, const char *v1,
 			    const char *h2, const char *v2)
 {
-	/* check-names: JSON-RPC's error code */
 	jv err = jv_object_set(jv_object(), jv_string("code"), jv_number(code));
 	err = jv_object_set(err, jv_string("message"), jv_string(msg));
 	jv o = jv_object_set(jv_object(), jv_string("jsonrpc"), jv_string("2.0"));
-	o = jv_object_set(o, jv_string("id"), jv_null()); /* check-names: JSON-RPC's id */
+	o = jv_object_set(o, jv_string("id"), jv_null());
 	o = jv_object_set(o, jv_string("error"), err);
 	size_t n;
 	char *body = rec_dump(o, &n);
@@ -326,7 +325,7 @@ static enum MHD_Result respond(struct ex *ex)
 		jv a = ex->answer;
 		ex->answer = jv_invalid();
 		/* A message the server could not take at all has no id. */
-		jv id = rec_get(a, "id"); /* check-names: JSON-RPC's id */
+		jv id = rec_get(a, "id");
 		bool bad = rec_has(a, "error") && jv_get_kind(id) == JV_KIND_NULL;
 		jv_free(id);
 		char *body = rec_dump(a, &n);

@@ -190,7 +190,6 @@ static void on_message(jv msg, uint64_t tag, void *arg)
 	struct conv *c = arg;
 	struct http *h = c->h;
 	struct pend *p = pend_find(h, tag);
-	/* check-names: JSON-RPC's id */
 	bool final = !jv_is_valid(msg) || (rec_has(msg, "id") && (rec_has(msg, "result") || rec_has(msg, "error")));
 	if (c->legacy) {
 		if (jv_is_valid(msg) && c->stream && !c->stream->ended) {
@@ -281,7 +280,7 @@ enum MHD_Result http_mcp_post(struct ex *ex)
 	}
 	jv msg = jv_parse_sized(ex->body, (int)ex->len);
 	const char *method = rec_str(msg, "method", NULL);
-	bool request = method && rec_has(msg, "id"); /* check-names: JSON-RPC's id */
+	bool request = method && rec_has(msg, "id");
 	snprintf(ex->rpc, sizeof ex->rpc, "%s", method ? method : "(response)");
 	bool init = request && !strcmp(method, "initialize");
 

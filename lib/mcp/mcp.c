@@ -66,14 +66,13 @@ void mcp_send_msg(struct mcp_client *cl, uint64_t tag, jv msg)
 
 void mcp_send_error(struct mcp_client *cl, uint64_t tag, jv id, int code, const char *msg, jv data)
 {
-	/* check-names: JSON-RPC's error code */
 	jv err = jv_object_set(jv_object(), jv_string("code"), jv_number(code));
 	err = jv_object_set(err, jv_string("message"), jv_string(msg));
 	if (jv_is_valid(data))
 		err = jv_object_set(err, jv_string("data"), data);
 	else
 		jv_free(data);
-	jv r = jv_object_set(jv_object(), jv_string("id"), id); /* check-names: JSON-RPC's id */
+	jv r = jv_object_set(jv_object(), jv_string("id"), id);
 	mcp_send_msg(cl, tag, jv_object_set(r, jv_string("error"), err));
 }
 
@@ -81,7 +80,7 @@ void mcp_send_result(struct mcp_client *cl, uint64_t tag, jv id, bool modern, jv
 {
 	if (modern)
 		result = jv_object_set(result, jv_string("resultType"), jv_string("complete"));
-	jv r = jv_object_set(jv_object(), jv_string("id"), id); /* check-names: JSON-RPC's id */
+	jv r = jv_object_set(jv_object(), jv_string("id"), id);
 	mcp_send_msg(cl, tag, jv_object_set(r, jv_string("result"), result));
 }
 
@@ -314,7 +313,7 @@ bool mcp_handle_line(struct mcp_client *cl, const char *line, size_t len, uint64
 bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 {
 	struct mcp *m = cl->m;
-	jv id = rec_get(msg, "id"); /* check-names: JSON-RPC's id */
+	jv id = rec_get(msg, "id");
 	jv_kind ik = jv_get_kind(id);
 	bool has_id = ik != JV_KIND_INVALID;
 	const char *method = rec_str(msg, "method", NULL);
@@ -322,7 +321,6 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 	if (!ver || strcmp(ver, "2.0") || (has_id && ik != JV_KIND_STRING && ik != JV_KIND_NUMBER) ||
 	    (!method && !rec_has(msg, "result") && !rec_has(msg, "error"))) {
 		jv_free(id);
-		/* check-names: JSON-RPC's id */
 		mcp_send_error(cl, tag, has_id && (ik == JV_KIND_STRING || ik == JV_KIND_NUMBER) ? rec_get(msg, "id") : jv_null(),
 			   E_INVALID_REQUEST, "not a JSON-RPC 2.0 request (needs \"jsonrpc\": \"2.0\", \"method\", an id that is a string or number)",
 			   jv_invalid());

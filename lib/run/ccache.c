@@ -159,7 +159,7 @@ bool ccache_get(struct ccache *c, const char *key, struct ccache_file **files, s
 	jv m = mtext ? jv_parse_sized(mtext, (int)mlen) : jv_invalid();
 	free(mtext);
 	bool ok = jv_get_kind(m) == JV_KIND_OBJECT;
-	jv list = ok ? rec_get(m, "files") : jv_invalid(); /* check-names: the cache's manifest */
+	jv list = ok ? rec_get(m, "files") : jv_invalid();
 	jv comp = ok ? rec_get(m, "compile") : jv_invalid();
 	ok = jv_get_kind(list) == JV_KIND_ARRAY && jv_get_kind(comp) == JV_KIND_OBJECT &&
 	     jv_array_length(jv_copy(list)) <= MAX_FILES;
@@ -374,7 +374,7 @@ void ccache_put(struct ccache *c, const char *key, const struct job *j, int scra
 	jv comp = jv_copy(compile);
 	/* what varies per run is not part of the entry */
 	comp = jv_object_delete(comp, jv_string("cached"));
-	jv m = jv_object_set(jv_object(), jv_string("files"), manifest); /* check-names: the cache's manifest */
+	jv m = jv_object_set(jv_object(), jv_string("files"), manifest);
 	m = jv_object_set(m, jv_string("compile"), comp);
 	size_t len;
 	char *text = rec_dump(m, &len);

@@ -366,7 +366,7 @@ static void reply(struct kernel *k, jv msg)
 	const char *st = rec_str(msg, "status", NULL);
 	jv v = rec_get(msg, "value");
 	jv_kind vk = jv_get_kind(v);
-	/* check-names: the kernel's reply */
+	/* check-names: the kernel's reply says "error", not a status */
 	if (!c || !rec_num(msg, "cell", &n) || n != c->n || !st || (strcmp(st, "ok") && strcmp(st, "error") && strcmp(st, "interrupted")) ||
 	    (vk != JV_KIND_STRING && vk != JV_KIND_NULL && vk != JV_KIND_INVALID)) {
 		jv_free(v);
@@ -706,10 +706,8 @@ struct cell *cell_start(struct kernels *ks, struct backend *be, const struct job
 		c->info = jv_object_set(c->info, jv_string("kernel_note"), jv_string(note));
 	take_pending(k, c);
 	k->cur = c;
-	/* check-names: the kernel's protocol */
 	jv req = jv_object_set(jv_object(), jv_string("cell"), jv_number(c->n));
 	req = jv_object_set(req, jv_string("timeout_ms"), jv_number((double)c->timeout_ms));
-	/* check-names: the kernel's protocol */
 	send_line(k, jv_object_set(req, jv_string("code"), jv_string_sized(j->code, (int)j->code_len)));
 	if (!k->dying)
 		arm(k, c->timeout_ms);

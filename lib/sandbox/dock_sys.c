@@ -414,7 +414,6 @@ static int pull_one(struct dock_sys *d, const char *image, FILE *progress)
 			jv v = jv_parse(buf);
 			if (jv_get_kind(v) == JV_KIND_OBJECT) {
 				const char *err = rec_str(v, "error", NULL), *st = rec_str(v, "status", NULL);
-				/* check-names: Docker's pull progress */
 				const char *id = rec_str(v, "id", NULL), *pr = rec_str(v, "progress", NULL);
 				if (err) {
 					fprintf(progress, "sbx-run: pull %s: %s\n", image, err);

@@ -197,7 +197,6 @@ static void d_drain(struct backend *be)
 static jv d_check(struct backend *be, bool *degraded)
 {
 	struct dock_sys *d = sys_of(be);
-	/* check-names: the backend's report */
 	jv o = jv_object_set(jv_object(), jv_string("backend"), jv_string("docker"));
 	o = jv_object_set(o, jv_string("docker_host"), jv_string(d->host));
 	dock_ready(d);

@@ -58,7 +58,6 @@ static jv rule(const char *name, int err, jv args)
 	jv r = jv_object_set(jv_object(), jv_string("names"), jv_array_append(jv_array(), jv_string(name)));
 	r = jv_object_set(r, jv_string("action"), jv_string("SCMP_ACT_ERRNO"));
 	r = jv_object_set(r, jv_string("errnoRet"), jv_number(err));
-	/* check-names: Docker's seccomp profile */
 	return jv_is_valid(args) ? jv_object_set(r, jv_string("args"), args) : (jv_free(args), r);
 }
 

@@ -362,7 +362,6 @@ static jv n_check(struct backend *be, bool *degraded)
 	struct box_sys *s = &n->sys;
 	struct utsname u;
 	uname(&u);
-	/* check-names: the backend's report */
 	jv o = jv_object_set(jv_object(), jv_string("backend"), jv_string("native"));
 	o = jv_object_set(o, jv_string("kernel"), jv_string(u.release));
 	o = jv_object_set(o, jv_string("kernel_features"), check_kernel(s));
@@ -411,7 +410,7 @@ static jv n_check(struct backend *be, bool *degraded)
 	 * took one. */
 	jv sl = jv_object_set(jv_object(), jv_string("dir"), jv_string(SBX_RUNDIR "/slots"));
 	bool net = s->slots.state > 0, cgs = net && s->cg_ok && s->cg.keep;
-	sl = jv_object_set(sl, jv_string("network"), jv_bool(net)); /* check-names: the backend's report */
+	sl = jv_object_set(sl, jv_string("network"), jv_bool(net));
 	sl = jv_object_set(sl, jv_string("cgroups"), jv_bool(cgs));
 	if (!net)
 		sl = jv_object_set(sl, jv_string("why"),
