@@ -105,7 +105,14 @@ $(BUILD)/layers.ok: build-aux/check-layers $(LIB_SRC) $(wildcard lib/*/*.h)
 	@mkdir -p $(BUILD)
 	@build-aux/check-layers && touch $@
 
-$(BUILD)/libsbx.a: $(LIB_OBJ) $(BUILD)/layers.ok
+# C code names a request field by REQ_KEY and a status by STATUS, never as
+# a string (build-aux/check-names).  Order-only: it runs when a source
+# (of lib/ or src/) changed, and only its failure stops the build.
+$(BUILD)/names.ok: build-aux/check-names $(LIB_SRC) $(wildcard lib/*/*.h) $(wildcard src/*.c)
+	@mkdir -p $(BUILD)
+	@build-aux/check-names && touch $@
+
+$(BUILD)/libsbx.a: $(LIB_OBJ) $(BUILD)/layers.ok | $(BUILD)/names.ok
 	@rm -f $@
 	$(AR) rcs $@ $(LIB_OBJ)
 

@@ -56,6 +56,7 @@
 #include "ledger.h"
 #include "proc.h"
 #include "rec.h"
+#include "req.h"
 #include "shard.h"
 #include "status.h"
 #include "util.h"
@@ -393,8 +394,8 @@ static size_t write_pending(int shard_fd, const char *path)
 		where = jv_object_set(where, jv_string("host"), jv_string(host));
 		req = jv_object_set(req, jv_string("shard"), where);
 		/* A request without an id runs under the id the merge will look for. */
-		if (!rec_has(req, "id"))
-			req = jv_object_set(req, jv_string("id"), shard_key_id(led.req[i].key));
+		if (!rec_has(req, REQ_KEY(id)))
+			req = jv_object_set(req, jv_string(REQ_KEY(id)), shard_key_id(led.req[i].key));
 		size_t len;
 		char *text = rec_dump(req, &len);
 		if (util_write_all(out, text, len) < 0)

@@ -20,6 +20,7 @@
 #include "cap.h"
 #include "conf.h"
 #include "rec.h"
+#include "req.h"
 #include "util.h"
 
 static const char synopsis[] =
@@ -66,7 +67,7 @@ static jv cap_record(jv rec, size_t forced, size_t fallback)
 	if (forced != (size_t)-1)
 		limit = forced;
 	else {
-		jv lim = rec_get(rec, "limits");
+		jv lim = rec_get(rec, REQ_KEY(limits));
 		double d;
 		if (jv_get_kind(lim) == JV_KIND_OBJECT && rec_num(lim, "output_bytes", &d) && d >= 0 && d <= 1e12)
 			limit = (size_t)d;
@@ -81,7 +82,7 @@ static jv cap_record(jv rec, size_t forced, size_t fallback)
 		rec = jv_object_set(rec, jv_string("compile"), comp);
 	} else
 		jv_free(comp);
-	jv tests = rec_get(rec, "tests");
+	jv tests = rec_get(rec, "tests"); /* check-names: the result's tests */
 	if (jv_get_kind(tests) == JV_KIND_ARRAY && rec_has(rec, "verdict")) {
 		jv out = jv_array();
 		jv_array_foreach(tests, i, t)
@@ -91,7 +92,7 @@ static jv cap_record(jv rec, size_t forced, size_t fallback)
 				t = cap_field(t, fields[f], limit);
 			out = jv_array_append(out, t);
 		}
-		rec = jv_object_set(rec, jv_string("tests"), out);
+		rec = jv_object_set(rec, jv_string("tests"), out); /* check-names: the result's tests */
 	}
 	jv_free(tests);
 	return rec;

@@ -258,6 +258,7 @@ static void emit(struct out *o, jv v)
 	jv_array_foreach(o->header, i, k) {
 		jv cell = jv_object_has(jv_copy(v), jv_copy(k)) ? jv_object_get(jv_copy(v), jv_copy(k)) : jv_null();
 		const char *name = jv_string_value(k);
+		/* check-names: the history's column */
 		size_t max = o->fmt == F_TABLE ? (!strcmp(name, "code_snippet") || !strcmp(name, "error") ? 40 : 80) : 0;
 		char *t = cell_text(cell, max, o->fmt == F_TABLE);
 		cells = jv_array_append(cells, jv_string(t));

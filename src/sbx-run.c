@@ -38,6 +38,7 @@
 #include "probe.h"
 #include "proc.h"
 #include "rec.h"
+#include "req.h"
 #include "status.h"
 #include "ccache.h"
 #include "cell.h"
@@ -276,7 +277,7 @@ static void deliver(uint64_t seq, jv result)
 static void run_done(struct run *r, jv result, void *arg)
 {
 	/* --events: each job as it finishes, whatever the output order */
-	jv ev = jv_object_set(jv_object(), jv_string("id"), jv_string(run_id(r)));
+	jv ev = jv_object_set(jv_object(), jv_string(REQ_KEY(id)), jv_string(run_id(r)));
 	ev = jv_object_set(ev, jv_string("event"), jv_string("done"));
 	const char *st = rec_str(result, "status", NULL);
 	if (S.live)
@@ -327,7 +328,7 @@ static void cancel_all(void)
  * run_start checks it properly. */
 static const char *workspace_of(jv rec)
 {
-	jv exec = rec_get(rec, "exec");
+	jv exec = rec_get(rec, REQ_KEY(exec));
 	const char *ws = jv_get_kind(exec) == JV_KIND_OBJECT ? rec_str(exec, "workspace", NULL) : NULL;
 	jv_free(exec); /* rec still holds it */
 	return ws;
@@ -395,7 +396,7 @@ static void on_output(struct run *r, int stream, const char *data, size_t len)
 
 static void on_stage(struct run *r, const char *stage)
 {
-	jv ev = jv_object_set(jv_object(), jv_string("id"), jv_string(run_id(r)));
+	jv ev = jv_object_set(jv_object(), jv_string(REQ_KEY(id)), jv_string(run_id(r)));
 	event(jv_object_set(ev, jv_string("event"), jv_string(stage)));
 }
 

@@ -29,6 +29,7 @@
 #include "conf.h"
 #include "ledger.h"
 #include "rec.h"
+#include "req.h"
 #include "shard.h"
 #include "util.h"
 
@@ -178,7 +179,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		const char *why = NULL;
-		bool own = rec_has(req, "id");
+		bool own = rec_has(req, REQ_KEY(id));
 		char *key = ledger_request_key(&seen, req, ln.text, ln.len, &why);
 		if (!key) {
 			problem("line %lu: %s", ln.lineno, why);
@@ -199,12 +200,12 @@ int main(int argc, char **argv)
 		char *text = NULL;
 		size_t n = 0;
 		if (!own) {
-			text = rec_dump(jv_object_set(req, jv_string("id"), id), &n);
+			text = rec_dump(jv_object_set(req, jv_string(REQ_KEY(id)), id), &n);
 			/* The id makes the line longer: past the limit, sbx-batch and
 			 * sbx-validate would refuse the shard's line. */
 			if (n - 1 > max_line)
-				problem("line %lu: with its generated id the request is %zu bytes, over the record limit of %zu (give it a short \"id\")",
-					ln.lineno, n - 1, max_line);
+				problem("line %lu: with its generated id the request is %zu bytes, over the record limit of %zu (give it a short \"%s\")",
+					ln.lineno, n - 1, max_line, REQ_KEY(id));
 		} else {
 			jv_free(id);
 			jv_free(req);

@@ -208,7 +208,7 @@ char *ledger_request_key(struct ledger *l, jv req, const char *line, size_t len,
 	char *key = shard_key(req, &bad);
 	if (key || bad) {
 		if (!key)
-			*why = rec_str(req, "id", NULL) ? "\"id\" holds a NUL character (\\u0000)"
+			*why = rec_str(req, REQ_KEY(id), NULL) ? "\"id\" holds a NUL character (\\u0000)"
 							 : "\"id\" is neither a string nor a number";
 		return key;
 	}

@@ -4,12 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "req.h"
 #include "sha256.h"
 #include "util.h"
 
 char *shard_key(jv obj, bool *bad)
 {
-	jv id = jv_object_get(jv_copy(obj), jv_string("id"));
+	jv id = jv_object_get(jv_copy(obj), jv_string(REQ_KEY(id)));
 	char *key = NULL;
 	switch (jv_get_kind(id)) {
 	case JV_KIND_INVALID: break;

@@ -139,10 +139,10 @@ static jv read_entry(const char *workspace, const char *path, size_t max, char *
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
 		if (fd < 0)
-			snprintf(err, errlen, "\"entry\" \"%.100s\": %s", path,
+			snprintf(err, errlen, "\"%s\" \"%.100s\": %s", REQ_KEY(entry), path,
 				 e == ELOOP || e == EXDEV ? "a link (entries are followed through no link)" : strerror(e));
 		else
-			snprintf(err, errlen, "\"entry\" \"%.100s\": %s", path,
+			snprintf(err, errlen, "\"%s\" \"%.100s\": %s", REQ_KEY(entry), path,
 				 !S_ISREG(st.st_mode) ? "not a regular file" : "larger than max_code_size");
 		if (fd >= 0)
 			close(fd);
@@ -151,7 +151,7 @@ static jv read_entry(const char *workspace, const char *path, size_t max, char *
 	size_t n;
 	char *buf = util_read_close(fd, (size_t)st.st_size, &n);
 	if (!buf) {
-		snprintf(err, errlen, "\"entry\" \"%.100s\": %s", path, strerror(errno));
+		snprintf(err, errlen, "\"%s\" \"%.100s\": %s", REQ_KEY(entry), path, strerror(errno));
 		return jv_invalid();
 	}
 	jv text = jv_string_sized(buf, (int)n); /* invalid UTF-8 becomes U+FFFD */
@@ -241,7 +241,7 @@ static bool id_printable(const unsigned char *s, size_t n)
 
 static bool req_id(jv *req, char *err, size_t errlen)
 {
-	jv id = rec_get(*req, "id");
+	jv id = rec_get(*req, REQ_KEY(id));
 	jv_kind idk = jv_get_kind(id);
 	bool ok = true;
 	if (idk == JV_KIND_STRING) {
@@ -249,15 +249,15 @@ static bool req_id(jv *req, char *err, size_t errlen)
 		const char *s = jv_string_value(id);
 		ok = n > 0 && n <= 128 && id_printable((const unsigned char *)s, n);
 		if (!ok)
-			snprintf(err, errlen, "\"id\" must be 1 to 128 printable characters");
+			snprintf(err, errlen, "\"%s\" must be 1 to 128 printable characters", REQ_KEY(id));
 	} else if (idk != JV_KIND_INVALID && idk != JV_KIND_NUMBER) {
-		snprintf(err, errlen, "\"id\" must be a string or a number, got %s", rec_kind(id));
+		snprintf(err, errlen, "\"%s\" must be a string or a number, got %s", REQ_KEY(id), rec_kind(id));
 		ok = false;
 	} else if (idk == JV_KIND_INVALID) {
 		char buf[64];
 		job_new_id(buf, sizeof buf);
 		/* The id goes first, for people reading the lines. */
-		*req = jv_object_merge(jv_object_set(jv_object(), jv_string("id"), jv_string(buf)), *req);
+		*req = jv_object_merge(jv_object_set(jv_object(), jv_string(REQ_KEY(id)), jv_string(buf)), *req);
 	}
 	jv_free(id);
 	return ok;
@@ -267,13 +267,13 @@ static bool req_id(jv *req, char *err, size_t errlen)
  * sets it (a digest); a pipeline may name its own, as printable as an id. */
 static bool req_principal(jv req, char *err, size_t errlen)
 {
-	if (!rec_has(req, "principal"))
+	if (!rec_has(req, REQ_KEY(principal)))
 		return true;
 	size_t n;
-	const char *s = rec_str(req, "principal", &n);
+	const char *s = rec_str(req, REQ_KEY(principal), &n);
 	if (s && n > 0 && n <= 128 && id_printable((const unsigned char *)s, n))
 		return true;
-	snprintf(err, errlen, "\"principal\" must be 1 to 128 printable characters");
+	snprintf(err, errlen, "\"%s\" must be 1 to 128 printable characters", REQ_KEY(principal));
 	return false;
 }
 
@@ -298,30 +298,32 @@ static bool req_spelling(jv req, char *err, size_t errlen)
  * gets its canonical name. */
 static const struct conf_lang *req_language(const struct conf *c, jv *req, char *err, size_t errlen)
 {
-	if (!rec_has(*req, "language") && (rec_has(*req, "entry") || rec_has(*req, "command"))) {
-		const char *entry = rec_str(*req, "entry", NULL);
+	if (!rec_has(*req, REQ_KEY(language)) && (rec_has(*req, REQ_KEY(entry)) || rec_has(*req, REQ_KEY(command)))) {
+		const char *entry = rec_str(*req, REQ_KEY(entry), NULL);
 		const struct conf_lang *by = entry ? conf_lang_by_file(c, entry) : conf_lang(c, "bash");
 		if (!by && entry) {
-			snprintf(err, errlen, "cannot tell the language of \"%.100s\" from its name: give \"language\"", entry);
+			snprintf(err, errlen, "cannot tell the language of \"%.100s\" from its name: give \"%s\"", entry,
+				 REQ_KEY(language));
 			return NULL;
 		}
 		if (by)
-			*req = jv_object_set(*req, jv_string("language"), jv_string(by->name));
+			*req = jv_object_set(*req, jv_string(REQ_KEY(language)), jv_string(by->name));
 	}
-	jv lang = rec_get(*req, "language");
+	jv lang = rec_get(*req, REQ_KEY(language));
 	const struct conf_lang *l = jv_get_kind(lang) == JV_KIND_STRING ? conf_lang(c, jv_string_value(lang)) : NULL;
 	if (jv_get_kind(lang) != JV_KIND_STRING) {
 		const char *k = rec_kind(lang);
 		if (!strcmp(k, "missing"))
-			snprintf(err, errlen, "missing \"language\" (supported: %s)", conf_lang_list(c));
+			snprintf(err, errlen, "missing \"%s\" (supported: %s)", REQ_KEY(language), conf_lang_list(c));
 		else
-			snprintf(err, errlen, "\"language\" must be a string, got %s (supported: %s)", k, conf_lang_list(c));
+			snprintf(err, errlen, "\"%s\" must be a string, got %s (supported: %s)", REQ_KEY(language), k,
+				 conf_lang_list(c));
 	} else if (!l)
 		snprintf(err, errlen, "unsupported language \"%.40s%s\" (supported: %s)", jv_string_value(lang),
 			 jv_string_length_bytes(jv_copy(lang)) > 40 ? "…" : "", conf_lang_list(c));
 	jv_free(lang);
 	if (l)
-		*req = jv_object_set(*req, jv_string("language"), jv_string(l->name));
+		*req = jv_object_set(*req, jv_string(REQ_KEY(language)), jv_string(l->name));
 	return l;
 }
 
@@ -335,55 +337,55 @@ enum prog { P_CODE, P_ENTRY, P_COMMAND, P_CELL };
 static bool req_program(const struct conf_lang *l, jv *req, bool installing, enum prog *prog, const char **entry,
 			char *err, size_t errlen)
 {
-	*prog = rec_has(*req, "entry") ? P_ENTRY : rec_has(*req, "command") ? P_COMMAND : P_CODE;
+	*prog = rec_has(*req, REQ_KEY(entry)) ? P_ENTRY : rec_has(*req, REQ_KEY(command)) ? P_COMMAND : P_CODE;
 	*entry = NULL;
 	if (*prog == P_CODE)
 		return true;
-	const char *what = *prog == P_ENTRY ? "entry" : "command";
-	if ((rec_has(*req, "entry") && rec_has(*req, "command")) || (rec_has(*req, "code") && !rec_has(*req, "exec"))) {
+	const char *what = *prog == P_ENTRY ? REQ_KEY(entry) : REQ_KEY(command);
+	if ((rec_has(*req, REQ_KEY(entry)) && rec_has(*req, REQ_KEY(command))) || (rec_has(*req, REQ_KEY(code)) && !rec_has(*req, REQ_KEY(exec)))) {
 		/* (a job validated again carries the code made here) */
 		snprintf(err, errlen, "give \"code\", \"entry\" or \"command\", not more than one");
 		return false;
 	}
-	if (!rec_has(*req, "session")) {
-		snprintf(err, errlen, "\"%s\" runs in a session's workspace: give \"session\"", what);
+	if (!rec_has(*req, REQ_KEY(session))) {
+		snprintf(err, errlen, "\"%s\" runs in a session's workspace: give \"%s\"", what, REQ_KEY(session));
 		return false;
 	}
 	if (installing) {
-		snprintf(err, errlen, "\"%s\" and \"install\" do not go together", what);
+		snprintf(err, errlen, "\"%s\" and \"%s\" do not go together", what, REQ_KEY(install));
 		return false;
 	}
 	if (*prog == P_ENTRY) {
 		size_t elen;
 		char pwhy[128];
-		const char *e = rec_str(*req, "entry", &elen);
+		const char *e = rec_str(*req, REQ_KEY(entry), &elen);
 		if (!e) {
-			jv ev = rec_get(*req, "entry");
-			snprintf(err, errlen, "\"entry\" must be a path in the workspace, got %s", rec_kind(ev));
+			jv ev = rec_get(*req, REQ_KEY(entry));
+			snprintf(err, errlen, "\"%s\" must be a path in the workspace, got %s", REQ_KEY(entry), rec_kind(ev));
 			jv_free(ev);
 		} else if (!job_path_ok(e, elen, pwhy, sizeof pwhy))
-			snprintf(err, errlen, "\"entry\" %s", pwhy);
+			snprintf(err, errlen, "\"%s\" %s", REQ_KEY(entry), pwhy);
 		else if (e[0] == '-')
-			snprintf(err, errlen, "\"entry\" \"%.100s\" begins with \"-\", which its interpreter would take for an "
-				 "option: rename it", e);
+			snprintf(err, errlen, "\"%s\" \"%.100s\" begins with \"-\", which its interpreter would take for an "
+				 "option: rename it", REQ_KEY(entry), e);
 		else if (ns_reserved(e))
-			snprintf(err, errlen, "\"entry\" \"%.100s\": names beginning " NS_RESERVED " are sbx's own", e);
+			snprintf(err, errlen, "\"%s\" \"%.100s\": names beginning " NS_RESERVED " are sbx's own", REQ_KEY(entry), e);
 		else if (l->compile)
-			snprintf(err, errlen, "\"entry\" runs interpreted languages' files; compile %s with \"code\", or build it "
-				 "with a \"command\"", l->name);
+			snprintf(err, errlen, "\"%s\" runs interpreted languages' files; compile %s with \"code\", or build it "
+				 "with a \"command\"", REQ_KEY(entry), l->name);
 		else {
 			*entry = e;
 			return true;
 		}
 		return false;
 	}
-	jv command = rec_get(*req, "command");
+	jv command = rec_get(*req, REQ_KEY(command));
 	int n = jv_get_kind(command) == JV_KIND_ARRAY ? jv_array_length(jv_copy(command)) : -1;
 	char *line = NULL;
 	size_t len = 0;
 	bool ok = n >= 1 && n <= MAX_ARGS;
 	if (!ok)
-		snprintf(err, errlen, "\"command\" must be an array of 1 to %d strings", MAX_ARGS);
+		snprintf(err, errlen, "\"%s\" must be an array of 1 to %d strings", REQ_KEY(command), MAX_ARGS);
 	else {
 		jv_array_foreach(command, i, a) {
 			size_t alen = jv_get_kind(a) == JV_KIND_STRING ? (size_t)jv_string_length_bytes(jv_copy(a)) : 0;
@@ -394,9 +396,9 @@ static bool req_program(const struct conf_lang *l, jv *req, bool installing, enu
 			jv_free(a);
 		}
 		if (!ok)
-			snprintf(err, errlen, "\"command\" must be strings without NUL bytes, 64 KiB at most");
+			snprintf(err, errlen, "\"%s\" must be strings without NUL bytes, 64 KiB at most", REQ_KEY(command));
 		else
-			*req = jv_object_set(*req, jv_string("code"), jv_string(line));
+			*req = jv_object_set(*req, jv_string(REQ_KEY(code)), jv_string(line));
 	}
 	free(line);
 	jv_free(command);
@@ -410,7 +412,7 @@ bool job_args_ok(jv args, char *err, size_t errlen)
 	bool ok = true;
 	if (ak != JV_KIND_INVALID && ak != JV_KIND_NULL) {
 		if (ak != JV_KIND_ARRAY) {
-			snprintf(err, errlen, "\"args\" must be an array of strings, got %s", rec_kind(args));
+			snprintf(err, errlen, "\"%s\" must be an array of strings, got %s", REQ_KEY(args), rec_kind(args));
 			ok = false;
 		} else if (jv_array_length(jv_copy(args)) > MAX_ARGS) {
 			snprintf(err, errlen, "%d args exceed the limit of %d", jv_array_length(jv_copy(args)), MAX_ARGS);
@@ -443,32 +445,32 @@ bool job_args_ok(jv args, char *err, size_t errlen)
 static bool req_data(const struct conf *c, jv req, enum prog prog, char *err, size_t errlen)
 {
 	size_t code_len = 0;
-	const char *code = prog == P_ENTRY ? "" : rec_str(req, "code", &code_len);
+	const char *code = prog == P_ENTRY ? "" : rec_str(req, REQ_KEY(code), &code_len);
 	if (!code) {
-		jv v = rec_get(req, "code");
+		jv v = rec_get(req, REQ_KEY(code));
 		const char *k = rec_kind(v);
 		jv_free(v);
 		if (!strcmp(k, "missing"))
-			snprintf(err, errlen, "missing \"code\" (the program's source, as a string)");
+			snprintf(err, errlen, "missing \"%s\" (the program's source, as a string)", REQ_KEY(code));
 		else
-			snprintf(err, errlen, "\"code\" must be a string, got %s", k);
+			snprintf(err, errlen, "\"%s\" must be a string, got %s", REQ_KEY(code), k);
 		return false;
 	}
 	if (code_len == 0 && prog == P_CODE) {
-		snprintf(err, errlen, "\"code\" is empty");
+		snprintf(err, errlen, "\"%s\" is empty", REQ_KEY(code));
 		return false;
 	}
 	if (code_len > c->max_code_size) {
 		job_too_big(err, errlen, "code is", "", code_len, "max_code_size", c->max_code_size);
 		return false;
 	}
-	if (rec_has(req, "stdin")) {
+	if (rec_has(req, REQ_KEY(stdin))) {
 		size_t n;
-		jv v = rec_get(req, "stdin");
+		jv v = rec_get(req, REQ_KEY(stdin));
 		jv_kind k = jv_get_kind(v);
 		jv_free(v);
-		if (k != JV_KIND_NULL && !rec_str(req, "stdin", &n)) {
-			snprintf(err, errlen, "\"stdin\" must be a string, got %s",
+		if (k != JV_KIND_NULL && !rec_str(req, REQ_KEY(stdin), &n)) {
+			snprintf(err, errlen, "\"%s\" must be a string, got %s", REQ_KEY(stdin),
 				 k == JV_KIND_NUMBER ? "number" : k == JV_KIND_ARRAY ? "array" : k == JV_KIND_OBJECT ? "object" : "boolean");
 			return false;
 		}
@@ -477,7 +479,7 @@ static bool req_data(const struct conf *c, jv req, enum prog prog, char *err, si
 			return false;
 		}
 	}
-	jv args = rec_get(req, "args");
+	jv args = rec_get(req, REQ_KEY(args));
 	bool ok = job_args_ok(args, err, errlen);
 	jv_free(args);
 	return ok;
@@ -533,21 +535,22 @@ static bool req_network(const struct conf *c, jv req, bool *network, char *err, 
 {
 	*network = false;
 	bool a;
-	if (rec_has(req, "artifacts") && !rec_bool(req, "artifacts", &a)) {
-		snprintf(err, errlen, "\"artifacts\" must be true or false");
+	if (rec_has(req, REQ_KEY(artifacts)) && !rec_bool(req, REQ_KEY(artifacts), &a)) {
+		snprintf(err, errlen, "\"%s\" must be true or false", REQ_KEY(artifacts));
 		return false;
 	}
-	if (!rec_has(req, "network"))
+	if (!rec_has(req, REQ_KEY(network)))
 		return true;
-	jv nv = rec_get(req, "network");
+	jv nv = rec_get(req, REQ_KEY(network));
 	jv_kind k = jv_get_kind(nv);
 	jv_free(nv);
-	if (k != JV_KIND_NULL && !rec_bool(req, "network", network)) {
-		snprintf(err, errlen, "\"network\" must be true or false");
+	if (k != JV_KIND_NULL && !rec_bool(req, REQ_KEY(network), network)) {
+		snprintf(err, errlen, "\"%s\" must be true or false", REQ_KEY(network));
 		return false;
 	}
 	if (*network && !c->network) {
-		snprintf(err, errlen, "\"network\": true is not allowed by the configuration (network = false in %s)", c->path);
+		snprintf(err, errlen, "\"%s\": true is not allowed by the configuration (network = false in %s)", REQ_KEY(network),
+			 c->path);
 		return false;
 	}
 	return true;
@@ -559,12 +562,12 @@ static bool req_network(const struct conf *c, jv req, bool *network, char *err, 
 static bool req_session(const struct conf *c, jv req, char **workspace, char *err, size_t errlen)
 {
 	*workspace = NULL;
-	if (!rec_has(req, "session"))
+	if (!rec_has(req, REQ_KEY(session)))
 		return true;
 	size_t n;
-	const char *sid = rec_str(req, "session", &n);
+	const char *sid = rec_str(req, REQ_KEY(session), &n);
 	if (!sid || !state_session_id_ok(sid, n)) {
-		snprintf(err, errlen, "\"session\" must be a session id (32 hexadecimal digits)");
+		snprintf(err, errlen, "\"%s\" must be a session id (32 hexadecimal digits)", REQ_KEY(session));
 		return false;
 	}
 	char *dir = state_session_dir(c, sid);
@@ -589,7 +592,7 @@ static void session_program(jv req, const struct conf_lang *l, const char *file,
 {
 	struct sha256 h;
 	char hex[65], num[40];
-	jv idv = rec_get(req, "id");
+	jv idv = rec_get(req, REQ_KEY(id));
 	snprintf(num, sizeof num, "%.17g", jv_get_kind(idv) == JV_KIND_NUMBER ? jv_number_value(idv) : 0);
 	sha256_init(&h);
 	sha256_str(&h, jv_get_kind(idv) == JV_KIND_STRING ? jv_string_value(idv) : num);
@@ -683,7 +686,7 @@ static void plan_names(struct plan *p, jv req)
 {
 	const struct conf_lang *l = p->l;
 	size_t code_len;
-	const char *code = rec_str(req, "code", &code_len), *dot = strrchr(l->file, '.');
+	const char *code = rec_str(req, REQ_KEY(code), &code_len), *dot = strrchr(l->file, '.');
 	size_t stem = dot ? (size_t)(dot - l->file) : strlen(l->file);
 	bool renamed = l->file_by_class && p->prog == P_CODE && code && public_class(code, code_len, p->cls, sizeof p->cls) &&
 		       !(strlen(p->cls) == stem && !strncmp(p->cls, l->file, stem));
@@ -707,11 +710,11 @@ static jv run_command(const struct plan *p, jv *req, char *err, size_t errlen)
 		jv text = read_entry(p->workspace, p->entry, p->c->max_code_size, err, errlen);
 		if (!jv_is_valid(text))
 			return text;
-		*req = jv_object_set(*req, jv_string("code"), text);
+		*req = jv_object_set(*req, jv_string(REQ_KEY(code)), text);
 	}
 	jv runv;
 	if (p->prog == P_COMMAND)
-		runv = rec_get(*req, "command");
+		runv = rec_get(*req, REQ_KEY(command));
 	else if (p->prog == P_CELL) /* no program: the code goes to the kernel, the run stage's command */
 		runv = argv_json(l->kernel, l, NULL, NULL, p->dir, &p->run);
 	else
@@ -722,7 +725,7 @@ static jv run_command(const struct plan *p, jv *req, char *err, size_t errlen)
 		jv_free(runv);
 		return jv_invalid();
 	}
-	jv args = rec_get(*req, "args");
+	jv args = rec_get(*req, REQ_KEY(args));
 	if (jv_get_kind(args) == JV_KIND_ARRAY)
 		return jv_array_concat(runv, args);
 	jv_free(args);
@@ -750,34 +753,36 @@ static jv exec_json(const struct plan *p, jv runv, jv tests, jv checker, bool co
 	exec = jv_object_set(exec, jv_string("binds"), strv_json(l->binds));
 	exec = jv_object_set(exec, jv_string("rootfs"), l->rootfs ? jv_string(l->rootfs) : jv_null());
 	exec = jv_object_set(exec, jv_string("image"), l->image ? jv_string(l->image) : jv_null());
-	exec = jv_object_set(exec, jv_string("network"), jv_bool(p->network));
+	exec = jv_object_set(exec, jv_string(REQ_KEY(network)), jv_bool(p->network));
 	if (p->workspace) {
 		exec = jv_object_set(exec, jv_string("workspace"), jv_string(p->workspace));
 		exec = jv_object_set(exec, jv_string("workspace_exec"), jv_bool(p->c->workspace_exec));
 	}
 	if (p->installing)
-		exec = jv_object_set(exec, jv_string("install"), jv_true());
+		exec = jv_object_set(exec, jv_string(REQ_KEY(install)), jv_true());
 	if (p->prog == P_CELL)
 		exec = jv_object_set(exec, jv_string("kernel"), jv_true());
 	if (jv_get_kind(tests) == JV_KIND_ARRAY)
-		exec = jv_object_set(exec, jv_string("tests"), jv_copy(tests));
+		exec = jv_object_set(exec, jv_string(REQ_KEY(tests)), jv_copy(tests));
 	if (jv_get_kind(checker) == JV_KIND_OBJECT)
-		exec = jv_object_set(exec, jv_string("checker"), jv_copy(checker));
+		exec = jv_object_set(exec, jv_string(REQ_KEY(checker)), jv_copy(checker));
 	return exec;
 }
 
 /* Why the request's own value of a field sbx-validate computes is
- * refused (computed_differs), or nothing.  All borrowed. */
-static void refuse_computed(jv req, jv limits, jv climits, jv exec, jv bk, const char *backend, char *err, size_t errlen)
+ * refused, or nothing: the first of the computed fields (RW_COMPUTED), in
+ * table order, whose value differs from want[its row] (computed_differs),
+ * which the caller fills for each of them.  All borrowed. */
+static void refuse_computed(jv req, const jv want[REQ_N], const char *backend, char *err, size_t errlen)
 {
-	const char *set = computed_differs(req, "limits", limits)	     ? "limits"
-			  : computed_differs(req, "compile_limits", climits) ? "compile_limits"
-			  : computed_differs(req, "exec", exec)		     ? "exec"
-			  : computed_differs(req, "backend", bk)	     ? "backend"
-									     : NULL;
-	if (set && !strcmp(set, "limits")) {
+	int set = -1;
+	for (int i = 0; i < REQ_N && set < 0; i++)
+		if ((req_field(i)->where & RW_COMPUTED) && computed_differs(req, req_field(i)->name, want[i]))
+			set = i;
+	if (set == REQ_limits) {
 		/* the limits a request sets itself: "timeout", "memory", ... */
-		size_t o = (size_t)snprintf(err, errlen, "\"limits\" is computed by sbx-validate and cannot be set: use ");
+		size_t o = (size_t)snprintf(err, errlen, "\"%s\" is computed by sbx-validate and cannot be set: use ",
+					    REQ_KEY(limits));
 		int n = 0, k = 0;
 		for (int i = 0; i < LIM_N; i++)
 			n += limit_defs[i].req != NULL;
@@ -785,11 +790,12 @@ static void refuse_computed(jv req, jv limits, jv climits, jv exec, jv bk, const
 			if (limit_defs[i].req)
 				o += (size_t)snprintf(err + o, errlen - o, "%s\"%s\"", !k++ ? "" : k == n ? " and " : ", ",
 						      limit_defs[i].req);
-	} else if (set && !strcmp(set, "backend"))
-		snprintf(err, errlen, "\"backend\" is chosen by the configuration or SBX_BACKEND, not by a request (here: \"%s\")",
-			 backend);
-	else if (set)
-		snprintf(err, errlen, "\"%s\" is computed by sbx-validate from the configuration and cannot be set", set);
+	} else if (set == REQ_backend)
+		snprintf(err, errlen, "\"%s\" is chosen by the configuration or SBX_BACKEND, not by a request (here: \"%s\")",
+			 REQ_KEY(backend), backend);
+	else if (set >= 0)
+		snprintf(err, errlen, "\"%s\" is computed by sbx-validate from the configuration and cannot be set",
+			 req_field(set)->name);
 }
 
 /* The job: req with what sbx-validate computes added ("exec", "limits",
@@ -804,14 +810,14 @@ static jv with_computed(struct plan *p, jv req)
 	jv runv = run_command(p, &req, why, sizeof why);
 	/* Judged: each test's run command and limits, and the checker's job. */
 	jv tests = jv_null(), checker = jv_null();
-	const struct req_field *judging = rec_has(req, "tests") ? NULL : req_first(req, RW_JUDGING, 0);
+	const struct req_field *judging = rec_has(req, REQ_KEY(tests)) ? NULL : req_first(req, RW_JUDGING, 0);
 	if (!why[0] && judging)
-		snprintf(why, sizeof why, "\"%s\" judges a program's \"tests\": give them", judging->name);
-	else if (!why[0] && rec_has(req, "tests"))
+		snprintf(why, sizeof why, "\"%s\" judges a program's \"%s\": give them", judging->name, REQ_KEY(tests));
+	else if (!why[0] && rec_has(req, REQ_KEY(tests)))
 		tests = judge_exec(c, req, runv, &p->run, p->prog == P_CODE ? p->file : NULL, &checker, why, sizeof why);
 	if (!why[0] && p->installing) {
 		jv_free(runv);
-		runv = registry_install_argv(c, l, rec_get(req, "install"), p->workspace != NULL, why, sizeof why);
+		runv = registry_install_argv(c, l, rec_get(req, REQ_KEY(install)), p->workspace != NULL, why, sizeof why);
 		/* Only this step reaches the registries, and only through its
 		 * proxy (egress.h): no network of its own.  It gets the compile
 		 * stage's larger limits. */
@@ -829,18 +835,21 @@ static jv with_computed(struct plan *p, jv req)
 	jv exec = why[0] ? jv_invalid() : exec_json(p, runv, tests, checker, compiling);
 	jv limits = limits_to_json(&p->run), climits = compiling ? limits_to_json(&p->comp) : jv_null();
 	jv bk = jv_string(p->backend);
-	if (!why[0])
-		refuse_computed(req, limits, climits, exec, bk, p->backend, why, sizeof why);
+	if (!why[0]) {
+		const jv want[REQ_N] = { [REQ_limits] = limits, [REQ_compile_limits] = climits, [REQ_exec] = exec,
+					 [REQ_backend] = bk };
+		refuse_computed(req, want, p->backend, why, sizeof why);
+	}
 	if (why[0])
 		req = rec_make_invalid(req, "%s", why);
 	else {
-		req = jv_object_set(req, jv_string("backend"), jv_copy(bk));
-		req = jv_object_set(req, jv_string("limits"), jv_copy(limits));
+		req = jv_object_set(req, jv_string(REQ_KEY(backend)), jv_copy(bk));
+		req = jv_object_set(req, jv_string(REQ_KEY(limits)), jv_copy(limits));
 		if (jv_get_kind(climits) == JV_KIND_OBJECT)
-			req = jv_object_set(req, jv_string("compile_limits"), jv_copy(climits));
-		else if (rec_has(req, "compile_limits"))
-			req = jv_object_delete(req, jv_string("compile_limits"));
-		req = jv_object_set(req, jv_string("exec"), jv_copy(exec));
+			req = jv_object_set(req, jv_string(REQ_KEY(compile_limits)), jv_copy(climits));
+		else if (rec_has(req, REQ_KEY(compile_limits)))
+			req = jv_object_delete(req, jv_string(REQ_KEY(compile_limits)));
+		req = jv_object_set(req, jv_string(REQ_KEY(exec)), jv_copy(exec));
 	}
 	free(p->workspace);
 	p->workspace = NULL;
@@ -861,17 +870,17 @@ static bool req_cell(const struct conf_lang *l, jv req, bool *cell, char *err, s
 {
 	*cell = false;
 	bool reset = false;
-	if (rec_has(req, "reset") && !rec_bool(req, "reset", &reset)) {
-		snprintf(err, errlen, "\"reset\" must be true or false");
+	if (rec_has(req, REQ_KEY(reset)) && !rec_bool(req, REQ_KEY(reset), &reset)) {
+		snprintf(err, errlen, "\"%s\" must be true or false", REQ_KEY(reset));
 		return false;
 	}
-	if (!rec_has(req, "cell")) {
-		if (rec_has(req, "reset"))
-			snprintf(err, errlen, "\"reset\" restarts a kernel: it goes with \"cell\": true");
-		return !rec_has(req, "reset");
+	if (!rec_has(req, REQ_KEY(cell))) {
+		if (rec_has(req, REQ_KEY(reset)))
+			snprintf(err, errlen, "\"%s\" restarts a kernel: it goes with \"%s\": true", REQ_KEY(reset), REQ_KEY(cell));
+		return !rec_has(req, REQ_KEY(reset));
 	}
-	if (!rec_bool(req, "cell", cell) || !*cell) {
-		snprintf(err, errlen, "\"cell\" must be true (the code is a cell for the session's kernel)");
+	if (!rec_bool(req, REQ_KEY(cell), cell) || !*cell) {
+		snprintf(err, errlen, "\"%s\" must be true (the code is a cell for the session's kernel)", REQ_KEY(cell));
 		return false;
 	}
 	/* A kernel outlives its first cell: no network for any of them. */
@@ -880,8 +889,8 @@ static bool req_cell(const struct conf_lang *l, jv req, bool *cell, char *err, s
 		snprintf(err, errlen, "a cell is inline \"code\" for a kernel: \"%s\" does not go with \"cell\"", alone->name);
 		return false;
 	}
-	if (!rec_has(req, "session")) {
-		snprintf(err, errlen, "a cell runs in a session's kernel: give \"session\"");
+	if (!rec_has(req, REQ_KEY(session))) {
+		snprintf(err, errlen, "a cell runs in a session's kernel: give \"%s\"", REQ_KEY(session));
 		return false;
 	}
 	if (!l->kernel) {
@@ -901,9 +910,9 @@ jv job_from_request(const struct conf *c, jv req)
 		return rec_make_invalid(req, "%s", why);
 	/* install: a package manager run into a session's workspace, instead
 	 * of a program (no code). */
-	bool installing = rec_has(req, "install");
-	if (installing && !rec_has(req, "code"))
-		req = jv_object_set(req, jv_string("code"), jv_string("# packages installed by sbx\n"));
+	bool installing = rec_has(req, REQ_KEY(install));
+	if (installing && !rec_has(req, REQ_KEY(code)))
+		req = jv_object_set(req, jv_string(REQ_KEY(code)), jv_string("# packages installed by sbx\n"));
 	struct plan p = { .c = c, .l = l, .installing = installing };
 	bool cell;
 	if (!req_cell(l, req, &cell, why, sizeof why) || !req_program(l, &req, installing, &p.prog, &p.entry, why, sizeof why) ||
@@ -912,8 +921,8 @@ jv job_from_request(const struct conf *c, jv req)
 	{
 		struct job_file *f;
 		size_t nf;
-		jv files = rec_get(req, "files");
-		bool ok = job_files_load(c, files, rec_has(req, "session") || p.prog != P_CODE ? NULL : l->file, &f, &nf, why, sizeof why);
+		jv files = rec_get(req, REQ_KEY(files));
+		bool ok = job_files_load(c, files, rec_has(req, REQ_KEY(session)) || p.prog != P_CODE ? NULL : l->file, &f, &nf, why, sizeof why);
 		jv_free(files);
 		if (!ok)
 			return rec_make_invalid(req, "%s", why);

@@ -8,6 +8,7 @@
 #include "b64.h"
 #include "layout.h"
 #include "rec.h"
+#include "req.h"
 #include "util.h"
 
 /* The files of a request, a test or a job, both sides' (job.h): their
@@ -117,7 +118,7 @@ bool job_files_load(const struct conf *c, jv files, const char *program, struct 
 	if (jv_get_kind(files) == JV_KIND_INVALID || jv_get_kind(files) == JV_KIND_NULL)
 		return true;
 	if (jv_get_kind(files) != JV_KIND_OBJECT) {
-		snprintf(err, errlen, "\"files\" must be an object of path: content, got %s", rec_kind(files));
+		snprintf(err, errlen, "\"%s\" must be an object of path: content, got %s", REQ_KEY(files), rec_kind(files));
 		return false;
 	}
 	size_t n = (size_t)jv_object_length(jv_copy(files));

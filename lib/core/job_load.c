@@ -8,6 +8,7 @@
 #include "layout.h"
 #include "rec.h"
 #include "registry.h"
+#include "req.h"
 #include "state.h"
 #include "util.h"
 
@@ -76,8 +77,8 @@ bool job_limits_ok(const struct conf *c, const struct limits *l, const char *wha
 /* The record's own fields: id, language, code, stdin, backend. */
 static bool load_record(const struct conf *c, jv rec, struct job *j, char *err, size_t errlen)
 {
-	rec_bool(rec, "artifacts", &j->artifacts);
-	jv id = rec_get(rec, "id");
+	rec_bool(rec, REQ_KEY(artifacts), &j->artifacts);
+	jv id = rec_get(rec, REQ_KEY(id));
 	if (jv_get_kind(id) == JV_KIND_STRING)
 		snprintf(j->id, sizeof j->id, "%.128s", jv_string_value(id));
 	else if (jv_get_kind(id) == JV_KIND_NUMBER)
@@ -85,23 +86,23 @@ static bool load_record(const struct conf *c, jv rec, struct job *j, char *err, 
 	jv_free(id);
 	if (!j->id[0])
 		job_new_id(j->id, sizeof j->id);
-	j->language = rec_str(rec, "language", NULL);
-	j->code = rec_str(rec, "code", &j->code_len);
+	j->language = rec_str(rec, REQ_KEY(language), NULL);
+	j->code = rec_str(rec, REQ_KEY(code), &j->code_len);
 	if (!j->language || !j->code) {
-		snprintf(err, errlen, "a job needs \"language\" and \"code\" strings");
+		snprintf(err, errlen, "a job needs \"%s\" and \"%s\" strings", REQ_KEY(language), REQ_KEY(code));
 		return false;
 	}
-	if (rec_has(rec, "stdin")) {
-		jv s = rec_get(rec, "stdin");
+	if (rec_has(rec, REQ_KEY(stdin))) {
+		jv s = rec_get(rec, REQ_KEY(stdin));
 		jv_kind k = jv_get_kind(s);
 		jv_free(s);
-		if (k != JV_KIND_NULL && !(j->stdin_data = rec_str(rec, "stdin", &j->stdin_len))) {
-			snprintf(err, errlen, "\"stdin\" must be a string");
+		if (k != JV_KIND_NULL && !(j->stdin_data = rec_str(rec, REQ_KEY(stdin), &j->stdin_len))) {
+			snprintf(err, errlen, "\"%s\" must be a string", REQ_KEY(stdin));
 			return false;
 		}
 	}
-	j->backend = rec_str(rec, "backend", NULL);
-	j->principal = rec_str(rec, "principal", NULL);
+	j->backend = rec_str(rec, REQ_KEY(backend), NULL);
+	j->principal = rec_str(rec, REQ_KEY(principal), NULL);
 	if (!j->backend)
 		j->backend = conf_backend_names[c->backend];
 	if (strcmp(j->backend, "native") && strcmp(j->backend, "docker")) {
@@ -136,7 +137,7 @@ static bool load_program(const struct conf *c, jv exec, struct job *j, char *err
 		return false;
 	}
 	bool inst = false;
-	rec_bool(exec, "install", &inst);
+	rec_bool(exec, REQ_KEY(install), &inst);
 	if (j->workspace && j->file && !j->dir && !ns_reserved(j->file) && !inst) {
 		snprintf(err, errlen, "a session's inline code goes in exec.dir or a file named " NS_RESERVED "-…, never over a "
 				      "workspace file");
@@ -235,12 +236,12 @@ static bool load_place(const struct conf *c, jv exec, struct job *j, char *err, 
 			return false;
 		}
 	}
-	if (rec_has(exec, "network") && !rec_bool(exec, "network", &j->network)) {
+	if (rec_has(exec, REQ_KEY(network)) && !rec_bool(exec, REQ_KEY(network), &j->network)) {
 		snprintf(err, errlen, "exec.network must be true or false");
 		return false;
 	}
 	bool install = false;
-	rec_bool(exec, "install", &install);
+	rec_bool(exec, REQ_KEY(install), &install);
 	j->install = install;
 	bool cell = false;
 	if (rec_has(exec, "kernel") && (!rec_bool(exec, "kernel", &cell) || (cell && (!j->workspace || install || j->file)))) {
@@ -249,8 +250,8 @@ static bool load_place(const struct conf *c, jv exec, struct job *j, char *err, 
 	}
 	j->cell = cell;
 	bool reset = false;
-	if (rec_has(j->rec, "reset") && (!rec_bool(j->rec, "reset", &reset) || !cell)) {
-		snprintf(err, errlen, "\"reset\" must be true or false, in a cell");
+	if (rec_has(j->rec, REQ_KEY(reset)) && (!rec_bool(j->rec, REQ_KEY(reset), &reset) || !cell)) {
+		snprintf(err, errlen, "\"%s\" must be true or false, in a cell", REQ_KEY(reset));
 		return false;
 	}
 	j->reset = reset;
@@ -279,7 +280,7 @@ static bool load_place(const struct conf *c, jv exec, struct job *j, char *err, 
 /* Its limits, within this configuration's ceilings; its files. */
 static bool load_limits(const struct conf *c, jv rec, jv limits, struct job *j, char *err, size_t errlen)
 {
-	if (!limits_from_json(limits, "limits", &j->lim, err, errlen))
+	if (!limits_from_json(limits, REQ_KEY(limits), &j->lim, err, errlen))
 		return false;
 	/* Which of them the request gave: only the presence of its field,
 	 * the value is always the resolved one above. */
@@ -293,16 +294,17 @@ static bool load_limits(const struct conf *c, jv rec, jv limits, struct job *j, 
 			j->lim_given |= 1u << i;
 	}
 	if (j->compile) {
-		jv cl = rec_get(rec, "compile_limits");
-		bool lok = limits_from_json(cl, "compile_limits", &j->clim, err, errlen);
+		jv cl = rec_get(rec, REQ_KEY(compile_limits));
+		bool lok = limits_from_json(cl, REQ_KEY(compile_limits), &j->clim, err, errlen);
 		jv_free(cl);
 		if (!lok)
 			return false;
 	}
-	if (!job_limits_ok(c, &j->lim, "limits", err, errlen) || (j->compile && !job_limits_ok(c, &j->clim, "compile_limits", err, errlen)))
+	if (!job_limits_ok(c, &j->lim, REQ_KEY(limits), err, errlen) ||
+	    (j->compile && !job_limits_ok(c, &j->clim, REQ_KEY(compile_limits), err, errlen)))
 		return false;
 	{
-		jv files = rec_get(rec, "files");
+		jv files = rec_get(rec, REQ_KEY(files));
 		bool fok = job_files_load(c, files, j->dir ? NULL : j->file, &j->files, &j->nfiles, err, errlen);
 		jv_free(files);
 		if (!fok)
@@ -319,22 +321,23 @@ bool job_load(const struct conf *c, jv rec, struct job *j, char *err, size_t err
 {
 	memset(j, 0, sizeof *j);
 	j->rec = rec;
-	jv exec = rec_get(rec, "exec");
-	jv limits = rec_get(rec, "limits");
+	jv exec = rec_get(rec, REQ_KEY(exec));
+	jv limits = rec_get(rec, REQ_KEY(limits));
 	bool ok = false;
 	if (jv_get_kind(exec) != JV_KIND_OBJECT || jv_get_kind(limits) != JV_KIND_OBJECT)
-		snprintf(err, errlen, "not a job (no \"exec\" and \"limits\"): pass requests through sbx-validate first");
+		snprintf(err, errlen, "not a job (no \"%s\" and \"%s\"): pass requests through sbx-validate first", REQ_KEY(exec),
+			 REQ_KEY(limits));
 	else
 		ok = load_record(c, rec, j, err, errlen) && load_program(c, exec, j, err, errlen) &&
 		     load_commands(c, exec, j, err, errlen) && load_place(c, exec, j, err, errlen) &&
 		     load_limits(c, rec, limits, j, err, errlen);
-	if (ok && rec_has(exec, "tests") && (j->cell || j->workspace || j->install)) {
+	if (ok && rec_has(exec, REQ_KEY(tests)) && (j->cell || j->workspace || j->install)) {
 		snprintf(err, errlen, "exec.tests: a judged job runs each test in a fresh sandbox, not in a session, a kernel or an install");
 		ok = false;
-	} else if (ok && rec_has(exec, "tests"))
+	} else if (ok && rec_has(exec, REQ_KEY(tests)))
 		ok = (j->judge = judge_load(c, rec, exec, j, err, errlen)) != NULL;
-	if (ok && !j->judge && rec_has(rec, "tests")) {
-		snprintf(err, errlen, "\"tests\" without exec.tests: pass requests through sbx-validate");
+	if (ok && !j->judge && rec_has(rec, REQ_KEY(tests))) {
+		snprintf(err, errlen, "\"%s\" without exec.tests: pass requests through sbx-validate", REQ_KEY(tests));
 		ok = false;
 	}
 	jv_free(exec);

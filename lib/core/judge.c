@@ -33,14 +33,14 @@ bool judge_cmp_parse(const char *s, struct judge_cmp *m, char *err, size_t errle
 		errno = 0;
 		double eps = strtod(s + 6, &end);
 		if (errno || end == s + 6 || *end || !isfinite(eps) || eps < 0 || eps >= 1) {
-			snprintf(err, errlen, "\"compare\": \"%.40s\": EPS must be a number in [0, 1), as in \"float:1e-6\"", s);
+			snprintf(err, errlen, "\"%s\": \"%.40s\": EPS must be a number in [0, 1), as in \"float:1e-6\"", REQ_KEY(compare), s);
 			return false;
 		}
 		m->mode = JM_FLOAT;
 		m->eps = eps;
 		return true;
 	}
-	snprintf(err, errlen, "\"compare\" must be \"exact\", \"trim\", \"tokens\", \"float:EPS\" or \"checker\", got \"%.40s\"", s);
+	snprintf(err, errlen, "\"%s\" must be \"exact\", \"trim\", \"tokens\", \"float:EPS\" or \"checker\", got \"%.40s\"", REQ_KEY(compare), s);
 	return false;
 }
 
@@ -234,7 +234,7 @@ static bool test_exec(const struct conf *c, jv t, int i, jv run, const struct li
 	}
 	if (!ok)
 		return false;
-	static const char *const strings[] = { "stdin", "expected_stdout" };
+	static const char *const strings[] = { REQ_KEY(stdin), REQ_KEY(expected_stdout) };
 	for (size_t s = 0; s < N(strings); s++) {
 		jv v = rec_get(t, strings[s]);
 		jv_kind kd = jv_get_kind(v);
@@ -253,7 +253,7 @@ static bool test_exec(const struct conf *c, jv t, int i, jv run, const struct li
 		}
 		*bytes += n;
 	}
-	jv args = rec_get(t, "args");
+	jv args = rec_get(t, REQ_KEY(args));
 	ok = job_args_ok(args, why, sizeof why);
 	if (!ok)
 		snprintf(err, errlen, "tests[%d].%s", i, why);
@@ -263,7 +263,7 @@ static bool test_exec(const struct conf *c, jv t, int i, jv run, const struct li
 	jv_free(args);
 	struct job_file *f = NULL;
 	size_t nf = 0;
-	jv files = rec_get(t, "files");
+	jv files = rec_get(t, REQ_KEY(files));
 	if (ok && !(ok = job_files_load(c, files, program, &f, &nf, why, sizeof why)))
 		snprintf(err, errlen, "tests[%d].%s", i, why);
 	jv_free(files);
@@ -278,7 +278,7 @@ static bool test_exec(const struct conf *c, jv t, int i, jv run, const struct li
 		return false;
 	}
 	jv e = jv_object_set(jv_object(), jv_string("run"), argv);
-	*out = jv_object_set(e, jv_string("limits"), limits_to_json(&tl));
+	*out = jv_object_set(e, jv_string(REQ_KEY(limits)), limits_to_json(&tl));
 	return true;
 }
 
@@ -286,13 +286,13 @@ static bool test_exec(const struct conf *c, jv t, int i, jv run, const struct li
  * output expected`, with its language's limits or its own. */
 static jv checker_job(const struct conf *c, jv req, char *err, size_t errlen)
 {
-	jv ck = rec_get(req, "checker");
+	jv ck = rec_get(req, REQ_KEY(checker));
 	if (jv_get_kind(ck) != JV_KIND_OBJECT) {
 		snprintf(err, errlen, "compare \"checker\" needs \"checker\": {\"language\", \"code\"}, got %s", rec_kind(ck));
 		jv_free(ck);
 		return jv_invalid();
 	}
-	jv creq = jv_object_set(jv_object(), jv_string("id"), jv_string("checker"));
+	jv creq = jv_object_set(jv_object(), jv_string(REQ_KEY(id)), jv_string("checker"));
 	bool ok = true;
 	jv_object_foreach(ck, k, v)
 	{
@@ -314,7 +314,7 @@ static jv checker_job(const struct conf *c, jv req, char *err, size_t errlen)
 	}
 	jv args = jv_array_append(jv_array_append(jv_array_append(jv_array(), jv_string("input")), jv_string("output")),
 				  jv_string("expected"));
-	jv job = job_from_request(c, jv_object_set(creq, jv_string("args"), args));
+	jv job = job_from_request(c, jv_object_set(creq, jv_string(REQ_KEY(args)), args));
 	const char *st = rec_str(job, "status", NULL);
 	if (status_find(st) == STATUS_invalid) {
 		const char *e = rec_str(job, "error", NULL);
@@ -322,7 +322,7 @@ static jv checker_job(const struct conf *c, jv req, char *err, size_t errlen)
 		jv_free(job);
 		return jv_invalid();
 	}
-	if (jv_get_kind(job) != JV_KIND_OBJECT || !rec_has(job, "exec")) {
+	if (jv_get_kind(job) != JV_KIND_OBJECT || !rec_has(job, REQ_KEY(exec))) {
 		snprintf(err, errlen, "checker: not a job");
 		jv_free(job);
 		return jv_invalid();
@@ -338,39 +338,39 @@ jv judge_exec(const struct conf *c, jv req, jv run, const struct limits *lim, co
 	 * at all. */
 	const struct req_field *f = req_first(req, RW_REQ | RW_TEST, RW_JUDGED);
 	if (f) {
-		snprintf(err, errlen, "with \"tests\", \"%s\" goes in each test", f->name);
+		snprintf(err, errlen, "with \"%s\", \"%s\" goes in each test", REQ_KEY(tests), f->name);
 		return jv_invalid();
 	}
 	if ((f = req_first(req, RW_REQ, RW_JUDGED))) {
-		snprintf(err, errlen, "\"tests\" runs each test in a fresh sandbox: \"%s\" does not go with it", f->name);
+		snprintf(err, errlen, "\"%s\" runs each test in a fresh sandbox: \"%s\" does not go with it", REQ_KEY(tests), f->name);
 		return jv_invalid();
 	}
-	jv tests = rec_get(req, "tests");
+	jv tests = rec_get(req, REQ_KEY(tests));
 	int n = jv_get_kind(tests) == JV_KIND_ARRAY ? jv_array_length(jv_copy(tests)) : -1;
 	if (n < 1 || (uint64_t)n > c->max_tests) {
 		if (n < 0)
-			snprintf(err, errlen, "\"tests\" must be an array of tests, got %s", rec_kind(tests));
+			snprintf(err, errlen, "\"%s\" must be an array of tests, got %s", REQ_KEY(tests), rec_kind(tests));
 		else
-			snprintf(err, errlen, "\"tests\" has %d tests: give 1 to max_tests %llu", n, (unsigned long long)c->max_tests);
+			snprintf(err, errlen, "\"%s\" has %d tests: give 1 to max_tests %llu", REQ_KEY(tests), n, (unsigned long long)c->max_tests);
 		jv_free(tests);
 		return jv_invalid();
 	}
 	struct judge_cmp m = { .mode = JM_TRIM };
 	bool stop = false;
-	jv cmp = rec_get(req, "compare");
+	jv cmp = rec_get(req, REQ_KEY(compare));
 	bool ok = true;
 	if (jv_get_kind(cmp) == JV_KIND_STRING)
 		ok = judge_cmp_parse(jv_string_value(cmp), &m, err, errlen);
 	else if (jv_get_kind(cmp) != JV_KIND_INVALID) {
-		snprintf(err, errlen, "\"compare\" must be a string, got %s", rec_kind(cmp));
+		snprintf(err, errlen, "\"%s\" must be a string, got %s", REQ_KEY(compare), rec_kind(cmp));
 		ok = false;
 	}
 	jv_free(cmp);
-	if (ok && rec_has(req, "stop_on_fail") && !rec_bool(req, "stop_on_fail", &stop)) {
-		snprintf(err, errlen, "\"stop_on_fail\" must be true or false");
+	if (ok && rec_has(req, REQ_KEY(stop_on_fail)) && !rec_bool(req, REQ_KEY(stop_on_fail), &stop)) {
+		snprintf(err, errlen, "\"%s\" must be true or false", REQ_KEY(stop_on_fail));
 		ok = false;
 	}
-	if (ok && rec_has(req, "checker") != (m.mode == JM_CHECKER)) {
+	if (ok && rec_has(req, REQ_KEY(checker)) != (m.mode == JM_CHECKER)) {
 		snprintf(err, errlen, m.mode == JM_CHECKER ? "compare \"checker\" needs \"checker\": {\"language\", \"code\"}"
 							 : "\"checker\" goes with \"compare\": \"checker\"");
 		ok = false;
@@ -429,7 +429,7 @@ static bool load_test(const struct conf *c, jv t, jv e, const struct job *j, str
 		snprintf(err, errlen, "not an object");
 		return false;
 	}
-	static const char *const strings[] = { "stdin", "expected_stdout" };
+	static const char *const strings[] = { REQ_KEY(stdin), REQ_KEY(expected_stdout) };
 	for (size_t s = 0; s < N(strings); s++) {
 		jv v = rec_get(t, strings[s]);
 		jv_kind k = jv_get_kind(v);
@@ -453,15 +453,16 @@ static bool load_test(const struct conf *c, jv t, jv e, const struct job *j, str
 			out->exp_len = n;
 		}
 	}
-	jv files = rec_get(t, "files");
+	jv files = rec_get(t, REQ_KEY(files));
 	bool ok = job_files_load(c, files, j->file, &out->files, &out->nfiles, err, errlen);
 	jv_free(files);
 	for (size_t x = 0; ok && x < out->nfiles; x++)
 		*bytes += out->files[x].len;
 	if (ok)
 		out->run = job_load_strv(rec_get(e, "run"), false, true, "tests[].run", err, errlen, &ok);
-	jv l = ok ? rec_get(e, "limits") : jv_invalid();
-	ok = ok && limits_from_json(l, "limits", &out->lim, err, errlen) && job_limits_ok(c, &out->lim, "limits", err, errlen);
+	jv l = ok ? rec_get(e, REQ_KEY(limits)) : jv_invalid();
+	ok = ok && limits_from_json(l, REQ_KEY(limits), &out->lim, err, errlen) &&
+	     job_limits_ok(c, &out->lim, REQ_KEY(limits), err, errlen);
 	jv_free(l);
 	return ok;
 }
@@ -469,12 +470,12 @@ static bool load_test(const struct conf *c, jv t, jv e, const struct job *j, str
 struct judge *judge_load(const struct conf *c, jv rec, jv exec, const struct job *j, char *err, size_t errlen)
 {
 	char why[400];
-	jv tests = rec_get(rec, "tests"), et = rec_get(exec, "tests");
+	jv tests = rec_get(rec, REQ_KEY(tests)), et = rec_get(exec, REQ_KEY(tests));
 	int n = jv_get_kind(tests) == JV_KIND_ARRAY ? jv_array_length(jv_copy(tests)) : -1;
 	bool ok = n >= 1 && (uint64_t)n <= c->max_tests && jv_get_kind(et) == JV_KIND_ARRAY &&
 		  jv_array_length(jv_copy(et)) == n;
 	if (!ok)
-		snprintf(err, errlen, "\"tests\" and exec.tests must be arrays of 1 to max_tests %llu, one entry each",
+		snprintf(err, errlen, "\"%s\" and exec.tests must be arrays of 1 to max_tests %llu, one entry each", REQ_KEY(tests),
 			 (unsigned long long)c->max_tests);
 	struct judge *jd = util_xalloc(sizeof *jd);
 	jd->checker = jv_null();
@@ -497,20 +498,20 @@ struct judge *judge_load(const struct conf *c, jv rec, jv exec, const struct job
 		snprintf(err, errlen, "the tests' data exceeds max_tests_size");
 		ok = false;
 	}
-	const char *cmp = rec_str(rec, "compare", NULL);
-	if (ok && rec_has(rec, "compare") && (!cmp || !judge_cmp_parse(cmp, &jd->cmp, err, errlen))) {
+	const char *cmp = rec_str(rec, REQ_KEY(compare), NULL);
+	if (ok && rec_has(rec, REQ_KEY(compare)) && (!cmp || !judge_cmp_parse(cmp, &jd->cmp, err, errlen))) {
 		if (!cmp)
-			snprintf(err, errlen, "\"compare\" must be a string");
+			snprintf(err, errlen, "\"%s\" must be a string", REQ_KEY(compare));
 		ok = false;
 	}
-	if (ok && rec_has(rec, "stop_on_fail") && !rec_bool(rec, "stop_on_fail", &jd->stop_on_fail)) {
-		snprintf(err, errlen, "\"stop_on_fail\" must be true or false");
+	if (ok && rec_has(rec, REQ_KEY(stop_on_fail)) && !rec_bool(rec, REQ_KEY(stop_on_fail), &jd->stop_on_fail)) {
+		snprintf(err, errlen, "\"%s\" must be true or false", REQ_KEY(stop_on_fail));
 		ok = false;
 	}
 	if (ok && jd->cmp.mode == JM_CHECKER) {
 		/* Loaded now, as a job of its own: a bad one is this job's
 		 * invalid record, not a judge_error per test. */
-		jd->checker = rec_get(exec, "checker");
+		jd->checker = rec_get(exec, REQ_KEY(checker));
 		if (jv_get_kind(jd->checker) != JV_KIND_OBJECT) {
 			snprintf(err, errlen, "compare \"checker\" needs exec.checker, the checker's job: pass requests through sbx-validate");
 			ok = false;

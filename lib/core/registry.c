@@ -5,6 +5,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "req.h"
+
 #define NAME_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
 
 /* A package as its registry names it: NAME, with npm's "@SCOPE/" before it
@@ -90,13 +92,13 @@ jv registry_install_argv(const struct conf *c, const struct conf_lang *l, jv pkg
 	jv out = jv_invalid();
 	int n = jv_get_kind(pkgs) == JV_KIND_ARRAY ? jv_array_length(jv_copy(pkgs)) : -1;
 	if (!in_session)
-		snprintf(err, errlen, "\"install\" needs a \"session\" to install into");
+		snprintf(err, errlen, "\"%s\" needs a \"%s\" to install into", REQ_KEY(install), REQ_KEY(session));
 	else if (!l->install)
 		snprintf(err, errlen, "language \"%s\" has no package manager configured (key \"install\")", l->name);
 	else if (!c->install_network)
 		snprintf(err, errlen, "installing packages is not allowed: install_network = false in %s", c->path);
 	else if (n < 1 || n > 64)
-		snprintf(err, errlen, "\"install\" must be an array of 1 to 64 package names");
+		snprintf(err, errlen, "\"%s\" must be an array of 1 to 64 package names", REQ_KEY(install));
 	else {
 		out = jv_array();
 		for (char **a = l->install; *a; a++) {

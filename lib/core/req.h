@@ -10,7 +10,10 @@
  * all loop over it;
  * doc/contract.md's table of request fields is checked against it
  * (t/06-tables.bats).  Adding a field is one row here plus its check in
- * job.c.
+ * job.c.  C code names a field as REQ_KEY(tests) (below), never as a
+ * string, so that its name is written here and in the docs only;
+ * build-aux/check-names fails the build on a field's name as the key of a
+ * JSON accessor.
  *
  * The request's limits (timeout, memory, cpus, pids) are rows of their own
  * (REQ_LIM) that take their name from limit.h's LIMITS, the one place it
@@ -148,6 +151,20 @@ enum req_id {
 #undef REQ_ENUM
 	REQ_N
 };
+
+/* A field's name as C code writes it: REQ_KEY(tests) is "tests", and a
+ * name that is not a row fails to compile, so a key cannot drift from the
+ * table (an address constant, it also serves in static initializers).  A
+ * limit's row is not one: its request key is limit.h's (limit_defs[].req),
+ * not its field's name, so REQ_KEY(timeout_ms) fails too. */
+enum {
+#define REQ_KEY_ENUM(n, ...) REQ_KEY_##n = REQ_##n,
+#define REQ_KEY_NONE(...)
+	REQ_FIELDS(REQ_KEY_ENUM, REQ_KEY_NONE)
+#undef REQ_KEY_ENUM
+#undef REQ_KEY_NONE
+};
+#define REQ_KEY(n) (&#n[0 * REQ_KEY_##n])
 
 struct req_field {
 	const char *name;

@@ -13,6 +13,7 @@
 
 #include "hist_int.h"
 #include "rec.h"
+#include "req.h"
 #include "sha256.h"
 #include "utf8.h"
 #include "util.h"
@@ -190,7 +191,7 @@ int hist_append(struct hist *h, const char *json, size_t len, enum hist_code cod
 	if (memmem(json, len, "\\u0000", 6)) {
 		rec = jv_parse_sized(json, (int)len);
 		size_t n;
-		const char *src = jv_get_kind(rec) == JV_KIND_OBJECT ? rec_str(rec, "code", &n) : NULL;
+		const char *src = jv_get_kind(rec) == JV_KIND_OBJECT ? rec_str(rec, REQ_KEY(code), &n) : NULL;
 		if (src) {
 			char hex[65];
 			sha256_hex(src, n, hex);

@@ -12,6 +12,7 @@
 #include "imgsize.h"
 #include "page_int.h"
 #include "rec.h"
+#include "req.h"
 #include "utf8.h"
 #include "util.h"
 
@@ -222,7 +223,7 @@ int page_run(struct page *p, struct hist *h, const struct hist_filter *base, int
 	/* A session's command (or workspace file) ran in its language's
 	 * environment: the page says what ran, not only whose environment. */
 	bool is_obj = jv_get_kind(rec) == JV_KIND_OBJECT;
-	const char *ran = is_obj && rec_has(rec, "command") ? "command" : is_obj && rec_has(rec, "entry") ? "file" : NULL;
+	const char *ran = is_obj && rec_has(rec, REQ_KEY(command)) ? "command" : is_obj && rec_has(rec, REQ_KEY(entry)) ? "file" : NULL;
 	for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++) {
 		size_t vn;
 		const char *v = page_sval_n(row, strs[i].key, &vn);
@@ -278,7 +279,7 @@ int page_run(struct page *p, struct hist *h, const struct hist_filter *base, int
 	tests_table(p, rec);
 	images(p, rec);
 	if (jv_get_kind(rec) == JV_KIND_OBJECT) {
-		jv lim = rec_get(rec, "limits");
+		jv lim = rec_get(rec, REQ_KEY(limits));
 		if (jv_get_kind(lim) == JV_KIND_OBJECT) {
 			page_raw(p, "<h2>Limits</h2>");
 			kv_table(p, "limits", lim);

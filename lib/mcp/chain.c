@@ -15,6 +15,7 @@
 
 #include "proc.h"
 #include "rec.h"
+#include "req.h"
 #include "status.h"
 #include "util.h"
 
@@ -72,7 +73,7 @@ static void fail_all(struct chain *ch, const char *why)
 		struct req *r = ch->reqs;
 		ch->reqs = r->next;
 		ch->n--;
-		jv res = jv_object_set(jv_object(), jv_string("id"), jv_string(r->id));
+		jv res = jv_object_set(jv_object(), jv_string(REQ_KEY(id)), jv_string(r->id));
 		res = jv_object_set(res, jv_string("status"), jv_string(STATUS(internal_error)));
 		res = jv_object_set(res, jv_string("error"), jv_string(why));
 		if (r->done)
@@ -99,7 +100,7 @@ static void on_out(struct loop *l, int fd, short rev, void *arg)
 	jv rec;
 	enum rec_status st;
 	while ((st = rec_next(&ch->out, &rec)) == REC_OK || st == REC_INVALID) {
-		const char *id = st == REC_OK ? rec_str(rec, "id", NULL) : NULL;
+		const char *id = st == REC_OK ? rec_str(rec, REQ_KEY(id), NULL) : NULL;
 		struct req *r = id ? take(ch, id) : NULL;
 		if (!r) {
 			if (id && ch->alive)
@@ -130,7 +131,7 @@ static void on_event(struct loop *l, int fd, short rev, void *arg)
 	jv ev;
 	enum rec_status st;
 	while ((st = rec_next(&ch->ev, &ev)) == REC_OK || st == REC_INVALID) {
-		const char *id = st == REC_OK ? rec_str(ev, "id", NULL) : NULL;
+		const char *id = st == REC_OK ? rec_str(ev, REQ_KEY(id), NULL) : NULL;
 		const char *what = st == REC_OK ? rec_str(ev, "event", NULL) : NULL;
 		struct req **p = id && what ? find(ch, id) : NULL;
 		if (p && (*p)->event)
@@ -278,7 +279,7 @@ struct chain *chain_new(struct loop *l, const char *bindir, const char *conf_pat
 
 void chain_submit(struct chain *ch, jv request, chain_done_fn done, chain_event_fn event, void *arg)
 {
-	const char *id = rec_str(request, "id", NULL);
+	const char *id = rec_str(request, REQ_KEY(id), NULL);
 	struct req *r = util_xalloc(sizeof *r);
 	*r = (struct req){ .id = util_strdup(id ? id : ""), .done = done, .event = event, .arg = arg };
 	r->next = ch->reqs;

@@ -21,6 +21,7 @@
 
 #include "proc.h"
 #include "rec.h"
+#include "req.h"
 #include "state.h"
 #include "status.h"
 #include "util.h"
@@ -185,13 +186,14 @@ static void run_done(jv result, void *arg)
 		jv with = c->with;
 		c->with = jv_invalid();
 		is_error = status_find(st) != STATUS_success;
+		/* check-names: the result's install run */
 		mcp_call_finish(c, mcp_tool_result(jv_object_set(with, jv_string("install"), mcp_run_view(result, c->max_output)), is_error));
 		return;
 	}
 	/* sandbox_exec's "file" is the pipeline's "entry": the error names
 	 * what the agent wrote */
 	const char *err = rec_str(result, "error", NULL);
-	if (err && c->tool->kind == MCP_T_EXEC && rec_has(c->args, "entry") && strstr(err, "\"entry\"")) {
+	if (err && c->tool->kind == MCP_T_EXEC && rec_has(c->args, REQ_KEY(entry)) && strstr(err, "\"entry\"")) {
 		jv fixed = jv_string("");
 		for (const char *p = err, *e; *p; p = e + 7) {
 			if (!(e = strstr(p, "\"entry\""))) {
@@ -205,9 +207,9 @@ static void run_done(jv result, void *arg)
 	/* Only a cell that reached its kernel says whether the kernel lives
 	 * on (a refused one, invalid, says nothing of it). */
 	bool alive;
-	const char *sid = rec_str(result, "session", NULL);
+	const char *sid = rec_str(result, REQ_KEY(session), NULL);
 	if (c->tool->kind == MCP_T_CELL && sid && rec_bool(result, "kernel_alive", &alive))
-		sess_kernel_seen(c->m->sessions, sid, rec_str(result, "language", NULL), alive);
+		sess_kernel_seen(c->m->sessions, sid, rec_str(result, REQ_KEY(language), NULL), alive);
 	mcp_call_finish(c, run_result(c, result, is_error));
 }
 
@@ -279,9 +281,9 @@ static void start_run(struct call *c)
 	if (!m->chain)
 		m->chain = chain_new(m->loop, m->bindir, m->conf_path, m->max);
 	jv req = jv_copy(c->args);
-	req = jv_object_set(req, jv_string("id"), jv_string(c->run_id));
+	req = jv_object_set(req, jv_string(REQ_KEY(id)), jv_string(c->run_id));
 	if (c->principal[0])
-		req = jv_object_set(req, jv_string("principal"), jv_string(c->principal));
+		req = jv_object_set(req, jv_string(REQ_KEY(principal)), jv_string(c->principal));
 	/* (before the submission, which may finish the call and free it at
 	 * once: mcp_call_free stops the beat) */
 	if (jv_is_valid(c->token) && c->beat < 0 &&

@@ -26,7 +26,7 @@ static jv run_request(jv args)
 	jv r = req_from_args(jv_object(), args, RT_RUN);
 	/* the files it makes come back (images as images); a judged
 	 * program's tests make none that count */
-	return rec_has(args, "tests") ? r : jv_object_set(r, jv_string("artifacts"), jv_true());
+	return rec_has(args, REQ_KEY(tests)) ? r : jv_object_set(r, jv_string(REQ_KEY(artifacts)), jv_true());
 }
 
 /* Why an install failed, in its own words: its status and the end of what
@@ -82,16 +82,16 @@ static void tool_run_code(struct call *c)
 		mcp_call_submit(c, req);
 		return;
 	}
-	if (rec_has(c->args, "tests")) {
+	if (rec_has(c->args, REQ_KEY(tests))) {
 		/* They would need a session, and each test has a fresh sandbox. */
 		jv_free(deps);
 		jv_free(req);
-		mcp_call_finish(c, mcp_tool_error("run_code: \"dependencies\" do not go with \"tests\" (each test runs in a fresh "
-					 "sandbox with the runtime's own packages)"));
+		mcp_call_finish(c, mcp_tool_error("run_code: \"dependencies\" do not go with \"%s\" (each test runs in a fresh "
+					 "sandbox with the runtime's own packages)", REQ_KEY(tests)));
 		return;
 	}
 	char err[768];
-	const char *lang = rec_str(c->args, "language", NULL);
+	const char *lang = rec_str(c->args, REQ_KEY(language), NULL);
 	if (!sess_can_install(c->m->conf, lang, err, sizeof err)) {
 		jv_free(deps);
 		jv_free(req);
@@ -109,15 +109,15 @@ static void tool_run_code(struct call *c)
 	/* held, so that a short ttl cannot end it between install and run */
 	c->held_session = util_strdup(sid);
 	sess_hold(c->m->sessions, sid);
-	c->after = jv_object_set(req, jv_string("session"), jv_string(sid));
+	c->after = jv_object_set(req, jv_string(REQ_KEY(session)), jv_string(sid));
 	c->next = deps_installed;
-	jv inst = jv_object_set(jv_object(), jv_string("language"), jv_string(lang));
-	inst = jv_object_set(inst, jv_string("session"), jv_string(sid));
+	jv inst = jv_object_set(jv_object(), jv_string(REQ_KEY(language)), jv_string(lang));
+	inst = jv_object_set(inst, jv_string(REQ_KEY(session)), jv_string(sid));
 	/* The files are there for the install too (a requirements file, a
 	 * package.json). */
-	if (rec_has(c->args, "files"))
-		inst = jv_object_set(inst, jv_string("files"), rec_get(c->args, "files"));
-	mcp_call_submit(c, jv_object_set(inst, jv_string("install"), deps));
+	if (rec_has(c->args, REQ_KEY(files)))
+		inst = jv_object_set(inst, jv_string(REQ_KEY(files)), rec_get(c->args, REQ_KEY(files)));
+	mcp_call_submit(c, jv_object_set(inst, jv_string(REQ_KEY(install)), deps));
 }
 
 /* get_execution_history's filters and sbx-history's options for them. */
@@ -180,6 +180,7 @@ static void tool_history(struct call *c)
 	char limit[32];
 	int a = 0;
 	/* What sbx-history would refuse as a usage error, said here. */
+	/* check-names: sbx_history's filters */
 	const char *st = rec_str(c->args, "status", NULL), *lang = rec_str(c->args, "language", NULL);
 	if (st && !status_known(st)) {
 		mcp_call_finish(c, mcp_tool_error("status \"%.40s\" is not a status (%s)", st, status_list()));
@@ -235,6 +236,7 @@ static void check_done(struct call *c, int status, char *out, size_t len)
 	jv langs = rec_get(v, "languages");
 	if (jv_get_kind(langs) == JV_KIND_ARRAY) {
 		jv_free(m->languages);
+		/* check-names: sbx-validate's list of languages */
 		m->languages = mcp_languages_view(m->conf, jv_copy(langs), rec_str(v, "backend", NULL));
 	}
 	jv_free(langs);
@@ -287,7 +289,7 @@ static void tool_session(struct call *c, sess_tool_fn *fn)
 		/* The tool continues as a run (sandbox_exec, install_packages,
 		 * sandbox_initialize with dependencies). */
 		c->with = out;
-		const char *sid = rec_str(req, "session", NULL);
+		const char *sid = rec_str(req, REQ_KEY(session), NULL);
 		if (sid) {
 			c->held_session = util_strdup(sid);
 			sess_hold(m->sessions, sid);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rec.h"
+#include "req.h"
 #include "status.h"
 #include "util.h"
 
@@ -62,7 +63,7 @@ static jv text_stream(jv out, jv view, const char *name, const char *label, size
 
 jv mcp_run_text(jv view, size_t text_output, uint64_t output_limit)
 {
-	const char *st = rec_str(view, "status", NULL), *lang = rec_str(view, "language", NULL);
+	const char *st = rec_str(view, "status", NULL), *lang = rec_str(view, REQ_KEY(language), NULL);
 	double ec, ms, mem;
 	const char *sig = rec_str(view, "signal", NULL);
 	jv out = jv_string(st ? st : "no status");
@@ -127,7 +128,7 @@ jv mcp_run_text(jv view, size_t text_output, uint64_t output_limit)
 		out = jv_string_concat(out, jv_string_fmt("\n(output cut to its head and tail: max_output asks for up to %s of each stream)\n",
 							   util_size_str(output_limit, lim, sizeof lim)));
 	}
-	jv arts = rec_get(view, "artifacts");
+	jv arts = rec_get(view, "artifacts"); /* check-names: the result's files */
 	if (jv_get_kind(arts) == JV_KIND_ARRAY && jv_array_length(jv_copy(arts)) > 0) {
 		out = jv_string_concat(out, jv_string("\nfiles:"));
 		jv_array_foreach(arts, i, a) {
@@ -211,7 +212,7 @@ jv mcp_verdict_table(jv r)
 	if (rec_num(r, "failed_test", &failed))
 		out = jv_string_concat(out, jv_string_fmt("; test %.0f decided it", failed));
 	out = jv_string_concat(out, jv_string("\ntest  status        time_ms  memory     detail\n"));
-	jv tests = rec_get(r, "tests");
+	jv tests = rec_get(r, "tests"); /* check-names: the result's tests */
 	if (jv_get_kind(tests) == JV_KIND_ARRAY)
 		jv_array_foreach(tests, i, t) {
 			if (jv_get_kind(t) == JV_KIND_OBJECT) {

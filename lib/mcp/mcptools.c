@@ -765,7 +765,7 @@ static char *artifact_uri(const char *sess, const char *id, const char *path)
 jv mcp_run_view(jv r, double max_output)
 {
 	static const char *const keep[] = {
-		"id", "language", "status", "exit_code", "signal", "stdout", "stderr", "stdout_bytes", "stderr_bytes",
+		REQ_KEY(id), REQ_KEY(language), "status", "exit_code", "signal", "stdout", "stderr", "stdout_bytes", "stderr_bytes",
 		"stdout_truncated", "stderr_truncated", "duration_ms", "cpu_ms", "memory_peak_bytes", "compile", "error",
 		"limits_enforced", "limits_missing", "history_id", "artifacts_truncated", "value", "execution_count", "kernel",
 		"kernel_alive", "kernel_note", "verdict", "tests_passed", "tests_total", "failed_test", "tests", NULL,
@@ -789,12 +789,12 @@ jv mcp_run_view(jv r, double max_output)
 		} else
 			jv_free(text);
 	}
-	const char *sess = rec_str(r, "session", NULL), *id = rec_str(r, "id", NULL);
+	const char *sess = rec_str(r, REQ_KEY(session), NULL), *id = rec_str(r, REQ_KEY(id), NULL);
 	if (sess)
 		v = jv_object_set(v, jv_string("session_id"), jv_string(sess));
 	/* The files it made, without their content (that goes in content
 	 * blocks: mcp_run_blocks), with the resource each is. */
-	jv arts = rec_get(r, "artifacts");
+	jv arts = rec_get(r, "artifacts"); /* check-names: the result's files */
 	if (jv_get_kind(arts) == JV_KIND_ARRAY) {
 		jv list = jv_array();
 		jv_array_foreach(arts, i, a) {
@@ -807,7 +807,7 @@ jv mcp_run_view(jv r, double max_output)
 			} else
 				jv_free(a);
 		}
-		v = jv_object_set(v, jv_string("artifacts"), list);
+		v = jv_object_set(v, jv_string("artifacts"), list); /* check-names: the result's files */
 	}
 	jv_free(arts);
 	jv_free(r);
@@ -878,13 +878,13 @@ jv mcp_run_blocks(jv r, jv *view, size_t image_max, int64_t thumb_uid)
 	 * while a copy is made */
 	double deadline = util_now_ms() + THUMB_MS;
 	jv blocks = jv_array();
-	jv arts = rec_get(r, "artifacts");
-	const char *sess = rec_str(r, "session", NULL), *id = rec_str(r, "id", NULL);
+	jv arts = rec_get(r, "artifacts"); /* check-names: the result's files */
+	const char *sess = rec_str(r, REQ_KEY(session), NULL), *id = rec_str(r, REQ_KEY(id), NULL);
 	if (jv_get_kind(arts) != JV_KIND_ARRAY) {
 		jv_free(arts);
 		return blocks;
 	}
-	jv listed = rec_get(*view, "artifacts");
+	jv listed = rec_get(*view, "artifacts"); /* check-names: the result's files */
 	jv_array_foreach(arts, i, a) {
 		const char *path = rec_str(a, "path", NULL), *mime = rec_str(a, "mime_type", NULL);
 		size_t datalen = 0;
@@ -929,7 +929,7 @@ jv mcp_run_blocks(jv r, jv *view, size_t image_max, int64_t thumb_uid)
 	}
 	jv_free(arts);
 	if (jv_get_kind(listed) == JV_KIND_ARRAY)
-		*view = jv_object_set(*view, jv_string("artifacts"), listed);
+		*view = jv_object_set(*view, jv_string("artifacts"), listed); /* check-names: the result's files */
 	else
 		jv_free(listed);
 	return blocks;
@@ -967,6 +967,7 @@ jv mcp_languages_view(const struct conf *c, jv checked, const char *backend)
 		out = jv_array_append(out, o);
 	}
 	jv_free(checked);
+	/* check-names: list_supported_languages' answer */
 	jv r = jv_object_set(jv_object(), jv_string("backend"), jv_string(backend ? backend : conf_backend_names[c->backend]));
 	return jv_object_set(r, jv_string("languages"), out);
 }

@@ -337,7 +337,7 @@ static struct session *get(struct sessions *s, unsigned owner, jv args, char *er
  * its installed packages are, a command gets too); else bash's. */
 static jv exec_request(const struct sessions *s, struct session *x, jv args, char *err, size_t errlen)
 {
-	bool has_code = rec_has(args, "code"), has_file = rec_has(args, "file"), has_cmd = rec_has(args, "command");
+	bool has_code = rec_has(args, REQ_KEY(code)), has_file = rec_has(args, "file"), has_cmd = rec_has(args, REQ_KEY(command));
 	if (has_code + has_file + has_cmd != 1) {
 		snprintf(err, errlen, "give exactly one of \"code\", \"file\" or \"command\"");
 		return jv_invalid();
@@ -345,27 +345,27 @@ static jv exec_request(const struct sessions *s, struct session *x, jv args, cha
 	const char *file = has_file ? sess_client_path(args, "file", false, err, errlen) : NULL;
 	if (has_file && !file)
 		return jv_invalid();
-	const char *language = rec_str(args, "language", NULL);
+	const char *language = rec_str(args, REQ_KEY(language), NULL);
 	if (!language && (!file || !conf_lang_by_file(s->conf, file)))
 		language = x->language;
 	if (has_code && !language && !x->language) {
-		snprintf(err, errlen, "\"language\" is needed (the session has no default language)");
+		snprintf(err, errlen, "\"%s\" is needed (the session has no default language)", REQ_KEY(language));
 		return jv_invalid();
 	}
-	jv req = jv_object_set(jv_object(), jv_string("session"), jv_string(x->id));
+	jv req = jv_object_set(jv_object(), jv_string(REQ_KEY(session)), jv_string(x->id));
 	if (language)
-		req = jv_object_set(req, jv_string("language"), jv_string(language));
+		req = jv_object_set(req, jv_string(REQ_KEY(language)), jv_string(language));
 	req = req_from_args(req, args, RT_EXEC);
 	if (has_file)
-		req = jv_object_set(req, jv_string("entry"), rec_get(args, "file"));
-	return jv_object_set(req, jv_string("artifacts"), jv_true());
+		req = jv_object_set(req, jv_string(REQ_KEY(entry)), rec_get(args, "file"));
+	return jv_object_set(req, jv_string(REQ_KEY(artifacts)), jv_true());
 }
 
 static jv install_request(struct session *x, const char *language, jv packages)
 {
-	jv req = jv_object_set(jv_object(), jv_string("session"), jv_string(x->id));
-	req = jv_object_set(req, jv_string("language"), jv_string(language));
-	return jv_object_set(req, jv_string("install"), packages);
+	jv req = jv_object_set(jv_object(), jv_string(REQ_KEY(session)), jv_string(x->id));
+	req = jv_object_set(req, jv_string(REQ_KEY(language)), jv_string(language));
+	return jv_object_set(req, jv_string(REQ_KEY(install)), packages);
 }
 
 /* ---- resources ------------------------------------------------------------ */
@@ -454,7 +454,7 @@ jv sess_live(struct sessions *s, unsigned owner, bool all)
 		if (!all && x->owner != owner)
 			continue;
 		jv o = jv_object_set(jv_object(), jv_string("session_id"), jv_string(x->id));
-		o = jv_object_set(o, jv_string("language"), x->language ? jv_string(x->language) : jv_null());
+		o = jv_object_set(o, jv_string(REQ_KEY(language)), x->language ? jv_string(x->language) : jv_null());
 		double left = (double)x->ttl_ms - (now - x->last_used);
 		o = jv_object_set(o, jv_string("expires_in_s"), jv_number(left > 0 ? floor(left / 1000) : 0));
 		jv kern = jv_array();
@@ -473,6 +473,7 @@ jv sess_live(struct sessions *s, unsigned owner, bool all)
 			jv_free(f);
 		}
 		jv_free(all_files);
+		/* check-names: a session's list of files */
 		out = jv_array_append(out, jv_object_set(o, jv_string("files"), files));
 	}
 	return out;
@@ -642,7 +643,7 @@ void sess_kernel_seen(struct sessions *s, const char *id, const char *lang, bool
 /* run_cell: a cell for the session's kernel of its language. */
 static jv cell_request(struct sessions *s, struct session *x, jv args, char *err, size_t errlen)
 {
-	const char *language = rec_str(args, "language", NULL);
+	const char *language = rec_str(args, REQ_KEY(language), NULL);
 	if (!language)
 		language = x->language;
 	const struct conf_lang *l = language ? conf_lang(s->conf, language) : NULL;
@@ -666,11 +667,11 @@ static jv cell_request(struct sessions *s, struct session *x, jv args, char *err
 		return jv_invalid();
 	}
 	sess_kernel_seen(s, x->id, l->name, true);
-	jv req = jv_object_set(jv_object(), jv_string("session"), jv_string(x->id));
-	req = jv_object_set(req, jv_string("language"), jv_string(l->name));
-	req = jv_object_set(req, jv_string("cell"), jv_true());
+	jv req = jv_object_set(jv_object(), jv_string(REQ_KEY(session)), jv_string(x->id));
+	req = jv_object_set(req, jv_string(REQ_KEY(language)), jv_string(l->name));
+	req = jv_object_set(req, jv_string(REQ_KEY(cell)), jv_true());
 	req = req_from_args(req, args, RT_CELL);
-	return jv_object_set(req, jv_string("artifacts"), jv_true());
+	return jv_object_set(req, jv_string(REQ_KEY(artifacts)), jv_true());
 }
 
 bool sess_tool_init(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen)
@@ -682,12 +683,12 @@ bool sess_tool_init(struct sessions *s, unsigned owner, jv args, jv *out, jv *re
 		snprintf(err, errlen, "ttl must be from 1 to 2592000 seconds");
 		return false;
 	}
-	const char *lang = rec_str(args, "language", NULL);
+	const char *lang = rec_str(args, REQ_KEY(language), NULL);
 	jv deps = rec_get(args, "dependencies");
 	bool install = jv_get_kind(deps) == JV_KIND_ARRAY && jv_array_length(jv_copy(deps)) > 0;
 	if (install && !lang) {
 		jv_free(deps);
-		snprintf(err, errlen, "\"dependencies\" needs \"language\" (whose package manager installs them)");
+		snprintf(err, errlen, "\"dependencies\" needs \"%s\" (whose package manager installs them)", REQ_KEY(language));
 		return false;
 	}
 	if (install && !sess_can_install(s->conf, lang, err, errlen)) {
@@ -703,7 +704,7 @@ bool sess_tool_init(struct sessions *s, unsigned owner, jv args, jv *out, jv *re
 	char when[40];
 	util_iso8601(util_epoch_ms() + (double)x->ttl_ms, when, sizeof when);
 	jv o = jv_object_set(jv_object(), jv_string("session_id"), jv_string(id));
-	o = jv_object_set(o, jv_string("language"), x->language ? jv_string(x->language) : jv_null());
+	o = jv_object_set(o, jv_string(REQ_KEY(language)), x->language ? jv_string(x->language) : jv_null());
 	o = jv_object_set(o, jv_string("expires_at"), jv_string(when));
 	o = jv_object_set(o, jv_string("ttl_seconds"), jv_number((double)x->ttl_ms / 1000));
 	/* what its quota is, and what the files count against where it
@@ -764,11 +765,11 @@ bool sess_tool_install(struct sessions *s, unsigned owner, jv args, jv *out, jv 
 	struct session *x = sess_tool_session(s, owner, args, out, req, err, errlen);
 	if (!x)
 		return false;
-	const char *lang = rec_str(args, "language", NULL);
+	const char *lang = rec_str(args, REQ_KEY(language), NULL);
 	if (!lang)
 		lang = x->language;
 	if (!lang) {
-		snprintf(err, errlen, "\"language\" is needed (the session has no default language)");
+		snprintf(err, errlen, "\"%s\" is needed (the session has no default language)", REQ_KEY(language));
 		return false;
 	}
 	if (!sess_can_install(s->conf, lang, err, errlen))

@@ -142,6 +142,6 @@ jv art_collect(const struct conf *c, int dirfd, const struct art_snap *before, j
 		count++;
 	}
 	art_free(&after);
-	res = jv_object_set(res, jv_string("artifacts"), list);
+	res = jv_object_set(res, jv_string("artifacts"), list); /* check-names: the result's files */
 	return jv_object_set(res, jv_string("artifacts_truncated"), jv_bool(truncated));
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "rec.h"
+#include "req.h"
 #include "stage.h"
 #include "util.h"
 
@@ -365,6 +366,7 @@ static void reply(struct kernel *k, jv msg)
 	const char *st = rec_str(msg, "status", NULL);
 	jv v = rec_get(msg, "value");
 	jv_kind vk = jv_get_kind(v);
+	/* check-names: the kernel's reply says "error", not a status */
 	if (!c || !rec_num(msg, "cell", &n) || n != c->n || !st || (strcmp(st, "ok") && strcmp(st, "error") && strcmp(st, "interrupted")) ||
 	    (vk != JV_KIND_STRING && vk != JV_KIND_NULL && vk != JV_KIND_INVALID)) {
 		jv_free(v);
@@ -699,7 +701,7 @@ struct cell *cell_start(struct kernels *ks, struct backend *be, const struct job
 	struct limits eff = k->lim;
 	eff.timeout_ms = j->lim.timeout_ms;
 	eff.output = j->lim.output;
-	c->info = jv_object_set(c->info, jv_string("limits"), limits_to_json(&eff));
+	c->info = jv_object_set(c->info, jv_string(REQ_KEY(limits)), limits_to_json(&eff));
 	if (note[0])
 		c->info = jv_object_set(c->info, jv_string("kernel_note"), jv_string(note));
 	take_pending(k, c);

@@ -8,6 +8,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "req.h"
 #include "utf8.h"
 #include "util.h"
 
@@ -85,7 +86,7 @@ static void flush(struct live *lv, struct job *j, int s, bool final)
 		return;
 	size_t clean;
 	char *text = utf8_sanitize(j->buf[s], n, &clean);
-	jv ev = jv_object_set(jv_object(), jv_string("id"), jv_string(j->id));
+	jv ev = jv_object_set(jv_object(), jv_string(REQ_KEY(id)), jv_string(j->id));
 	ev = jv_object_set(ev, jv_string("event"), jv_string("output"));
 	ev = jv_object_set(ev, jv_string("stream"), jv_string(s ? "stderr" : "stdout"));
 	lv->emit(jv_object_set(ev, jv_string("data"), jv_string_sized(text, (int)clean)), lv->arg);
@@ -112,7 +113,7 @@ void live_add(struct live *lv, const char *id, int stream, const char *data, siz
 		if (room == 0) {
 			flush(lv, j, 0, true);
 			flush(lv, j, 1, true);
-			jv ev = jv_object_set(jv_object(), jv_string("id"), jv_string(j->id));
+			jv ev = jv_object_set(jv_object(), jv_string(REQ_KEY(id)), jv_string(j->id));
 			ev = jv_object_set(ev, jv_string("event"), jv_string("output"));
 			lv->emit(jv_object_set(ev, jv_string("truncated"), jv_true()), lv->arg);
 			j->capped = true;

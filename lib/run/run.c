@@ -18,6 +18,7 @@
 #include "judge.h"
 #include "ns.h"
 #include "rec.h"
+#include "req.h"
 #include "status.h"
 #include "trial.h"
 #include "util.h"
@@ -98,8 +99,8 @@ static void mark(struct run *r, const char *what)
 static jv base_result(struct run *r, const char *status)
 {
 	jv res = jv_copy(r->job.rec);
-	res = jv_object_delete(res, jv_string("exec"));
-	res = jv_object_delete(res, jv_string("compile_limits"));
+	res = jv_object_delete(res, jv_string(REQ_KEY(exec)));
+	res = jv_object_delete(res, jv_string(REQ_KEY(compile_limits)));
 	res = jv_object_set(res, jv_string("status"), jv_string(status));
 	return res;
 }
@@ -161,12 +162,12 @@ static void complete(struct run *r, jv res)
 		res = jv_object_set(res, jv_string("verdict"), jv_string(st ? st : STATUS(internal_error)));
 		res = jv_object_set(res, jv_string("tests_passed"), jv_number(0));
 		res = jv_object_set(res, jv_string("tests_total"), jv_number((double)r->job.judge->n));
-		res = jv_object_set(res, jv_string("tests"), jv_array());
+		res = jv_object_set(res, jv_string("tests"), jv_array()); /* check-names: the result's tests */
 	}
 	char when[40];
 	util_iso8601(r->started_epoch_ms, when, sizeof when);
 	res = jv_object_set(res, jv_string("started_at"), jv_string(when));
-	res = jv_object_set(res, jv_string("backend"), jv_string(r->be->name));
+	res = jv_object_set(res, jv_string(REQ_KEY(backend)), jv_string(r->be->name));
 	res = jv_object_set(res, jv_string("compile"), jv_copy(r->compile));
 	if (r->st || r->job.cell || r->trial) {
 		unsigned bits = r->st ? r->be->ops->result(r->st)->enforced : r->cell_enforced;
@@ -320,7 +321,7 @@ static void stage_result(struct run *r, const struct stage_result *br)
 		jv t = jv_copy(br->timings);
 		r->timings = jv_object_set(r->timings, jv_string(r->stage == ST_COMPILE ? "compile_stage" : "run_stage"), t);
 	}
-	if (br->status == STAGE_INTERNAL && br->noexec && r->stage == ST_RUN && rec_has(r->job.rec, "command")) {
+	if (br->status == STAGE_INTERNAL && br->noexec && r->stage == ST_RUN && rec_has(r->job.rec, REQ_KEY(command))) {
 		/* The user's command names no program the sandbox has: their
 		 * mistake, as a shell reports it (127 not found, 126 not
 		 * executable), not sbx's. */

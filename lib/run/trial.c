@@ -457,7 +457,7 @@ static void summarize(struct trial *t)
 	sum = jv_object_set(sum, jv_string("duration_ms"), jv_number(dur));
 	sum = jv_object_set(sum, jv_string("cpu_ms"), cpu >= 0 ? jv_number(cpu) : jv_null());
 	sum = jv_object_set(sum, jv_string("memory_peak_bytes"), mem >= 0 ? jv_number(mem) : jv_null());
-	sum = jv_object_set(sum, jv_string("tests"), tests);
+	sum = jv_object_set(sum, jv_string("tests"), tests); /* check-names: the result's tests */
 	if (t->extra && t->e->slots_give)
 		t->e->slots_give(t->e, t->extra);
 	t->extra = 0;
