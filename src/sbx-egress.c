@@ -1,16 +1,18 @@
 /* sbx-egress UID PARENT HOST...: the proxy of one install (lib/sandbox/egress.h),
- * run by sbx-run with the listening socket as fd 3; not a tool.
+ * run by sbx-run with the listening socket as fd 3 and the pipe for its
+ * connections' records as fd 4; not a tool.
  *
  * Theory of operation: started from a fresh exec, it holds nothing of the
  * supervisor but that socket.  As root (UID >= 0) it first becomes UID,
  * with no supplementary groups; the parent-death signal, which a change of
  * ids clears, is then set again, and if PARENT (sbx-run) is already gone
  * it ends at once.  It then serves CONNECTs on fd 3 for the HOSTs until
- * sbx-run kills it (egress_stop) or dies.
+ * sbx-run stops it (egress_stop) or dies.
  *
  * Exit status: 2 if misused; otherwise it does not end by itself.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,8 +32,9 @@ int main(int argc, char **argv)
 	int type = 0;
 	socklen_t tl = sizeof type;
 	if (argc < 4 || !util_parse_i64(argv[1], -1, 0x7fffffff, &uid) || !util_parse_i64(argv[2], 1, 0x7fffffff, &parent) ||
-	    getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM) {
-		fprintf(stderr, "usage: sbx-egress UID PARENT HOST... (run by sbx-run, with a listening socket as fd 3)\n");
+	    getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM || fcntl(4, F_GETFD) < 0) {
+		fprintf(stderr, "usage: sbx-egress UID PARENT HOST... (run by sbx-run, with a listening socket as fd 3 "
+				"and a pipe as fd 4)\n");
 		return 2;
 	}
 	if (uid >= 0 && (setgroups(0, NULL) < 0 || setresgid((gid_t)uid, (gid_t)uid, (gid_t)uid) < 0 ||
@@ -41,5 +44,5 @@ int main(int argc, char **argv)
 	if (getppid() != (pid_t)parent)
 		return 0;
 	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-	egress_serve(3, argv + 3);
+	egress_serve(3, 4, argv + 3);
 }

@@ -873,6 +873,14 @@ print("planted")'
 	kill "$LISTENER"
 	[ ! -s hits ] || { echo "the host's listener was reached:"; cat hits; false; }
 	diff <(answer 5 | jq -j .result.structuredContent.content) <(egress_expected)
+	# the install's result accounts for each request the proxy refused, and
+	# says why (npm's own, to its registry, may come too: allowed)
+	answer 4 | jq -e 'all(.result.structuredContent.egress[]; (.allowed | type) == "boolean" and
+		(.bytes_sent | type) == "number" and (.bytes_received | type) == "number" and .duration_ms >= 0)'
+	diff <(answer 4 | jq -r '.result.structuredContent.egress[] | select(.allowed | not) | "\(.host) \(.port) \(.why)"' | sort) \
+		<(egress_refused | sort)
+	answer 4 | jq -e '.result.content[0].text | contains("connections refused or failed:\n") and
+		contains("example.com:443: example.com is not among the registries this install may reach: registry.npmjs.org")'
 	# npm asked the proxy for the URL, and the proxy said no
 	answer 6 | jq -e '.result.structuredContent.status == "error" and (.result.structuredContent.stderr | contains("405 Method Not Allowed"))'
 	# with install_specs = "registry" (the default) none of these is even tried
@@ -925,6 +933,71 @@ while True:
 	[ ! -s hits ] || { echo "reached:"; cat hits; false; }
 	[ "$(cat "$ws/probe.out")" = "198.51.100.5 -> HTTP/1.1 502 Bad Gateway
 localhost -> HTTP/1.1 502 Bad Gateway" ]
+	# the result's records: allowed by name, refused by address
+	diff <(jq -r '.egress[] | select(.host != "registry.npmjs.org") | "\(.host) \(.port) \(.allowed) \(.why) \(.bytes_sent)"' out | sort) - <<-EOF
+		198.51.100.5 443 true 198.51.100.5 has no address this install may reach 0
+		localhost 443 true localhost has no address this install may reach 0
+	EOF
+}
+
+@test "an install's proxy accounts for a tunnel: bytes each way, still open when the stage ends" {
+	skip_unless_root
+	command -v npm > /dev/null || skip "npm is not installed"
+	command -v ip > /dev/null || skip "no ip(8)"
+	# Two network namespaces of the test's own joined by a veth pair: the
+	# proxy's (sbx-run's), and a "registry" at 198.18.0.5 (a range the
+	# proxy lets through) that takes 1000 bytes, answers 5000 and then
+	# keeps the connection open: the stage's end must close and record it.
+	cat > probe.js <<'JS'
+const net = require("net"), fs = require("fs");
+const s = net.connect(3128, "127.0.0.1"); let b = Buffer.alloc(0), head = false;
+s.on("connect", () => s.write("CONNECT 198.18.0.5:443 HTTP/1.1\r\n\r\n"));
+s.on("data", d => {
+	b = Buffer.concat([b, d]);
+	if (!head && b.indexOf("\r\n\r\n") >= 0) { head = true; b = b.subarray(b.indexOf("\r\n\r\n") + 4); s.write(Buffer.alloc(1000, 120)); }
+	if (head && b.length >= 5000) { fs.writeFileSync("/scratch/probe.out", "got " + b.length + "\n"); process.exit(0); }
+});
+JS
+	cat > registry.py <<'PY'
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("198.18.0.5", 443)); s.listen(8)
+open("ready", "w").close()
+c, a = s.accept(); n = 0
+while n < 1000:
+    d = c.recv(4096)
+    if not d: break
+    n += len(d)
+open("took", "w").write("%d\n" % n)
+c.sendall(b"y" * 5000)
+c.recv(1)  # held open until the proxy goes
+PY
+	conf=$(conf_with -e 's/^install_specs *=.*/install_specs = "any"/' \
+		-e 's/^registries = \["registry.npmjs.org"\]/registries = ["198.18.0.5"]/')
+	sid=$(printf '%032x' 98)
+	ws=$BATS_TEST_TMPDIR/var/sessions/$sid
+	mkdir -p "$ws/.deps" "$ws/mypkg"
+	echo '{"name":"mypkg","version":"1.0.0","scripts":{"preinstall":"node probe.js"}}' > "$ws/mypkg/package.json"
+	cp probe.js "$ws/mypkg/"
+	chown -R "$SBX_PROG_UID:$SBX_PROG_UID" "$ws"
+	jq -nc --arg s "$sid" '{language: "javascript", session: $s, install: ["./mypkg"]}' | "$BIN/sbx-validate" -c "$conf" > job
+	unshare --net sh -c '
+		ip link set lo up || exit 9
+		unshare --net sh -c "echo \$\$ > peer; exec sleep 120" &
+		for i in $(seq 50); do [ -s peer ] && break; sleep 0.1; done
+		peer=$(cat peer)
+		ip link add va type veth peer name vb && ip link set vb netns "$peer" &&
+			ip addr add 198.18.0.1/24 dev va && ip link set va up &&
+			nsenter --net --target "$peer" sh -c "ip link set lo up && ip addr add 198.18.0.5/24 dev vb && ip link set vb up" || exit 9
+		nsenter --net --target "$peer" python3 registry.py &
+		r=$!
+		for i in $(seq 50); do [ -e ready ] && break; sleep 0.1; done
+		"$1" -c "$2" < job > out
+		kill $r "$peer" 2> /dev/null; wait' sh "$BIN/sbx-run" "$conf"
+	[ "$(cat took)" = 1000 ]
+	[ "$(cat "$ws/probe.out")" = "got 5000" ]
+	jq -e '.status == "success" and (.egress | length == 1) and (.egress[0] | .host == "198.18.0.5" and .port == 443 and
+		.allowed == true and (has("why") | not) and .bytes_sent == 1000 and .bytes_received == 5000 and .duration_ms > 0)' out
+	! our_pgrep "" '(^|/)sbx-egress( |$)' || false
 }
 
 @test "a session's workspace bounds its inodes: a mkdir loop ends at the filesystem's count, seen on the host" {

@@ -200,6 +200,8 @@ container_of() {
 	kill "$LISTENER"
 	[ ! -s hits ] || { echo "the host's listener was reached:"; cat hits; false; }
 	diff "$ws/probe.out" <(egress_expected)
+	# the result accounts for each request the proxy refused, as natively
+	diff <(jq -r '.egress[] | select(.allowed | not) | "\(.host) \(.port) \(.why)"' <<< "${lines[0]}" | sort) <(egress_refused | sort)
 	# the proxy and its socket are gone with the stage
 	! our_pgrep "" '(^|/)sbx-egress( |$)' || false
 	[ -z "$(find "$BATS_TEST_TMPDIR/var" -name sock -type s)" ]

@@ -383,6 +383,19 @@ egress_package() {
 	echo '{"name":"mypkg","version":"1.0.0","scripts":{"preinstall":"node probe.js"}}' > "$1/package.json"
 	sed -e "s/@PORT@/$LISTEN_PORT/g" -e "s/@HOSTIP@/${HOST_IP:-127.0.0.1}/g" "$ROOT/t/fixtures/egress-probe.js" > "$1/probe.js"
 }
+# egress_refused: the records the proxy keeps of the probe's requests
+# ("host port why"), in any order.
+egress_refused() {
+	local ip=${HOST_IP:-127.0.0.1}
+	cat <<EOF
+127.0.0.1 $LISTEN_PORT 127.0.0.1:$LISTEN_PORT: only port 443 (HTTPS) is reachable from an install
+$ip $LISTEN_PORT $ip:$LISTEN_PORT: only port 443 (HTTPS) is reachable from an install
+localhost 443 localhost is not among the registries this install may reach: registry.npmjs.org
+registry.npmjs.org 80 registry.npmjs.org:80: only port 443 (HTTPS) is reachable from an install
+example.com 443 example.com is not among the registries this install may reach: registry.npmjs.org
+null null this proxy only tunnels HTTPS (CONNECT) to the configured registries
+EOF
+}
 egress_expected() {
 	local ip=${HOST_IP:-127.0.0.1} unreach=ENETUNREACH
 	[ -n "$HOST_IP" ] || unreach=ECONNREFUSED

@@ -61,6 +61,43 @@ static jv text_stream(jv out, jv view, const char *name, const char *label, size
 	return out;
 }
 
+/* An install's connections that were refused or failed, and why: what a
+ * model needs to act on (another registry, a configuration key). */
+static jv egress_text(jv out, jv view)
+{
+	jv conns = rec_get(view, "egress");
+	size_t shown = 0, more = 0, total = 0;
+	if (jv_get_kind(conns) == JV_KIND_ARRAY) {
+		jv_array_foreach(conns, i, c) {
+			const char *why = jv_get_kind(c) == JV_KIND_OBJECT ? rec_str(c, "why", NULL) : NULL;
+			total++;
+			if (why && shown < 10) {
+				const char *host = rec_str(c, "host", NULL);
+				double port = 0;
+				rec_num(c, "port", &port);
+				char line[400], at[16] = "";
+				if (port > 0)
+					snprintf(at, sizeof at, ":%.0f", port);
+				snprintf(line, sizeof line, "%s%s: %s", host ? host : "(no host)", at, why);
+				for (char *q = line; *q; q++)
+					if ((unsigned char)*q < 0x20 || *q == 0x7f)
+						*q = '?';
+				out = jv_string_concat(out, jv_string_fmt("%s\n  %s", !shown ? "\nconnections refused or failed:" : "", line));
+				shown++;
+			} else if (why)
+				more++;
+			jv_free(c);
+		}
+	}
+	jv_free(conns);
+	if (more)
+		out = jv_string_concat(out, jv_string_fmt("\n  and %zu more", more));
+	if (shown)
+		out = jv_string_concat(out, jv_string_fmt("\n(%zu connection%s in all: the result's egress has each)\n", total,
+							   total == 1 ? "" : "s"));
+	return out;
+}
+
 jv mcp_run_text(jv view, size_t text_output, uint64_t output_limit)
 {
 	const char *st = rec_str(view, "status", NULL), *lang = rec_str(view, REQ_KEY(language), NULL);
@@ -154,6 +191,7 @@ jv mcp_run_text(jv view, size_t text_output, uint64_t output_limit)
 		out = jv_string_concat(out, jv_string("\n"));
 	}
 	jv_free(arts);
+	out = egress_text(out, view);
 	if (rec_has(view, "verdict"))
 		out = jv_string_concat(jv_string_concat(out, jv_string("\n")), mcp_verdict_table(view));
 	return out;

@@ -86,7 +86,12 @@ struct tool_def {
 	"`bytes`:" INT("its size") ",`uri`:" STR("its resource, for resources/read") ","                           \
 	"`shown`:" STR("for an image: inline, inline at WxH of WxH (a copy scaled down to image_inline; the whole " \
 		       "as a resource), or not inline and why") "}}},"                         \
-	"`artifacts_truncated`:" BOOL("more files were made than a result carries") ","
+	"`artifacts_truncated`:" BOOL("more files were made than a result carries") ","                             \
+	"`egress`:{`type`:`array`,`description`:`an install's connections through its proxy, each allowed or "      \
+	"refused and why`,`items`:{`type`:`object`,`properties`:{`host`:" NULLABLE("string", "the host asked for") \
+	",`port`:" NULLABLE("integer", "its port") ",`allowed`:" BOOL("whether the proxy let it through") ","       \
+	"`why`:" STR("why it was refused or failed") ",`bytes_sent`:" INT("bytes from the sandbox") ","             \
+	"`bytes_received`:" INT("bytes to the sandbox") ",`duration_ms`:" NUM("how long it lasted") "}}},"
 
 /* Judged runs (run_code with tests). */
 #define JUDGE_FIELDS                                                                                                 \
@@ -768,7 +773,7 @@ jv mcp_run_view(jv r, double max_output)
 		REQ_KEY(id), REQ_KEY(language), "status", "exit_code", "signal", "stdout", "stderr", "stdout_bytes", "stderr_bytes",
 		"stdout_truncated", "stderr_truncated", "duration_ms", "cpu_ms", "memory_peak_bytes", "compile", "error",
 		"limits_enforced", "limits_missing", "history_id", "artifacts_truncated", "value", "execution_count", "kernel",
-		"kernel_alive", "kernel_note", "verdict", "tests_passed", "tests_total", "failed_test", "tests", NULL,
+		"kernel_alive", "kernel_note", "verdict", "tests_passed", "tests_total", "failed_test", "tests", "egress", NULL,
 	};
 	jv v = jv_object();
 	for (int i = 0; keep[i]; i++)

@@ -174,6 +174,12 @@ static void complete(struct run *r, jv res)
 		res = jv_object_set(res, jv_string("limits_enforced"), backend_enforced_json(bits));
 		res = jv_object_set(res, jv_string("limits_missing"), backend_missing_json(bits));
 	}
+	/* an install's connections, each as its proxy saw it (egress.h) */
+	jv egress = r->st ? jv_copy(r->be->ops->result(r->st)->egress) : jv_null();
+	if (jv_get_kind(egress) == JV_KIND_ARRAY)
+		res = jv_object_set(res, jv_string("egress"), egress);
+	else
+		jv_free(egress);
 	mark(r, "result");
 	if (r->env->timings)
 		res = jv_object_set(res, jv_string("timings"), jv_copy(r->timings));

@@ -55,6 +55,7 @@ struct stage_result {
 	int64_t mem_peak;          /* < 0 unknown */
 	unsigned enforced;
 	jv timings;                /* object of phase -> ms, or jv_null() */
+	jv egress;                 /* an install's: its proxy's records (egress.h), else jv_null() */
 };
 
 /* A job's files.  `dir` is the supervisor's view of them (a directory fd:

@@ -340,8 +340,8 @@ static void finish(struct box *b)
 {
 	struct stage_result *r = &b->res;
 	/* Nothing of the sandbox runs any more: nor may its proxy. */
-	egress_stop(b->egress_pid);
-	b->egress_pid = 0;
+	jv_free(b->res.egress);
+	b->res.egress = egress_stop(&b->proxy);
 	/* Everything the sandbox wrote is in the pipes now: drain them. */
 	read_msgs(b);
 	read_output(b, b->out_fd, &r->out, true);
@@ -468,6 +468,8 @@ static struct box *new_box(struct box_sys *s, struct loop *l)
 	b->cg = &b->own_cg;
 	b->slot = -1;
 	b->res.timings = jv_null();
+	b->res.egress = jv_null();
+	b->proxy = (struct egress){ 0, -1 };
 	b->res.cpu_ms = -1;
 	b->res.mem_peak = -1;
 	b->t_start = box_mono_ns();
@@ -714,11 +716,9 @@ static void on_egress(struct loop *l, int fd, short rev, void *arg)
 	int lfd = -1;
 	if (box_recv_fds(fd, &c, 1, &lfd) == 1 && lfd >= 0) {
 		char err[256];
-		b->egress_pid = egress_start(lfd, b->egress, b->sys->root ? (int)state_uid(b->sys->conf, STATE_UID_EGRESS) : -1, err, sizeof err);
-		if (b->egress_pid < 0) {
-			b->egress_pid = 0;
+		if (!egress_start(&b->proxy, lfd, b->egress, b->sys->root ? (int)state_uid(b->sys->conf, STATE_UID_EGRESS) : -1,
+				  err, sizeof err))
 			util_warn("%s", err);
-		}
 	}
 	loop_unwatch(l, fd);
 	close(fd);
@@ -739,6 +739,7 @@ static void assign(struct box *b, const struct stage_spec *sp, const struct box_
 	b->output_arg = sp->output_arg;
 	if (b->timings) {
 		jv_free(b->res.timings);
+	jv_free(b->res.egress);
 		b->res.timings = jv_object_set(jv_object(), jv_string("warm"), jv_bool(b->warm));
 		b->res.timings = jv_object_set(b->res.timings, jv_string("slot"), b->slot >= 0 ? jv_number(b->slot) : jv_null());
 		b->res.timings = jv_object_set(b->res.timings, jv_string("slot_cgroups"), jv_bool(b->cg != &b->own_cg));
@@ -884,7 +885,7 @@ void box_release(struct box *b)
 	 * ends (killing it is harmless then). */
 	if (b->pid > 0 && !b->exited)
 		reap_now(b);
-	egress_stop(b->egress_pid);
+	jv_free(egress_stop(&b->proxy));
 	/* Every process of the sandbox is gone now.  A slot goes back for the
 	 * next run only after init's own end (or none: a warm one never
 	 * ran anything). */

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "box.h"
+#include "egress.h"
 
 /* How long a sandbox, or a short-lived namespace maker (box_ns_made), may
  * take to set itself up before the supervisor gives up on it. */
@@ -115,7 +116,7 @@ struct box {
 	struct cg_run *cg;         /* its groups: &own_cg or its slot's */
 	int slot;                  /* the slot (slot.h) it was cloned in, or -1 */
 	char *const *egress;       /* the install's hosts, while its proxy is being started */
-	pid_t egress_pid;          /* its proxy (egress.h), or 0 */
+	struct egress proxy;       /* its proxy (egress.h), or none */
 	/* what the sandbox was built for (its "key") */
 	bool network;
 	char *rootfs;

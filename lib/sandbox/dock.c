@@ -94,7 +94,7 @@ struct dock {
 	bool egress;                  /* an install: its proxy's socket is stage_dir/egress/sock */
 	bool deps;                    /* a session's .deps is bound (through stage_dir/deps) */
 	char *shim;                   /* sbx-egress-shim, bound into the container */
-	pid_t egress_pid;             /* the proxy (egress.h), or 0 */
+	struct egress proxy;          /* the proxy (egress.h), or none */
 	char err[512];
 	void (*on_output)(void *arg, int stream, const char *data, size_t len);
 	void *output_arg;
@@ -323,19 +323,19 @@ static void egress_open(struct dock *k, char *const *hosts)
 	}
 	k->egress = true;
 	char err[256];
-	k->egress_pid = egress_start(lfd, hosts, geteuid() == 0 ? (int)state_uid(d->conf, STATE_UID_EGRESS) : -1, err, sizeof err);
-	if (k->egress_pid < 0) {
-		k->egress_pid = 0;
+	if (!egress_start(&k->proxy, lfd, hosts, geteuid() == 0 ? (int)state_uid(d->conf, STATE_UID_EGRESS) : -1, err,
+			  sizeof err)) {
 		set_err(k, "%s", err);
 		return;
 	}
 }
 
-/* The stage's proxy and its directory go with the stage. */
+/* The stage's proxy (its records into the result) and its directory go
+ * with the stage. */
 static void stage_close(struct dock *k)
 {
-	egress_stop(k->egress_pid);
-	k->egress_pid = 0;
+	jv_free(k->res.egress);
+	k->res.egress = egress_stop(&k->proxy);
 	if (k->stage_dir)
 		dock_scratch_remove(k->stage_dir);
 	free(k->stage_dir);
@@ -816,6 +816,8 @@ struct dock *dock_start(struct dock_sys *d, struct loop *l, const struct dock_sp
 	k->limit_out = sp->st->lim->output;
 	k->t_begin = util_now_ms();
 	k->res.timings = k->timings ? jv_object() : jv_null();
+	k->res.egress = jv_null();
+	k->proxy = (struct egress){ 0, -1 };
 	snprintf(k->argv0, sizeof k->argv0, "%s", sp->st->argv && sp->st->argv[0] ? sp->st->argv[0] : "");
 	/* duration_ms holds the stage's timeout until the start */
 	k->res.duration_ms = (double)sp->st->lim->timeout_ms;
@@ -901,6 +903,7 @@ void dock_free(struct dock *k)
 	cap_buf_free(&k->res.out);
 	cap_buf_free(&k->res.err);
 	jv_free(k->res.timings);
+	jv_free(k->res.egress);
 	free(k);
 }
 

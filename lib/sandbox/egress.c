@@ -5,9 +5,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <limits.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <netdb.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,6 +20,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "b64.h"
@@ -105,10 +108,84 @@ bool egress_addr_public(const void *sa)
 
 struct server {
 	char *const *hosts;
+	int log;                                /* where each connection's record goes */
 	struct ifaddrs *own;                    /* the host's interfaces' addresses */
 	char up_host[256], up_port[8], up_auth[400]; /* sbx-run's own proxy, or ""; its Basic credentials */
 	bool up_bad;                            /* a proxy we cannot use: nothing may go direct either */
 };
+
+/* SIGTERM: egress_stop asks us to end.  A connection's child then stops
+ * relaying and writes its record; the server waits for its children.
+ * SIGTERM stays blocked but in the waits (wait_fds), so that it cannot
+ * come between a check of `stopping` and a wait, which would then last
+ * its whole timeout. */
+static volatile sig_atomic_t stopping;
+static sigset_t waiting_mask; /* the mask in the waits: SIGTERM let in */
+
+static void on_signal(int sig)
+{
+	if (sig == SIGTERM)
+		stopping = 1;
+}
+
+/* poll, with SIGTERM (and SIGALRM) let in; -1 (EINTR) once stopping. */
+static int wait_fds(struct pollfd *pf, nfds_t n, int ms)
+{
+	if (stopping) {
+		errno = EINTR;
+		return -1;
+	}
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+	return ppoll(pf, n, &ts, &waiting_mask);
+}
+
+/* One connection, as its record will say. */
+struct conn {
+	char host[256];
+	int port;                /* 0: none asked for */
+	bool allowed;
+	char why[800];           /* "" when nothing went wrong */
+	uint64_t sent, received; /* bytes from the sandbox, and to it */
+	double t0;
+};
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Write the connection's record: one line in one write (PIPE_BUF at
+ * most: the host and the why are bounded). */
+static void put_record(const struct server *sv, const struct conn *cn)
+{
+	jv r = jv_object_set(jv_object(), jv_string("host"), cn->host[0] ? jv_string(cn->host) : jv_null());
+	r = jv_object_set(r, jv_string("port"), cn->port ? jv_number(cn->port) : jv_null());
+	r = jv_object_set(r, jv_string("allowed"), jv_bool(cn->allowed));
+	if (cn->why[0])
+		r = jv_object_set(r, jv_string("why"), jv_string(cn->why));
+	r = jv_object_set(r, jv_string("bytes_sent"), jv_number((double)cn->sent));
+	r = jv_object_set(r, jv_string("bytes_received"), jv_number((double)cn->received));
+	r = jv_object_set(r, jv_string("duration_ms"), jv_number(round((mono_ms() - cn->t0) * 10) / 10));
+	jv line = jv_dump_string(r, 0);
+	size_t n = (size_t)jv_string_length_bytes(jv_copy(line));
+	char buf[PIPE_BUF];
+	if (n < sizeof buf) {
+		memcpy(buf, jv_string_value(line), n);
+		buf[n++] = '\n';
+		while (write(sv->log, buf, n) < 0 && errno == EINTR)
+			;
+	}
+	jv_free(line);
+}
+
+/* ... and end the connection's child. */
+static _Noreturn void record(const struct server *sv, const struct conn *cn)
+{
+	put_record(sv, cn);
+	_exit(0);
+}
 
 static bool own_address(const struct server *sv, const struct sockaddr *sa)
 {
@@ -214,8 +291,9 @@ static int dial(const struct server *sv, const char *host, const char *port, boo
 		struct pollfd pf = { .fd = s, .events = POLLOUT };
 		int e = 0;
 		socklen_t el = sizeof e;
-		if (poll(&pf, 1, CONNECT_MS) != 1 || getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &el) < 0 || e) {
-			snprintf(err, errlen, "cannot connect to %s: %s", host, e ? strerror(e) : "timed out");
+		if (wait_fds(&pf, 1, CONNECT_MS) != 1 || getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &el) < 0 || e) {
+			snprintf(err, errlen, "cannot connect to %s: %s", host,
+				 e ? strerror(e) : stopping ? "the run ended first" : "timed out");
 			close(s);
 			continue;
 		}
@@ -247,20 +325,25 @@ static ssize_t read_head(int fd, char *buf, size_t cap, size_t *total)
 	return -1;
 }
 
-/* Copy both ways until both ends are done or nothing moves for IDLE_MS. */
-static void relay(int a, int b)
+/* Copy both ways (the sandbox's side a, the host's b) until both ends
+ * are done, nothing moves for IDLE_MS, or we are stopping; counting the
+ * bytes each way into cn. */
+static void relay(int a, int b, struct conn *cn)
 {
 	int fds[2] = { a, b };
+	uint64_t *count[2] = { &cn->sent, &cn->received };
 	bool open_[2] = { true, true };
 	char buf[65536];
-	while (open_[0] || open_[1]) {
+	while ((open_[0] || open_[1]) && !stopping) {
 		struct pollfd pf[2] = { { .fd = open_[0] ? a : -1, .events = POLLIN }, { .fd = open_[1] ? b : -1, .events = POLLIN } };
-		if (poll(pf, 2, IDLE_MS) <= 0)
+		if (wait_fds(pf, 2, IDLE_MS) <= 0)
 			return;
 		for (int i = 0; i < 2; i++) {
 			if (!open_[i] || !pf[i].revents)
 				continue;
 			ssize_t r = read(fds[i], buf, sizeof buf);
+			if (r > 0)
+				*count[i] += (uint64_t)r;
 			if (r <= 0 || util_write_all(fds[1 - i], buf, (size_t)r) < 0) {
 				open_[i] = false;
 				shutdown(fds[1 - i], SHUT_WR);
@@ -292,54 +375,71 @@ static int via_upstream(const struct server *sv, const char *host, char *err, si
 	return up;
 }
 
+/* Refuse the connection with status and why (which its record keeps
+ * too), and end. */
+static _Noreturn void refuse(const struct server *sv, int c, struct conn *cn, const char *status, const char *why)
+{
+	char msg[sizeof cn->why + 8];
+	snprintf(msg, sizeof msg, "sbx: %s", why);
+	reply(c, status, msg);
+	if (why != cn->why)
+		snprintf(cn->why, sizeof cn->why, "%s", why);
+	record(sv, cn);
+}
+
 static _Noreturn void handle(const struct server *sv, int c)
 {
-	char head[HEAD_MAX], why[800];
+	struct conn cn = { .t0 = mono_ms() };
+	char head[HEAD_MAX];
 	size_t total = 0;
 	alarm(HEAD_SECONDS);
 	ssize_t hl = read_head(c, head, sizeof head, &total);
-	if (hl < 0)
-		_exit(0);
 	alarm(0);
+	if (hl < 0) {
+		snprintf(cn.why, sizeof cn.why, "%s", stopping ? "the run ended before the request" : "no request came");
+		record(sv, &cn);
+	}
 	/* CONNECT host:port HTTP/1.x */
-	char host[256], port[8];
+	char port[8];
 	int nl = 0, pl = 0; /* nl: unused, keeps the two %n apart */
-	if (sscanf(head, "CONNECT %255[A-Za-z0-9.-]%n:%7[0-9]%n", host, &nl, port, &pl) != 2 || pl == 0 ||
+	if (sscanf(head, "CONNECT %255[A-Za-z0-9.-]%n:%7[0-9]%n", cn.host, &nl, port, &pl) != 2 || pl == 0 ||
 	    strncmp(head + pl, " HTTP/1.", 8)) {
-		reply(c, "405 Method Not Allowed",
-		      !strncmp(head, "CONNECT ", 8) ? "sbx: CONNECT takes a host name and a port" :
-						      "sbx: this proxy only tunnels HTTPS (CONNECT) to the configured registries");
-		_exit(0);
+		cn.host[0] = 0;
+		refuse(sv, c, &cn, "405 Method Not Allowed",
+		       !strncmp(head, "CONNECT ", 8) ? "CONNECT takes a host name and a port"
+						     : "this proxy only tunnels HTTPS (CONNECT) to the configured registries");
 	}
-	if (strcmp(port, "443")) {
-		snprintf(why, sizeof why, "sbx: %s:%s: only port 443 (HTTPS) is reachable from an install", host, port);
-		reply(c, "403 Forbidden", why);
-		_exit(0);
+	int64_t pn;
+	cn.port = util_parse_i64(port, 1, 65535, &pn) ? (int)pn : 0;
+	if (cn.port != 443) {
+		snprintf(cn.why, sizeof cn.why, "%s:%s: only port 443 (HTTPS) is reachable from an install", cn.host, port);
+		refuse(sv, c, &cn, "403 Forbidden", cn.why);
 	}
-	if (!egress_host_allowed(sv->hosts, host)) {
-		size_t o = (size_t)snprintf(why, sizeof why, "sbx: %s is not among the registries this install may reach:", host);
-		for (char *const *h = sv->hosts; h && *h && o < sizeof why; h++)
-			o += (size_t)snprintf(why + o, sizeof why - o, " %s", *h);
-		reply(c, "403 Forbidden", why);
-		_exit(0);
+	if (!egress_host_allowed(sv->hosts, cn.host)) {
+		size_t o = (size_t)snprintf(cn.why, sizeof cn.why, "%s is not among the registries this install may reach:", cn.host);
+		for (char *const *h = sv->hosts; h && *h && o < sizeof cn.why; h++)
+			o += (size_t)snprintf(cn.why + o, sizeof cn.why - o, " %s", *h);
+		refuse(sv, c, &cn, "403 Forbidden", cn.why);
 	}
+	cn.allowed = true;
 	int up;
 	if (sv->up_bad) {
-		snprintf(why, sizeof why, "sbx-run's HTTPS_PROXY is not an http:// proxy it can use, and nothing goes direct");
+		snprintf(cn.why, sizeof cn.why, "sbx-run's HTTPS_PROXY is not an http:// proxy it can use, and nothing goes direct");
 		up = -1;
 	} else
-		up = sv->up_host[0] ? via_upstream(sv, host, why, sizeof why) : dial(sv, host, "443", true, why, sizeof why);
-	if (up < 0) {
-		char msg[sizeof why + 8];
-		snprintf(msg, sizeof msg, "sbx: %s", why);
-		reply(c, "502 Bad Gateway", msg);
-		_exit(0);
-	}
+		up = sv->up_host[0] ? via_upstream(sv, cn.host, cn.why, sizeof cn.why)
+				    : dial(sv, cn.host, "443", true, cn.why, sizeof cn.why);
+	if (up < 0)
+		refuse(sv, c, &cn, "502 Bad Gateway", cn.why);
+	cn.why[0] = 0;
 	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-	if (util_write_all(c, ok, sizeof ok - 1) == 0 &&
-	    ((size_t)hl == total || util_write_all(up, head + hl, total - (size_t)hl) == 0))
-		relay(c, up);
-	_exit(0);
+	if (util_write_all(c, ok, sizeof ok - 1) == 0) {
+		/* what the client sent with its head (a TLS hello) */
+		cn.sent = total - (size_t)hl;
+		if (cn.sent == 0 || util_write_all(up, head + hl, cn.sent) == 0)
+			relay(c, up, &cn);
+	}
+	record(sv, &cn);
 }
 
 /* sbx-run's own HTTPS_PROXY: "http://[user:pass@]host:port[/]". */
@@ -374,21 +474,31 @@ static void upstream(struct server *sv)
 	}
 }
 
-_Noreturn void egress_serve(int lfd, char *const *hosts)
+_Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts)
 {
 	prctl(PR_SET_NAME, "sbx-egress", 0, 0, 0);
 	signal(SIGPIPE, SIG_IGN); /* a closed tunnel is EPIPE, not the end of us */
-	struct server sv = { .hosts = hosts };
+	/* without SA_RESTART: a wait returns EINTR, and we end (SIGALRM: a
+	 * request's head or an upstream's answer that takes too long) */
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGALRM, &sa, NULL);
+	sigset_t term;
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigprocmask(SIG_BLOCK, &term, &waiting_mask);
+	sigdelset(&waiting_mask, SIGTERM);
+	struct server sv = { .hosts = hosts, .log = log_fd };
 	if (getifaddrs(&sv.own) < 0)
 		_exit(1); /* without them no target can be checked */
 	upstream(&sv);
-	unsigned live = 0;
+	unsigned live = 0, served = 0;
 	pid_t server = getpid();
-	for (;;) {
+	while (!stopping) {
 		while (waitpid(-1, NULL, WNOHANG) > 0)
 			live--;
 		struct pollfd pf = { .fd = lfd, .events = POLLIN };
-		if (poll(&pf, 1, 1000) <= 0)
+		if (wait_fds(&pf, 1, 1000) <= 0)
 			continue;
 		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0)
@@ -398,6 +508,22 @@ _Noreturn void egress_serve(int lfd, char *const *hosts)
 			close(c);
 			continue;
 		}
+		/* Past the records' bound, refused: the records stay bounded,
+		 * and one more says so. */
+		if (served >= EGRESS_MAX_RECORDS) {
+			char why[160];
+			snprintf(why, sizeof why, "sbx: more than %d connections from this run: refused, and not recorded",
+				 EGRESS_MAX_RECORDS);
+			reply(c, "503 Service Unavailable", why);
+			close(c);
+			if (served++ == EGRESS_MAX_RECORDS) {
+				struct conn cn = { .t0 = mono_ms() };
+				snprintf(cn.why, sizeof cn.why, "%s", why + 5);
+				put_record(&sv, &cn);
+			}
+			continue;
+		}
+		served++;
 		pid_t p = fork();
 		if (p == 0) {
 			/* With the server, its connections go too. */
@@ -412,18 +538,34 @@ _Noreturn void egress_serve(int lfd, char *const *hosts)
 			live++;
 		close(c);
 	}
+	/* Stopping: each connection's child records itself and ends. */
+	while (wait(NULL) > 0 || errno == EINTR)
+		;
+	_exit(0);
 }
 
 /* ---- the supervisor's side ------------------------------------------------ */
 
-pid_t egress_start(int lfd, char *const *hosts, int uid, char *err, size_t errlen)
+bool egress_start(struct egress *e, int lfd, char *const *hosts, int uid, char *err, size_t errlen)
 {
+	*e = (struct egress){ 0, -1 };
 	char *helper = util_libexec("sbx-egress");
 	if (!helper) {
 		close(lfd);
 		snprintf(err, errlen, "cannot start the install's proxy: libexec/sbx/sbx-egress is missing (make builds it)");
-		return -1;
+		return false;
 	}
+	/* The records' pipe: room for all of them, where the system allows
+	 * (they are read when the stage ends). */
+	int logp[2];
+	if (pipe2(logp, O_CLOEXEC) < 0) {
+		int en = errno;
+		close(lfd);
+		free(helper);
+		snprintf(err, errlen, "cannot start the install's proxy: pipe: %s", strerror(en));
+		return false;
+	}
+	fcntl(logp[1], F_SETPIPE_SZ, 1 << 20);
 	size_t n = 0;
 	while (hosts && hosts[n])
 		n++;
@@ -441,34 +583,98 @@ pid_t egress_start(int lfd, char *const *hosts, int uid, char *err, size_t errle
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	pid_t pid = devnull < 0 ? -1 : fork();
 	if (pid == 0) {
-		/* Its own process group (egress_stop kills it whole), the socket
-		 * as fd 3 and /dev/null as 0-2: nothing else of ours. */
+		/* Its own process group (egress_stop signals it whole), the
+		 * socket as fd 3, the records' pipe as fd 4 and /dev/null as
+		 * 0-2: nothing else of ours. */
 		setpgid(0, 0);
-		int keep[2] = { lfd, devnull };
-		if (proc_child_prepare((int)strtol(parent, NULL, 10), SIGKILL) < 0 || proc_keep_fds(keep, 2) < 0 ||
-		    dup2(keep[1], 0) < 0 || dup2(keep[1], 1) < 0 || dup2(keep[1], 2) < 0 || fcntl(keep[0], F_SETFD, 0) < 0)
+		int keep[3] = { lfd, logp[1], devnull };
+		if (proc_child_prepare((int)strtol(parent, NULL, 10), SIGKILL) < 0 || proc_keep_fds(keep, 3) < 0 ||
+		    dup2(keep[2], 0) < 0 || dup2(keep[2], 1) < 0 || dup2(keep[2], 2) < 0 || fcntl(keep[0], F_SETFD, 0) < 0 ||
+		    fcntl(keep[1], F_SETFD, 0) < 0)
 			_exit(126);
-		close(keep[1]);
 		execv(helper, argv);
 		_exit(127);
 	}
-	int e = errno;
+	int en = errno;
 	if (devnull >= 0)
 		close(devnull);
 	close(lfd);
+	close(logp[1]);
 	free(argv);
 	free(helper);
-	if (pid < 0)
-		snprintf(err, errlen, "cannot start the install's proxy: %s", strerror(e));
-	return pid;
+	if (pid < 0) {
+		close(logp[0]);
+		snprintf(err, errlen, "cannot start the install's proxy: %s", strerror(en));
+		return false;
+	}
+	*e = (struct egress){ pid, logp[0] };
+	return true;
 }
 
-void egress_stop(pid_t pid)
+/* The records in text (one JSON object a line), as an array: a line that
+ * is not an object (the proxy killed mid-write cannot make one: a line is
+ * one write) is left out. */
+static jv parse_records(const char *text, size_t len)
 {
-	if (pid <= 0)
-		return;
-	kill(-pid, SIGKILL);
-	kill(pid, SIGKILL);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+	jv out = jv_array();
+	for (const char *p = text, *end = text + len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			break;
+		jv v = jv_parse_sized(p, (int)(nl - p));
+		if (jv_get_kind(v) == JV_KIND_OBJECT)
+			out = jv_array_append(out, v);
+		else
+			jv_free(v);
+		p = nl + 1;
+	}
+	return out;
+}
+
+/* Read fd until its end or until the monotonic deadline (ms); false if
+ * the deadline came first. */
+static bool drain(int fd, char **buf, size_t *len, size_t *cap, double deadline)
+{
+	for (;;) {
+		double left = deadline - mono_ms();
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		int r = left > 0 ? poll(&pf, 1, (int)left + 1) : 0;
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		if (*cap - *len < 65536) {
+			*cap = *cap * 2 + 65536;
+			*buf = util_xrealloc(*buf, *cap);
+		}
+		ssize_t n = read(fd, *buf + *len, *cap - *len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return true;
+		*len += (size_t)n;
+	}
+}
+
+jv egress_stop(struct egress *e)
+{
+	if (e->pid <= 0)
+		return jv_null();
+	/* Ask first: each open connection records itself (egress.h).  What
+	 * has not ended by EGRESS_STOP_MS is killed, and its record lost. */
+	kill(-e->pid, SIGTERM);
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	if (!drain(e->log, &buf, &len, &cap, mono_ms() + EGRESS_STOP_MS)) {
+		kill(-e->pid, SIGKILL);
+		kill(e->pid, SIGKILL);
+		drain(e->log, &buf, &len, &cap, mono_ms() + EGRESS_STOP_MS);
+	}
+	while (waitpid(e->pid, NULL, 0) < 0 && errno == EINTR)
 		;
+	close(e->log);
+	jv out = parse_records(buf ? buf : "", len);
+	free(buf);
+	*e = (struct egress){ 0, -1 };
+	return out;
 }

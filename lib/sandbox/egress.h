@@ -14,12 +14,22 @@
  * HTTPS_PROXY, http:// only), the allowed CONNECTs are passed on to it.
  *
  * The proxy of one install is a process of its own: egress_start forks and
- * execs libexec/sbx/sbx-egress with the listening socket as fd 3 and
- * nothing else of the supervisor (no copy of other jobs' code or input),
- * which drops to an unprivileged uid, serves each connection from a child
- * (at most EGRESS_MAX_CONNS at once, small socket buffers), dies with the
- * supervisor, and is killed with its children by egress_stop when the
- * stage ends.
+ * execs libexec/sbx/sbx-egress with the listening socket as fd 3, the
+ * write end of a pipe as fd 4 and nothing else of the supervisor (no copy
+ * of other jobs' code or input), which drops to an unprivileged uid,
+ * serves each connection from a child (at most EGRESS_MAX_CONNS at once,
+ * small socket buffers), dies with the supervisor, and is stopped with its
+ * children by egress_stop when the stage ends.
+ *
+ * Every connection is accounted: its child writes one JSON line to fd 4
+ * when it ends (the host and port asked for, whether it was allowed and
+ * why not, the bytes each way, how long it lasted), one write() of less
+ * than PIPE_BUF, so that lines of concurrent children never mix.
+ * egress_stop tells the connections still open to end (SIGTERM: each
+ * writes its line), reads the lines while they do, for at most
+ * EGRESS_STOP_MS, then kills what is left: the stage's result has them
+ * as "egress".  After EGRESS_MAX_RECORDS connections a run's further ones
+ * are refused, and one line says so.
  */
 #ifndef SBX_EGRESS_H
 #define SBX_EGRESS_H
@@ -31,17 +41,31 @@
 #define EGRESS_PORT 3128
 #define EGRESS_URL "http://127.0.0.1:3128"
 #define EGRESS_MAX_CONNS 32
+#define EGRESS_MAX_RECORDS 512
+#define EGRESS_STOP_MS 300
+
+#include <jv.h>
+
+/* A running proxy: pid 0 when there is none (log is then not open). */
+struct egress {
+	pid_t pid;
+	int log; /* the read end of its records' pipe */
+};
 
 /* Start the server for lfd (a listening socket; taken) and hosts
  * (NULL-terminated; "*.example.org" also matches its subdomains), running
- * as uid (>= 0, when we are root) or as ourselves (-1).  Its pid (the
- * leader of its process group), or -1 with err. */
-pid_t egress_start(int lfd, char *const *hosts, int uid, char *err, size_t errlen);
-/* Kill the server and its connections, and reap it. */
-void egress_stop(pid_t pid);
+ * as uid (>= 0, when we are root) or as ourselves (-1), into *e (its pid
+ * the leader of its process group).  False with err, *e then none. */
+bool egress_start(struct egress *e, int lfd, char *const *hosts, int uid, char *err, size_t errlen);
+/* Stop the server and its connections, reap it, and return its records
+ * (the caller's): an array of {"host", "port", "allowed", "why"?,
+ * "bytes_sent", "bytes_received", "duration_ms"}, or jv_null() if *e was
+ * none.  *e is none after. */
+jv egress_stop(struct egress *e);
 
-/* The server, in sbx-egress: serve lfd until killed. */
-_Noreturn void egress_serve(int lfd, char *const *hosts);
+/* The server, in sbx-egress: serve lfd until stopped, writing a record
+ * of each connection to log_fd. */
+_Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts);
 
 /* Is host (a name, no port) one of hosts? */
 bool egress_host_allowed(char *const *hosts, const char *host);
