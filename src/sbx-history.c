@@ -57,13 +57,13 @@ static void help(void)
 	       "                      7d, 2w); a bare number is refused\n"
 	       "      --until T       runs before T (same forms)\n"
 	       "      --language L    a language (or one of its aliases)\n"
-	       "      --status S      %s\n"
-	       "      --verdict V     judged runs (\"tests\") with verdict V: accepted,\n"
-	       "                      wrong_answer, timeout, memory_limit, error, output_limit,\n"
-	       "                      judge_error, compile_error\n"
+	       "      --status S      one of: %s\n"
+	       "      --verdict V     judged runs (\"tests\") whose verdict is one of: %s\n"
 	       "      --id ID         the record's id\n"
 	       "      --session S     a session's id\n"
 	       "      --principal P   the runs of one sbx-mcp HTTP token (P: its digest)\n"
+	       "      --egress-refused  runs with a connection their proxy refused or could\n"
+	       "                      not make (an install's egress)\n"
 	       "                      (--language, --status and --verdict may be repeated, or\n"
 	       "                      given a comma-separated list: runs with any of them)\n"
 	       "  -n, --limit N       at most N rows, newest first (default 20; 0: all)\n"
@@ -105,7 +105,7 @@ static void help(void)
 	       "Exit status: 0 rows were printed (or the retention or merge work was done),\n"
 	       "1 no row matched (or there is no history file yet), 2 usage, configuration\n"
 	       "or database error (or a source that could not be merged).\n",
-	       synopsis, status_list());
+	       synopsis, status_list(), status_verdict_list());
 }
 
 enum format { F_JSON, F_TABLE, F_CSV, F_HTML };
@@ -417,7 +417,7 @@ static void options(int argc, char **argv, struct opts *o)
 	hist_filter_init(f);
 	f->limit = 20;
 	o->fmt = F_JSON;
-	enum { O_SINCE = 256, O_UNTIL, O_LANG, O_STATUS, O_ID, O_SESSION, O_PRINCIPAL, O_VERDICT, O_STATS, O_BY, O_JQ, O_RECORD, O_PRUNE,
+	enum { O_SINCE = 256, O_UNTIL, O_LANG, O_STATUS, O_ID, O_SESSION, O_PRINCIPAL, O_VERDICT, O_EGRESS, O_STATS, O_BY, O_JQ, O_RECORD, O_PRUNE,
 	       O_OLDER, O_FORCE, O_VACUUM, O_MERGE, O_SERVER };
 	static const struct option opts[] = {
 		{ "since", required_argument, NULL, O_SINCE },
@@ -428,6 +428,7 @@ static void options(int argc, char **argv, struct opts *o)
 		{ "session", required_argument, NULL, O_SESSION },
 		{ "principal", required_argument, NULL, O_PRINCIPAL },
 		{ "verdict", required_argument, NULL, O_VERDICT },
+		{ "egress-refused", no_argument, NULL, O_EGRESS },
 		{ "limit", required_argument, NULL, 'n' },
 		{ "stats", optional_argument, NULL, O_STATS },
 		{ "by", required_argument, NULL, O_BY },
@@ -455,6 +456,7 @@ static void options(int argc, char **argv, struct opts *o)
 		case O_ID: f->id = optarg; break;
 		case O_SESSION: f->session = optarg; break;
 		case O_PRINCIPAL: f->principal = optarg; break;
+		case O_EGRESS: f->egress_refused = true; break;
 		case 'n':
 			if (!util_parse_i64(optarg, 0, INT64_MAX, &f->limit))
 				util_usage_error(synopsis, "--limit: \"%s\" is not a count (0 for all)", optarg);
@@ -516,10 +518,11 @@ static void options(int argc, char **argv, struct opts *o)
 	f->language = o->languages;
 	f->status = o->statuses;
 	f->verdict = o->verdicts;
-	if (o->retention && (o->stats || o->jq_filter || since || until || f->language || f->status || f->id || f->session || f->verdict))
+	bool filtered = since || until || f->language || f->status || f->id || f->session || f->principal || f->verdict ||
+			f->egress_refused;
+	if (o->retention && (o->stats || o->jq_filter || filtered))
 		util_usage_error(synopsis, "--prune and --vacuum take no filters, --stats or --jq");
-	if (o->merge && (o->retention || o->stats || o->jq_filter || o->with_record || o->fmt != F_JSON || since || until ||
-			 f->language || f->status || f->id || f->session || f->principal || f->verdict))
+	if (o->merge && (o->retention || o->stats || o->jq_filter || o->with_record || o->fmt != F_JSON || filtered))
 		util_usage_error(synopsis, "--merge takes no filters, --stats, --jq, --record, --format or retention options");
 	if (older)
 		o->older = parse_time("--older-than", older);
@@ -539,6 +542,15 @@ static void options(int argc, char **argv, struct opts *o)
 		for (char *v = strtok_r(copy, ",", &save); v; v = strtok_r(NULL, ",", &save))
 			if (!status_known(v))
 				util_usage_error(synopsis, "--status: \"%s\" is not a status (%s)", v, status_list());
+		free(copy);
+	}
+	if (o->verdicts) {
+		char *copy = util_strdup(o->verdicts), *save = NULL;
+		for (char *v = strtok_r(copy, ",", &save); v; v = strtok_r(NULL, ",", &save)) {
+			int i = status_find(v);
+			if (i < 0 || !(status_as(i) & SA_VERDICT))
+				util_usage_error(synopsis, "--verdict: \"%s\" is not a verdict (%s)", v, status_verdict_list());
+		}
 		free(copy);
 	}
 }

@@ -8,8 +8,10 @@ load helpers
 TOOLS=(sbx-validate sbx-run sbx-cap sbx-log sbx-history sbx-mcp sbx-shard sbx-batch sbx-merge)
 
 # complete WORD...: what bash completion offers for the last word.
+# (the tools on PATH, as a user's are: statuses and verdicts come from
+# sbx-history --help)
 complete_bash() {
-	bash -c 'source "$1/share/completion/sbx.bash"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _sbx; printf "%s\n" "${COMPREPLY[@]}"' \
+	PATH=$BIN:$PATH bash -c 'source "$1/share/completion/sbx.bash"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _sbx; printf "%s\n" "${COMPREPLY[@]}"' \
 		_ "$ROOT" "$@"
 }
 # (another program's option in the prose, as "sbatch --array=", is not one)
@@ -33,10 +35,14 @@ long_options() { "$BIN/$1" --help | grep -oE -- '--[a-z][a-z-]*=?' | grep -v '=$
 	# without -c: $SBX_CONF
 	[ "$(SBX_CONF=one.conf complete_bash sbx-history --language co | tr '\n' ' ')" = "cobol cob " ]
 	help=$("$BIN/sbx-history" --help)
-	want=$(sed -n '/--status S/,/--verdict V/p' <<< "$help" | grep -v -- '--verdict' | sed 's/.*--status S//' | grep -oE '[a-z_]+' | sort)
+	# ("--status S  one of: a, b, ...": the tool's table, status.h)
+	want=$(sed -n 's/^ *--status S .*one of: //p' <<< "$help" | grep -oE '[a-z_]+' | sort)
 	[ "$(complete_bash sbx-history --status '' | sort)" = "$want" ]
-	want=$(sed -n '/--verdict V/,/--id ID/p' <<< "$help" | grep -v -- '--id' | sed 's/.*--verdict V//' | grep -oE '[a-z_]+' | grep -vE '^(judged|runs|with|tests|verdict)$' | sort)
+	grep -qx rejected <<< "$want" && grep -qx cancelled <<< "$want"
+	want=$(sed -n 's/^ *--verdict V .*one of: //p' <<< "$help" | grep -oE '[a-z_]+' | sort)
 	[ "$(complete_bash sbx-history --verdict '' | sort)" = "$want" ]
+	grep -qx accepted <<< "$want" && grep -qx judge_error <<< "$want"
+	[ "$(complete_bash sbx-history --verdict acc)" = accepted ]
 	[ "$(complete_bash sbx-history -f '' | tr '\n' ' ')" = "json table csv html " ]
 	[ "$(complete_bash sbx-mcp --transport '' | tr '\n' ' ')" = "stdio http sse " ]
 }

@@ -264,6 +264,37 @@ logr() { "$BIN/sbx-log" "$@"; }
 	[[ "${stderr_lines[0]}" == *'"2024-02-30" is neither a date'* ]]
 }
 
+@test "--egress-refused: runs whose proxy refused a connection; --verdict is checked; --prune takes no filter" {
+	{
+		jq -nc '{id: "plain", language: "python", code: "1", status: "success", duration_ms: 5}'
+		jq -nc '{id: "clean", language: "python", code: "2", status: "success", duration_ms: 5,
+			egress: [{host: "pypi.org", port: 443, allowed: true, bytes_sent: 10, bytes_received: 20, duration_ms: 3}]}'
+		jq -nc '{id: "refused", language: "python", code: "3", status: "error", duration_ms: 5,
+			egress: [{host: "pypi.org", port: 443, allowed: true, bytes_sent: 10, bytes_received: 20, duration_ms: 3},
+				{host: "evil.example", port: 443, allowed: false, why: "evil.example is not among the registries", bytes_sent: 0, bytes_received: 0, duration_ms: 0}]}'
+		jq -nc '{id: "failed", language: "python", code: "4", status: "error", duration_ms: 5,
+			egress: [{host: "pypi.org", port: 443, allowed: true, why: "cannot resolve pypi.org", bytes_sent: 0, bytes_received: 0, duration_ms: 1}]}'
+	} | logr > /dev/null
+	ids() { printf '%s\n' "${lines[@]}" | jq -sc 'map(.id)'; }
+	run --separate-stderr hist --egress-refused; [ "$(ids)" = '["failed","refused"]' ]
+	run --separate-stderr hist --egress-refused --status error --id refused; [ "$(ids)" = '["refused"]' ]
+	# the record keeps each connection, in the default (preview) mode too
+	run --separate-stderr hist --id refused --record
+	jqe 0 '.record.egress[1] | .host == "evil.example" and .allowed == false and (.why | contains("registries"))'
+	# a verdict's typo is a usage error, as a status's is, never "no rows"
+	run --separate-stderr hist --verdict acepted
+	[ "$status" -eq 2 ] && [[ "${stderr_lines[0]}" == *'"acepted" is not a verdict (accepted, wrong_answer,'* ]]
+	run --separate-stderr hist --verdict accepted,judge_error
+	[ "$status" -eq 1 ]
+	# retention takes no filter: a --principal or --egress-refused given
+	# to --prune would have pruned every principal's runs
+	for f in "--principal abc" --egress-refused "--verdict accepted"; do
+		run --separate-stderr hist --prune --older-than 1d $f
+		[ "$status" -eq 2 ] && [[ "${stderr_lines[0]}" == *"--prune and --vacuum take no filters"* ]]
+	done
+	run --separate-stderr hist --limit 0; [ "$(ids)" = '["failed","refused","clean","plain"]' ]
+}
+
 @test "cron exit codes: 0 with rows, 1 with none, 1 with no history yet, 2 on errors" {
 	run --separate-stderr hist --status internal_error --since 1h
 	[ "$status" -eq 1 ]

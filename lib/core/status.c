@@ -53,6 +53,18 @@ bool status_is(const char *s, unsigned flag)
 	return f & flag;
 }
 
+const char *status_verdict_list(void)
+{
+	static char list[256];
+	size_t o = 0;
+	for (int k = 0; k < STATUS_N; k++) {
+		int i = (k + STATUS_NSTATUSES) % STATUS_N; /* the verdicts' own rows first */
+		if ((defs[i].as & SA_VERDICT) && o < sizeof list)
+			o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", o ? ", " : "", defs[i].name);
+	}
+	return list;
+}
+
 const char *status_list(void)
 {
 	static char list[200];

@@ -96,6 +96,8 @@ bool status_is(const char *s, unsigned flag);
 enum status_id status_of_verdict(enum status_id v);
 /* All the statuses for a message: "success, error, ..." (static). */
 const char *status_list(void);
+/* All the names a verdict can be, its own first: "accepted, ..." (static). */
+const char *status_verdict_list(void);
 /* Whether row i can be a verdict or a test's status (SA_ bits). */
 unsigned status_as(enum status_id i);
 

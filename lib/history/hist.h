@@ -64,6 +64,7 @@ struct hist_filter {
 	const char *id, *session;
 	const char *principal;     /* sbx-mcp's HTTP callers: a token's runs only */
 	const char *verdict;       /* judged runs with this verdict (or a list, as status) */
+	bool egress_refused;       /* runs whose proxy refused or failed a connection (the record's "egress") */
 	bool by_verdict;           /* hist_stats: judged runs, per verdict instead of status */
 	const char *text;          /* the code contains it (case-insensitive for ASCII; no wildcards) */
 	int64_t history_id;        /* > 0: that row only */

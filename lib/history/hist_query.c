@@ -75,8 +75,15 @@ void hist_where_clause(const struct hist_filter *f, char *buf, size_t len)
 				      n ? " AND " : " WHERE ", n + 1, n + 1, n + 2);
 		n += 2;
 	}
+	/* The record keeps a run's egress (in either history_code mode):
+	 * scanned, as the rare query it is, rather than indexed on every
+	 * write. */
+	if (f->egress_refused)
+		o += (size_t)snprintf(buf + o, len - o,
+				      "%sEXISTS (SELECT 1 FROM json_each(record, '$.egress') WHERE json_type(value, '$.why') = 'text')",
+				      n ? " AND " : " WHERE ");
 	if (f->by_verdict)
-		snprintf(buf + o, len - o, "%sverdict IS NOT NULL", n ? " AND " : " WHERE ");
+		snprintf(buf + o, len - o, "%sverdict IS NOT NULL", n || f->egress_refused ? " AND " : " WHERE ");
 }
 
 /* text with LIKE's % _ and the escape character itself escaped (caller frees). */

@@ -172,6 +172,50 @@ static void tests_table(struct page *p, jv rec)
 	jv_free(tests);
 }
 
+/* An install's connections through its proxy (the record's "egress"):
+ * what it reached, what was refused and why. */
+static void egress_table(struct page *p, jv rec)
+{
+	jv conns = jv_get_kind(rec) == JV_KIND_OBJECT ? rec_get(rec, "egress") : jv_invalid();
+	if (jv_get_kind(conns) != JV_KIND_ARRAY) {
+		jv_free(conns);
+		return;
+	}
+	page_raw(p, "<h2>Connections</h2><table id=\"egress\"><thead><tr><th>host</th><th>port</th><th>proxy</th>"
+		    "<th>sent</th><th>received</th><th>duration</th></tr></thead><tbody>");
+	jv_array_foreach(conns, i, c)
+	{
+		if (jv_get_kind(c) != JV_KIND_OBJECT) {
+			jv_free(c);
+			continue;
+		}
+		size_t n;
+		const char *host = page_sval_n(c, "host", &n), *why = page_sval(c, "why");
+		bool allowed = false;
+		rec_bool(c, "allowed", &allowed);
+		page_raw(p, "<tr><td>");
+		if (host)
+			page_text_capped(p, host, n, 256);
+		page_raw(p, "</td><td class=\"num\">");
+		page_put_num(p, c, "port", "");
+		page_printf(p, "</td><td>%s", allowed ? "allowed" : "refused");
+		if (why) {
+			page_raw(p, ": ");
+			page_text_capped(p, why, strlen(why), 800);
+		}
+		page_raw(p, "</td><td class=\"num\">");
+		page_put_bytes(p, c, "bytes_sent");
+		page_raw(p, "</td><td class=\"num\">");
+		page_put_bytes(p, c, "bytes_received");
+		page_raw(p, "</td><td class=\"num\">");
+		page_put_num(p, c, "duration_ms", " ms");
+		page_raw(p, "</td></tr>");
+		jv_free(c);
+	}
+	page_raw(p, "</tbody></table>");
+	jv_free(conns);
+}
+
 struct one_ctx {
 	jv row;
 };
@@ -277,6 +321,7 @@ int page_run(struct page *p, struct hist *h, const struct hist_filter *base, int
 	}
 	jv_free(comp);
 	tests_table(p, rec);
+	egress_table(p, rec);
 	images(p, rec);
 	if (jv_get_kind(rec) == JV_KIND_OBJECT) {
 		jv lim = rec_get(rec, REQ_KEY(limits));

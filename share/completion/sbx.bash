@@ -40,6 +40,13 @@ _sbx_languages() {
 		tr ' \t' '\n\n' | grep -E '^[A-Za-z0-9_+.-]+$'
 }
 
+# The names sbx-history --help lists for an option ("--status S  one of:
+# a, b, ..."): its statuses and verdicts, from the tool itself, so that
+# they are the table's (lib/core/status.h) and never a copy.
+_sbx_listed() {
+	"${COMP_WORDS[0]}" --help 2>/dev/null | sed -n "s/^ *$1 .*one of: //p" | tr ', ' '\n\n' | grep -E '^[a-z_]+$'
+}
+
 # _sbx_words WORD...: COMPREPLY = the words that start with $cur, taken as
 # they are (compgen -W would expand them).
 _sbx_words() {
@@ -69,8 +76,7 @@ _sbx() {
 		_sbx_files; return ;;
 	-o | --output) _sbx_files -d; return ;;
 	--language) local IFS=$'\n'; _sbx_words $(_sbx_languages); return ;;
-	--status) _sbx_words success error rejected timeout memory_limit compile_error invalid internal_error cancelled; return ;;
-	--verdict) _sbx_words accepted wrong_answer timeout memory_limit error output_limit judge_error compile_error; return ;;
+	--status | --verdict) local IFS=$'\n'; _sbx_words $(_sbx_listed "$prev"); return ;;
 	-f | --format) _sbx_words json table csv html; return ;;
 	--by) _sbx_words hour day; return ;;
 	--store-code) _sbx_words preview full; return ;;
@@ -89,7 +95,7 @@ _sbx() {
 	sbx-run) opts="-j --jobs --unordered --progress --no-progress --timings --no-cache --events --live --control --check --json --pull -c --config -h --help --version" ;;
 	sbx-cap) opts="-n --bytes -c --config -h --help --version" ;;
 	sbx-log) opts="-d --database --store-code --sync -c --config -h --help --version" ;;
-	sbx-history) opts="--since --until --language --status --verdict --id --session --principal -n --limit --stats --stats=verdict --by --jq -f --format --record --prune --older-than --force --vacuum -v --verbose --merge -d --database --server -c --config -h --help --version" ;;
+	sbx-history) opts="--since --until --language --status --verdict --egress-refused --id --session --principal -n --limit --stats --stats=verdict --by --jq -f --format --record --prune --older-than --force --vacuum -v --verbose --merge -d --database --server -c --config -h --help --version" ;;
 	sbx-mcp) opts="-c --config -l --listen --token-file --transport -h --help --version" ;;
 	sbx-shard) opts="-k --shards -o --output -c --config -h --help --version" ;;
 	sbx-batch) opts="-j --jobs --history --shard -c --config -h --help --version" ;;
