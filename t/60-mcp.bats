@@ -940,36 +940,71 @@ localhost -> HTTP/1.1 502 Bad Gateway" ]
 	EOF
 }
 
-@test "an install's proxy accounts for a tunnel: bytes each way, still open when the stage ends" {
+@test "an install's proxy: TLS to the host allowed only (no fronting), a tunnel's bytes each way, still open at the stage's end" {
 	skip_unless_root
 	command -v npm > /dev/null || skip "npm is not installed"
 	command -v ip > /dev/null || skip "no ip(8)"
 	# Two network namespaces of the test's own joined by a veth pair: the
 	# proxy's (sbx-run's), and a "registry" at 198.18.0.5 (a range the
-	# proxy lets through) that takes 1000 bytes, answers 5000 and then
+	# proxy lets through).  Through the proxy, the probe sends a TLS
+	# ClientHello naming another server (domain fronting), then bytes that
+	# are not TLS, then a ClientHello naming none (an address was asked
+	# for) and 950 bytes more, to which the registry answers 5000 and
 	# keeps the connection open: the stage's end must close and record it.
 	cat > probe.js <<'JS'
-const net = require("net"), fs = require("fs");
-const s = net.connect(3128, "127.0.0.1"); let b = Buffer.alloc(0), head = false;
-s.on("connect", () => s.write("CONNECT 198.18.0.5:443 HTTP/1.1\r\n\r\n"));
-s.on("data", d => {
-	b = Buffer.concat([b, d]);
-	if (!head && b.indexOf("\r\n\r\n") >= 0) { head = true; b = b.subarray(b.indexOf("\r\n\r\n") + 4); s.write(Buffer.alloc(1000, 120)); }
-	if (head && b.length >= 5000) { fs.writeFileSync("/scratch/probe.out", "got " + b.length + "\n"); process.exit(0); }
+const net = require("net"), fs = require("fs"), out = [];
+// A TLS 1.3-style ClientHello record: one cipher suite, and a server name if given.
+const hello = (sni) => {
+	let ext = Buffer.alloc(0);
+	if (sni) {
+		const n = Buffer.from(sni), e = Buffer.alloc(9 + n.length);
+		e.writeUInt16BE(0, 0); e.writeUInt16BE(5 + n.length, 2); e.writeUInt16BE(3 + n.length, 4);
+		e[6] = 0; e.writeUInt16BE(n.length, 7); n.copy(e, 9); ext = e;
+	}
+	const exts = Buffer.alloc(2); exts.writeUInt16BE(ext.length, 0);
+	const body = Buffer.concat([Buffer.from([3, 3]), Buffer.alloc(32), Buffer.from([0, 0, 2, 0x13, 1, 1, 0]), exts, ext]);
+	const hs = Buffer.concat([Buffer.from([1, 0, body.length >> 8, body.length & 255]), body]);
+	return Buffer.concat([Buffer.from([22, 3, 1, hs.length >> 8, hs.length & 255]), hs]);
+};
+// (a refused tunnel is closed, or reset when our bytes were unread: either way, closed)
+const via = (payload, want) => new Promise(r => {
+	const s = net.connect(3128, "127.0.0.1"); let b = Buffer.alloc(0), head = false, done = false;
+	const end = (what) => { if (!done) { done = true; out.push(what); r(); } };
+	s.on("connect", () => s.write("CONNECT 198.18.0.5:443 HTTP/1.1\r\n\r\n"));
+	s.on("data", d => {
+		b = Buffer.concat([b, d]);
+		if (!head && b.indexOf("\r\n\r\n") >= 0) { head = true; b = b.subarray(b.indexOf("\r\n\r\n") + 4); s.write(payload); }
+		if (head && want && b.length >= want) end("got " + b.length);
+	});
+	s.on("close", () => end("closed after " + b.length));
+	s.on("error", () => end("closed after " + b.length));
 });
+(async () => {
+	await via(hello("evil.example"), 0);
+	await via(Buffer.from("GET / HTTP/1.1\r\nHost: 198.18.0.5\r\n\r\n"), 0);
+	const h = hello(null);
+	await via(Buffer.concat([h, Buffer.alloc(1000 - h.length, 120)]), 5000);
+	fs.writeFileSync("/scratch/probe.out", out.join("\n") + "\n");
+	process.exit(0);
+})();
 JS
 	cat > registry.py <<'PY'
-import socket
+import socket, threading
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("198.18.0.5", 443)); s.listen(8)
 open("ready", "w").close()
-c, a = s.accept(); n = 0
-while n < 1000:
-    d = c.recv(4096)
-    if not d: break
-    n += len(d)
-open("took", "w").write("%d\n" % n)
-c.sendall(b"y" * 5000)
-c.recv(1)  # held open until the proxy goes
+def serve(c):
+    n = 0
+    while n < 1000:
+        d = c.recv(4096)
+        if not d: break
+        n += len(d)
+    open("took", "a").write("%d\n" % n)
+    if n == 1000:
+        c.sendall(b"y" * 5000)
+        c.recv(1)  # held open until the proxy goes
+while True:
+    c, a = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
 PY
 	conf=$(conf_with -e 's/^install_specs *=.*/install_specs = "any"/' \
 		-e 's/^registries = \["registry.npmjs.org"\]/registries = ["198.18.0.5"]/')
@@ -993,10 +1028,18 @@ PY
 		for i in $(seq 50); do [ -e ready ] && break; sleep 0.1; done
 		"$1" -c "$2" < job > out
 		kill $r "$peer" 2> /dev/null; wait' sh "$BIN/sbx-run" "$conf"
-	[ "$(cat took)" = 1000 ]
-	[ "$(cat "$ws/probe.out")" = "got 5000" ]
-	jq -e '.status == "success" and (.egress | length == 1) and (.egress[0] | .host == "198.18.0.5" and .port == 443 and
-		.allowed == true and (has("why") | not) and .bytes_sent == 1000 and .bytes_received == 5000 and .duration_ms > 0)' out
+	# the refused ones never reached the registry (it was dialled, and left)
+	[ "$(sort -n took | tr '\n' ' ')" = "0 0 1000 " ]
+	[ "$(cat "$ws/probe.out")" = "closed after 0
+closed after 0
+got 5000" ]
+	jq -e '.status == "success" and (.egress | length == 3)' out
+	diff <(jq -r '.egress[] | "\(.allowed) \(.bytes_sent) \(.bytes_received) \(.why)"' out | sort) - <<-EOF
+		false 0 0 the TLS ClientHello names evil.example, not 198.18.0.5, the host allowed (no domain fronting)
+		false 0 0 what came through the tunnel is not TLS
+		true 1000 5000 null
+	EOF
+	jq -e 'all(.egress[]; .host == "198.18.0.5" and .port == 443 and .duration_ms >= 0)' out
 	! our_pgrep "" '(^|/)sbx-egress( |$)' || false
 }
 

@@ -47,6 +47,92 @@ bool egress_host_allowed(char *const *hosts, const char *host)
 	return false;
 }
 
+/* A reader of bytes that never reads past its end: every length a
+ * ClientHello gives is the sender's, and checked before it is used. */
+struct rd {
+	const unsigned char *p, *end;
+};
+
+static bool rd_take(struct rd *r, size_t n, const unsigned char **out)
+{
+	if ((size_t)(r->end - r->p) < n)
+		return false;
+	if (out)
+		*out = r->p;
+	r->p += n;
+	return true;
+}
+
+static bool rd_num(struct rd *r, size_t bytes, size_t *v)
+{
+	const unsigned char *b;
+	if (!rd_take(r, bytes, &b))
+		return false;
+	*v = 0;
+	for (size_t i = 0; i < bytes; i++)
+		*v = *v << 8 | b[i];
+	return true;
+}
+
+/* A sub-reader of the next n bytes (a length-prefixed vector). */
+static bool rd_sub(struct rd *r, size_t len_bytes, struct rd *sub)
+{
+	size_t n;
+	const unsigned char *b;
+	if (!rd_num(r, len_bytes, &n) || !rd_take(r, n, &b))
+		return false;
+	*sub = (struct rd){ b, b + n };
+	return true;
+}
+
+int egress_hello_sni(const unsigned char *b, size_t n, char *name, size_t len, size_t *need)
+{
+	struct rd r = { b, b + n }, rec, hs, exts;
+	size_t type, v, rlen, hlen;
+	if (need)
+		*need = 0;
+	/* record: handshake (22), a version, its length */
+	if (!rd_num(&r, 1, &type) || type != 22 || !rd_num(&r, 2, &v) || !rd_num(&r, 2, &rlen))
+		return -1;
+	if (need)
+		*need = 5 + rlen;
+	if (!rd_take(&r, rlen, NULL))
+		return -1;
+	rec = (struct rd){ b + 5, b + 5 + rlen };
+	/* handshake: ClientHello (1), its length, within this record */
+	const unsigned char *body;
+	if (!rd_num(&rec, 1, &type) || type != 1 || !rd_num(&rec, 3, &hlen) || !rd_take(&rec, hlen, &body))
+		return -1;
+	hs = (struct rd){ body, body + hlen };
+	struct rd skip;
+	/* version, random, session id, cipher suites, compression methods */
+	if (!rd_take(&hs, 2 + 32, NULL) || !rd_sub(&hs, 1, &skip) || !rd_sub(&hs, 2, &skip) || !rd_sub(&hs, 1, &skip))
+		return -1;
+	if (hs.p == hs.end)
+		return 0; /* no extensions */
+	/* the extensions end the ClientHello: nothing after them */
+	if (!rd_sub(&hs, 2, &exts) || hs.p != hs.end)
+		return -1;
+	while (exts.p < exts.end) {
+		size_t et;
+		struct rd ext, list, host;
+		if (!rd_num(&exts, 2, &et) || !rd_sub(&exts, 2, &ext))
+			return -1;
+		if (et != 0) /* server_name */
+			continue;
+		size_t nt;
+		/* one host_name (0): a list of two would be ambiguous */
+		if (!rd_sub(&ext, 2, &list) || !rd_num(&list, 1, &nt) || nt != 0 || !rd_sub(&list, 2, &host) ||
+		    list.p != list.end || host.p == host.end || (size_t)(host.end - host.p) >= len)
+			return -1;
+		size_t hn = (size_t)(host.end - host.p);
+		memcpy(name, host.p, hn);
+		name[hn] = 0;
+		return memchr(name, 0, hn) ? -1 : 1;
+	}
+	return 0;
+}
+
 /* The documentation ranges (TEST-NET-1..3) and 198.18/15 stay reachable:
  * some networks' resolvers answer with them for real hosts (an
  * intercepting proxy, a benchmark rig), and no host uses them for its own
@@ -375,6 +461,43 @@ static int via_upstream(const struct server *sv, const char *host, char *err, si
 	return up;
 }
 
+/* Read the tunnel's first TLS record (the client may have sent part of it
+ * with its head: hello[0, *hn)) and check its ClientHello's server name:
+ * the host the CONNECT named, which was allowed; another name, served from
+ * the same address, would be domain fronting.  Without a server name only
+ * an address may be asked for.  False with why in cn (nothing went on). */
+static bool hello_checked(int c, struct conn *cn, unsigned char *hello, size_t *hn)
+{
+	char sni[256];
+	size_t need = 0;
+	int s;
+	alarm(HEAD_SECONDS);
+	while ((s = egress_hello_sni(hello, *hn, sni, sizeof sni, &need)) < 0) {
+		size_t want = need ? need : 5;
+		const char *bad = *hn >= 5 && !need ? "what came through the tunnel is not TLS"
+				  : need > 5 + 16384   ? "a TLS record longer than TLS allows"
+				  : *hn >= want       ? "a malformed TLS ClientHello"
+						      : NULL;
+		ssize_t r = bad ? 0 : read(c, hello + *hn, want - *hn);
+		if (bad || r <= 0) {
+			alarm(0);
+			snprintf(cn->why, sizeof cn->why, "%s", bad ? bad : "no TLS ClientHello came");
+			return false;
+		}
+		*hn += (size_t)r;
+	}
+	alarm(0);
+	struct in_addr a;
+	if (s == 0 && inet_pton(AF_INET, cn->host, &a) == 1)
+		return true;
+	if (s == 0)
+		snprintf(cn->why, sizeof cn->why, "the TLS ClientHello names no server: %s must be named", cn->host);
+	else if (strcasecmp(sni, cn->host))
+		snprintf(cn->why, sizeof cn->why, "the TLS ClientHello names %.255s, not %s, the host allowed (no domain fronting)",
+			 sni, cn->host);
+	return s == 1 && !strcasecmp(sni, cn->host);
+}
+
 /* Refuse the connection with status and why (which its record keeps
  * too), and end. */
 static _Noreturn void refuse(const struct server *sv, int c, struct conn *cn, const char *status, const char *why)
@@ -433,12 +556,19 @@ static _Noreturn void handle(const struct server *sv, int c)
 		refuse(sv, c, &cn, "502 Bad Gateway", cn.why);
 	cn.why[0] = 0;
 	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-	if (util_write_all(c, ok, sizeof ok - 1) == 0) {
-		/* what the client sent with its head (a TLS hello) */
-		cn.sent = total - (size_t)hl;
-		if (cn.sent == 0 || util_write_all(up, head + hl, cn.sent) == 0)
-			relay(c, up, &cn);
+	if (util_write_all(c, ok, sizeof ok - 1) < 0)
+		record(sv, &cn);
+	/* what the client sent with its head, and its ClientHello */
+	unsigned char hello[5 + 16384];
+	size_t hn = total - (size_t)hl;
+	memcpy(hello, head + hl, hn);
+	if (!hello_checked(c, &cn, hello, &hn)) {
+		cn.allowed = false;
+		record(sv, &cn);
 	}
+	cn.sent = hn;
+	if (util_write_all(up, hello, hn) == 0)
+		relay(c, up, &cn);
 	record(sv, &cn);
 }
 

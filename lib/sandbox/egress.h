@@ -9,7 +9,10 @@
  * host or port, no plain HTTP, and no address that is the host's own (a
  * local route, or an interface's), loopback, private, link-local, shared
  * or reserved, whatever a name resolves to (so no rebinding of an allowed
- * name onto the host).  The package manager finds it through HTTPS_PROXY
+ * name onto the host).  What goes through the tunnel must be TLS whose
+ * ClientHello names the host that was allowed (its SNI): another name,
+ * served from the same address (a CDN's), would be domain fronting, a way
+ * to anywhere through an allowed name.  The package manager finds it through HTTPS_PROXY
  * and friends.  Where sbx-run itself must go through a proxy (its own
  * HTTPS_PROXY, http:// only), the allowed CONNECTs are passed on to it.
  *
@@ -69,6 +72,12 @@ _Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts);
 
 /* Is host (a name, no port) one of hosts? */
 bool egress_host_allowed(char *const *hosts, const char *host);
+/* The server name (SNI) of a TLS ClientHello at the start of b (n bytes:
+ * its first record): 1 with it in name (NUL-terminated, as sent), 0 if it
+ * names none, -1 if b is not a whole ClientHello record or is malformed
+ * (*need, if not NULL, then says how many bytes the record takes, when
+ * its header says). */
+int egress_hello_sni(const unsigned char *b, size_t n, char *name, size_t len, size_t *need);
 /* May the proxy connect to this address (struct sockaddr_in or _in6), as
  * far as its number says?  False for loopback, unspecified, private,
  * link-local, shared (CGNAT), reserved, multicast and broadcast addresses,

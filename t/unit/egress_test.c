@@ -1,6 +1,7 @@
-/* Unit tests for the install proxy's two decisions (lib/sandbox/egress.h): which
- * host names an install may ask for, and which addresses it may then be
- * connected to, whatever a name resolves to. */
+/* Unit tests for the install proxy's decisions (lib/sandbox/egress.h): which
+ * host names an install may ask for, which addresses it may then be
+ * connected to, whatever a name resolves to, and which server a TLS
+ * ClientHello names, whatever its lengths claim. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
@@ -22,8 +23,74 @@ static bool v6(const char *a)
 	return egress_addr_public(&s);
 }
 
+/* A ClientHello record naming sni (or none), with extra bytes of another
+ * extension before it; its length in *n. */
+static size_t hello(unsigned char *b, const char *sni, size_t extra)
+{
+	unsigned char body[600];
+	size_t o = 0, sl = sni ? strlen(sni) : 0;
+	body[o++] = 3, body[o++] = 3;
+	memset(body + o, 7, 32), o += 32;
+	body[o++] = 0;                                      /* session id */
+	body[o++] = 0, body[o++] = 2, body[o++] = 0x13, body[o++] = 1; /* one suite */
+	body[o++] = 1, body[o++] = 0;                      /* compression */
+	size_t el = (extra ? 4 + extra : 0) + (sni ? 9 + sl : 0);
+	body[o++] = (unsigned char)(el >> 8), body[o++] = (unsigned char)el;
+	if (extra) {
+		body[o++] = 0, body[o++] = 10, body[o++] = (unsigned char)(extra >> 8), body[o++] = (unsigned char)extra;
+		memset(body + o, 0, extra), o += extra;
+	}
+	if (sni) {
+		body[o++] = 0, body[o++] = 0, body[o++] = 0, body[o++] = (unsigned char)(5 + sl);
+		body[o++] = 0, body[o++] = (unsigned char)(3 + sl), body[o++] = 0, body[o++] = 0, body[o++] = (unsigned char)sl;
+		memcpy(body + o, sni, sl), o += sl;
+	}
+	size_t hl = 4 + o;
+	unsigned char *p = b;
+	*p++ = 22, *p++ = 3, *p++ = 1, *p++ = (unsigned char)(hl >> 8), *p++ = (unsigned char)hl;
+	*p++ = 1, *p++ = 0, *p++ = (unsigned char)(o >> 8), *p++ = (unsigned char)o;
+	memcpy(p, body, o);
+	return 5 + hl;
+}
+
+static void sni_cases(void)
+{
+	unsigned char b[700];
+	char name[256];
+	size_t need, n = hello(b, "pypi.org", 20);
+	OK(egress_hello_sni(b, n, name, sizeof name, &need) == 1 && !strcmp(name, "pypi.org") && need == n,
+	   "a ClientHello's server name, after another extension");
+	n = hello(b, NULL, 0);
+	OK(egress_hello_sni(b, n, name, sizeof name, NULL) == 0, "a ClientHello that names no server");
+	n = hello(b, "pypi.org", 0);
+	bool short_all = true;
+	for (size_t k = 0; k < n; k++)
+		short_all &= egress_hello_sni(b, k, name, sizeof name, &need) == -1 && (k < 5 || need == n);
+	OK(short_all, "every cut of it is incomplete, and says how long the record is once its header is in");
+	/* each length field claiming one byte more or less than it holds */
+	size_t lens[] = { 3, 7, 42, 44, 47, 50, 54, 56, 59 }; /* record, handshake, session id, suites, compression, extensions, ext, list, name */
+	bool refused = true;
+	for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
+		for (int d = -1; d <= 1; d += 2) {
+			unsigned char c[700];
+			memcpy(c, b, n);
+			c[lens[i] + 1] = (unsigned char)(c[lens[i] + 1] + d);
+			int s = egress_hello_sni(c, n, name, sizeof name, NULL);
+			refused &= s == -1 || (s == 1 && !strcmp(name, "pypi.org"));
+		}
+	OK(refused, "a length off by one is refused, never read past");
+	unsigned char t[5] = { 23, 3, 3, 0, 10 };
+	OK(egress_hello_sni(t, 5, name, sizeof name, &need) == -1 && need == 0, "not a handshake: not a ClientHello");
+	n = hello(b, "a\0b", 0); /* a NUL inside the name */
+	b[n - 2] = 0;
+	OK(egress_hello_sni(b, n, name, sizeof name, NULL) == -1, "a name holding a NUL is refused");
+	n = hello(b, "pypi.org", 0);
+	OK(egress_hello_sni(b, n, name, 8, NULL) == -1, "a name longer than the caller's room is refused");
+}
+
 int main(void)
 {
+	sni_cases();
 	char *hosts[] = { "pypi.org", "*.pythonhosted.org", NULL };
 	OK(egress_host_allowed(hosts, "pypi.org"), "a listed name");
 	OK(egress_host_allowed(hosts, "PyPI.org"), "names are case-insensitive");
