@@ -274,6 +274,9 @@ logr() { "$BIN/sbx-log" "$@"; }
 				{host: "evil.example", port: 443, allowed: false, why: "evil.example is not among the registries", bytes_sent: 0, bytes_received: 0, duration_ms: 0}]}'
 		jq -nc '{id: "failed", language: "python", code: "4", status: "error", duration_ms: 5,
 			egress: [{host: "pypi.org", port: 443, allowed: true, why: "cannot resolve pypi.org", bytes_sent: 0, bytes_received: 0, duration_ms: 1}]}'
+		# a hostile record (merged in, or logged by hand) breaks no query
+		jq -nc '{id: "junk", language: "python", code: "5", status: "success", duration_ms: 5, egress: ["why", 7, null, [1]]}'
+		jq -nc '{id: "junk2", language: "python", code: "6", status: "success", duration_ms: 5, egress: "why"}'
 	} | logr > /dev/null
 	ids() { printf '%s\n' "${lines[@]}" | jq -sc 'map(.id)'; }
 	run --separate-stderr hist --egress-refused; [ "$(ids)" = '["failed","refused"]' ]
@@ -292,7 +295,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 		run --separate-stderr hist --prune --older-than 1d $f
 		[ "$status" -eq 2 ] && [[ "${stderr_lines[0]}" == *"--prune and --vacuum take no filters"* ]]
 	done
-	run --separate-stderr hist --limit 0; [ "$(ids)" = '["failed","refused","clean","plain"]' ]
+	run --separate-stderr hist --limit 0; [ "$(ids)" = '["junk2","junk","failed","refused","clean","plain"]' ]
 }
 
 @test "cron exit codes: 0 with rows, 1 with none, 1 with no history yet, 2 on errors" {

@@ -69,6 +69,39 @@ session_server() {
 }
 step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} + $2")" >&7; wait_for $n; }
 
+# registry_install PROBE REGISTRY [LIMITS-JQ]: an install whose package's
+# preinstall script is the node program PROBE, run by sbx-run in two
+# network namespaces of the test's own joined by a veth pair: the proxy's
+# (sbx-run's), and a "registry" at 198.18.0.5 (a range the proxy lets
+# through; the only registry allowed) served by the python program
+# REGISTRY, which creates ./ready once it listens.  The result in ./out,
+# the probe's /scratch/probe.out in $ws.
+registry_install() {
+	conf=$(conf_with -e 's/^install_specs *=.*/install_specs = "any"/' \
+		-e 's/^registries = \["registry.npmjs.org"\]/registries = ["198.18.0.5"]/')
+	sid=$(printf '%032x' 98)
+	ws=$BATS_TEST_TMPDIR/var/sessions/$sid
+	mkdir -p "$ws/.deps" "$ws/mypkg"
+	echo '{"name":"mypkg","version":"1.0.0","scripts":{"preinstall":"node probe.js"}}' > "$ws/mypkg/package.json"
+	cp "$1" "$ws/mypkg/probe.js"
+	chown -R "$SBX_PROG_UID:$SBX_PROG_UID" "$ws"
+	jq -nc --arg s "$sid" "{language: \"javascript\", session: \$s, install: [\"./mypkg\"]} + ${3:-{\}}" |
+		"$BIN/sbx-validate" -c "$conf" > job
+	unshare --net sh -c '
+		ip link set lo up || exit 9
+		unshare --net sh -c "echo \$\$ > peer; exec sleep 120" &
+		for i in $(seq 50); do [ -s peer ] && break; sleep 0.1; done
+		peer=$(cat peer)
+		ip link add va type veth peer name vb && ip link set vb netns "$peer" &&
+			ip addr add 198.18.0.1/24 dev va && ip link set va up &&
+			nsenter --net --target "$peer" sh -c "ip link set lo up && ip addr add 198.18.0.5/24 dev vb && ip link set vb up" || exit 9
+		nsenter --net --target "$peer" python3 "$3" &
+		r=$!
+		for i in $(seq 50); do [ -e ready ] && break; sleep 0.1; done
+		"$1" -c "$2" < job > out
+		kill $r "$peer" 2> /dev/null; wait' sh "$BIN/sbx-run" "$conf" "$2"
+}
+
 @test "handshake: each supported revision is echoed, others get the newest; initialized needs no answer" {
 	for v in 2024-11-05 2025-03-26 2025-06-18 2025-11-25; do
 		init "$v" | mcp
@@ -1006,28 +1039,7 @@ while True:
     c, a = s.accept()
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 PY
-	conf=$(conf_with -e 's/^install_specs *=.*/install_specs = "any"/' \
-		-e 's/^registries = \["registry.npmjs.org"\]/registries = ["198.18.0.5"]/')
-	sid=$(printf '%032x' 98)
-	ws=$BATS_TEST_TMPDIR/var/sessions/$sid
-	mkdir -p "$ws/.deps" "$ws/mypkg"
-	echo '{"name":"mypkg","version":"1.0.0","scripts":{"preinstall":"node probe.js"}}' > "$ws/mypkg/package.json"
-	cp probe.js "$ws/mypkg/"
-	chown -R "$SBX_PROG_UID:$SBX_PROG_UID" "$ws"
-	jq -nc --arg s "$sid" '{language: "javascript", session: $s, install: ["./mypkg"]}' | "$BIN/sbx-validate" -c "$conf" > job
-	unshare --net sh -c '
-		ip link set lo up || exit 9
-		unshare --net sh -c "echo \$\$ > peer; exec sleep 120" &
-		for i in $(seq 50); do [ -s peer ] && break; sleep 0.1; done
-		peer=$(cat peer)
-		ip link add va type veth peer name vb && ip link set vb netns "$peer" &&
-			ip addr add 198.18.0.1/24 dev va && ip link set va up &&
-			nsenter --net --target "$peer" sh -c "ip link set lo up && ip addr add 198.18.0.5/24 dev vb && ip link set vb up" || exit 9
-		nsenter --net --target "$peer" python3 registry.py &
-		r=$!
-		for i in $(seq 50); do [ -e ready ] && break; sleep 0.1; done
-		"$1" -c "$2" < job > out
-		kill $r "$peer" 2> /dev/null; wait' sh "$BIN/sbx-run" "$conf"
+	registry_install probe.js registry.py
 	# the refused ones never reached the registry (it was dialled, and left)
 	[ "$(sort -n took | tr '\n' ' ')" = "0 0 1000 " ]
 	[ "$(cat "$ws/probe.out")" = "closed after 0
@@ -1035,11 +1047,51 @@ closed after 0
 got 5000" ]
 	jq -e '.status == "success" and (.egress | length == 3)' out
 	diff <(jq -r '.egress[] | "\(.allowed) \(.bytes_sent) \(.bytes_received) \(.why)"' out | sort) - <<-EOF
-		false 0 0 the TLS ClientHello names evil.example, not 198.18.0.5, the host allowed (no domain fronting)
+		false 0 0 the TLS ClientHello names evil.example, not 198.18.0.5, the host allowed
 		false 0 0 what came through the tunnel is not TLS
 		true 1000 5000 null
 	EOF
 	jq -e 'all(.egress[]; .host == "198.18.0.5" and .port == 443 and .duration_ms >= 0)' out
+	! our_pgrep "" '(^|/)sbx-egress( |$)' || false
+}
+
+@test "an install's proxy: a tunnel whose registry stops reading is still closed and recorded at the stage's end" {
+	skip_unless_root
+	command -v npm > /dev/null || skip "npm is not installed"
+	command -v ip > /dev/null || skip "no ip(8)"
+	# The registry answers one line, then reads nothing more; the probe
+	# sends 64 MiB: the proxy's writes to the registry block, and the
+	# stage's end (its timeout) must still get the tunnel's record, with
+	# the bytes it took from the sandbox, not lose it to a kill.
+	cat > probe.js <<'JS'
+const net = require("net");
+const s = net.connect(3128, "127.0.0.1"); let b = "", head = false;
+s.on("connect", () => s.write("CONNECT 198.18.0.5:443 HTTP/1.1\r\n\r\n"));
+s.on("data", d => {
+	b += d;
+	if (!head && b.indexOf("\r\n\r\n") >= 0) {
+		head = true;
+		s.write(Buffer.from([22, 3, 1, 0, 45, 1, 0, 0, 41, 3, 3].concat(Array(32).fill(0), [0, 0, 2, 0x13, 1, 1, 0])));
+	} else if (head && b.indexOf("ready\n") >= 0) {
+		b = ""; s.write(Buffer.alloc(64 << 20, 120));
+	}
+});
+JS
+	cat > stall.py <<'PY'
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("198.18.0.5", 443)); s.listen(8)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+open("ready", "w").close()
+c, a = s.accept()
+c.recv(50)  # the hello
+c.sendall(b"ready\n")
+c.recv(0)   # and nothing more
+import time
+while True: time.sleep(60)
+PY
+	registry_install probe.js stall.py '{timeout: 3}'
+	jq -e '.status == "timeout" and (.egress | length == 1) and (.egress[0] | .allowed == true and (has("why") | not) and
+		.bytes_sent > 65536 and .bytes_sent < 64 * 1048576 and .bytes_received == 6)' out
 	! our_pgrep "" '(^|/)sbx-egress( |$)' || false
 }
 

@@ -5,6 +5,7 @@
 #include "hist.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,19 @@ void hist_filter_init(struct hist_filter *f)
 	*f = (struct hist_filter){ .since = NAN, .until = NAN };
 }
 
+/* Append to buf[o..len): the new end, never past len - 1 (so a clause
+ * that would not fit is cut, not written past the buffer). */
+static size_t put(char *buf, size_t len, size_t o, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static size_t put(char *buf, size_t len, size_t o, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = o < len ? vsnprintf(buf + o, len - o, fmt, ap) : 0;
+	va_end(ap);
+	o += n > 0 ? (size_t)n : 0;
+	return o < len ? o : len - 1;
+}
+
 /* " WHERE …" from the filters present, parameters numbered from 1; every
  * value is bound by hist_bind_filter in the same order. */
 void hist_where_clause(const struct hist_filter *f, char *buf, size_t len)
@@ -42,7 +56,7 @@ void hist_where_clause(const struct hist_filter *f, char *buf, size_t len)
 	size_t o = 0;
 #define COND(present, sql)                                                                           \
 	if (present)                                                                                 \
-		o += (size_t)snprintf(buf + o, len - o, "%s" sql " ?%d", n ? " AND " : " WHERE ", n + 1), n++
+		o = put(buf, len, o, "%s" sql " ?%d", n ? " AND " : " WHERE ", n + 1), n++
 	buf[0] = 0;
 	COND(!isnan(f->since), "timestamp >=");
 	COND(!isnan(f->until), "timestamp <");
@@ -51,7 +65,7 @@ void hist_where_clause(const struct hist_filter *f, char *buf, size_t len)
 #define COND_IN(present, column)                                      \
 	COND(present, column " IN (SELECT value FROM json_each(");    \
 	if (present)                                                  \
-	o += (size_t)snprintf(buf + o, len - o, "))")
+	o = put(buf, len, o, "))")
 	COND_IN(f->language, "language");
 	COND_IN(f->status, "status");
 	COND(f->id, "run_id =");
@@ -63,7 +77,7 @@ void hist_where_clause(const struct hist_filter *f, char *buf, size_t len)
 	 * first 500 characters; % and _ in the text are literal. */
 	COND(f->text, "COALESCE(code, code_snippet) LIKE '%%' ||");
 	if (f->text)
-		o += (size_t)snprintf(buf + o, len - o, " || '%%' ESCAPE '\\'");
+		o = put(buf, len, o, " || '%%' ESCAPE '\\'");
 	COND(f->history_id > 0, "id =");
 	COND(f->after_id > 0, "id >");
 #undef COND
@@ -71,7 +85,7 @@ void hist_where_clause(const struct hist_filter *f, char *buf, size_t len)
 		/* Keyset paging: the page after (before_ts, before_id), which the
 		 * (timestamp) index and the rowid serve without counting rows
 		 * (OFFSET would read every row it skips). */
-		o += (size_t)snprintf(buf + o, len - o, "%stimestamp <= ?%d AND (timestamp < ?%d OR id < ?%d)",
+		o = put(buf, len, o, "%stimestamp <= ?%d AND (timestamp < ?%d OR id < ?%d)",
 				      n ? " AND " : " WHERE ", n + 1, n + 1, n + 2);
 		n += 2;
 	}
@@ -79,11 +93,12 @@ void hist_where_clause(const struct hist_filter *f, char *buf, size_t len)
 	 * scanned, as the rare query it is, rather than indexed on every
 	 * write. */
 	if (f->egress_refused)
-		o += (size_t)snprintf(buf + o, len - o,
-				      "%sEXISTS (SELECT 1 FROM json_each(record, '$.egress') WHERE json_type(value, '$.why') = 'text')",
-				      n ? " AND " : " WHERE ");
+		o = put(buf, len, o,
+			"%sEXISTS (SELECT 1 FROM json_each(record, '$.egress') WHERE "
+			"CASE WHEN type = 'object' THEN json_type(value, '$.why') END = 'text')",
+			n ? " AND " : " WHERE ");
 	if (f->by_verdict)
-		snprintf(buf + o, len - o, "%sverdict IS NOT NULL", n || f->egress_refused ? " AND " : " WHERE ");
+		o = put(buf, len, o, "%sverdict IS NOT NULL", n || f->egress_refused ? " AND " : " WHERE ");
 }
 
 /* text with LIKE's % _ and the escape character itself escaped (caller frees). */
@@ -198,7 +213,7 @@ static jv row_jv(sqlite3_stmt *st, bool with_record)
 int64_t hist_query(struct hist *h, const struct hist_filter *f, bool with_record, hist_row_fn fn, void *arg,
 		   char *err, size_t errlen)
 {
-	char where[512], sql[1024];
+	char where[1024], sql[2048];
 	hist_where_clause(f, where, sizeof where);
 	snprintf(sql, sizeof sql, "SELECT " ROW_COLUMNS "%s FROM runs%s ORDER BY timestamp DESC, id DESC%s",
 		 with_record ? ", record, code" : "", where, f->limit > 0 ? " LIMIT ?99" : "");
@@ -231,7 +246,7 @@ int64_t hist_query(struct hist *h, const struct hist_filter *f, bool with_record
 sqlite3_stmt *hist_prepare_filtered(struct hist *h, const struct hist_filter *f, const char *cols, const char *extra,
 				      const char *tail, const char *what, char *err, size_t errlen)
 {
-	char where[512], sql[1024];
+	char where[1024], sql[2048];
 	hist_where_clause(f, where, sizeof where);
 	snprintf(sql, sizeof sql, "SELECT %s FROM runs%s%s%s %s", cols, where, where[0] ? " AND " : " WHERE ", extra, tail);
 	sqlite3_stmt *st;

@@ -167,7 +167,7 @@ int64_t hist_series(struct hist *h, const struct hist_filter *f, int64_t bucket_
 int64_t hist_stats(struct hist *h, const struct hist_filter *f, int64_t bucket_s, hist_row_fn fn, void *arg,
 		   char *err, size_t errlen)
 {
-	char where[512], sql[1024];
+	char where[1024], sql[2048];
 	hist_where_clause(f, where, sizeof where);
 	/* By verdict: the judged runs, each verdict a group as a status is. */
 	const char *col = f->by_verdict ? "verdict" : "status";

@@ -469,7 +469,7 @@ static struct box *new_box(struct box_sys *s, struct loop *l)
 	b->slot = -1;
 	b->res.timings = jv_null();
 	b->res.egress = jv_null();
-	b->proxy = (struct egress){ 0, -1 };
+	b->proxy = (struct egress){ .pid = 0, .log = -1 };
 	b->res.cpu_ms = -1;
 	b->res.mem_peak = -1;
 	b->t_start = box_mono_ns();
@@ -716,7 +716,7 @@ static void on_egress(struct loop *l, int fd, short rev, void *arg)
 	int lfd = -1;
 	if (box_recv_fds(fd, &c, 1, &lfd) == 1 && lfd >= 0) {
 		char err[256];
-		if (!egress_start(&b->proxy, lfd, b->egress, b->sys->root ? (int)state_uid(b->sys->conf, STATE_UID_EGRESS) : -1,
+		if (!egress_start(&b->proxy, b->loop, lfd, b->egress, b->sys->root ? (int)state_uid(b->sys->conf, STATE_UID_EGRESS) : -1,
 				  err, sizeof err))
 			util_warn("%s", err);
 	}
@@ -739,7 +739,6 @@ static void assign(struct box *b, const struct stage_spec *sp, const struct box_
 	b->output_arg = sp->output_arg;
 	if (b->timings) {
 		jv_free(b->res.timings);
-	jv_free(b->res.egress);
 		b->res.timings = jv_object_set(jv_object(), jv_string("warm"), jv_bool(b->warm));
 		b->res.timings = jv_object_set(b->res.timings, jv_string("slot"), b->slot >= 0 ? jv_number(b->slot) : jv_null());
 		b->res.timings = jv_object_set(b->res.timings, jv_string("slot_cgroups"), jv_bool(b->cg != &b->own_cg));
@@ -912,6 +911,7 @@ void box_release(struct box *b)
 	cap_buf_free(&b->res.out);
 	cap_buf_free(&b->res.err);
 	jv_free(b->res.timings);
+	jv_free(b->res.egress);
 	free(b->rootfs);
 	util_strv_free(b->binds);
 	free(b);

@@ -323,7 +323,7 @@ static void egress_open(struct dock *k, char *const *hosts)
 	}
 	k->egress = true;
 	char err[256];
-	if (!egress_start(&k->proxy, lfd, hosts, geteuid() == 0 ? (int)state_uid(d->conf, STATE_UID_EGRESS) : -1, err,
+	if (!egress_start(&k->proxy, k->loop, lfd, hosts, geteuid() == 0 ? (int)state_uid(d->conf, STATE_UID_EGRESS) : -1, err,
 			  sizeof err)) {
 		set_err(k, "%s", err);
 		return;
@@ -817,7 +817,7 @@ struct dock *dock_start(struct dock_sys *d, struct loop *l, const struct dock_sp
 	k->t_begin = util_now_ms();
 	k->res.timings = k->timings ? jv_object() : jv_null();
 	k->res.egress = jv_null();
-	k->proxy = (struct egress){ 0, -1 };
+	k->proxy = (struct egress){ .pid = 0, .log = -1 };
 	snprintf(k->argv0, sizeof k->argv0, "%s", sp->st->argv && sp->st->argv[0] ? sp->st->argv[0] : "");
 	/* duration_ms holds the stage's timeout until the start */
 	k->res.duration_ms = (double)sp->st->lim->timeout_ms;

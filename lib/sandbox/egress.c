@@ -103,6 +103,9 @@ int egress_hello_sni(const unsigned char *b, size_t n, char *name, size_t len, s
 	const unsigned char *body;
 	if (!rd_num(&rec, 1, &type) || type != 1 || !rd_num(&rec, 3, &hlen) || !rd_take(&rec, hlen, &body))
 		return -1;
+	/* the ClientHello alone in its record */
+	if (rec.p != rec.end)
+		return -1;
 	hs = (struct rd){ body, body + hlen };
 	struct rd skip;
 	/* version, random, session id, cipher suites, compression methods */
@@ -113,10 +116,22 @@ int egress_hello_sni(const unsigned char *b, size_t n, char *name, size_t len, s
 	/* the extensions end the ClientHello: nothing after them */
 	if (!rd_sub(&hs, 2, &exts) || hs.p != hs.end)
 		return -1;
+	/* Each extension once (a second server name would be another
+	 * reader's), and none that hides the server name: Encrypted Client
+	 * Hello (0xfe0d) and its draft ESNI (0xffce) carry the real one
+	 * encrypted, the visible one being anything the CDN serves. */
+	size_t seen[128], nseen = 0;
+	int found = 0;
 	while (exts.p < exts.end) {
 		size_t et;
 		struct rd ext, list, host;
-		if (!rd_num(&exts, 2, &et) || !rd_sub(&exts, 2, &ext))
+		if (!rd_num(&exts, 2, &et) || !rd_sub(&exts, 2, &ext) || nseen == sizeof seen / sizeof *seen)
+			return -1;
+		for (size_t i = 0; i < nseen; i++)
+			if (seen[i] == et)
+				return -1;
+		seen[nseen++] = et;
+		if (et == 0xfe0d || et == 0xffce)
 			return -1;
 		if (et != 0) /* server_name */
 			continue;
@@ -128,9 +143,11 @@ int egress_hello_sni(const unsigned char *b, size_t n, char *name, size_t len, s
 		size_t hn = (size_t)(host.end - host.p);
 		memcpy(name, host.p, hn);
 		name[hn] = 0;
-		return memchr(name, 0, hn) ? -1 : 1;
+		if (memchr(name, 0, hn))
+			return -1;
+		found = 1;
 	}
-	return 0;
+	return found;
 }
 
 /* The documentation ranges (TEST-NET-1..3) and 198.18/15 stay reachable:
@@ -383,8 +400,7 @@ static int dial(const struct server *sv, const char *host, const char *port, boo
 			close(s);
 			continue;
 		}
-		fcntl(s, F_SETFL, fcntl(s, F_GETFL) & ~O_NONBLOCK);
-		fd = s;
+		fd = s; /* left non-blocking: the tunnel's writes wait in wait_fds */
 	}
 	freeaddrinfo(res);
 	return fd;
@@ -411,9 +427,33 @@ static ssize_t read_head(int fd, char *buf, size_t cap, size_t *total)
 	return -1;
 }
 
-/* Copy both ways (the sandbox's side a, the host's b) until both ends
- * are done, nothing moves for IDLE_MS, or we are stopping; counting the
- * bytes each way into cn. */
+/* Write all of buf to a non-blocking socket, waiting (IDLE_MS at most
+ * each time) where it is full: a peer that stops reading cannot hold us
+ * past egress_stop's SIGTERM, which ends the wait. */
+static int tunnel_write(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN) {
+			struct pollfd pf = { .fd = fd, .events = POLLOUT };
+			if (wait_fds(&pf, 1, IDLE_MS) <= 0)
+				return -1;
+			continue;
+		}
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Copy both ways (the sandbox's side a, the host's b; both non-blocking)
+ * until both ends are done, nothing moves for IDLE_MS, or we are
+ * stopping; counting the bytes each way into cn. */
 static void relay(int a, int b, struct conn *cn)
 {
 	int fds[2] = { a, b };
@@ -428,9 +468,11 @@ static void relay(int a, int b, struct conn *cn)
 			if (!open_[i] || !pf[i].revents)
 				continue;
 			ssize_t r = read(fds[i], buf, sizeof buf);
+			if (r < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
 			if (r > 0)
 				*count[i] += (uint64_t)r;
-			if (r <= 0 || util_write_all(fds[1 - i], buf, (size_t)r) < 0) {
+			if (r <= 0 || tunnel_write(fds[1 - i], buf, (size_t)r) < 0) {
 				open_[i] = false;
 				shutdown(fds[1 - i], SHUT_WR);
 			}
@@ -445,6 +487,10 @@ static int via_upstream(const struct server *sv, const char *host, char *err, si
 	int up = dial(sv, sv->up_host, sv->up_port, false, err, errlen);
 	if (up < 0)
 		return -1;
+	/* (its answer read blocking, within HEAD_SECONDS; the tunnel after it
+	 * non-blocking again) */
+	int fl = fcntl(up, F_GETFL);
+	fcntl(up, F_SETFL, fl & ~O_NONBLOCK);
 	char req[1200], resp[HEAD_MAX];
 	int n = snprintf(req, sizeof req, "CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n%s%s%s\r\n", host, host,
 			 sv->up_auth[0] ? "Proxy-Authorization: Basic " : "", sv->up_auth, sv->up_auth[0] ? "\r\n" : "");
@@ -458,6 +504,7 @@ static int via_upstream(const struct server *sv, const char *host, char *err, si
 		close(up);
 		return -1;
 	}
+	fcntl(up, F_SETFL, fl);
 	return up;
 }
 
@@ -476,7 +523,8 @@ static bool hello_checked(int c, struct conn *cn, unsigned char *hello, size_t *
 		size_t want = need ? need : 5;
 		const char *bad = *hn >= 5 && !need ? "what came through the tunnel is not TLS"
 				  : need > 5 + 16384   ? "a TLS record longer than TLS allows"
-				  : *hn >= want       ? "a malformed TLS ClientHello"
+				  : *hn >= want       ? "a TLS ClientHello this proxy does not pass (malformed, an extension "
+							"twice, or an encrypted server name)"
 						      : NULL;
 		ssize_t r = bad ? 0 : read(c, hello + *hn, want - *hn);
 		if (bad || r <= 0) {
@@ -492,9 +540,13 @@ static bool hello_checked(int c, struct conn *cn, unsigned char *hello, size_t *
 		return true;
 	if (s == 0)
 		snprintf(cn->why, sizeof cn->why, "the TLS ClientHello names no server: %s must be named", cn->host);
-	else if (strcasecmp(sni, cn->host))
-		snprintf(cn->why, sizeof cn->why, "the TLS ClientHello names %.255s, not %s, the host allowed (no domain fronting)",
-			 sni, cn->host);
+	else if (strcasecmp(sni, cn->host)) {
+		/* the sandbox's bytes, shown as printable ASCII only */
+		for (char *q = sni; *q; q++)
+			if (*q < 0x21 || *q > 0x7e)
+				*q = '?';
+		snprintf(cn->why, sizeof cn->why, "the TLS ClientHello names %.255s, not %s, the host allowed", sni, cn->host);
+	}
 	return s == 1 && !strcasecmp(sni, cn->host);
 }
 
@@ -519,7 +571,7 @@ static _Noreturn void handle(const struct server *sv, int c)
 	ssize_t hl = read_head(c, head, sizeof head, &total);
 	alarm(0);
 	if (hl < 0) {
-		snprintf(cn.why, sizeof cn.why, "%s", stopping ? "the run ended before the request" : "no request came");
+		snprintf(cn.why, sizeof cn.why, "no request came");
 		record(sv, &cn);
 	}
 	/* CONNECT host:port HTTP/1.x */
@@ -567,7 +619,8 @@ static _Noreturn void handle(const struct server *sv, int c)
 		record(sv, &cn);
 	}
 	cn.sent = hn;
-	if (util_write_all(up, hello, hn) == 0)
+	fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
+	if (tunnel_write(up, hello, hn) == 0)
 		relay(c, up, &cn);
 	record(sv, &cn);
 }
@@ -622,7 +675,7 @@ _Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts)
 	if (getifaddrs(&sv.own) < 0)
 		_exit(1); /* without them no target can be checked */
 	upstream(&sv);
-	unsigned live = 0, served = 0;
+	unsigned live = 0, served = 0, busy = 0, unforked = 0;
 	pid_t server = getpid();
 	while (!stopping) {
 		while (waitpid(-1, NULL, WNOHANG) > 0)
@@ -633,24 +686,14 @@ _Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts)
 		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0)
 			continue;
-		if (live >= EGRESS_MAX_CONNS) {
-			reply(c, "503 Service Unavailable", "sbx: too many connections from this install at once");
+		/* Refused without a record of their own (the records stay
+		 * bounded), counted for the one at the end. */
+		if (live >= EGRESS_MAX_CONNS || served >= EGRESS_MAX_RECORDS) {
+			reply(c, "503 Service Unavailable", live >= EGRESS_MAX_CONNS ? "sbx: too many connections from this install at once"
+										   : "sbx: too many connections from this install");
 			close(c);
-			continue;
-		}
-		/* Past the records' bound, refused: the records stay bounded,
-		 * and one more says so. */
-		if (served >= EGRESS_MAX_RECORDS) {
-			char why[160];
-			snprintf(why, sizeof why, "sbx: more than %d connections from this run: refused, and not recorded",
-				 EGRESS_MAX_RECORDS);
-			reply(c, "503 Service Unavailable", why);
-			close(c);
-			if (served++ == EGRESS_MAX_RECORDS) {
-				struct conn cn = { .t0 = mono_ms() };
-				snprintf(cn.why, sizeof cn.why, "%s", why + 5);
-				put_record(&sv, &cn);
-			}
+			busy += live >= EGRESS_MAX_CONNS;
+			served += live < EGRESS_MAX_CONNS;
 			continue;
 		}
 		served++;
@@ -666,27 +709,75 @@ _Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts)
 		}
 		if (p > 0)
 			live++;
+		else {
+			unforked++;
+			reply(c, "503 Service Unavailable", "sbx: the proxy cannot take another connection now");
+		}
 		close(c);
 	}
-	/* Stopping: each connection's child records itself and ends. */
+	/* Stopping: each connection's child records itself and ends (one
+	 * forked after the supervisor's signal reached the group is told
+	 * again), then the count of those refused unrecorded. */
+	kill(0, SIGTERM);
 	while (wait(NULL) > 0 || errno == EINTR)
 		;
+	unsigned over = served > EGRESS_MAX_RECORDS ? served - EGRESS_MAX_RECORDS : 0;
+	if (over || busy || unforked) {
+		struct conn cn = { .t0 = mono_ms() };
+		snprintf(cn.why, sizeof cn.why,
+			 "connections refused without a record of their own: %u past the %d a run may make, %u past %d at once, "
+			 "%u the proxy could not take",
+			 over, EGRESS_MAX_RECORDS, busy, EGRESS_MAX_CONNS, unforked);
+		put_record(&sv, &cn);
+	}
 	_exit(0);
 }
 
 /* ---- the supervisor's side ------------------------------------------------ */
 
-bool egress_start(struct egress *e, int lfd, char *const *hosts, int uid, char *err, size_t errlen)
+/* The records are read as they come: a full pipe would stop the proxy's
+ * children, and with them its connections.  At most EGRESS_LOG_MAX bytes
+ * are kept (the records are bounded well below it). */
+#define EGRESS_LOG_MAX (4u << 20)
+
+/* Read what the pipe holds now; false at its end (or an error). */
+static bool log_read(struct egress *e)
 {
-	*e = (struct egress){ 0, -1 };
+	for (;;) {
+		if (e->cap - e->len < 65536 && e->cap < EGRESS_LOG_MAX + 65536) {
+			e->cap = e->cap ? e->cap * 2 : 65536;
+			e->buf = util_xrealloc(e->buf, e->cap);
+		}
+		char sink[4096];
+		bool keep = e->cap - e->len >= 4096 && e->len < EGRESS_LOG_MAX;
+		ssize_t n = keep ? read(e->log, e->buf + e->len, e->cap - e->len) : read(e->log, sink, sizeof sink);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return true;
+		if (n <= 0)
+			return false;
+		if (keep)
+			e->len += (size_t)n;
+	}
+}
+
+static void on_log(struct loop *l, int fd, short rev, void *arg)
+{
+	(void)rev;
+	if (!log_read(arg))
+		loop_unwatch(l, fd);
+}
+
+bool egress_start(struct egress *e, struct loop *l, int lfd, char *const *hosts, int uid, char *err, size_t errlen)
+{
+	*e = (struct egress){ .pid = 0, .log = -1 };
 	char *helper = util_libexec("sbx-egress");
 	if (!helper) {
 		close(lfd);
 		snprintf(err, errlen, "cannot start the install's proxy: libexec/sbx/sbx-egress is missing (make builds it)");
 		return false;
 	}
-	/* The records' pipe: room for all of them, where the system allows
-	 * (they are read when the stage ends). */
 	int logp[2];
 	if (pipe2(logp, O_CLOEXEC) < 0) {
 		int en = errno;
@@ -695,7 +786,6 @@ bool egress_start(struct egress *e, int lfd, char *const *hosts, int uid, char *
 		snprintf(err, errlen, "cannot start the install's proxy: pipe: %s", strerror(en));
 		return false;
 	}
-	fcntl(logp[1], F_SETPIPE_SZ, 1 << 20);
 	size_t n = 0;
 	while (hosts && hosts[n])
 		n++;
@@ -737,7 +827,12 @@ bool egress_start(struct egress *e, int lfd, char *const *hosts, int uid, char *
 		snprintf(err, errlen, "cannot start the install's proxy: %s", strerror(en));
 		return false;
 	}
-	*e = (struct egress){ pid, logp[0] };
+	/* (the child does it too: whichever comes first, egress_stop's signal
+	 * reaches the group) */
+	setpgid(pid, pid);
+	fcntl(logp[0], F_SETFL, O_NONBLOCK);
+	*e = (struct egress){ .pid = pid, .log = logp[0], .loop = l };
+	loop_watch(l, e->log, POLLIN, on_log, e);
 	return true;
 }
 
@@ -761,28 +856,20 @@ static jv parse_records(const char *text, size_t len)
 	return out;
 }
 
-/* Read fd until its end or until the monotonic deadline (ms); false if
- * the deadline came first. */
-static bool drain(int fd, char **buf, size_t *len, size_t *cap, double deadline)
+/* Read the records until the pipe's end (every writer gone) or the
+ * monotonic deadline (ms); false if the deadline came first. */
+static bool drain(struct egress *e, double deadline)
 {
 	for (;;) {
 		double left = deadline - mono_ms();
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		struct pollfd pf = { .fd = e->log, .events = POLLIN };
 		int r = left > 0 ? poll(&pf, 1, (int)left + 1) : 0;
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
 			return false;
-		if (*cap - *len < 65536) {
-			*cap = *cap * 2 + 65536;
-			*buf = util_xrealloc(*buf, *cap);
-		}
-		ssize_t n = read(fd, *buf + *len, *cap - *len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
+		if (!log_read(e))
 			return true;
-		*len += (size_t)n;
 	}
 }
 
@@ -790,21 +877,20 @@ jv egress_stop(struct egress *e)
 {
 	if (e->pid <= 0)
 		return jv_null();
+	loop_unwatch(e->loop, e->log);
 	/* Ask first: each open connection records itself (egress.h).  What
 	 * has not ended by EGRESS_STOP_MS is killed, and its record lost. */
 	kill(-e->pid, SIGTERM);
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	if (!drain(e->log, &buf, &len, &cap, mono_ms() + EGRESS_STOP_MS)) {
+	if (!drain(e, mono_ms() + EGRESS_STOP_MS)) {
 		kill(-e->pid, SIGKILL);
 		kill(e->pid, SIGKILL);
-		drain(e->log, &buf, &len, &cap, mono_ms() + EGRESS_STOP_MS);
+		drain(e, mono_ms() + EGRESS_STOP_MS);
 	}
 	while (waitpid(e->pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	close(e->log);
-	jv out = parse_records(buf ? buf : "", len);
-	free(buf);
-	*e = (struct egress){ 0, -1 };
+	jv out = parse_records(e->buf ? e->buf : "", e->len);
+	free(e->buf);
+	*e = (struct egress){ .pid = 0, .log = -1 };
 	return out;
 }

@@ -27,12 +27,14 @@
  * Every connection is accounted: its child writes one JSON line to fd 4
  * when it ends (the host and port asked for, whether it was allowed and
  * why not, the bytes each way, how long it lasted), one write() of less
- * than PIPE_BUF, so that lines of concurrent children never mix.
- * egress_stop tells the connections still open to end (SIGTERM: each
- * writes its line), reads the lines while they do, for at most
- * EGRESS_STOP_MS, then kills what is left: the stage's result has them
- * as "egress".  After EGRESS_MAX_RECORDS connections a run's further ones
- * are refused, and one line says so.
+ * than PIPE_BUF, so that lines of concurrent children never mix.  The
+ * supervisor reads them as they come, from its event loop, so that the
+ * pipe never fills.  egress_stop tells the connections still open to end
+ * (SIGTERM: each writes its line), reads the last lines while they do, for
+ * at most EGRESS_STOP_MS, then kills what is left: the stage's result has
+ * them as "egress".  After EGRESS_MAX_RECORDS connections a run's further
+ * ones are refused; those refused as one too many at once are counted; a
+ * record at the end says how many of each went unrecorded.
  */
 #ifndef SBX_EGRESS_H
 #define SBX_EGRESS_H
@@ -49,17 +51,23 @@
 
 #include <jv.h>
 
-/* A running proxy: pid 0 when there is none (log is then not open). */
+#include "loop.h"
+
+/* A running proxy: pid 0 when there is none (the rest is then unused).
+ * Its place must not change while it runs: the loop holds it. */
 struct egress {
 	pid_t pid;
-	int log; /* the read end of its records' pipe */
+	int log;           /* the read end of its records' pipe, watched by loop */
+	struct loop *loop;
+	char *buf;         /* the records read so far */
+	size_t len, cap;
 };
 
 /* Start the server for lfd (a listening socket; taken) and hosts
  * (NULL-terminated; "*.example.org" also matches its subdomains), running
  * as uid (>= 0, when we are root) or as ourselves (-1), into *e (its pid
  * the leader of its process group).  False with err, *e then none. */
-bool egress_start(struct egress *e, int lfd, char *const *hosts, int uid, char *err, size_t errlen);
+bool egress_start(struct egress *e, struct loop *l, int lfd, char *const *hosts, int uid, char *err, size_t errlen);
 /* Stop the server and its connections, reap it, and return its records
  * (the caller's): an array of {"host", "port", "allowed", "why"?,
  * "bytes_sent", "bytes_received", "duration_ms"}, or jv_null() if *e was
@@ -74,9 +82,10 @@ _Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts);
 bool egress_host_allowed(char *const *hosts, const char *host);
 /* The server name (SNI) of a TLS ClientHello at the start of b (n bytes:
  * its first record): 1 with it in name (NUL-terminated, as sent), 0 if it
- * names none, -1 if b is not a whole ClientHello record or is malformed
- * (*need, if not NULL, then says how many bytes the record takes, when
- * its header says). */
+ * names none, -1 if b is not a whole ClientHello record alone in it, is
+ * malformed, repeats an extension or hides its server name (Encrypted
+ * Client Hello) (*need, if not NULL, then says how many bytes the record
+ * takes, when its header says). */
 int egress_hello_sni(const unsigned char *b, size_t n, char *name, size_t len, size_t *need);
 /* May the proxy connect to this address (struct sockaddr_in or _in6), as
  * far as its number says?  False for loopback, unspecified, private,

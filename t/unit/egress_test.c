@@ -25,7 +25,7 @@ static bool v6(const char *a)
 
 /* A ClientHello record naming sni (or none), with extra bytes of another
  * extension before it; its length in *n. */
-static size_t hello(unsigned char *b, const char *sni, size_t extra)
+static size_t hello(unsigned char *b, const char *sni, size_t extra, unsigned extra_type)
 {
 	unsigned char body[600];
 	size_t o = 0, sl = sni ? strlen(sni) : 0;
@@ -37,8 +37,12 @@ static size_t hello(unsigned char *b, const char *sni, size_t extra)
 	size_t el = (extra ? 4 + extra : 0) + (sni ? 9 + sl : 0);
 	body[o++] = (unsigned char)(el >> 8), body[o++] = (unsigned char)el;
 	if (extra) {
-		body[o++] = 0, body[o++] = 10, body[o++] = (unsigned char)(extra >> 8), body[o++] = (unsigned char)extra;
-		memset(body + o, 0, extra), o += extra;
+		body[o++] = (unsigned char)(extra_type >> 8), body[o++] = (unsigned char)extra_type;
+		body[o++] = (unsigned char)(extra >> 8), body[o++] = (unsigned char)extra;
+		memset(body + o, 0, extra);
+		if (extra_type == 0 && extra == 17) /* a server name of its own: evil.example */
+			memcpy(body + o, "\x00\x0f\x00\x00\x0c" "evil.example", 17);
+		o += extra;
 	}
 	if (sni) {
 		body[o++] = 0, body[o++] = 0, body[o++] = 0, body[o++] = (unsigned char)(5 + sl);
@@ -57,12 +61,12 @@ static void sni_cases(void)
 {
 	unsigned char b[700];
 	char name[256];
-	size_t need, n = hello(b, "pypi.org", 20);
+	size_t need, n = hello(b, "pypi.org", 20, 10);
 	OK(egress_hello_sni(b, n, name, sizeof name, &need) == 1 && !strcmp(name, "pypi.org") && need == n,
 	   "a ClientHello's server name, after another extension");
-	n = hello(b, NULL, 0);
+	n = hello(b, NULL, 0, 0);
 	OK(egress_hello_sni(b, n, name, sizeof name, NULL) == 0, "a ClientHello that names no server");
-	n = hello(b, "pypi.org", 0);
+	n = hello(b, "pypi.org", 0, 0);
 	bool short_all = true;
 	for (size_t k = 0; k < n; k++)
 		short_all &= egress_hello_sni(b, k, name, sizeof name, &need) == -1 && (k < 5 || need == n);
@@ -81,11 +85,20 @@ static void sni_cases(void)
 	OK(refused, "a length off by one is refused, never read past");
 	unsigned char t[5] = { 23, 3, 3, 0, 10 };
 	OK(egress_hello_sni(t, 5, name, sizeof name, &need) == -1 && need == 0, "not a handshake: not a ClientHello");
-	n = hello(b, "a\0b", 0); /* a NUL inside the name */
+	n = hello(b, "a\0b", 0, 0); /* a NUL inside the name */
 	b[n - 2] = 0;
 	OK(egress_hello_sni(b, n, name, sizeof name, NULL) == -1, "a name holding a NUL is refused");
-	n = hello(b, "pypi.org", 0);
+	n = hello(b, "pypi.org", 0, 0);
 	OK(egress_hello_sni(b, n, name, 8, NULL) == -1, "a name longer than the caller's room is refused");
+	n = hello(b, "pypi.org", 40, 0xfe0d);
+	OK(egress_hello_sni(b, n, name, sizeof name, NULL) == -1, "Encrypted Client Hello: its visible name is not the one served");
+	n = hello(b, "pypi.org", 40, 0xffce);
+	OK(egress_hello_sni(b, n, name, sizeof name, NULL) == -1, "the draft ESNI likewise");
+	n = hello(b, "pypi.org", 17, 0); /* another server_name extension (evil.example) before it */
+	OK(egress_hello_sni(b, n, name, sizeof name, NULL) == -1, "an extension twice (two server names) is refused");
+	n = hello(b, "pypi.org", 0, 0);
+	b[4] = (unsigned char)(b[4] + 4), b[n] = 1, b[n + 1] = 0, b[n + 2] = 0, b[n + 3] = 0; /* an empty message after it */
+	OK(egress_hello_sni(b, n + 4, name, sizeof name, NULL) == -1, "another handshake message in its record is refused");
 }
 
 int main(void)
