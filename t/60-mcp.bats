@@ -69,16 +69,14 @@ session_server() {
 }
 step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} + $2")" >&7; wait_for $n; }
 
-# registry_install PROBE REGISTRY [LIMITS-JQ]: an install whose package's
-# preinstall script is the node program PROBE, run by sbx-run in two
-# network namespaces of the test's own joined by a veth pair: the proxy's
-# (sbx-run's), and a "registry" at 198.18.0.5 (a range the proxy lets
-# through; the only registry allowed) served by the python program
-# REGISTRY, which creates ./ready once it listens.  The result in ./out,
-# the probe's /scratch/probe.out in $ws.
-registry_install() {
+# install_job PROBE REGISTRIES [FIELDS-JQ]: ./job, an install (FIELDS
+# merged in) into a session's workspace ($ws) of a package whose
+# preinstall script is the node program PROBE, with install_specs "any"
+# and the javascript registries REGISTRIES (a TOML list's inside) in
+# $conf.
+install_job() {
 	conf=$(conf_with -e 's/^install_specs *=.*/install_specs = "any"/' \
-		-e 's/^registries = \["registry.npmjs.org"\]/registries = ["198.18.0.5"]/')
+		-e "s/^registries = \\[\"registry.npmjs.org\"\\]/registries = [$2]/")
 	sid=$(printf '%032x' 98)
 	ws=$BATS_TEST_TMPDIR/var/sessions/$sid
 	mkdir -p "$ws/.deps" "$ws/mypkg"
@@ -87,6 +85,17 @@ registry_install() {
 	chown -R "$SBX_PROG_UID:$SBX_PROG_UID" "$ws"
 	jq -nc --arg s "$sid" "{language: \"javascript\", session: \$s, install: [\"./mypkg\"]} + ${3:-{\}}" |
 		"$BIN/sbx-validate" -c "$conf" > job
+}
+
+# registry_install PROBE REGISTRY [FIELDS-JQ]: an install whose package's
+# preinstall script is the node program PROBE, run by sbx-run in two
+# network namespaces of the test's own joined by a veth pair: the proxy's
+# (sbx-run's), and a "registry" at 198.18.0.5 (a range the proxy lets
+# through; the only registry allowed) served by the python program
+# REGISTRY, which creates ./ready once it listens.  The result in ./out,
+# the probe's /scratch/probe.out in $ws.
+registry_install() {
+	install_job "$1" '"198.18.0.5"' "${3:-}"
 	unshare --net sh -c '
 		ip link set lo up || exit 9
 		unshare --net sh -c "echo \$\$ > peer; exec sleep 120" &
@@ -943,15 +952,7 @@ const via = (h) => new Promise(r => {
 });
 (async () => { await via("198.51.100.5"); await via("localhost"); fs.writeFileSync("/scratch/probe.out", out.join("\n") + "\n"); })();
 JS
-	conf=$(conf_with -e 's/^install_specs *=.*/install_specs = "any"/' \
-		-e 's/^registries = \["registry.npmjs.org"\]/registries = ["registry.npmjs.org", "198.51.100.5", "localhost"]/')
-	sid=$(printf '%032x' 99)
-	ws=$BATS_TEST_TMPDIR/var/sessions/$sid
-	mkdir -p "$ws/.deps" "$ws/mypkg"
-	echo '{"name":"mypkg","version":"1.0.0","scripts":{"preinstall":"node probe.js"}}' > "$ws/mypkg/package.json"
-	cp probe.js "$ws/mypkg/"
-	chown -R "$SBX_PROG_UID:$SBX_PROG_UID" "$ws"
-	jq -nc --arg s "$sid" '{language: "javascript", session: $s, install: ["./mypkg"]}' | "$BIN/sbx-validate" -c "$conf" > job
+	install_job probe.js '"registry.npmjs.org", "198.51.100.5", "localhost"'
 	unshare --net sh -c '
 		ip link set lo up && ip route add local 198.51.100.0/24 dev lo table local || exit 9
 		python3 -c "import socket, sys
