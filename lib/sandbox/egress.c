@@ -252,12 +252,6 @@ struct conn {
 	double t0;
 };
 
-static double mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* Write the connection's record: one line in one write (PIPE_BUF at
  * most: the host and the why are bounded). */
@@ -270,7 +264,7 @@ static void put_record(const struct server *sv, const struct conn *cn)
 		r = jv_object_set(r, jv_string("why"), jv_string(cn->why));
 	r = jv_object_set(r, jv_string("bytes_sent"), jv_number((double)cn->sent));
 	r = jv_object_set(r, jv_string("bytes_received"), jv_number((double)cn->received));
-	r = jv_object_set(r, jv_string("duration_ms"), jv_number(round((mono_ms() - cn->t0) * 10) / 10));
+	r = jv_object_set(r, jv_string("duration_ms"), jv_number(round((util_now_ms() - cn->t0) * 10) / 10));
 	jv line = jv_dump_string(r, 0);
 	size_t n = (size_t)jv_string_length_bytes(jv_copy(line));
 	char buf[PIPE_BUF];
@@ -564,7 +558,7 @@ static _Noreturn void refuse(const struct server *sv, int c, struct conn *cn, co
 
 static _Noreturn void handle(const struct server *sv, int c)
 {
-	struct conn cn = { .t0 = mono_ms() };
+	struct conn cn = { .t0 = util_now_ms() };
 	char head[HEAD_MAX];
 	size_t total = 0;
 	alarm(HEAD_SECONDS);
@@ -723,7 +717,7 @@ _Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts)
 		;
 	unsigned over = served > EGRESS_MAX_RECORDS ? served - EGRESS_MAX_RECORDS : 0;
 	if (over || busy || unforked) {
-		struct conn cn = { .t0 = mono_ms() };
+		struct conn cn = { .t0 = util_now_ms() };
 		snprintf(cn.why, sizeof cn.why,
 			 "connections refused without a record of their own: %u past the %d a run may make, %u past %d at once, "
 			 "%u the proxy could not take",
@@ -861,7 +855,7 @@ static jv parse_records(const char *text, size_t len)
 static bool drain(struct egress *e, double deadline)
 {
 	for (;;) {
-		double left = deadline - mono_ms();
+		double left = deadline - util_now_ms();
 		struct pollfd pf = { .fd = e->log, .events = POLLIN };
 		int r = left > 0 ? poll(&pf, 1, (int)left + 1) : 0;
 		if (r < 0 && errno == EINTR)
@@ -881,10 +875,10 @@ jv egress_stop(struct egress *e)
 	/* Ask first: each open connection records itself (egress.h).  What
 	 * has not ended by EGRESS_STOP_MS is killed, and its record lost. */
 	kill(-e->pid, SIGTERM);
-	if (!drain(e, mono_ms() + EGRESS_STOP_MS)) {
+	if (!drain(e, util_now_ms() + EGRESS_STOP_MS)) {
 		kill(-e->pid, SIGKILL);
 		kill(e->pid, SIGKILL);
-		drain(e, mono_ms() + EGRESS_STOP_MS);
+		drain(e, util_now_ms() + EGRESS_STOP_MS);
 	}
 	while (waitpid(e->pid, NULL, 0) < 0 && errno == EINTR)
 		;
