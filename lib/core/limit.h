@@ -17,6 +17,10 @@
  * a request's to set), minimum, maximum, default, the default of its
  * ceiling max_KEY (requestable limits only), the default of its compile
  * stage's compile_KEY (0: the compile stage takes the run's value).
+ *
+ * The egress_ rows bound what a run with an allow-list (its `network`, or
+ * an install's registries) moves through its proxy (egress.h): bytes both
+ * ways, connections, and bytes per second over all of them (0: no bound).
  */
 #ifndef SBX_LIMIT_H
 #define SBX_LIMIT_H
@@ -44,7 +48,10 @@ enum lim_unit { LU_MS, LU_BYTES, LU_COUNT, LU_CPUS };
 	X(tmpfs,      LU_BYTES, "tmpfs_size",   "tmpfs_bytes",   NULL,      64 * LIM_KIB, LIM_TIB,       64 * LIM_MIB,  0,        0) \
 	X(scratch,    LU_BYTES, "scratch_size", "scratch_bytes", NULL,      64 * LIM_KIB, LIM_TIB,       64 * LIM_MIB,  0,        0) \
 	X(nofile,     LU_COUNT, "nofile",       "nofile",        NULL,      16,           1 << 20,       1024,          0,        0) \
-	X(stack,      LU_BYTES, "stack",        "stack_bytes",   NULL,      64 * LIM_KIB, 4 * LIM_GIB,   8 * LIM_MIB,   0,        0)
+	X(stack,      LU_BYTES, "stack",        "stack_bytes",   NULL,      64 * LIM_KIB, 4 * LIM_GIB,   8 * LIM_MIB,   0,        0) \
+	X(egress_bytes, LU_BYTES, "egress_bytes", "egress_bytes", NULL,   0,            LIM_TIB,       LIM_GIB,       0,        0) \
+	X(egress_conns, LU_COUNT, "egress_connections", "egress_connections", NULL, 0,  4096,          256,           0,        0) \
+	X(egress_rate, LU_BYTES, "egress_rate", "egress_rate_bytes", NULL,   0,            LIM_TIB,       0,             0,        0)
 
 enum lim_id {
 #define LIM_ENUM(f, ...) LIM_##f,
