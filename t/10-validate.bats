@@ -10,7 +10,7 @@ v() { "$BIN/sbx-validate" "$@"; }
 	[ "$status" -eq 1 ]
 	[ "${#lines[@]}" -eq 3 ]
 	jqe 0 '.language == "python" and .code == "print(1)" and (.id | type) == "string"'
-	jqe 0 '.limits == {"timeout_ms":10000,"memory_bytes":268435456,"cpus":0.5,"pids":64,"output_bytes":102400,"file_bytes":67108864,"tmpfs_bytes":67108864,"scratch_bytes":67108864,"nofile":1024,"stack_bytes":8388608}'
+	jqe 0 '.limits == {"timeout_ms":10000,"memory_bytes":268435456,"cpus":0.5,"pids":64,"output_bytes":102400,"file_bytes":67108864,"tmpfs_bytes":67108864,"scratch_bytes":67108864,"nofile":1024,"stack_bytes":8388608,"egress_bytes":1073741824,"egress_connections":256,"egress_rate_bytes":0}'
 	jqe 0 '.exec.run == ["python3","main.py"] and .exec.file == "main.py" and .exec.compile == null and .backend == "native"'
 	jqe 1 '.status == "invalid" and .line == 2 and (.error | startswith("line 2: not valid JSON"))'
 	jqe 2 '.status == "invalid" and .error == "unsupported language \"cobol\" (supported: bash, c, cpp, go, java, javascript, php, python, ruby, rust, typescript)"'
@@ -110,15 +110,62 @@ v() { "$BIN/sbx-validate" "$@"; }
 	jqe 12 '.limits.pids == 64 and .limits.cpus == 0.5'
 }
 
-@test "network: refused unless the configuration allows it" {
+@test "network: an allow-list within the configuration's, true for all of it, the host's only by name" {
 	run --separate-stderr v <<< '{"language":"python","code":"1","network":true}'
-	jqe 0 '.status == "invalid" and (.error | startswith("\"network\": true is not allowed by the configuration"))'
+	jqe 0 '.status == "invalid" and (.error | startswith("\"network\": the configuration allows runs no network (network = false in "))'
+	run --separate-stderr v <<< '{"language":"python","code":"1","network":["pypi.org"]}'
+	jqe 0 '.status == "invalid" and (.error | startswith("\"network\": the configuration allows runs no network"))'
+	run --separate-stderr v <<< '{"language":"python","code":"1","network":false}'
+	jqe 0 '.exec.network == false'
+
+	# true once meant the host's network: now a load error saying what to write
 	conf=$(conf_with 's/^network *=.*/network = true/')
+	run --separate-stderr v -c "$conf" <<< '{"language":"python","code":"1"}'
+	[ "$status" -eq 2 ]
+	[[ $stderr == *'key "network": true is ambiguous: give a list of the hosts runs may reach'*'"host" for the host'* ]]
+	conf=$(conf_with 's/^network *=.*/network = ["pypi.org", "bad host"]/')
+	run --separate-stderr v -c "$conf" <<< '{"language":"python","code":"1"}'
+	[ "$status" -eq 2 ]
+	[[ $stderr == *'key "network": "bad host" is not a host pattern'* ]]
+
+	conf=$(conf_with 's/^network *=.*/network = "host"/')
 	run --separate-stderr v -c "$conf" <<< '{"language":"python","code":"1","network":true}'
-	[ "$status" -eq 0 ]
 	jqe 0 '.exec.network == true'
-	run --separate-stderr v <<< '{"language":"python","code":"1","network":"yes"}'
-	jqe 0 '.error == "\"network\" must be true or false"'
+	run --separate-stderr v -c "$conf" <<< '{"language":"python","code":"1","network":["anything.example:8080"]}'
+	jqe 0 '.exec.network == ["anything.example:8080"]'
+
+	conf=$(conf_with 's/^network *=.*/network = ["pypi.org", "*.example.org", "example.net:80"]/')
+	run --separate-stderr v -c "$conf" < <(printf '%s\n' \
+		'{"language":"python","code":"1","network":true}' \
+		'{"language":"python","code":"1","network":["PyPI.org", "a.example.org", "*.b.example.org", "example.net:80"]}' \
+		'{"language":"python","code":"1","network":[]}' \
+		'{"language":"python","code":"1","network":["example.org"]}' \
+		'{"language":"python","code":"1","network":["pypi.org:80"]}' \
+		'{"language":"python","code":"1","network":["*.org"]}' \
+		'{"language":"python","code":"1","network":["a b"]}' \
+		'{"language":"python","code":"1","network":[1]}' \
+		'{"language":"python","code":"1","network":"yes"}' \
+		"$(jq -nc '{language: "python", code: "1", network: [range(65) | "pypi.org"]}')")
+	jqe 0 '.exec.network == ["pypi.org", "*.example.org", "example.net:80"]'
+	jqe 1 '.exec.network == ["PyPI.org", "a.example.org", "*.b.example.org", "example.net:80"]'
+	jqe 2 '.exec.network == false'
+	for i in 3 4 5; do
+		jqe $i '.status == "invalid" and (.error | test("^\"network\": \".*\" is not within what the configuration allows \\(pypi.org, \\*.example.org, example.net:80 in .*\\)$"))'
+	done
+	jqe 6 '.error == "\"network\": \"a b\" is not a host pattern: a host name, *.domain or an address, with an optional :port"'
+	jqe 7 '.error == "\"network\": each element must be a host pattern (a string)"'
+	jqe 8 '.error | startswith("\"network\" must be false, true (all the configuration allows) or a list of hosts")'
+	jqe 9 '.error == "\"network\": at most 64 host patterns"'
+
+	run --separate-stderr v -c "$conf" <<< '{"language":"python","install":["x"],"network":["pypi.org"]}'
+	jqe 0 '.error == "an install reaches its language'"'"'s registries only: \"network\" does not go with \"install\""'
+
+	# sbx-run holds a hand-written job to the same rules
+	v -c "$conf" <<< '{"language":"python","code":"print(1)","network":["pypi.org"]}' > job
+	for n in '["evil.example"]' true '["pypi.org:22"]' '"x"'; do
+		run --separate-stderr "$BIN/sbx-run" -c "$conf" < <(jq -c ".exec.network = $n" job)
+		jqe 0 '.status == "invalid" and (.error | test("exec.network"))'
+	done
 }
 
 @test "the computed fields: a job validated again is the same job; setting them is refused, not ignored" {

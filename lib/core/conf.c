@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "conf_int.h"
+#include "hostpat.h"
 #include "utf8.h"
 #include "util.h"
 
@@ -29,7 +30,7 @@
 
 /* ---- schema ---------------------------------------------------------- */
 
-enum ctype { T_STR, T_BOOL, T_INT, T_SIZE, T_DUR, T_FLOAT, T_STRARR, T_ERRNO, T_CHOICE };
+enum ctype { T_STR, T_BOOL, T_INT, T_SIZE, T_DUR, T_FLOAT, T_STRARR, T_ERRNO, T_CHOICE, T_NET };
 enum sect { S_NONE, S_SANDBOX, S_SESSIONS, S_HTTP, S_MCP, S_LANG };
 
 /* A choice-valued key's set: its names, by enum value, and how an error
@@ -77,6 +78,7 @@ struct key {
 #define DFLT_FLOAT(d) .num = (d)
 #define DFLT_ERRNO(d) .num = (d)
 #define DFLT_CHOICE(d) .num = (d)
+#define DFLT_NET(d) .num = (d)
 #define CHOICES_STR(c)
 #define CHOICES_STRARR(c)
 #define CHOICES_BOOL(c)
@@ -86,6 +88,7 @@ struct key {
 #define CHOICES_FLOAT(c)
 #define CHOICES_ERRNO(c)
 #define CHOICES_CHOICE(c) .choices = &set_##c,
+#define CHOICES_NET(c)
 #define KEY_ROW(sect_, key_, type_, field_, min_, max_, dflt_, choices_) \
 	{ .name = key_, .type = T_##type_, .off = OFF_##sect_(field_), .min = min_, .max = max_, .sect = S_##sect_, \
 	  DFLT_##type_(dflt_), CHOICES_##type_(choices_) },
@@ -527,6 +530,32 @@ static bool assign(struct parser *ps, int line, const struct key *k, char *base,
 		snprintf(what, sizeof what, k->choices->what, list);
 		return fail(ps, line, "key \"%s\": \"%s\" is not %s", k->name, v->s, what);
 	}
+	case T_NET: {
+		struct conf_net *net = dst;
+		util_strv_free(net->hosts);
+		*net = (struct conf_net){ 0 };
+		/* true meant the host's network once: now it is named */
+		if (v->kind == V_BOOL && v->b)
+			return fail(ps, line, "key \"%s\": true is ambiguous: give a list of the hosts runs may reach, such as "
+					      "[\"pypi.org\", \"*.github.com\"] (through sbx's proxy), or \"host\" for the host's own "
+					      "network (trusted set-ups only: doc/security.md)", k->name);
+		if (v->kind == V_BOOL)
+			return true;
+		if (v->kind == V_STR && !strcmp(v->s, "host")) {
+			net->host = true;
+			return true;
+		}
+		if (v->kind != V_ARR)
+			return fail(ps, line, "key \"%s\": expected false, \"host\" or a list of host patterns", k->name);
+		char why[400];
+		for (size_t i = 0; i < v->n; i++)
+			if (!hostpat_ok(v->arr[i], why, sizeof why))
+				return fail(ps, line, "key \"%s\": %s", k->name, why);
+		net->hosts = v->arr;
+		v->arr = NULL;
+		v->n = 0;
+		return true;
+	}
 	}
 	return false;
 }
@@ -584,6 +613,7 @@ static void set_key_defaults(char *base, bool lang)
 		case T_FLOAT: *(double *)dst = k->num; break;
 		case T_ERRNO:
 		case T_CHOICE: *(int *)dst = (int)k->num; break;
+		case T_NET: *(struct conf_net *)dst = (struct conf_net){ 0 }; break;
 		case T_STRARR: {
 			char **v = NULL;
 			size_t n = 0;
@@ -612,6 +642,8 @@ static void free_keys(char *base, bool lang)
 			free(*(char **)(base + k->off));
 		else if (k->type == T_STRARR)
 			util_strv_free(*(char ***)(base + k->off));
+		else if (k->type == T_NET)
+			util_strv_free(((struct conf_net *)(base + k->off))->hosts);
 	}
 }
 

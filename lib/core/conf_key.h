@@ -15,7 +15,7 @@
  * DUR milliseconds (seconds, or "500ms", "5m"), all three uint64_t; FLOAT
  * a double; STRARR a NULL-terminated char ** the struct owns; ERRNO an int
  * (a name such as "EPERM", or a number); CHOICE the enum of its choices,
- * given in the file by the value's name.
+ * given in the file by the value's name; NET a struct conf_net.
  *
  * Columns: section, key, type, field, minimum, maximum (of INT, SIZE, DUR
  * in milliseconds, FLOAT and ERRNO's number; 0, 0 for the others),
@@ -72,6 +72,15 @@ CONF_CHOICE_SETS(CONF_CHOICE_SET_DECL)
 #define CONF_GB (1024.0 * 1024 * 1024)
 #define CONF_TB (CONF_GB * 1024)
 
+/* A NET key's field: where runs may connect.  false (the default): no
+ * network; a list of host patterns (hostpat.h): those, through the
+ * sandbox's proxy (egress.h); "host": the host's own network namespace,
+ * for trusted set-ups only. */
+struct conf_net {
+	bool host;
+	char **hosts; /* the patterns, or NULL */
+};
+
 /* A STRARR's default: a list of string literals. */
 #define CONF_STRV(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
@@ -101,7 +110,8 @@ CONF_CHOICE_SETS(CONF_CHOICE_SET_DECL)
 	X(SANDBOX,  "max_tests",                   INT,     max_tests,              1,         100000,          100,                  -) \
 	X(SANDBOX,  "max_tests_size",              SIZE,    max_tests_size,         0,         1 * CONF_GB,     16 * CONF_MB,         -) \
 	X(SANDBOX,  "test_output",                 SIZE,    test_output,            1 * CONF_KB, 256 * CONF_MB, 4 * CONF_MB,          -) \
-	X(SANDBOX,  "network",                     BOOL,    network,                0,         0,               false,                -) \
+	/* false, "host" or a list of host patterns (struct conf_net) */ \
+	X(SANDBOX,  "network",                     NET,     network,                0,         0,               false,                -) \
 	X(SANDBOX,  "max_concurrent",              INT,     max_concurrent,         1,         4096,            4,                    -) \
 	/* absolute after loading; unset, state_dir is SBX_STATEDIR and history \
 	 * sandbox_history.db in it (conf.c's parse) */ \
@@ -223,6 +233,7 @@ CONF_CHOICE_SETS(CONF_CHOICE_SET_DECL)
 #define CONF_T_STRARR(choices) char **
 #define CONF_T_ERRNO(choices) int
 #define CONF_T_CHOICE(choices) enum conf_##choices
+#define CONF_T_NET(choices) struct conf_net
 #define CONF_FIELD(sect, key, type, field, min, max, dflt, choices) CONF_T_##type(choices) field;
 
 #endif

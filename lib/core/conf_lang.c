@@ -11,6 +11,7 @@
 
 #include "conf.h"
 #include "conf_int.h"
+#include "hostpat.h"
 #include "layout.h"
 #include "util.h"
 
@@ -113,12 +114,11 @@ bool conf_lang_check(const struct conf *c, struct conf_lang *l, char *err, size_
 	if (l->install && c->install_network && !l->registries)
 		return say(err, errlen,
 			    "[language.%s] key \"install\": needs \"registries\", the hosts its installs may reach (through their "
-			    "proxy, port 443 only)", l->name);
-	for (char **r = l->registries; r && *r; r++) {
-		const char *h = !strncmp(*r, "*.", 2) ? *r + 2 : *r;
-		if (!*h || strlen(h) > 253 || strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") != strlen(h))
-			return say(err, errlen, "[language.%s] key \"registries\": \"%s\" is not a host name (or *.domain)", l->name, *r);
-	}
+			    "proxy)", l->name);
+	char why[400];
+	for (char **r = l->registries; r && *r; r++)
+		if (!hostpat_ok(*r, why, sizeof why))
+			return say(err, errlen, "[language.%s] key \"registries\": %s", l->name, why);
 	for (char **e = l->env; e && *e; e++)
 		if (!strchr(*e, '=') || **e == '=')
 			return say(err, errlen, "[language.%s] key \"env\": \"%s\" is not NAME=value", l->name, *e);

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hostpat.h"
 #include "judge.h"
 #include "layout.h"
 #include "probe.h"
@@ -530,30 +531,73 @@ static bool req_limits(const struct conf *c, const struct conf_lang *l, jv req, 
 	return job_req_limits(c, req, run, err, errlen);
 }
 
-/* network: only where the configuration allows it; artifacts: a boolean */
-static bool req_network(const struct conf *c, jv req, bool *network, char *err, size_t errlen)
+/* What a request's network asks for: nothing, the host's own network
+ * (where the configuration says "host"), the configuration's whole list,
+ * or the request's own list (a job's exec.network: false, true, the
+ * patterns; exec_json). */
+enum net_ask { NET_NONE, NET_HOST, NET_CONF, NET_OWN };
+#define NET_MAX_PATTERNS 64
+
+/* network: false; true, all the configuration allows; or a list of host
+ * patterns within its list.  artifacts: a boolean. */
+static bool req_network(const struct conf *c, jv req, enum net_ask *ask, char *err, size_t errlen)
 {
-	*network = false;
+	*ask = NET_NONE;
 	bool a;
 	if (rec_has(req, REQ_KEY(artifacts)) && !rec_bool(req, REQ_KEY(artifacts), &a)) {
 		snprintf(err, errlen, "\"%s\" must be true or false", REQ_KEY(artifacts));
 		return false;
 	}
-	if (!rec_has(req, REQ_KEY(network)))
-		return true;
 	jv nv = rec_get(req, REQ_KEY(network));
 	jv_kind k = jv_get_kind(nv);
-	jv_free(nv);
-	if (k != JV_KIND_NULL && !rec_bool(req, REQ_KEY(network), network)) {
-		snprintf(err, errlen, "\"%s\" must be true or false", REQ_KEY(network));
+	bool none = !c->network.host && !c->network.hosts;
+	if (k == JV_KIND_INVALID || k == JV_KIND_NULL || k == JV_KIND_FALSE ||
+	    (k == JV_KIND_ARRAY && jv_array_length(jv_copy(nv)) == 0)) {
+		jv_free(nv);
+		return true;
+	}
+	if (k != JV_KIND_TRUE && k != JV_KIND_ARRAY) {
+		jv_free(nv);
+		snprintf(err, errlen, "\"%s\" must be false, true (all the configuration allows) or a list of hosts such as "
+				      "[\"pypi.org\", \"*.github.com\", \"example.org:80\"]", REQ_KEY(network));
 		return false;
 	}
-	if (*network && !c->network) {
-		snprintf(err, errlen, "\"%s\": true is not allowed by the configuration (network = false in %s)", REQ_KEY(network),
+	if (none) {
+		jv_free(nv);
+		snprintf(err, errlen, "\"%s\": the configuration allows runs no network (network = false in %s)", REQ_KEY(network),
 			 c->path);
 		return false;
 	}
-	return true;
+	if (k == JV_KIND_TRUE) {
+		jv_free(nv);
+		*ask = c->network.host ? NET_HOST : NET_CONF;
+		return true;
+	}
+	int n = jv_array_length(jv_copy(nv));
+	bool ok = n <= NET_MAX_PATTERNS;
+	if (!ok)
+		snprintf(err, errlen, "\"%s\": at most %d host patterns", REQ_KEY(network), NET_MAX_PATTERNS);
+	for (int i = 0; ok && i < n; i++) {
+		jv e = jv_array_get(jv_copy(nv), i);
+		char why[400];
+		if (jv_get_kind(e) != JV_KIND_STRING || !hostpat_ok(jv_string_value(e), why, sizeof why)) {
+			snprintf(err, errlen, "\"%s\": %s", REQ_KEY(network),
+				 jv_get_kind(e) == JV_KIND_STRING ? why : "each element must be a host pattern (a string)");
+			ok = false;
+		} else if (!c->network.host && !hostpat_covers(c->network.hosts, jv_string_value(e))) {
+			size_t o = (size_t)snprintf(err, errlen, "\"%s\": \"%s\" is not within what the configuration allows (",
+						    REQ_KEY(network), jv_string_value(e));
+			for (char **h = c->network.hosts; *h && o < errlen; h++)
+				o += (size_t)snprintf(err + o, errlen - o, "%s%s", h == c->network.hosts ? "" : ", ", *h);
+			if (o < errlen)
+				snprintf(err + o, errlen - o, " in %s)", c->path);
+			ok = false;
+		}
+		jv_free(e);
+	}
+	jv_free(nv);
+	*ask = ok ? NET_OWN : NET_NONE;
+	return ok;
 }
 
 /* session: the job runs in that session's workspace (made by sbx-mcp's
@@ -672,7 +716,8 @@ struct plan {
 	const char *entry;         /* P_ENTRY's workspace file, borrowed from the request */
 	char *workspace;           /* the session's directory, or NULL (owned) */
 	struct limits run, comp;
-	bool network, installing;
+	enum net_ask net;
+	bool installing;
 	const char *backend;
 	/* The program file's names (plan_names). */
 	char dir[64], prog_path[256], cls[101], file[128];
@@ -735,8 +780,8 @@ static jv run_command(const struct plan *p, jv *req, char *err, size_t errlen)
 /* The job's "exec": what runs (the commands, the program file and its
  * directory), where (rootfs or image, the session's workspace), with what
  * of the host (environment, binds, network), and a judged job's tests and
- * checker.  Borrows runv, tests and checker. */
-static jv exec_json(const struct plan *p, jv runv, jv tests, jv checker, bool compiling)
+ * checker.  Borrows req, runv, tests and checker. */
+static jv exec_json(const struct plan *p, jv req, jv runv, jv tests, jv checker, bool compiling)
 {
 	const struct conf_lang *l = p->l;
 	jv exec = jv_object();
@@ -753,7 +798,9 @@ static jv exec_json(const struct plan *p, jv runv, jv tests, jv checker, bool co
 	exec = jv_object_set(exec, jv_string("binds"), strv_json(l->binds));
 	exec = jv_object_set(exec, jv_string("rootfs"), l->rootfs ? jv_string(l->rootfs) : jv_null());
 	exec = jv_object_set(exec, jv_string("image"), l->image ? jv_string(l->image) : jv_null());
-	exec = jv_object_set(exec, jv_string(REQ_KEY(network)), jv_bool(p->network));
+	exec = jv_object_set(exec, jv_string(REQ_KEY(network)), p->net == NET_OWN    ? rec_get(req, REQ_KEY(network))
+								: p->net == NET_CONF ? strv_json(p->c->network.hosts)
+										     : jv_bool(p->net == NET_HOST));
 	if (p->workspace) {
 		exec = jv_object_set(exec, jv_string("workspace"), jv_string(p->workspace));
 		exec = jv_object_set(exec, jv_string("workspace_exec"), jv_bool(p->c->workspace_exec));
@@ -821,7 +868,6 @@ static jv with_computed(struct plan *p, jv req)
 		/* Only this step reaches the registries, and only through its
 		 * proxy (egress.h): no network of its own.  It gets the compile
 		 * stage's larger limits. */
-		p->network = false;
 		for (int i = 0; i < LIM_N; i++)
 			if (limit_defs[i].compile && i != LIM_cpus && limit_get(&p->comp, i) > limit_get(&p->run, i))
 				limit_set(&p->run, i, limit_get(&p->comp, i));
@@ -832,7 +878,7 @@ static jv with_computed(struct plan *p, jv req)
 		if (!limit_defs[i].compile)
 			limit_set(&p->comp, i, limit_get(&p->run, i));
 	bool compiling = l->compile && !p->installing && p->prog == P_CODE;
-	jv exec = why[0] ? jv_invalid() : exec_json(p, runv, tests, checker, compiling);
+	jv exec = why[0] ? jv_invalid() : exec_json(p, req, runv, tests, checker, compiling);
 	jv limits = limits_to_json(&p->run), climits = compiling ? limits_to_json(&p->comp) : jv_null();
 	jv bk = jv_string(p->backend);
 	if (!why[0]) {
@@ -928,8 +974,11 @@ jv job_from_request(const struct conf *c, jv req)
 			return rec_make_invalid(req, "%s", why);
 		job_files_free(f, nf);
 	}
-	if (!req_limits(c, l, req, &p.run, &p.comp, why, sizeof why) || !req_network(c, req, &p.network, why, sizeof why))
+	if (!req_limits(c, l, req, &p.run, &p.comp, why, sizeof why) || !req_network(c, req, &p.net, why, sizeof why))
 		return rec_make_invalid(req, "%s", why);
+	if (installing && p.net != NET_NONE)
+		return rec_make_invalid(req, "an install reaches its language's registries only: \"%s\" does not go with \"%s\"",
+					REQ_KEY(network), REQ_KEY(install));
 	/* Is the runtime there at all?  Only knowable for the native backend. */
 	p.backend = probe_backend(c);
 	const char *missing = !strcmp(p.backend, "native") ? probe_lang_missing(c, l) : NULL;

@@ -53,7 +53,8 @@ struct job {
 	char *const *registries;   /* the same: the hosts an install may reach */
 	const char *rootfs, *image, *backend, *workspace;
 	const char *principal;     /* the sbx-mcp HTTP token the run is for (its digest), or NULL */
-	bool network;
+	bool network;              /* the host's own network (conf network = "host") */
+	char **egress;             /* else the host patterns its proxy lets through (egress.h), or NULL */
 	bool install;              /* a package install into the workspace */
 	bool work_exec;            /* the workspace is executable (conf workspace_exec) */
 	bool artifacts;            /* return the files the run made or changed ("artifacts": true) */

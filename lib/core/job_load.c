@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hostpat.h"
 #include "judge.h"
 #include "layout.h"
 #include "rec.h"
@@ -236,9 +237,34 @@ static bool load_place(const struct conf *c, jv exec, struct job *j, char *err, 
 			return false;
 		}
 	}
-	if (rec_has(exec, REQ_KEY(network)) && !rec_bool(exec, REQ_KEY(network), &j->network)) {
-		snprintf(err, errlen, "exec.network must be true or false");
-		return false;
+	/* exec.network: false, true (the host's network) or host patterns
+	 * (through the proxy, egress.h) */
+	jv nv = rec_get(exec, REQ_KEY(network));
+	jv_kind nk = jv_get_kind(nv);
+	if (nk == JV_KIND_ARRAY) {
+		bool sok;
+		j->egress = job_load_strv(nv, false, true, "network", err, errlen, &sok);
+		if (!sok)
+			return false;
+	} else {
+		jv_free(nv);
+		if (nk == JV_KIND_TRUE)
+			j->network = true;
+		else if (nk != JV_KIND_FALSE && nk != JV_KIND_INVALID && nk != JV_KIND_NULL) {
+			snprintf(err, errlen, "exec.network must be false, true or a list of host patterns");
+			return false;
+		}
+	}
+	for (char **h = j->egress; h && *h; h++) {
+		char why[400];
+		if (!hostpat_ok(*h, why, sizeof why)) {
+			snprintf(err, errlen, "exec.network: %s", why);
+			return false;
+		}
+		if (!c->network.host && !hostpat_covers(c->network.hosts, *h)) {
+			snprintf(err, errlen, "exec.network: \"%.300s\" is not within the configuration's network (%s)", *h, c->path);
+			return false;
+		}
 	}
 	bool install = false;
 	rec_bool(exec, REQ_KEY(install), &install);
@@ -259,15 +285,16 @@ static bool load_place(const struct conf *c, jv exec, struct job *j, char *err, 
 		snprintf(err, errlen, "exec.install needs exec.workspace");
 		return false;
 	}
-	if (j->network && !(install ? c->install_network : c->network)) {
-		snprintf(err, errlen, "network is not allowed by the configuration (%s)", c->path);
+	if (j->network && !c->network.host) {
+		snprintf(err, errlen, "exec.network: true (the host's network) is not allowed by the configuration (%s)", c->path);
 		return false;
 	}
 	/* An install may reach the network: it must be exactly the
 	 * configured package manager on package names, not a hand-written
 	 * command that borrows the permission. */
-	if (install && j->network) {
-		snprintf(err, errlen, "exec.network of an install must be false: it reaches its registries through its proxy");
+	if ((install || cell) && (j->network || j->egress)) {
+		snprintf(err, errlen, "exec.network of an install or a cell must be false: an install reaches its registries "
+				      "through its proxy, a kernel nothing");
 		return false;
 	}
 	if (install && !registry_install_matches(c, conf_lang(c, j->language), j->run)) {
@@ -360,6 +387,7 @@ void job_free(struct job *j)
 	util_strv_free(j->run);
 	util_strv_free(j->env);
 	util_strv_free(j->binds);
+	util_strv_free(j->egress);
 	jv_free(j->rec);
 	memset(j, 0, sizeof *j);
 	j->rec = jv_invalid();

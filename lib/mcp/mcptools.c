@@ -146,7 +146,7 @@ static const char *const shapes[] = {
 static const struct tool_def defs[] = {
 	{ { "run_code", MCP_T_RUN }, "Run code",
 	  "Run a program in a fresh, isolated sandbox and return what it printed, how it ended and the files it "
-	  "wrote. Languages: %L. The sandbox has no network, %M of memory (up to %Y with \"memory\"), %C CPU (up to "
+	  "wrote. Languages: %L. The sandbox has %H, %M of memory (up to %Y with \"memory\"), %C CPU (up to "
 	  "%Z with \"cpus\"), %T s wall time (max %X with \"timeout\"); %O of stdout and of stderr is kept (head "
 	  "and tail; \"max_output\" asks for less or more).%E Compiled languages are compiled first; a compiler "
 	  "error comes back as status compile_error with the compiler's messages in compile.stderr (compile.stdout "
@@ -520,7 +520,8 @@ static jv fill_fields(jv schema, struct fields_of of, const char *who)
  * memory, %C cpus, %T timeout, %X max timeout, %O output, %W workspace
  * size (and what wsfs says of it), %S session ttl, %N max sessions, %F
  * file size, %I kernel idle time, %K languages with kernels, %E what this
- * host does not enforce of them (a sentence, or nothing). */
+ * host does not enforce of them (a sentence, or nothing), %H the network
+ * a call may ask for. */
 static char *describe(const struct conf *c, const char *ws_note, const char *host_note, const char *fmt)
 {
 	size_t cap = strlen(fmt) + 1024, o = 0;
@@ -568,6 +569,21 @@ static char *describe(const struct conf *c, const char *ws_note, const char *hos
 			case 'K': ins = conf_kernel_list(c); break;
 			case 'J': snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)c->max_tests), ins = tmp; break;
 			case 'E': ins = host_note; break;
+			case 'H': {
+				/* the network a call may ask for: the configuration's */
+				size_t k = (size_t)snprintf(tmp, sizeof tmp, "%s",
+							    c->network.host    ? "no network unless \"network\": true (the host's own)"
+							    : !c->network.hosts ? "no network"
+										: "no network unless \"network\" lists hosts to "
+										  "reach through sbx's proxy (within:");
+				char **h = c->network.host ? NULL : c->network.hosts;
+				for (; h && *h && k + strlen(*h) < sizeof tmp - 8; h++)
+					k += (size_t)snprintf(tmp + k, sizeof tmp - k, " %s", *h);
+				if (c->network.hosts && !c->network.host)
+					snprintf(tmp + k, sizeof tmp - k, "%s)", h && *h ? " …" : "");
+				ins = tmp;
+				break;
+			}
 			default: snprintf(tmp, sizeof tmp, "%%%c", *p), ins = tmp;
 			}
 		}

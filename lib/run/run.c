@@ -200,13 +200,23 @@ static void internal(struct run *r, const char *msg)
 
 static void start_stage(struct run *r, enum stage st);
 
-/* An install's package manager finds its proxy (egress.h) in the
- * variables every one of them reads, after the language's own; nothing
- * bypasses it. */
-static char **install_env(char *const *lang)
+/* A stage behind a proxy (egress.h: an install's, or a run's with a
+ * network allow-list) finds it in the variables the usual tools read,
+ * after the language's own: pip, curl, git, Go, Cargo, Python's urllib
+ * and npm the *_PROXY ones; Node 24 and later its fetch and http with
+ * NODE_USE_ENV_PROXY; Java the properties in JDK_JAVA_OPTIONS (the java
+ * launcher notes them on stderr).  The sandbox's own loopback is not
+ * the proxy's.  A program that ignores all of them reaches nothing: the
+ * sandbox has no other way out. */
+static char **proxy_env(char *const *lang)
 {
-	static const char *const proxy[] = { "HTTPS_PROXY=" EGRESS_URL, "HTTP_PROXY=" EGRESS_URL, "https_proxy=" EGRESS_URL,
-					     "http_proxy=" EGRESS_URL, "NO_PROXY=", "no_proxy=" };
+	static const char *const proxy[] = {
+		"HTTPS_PROXY=" EGRESS_URL, "HTTP_PROXY=" EGRESS_URL, "ALL_PROXY=" EGRESS_URL, "https_proxy=" EGRESS_URL,
+		"http_proxy=" EGRESS_URL, "all_proxy=" EGRESS_URL, "NO_PROXY=localhost,127.0.0.1,::1",
+		"no_proxy=localhost,127.0.0.1,::1", "NODE_USE_ENV_PROXY=1",
+		"JDK_JAVA_OPTIONS=-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" EGRESS_PORT_STR " -Dhttp.proxyHost=127.0.0.1 "
+		"-Dhttp.proxyPort=" EGRESS_PORT_STR " -Dhttp.nonProxyHosts=localhost|127.0.0.1",
+	};
 	size_t n = 0, np = sizeof proxy / sizeof proxy[0];
 	while (lang && lang[n])
 		n++;
@@ -504,8 +514,11 @@ static void start_stage(struct run *r, enum stage st)
 		/* A session's workspace is where agents build and run their
 		 * own programs: executable unless the configuration says not. */
 		.work_exec = j->workspace && j->work_exec,
-		/* An install reaches its registries through its proxy, only. */
-		.egress = j->install && r->env->conf->install_network ? j->registries : NULL,
+		/* An install reaches its registries through its proxy, only;
+		 * a program with an allow-list its hosts, through its own. */
+		.egress = st == ST_COMPILE		       ? NULL
+			  : j->install			       ? r->env->conf->install_network ? j->registries : NULL
+							       : j->egress,
 		.stdin_data = st == ST_RUN ? j->stdin_data : NULL,
 		.stdin_len = st == ST_RUN ? j->stdin_len : 0,
 		.network = j->network,
@@ -547,7 +560,7 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 		run_free(r);
 		return NULL;
 	}
-	r->envp = r->job.install ? install_env(r->job.env) : stage_env(r->job.env);
+	r->envp = r->job.install || r->job.egress ? proxy_env(r->job.env) : stage_env(r->job.env);
 	mark(r, "job_loaded");
 	/* The scratch directory: the session's workspace, or a fresh one. */
 	uint64_t size = r->job.lim.scratch > r->job.clim.scratch ? r->job.lim.scratch : r->job.clim.scratch;

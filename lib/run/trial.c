@@ -122,6 +122,9 @@ static bool start_on_fresh(struct slot *s, const struct prog *p, char *const *ar
 		.stdin_data = in,
 		.stdin_len = inlen,
 		.network = p->j->network,
+		/* a test's program reaches what the job's allow-list says, the
+		 * compiler nothing */
+		.egress = compile ? NULL : p->j->egress,
 		.rootfs = p->j->rootfs,
 		.binds = p->j->binds,
 		.image = p->j->image,
@@ -169,6 +172,9 @@ static jv run_fields(jv res, const struct stage_result *br)
 	res = jv_object_set(res, jv_string("memory_peak_bytes"), br->mem_peak >= 0 ? jv_number((double)br->mem_peak) : jv_null());
 	res = jv_object_set(res, jv_string("stdout"), keep(&br->out));
 	res = jv_object_set(res, jv_string("stderr"), keep(&br->err));
+	/* with an allow-list, the test's connections (egress.h) */
+	if (jv_get_kind(br->egress) == JV_KIND_ARRAY)
+		res = jv_object_set(res, jv_string("egress"), jv_copy(br->egress));
 	return jv_object_set(res, jv_string("stdout_bytes"), jv_number((double)br->out.total));
 }
 
