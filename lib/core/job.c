@@ -600,6 +600,15 @@ static bool req_network(const struct conf *c, jv req, enum net_ask *ask, char *e
 	return ok;
 }
 
+bool job_network_ok(const struct conf *c, jv v, char *err, size_t errlen)
+{
+	jv req = jv_object_set(jv_object(), jv_string(REQ_KEY(network)), jv_copy(v));
+	enum net_ask ask;
+	bool ok = req_network(c, req, &ask, err, errlen);
+	jv_free(req);
+	return ok;
+}
+
 /* session: the job runs in that session's workspace (made by sbx-mcp's
  * sandbox_initialize; state between runs is its files).  *workspace is
  * its directory (the caller frees), NULL without a session. */

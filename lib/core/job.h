@@ -81,6 +81,9 @@ char **job_expand_strv(char *const *v, const struct limits *lim);
 /* Request -> job, or an invalid record saying what is wrong and what is
  * allowed.  Consumes req. */
 jv job_from_request(const struct conf *c, jv req);
+/* Would a request's "network" of v (borrowed) be allowed?  False with err
+ * (a session's default, checked when the session is made). */
+bool job_network_ok(const struct conf *c, jv v, char *err, size_t errlen);
 
 /* Job record -> struct job.  Consumes rec into j->rec.  On failure err says
  * why and j holds only the record (for an invalid record); job_free it

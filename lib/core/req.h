@@ -99,7 +99,7 @@ enum {
 	  "RAM for the run: bytes, or a size such as 512m or 1g") \
 	L(cpus, RK_NUM, RW_ANY_REQ, RT_RUN | RT_EXEC | RT_CELL, 0, "CPU quota in cores, such as 0.5 or 2") \
 	L(pids, RK_INT, RW_ANY_REQ, 0, 0, "processes and threads") \
-	X(network, RK_BOOL | RK_STRS, RW_REQ | RW_JUDGED, RT_RUN | RT_EXEC, 0, \
+	X(network, RK_BOOL | RK_STRS, RW_REQ | RW_JUDGED, RT_RUN | RT_EXEC | RT_INIT, 0, \
 	  "hosts the program may reach through sbx's proxy (\"pypi.org\", \"*.github.com\", \"example.org:80\"; no port: " \
 	  "443), within the configuration's network list; true: all of that list") \
 	X(artifacts, RK_BOOL, RW_REQ | RW_CELL, 0, 0, "return the files the run made or changed") \

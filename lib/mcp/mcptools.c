@@ -226,8 +226,8 @@ static const struct tool_def defs[] = {
 	{ { "sandbox_initialize", MCP_T_INIT }, "Start a session",
 	  "Start a persistent session: a private workspace directory (%W) that every sandbox_exec and run_cell of "
 	  "the session runs in, so files persist between runs (nothing else does: each run is a fresh sandbox). "
-	  "Optional \"language\" (the default for sandbox_exec), \"dependencies\" to install now, \"ttl\" (seconds "
-	  "idle before the session is removed; default %S). Returns session_id. At most %N sessions at once.",
+	  "Optional \"language\" (the default for sandbox_exec), \"dependencies\" to install now, \"network\" "
+	  "(sandbox_exec's default), \"ttl\" (seconds idle before the session is removed; default %S). Returns session_id. At most %N sessions at once.",
 	  RT_INIT, { { "dependencies", RK_STRS, false }, { "ttl", RK_NUM, false } },
 	  "{`type`:`object`,`properties`:{" REQUEST_FIELDS
 	  "`dependencies`:" STRS("packages to install now") ","
@@ -235,6 +235,8 @@ static const struct tool_def defs[] = {
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session, for the other session tools") ","
 	  "`language`:" NULLABLE("string", "its default language") ","
 	  "`expires_at`:" STR("when it is removed if idle (ISO 8601)") ","
+	  "`network`:{`anyOf`:[{`type`:`boolean`},{`type`:`array`,`items`:{`type`:`string`}}],"
+	  "`description`:`the network its runs have unless a call gives its own`},"
 	  "`workspace_bytes`:" NULLABLE("integer", "what its workspace may hold") ","
 	  "`workspace_filesystem`:{`type`:`string`,`enum`:" WSFS_KINDS_JSON ",`description`:`what holds the workspace`},"
 	  "`workspace_note`:" STR("what that means for its size") ","

@@ -110,6 +110,7 @@ void sess_remove(struct sessions *s, const char *id)
 		close(x->lockfd);
 		free(x->dir);
 		free(x->language);
+		jv_free(x->network);
 		free(x->fs_note);
 		free(x);
 		s->n--;
@@ -356,6 +357,8 @@ static jv exec_request(const struct sessions *s, struct session *x, jv args, cha
 	if (language)
 		req = jv_object_set(req, jv_string(REQ_KEY(language)), jv_string(language));
 	req = req_from_args(req, args, RT_EXEC);
+	if (!rec_has(req, REQ_KEY(network)) && jv_is_valid(x->network))
+		req = jv_object_set(req, jv_string(REQ_KEY(network)), jv_copy(x->network));
 	if (has_file)
 		req = jv_object_set(req, jv_string(REQ_KEY(entry)), rec_get(args, "file"));
 	return jv_object_set(req, jv_string(REQ_KEY(artifacts)), jv_true());
@@ -695,18 +698,29 @@ bool sess_tool_init(struct sessions *s, unsigned owner, jv args, jv *out, jv *re
 		jv_free(deps);
 		return false;
 	}
+	/* the network its runs have unless a call says otherwise */
+	jv net = rec_get(args, REQ_KEY(network));
+	if (jv_is_valid(net) && jv_get_kind(net) != JV_KIND_NULL && !job_network_ok(s->conf, net, err, errlen)) {
+		jv_free(net);
+		jv_free(deps);
+		return false;
+	}
 	char *id = sess_create(s, owner, lang, (uint64_t)(ttl * 1000), err, errlen);
 	if (!id) {
+		jv_free(net);
 		jv_free(deps);
 		return false;
 	}
 	struct session *x = find(s, id);
+	x->network = jv_get_kind(net) == JV_KIND_NULL ? jv_invalid() : net;
 	char when[40];
 	util_iso8601(util_epoch_ms() + (double)x->ttl_ms, when, sizeof when);
 	jv o = jv_object_set(jv_object(), jv_string("session_id"), jv_string(id));
 	o = jv_object_set(o, jv_string(REQ_KEY(language)), x->language ? jv_string(x->language) : jv_null());
 	o = jv_object_set(o, jv_string("expires_at"), jv_string(when));
 	o = jv_object_set(o, jv_string("ttl_seconds"), jv_number((double)x->ttl_ms / 1000));
+	if (jv_is_valid(x->network))
+		o = jv_object_set(o, jv_string(REQ_KEY(network)), jv_copy(x->network));
 	/* what its quota is, and what the files count against where it
 	 * is not a disk's (wsfs.h) */
 	o = jv_object_set(o, jv_string("workspace_bytes"),

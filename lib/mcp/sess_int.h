@@ -20,6 +20,7 @@ struct session {
 	char id[STATE_SESSION_ID_LEN + 1];
 	char *dir;
 	char *language;        /* default for sandbox_exec, or NULL */
+	jv network;            /* default for sandbox_exec's "network", or invalid: none */
 	unsigned owner;        /* only its owner's clients see it */
 	uint64_t ttl_ms;
 	double last_used;      /* util_now_ms */
