@@ -16,11 +16,13 @@ also serves NETDIR/www as static files (the package indexes and the git
 repository), which it first builds (build_www): pip's wheel and npm's
 tarball are made here, so that set-up starts one Python, not three.
 
-Every HTTP request, TLS handshake that failed and echo connection is
-appended as one JSON line to NETDIR/requests.log (one write of a line
+Every HTTP request, TLS handshake that failed, connection that ended
+with no request and echo connection is appended as one JSON line to NETDIR/requests.log (one write of a line
 opened O_APPEND, under a lock: lines of concurrent threads never mix),
 before the answer is sent: once a client has its answer, its line is
-there for the test to read.  NETDIR/server.ready appears once every
+there for the test to read.  (A handshake or connection the client
+gave up on is recorded once the server sees it end, which may be after
+the client is over: a test awaits that line.)  NETDIR/server.ready appears once every
 listener listens.
 """
 
@@ -127,6 +129,10 @@ TYPES = {".html": "text/html; charset=utf-8", ".json": "application/json"}
 
 # --- HTTP and HTTPS -----------------------------------------------------
 
+class HandshakeFailed(Exception):
+    pass
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as pip's and npm's clients use it
     server_version = "sbx-t-net"
@@ -137,22 +143,29 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if srv.tls:
             # the handshake here, in the connection's thread, not in the
             # accepting one (a client that never finishes it blocks no other)
-            raw = self.request
-            raw.settimeout(30)
+            tls = srv.tls.wrap_socket(self.request, server_side=True, do_handshake_on_connect=False)
+            tls.settimeout(30)
             try:
-                self.request = srv.tls.wrap_socket(raw, server_side=True)
+                tls.do_handshake()
             except (OSError, ssl.SSLError) as e:
-                log(dict(self.where(), kind="tls", error=str(e)))
-                raw.close()
-                raise
-            self.sni = getattr(self.request, "sbx_sni", None)
+                log(dict(self.where(), kind="tls", sni=getattr(tls, "sbx_sni", None), error=str(e)))
+                tls.close()
+                raise HandshakeFailed() from e
+            self.request = tls
+            self.sni = getattr(tls, "sbx_sni", None)
         super().setup()
 
     def handle(self):
+        self.requests = 0
         try:
             super().handle()
         except (ConnectionError, ssl.SSLError, TimeoutError):
             pass
+        if not self.requests:
+            # a connection (a TLS one whose handshake was done) that ended
+            # with no request: a client that gave up on the certificate,
+            # a tunnel opened and left
+            log(dict(self.where(), kind="no-request", tls=bool(self.server.tls), sni=self.sni))
 
     def where(self):
         return {"server": self.server.name, "addr": self.server.addr, "port": self.server.port,
@@ -162,6 +175,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass  # requests.log has them
 
     def record(self):
+        self.requests += 1
         log(dict(self.where(), kind="https" if self.server.tls else "http", sni=self.sni,
                  host=self.headers.get("Host"), method=self.command, path=self.path))
 
@@ -230,6 +244,10 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         self.address_family = socket.AF_INET6 if ":" in addr else socket.AF_INET
         self.addr, self.port, self.name, self.tls, self.www = addr, port, name, tls, www
         super().__init__((addr, port), Handler)
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], HandshakeFailed):  # recorded already
+            super().handle_error(request, client_address)
 
     def server_bind(self):
         # HTTPServer's would look up the address's name (a DNS query, and
