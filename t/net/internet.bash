@@ -122,8 +122,9 @@ internet_unset_host_env() {
 }
 
 internet_up() {
-	local d=$1/net world pid n st
-	mkdir -p "$d/pids" "$d/certs" || return 1
+	local d world pid n
+	mkdir -p "$1/net/pids" "$1/net/certs" || return 1
+	d=$(cd "$1/net" && pwd) || return 1 # absolute: the servers' files name it
 	if [ -n "$(_net_alive "$d/pids/world")" ]; then
 		echo "internet_up: $1 has an internet already" >&2
 		return 1
