@@ -44,6 +44,10 @@ PKGS_DEB := build-essential debhelper
 # bats-core comes from npm (make test-tools).
 PKGS_TEST := jq gojq sqlite3 valgrind clang libclang-rt-14-dev procps iproute2 util-linux python3-pip $(PKG_NPM) \
 	bubblewrap hyperfine wrk curl libpython3.11-testsuite chromium
+# The egress proxy's tests reach a small internet of their own (t/net:
+# a DNS server, a CA of its own, HTTPS servers with a pip and an npm index
+# and a git repository, all in a network namespace of the test's).
+PKGS_TEST += dnsmasq-base openssl git
 # The docker backend's tests run against a real engine (t/docker/engine).
 PKGS_TEST += docker.io
 # The guest suites boot Debian 12's kernel under QEMU (t/guest/run); its
