@@ -922,9 +922,9 @@ print("planted")'
 	diff <(answer 4 | jq -r '.result.structuredContent.egress[] | select(.allowed | not) | "\(.host) \(.port) \(.why)"' | sort) \
 		<(egress_refused | sort)
 	answer 4 | jq -e '.result.content[0].text | contains("connections refused or failed:\n") and
-		contains("example.com:443: example.com is not among the registries this install may reach: registry.npmjs.org")'
+		contains("example.com:443: example.com:443 is not in this sandbox'"'"'s network allow-list (registry.npmjs.org)")'
 	# npm asked the proxy for the URL, and the proxy said no
-	answer 6 | jq -e '.result.structuredContent.status == "error" and (.result.structuredContent.stderr | contains("405 Method Not Allowed"))'
+	answer 6 | jq -e '.result.structuredContent.status == "error" and (.result.structuredContent.stderr | contains("403 Forbidden"))'
 	# with install_specs = "registry" (the default) none of these is even tried
 	conf=$conf_registry
 	for p in ./mypkg "http://127.0.0.1:$LISTEN_PORT/x.tgz" "git+https://example.com/x.git" "user/repo" "x.tgz" "-e ." "pkg@file:../x"; do
