@@ -18,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -463,6 +464,10 @@ struct server {
 	int log;                     /* where each connection's record goes */
 	struct ifaddrs *own;         /* the host's interfaces' addresses */
 	struct upstream https, http; /* HTTPS_PROXY (for CONNECT), HTTP_PROXY (for plain HTTP) */
+	struct egress_bounds b;
+	uint64_t *used;              /* the run's bytes so far, both ways: a page the children share */
+	double t0;                   /* when the proxy started, for egress_rate */
+	size_t chunk;                /* the most read at once: small where egress_rate paces */
 };
 
 /* SIGTERM: egress_stop asks us to end.  A connection's child then stops
@@ -496,6 +501,7 @@ struct conn {
 	int port;                /* 0: none asked for */
 	bool allowed;
 	char why[800];           /* "" when nothing went wrong */
+	bool cut;                /* ended at the run's egress_bytes */
 	uint64_t sent, received; /* bytes from the sandbox, and to it */
 	double t0;
 };
@@ -693,10 +699,47 @@ static int tunnel_write(int fd, const void *buf, size_t n)
 	return 0;
 }
 
-/* Pass n bytes read from one side (the sandbox's if out) on to fd, and
- * count them into cn.  -1 if the write failed. */
-static int pass(struct conn *cn, int fd, const void *buf, size_t n, bool out)
+/* egress_rate: a run whose connections have moved total bytes may not
+ * have done so before t0 + total / rate; wait until then (in waits that
+ * SIGTERM ends).  False if we are stopping. */
+static bool pace(const struct server *sv, uint64_t total)
 {
+	if (!sv->b.rate)
+		return true;
+	double due = sv->t0 + (double)total * 1000.0 / (double)sv->b.rate, left;
+	while (!stopping && (left = due - util_now_ms()) > 0)
+		wait_fds(NULL, 0, left > 1000 ? 1000 : (int)left + 1);
+	return !stopping;
+}
+
+/* Has the run moved all the bytes egress_bytes lets it?  Then why says so
+ * in cn. */
+static bool spent(const struct server *sv, struct conn *cn, uint64_t total)
+{
+	if (total <= sv->b.bytes)
+		return false;
+	snprintf(cn->why, sizeof cn->why,
+		 "the run reached its egress_bytes: %llu bytes both ways over all its connections (the configuration's "
+		 "egress_bytes)",
+		 (unsigned long long)sv->b.bytes);
+	return true;
+}
+
+/* Pass n bytes read from one side (the sandbox's if out) on to fd, within
+ * the run's egress_bytes (else the connection is cut: cn->cut, and why)
+ * and egress_rate, and count them into cn.  -1 if it is cut, we are
+ * stopping, or the write failed. */
+static int pass(const struct server *sv, struct conn *cn, int fd, const void *buf, size_t n, bool out)
+{
+	uint64_t total = __atomic_add_fetch(sv->used, n, __ATOMIC_RELAXED);
+	if (spent(sv, cn, total)) {
+		/* not passed: not counted, for the run's other connections */
+		__atomic_sub_fetch(sv->used, n, __ATOMIC_RELAXED);
+		cn->cut = true;
+		return -1;
+	}
+	if (!pace(sv, total))
+		return -1;
 	*(out ? &cn->sent : &cn->received) += n;
 	return tunnel_write(fd, buf, n);
 }
@@ -706,7 +749,7 @@ static int pass(struct conn *cn, int fd, const void *buf, size_t n, bool out)
  * stopping; counting the bytes each way into cn.  With a_left (a plain
  * HTTP request's body still to come) at most that much is read from a,
  * and the server's end is the end: one request, one response. */
-static void relay(int a, int b, struct conn *cn, uint64_t *a_left)
+static void relay(const struct server *sv, int a, int b, struct conn *cn, uint64_t *a_left)
 {
 	int fds[2] = { a, b };
 	bool open_[2] = { !a_left || *a_left > 0, true };
@@ -718,13 +761,15 @@ static void relay(int a, int b, struct conn *cn, uint64_t *a_left)
 		for (int i = 0; i < 2; i++) {
 			if (!open_[i] || !pf[i].revents)
 				continue;
-			size_t want = sizeof buf;
+			size_t want = sv->chunk < sizeof buf ? sv->chunk : sizeof buf;
 			if (i == 0 && a_left && *a_left < want)
 				want = (size_t)*a_left;
 			ssize_t r = read(fds[i], buf, want);
 			if (r < 0 && (errno == EAGAIN || errno == EINTR))
 				continue;
-			if (r <= 0 || pass(cn, fds[1 - i], buf, (size_t)r, i == 0) < 0) {
+			if (r <= 0 || pass(sv, cn, fds[1 - i], buf, (size_t)r, i == 0) < 0) {
+				if (cn->cut)
+					return;
 				open_[i] = false;
 				shutdown(fds[1 - i], SHUT_WR);
 				if (i == 1 && a_left)
@@ -810,7 +855,7 @@ static bool hello_checked(int c, struct conn *cn, unsigned char *hello, size_t *
  * server says first meanwhile (SSH's banner comes from the server).  One
  * byte only: if it starts a TLS record, hello_checked reads that record
  * exactly.  False if either side ended first, or we are stopping. */
-static bool first_byte(int c, int up, struct conn *cn, unsigned char *hello, size_t *hn)
+static bool first_byte(const struct server *sv, int c, int up, struct conn *cn, unsigned char *hello, size_t *hn)
 {
 	fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
 	char buf[16384];
@@ -820,8 +865,8 @@ static bool first_byte(int c, int up, struct conn *cn, unsigned char *hello, siz
 		if (wait_fds(pf, 2, IDLE_MS) <= 0)
 			break;
 		if (pf[1].revents) {
-			ssize_t r = read(up, buf, sizeof buf);
-			if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR) || (r > 0 && pass(cn, c, buf, (size_t)r, false) < 0))
+			ssize_t r = read(up, buf, sv->chunk < sizeof buf ? sv->chunk : sizeof buf);
+			if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR) || (r > 0 && pass(sv, cn, c, buf, (size_t)r, false) < 0))
 				break;
 		}
 		if (pf[0].revents) {
@@ -891,6 +936,8 @@ static _Noreturn void plain_http(const struct server *sv, int c, struct conn *cn
 	if (h.flags & EGRESS_HTTP_CHUNKED)
 		refuse(sv, c, cn, "411 Length Required",
 		       "a body with Transfer-Encoding (chunked) is not passed over plain HTTP: send its Content-Length");
+	if (spent(sv, cn, __atomic_load_n(sv->used, __ATOMIC_RELAXED) + 1))
+		refuse(sv, c, cn, "403 Forbidden", cn->why);
 	cn->allowed = true;
 	const struct upstream *u = &sv->http;
 	char port[8];
@@ -912,9 +959,9 @@ static _Noreturn void plain_http(const struct server *sv, int c, struct conn *cn
 	uint64_t left = h.content_length > 0 ? (uint64_t)h.content_length : 0;
 	size_t early = total - hl < left ? total - hl : (size_t)left;
 	fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
-	if (pass(cn, up, fwd, fl, true) == 0 && pass(cn, up, head + hl, early, true) == 0) {
+	if (pass(sv, cn, up, fwd, fl, true) == 0 && pass(sv, cn, up, head + hl, early, true) == 0) {
 		left -= early;
-		relay(c, up, cn, &left);
+		relay(sv, c, up, cn, &left);
 	}
 	record(sv, cn);
 }
@@ -951,6 +998,8 @@ static _Noreturn void handle(const struct server *sv, int c)
 		refuse(sv, c, &cn, "403 Forbidden",
 		       "CONNECT to port 80 is not passed: plain HTTP goes as an ordinary proxy request (http_proxy), where the "
 		       "proxy holds its Host header to the name allowed");
+	if (spent(sv, &cn, __atomic_load_n(sv->used, __ATOMIC_RELAXED) + 1))
+		refuse(sv, c, &cn, "403 Forbidden", cn.why);
 	cn.allowed = true;
 	int up;
 	char ports[8];
@@ -976,15 +1025,15 @@ static _Noreturn void handle(const struct server *sv, int c)
 	 * TLS handshake record, whose server name is then held to the host as
 	 * on 443.  (A TLS begun later inside another protocol, as STARTTLS
 	 * does, is not seen: egress.h.) */
-	if (cn.port != 443 && !hn && !first_byte(c, up, &cn, hello, &hn))
+	if (cn.port != 443 && !hn && !first_byte(sv, c, up, &cn, hello, &hn))
 		record(sv, &cn);
 	if ((cn.port == 443 || hello[0] == 22) && !hello_checked(c, &cn, hello, &hn)) {
 		cn.allowed = false;
 		record(sv, &cn);
 	}
 	fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
-	if (pass(&cn, up, hello, hn, true) == 0)
-		relay(c, up, &cn, NULL);
+	if (pass(sv, &cn, up, hello, hn, true) == 0)
+		relay(sv, c, up, &cn, NULL);
 	record(sv, &cn);
 }
 
@@ -1021,7 +1070,7 @@ static void upstream(struct upstream *up, const char *upper, const char *lower)
 	}
 }
 
-_Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts)
+_Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts, const struct egress_bounds *b)
 {
 	prctl(PR_SET_NAME, "sbx-egress", 0, 0, 0);
 	signal(SIGPIPE, SIG_IGN); /* a closed tunnel is EPIPE, not the end of us */
@@ -1035,8 +1084,14 @@ _Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts)
 	sigaddset(&term, SIGTERM);
 	sigprocmask(SIG_BLOCK, &term, &waiting_mask);
 	sigdelset(&waiting_mask, SIGTERM);
-	struct server sv = { .hosts = hosts, .log = log_fd };
-	if (getifaddrs(&sv.own) < 0)
+	struct server sv = { .hosts = hosts, .log = log_fd, .b = *b, .t0 = util_now_ms(), .chunk = 65536 };
+	/* egress_rate: chunks of an eighth of a second's bytes, so that the
+	 * pace is even rather than a burst and a long wait */
+	if (b->rate && b->rate / 8 < sv.chunk)
+		sv.chunk = b->rate / 8 > 512 ? (size_t)(b->rate / 8) : 512;
+	/* the run's byte count, shared with every connection's child */
+	sv.used = mmap(NULL, sizeof *sv.used, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sv.used == MAP_FAILED || getifaddrs(&sv.own) < 0)
 		_exit(1); /* without them no target can be checked */
 	upstream(&sv.https, "HTTPS_PROXY", "https_proxy");
 	upstream(&sv.http, "HTTP_PROXY", "http_proxy");
@@ -1053,9 +1108,15 @@ _Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts)
 			continue;
 		/* Refused without a record of their own (the records stay
 		 * bounded), counted for the one at the end. */
-		if (live >= EGRESS_MAX_CONNS || served >= EGRESS_MAX_RECORDS) {
-			reply(c, "503 Service Unavailable", live >= EGRESS_MAX_CONNS ? "sbx: too many connections from this sandbox at once"
-										   : "sbx: too many connections from this sandbox");
+		if (live >= EGRESS_MAX_CONNS || served >= sv.b.conns) {
+			char msg[200];
+			if (live >= EGRESS_MAX_CONNS)
+				snprintf(msg, sizeof msg, "sbx: more than %d connections from this sandbox at once: wait for one to end",
+					 EGRESS_MAX_CONNS);
+			else
+				snprintf(msg, sizeof msg, "sbx: this run has made the %llu connections it may (the configuration's "
+					 "egress_connections)", (unsigned long long)sv.b.conns);
+			reply(c, "503 Service Unavailable", msg);
 			close(c);
 			busy += live >= EGRESS_MAX_CONNS;
 			served += live < EGRESS_MAX_CONNS;
@@ -1086,13 +1147,13 @@ _Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts)
 	kill(0, SIGTERM);
 	while (wait(NULL) > 0 || errno == EINTR)
 		;
-	unsigned over = served > EGRESS_MAX_RECORDS ? served - EGRESS_MAX_RECORDS : 0;
+	unsigned over = served > sv.b.conns ? served - (unsigned)sv.b.conns : 0;
 	if (over || busy || unforked) {
 		struct conn cn = { .t0 = util_now_ms() };
 		snprintf(cn.why, sizeof cn.why,
-			 "connections refused without a record of their own: %u past the %d a run may make, %u past %d at once, "
-			 "%u the proxy could not take",
-			 over, EGRESS_MAX_RECORDS, busy, EGRESS_MAX_CONNS, unforked);
+			 "connections refused without a record of their own: %u past the %llu a run may make "
+			 "(egress_connections), %u past %d at once, %u the proxy could not take",
+			 over, (unsigned long long)sv.b.conns, busy, EGRESS_MAX_CONNS, unforked);
 		put_record(&sv, &cn);
 	}
 	_exit(0);
@@ -1102,8 +1163,9 @@ _Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts)
 
 /* The records are read as they come: a full pipe would stop the proxy's
  * children, and with them its connections.  At most EGRESS_LOG_MAX bytes
- * are kept (the records are bounded well below it). */
-#define EGRESS_LOG_MAX (4u << 20)
+ * are kept (the records are bounded below it: egress_connections at most
+ * 4096 of them, each well under 2 KiB). */
+#define EGRESS_LOG_MAX (8u << 20)
 
 /* Read what the pipe holds now; false at its end (or an error). */
 static bool log_read(struct egress *e)
@@ -1134,13 +1196,14 @@ static void on_log(struct loop *l, int fd, short rev, void *arg)
 		loop_unwatch(l, fd);
 }
 
-bool egress_start(struct egress *e, struct loop *l, int lfd, char *const *hosts, int uid, char *err, size_t errlen)
+bool egress_start(struct egress *e, struct loop *l, int lfd, char *const *hosts, const struct limits *lim, int uid, char *err,
+		  size_t errlen)
 {
 	*e = (struct egress){ .pid = 0, .log = -1 };
 	char *helper = util_libexec("sbx-egress");
 	if (!helper) {
 		close(lfd);
-		snprintf(err, errlen, "cannot start the install's proxy: libexec/sbx/sbx-egress is missing (make builds it)");
+		snprintf(err, errlen, "cannot start the sandbox's proxy: libexec/sbx/sbx-egress is missing (make builds it)");
 		return false;
 	}
 	int logp[2];
@@ -1148,20 +1211,26 @@ bool egress_start(struct egress *e, struct loop *l, int lfd, char *const *hosts,
 		int en = errno;
 		close(lfd);
 		free(helper);
-		snprintf(err, errlen, "cannot start the install's proxy: pipe: %s", strerror(en));
+		snprintf(err, errlen, "cannot start the sandbox's proxy: pipe: %s", strerror(en));
 		return false;
 	}
 	size_t n = 0;
 	while (hosts && hosts[n])
 		n++;
-	char **argv = util_xalloc((n + 6) * sizeof *argv);
-	char uids[16], parent[16];
+	char **argv = util_xalloc((n + 9) * sizeof *argv);
+	char uids[16], parent[16], bytes[24], conns[24], rate[24];
 	snprintf(uids, sizeof uids, "%d", uid);
 	snprintf(parent, sizeof parent, "%d", (int)getpid());
+	snprintf(bytes, sizeof bytes, "%llu", (unsigned long long)lim->egress_bytes);
+	snprintf(conns, sizeof conns, "%llu", (unsigned long long)lim->egress_conns);
+	snprintf(rate, sizeof rate, "%llu", (unsigned long long)lim->egress_rate);
 	size_t k = 0;
 	argv[k++] = "sbx-egress";
 	argv[k++] = uids;
 	argv[k++] = parent;
+	argv[k++] = bytes;
+	argv[k++] = conns;
+	argv[k++] = rate;
 	for (size_t i = 0; i < n; i++)
 		argv[k++] = hosts[i];
 	argv[k] = NULL;
@@ -1189,7 +1258,7 @@ bool egress_start(struct egress *e, struct loop *l, int lfd, char *const *hosts,
 	free(helper);
 	if (pid < 0) {
 		close(logp[0]);
-		snprintf(err, errlen, "cannot start the install's proxy: %s", strerror(en));
+		snprintf(err, errlen, "cannot start the sandbox's proxy: %s", strerror(en));
 		return false;
 	}
 	/* (the child does it too: whichever comes first, egress_stop's signal

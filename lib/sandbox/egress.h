@@ -58,9 +58,17 @@
  * pipe never fills.  egress_stop tells the connections still open to end
  * (SIGTERM: each writes its line), reads the last lines while they do, for
  * at most EGRESS_STOP_MS, then kills what is left: the stage's result has
- * them as "egress".  After EGRESS_MAX_RECORDS connections a run's further
- * ones are refused; those refused as one too many at once are counted; a
- * record at the end says how many of each went unrecorded.
+ * them as "egress".
+ *
+ * A run's limits bound what its connections move (limit.h): after
+ * egress_connections connections its further ones are refused, and so
+ * are those one too many at once; a record at the end says how many of
+ * each went unrecorded (so the records stay bounded).  egress_bytes bounds
+ * the bytes both ways over all of them: the children add to one counter
+ * in a page they share, and a connection that would pass the bound is cut
+ * there, its record saying so.  egress_rate (bytes per second, 0: none)
+ * paces them: a chunk passes once the run's total is within its rate since
+ * the proxy started, each waiting in a wait SIGTERM ends.
  */
 #ifndef SBX_EGRESS_H
 #define SBX_EGRESS_H
@@ -73,11 +81,11 @@
 #define EGRESS_PORT 3128
 #define EGRESS_URL "http://127.0.0.1:3128"
 #define EGRESS_MAX_CONNS 32
-#define EGRESS_MAX_RECORDS 512
 #define EGRESS_STOP_MS 300
 
 #include <jv.h>
 
+#include "limit.h"
 #include "loop.h"
 
 /* A running proxy: pid 0 when there is none (the rest is then unused).
@@ -90,20 +98,28 @@ struct egress {
 	size_t len, cap;
 };
 
-/* Start the server for lfd (a listening socket; taken) and hosts
- * (NULL-terminated host patterns, hostpat.h), running
+/* Start the server for lfd (a listening socket; taken), hosts
+ * (NULL-terminated host patterns, hostpat.h) and lim (its egress_ rows),
+ * running
  * as uid (>= 0, when we are root) or as ourselves (-1), into *e (its pid
  * the leader of its process group).  False with err, *e then none. */
-bool egress_start(struct egress *e, struct loop *l, int lfd, char *const *hosts, int uid, char *err, size_t errlen);
+bool egress_start(struct egress *e, struct loop *l, int lfd, char *const *hosts, const struct limits *lim, int uid, char *err,
+		  size_t errlen);
 /* Stop the server and its connections, reap it, and return its records
  * (the caller's): an array of {"host", "port", "allowed", "why"?,
  * "bytes_sent", "bytes_received", "duration_ms"}, or jv_null() if *e was
  * none.  *e is none after. */
 jv egress_stop(struct egress *e);
 
+/* What a run's connections may move, from its limits (limit.h). */
+struct egress_bounds {
+	uint64_t bytes; /* both ways, over all of them */
+	uint64_t conns; /* connections it may make */
+	uint64_t rate;  /* bytes per second over all of them; 0: no bound */
+};
 /* The server, in sbx-egress: serve lfd until stopped, writing a record
  * of each connection to log_fd. */
-_Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts);
+_Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts, const struct egress_bounds *b);
 
 /* The server name (SNI) of a TLS ClientHello at the start of b (n bytes:
  * its first record): 1 with it in name (NUL-terminated, as sent), 0 if it
