@@ -733,8 +733,8 @@ static int pass(const struct server *sv, struct conn *cn, int fd, const void *bu
 {
 	uint64_t total = __atomic_add_fetch(sv->used, n, __ATOMIC_RELAXED);
 	if (spent(sv, cn, total)) {
-		/* not passed: not counted, for the run's other connections */
-		__atomic_sub_fetch(sv->used, n, __ATOMIC_RELAXED);
+		/* not passed, but the count keeps it: the run has reached its
+		 * bound, and what it begins after is refused */
 		cn->cut = true;
 		return -1;
 	}
