@@ -1,4 +1,5 @@
-/* sbx-egress UID PARENT HOST...: the proxy of one install (lib/sandbox/egress.h),
+/* sbx-egress UID PARENT BYTES CONNS RATE HOST...: the proxy of one sandbox
+ * with an allow-list (lib/sandbox/egress.h),
  * run by sbx-run with the listening socket as fd 3 and the pipe for its
  * connections' records as fd 4; not a tool.
  *
@@ -6,8 +7,10 @@
  * supervisor but that socket.  As root (UID >= 0) it first becomes UID,
  * with no supplementary groups; the parent-death signal, which a change of
  * ids clears, is then set again, and if PARENT (sbx-run) is already gone
- * it ends at once.  It then serves CONNECTs on fd 3 for the HOSTs until
- * sbx-run stops it (egress_stop) or dies.
+ * it ends at once.  It then serves fd 3 for the HOSTs (host patterns)
+ * until sbx-run stops it (egress_stop) or dies, its run's connections
+ * moving at most BYTES both ways (egress_bytes), CONNS connections
+ * (egress_connections), RATE bytes a second (egress_rate, 0: no bound).
  *
  * Exit status: 2 if misused; otherwise it does not end by itself.
  */
@@ -23,18 +26,25 @@
 #include <unistd.h>
 
 #include "egress.h"
+#include "limit.h"
 #include "util.h"
 
 int main(int argc, char **argv)
 {
 	util_init(argv[0]);
-	int64_t uid, parent;
+	int64_t uid, parent, bytes, conns, rate;
 	int type = 0;
 	socklen_t tl = sizeof type;
-	if (argc < 4 || !util_parse_i64(argv[1], -1, 0x7fffffff, &uid) || !util_parse_i64(argv[2], 1, 0x7fffffff, &parent) ||
+	/* the bounds as the limit table has them (limit.h) */
+	const struct limit_def *lb = &limit_defs[LIM_egress_bytes], *lc = &limit_defs[LIM_egress_conns],
+			       *lr = &limit_defs[LIM_egress_rate];
+	if (argc < 7 || !util_parse_i64(argv[1], -1, 0x7fffffff, &uid) || !util_parse_i64(argv[2], 1, 0x7fffffff, &parent) ||
+	    !util_parse_i64(argv[3], (int64_t)lb->min, (int64_t)lb->max, &bytes) ||
+	    !util_parse_i64(argv[4], (int64_t)lc->min, (int64_t)lc->max, &conns) ||
+	    !util_parse_i64(argv[5], (int64_t)lr->min, (int64_t)lr->max, &rate) ||
 	    getsockopt(3, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM || fcntl(4, F_GETFD) < 0) {
-		fprintf(stderr, "usage: sbx-egress UID PARENT HOST... (run by sbx-run, with a listening socket as fd 3 "
-				"and a pipe as fd 4)\n");
+		fprintf(stderr, "usage: sbx-egress UID PARENT BYTES CONNS RATE HOST... (run by sbx-run, with a listening "
+				"socket as fd 3 and a pipe as fd 4; the numbers within the limit table's egress_ rows)\n");
 		return 2;
 	}
 	if (uid >= 0 && (setgroups(0, NULL) < 0 || setresgid((gid_t)uid, (gid_t)uid, (gid_t)uid) < 0 ||
@@ -44,5 +54,6 @@ int main(int argc, char **argv)
 	if (getppid() != (pid_t)parent)
 		return 0;
 	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-	egress_serve(3, 4, argv + 3);
+	struct egress_bounds b = { (uint64_t)bytes, (uint64_t)conns, (uint64_t)rate };
+	egress_serve(3, 4, argv + 6, &b);
 }

@@ -69,14 +69,14 @@ session_server() {
 }
 step() { n=$((n + 1)); call $n "$1" "$(jq -nc --arg s "$sid" "{session_id: \$s} + $2")" >&7; wait_for $n; }
 
-# install_job PROBE REGISTRIES [FIELDS-JQ]: ./job, an install (FIELDS
-# merged in) into a session's workspace ($ws) of a package whose
+# install_job PROBE REGISTRIES [FIELDS-JQ] [SED]: ./job, an install
+# (FIELDS merged in) into a session's workspace ($ws) of a package whose
 # preinstall script is the node program PROBE, with install_specs "any"
 # and the javascript registries REGISTRIES (a TOML list's inside) in
-# $conf.
+# $conf, edited further by the sed expression SED.
 install_job() {
 	conf=$(conf_with -e 's/^install_specs *=.*/install_specs = "any"/' \
-		-e "s/^registries = \\[\"registry.npmjs.org\"\\]/registries = [$2]/")
+		-e "s/^registries = \\[\"registry.npmjs.org\"\\]/registries = [$2]/" -e "${4:-}")
 	sid=$(printf '%032x' 98)
 	ws=$BATS_TEST_TMPDIR/var/sessions/$sid
 	mkdir -p "$ws/.deps" "$ws/mypkg"
@@ -87,15 +87,11 @@ install_job() {
 		"$BIN/sbx-validate" -c "$conf" > job
 }
 
-# registry_install PROBE REGISTRY [FIELDS-JQ]: an install whose package's
-# preinstall script is the node program PROBE, run by sbx-run in two
-# network namespaces of the test's own joined by a veth pair: the proxy's
-# (sbx-run's), and a "registry" at 198.18.0.5 (a range the proxy lets
-# through; the only registry allowed) served by the python program
-# REGISTRY, which creates ./ready once it listens.  The result in ./out,
-# the probe's /scratch/probe.out in $ws.
-registry_install() {
-	install_job "$1" '"198.18.0.5"' "${3:-}"
+# registry_ns REGISTRY COMMAND...: COMMAND run in two network namespaces
+# of the test's own joined by a veth pair: the proxy's (sbx-run's), and a
+# "registry" at 198.18.0.5 (a range the proxy lets through) served by the
+# python program REGISTRY, which creates ./ready once it listens.
+registry_ns() {
 	unshare --net sh -c '
 		ip link set lo up || exit 9
 		unshare --net sh -c "echo \$\$ > peer; exec sleep 120" &
@@ -104,11 +100,53 @@ registry_install() {
 		ip link add va type veth peer name vb && ip link set vb netns "$peer" &&
 			ip addr add 198.18.0.1/24 dev va && ip link set va up &&
 			nsenter --net --target "$peer" sh -c "ip link set lo up && ip addr add 198.18.0.5/24 dev vb && ip link set vb up" || exit 9
-		nsenter --net --target "$peer" python3 "$3" &
+		nsenter --net --target "$peer" python3 "$1" &
 		r=$!
 		for i in $(seq 50); do [ -e ready ] && break; sleep 0.1; done
-		"$1" -c "$2" < job > out
-		kill $r "$peer" 2> /dev/null; wait' sh "$BIN/sbx-run" "$conf" "$2"
+		shift
+		"$@"
+		kill $r "$peer" 2> /dev/null; wait' sh "$@"
+}
+
+# registry_install PROBE REGISTRY [FIELDS-JQ] [SED]: an install whose
+# package's preinstall script is the node program PROBE, run by sbx-run in
+# registry_ns REGISTRY (198.18.0.5 the only registry allowed), $conf
+# edited by SED (as install_job's).  The result in ./out, the probe's
+# /scratch/probe.out in $ws.
+registry_install() {
+	install_job "$1" '"198.18.0.5"' "${3:-}" "${4:-}"
+	registry_ns "$2" sh -c '"$1" -c "$2" < job > out' sh "$BIN/sbx-run" "$conf"
+}
+
+# registry_proxy PROBE REGISTRY BYTES CONNS RATE PATTERN...: the proxy
+# itself (libexec's sbx-egress, as nobody) at 127.0.0.1:3128 for the
+# host PATTERNs within those bounds, in registry_ns REGISTRY, with the
+# node program PROBE run beside it (where the host patterns' ports are not
+# yet the configuration's to give).  Its records in ./out, one a line,
+# once it has been stopped as egress_stop does (SIGTERM to its group).
+registry_proxy() {
+	cat > proxy.py <<'PY'
+import os, signal, socket, subprocess, sys
+l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); l.bind(("127.0.0.1", 3128)); l.listen(64)
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.setpgid(0, 0)
+    os.dup2(l.fileno(), 3); os.dup2(w, 4)
+    os.execv(sys.argv[1], ["sbx-egress", "65534", str(os.getppid())] + sys.argv[3:])
+os.close(w); l.close()
+subprocess.run(["node", sys.argv[2]], check=True)
+os.killpg(pid, signal.SIGTERM)
+with open("out", "wb") as f:
+    while True:
+        d = os.read(r, 65536)
+        if not d: break
+        f.write(d)
+os.waitpid(pid, 0)
+PY
+	local probe=$1 registry=$2
+	shift 2
+	registry_ns "$registry" python3 proxy.py "$ROOT/libexec/sbx/sbx-egress" "$probe" "$@"
 }
 
 @test "handshake: each supported revision is echoed, others get the newest; initialized needs no answer" {
@@ -922,9 +960,9 @@ print("planted")'
 	diff <(answer 4 | jq -r '.result.structuredContent.egress[] | select(.allowed | not) | "\(.host) \(.port) \(.why)"' | sort) \
 		<(egress_refused | sort)
 	answer 4 | jq -e '.result.content[0].text | contains("connections refused or failed:\n") and
-		contains("example.com:443: example.com is not among the registries this install may reach: registry.npmjs.org")'
+		contains("example.com:443: example.com:443 is not in this sandbox'"'"'s network allow-list (registry.npmjs.org)")'
 	# npm asked the proxy for the URL, and the proxy said no
-	answer 6 | jq -e '.result.structuredContent.status == "error" and (.result.structuredContent.stderr | contains("405 Method Not Allowed"))'
+	answer 6 | jq -e '.result.structuredContent.status == "error" and (.result.structuredContent.stderr | contains("403 Forbidden"))'
 	# with install_specs = "registry" (the default) none of these is even tried
 	conf=$conf_registry
 	for p in ./mypkg "http://127.0.0.1:$LISTEN_PORT/x.tgz" "git+https://example.com/x.git" "user/repo" "x.tgz" "-e ." "pkg@file:../x"; do
@@ -1094,6 +1132,181 @@ PY
 	jq -e '.status == "timeout" and (.egress | length == 1) and (.egress[0] | .allowed == true and (has("why") | not) and
 		.bytes_sent > 65536 and .bytes_sent < 64 * 1048576 and .bytes_received == 6)' out
 	! our_pgrep "" '(^|/)sbx-egress( |$)' || false
+}
+
+# A registry at 198.18.0.5 for the proxy tests below: on 8080 a raw
+# protocol whose server speaks first ("banner"), answering "ping" with
+# "pong"; on 80 plain HTTP, appending each request it got (CRLF shown as
+# "|") to ./seen and answering 5 bytes, or 5000 for /big.
+web_registry() {
+	cat > web.py <<'PY'
+import socket, threading
+def listen(port):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("198.18.0.5", port)); s.listen(16)
+    return s
+raw, web = listen(8080), listen(80)
+open("ready", "w").close()
+def serve_raw(c):
+    c.sendall(b"banner\n")
+    b = b""
+    while not b.endswith(b"ping\n"):
+        d = c.recv(100)
+        if not d: return
+        b += d
+    c.sendall(b"pong\n"); c.close()
+def serve_web(c):
+    b = b""
+    while b"\r\n\r\n" not in b:
+        d = c.recv(4096)
+        if not d: break
+        b += d
+    head, _, body = b.partition(b"\r\n\r\n")
+    n = 0
+    for l in head.split(b"\r\n")[1:]:
+        k, _, v = l.partition(b":")
+        if k.strip().lower() == b"content-length": n = int(v)
+    while len(body) < n:
+        d = c.recv(4096)
+        if not d: break
+        body += d
+    with open("seen", "a") as f: f.write((head + b"\r\n\r\n" + body).decode().replace("\r\n", "|") + "\n")
+    size = 5000 if b" /big " in head.split(b"\r\n")[0] else 5
+    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size + b"y" * size)
+    c.close()
+def loop(s, f):
+    while True:
+        c, a = s.accept()
+        threading.Thread(target=f, args=(c,), daemon=True).start()
+threading.Thread(target=loop, args=(raw, serve_raw), daemon=True).start()
+loop(web, serve_web)
+PY
+}
+
+# The probe's way to the proxy: ask(first bytes[, on data]) resolves with
+# all the proxy answered once it closes.
+EGRESS_ASK='const net = require("net"), fs = require("fs"), out = [];
+const ask = (first, onData) => new Promise(r => {
+	const s = net.connect(3128, "127.0.0.1"); let b = "";
+	s.on("connect", () => s.write(first));
+	s.on("data", d => { b += d; if (onData) onData(s, b); });
+	s.on("close", () => r(b)); s.on("error", () => {});
+});
+const line = b => b.split("\r\n")[0];'
+
+@test "an allow-list's ports: CONNECT to a listed port relays raw bytes, not to :80; plain HTTP with its Host held, once" {
+	skip_unless_root
+	command -v node > /dev/null || skip "node is not installed"
+	command -v ip > /dev/null || skip "no ip(8)"
+	cat > probe.js <<JS
+$EGRESS_ASK
+(async () => {
+	let pinged = false;
+	const raw = await ask("CONNECT 198.18.0.5:8080 HTTP/1.1\r\n\r\n",
+		(s, b) => { if (!pinged && b.endsWith("banner\n")) { pinged = true; s.write("ping\n"); } });
+	out.push("raw " + JSON.stringify(raw.substring(raw.indexOf("\r\n\r\n") + 4)));
+	out.push("80 " + line(await ask("CONNECT 198.18.0.5:80 HTTP/1.1\r\n\r\n")));
+	out.push("get " + JSON.stringify(await ask("GET http://198.18.0.5/x HTTP/1.1\r\nHost: 198.18.0.5\r\nProxy-Connection: keep-alive\r\n\r\n")));
+	out.push("other " + line(await ask("GET http://198.18.0.5/y HTTP/1.1\r\nHost: evil.example\r\n\r\n")));
+	out.push("post " + line(await ask("POST http://198.18.0.5:80/p HTTP/1.1\r\nContent-Length: 5\r\n\r\nabcdeGET http://198.18.0.5/z HTTP/1.1\r\n\r\n")));
+	out.push("chunked " + line(await ask("POST http://198.18.0.5/c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n0\r\n\r\n")));
+	out.push("443 " + line(await ask("CONNECT 198.18.0.5:443 HTTP/1.1\r\n\r\n")));
+	fs.writeFileSync("probe.out", out.join("\n") + "\n");
+})();
+JS
+	web_registry
+	registry_proxy probe.js web.py 1048576 256 0 198.18.0.5:8080 198.18.0.5:80
+	[ "$(cat probe.out)" = 'raw "banner\npong\n"
+80 HTTP/1.1 403 Forbidden
+get "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nyyyyy"
+other HTTP/1.1 403 Forbidden
+post HTTP/1.1 200 OK
+chunked HTTP/1.1 411 Length Required
+443 HTTP/1.1 403 Forbidden' ] || { cat probe.out; false; }
+	# the server saw the head in origin form, hop-by-hop headers gone,
+	# Connection: close; the body to its length and nothing after it
+	[ "$(cat seen)" = 'GET /x HTTP/1.1|Host: 198.18.0.5|Connection: close||
+POST /p HTTP/1.1|Content-Length: 5|Host: 198.18.0.5:80|Connection: close||abcde' ] || { cat seen; false; }
+	get='GET /x HTTP/1.1\r\nHost: 198.18.0.5\r\nConnection: close\r\n\r\n' post='POST /p HTTP/1.1\r\nContent-Length: 5\r\nHost: 198.18.0.5:80\r\nConnection: close\r\n\r\nabcde'
+	resp=$(printf 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nyyyyy' | wc -c)
+	diff <(jq -r '"\(.port) \(.allowed) \(.bytes_sent) \(.bytes_received) \(.why)"' out) - <<-EOF
+		8080 true 5 12 null
+		80 false 0 0 CONNECT to port 80 is not passed: plain HTTP goes as an ordinary proxy request (http_proxy), where the proxy holds its Host header to the name allowed
+		80 true $(printf "$get" | wc -c) $resp null
+		80 false 0 0 the Host header names evil.example, not 198.18.0.5:80, the host the URL names
+		80 true $(printf "$post" | wc -c) $resp null
+		80 false 0 0 a body with Transfer-Encoding (chunked) is not passed over plain HTTP: send its Content-Length
+		443 false 0 0 198.18.0.5:443 is not in this sandbox's network allow-list (198.18.0.5:8080, 198.18.0.5:80): ask for it in the request's "network", within the configuration's
+	EOF
+	jq -se 'all(.[]; .host == "198.18.0.5" and .duration_ms >= 0)' out
+}
+
+@test "an allow-list's egress_rate paces a run's bytes, whole" {
+	skip_unless_root
+	command -v node > /dev/null || skip "node is not installed"
+	command -v ip > /dev/null || skip "no ip(8)"
+	cat > probe.js <<JS
+$EGRESS_ASK
+(async () => {
+	const big = await ask("GET http://198.18.0.5/big HTTP/1.1\r\n\r\n");
+	fs.writeFileSync("probe.out", big.length + "\n");
+})();
+JS
+	web_registry
+	# 2000 bytes a second from the proxy's start: some 5100 bytes take 2.5 s, whole
+	registry_proxy probe.js web.py 1048576 256 2000 198.18.0.5:80
+	[ "$(cat probe.out)" = 5041 ]
+	jq -e '.allowed and .bytes_received == 5041 and .duration_ms > 1500' out
+}
+
+@test "an install's proxy keeps the run's egress_bytes (cut, then refused) and egress_connections" {
+	skip_unless_root
+	command -v npm > /dev/null || skip "npm is not installed"
+	command -v ip > /dev/null || skip "no ip(8)"
+	# TLS tunnels to the registry (a ClientHello naming no server: an
+	# address was asked for), which answers 100 bytes, then 5000.
+	cat > probe.js <<JS
+$EGRESS_ASK
+const hello = Buffer.from([22, 3, 1, 0, 45, 1, 0, 0, 41, 3, 3].concat(Array(32).fill(0), [0, 0, 2, 0x13, 1, 1, 0]));
+const tls = () => ask("CONNECT 198.18.0.5:443 HTTP/1.1\r\n\r\n", (s, b) => { if (b.endsWith("\r\n\r\n")) s.write(hello); });
+const body = b => b.length - b.indexOf("\r\n\r\n") - 4;
+(async () => {
+	out.push("small " + body(await tls()));
+	const big = body(await tls());
+	out.push("big " + (big < 5000 ? "short" : big));
+	out.push("after " + line(await tls()));
+	out.push("fourth " + line(await tls()));
+	fs.writeFileSync("/scratch/probe.out", out.join("\n") + "\n");
+})();
+JS
+	cat > tls.py <<'PY'
+import socket, threading
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("198.18.0.5", 443)); s.listen(8)
+open("ready", "w").close()
+n = 0
+while True:
+    c, a = s.accept()
+    n += 1
+    b = b""
+    while len(b) < 50:
+        d = c.recv(100)
+        if not d: break
+        b += d
+    c.sendall(b"y" * (100 if n == 1 else 5000))
+    c.close()
+PY
+	registry_install probe.js tls.py "" 's/^\[sandbox\]$/[sandbox]\negress_bytes = "2k"\negress_connections = 3/'
+	[ "$(cat "$ws/probe.out")" = 'small 100
+big short
+after HTTP/1.1 403 Forbidden
+fourth HTTP/1.1 503 Service Unavailable' ] || { cat "$ws/probe.out"; false; }
+	jq -e '.egress | length == 4' out
+	jq -e '.egress[0] | .allowed and (has("why") | not) and .bytes_sent == 50 and .bytes_received == 100' out
+	jq -e '.egress[1] | .allowed and .bytes_received < 2048 and
+		.why == "the run reached its egress_bytes: 2048 bytes both ways over all its connections (the configuration'"'"'s egress_bytes)"' out
+	jq -e '.egress[2] | (.allowed | not) and .bytes_sent == 0 and (.why | startswith("the run reached its egress_bytes"))' out
+	jq -e '.egress[3] | .host == null and (.why | contains("1 past the 3 a run may make (egress_connections)"))' out
+	# the bytes both ways, in all, stayed within the bound
+	jq -e '[.egress[] | .bytes_sent + .bytes_received] | add <= 2048' out
 }
 
 @test "a session's workspace bounds its inodes: a mkdir loop ends at the filesystem's count, seen on the host" {

@@ -386,14 +386,14 @@ egress_package() {
 # egress_refused: the records the proxy keeps of the probe's requests
 # ("host port why"), in any order.
 egress_refused() {
-	local ip=${HOST_IP:-127.0.0.1}
+	local ip=${HOST_IP:-127.0.0.1} not="is not in this sandbox's network allow-list (registry.npmjs.org): ask for it in the request's \"network\", within the configuration's"
 	cat <<EOF
-127.0.0.1 $LISTEN_PORT 127.0.0.1:$LISTEN_PORT: only port 443 (HTTPS) is reachable from an install
-$ip $LISTEN_PORT $ip:$LISTEN_PORT: only port 443 (HTTPS) is reachable from an install
-localhost 443 localhost is not among the registries this install may reach: registry.npmjs.org
-registry.npmjs.org 80 registry.npmjs.org:80: only port 443 (HTTPS) is reachable from an install
-example.com 443 example.com is not among the registries this install may reach: registry.npmjs.org
-null null this proxy only tunnels HTTPS (CONNECT) to the configured registries
+127.0.0.1 $LISTEN_PORT 127.0.0.1:$LISTEN_PORT $not
+$ip $LISTEN_PORT $ip:$LISTEN_PORT $not
+localhost 443 localhost:443 $not
+registry.npmjs.org 80 registry.npmjs.org:80 $not
+example.com 443 example.com:443 $not
+127.0.0.1 $LISTEN_PORT 127.0.0.1:$LISTEN_PORT $not
 EOF
 }
 egress_expected() {
@@ -407,6 +407,6 @@ CONNECT $ip:$LISTEN_PORT -> HTTP/1.1 403 Forbidden
 CONNECT localhost:443 -> HTTP/1.1 403 Forbidden
 CONNECT registry.npmjs.org:80 -> HTTP/1.1 403 Forbidden
 CONNECT example.com:443 -> HTTP/1.1 403 Forbidden
-GET http://127.0.0.1:$LISTEN_PORT/ -> HTTP/1.1 405 Method Not Allowed
+GET http://127.0.0.1:$LISTEN_PORT/ -> HTTP/1.1 403 Forbidden
 EOF
 }

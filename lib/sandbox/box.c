@@ -716,7 +716,7 @@ static void on_egress(struct loop *l, int fd, short rev, void *arg)
 	int lfd = -1;
 	if (box_recv_fds(fd, &c, 1, &lfd) == 1 && lfd >= 0) {
 		char err[256];
-		if (!egress_start(&b->proxy, b->loop, lfd, b->egress, b->sys->root ? (int)state_uid(b->sys->conf, STATE_UID_EGRESS) : -1,
+		if (!egress_start(&b->proxy, b->loop, lfd, b->egress, &b->egress_lim, b->sys->root ? (int)state_uid(b->sys->conf, STATE_UID_EGRESS) : -1,
 				  err, sizeof err))
 			util_warn("%s", err);
 	}
@@ -789,6 +789,7 @@ static void assign(struct box *b, const struct stage_spec *sp, const struct box_
 	if (sp->egress) {
 		/* init answers with the proxy's listening socket (egress.h). */
 		b->egress = sp->egress;
+		b->egress_lim = *sp->lim;
 		loop_watch(b->loop, b->spec_fd, POLLIN, on_egress, b);
 	} else {
 		close(b->spec_fd);

@@ -116,6 +116,7 @@ struct box {
 	struct cg_run *cg;         /* its groups: &own_cg or its slot's */
 	int slot;                  /* the slot (slot.h) it was cloned in, or -1 */
 	char *const *egress;       /* the install's hosts, while its proxy is being started */
+	struct limits egress_lim;  /* and the stage's limits, which bound what it moves */
 	struct egress proxy;       /* its proxy (egress.h), or none */
 	/* what the sandbox was built for (its "key") */
 	bool network;

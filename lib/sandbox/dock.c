@@ -295,7 +295,7 @@ static void deps_stage(struct dock *k, const char *workspace)
  * sbx-egress-shim (from libexec, beside our own directory) relays
  * 127.0.0.1:3128 to it. */
 #define EGRESS_DIR "/run/sbx-egress"
-static void egress_open(struct dock *k, char *const *hosts)
+static void egress_open(struct dock *k, char *const *hosts, const struct limits *lim)
 {
 	struct dock_sys *d = k->d;
 	char *shim = util_libexec("sbx-egress-shim");
@@ -323,7 +323,7 @@ static void egress_open(struct dock *k, char *const *hosts)
 	}
 	k->egress = true;
 	char err[256];
-	if (!egress_start(&k->proxy, k->loop, lfd, hosts, geteuid() == 0 ? (int)state_uid(d->conf, STATE_UID_EGRESS) : -1, err,
+	if (!egress_start(&k->proxy, k->loop, lfd, hosts, lim, geteuid() == 0 ? (int)state_uid(d->conf, STATE_UID_EGRESS) : -1, err,
 			  sizeof err)) {
 		set_err(k, "%s", err);
 		return;
@@ -846,7 +846,7 @@ struct dock *dock_start(struct dock_sys *d, struct loop *l, const struct dock_sp
 		return k;
 	}
 	if (sp->st->egress)
-		egress_open(k, sp->st->egress);
+		egress_open(k, sp->st->egress, sp->st->lim);
 	if (!k->err[0] && sp->workspace && sp->st->deps)
 		deps_stage(k, sp->scratch);
 	/* The engine binds a workspace with its host mount's flags, and no

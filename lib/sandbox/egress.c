@@ -18,12 +18,14 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "b64.h"
+#include "hostpat.h"
 #include "proc.h"
 #include "util.h"
 
@@ -32,20 +34,6 @@
 #define CONNECT_MS 10000     /* to reach the registry */
 #define IDLE_MS 300000       /* a tunnel with no traffic either way */
 #define SOCK_BUF 65536       /* each tunnel socket's buffers: kernel memory outside the run's cgroup */
-
-bool egress_host_allowed(char *const *hosts, const char *host)
-{
-	size_t hl = strlen(host);
-	for (char *const *h = hosts; h && *h; h++) {
-		if (!strcasecmp(*h, host))
-			return true;
-		/* "*.example.org": example.org's subdomains, not example.org */
-		size_t sl = strlen(*h);
-		if (sl > 2 && !strncmp(*h, "*.", 2) && hl > sl - 1 && !strcasecmp(host + hl - (sl - 1), *h + 1))
-			return true;
-	}
-	return false;
-}
 
 /* A reader of bytes that never reads past its end: every length a
  * ClientHello gives is the sender's, and checked before it is used. */
@@ -150,6 +138,262 @@ int egress_hello_sni(const unsigned char *b, size_t n, char *name, size_t len, s
 	return found;
 }
 
+/* ---- plain HTTP requests' heads ------------------------------------------ */
+
+/* A character of a token (a method, a header's name): RFC 9110's tchar. */
+static bool tchar(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+static bool token(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!tchar((unsigned char)p[i]))
+			return false;
+	return n > 0;
+}
+
+static bool name_is(const char *p, size_t n, const char *name)
+{
+	return strlen(name) == n && !strncasecmp(p, name, n);
+}
+
+/* A header line's name and value (without the spaces around it), from
+ * line (n bytes, without its CRLF); false if it has no name and colon. */
+static bool header_split(const char *line, size_t n, size_t *name_len, const char **val, size_t *val_len)
+{
+	const char *colon = memchr(line, ':', n);
+	if (!colon || !token(line, (size_t)(colon - line)))
+		return false;
+	*name_len = (size_t)(colon - line);
+	const char *v = colon + 1, *e = line + n;
+	while (v < e && (*v == ' ' || *v == '\t'))
+		v++;
+	while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
+		e--;
+	*val = v;
+	*val_len = (size_t)(e - v);
+	return true;
+}
+
+/* The parser's refusal: why, and false. */
+static bool bad_head(char *why, size_t whylen, const char *text)
+{
+	snprintf(why, whylen, "%s", text);
+	return false;
+}
+
+bool egress_http_head(const char *buf, size_t len, struct egress_http *h, char *why, size_t whylen)
+{
+	*h = (struct egress_http){ .content_length = -1 };
+	if (len < 4 || memcmp(buf + len - 4, "\r\n\r\n", 4))
+		return bad_head(why, whylen, "the request's head does not end with a blank line");
+	/* Lines end in CRLF and nothing else: a bare CR or LF is where a
+	 * server and this proxy could split the head differently (a header
+	 * smuggled past the checks below). */
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)buf[i];
+		if (ch == '\r' && (i + 1 == len || buf[i + 1] != '\n'))
+			return bad_head(why, whylen, "a bare CR in the request's head");
+		if (ch == '\n' && (i == 0 || buf[i - 1] != '\r'))
+			return bad_head(why, whylen, "a bare LF in the request's head");
+		if ((ch < 0x20 && ch != '\t' && ch != '\r' && ch != '\n') || ch == 0x7f)
+			return bad_head(why, whylen, "a control character in the request's head");
+	}
+	const char *end = buf + len, *eol = memmem(buf, len, "\r\n", 2);
+	/* the request line: METHOD SP URL SP HTTP/1.x */
+	const char *sp1 = memchr(buf, ' ', (size_t)(eol - buf));
+	const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1)) : NULL;
+	if (!sp2 || !token(buf, (size_t)(sp1 - buf)) || (size_t)(sp1 - buf) >= sizeof h->method)
+		return bad_head(why, whylen, "not an HTTP request line (METHOD http://host/path HTTP/1.1)");
+	if (!(eol - sp2 == 9 && (!memcmp(sp2 + 1, "HTTP/1.0", 8) || !memcmp(sp2 + 1, "HTTP/1.1", 8))))
+		return bad_head(why, whylen, "only HTTP/1.0 and HTTP/1.1 requests are passed");
+	memcpy(h->method, buf, (size_t)(sp1 - buf));
+	if (!strcmp(h->method, "CONNECT"))
+		return bad_head(why, whylen, "CONNECT takes a host name and a port");
+	const char *url = sp1 + 1;
+	size_t ul = (size_t)(sp2 - url);
+	if (ul && url[0] == '/')
+		return bad_head(why, whylen, "a request to this proxy names its URL in full (http://host/path); HTTPS goes "
+					     "through CONNECT (https_proxy)");
+	if (ul >= 8 && !strncasecmp(url, "https://", 8))
+		return bad_head(why, whylen, "an https:// URL goes through a CONNECT tunnel (https_proxy), not as a plain request");
+	if (ul < 7 || strncasecmp(url, "http://", 7))
+		return bad_head(why, whylen, "only http:// URLs go as plain requests (HTTPS goes through CONNECT)");
+	for (size_t i = 0; i < ul; i++)
+		if ((unsigned char)url[i] > 0x7e)
+			return bad_head(why, whylen, "the URL holds a byte that is not printable ASCII (percent-encode it)");
+	/* the authority: host[:port], up to the path, query or fragment */
+	const char *auth = url + 7, *aend = auth;
+	while (aend < sp2 && !strchr("/?#", *aend))
+		aend++;
+	if (memchr(auth, '@', (size_t)(aend - auth)))
+		return bad_head(why, whylen, "a URL with user information (user@host) is not passed");
+	if (aend > auth && auth[0] == '[')
+		return bad_head(why, whylen, "an IPv6 address in the URL: this proxy reaches hosts by name or IPv4 address");
+	const char *colon = memchr(auth, ':', (size_t)(aend - auth));
+	const char *hend = colon ? colon : aend;
+	size_t hn = (size_t)(hend - auth);
+	static const char hostch[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-";
+	for (size_t i = 0; i < hn; i++)
+		if (!strchr(hostch, auth[i]))
+			hn = 0;
+	if (!hn || hn >= sizeof h->host)
+		return bad_head(why, whylen, "the URL names no host this proxy can reach (a name or IPv4 address)");
+	memcpy(h->host, auth, hn);
+	h->host[hn] = 0;
+	h->port = 80;
+	if (colon) {
+		char num[8];
+		size_t pn = (size_t)(aend - colon - 1);
+		int64_t v;
+		bool digits = pn > 0 && pn < sizeof num && strspn(colon + 1, "0123456789") >= pn;
+		if (digits) {
+			memcpy(num, colon + 1, pn);
+			num[pn] = 0;
+		}
+		if (!digits || !util_parse_i64(num, 1, 65535, &v))
+			return bad_head(why, whylen, "the URL's port must be a number from 1 to 65535");
+		h->port = (int)v;
+		h->port_given = true;
+	}
+	if (memchr(aend, '#', (size_t)(sp2 - aend)))
+		return bad_head(why, whylen, "a URL with a fragment (#): a client does not send it");
+	h->path = (size_t)(aend - buf);
+	h->path_len = (size_t)(sp2 - aend);
+	/* the headers, up to the blank line that ends the head */
+	const char *p = eol + 2;
+	while (p < end - 2) {
+		const char *le = memmem(p, (size_t)(end - p), "\r\n", 2);
+		const char *val;
+		size_t nl, vl;
+		if (le == p)
+			return bad_head(why, whylen, "bytes after the head's blank line");
+		if (*p == ' ' || *p == '\t')
+			return bad_head(why, whylen, "a folded header line (obs-fold) is not passed");
+		if (!header_split(p, (size_t)(le - p), &nl, &val, &vl))
+			return bad_head(why, whylen, "a header line without a name and a colon");
+		if (name_is(p, nl, "Host")) {
+			if (h->flags & EGRESS_HTTP_HOST)
+				return bad_head(why, whylen, "two Host headers");
+			if (vl >= sizeof h->host_header)
+				return bad_head(why, whylen, "the Host header is too long");
+			memcpy(h->host_header, val, vl);
+			h->host_header[vl] = 0;
+			h->flags |= EGRESS_HTTP_HOST;
+		} else if (name_is(p, nl, "Content-Length")) {
+			char num[20];
+			int64_t v;
+			if (h->content_length >= 0)
+				return bad_head(why, whylen, "two Content-Length headers");
+			bool digits = vl > 0 && vl < sizeof num && strspn(val, "0123456789") >= vl;
+			if (digits) {
+				memcpy(num, val, vl);
+				num[vl] = 0;
+			}
+			if (!digits || !util_parse_i64(num, 0, EGRESS_HTTP_BODY_MAX, &v))
+				return bad_head(why, whylen, "the Content-Length is not a number of bytes this proxy passes");
+			h->content_length = v;
+		} else if (name_is(p, nl, "Transfer-Encoding"))
+			h->flags |= EGRESS_HTTP_CHUNKED;
+		else if (name_is(p, nl, "Upgrade"))
+			h->flags |= EGRESS_HTTP_UPGRADE;
+		p = le + 2;
+	}
+	return true;
+}
+
+/* What is appended to a head being built: false once it would overflow. */
+struct out {
+	char *p;
+	size_t n, cap;
+	bool over;
+};
+
+static void put(struct out *o, const char *s, size_t n)
+{
+	if (o->over || o->cap - o->n < n) {
+		o->over = true;
+		return;
+	}
+	memcpy(o->p + o->n, s, n);
+	o->n += n;
+}
+
+static void puts_(struct out *o, const char *s)
+{
+	put(o, s, strlen(s));
+}
+
+/* Hop-by-hop headers: this connection's, not the server's; and Proxy-*
+ * (a credential for us, or for a proxy the client thinks it talks to). */
+static bool hop_by_hop(const char *name, size_t n)
+{
+	return (n >= 6 && !strncasecmp(name, "Proxy-", 6)) || name_is(name, n, "Connection") ||
+	       name_is(name, n, "Keep-Alive") || name_is(name, n, "TE") || name_is(name, n, "Upgrade") ||
+	       name_is(name, n, "Transfer-Encoding");
+}
+
+size_t egress_http_forward(const char *buf, size_t len, const struct egress_http *h, const char *up_auth, char *out,
+			   size_t cap)
+{
+	struct out o = { out, 0, cap, false };
+	char port[16] = "";
+	if (h->port_given)
+		snprintf(port, sizeof port, ":%d", h->port);
+	puts_(&o, h->method);
+	puts_(&o, " ");
+	if (up_auth) {
+		puts_(&o, "http://");
+		puts_(&o, h->host);
+		puts_(&o, port);
+	}
+	/* an empty path is "/" (and "?q" is "/?q") in the origin form */
+	if (!h->path_len || buf[h->path] != '/')
+		puts_(&o, "/");
+	put(&o, buf + h->path, h->path_len);
+	puts_(&o, " HTTP/1.1\r\n");
+	const char *end = buf + len, *p = (const char *)memmem(buf, len, "\r\n", 2) + 2;
+	while (p < end - 2) {
+		const char *le = memmem(p, (size_t)(end - p), "\r\n", 2), *val;
+		size_t nl, vl;
+		if (!header_split(p, (size_t)(le - p), &nl, &val, &vl))
+			return 0; /* not a head egress_http_head passed */
+		if (!hop_by_hop(p, nl))
+			put(&o, p, (size_t)(le + 2 - p));
+		p = le + 2;
+	}
+	if (!(h->flags & EGRESS_HTTP_HOST)) {
+		puts_(&o, "Host: ");
+		puts_(&o, h->host);
+		puts_(&o, port);
+		puts_(&o, "\r\n");
+	}
+	if (up_auth && *up_auth) {
+		puts_(&o, "Proxy-Authorization: Basic ");
+		puts_(&o, up_auth);
+		puts_(&o, "\r\n");
+	}
+	puts_(&o, "Connection: close\r\n\r\n");
+	return o.over ? 0 : o.n;
+}
+
+bool egress_http_host_ok(const struct egress_http *h)
+{
+	if (!(h->flags & EGRESS_HTTP_HOST))
+		return true;
+	size_t n = strlen(h->host);
+	if (strncasecmp(h->host_header, h->host, n))
+		return false;
+	if (!h->host_header[n])
+		return true;
+	char port[16];
+	snprintf(port, sizeof port, ":%d", h->port);
+	return !strcmp(h->host_header + n, port);
+}
+
 /* The documentation ranges (TEST-NET-1..3) and 198.18/15 stay reachable:
  * some networks' resolvers answer with them for real hosts (an
  * intercepting proxy, a benchmark rig), and no host uses them for its own
@@ -209,12 +453,21 @@ bool egress_addr_public(const void *sa)
 
 /* ---- the server (sbx-egress) --------------------------------------------- */
 
+/* sbx-run's own proxy for one scheme, from its environment. */
+struct upstream {
+	char host[256], port[8], auth[400]; /* "" host: none; auth: its Basic credentials, or "" */
+	bool bad;                           /* a proxy we cannot use: nothing may go direct either */
+};
+
 struct server {
 	char *const *hosts;
-	int log;                                /* where each connection's record goes */
-	struct ifaddrs *own;                    /* the host's interfaces' addresses */
-	char up_host[256], up_port[8], up_auth[400]; /* sbx-run's own proxy, or ""; its Basic credentials */
-	bool up_bad;                            /* a proxy we cannot use: nothing may go direct either */
+	int log;                     /* where each connection's record goes */
+	struct ifaddrs *own;         /* the host's interfaces' addresses */
+	struct upstream https, http; /* HTTPS_PROXY (for CONNECT), HTTP_PROXY (for plain HTTP) */
+	struct egress_bounds b;
+	uint64_t *used;              /* the run's bytes so far, both ways: a page the children share */
+	double t0;                   /* when the proxy started, for egress_rate */
+	size_t chunk;                /* the most read at once: small where egress_rate paces */
 };
 
 /* SIGTERM: egress_stop asks us to end.  A connection's child then stops
@@ -248,6 +501,7 @@ struct conn {
 	int port;                /* 0: none asked for */
 	bool allowed;
 	char why[800];           /* "" when nothing went wrong */
+	bool cut;                /* ended at the run's egress_bytes */
 	uint64_t sent, received; /* bytes from the sandbox, and to it */
 	double t0;
 };
@@ -445,14 +699,60 @@ static int tunnel_write(int fd, const void *buf, size_t n)
 	return 0;
 }
 
+/* egress_rate: a run whose connections have moved total bytes may not
+ * have done so before t0 + total / rate; wait until then (in waits that
+ * SIGTERM ends).  False if we are stopping. */
+static bool pace(const struct server *sv, uint64_t total)
+{
+	if (!sv->b.rate)
+		return true;
+	double due = sv->t0 + (double)total * 1000.0 / (double)sv->b.rate, left;
+	while (!stopping && (left = due - util_now_ms()) > 0)
+		wait_fds(NULL, 0, left > 1000 ? 1000 : (int)left + 1);
+	return !stopping;
+}
+
+/* Has the run moved all the bytes egress_bytes lets it?  Then why says so
+ * in cn. */
+static bool spent(const struct server *sv, struct conn *cn, uint64_t total)
+{
+	if (total <= sv->b.bytes)
+		return false;
+	snprintf(cn->why, sizeof cn->why,
+		 "the run reached its egress_bytes: %llu bytes both ways over all its connections (the configuration's "
+		 "egress_bytes)",
+		 (unsigned long long)sv->b.bytes);
+	return true;
+}
+
+/* Pass n bytes read from one side (the sandbox's if out) on to fd, within
+ * the run's egress_bytes (else the connection is cut: cn->cut, and why)
+ * and egress_rate, and count them into cn.  -1 if it is cut, we are
+ * stopping, or the write failed. */
+static int pass(const struct server *sv, struct conn *cn, int fd, const void *buf, size_t n, bool out)
+{
+	uint64_t total = __atomic_add_fetch(sv->used, n, __ATOMIC_RELAXED);
+	if (spent(sv, cn, total)) {
+		/* not passed, but the count keeps it: the run has reached its
+		 * bound, and what it begins after is refused */
+		cn->cut = true;
+		return -1;
+	}
+	if (!pace(sv, total))
+		return -1;
+	*(out ? &cn->sent : &cn->received) += n;
+	return tunnel_write(fd, buf, n);
+}
+
 /* Copy both ways (the sandbox's side a, the host's b; both non-blocking)
  * until both ends are done, nothing moves for IDLE_MS, or we are
- * stopping; counting the bytes each way into cn. */
-static void relay(int a, int b, struct conn *cn)
+ * stopping; counting the bytes each way into cn.  With a_left (a plain
+ * HTTP request's body still to come) at most that much is read from a,
+ * and the server's end is the end: one request, one response. */
+static void relay(const struct server *sv, int a, int b, struct conn *cn, uint64_t *a_left)
 {
 	int fds[2] = { a, b };
-	uint64_t *count[2] = { &cn->sent, &cn->received };
-	bool open_[2] = { true, true };
+	bool open_[2] = { !a_left || *a_left > 0, true };
 	char buf[65536];
 	while ((open_[0] || open_[1]) && !stopping) {
 		struct pollfd pf[2] = { { .fd = open_[0] ? a : -1, .events = POLLIN }, { .fd = open_[1] ? b : -1, .events = POLLIN } };
@@ -461,24 +761,30 @@ static void relay(int a, int b, struct conn *cn)
 		for (int i = 0; i < 2; i++) {
 			if (!open_[i] || !pf[i].revents)
 				continue;
-			ssize_t r = read(fds[i], buf, sizeof buf);
+			size_t want = sv->chunk < sizeof buf ? sv->chunk : sizeof buf;
+			if (i == 0 && a_left && *a_left < want)
+				want = (size_t)*a_left;
+			ssize_t r = read(fds[i], buf, want);
 			if (r < 0 && (errno == EAGAIN || errno == EINTR))
 				continue;
-			if (r > 0)
-				*count[i] += (uint64_t)r;
-			if (r <= 0 || tunnel_write(fds[1 - i], buf, (size_t)r) < 0) {
+			if (r <= 0 || pass(sv, cn, fds[1 - i], buf, (size_t)r, i == 0) < 0) {
+				if (cn->cut)
+					return;
 				open_[i] = false;
 				shutdown(fds[1 - i], SHUT_WR);
-			}
+				if (i == 1 && a_left)
+					return;
+			} else if (i == 0 && a_left && !(*a_left -= (size_t)r))
+				open_[0] = false; /* the whole body: nothing more is read */
 		}
 	}
 }
 
 /* Through sbx-run's own proxy, which the operator chose: it decides what
  * the name resolves to. */
-static int via_upstream(const struct server *sv, const char *host, char *err, size_t errlen)
+static int via_upstream(const struct server *sv, const char *host, int port, char *err, size_t errlen)
 {
-	int up = dial(sv, sv->up_host, sv->up_port, false, err, errlen);
+	int up = dial(sv, sv->https.host, sv->https.port, false, err, errlen);
 	if (up < 0)
 		return -1;
 	/* (its answer read blocking, within HEAD_SECONDS; the tunnel after it
@@ -486,15 +792,15 @@ static int via_upstream(const struct server *sv, const char *host, char *err, si
 	int fl = fcntl(up, F_GETFL);
 	fcntl(up, F_SETFL, fl & ~O_NONBLOCK);
 	char req[1200], resp[HEAD_MAX];
-	int n = snprintf(req, sizeof req, "CONNECT %s:443 HTTP/1.1\r\nHost: %s:443\r\n%s%s%s\r\n", host, host,
-			 sv->up_auth[0] ? "Proxy-Authorization: Basic " : "", sv->up_auth, sv->up_auth[0] ? "\r\n" : "");
+	int n = snprintf(req, sizeof req, "CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n%s%s%s\r\n", host, port, host, port,
+			 sv->https.auth[0] ? "Proxy-Authorization: Basic " : "", sv->https.auth, sv->https.auth[0] ? "\r\n" : "");
 	size_t total;
 	alarm(HEAD_SECONDS);
 	ssize_t h = util_write_all(up, req, (size_t)n) < 0 ? -1 : read_head(up, resp, sizeof resp, &total);
 	alarm(0);
 	if (h < 0 || strncmp(resp + strcspn(resp, " "), " 200", 4)) {
-		snprintf(err, errlen, "the upstream proxy %s refused %s: %.*s", sv->up_host, host, (int)strcspn(resp, "\r\n"),
-			 h < 0 ? "no answer" : resp);
+		snprintf(err, errlen, "the upstream proxy %s refused %s:%d: %.*s", sv->https.host, host, port,
+			 (int)strcspn(resp, "\r\n"), h < 0 ? "no answer" : resp);
 		close(up);
 		return -1;
 	}
@@ -544,6 +850,39 @@ static bool hello_checked(int c, struct conn *cn, unsigned char *hello, size_t *
 	return s == 1 && !strcasecmp(sni, cn->host);
 }
 
+/* A tunnel to a port other than 443 (one the operator listed): wait for
+ * the client's first byte into hello (*hn then 1), passing on what the
+ * server says first meanwhile (SSH's banner comes from the server).  One
+ * byte only: if it starts a TLS record, hello_checked reads that record
+ * exactly.  False if either side ended first, or we are stopping. */
+static bool first_byte(const struct server *sv, int c, int up, struct conn *cn, unsigned char *hello, size_t *hn)
+{
+	fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
+	char buf[16384];
+	bool got = false;
+	while (!got && !stopping) {
+		struct pollfd pf[2] = { { .fd = c, .events = POLLIN }, { .fd = up, .events = POLLIN } };
+		if (wait_fds(pf, 2, IDLE_MS) <= 0)
+			break;
+		if (pf[1].revents) {
+			ssize_t r = read(up, buf, sv->chunk < sizeof buf ? sv->chunk : sizeof buf);
+			if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR) || (r > 0 && pass(sv, cn, c, buf, (size_t)r, false) < 0))
+				break;
+		}
+		if (pf[0].revents) {
+			ssize_t r = read(c, hello, 1);
+			if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+				break;
+			if (r > 0) {
+				*hn = (size_t)r;
+				got = true;
+			}
+		}
+	}
+	fcntl(c, F_SETFL, fcntl(c, F_GETFL) & ~O_NONBLOCK);
+	return got;
+}
+
 /* Refuse the connection with status and why (which its record keeps
  * too), and end. */
 static _Noreturn void refuse(const struct server *sv, int c, struct conn *cn, const char *status, const char *why)
@@ -553,6 +892,77 @@ static _Noreturn void refuse(const struct server *sv, int c, struct conn *cn, co
 	reply(c, status, msg);
 	if (why != cn->why)
 		snprintf(cn->why, sizeof cn->why, "%s", why);
+	record(sv, cn);
+}
+
+/* ... because the allow-list has no pattern for cn's host and port: what
+ * to do, for the person or agent who reads it. */
+static _Noreturn void not_listed(const struct server *sv, int c, struct conn *cn)
+{
+	size_t o = (size_t)snprintf(cn->why, sizeof cn->why, "%s:%d is not in this sandbox's network allow-list (", cn->host,
+				    cn->port);
+	for (char *const *h = sv->hosts; h && *h && o < sizeof cn->why; h++)
+		o += (size_t)snprintf(cn->why + o, sizeof cn->why - o, "%s%s", h == sv->hosts ? "" : ", ", *h);
+	static const char tail[] = "): ask for it in the request's \"network\", within the configuration's";
+	if (o + sizeof tail > sizeof cn->why)
+		o = sizeof cn->why - sizeof tail - 4 + snprintf(cn->why + sizeof cn->why - sizeof tail - 4, 4, "...");
+	snprintf(cn->why + o, sizeof cn->why - o, "%s", tail);
+	refuse(sv, c, cn, "403 Forbidden", cn->why);
+}
+
+/* A plain HTTP request (head: hl bytes of the total read), forwarded as
+ * egress.h says. */
+static _Noreturn void plain_http(const struct server *sv, int c, struct conn *cn, char *head, size_t hl, size_t total)
+{
+	struct egress_http h;
+	bool ok = egress_http_head(head, hl, &h, cn->why, sizeof cn->why);
+	snprintf(cn->host, sizeof cn->host, "%s", h.host);
+	cn->port = h.host[0] ? h.port : 0;
+	if (!ok)
+		refuse(sv, c, cn, "400 Bad Request", cn->why);
+	if (!hostpat_allows(sv->hosts, h.host, h.port))
+		not_listed(sv, c, cn);
+	if (!egress_http_host_ok(&h)) {
+		for (char *q = h.host_header; *q; q++)
+			if (*q < 0x21 || *q > 0x7e)
+				*q = '?';
+		snprintf(cn->why, sizeof cn->why, "the Host header names %s, not %s:%d, the host the URL names", h.host_header,
+			 h.host, h.port);
+		refuse(sv, c, cn, "403 Forbidden", cn->why);
+	}
+	if (h.flags & EGRESS_HTTP_UPGRADE)
+		refuse(sv, c, cn, "403 Forbidden",
+		       "Upgrade (WebSocket) over plain HTTP is not passed: use wss:// (TLS, through CONNECT)");
+	if (h.flags & EGRESS_HTTP_CHUNKED)
+		refuse(sv, c, cn, "411 Length Required",
+		       "a body with Transfer-Encoding (chunked) is not passed over plain HTTP: send its Content-Length");
+	if (spent(sv, cn, __atomic_load_n(sv->used, __ATOMIC_RELAXED) + 1))
+		refuse(sv, c, cn, "403 Forbidden", cn->why);
+	cn->allowed = true;
+	const struct upstream *u = &sv->http;
+	char port[8];
+	snprintf(port, sizeof port, "%d", h.port);
+	int up = -1;
+	if (u->bad)
+		snprintf(cn->why, sizeof cn->why, "sbx-run's HTTP_PROXY is not an http:// proxy it can use, and nothing goes direct");
+	else
+		up = u->host[0] ? dial(sv, u->host, u->port, false, cn->why, sizeof cn->why)
+				: dial(sv, h.host, port, true, cn->why, sizeof cn->why);
+	if (up < 0)
+		refuse(sv, c, cn, "502 Bad Gateway", cn->why);
+	cn->why[0] = 0;
+	static char fwd[HEAD_MAX + 1024];
+	size_t fl = egress_http_forward(head, hl, &h, u->host[0] ? u->auth : NULL, fwd, sizeof fwd);
+	if (!fl)
+		refuse(sv, c, cn, "431 Request Header Fields Too Large", "the request's head is too long to forward");
+	/* the body: what came with the head, then the rest from the client */
+	uint64_t left = h.content_length > 0 ? (uint64_t)h.content_length : 0;
+	size_t early = total - hl < left ? total - hl : (size_t)left;
+	fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
+	if (pass(sv, cn, up, fwd, fl, true) == 0 && pass(sv, cn, up, head + hl, early, true) == 0) {
+		left -= early;
+		relay(sv, c, up, cn, &left);
+	}
 	record(sv, cn);
 }
 
@@ -568,36 +978,38 @@ static _Noreturn void handle(const struct server *sv, int c)
 		snprintf(cn.why, sizeof cn.why, "no request came");
 		record(sv, &cn);
 	}
+	if (strncmp(head, "CONNECT ", 8))
+		plain_http(sv, c, &cn, head, (size_t)hl, total);
 	/* CONNECT host:port HTTP/1.x */
 	char port[8];
 	int nl = 0, pl = 0; /* nl: unused, keeps the two %n apart */
 	if (sscanf(head, "CONNECT %255[A-Za-z0-9.-]%n:%7[0-9]%n", cn.host, &nl, port, &pl) != 2 || pl == 0 ||
 	    strncmp(head + pl, " HTTP/1.", 8)) {
 		cn.host[0] = 0;
-		refuse(sv, c, &cn, "405 Method Not Allowed",
-		       !strncmp(head, "CONNECT ", 8) ? "CONNECT takes a host name and a port"
-						     : "this proxy only tunnels HTTPS (CONNECT) to the configured registries");
+		refuse(sv, c, &cn, "400 Bad Request", "CONNECT takes a host name or IPv4 address and a port");
 	}
 	int64_t pn;
-	cn.port = util_parse_i64(port, 1, 65535, &pn) ? (int)pn : 0;
-	if (cn.port != 443) {
-		snprintf(cn.why, sizeof cn.why, "%s:%s: only port 443 (HTTPS) is reachable from an install", cn.host, port);
+	if (!util_parse_i64(port, 1, 65535, &pn))
+		refuse(sv, c, &cn, "400 Bad Request", "CONNECT's port must be a number from 1 to 65535");
+	cn.port = (int)pn;
+	if (!hostpat_allows(sv->hosts, cn.host, cn.port))
+		not_listed(sv, c, &cn);
+	if (cn.port == 80)
+		refuse(sv, c, &cn, "403 Forbidden",
+		       "CONNECT to port 80 is not passed: plain HTTP goes as an ordinary proxy request (http_proxy), where the "
+		       "proxy holds its Host header to the name allowed");
+	if (spent(sv, &cn, __atomic_load_n(sv->used, __ATOMIC_RELAXED) + 1))
 		refuse(sv, c, &cn, "403 Forbidden", cn.why);
-	}
-	if (!egress_host_allowed(sv->hosts, cn.host)) {
-		size_t o = (size_t)snprintf(cn.why, sizeof cn.why, "%s is not among the registries this install may reach:", cn.host);
-		for (char *const *h = sv->hosts; h && *h && o < sizeof cn.why; h++)
-			o += (size_t)snprintf(cn.why + o, sizeof cn.why - o, " %s", *h);
-		refuse(sv, c, &cn, "403 Forbidden", cn.why);
-	}
 	cn.allowed = true;
 	int up;
-	if (sv->up_bad) {
+	char ports[8];
+	snprintf(ports, sizeof ports, "%d", cn.port);
+	if (sv->https.bad) {
 		snprintf(cn.why, sizeof cn.why, "sbx-run's HTTPS_PROXY is not an http:// proxy it can use, and nothing goes direct");
 		up = -1;
 	} else
-		up = sv->up_host[0] ? via_upstream(sv, cn.host, cn.why, sizeof cn.why)
-				    : dial(sv, cn.host, "443", true, cn.why, sizeof cn.why);
+		up = sv->https.host[0] ? via_upstream(sv, cn.host, cn.port, cn.why, sizeof cn.why)
+				       : dial(sv, cn.host, ports, true, cn.why, sizeof cn.why);
 	if (up < 0)
 		refuse(sv, c, &cn, "502 Bad Gateway", cn.why);
 	cn.why[0] = 0;
@@ -608,27 +1020,34 @@ static _Noreturn void handle(const struct server *sv, int c)
 	unsigned char hello[5 + 16384];
 	size_t hn = total - (size_t)hl;
 	memcpy(hello, head + hl, hn);
-	if (!hello_checked(c, &cn, hello, &hn)) {
+	/* Another port than 443 is the operator's choice of protocol (an
+	 * SSH, a database): its bytes pass as they are, unless they start a
+	 * TLS handshake record, whose server name is then held to the host as
+	 * on 443.  (A TLS begun later inside another protocol, as STARTTLS
+	 * does, is not seen: egress.h.) */
+	if (cn.port != 443 && !hn && !first_byte(sv, c, up, &cn, hello, &hn))
+		record(sv, &cn);
+	if ((cn.port == 443 || hello[0] == 22) && !hello_checked(c, &cn, hello, &hn)) {
 		cn.allowed = false;
 		record(sv, &cn);
 	}
-	cn.sent = hn;
 	fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
-	if (tunnel_write(up, hello, hn) == 0)
-		relay(c, up, &cn);
+	if (pass(sv, &cn, up, hello, hn, true) == 0)
+		relay(sv, c, up, &cn, NULL);
 	record(sv, &cn);
 }
 
-/* sbx-run's own HTTPS_PROXY: "http://[user:pass@]host:port[/]". */
-static void upstream(struct server *sv)
+/* sbx-run's own proxy, from its environment variable upper (or lower):
+ * "http://[user:pass@]host:port[/]". */
+static void upstream(struct upstream *up, const char *upper, const char *lower)
 {
-	const char *u = getenv("HTTPS_PROXY");
+	const char *u = getenv(upper);
 	if (!u || !*u)
-		u = getenv("https_proxy");
+		u = getenv(lower);
 	if (!u || !*u)
 		return;
 	if (strncmp(u, "http://", 7)) {
-		sv->up_bad = true;
+		up->bad = true;
 		return;
 	}
 	u += 7;
@@ -636,22 +1055,22 @@ static void upstream(struct server *sv)
 	if (at) {
 		size_t n = (size_t)(at - u), bl;
 		char *b = n < 256 ? b64_encode(u, n, &bl) : NULL;
-		if (!b || bl >= sizeof sv->up_auth) {
-			sv->up_bad = true;
+		if (!b || bl >= sizeof up->auth) {
+			up->bad = true;
 			free(b);
 			return;
 		}
-		memcpy(sv->up_auth, b, bl + 1);
+		memcpy(up->auth, b, bl + 1);
 		free(b);
 		u = at + 1;
 	}
-	if (sscanf(u, "%255[A-Za-z0-9.-]:%7[0-9]", sv->up_host, sv->up_port) != 2) {
-		sv->up_host[0] = 0;
-		sv->up_bad = true;
+	if (sscanf(u, "%255[A-Za-z0-9.-]:%7[0-9]", up->host, up->port) != 2) {
+		up->host[0] = 0;
+		up->bad = true;
 	}
 }
 
-_Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts)
+_Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts, const struct egress_bounds *b)
 {
 	prctl(PR_SET_NAME, "sbx-egress", 0, 0, 0);
 	signal(SIGPIPE, SIG_IGN); /* a closed tunnel is EPIPE, not the end of us */
@@ -665,10 +1084,17 @@ _Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts)
 	sigaddset(&term, SIGTERM);
 	sigprocmask(SIG_BLOCK, &term, &waiting_mask);
 	sigdelset(&waiting_mask, SIGTERM);
-	struct server sv = { .hosts = hosts, .log = log_fd };
-	if (getifaddrs(&sv.own) < 0)
+	struct server sv = { .hosts = hosts, .log = log_fd, .b = *b, .t0 = util_now_ms(), .chunk = 65536 };
+	/* egress_rate: chunks of an eighth of a second's bytes, so that the
+	 * pace is even rather than a burst and a long wait */
+	if (b->rate && b->rate / 8 < sv.chunk)
+		sv.chunk = b->rate / 8 > 512 ? (size_t)(b->rate / 8) : 512;
+	/* the run's byte count, shared with every connection's child */
+	sv.used = mmap(NULL, sizeof *sv.used, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sv.used == MAP_FAILED || getifaddrs(&sv.own) < 0)
 		_exit(1); /* without them no target can be checked */
-	upstream(&sv);
+	upstream(&sv.https, "HTTPS_PROXY", "https_proxy");
+	upstream(&sv.http, "HTTP_PROXY", "http_proxy");
 	unsigned live = 0, served = 0, busy = 0, unforked = 0;
 	pid_t server = getpid();
 	while (!stopping) {
@@ -682,9 +1108,15 @@ _Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts)
 			continue;
 		/* Refused without a record of their own (the records stay
 		 * bounded), counted for the one at the end. */
-		if (live >= EGRESS_MAX_CONNS || served >= EGRESS_MAX_RECORDS) {
-			reply(c, "503 Service Unavailable", live >= EGRESS_MAX_CONNS ? "sbx: too many connections from this install at once"
-										   : "sbx: too many connections from this install");
+		if (live >= EGRESS_MAX_CONNS || served >= sv.b.conns) {
+			char msg[200];
+			if (live >= EGRESS_MAX_CONNS)
+				snprintf(msg, sizeof msg, "sbx: more than %d connections from this sandbox at once: wait for one to end",
+					 EGRESS_MAX_CONNS);
+			else
+				snprintf(msg, sizeof msg, "sbx: this run has made the %llu connections it may (the configuration's "
+					 "egress_connections)", (unsigned long long)sv.b.conns);
+			reply(c, "503 Service Unavailable", msg);
 			close(c);
 			busy += live >= EGRESS_MAX_CONNS;
 			served += live < EGRESS_MAX_CONNS;
@@ -715,13 +1147,13 @@ _Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts)
 	kill(0, SIGTERM);
 	while (wait(NULL) > 0 || errno == EINTR)
 		;
-	unsigned over = served > EGRESS_MAX_RECORDS ? served - EGRESS_MAX_RECORDS : 0;
+	unsigned over = served > sv.b.conns ? served - (unsigned)sv.b.conns : 0;
 	if (over || busy || unforked) {
 		struct conn cn = { .t0 = util_now_ms() };
 		snprintf(cn.why, sizeof cn.why,
-			 "connections refused without a record of their own: %u past the %d a run may make, %u past %d at once, "
-			 "%u the proxy could not take",
-			 over, EGRESS_MAX_RECORDS, busy, EGRESS_MAX_CONNS, unforked);
+			 "connections refused without a record of their own: %u past the %llu a run may make "
+			 "(egress_connections), %u past %d at once, %u the proxy could not take",
+			 over, (unsigned long long)sv.b.conns, busy, EGRESS_MAX_CONNS, unforked);
 		put_record(&sv, &cn);
 	}
 	_exit(0);
@@ -731,8 +1163,9 @@ _Noreturn void egress_serve(int lfd, int log_fd, char *const *hosts)
 
 /* The records are read as they come: a full pipe would stop the proxy's
  * children, and with them its connections.  At most EGRESS_LOG_MAX bytes
- * are kept (the records are bounded well below it). */
-#define EGRESS_LOG_MAX (4u << 20)
+ * are kept (the records are bounded below it: egress_connections at most
+ * 4096 of them, each well under 2 KiB). */
+#define EGRESS_LOG_MAX (8u << 20)
 
 /* Read what the pipe holds now; false at its end (or an error). */
 static bool log_read(struct egress *e)
@@ -763,13 +1196,14 @@ static void on_log(struct loop *l, int fd, short rev, void *arg)
 		loop_unwatch(l, fd);
 }
 
-bool egress_start(struct egress *e, struct loop *l, int lfd, char *const *hosts, int uid, char *err, size_t errlen)
+bool egress_start(struct egress *e, struct loop *l, int lfd, char *const *hosts, const struct limits *lim, int uid, char *err,
+		  size_t errlen)
 {
 	*e = (struct egress){ .pid = 0, .log = -1 };
 	char *helper = util_libexec("sbx-egress");
 	if (!helper) {
 		close(lfd);
-		snprintf(err, errlen, "cannot start the install's proxy: libexec/sbx/sbx-egress is missing (make builds it)");
+		snprintf(err, errlen, "cannot start the sandbox's proxy: libexec/sbx/sbx-egress is missing (make builds it)");
 		return false;
 	}
 	int logp[2];
@@ -777,20 +1211,26 @@ bool egress_start(struct egress *e, struct loop *l, int lfd, char *const *hosts,
 		int en = errno;
 		close(lfd);
 		free(helper);
-		snprintf(err, errlen, "cannot start the install's proxy: pipe: %s", strerror(en));
+		snprintf(err, errlen, "cannot start the sandbox's proxy: pipe: %s", strerror(en));
 		return false;
 	}
 	size_t n = 0;
 	while (hosts && hosts[n])
 		n++;
-	char **argv = util_xalloc((n + 6) * sizeof *argv);
-	char uids[16], parent[16];
+	char **argv = util_xalloc((n + 9) * sizeof *argv);
+	char uids[16], parent[16], bytes[24], conns[24], rate[24];
 	snprintf(uids, sizeof uids, "%d", uid);
 	snprintf(parent, sizeof parent, "%d", (int)getpid());
+	snprintf(bytes, sizeof bytes, "%llu", (unsigned long long)lim->egress_bytes);
+	snprintf(conns, sizeof conns, "%llu", (unsigned long long)lim->egress_conns);
+	snprintf(rate, sizeof rate, "%llu", (unsigned long long)lim->egress_rate);
 	size_t k = 0;
 	argv[k++] = "sbx-egress";
 	argv[k++] = uids;
 	argv[k++] = parent;
+	argv[k++] = bytes;
+	argv[k++] = conns;
+	argv[k++] = rate;
 	for (size_t i = 0; i < n; i++)
 		argv[k++] = hosts[i];
 	argv[k] = NULL;
@@ -818,7 +1258,7 @@ bool egress_start(struct egress *e, struct loop *l, int lfd, char *const *hosts,
 	free(helper);
 	if (pid < 0) {
 		close(logp[0]);
-		snprintf(err, errlen, "cannot start the install's proxy: %s", strerror(en));
+		snprintf(err, errlen, "cannot start the sandbox's proxy: %s", strerror(en));
 		return false;
 	}
 	/* (the child does it too: whichever comes first, egress_stop's signal
