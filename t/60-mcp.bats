@@ -54,7 +54,7 @@ call() {
 		'{jsonrpc: "2.0", id: $id, method: "tools/call", params: {name: $name, arguments: $args, _meta: $meta}}'
 }
 
-# session_server [LANGUAGE]: a server on $conf fed through fd 7 (close it,
+# session_server [LANGUAGE [ARGS-JQ]]: a server on $conf fed through fd 7 (close it,
 # then wait "$server"), with a session made as call 1: $sid.  step TOOL
 # ARGS-JQ: the next call (2, 3, ...) in that session, waited for.
 session_server() {
@@ -62,7 +62,7 @@ session_server() {
 	"$BIN/sbx-mcp" -c "$conf" < in > out 2> err &
 	server=$!
 	exec 7> in
-	{ init; call 1 sandbox_initialize "$(jq -nc --arg l "${1:-python}" '{language: $l}')"; } >&7
+	{ init; call 1 sandbox_initialize "$(jq -nc --arg l "${1:-python}" "{language: \$l} + ${2:-{\}}")"; } >&7
 	wait_for 1
 	sid=$(answer 1 | jq -r .result.structuredContent.session_id)
 	n=1
@@ -1007,9 +1007,40 @@ while True:
 localhost -> HTTP/1.1 502 Bad Gateway" ]
 	# the result's records: allowed by name, refused by address
 	diff <(jq -r '.egress[] | select(.host != "registry.npmjs.org") | "\(.host) \(.port) \(.allowed) \(.why) \(.bytes_sent)"' out | sort) - <<-EOF
-		198.51.100.5 443 true 198.51.100.5 has no address this install may reach 0
-		localhost 443 true localhost has no address this install may reach 0
+		198.51.100.5 443 true 198.51.100.5 has no address a sandbox may reach (loopback, private, link-local and this host's own are refused) 0
+		localhost 443 true localhost has no address a sandbox may reach (loopback, private, link-local and this host's own are refused) 0
 	EOF
+}
+
+@test "network: a session's default for sandbox_exec, a call's own narrower, refusals an agent can read" {
+	conf=$(conf_with 's/^network *=.*/network = ["10.9.9.9", "*.allowed.example"]/')
+	code='import socket
+for h in ("10.9.9.9", "denied.example"):
+    s = socket.create_connection(("127.0.0.1", 3128)); s.sendall(b"CONNECT %s:443 HTTP/1.1\r\n\r\n" % h.encode())
+    print(h, s.recv(100).split(b"\r\n")[0].decode())'
+	{
+		init
+		call 1 sandbox_initialize '{"language":"python","network":["evil.example"]}'
+		call 2 sandbox_initialize '{"language":"python","network":["10.9.9.9"]}'
+		call 3 run_code "$(jq -nc --arg c "$code" '{language: "python", code: $c, network: ["a.allowed.example"]}')"
+	} | mcp
+	answer 1 | jq -e '.result.isError and (.result.content[0].text | test("\"evil.example\" is not within what the configuration allows"))'
+	answer 2 | jq -e '.result.structuredContent.network == ["10.9.9.9"]'
+	# run_code's own list: 10.9.9.9 is not in it, so both are refused, in words
+	answer 3 | jq -e '.result.structuredContent.egress | length == 2 and all(.allowed == false)'
+	answer 3 | jq -r '.result.content[0].text' > text
+	grep -q '^connections refused or failed:' text
+	grep -q 'denied.example:443: denied.example:443 is not in this sandbox.s network allow-list' text
+	# a session's network is each sandbox_exec's that does not give its own:
+	# 10.9.9.9 passes the list, and is then refused as a private address
+	session_server python '{network: ["10.9.9.9"]}'
+	step sandbox_exec "$(jq -nc --arg c "$code" '{code: $c}')"
+	answer 2 | jq -e '.result.structuredContent | (.stdout | startswith("10.9.9.9 HTTP/1.1 502")) and
+		(.stdout | endswith("denied.example HTTP/1.1 403 Forbidden\n")) and (.egress | length == 2)'
+	step sandbox_exec "$(jq -nc --arg c "$code" '{code: $c, network: false}')"
+	answer 3 | jq -e '.result.structuredContent | .status == "error" and .egress == null and (.stderr | test("ConnectionRefused"))'
+	exec 7>&-
+	wait "$server"
 }
 
 @test "an install's proxy: TLS to the host allowed only (no fronting), a tunnel's bytes each way, still open at the stage's end" {
@@ -1294,7 +1325,7 @@ while True:
     c.sendall(b"y" * (100 if n == 1 else 5000))
     c.close()
 PY
-	registry_install probe.js tls.py "" 's/^\[sandbox\]$/[sandbox]\negress_bytes = "2k"\negress_connections = 3/'
+	registry_install probe.js tls.py "" 's/^egress_bytes *=.*/egress_bytes = "2k"/; s/^egress_connections *=.*/egress_connections = 3/'
 	[ "$(cat "$ws/probe.out")" = 'small 100
 big short
 after HTTP/1.1 403 Forbidden

@@ -205,17 +205,20 @@ static void start_stage(struct run *r, enum stage st);
  * after the language's own: pip, curl, git, Go, Cargo, Python's urllib
  * and npm the *_PROXY ones; Node 24 and later its fetch and http with
  * NODE_USE_ENV_PROXY; Java the properties in JDK_JAVA_OPTIONS (the java
- * launcher notes them on stderr).  The sandbox's own loopback is not
- * the proxy's.  A program that ignores all of them reaches nothing: the
- * sandbox has no other way out. */
-static char **proxy_env(char *const *lang)
+ * launcher notes them on stderr).  A run's own loopback is its own
+ * (NO_PROXY): a program may serve and call itself there.  An install's
+ * serves nothing, so everything, even a "local" URL a package names,
+ * goes to the proxy, which refuses it at once rather than leaving the
+ * package manager to retry a closed port.  A program that ignores all
+ * of them reaches nothing: the sandbox has no other way out. */
+static char **proxy_env(char *const *lang, bool install)
 {
 	static const char *const proxy[] = {
 		"HTTPS_PROXY=" EGRESS_URL, "HTTP_PROXY=" EGRESS_URL, "ALL_PROXY=" EGRESS_URL, "https_proxy=" EGRESS_URL,
-		"http_proxy=" EGRESS_URL, "all_proxy=" EGRESS_URL, "NO_PROXY=localhost,127.0.0.1,::1",
-		"no_proxy=localhost,127.0.0.1,::1", "NODE_USE_ENV_PROXY=1",
+		"http_proxy=" EGRESS_URL, "all_proxy=" EGRESS_URL, "NODE_USE_ENV_PROXY=1",
 		"JDK_JAVA_OPTIONS=-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" EGRESS_PORT_STR " -Dhttp.proxyHost=127.0.0.1 "
 		"-Dhttp.proxyPort=" EGRESS_PORT_STR " -Dhttp.nonProxyHosts=localhost|127.0.0.1",
+		NULL, NULL,
 	};
 	size_t n = 0, np = sizeof proxy / sizeof proxy[0];
 	while (lang && lang[n])
@@ -224,6 +227,8 @@ static char **proxy_env(char *const *lang)
 	if (n)
 		memcpy(all, lang, n * sizeof *all);
 	memcpy(all + n, proxy, np * sizeof *all);
+	all[n + np - 2] = install ? "NO_PROXY=" : "NO_PROXY=localhost,127.0.0.1,::1";
+	all[n + np - 1] = install ? "no_proxy=" : "no_proxy=localhost,127.0.0.1,::1";
 	all[n + np] = NULL;
 	char **env = stage_env(all);
 	free(all);
@@ -560,7 +565,7 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 		run_free(r);
 		return NULL;
 	}
-	r->envp = r->job.install || r->job.egress ? proxy_env(r->job.env) : stage_env(r->job.env);
+	r->envp = r->job.install || r->job.egress ? proxy_env(r->job.env, r->job.install) : stage_env(r->job.env);
 	mark(r, "job_loaded");
 	/* The scratch directory: the session's workspace, or a fresh one. */
 	uint64_t size = r->job.lim.scratch > r->job.clim.scratch ? r->job.lim.scratch : r->job.clim.scratch;

@@ -626,7 +626,7 @@ static int dial(const struct server *sv, const char *host, const char *port, boo
 		return -1;
 	}
 	int fd = -1;
-	snprintf(err, errlen, "%s has no address this install may reach", host);
+	snprintf(err, errlen, "%s has no address a sandbox may reach (loopback, private, link-local and this host's own are refused)", host);
 	for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
 		if (check && (!egress_addr_public(a->ai_addr) || own_address(sv, a->ai_addr) || local_route(a->ai_addr)))
 			continue;
