@@ -56,7 +56,7 @@ int main(int argc, char **argv)
 	conf_free(c);
 
 	c = parse("# comment\n[sandbox]\n  timeout = \"1500ms\" # trailing\nmemory=\"128m\"\ncpus = 1\n"
-		  "output_limit = 4096\nnetwork = true\nseccomp_errno = \"ENOSYS\"\n"
+		  "output_limit = 4096\nnetwork = \"host\"\nseccomp_errno = \"ENOSYS\"\n"
 		  "[sessions]\nttl = \"5m\"\n"
 		  "[language.python]\nfile = 'main.py'\nrun = [\n  \"python3\", # the interpreter\n  \"-u\",\n  \"main.py\",\n]\n"
 		  "env = [\"A=1\", \"B=\\u00e9\\t\"]\nmemory = \"512m\"\n");
@@ -66,7 +66,7 @@ int main(int argc, char **argv)
 		OK(c->lim.run.memory == 128u << 20, "size string 128m");
 		OK(c->lim.run.cpus == 1.0, "integer accepted as float");
 		OK(c->lim.run.output == 4096, "plain byte count");
-		OK(c->network, "boolean");
+		OK(c->network.host && !c->network.hosts, "network = \"host\"");
 		OK(c->seccomp_errno == 38, "errno name");
 		OK(c->session_ttl_ms == 300000, "session ttl 5m");
 		const struct conf_lang *l = conf_lang(c, "python");
@@ -96,7 +96,8 @@ int main(int argc, char **argv)
 	fails("[sandbox]\netc = [\"a\", 5]\n" LANG, "test.conf:2:", "strings only");
 	fails("[sandbox]\netc = [\"a\"\n" LANG, "test.conf:3:", "\"etc\": expected , or ]");
 	fails("[sandbox]\nnetwork = yes\n" LANG, "test.conf:2:", "network");
-	fails("[sandbox]\nnetwork = \"true\"\n" LANG, "test.conf:2:", "expected true or false");
+	fails("[sandbox]\nnetwork = \"true\"\n" LANG, "test.conf:2:", "expected false, \"host\" or a list");
+	fails("[sandbox]\nnetwork = true\n" LANG, "test.conf:2:", "true is ambiguous");
 	fails("[sandbox]\nbackend = \"podman\"\n" LANG, "test.conf:2:", "not a backend");
 	fails("[sandbox]\ntimeout = 90\n" LANG, "test.conf:2: timeout (90 s) exceeds max_timeout (60 s)", NULL);
 	fails("[sandbox]\nbackend = \"native\"\nmax_memory = \"1g\"\nmemory = \"2g\"\n" LANG, "test.conf:4: memory (2 GiB) exceeds max_memory", NULL);
