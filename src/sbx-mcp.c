@@ -177,8 +177,11 @@ static int serve_http(struct loop *l, struct conf *c, const char *listen, const 
 	char err[512];
 	const char *generated;
 	struct auth *a = auth_new(token_file, &generated, err, sizeof err);
-	if (!a) {
+	/* A token's own network is a narrowing of the configuration's: one
+	 * wider is a mistake in the files, found now, not at a call. */
+	if (!a || !auth_network_check(a, c, err, sizeof err)) {
 		util_warn("%s", err);
+		auth_free(a);
 		return EXIT_USAGE;
 	}
 	struct http *h = http_new(l, S.mcp, c, a, listen, err, sizeof err);
@@ -190,8 +193,11 @@ static int serve_http(struct loop *l, struct conf *c, const char *listen, const 
 	const char *base = http_base_url(h);
 	if (generated)
 		util_warn("no --token-file or SBX_MCP_TOKEN: this run's token is %s", generated);
-	util_warn("serving MCP at %s/mcp (HTTP+SSE: %s/sse) for %zu token%s (%s)", base, base, auth_count(a),
-		  auth_count(a) == 1 ? "" : "s", c->path);
+	char own[64] = "";
+	if (auth_network_count(a))
+		snprintf(own, sizeof own, ", %zu with a network of its own", auth_network_count(a));
+	util_warn("serving MCP at %s/mcp (HTTP+SSE: %s/sse) for %zu token%s%s (%s)", base, base, auth_count(a),
+		  auth_count(a) == 1 ? "" : "s", own, c->path);
 	double deadline = 0;
 	for (;;) {
 		if (S.done && !deadline) {

@@ -784,3 +784,110 @@ errmsg() { jq -r .error.message body; }
 	req GET /healthz
 	[ "$code" = 200 ]
 }
+
+TOKEN3=tok-dddddddddddddddddddddddddddd
+
+# A program that asks the run's proxy for 10.9.9.8 and 10.9.9.9 and prints
+# the status line of each answer.  Neither is ever reached: a host the
+# run's list leaves out gets 403, and one it allows is a private address,
+# which the proxy refuses (502) without connecting.
+PROXY_PROBE='import socket
+for h in ("10.9.9.8", "10.9.9.9"):
+    s = socket.create_connection(("127.0.0.1", 3128))
+    s.sendall(b"CONNECT %s:443 HTTP/1.1\r\n\r\n" % h.encode())
+    print(h, s.recv(200).split(b"\r\n")[0].decode())
+    s.close()'
+
+# network_tokens: the configuration allows 10.9.9.9 and 10.9.9.8; $TOKEN
+# may reach 10.9.9.9 only, $TOKEN2 all of it, $TOKEN3 nothing.
+network_tokens() {
+	set_key network '["10.9.9.9", "10.9.9.8"]'
+	printf '# one list each\n%s  network=10.9.9.9\n%s\n%s\tnetwork=false\n' "$TOKEN" "$TOKEN2" "$TOKEN3" > tokens
+}
+
+# probe ID: run PROXY_PROBE with network true as $TOK.
+probe() {
+	rpc "$(call "$1" run_code "$(jq -nc --arg c "$PROXY_PROBE" '{language: "python", code: $c, network: true}')")"
+	[ "$code" = 200 ]
+}
+
+@test "a token's network=LIST: a call's true becomes its list, a list outside it is a tool error naming it" {
+	skip_unless_root
+	network_tokens
+	http_serve
+	grep -q 'for 3 tokens, 2 with a network of its own' srv.log
+	initialize
+	rpc "$(call 1 run_code '{"language":"python","code":"print(1)","network":["10.9.9.8"]}')"
+	jq -e '.result.isError == true and (.result.content[0].text |
+		contains("\"network\": \"10.9.9.8\" is not within what this token may reach (10.9.9.9)"))' body
+	# true: the token's list, not the configuration's
+	probe 2
+	jq -e '.result.structuredContent.stdout == "10.9.9.8 HTTP/1.1 403 Forbidden\n10.9.9.9 HTTP/1.1 502 Bad Gateway\n"' body
+	jq -e '.result.structuredContent.egress | map(select(.host == "10.9.9.8")) | length == 1 and (.[0].allowed | not)' body
+	jq -e '.result.structuredContent.egress | map(select(.host == "10.9.9.9")) | length == 1 and .[0].allowed' body
+	# a list within it passes as asked
+	rpc "$(call 3 run_code '{"language":"python","code":"print(3)","network":["10.9.9.9"]}')"
+	jq -e '.result.structuredContent.stdout == "3\n"' body
+	# a session's default is held to it at sandbox_initialize, and true there
+	# becomes the list that sandbox_exec then gets
+	rpc "$(call 4 sandbox_initialize '{"language":"python","network":["10.9.9.8"]}')"
+	jq -e '.result.isError == true and (.result.content[0].text | contains("not within what this token may reach (10.9.9.9)"))' body
+	rpc "$(call 5 sandbox_initialize '{"language":"python","network":true}')"
+	jq -e '.result.structuredContent.network == ["10.9.9.9"]' body
+	sid=$(jq -r .result.structuredContent.session_id body)
+	rpc "$(call 6 sandbox_exec "$(jq -nc --arg s "$sid" --arg c "$PROXY_PROBE" '{session_id: $s, code: $c}')")"
+	jq -e '.result.structuredContent.stdout == "10.9.9.8 HTTP/1.1 403 Forbidden\n10.9.9.9 HTTP/1.1 502 Bad Gateway\n"' body
+	rpc "$(call 7 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, code: "print(7)", network: ["10.9.9.8"]}')")"
+	jq -e '.result.isError == true and (.result.content[0].text | contains("not within what this token may reach"))' body
+	rpc "$(call 8 sandbox_stop "$(jq -nc --arg s "$sid" '{session_id: $s}')")"
+}
+
+@test "a token without network= gets the configuration's list; one with network=false gets none" {
+	skip_unless_root
+	network_tokens
+	http_serve
+	TOK=$TOKEN2 initialize
+	TOK=$TOKEN2 probe 1
+	jq -e '.result.structuredContent.stdout == "10.9.9.8 HTTP/1.1 502 Bad Gateway\n10.9.9.9 HTTP/1.1 502 Bad Gateway\n"' body
+	jq -e '[.result.structuredContent.egress[] | select(.host | startswith("10.9.9.")) | .allowed] == [true, true]' body
+	# the configuration still judges what it allows
+	TOK=$TOKEN2 rpc "$(call 2 run_code '{"language":"python","code":"1","network":["10.9.9.7"]}')"
+	jq -e '.result.isError == true and (.result.content[0].text | contains("not within what the configuration allows"))' body
+	TOK=$TOKEN3 initialize
+	for net in true '["10.9.9.9"]'; do
+		TOK=$TOKEN3 rpc "$(call 3 run_code "{\"language\":\"python\",\"code\":\"1\",\"network\":$net}")"
+		jq -e '.result.isError == true and (.result.content[0].text | contains("\"network\": this token has no network"))' body
+		TOK=$TOKEN3 rpc "$(call 4 sandbox_initialize "{\"network\":$net}")"
+		jq -e '.result.isError == true and (.result.content[0].text | contains("this token has no network"))' body
+	done
+	TOK=$TOKEN3 rpc "$(call 5 run_code '{"language":"python","code":"print(5)","network":false}')"
+	jq -e '.result.structuredContent.stdout == "5\n"' body
+	# no token is ever named in the log
+	! grep -q -e "$TOKEN" -e "$TOKEN2" -e "$TOKEN3" srv.log || false
+}
+
+@test "a token file whose network is wider than the configuration's, or not one: sbx-mcp exits 2 naming the line" {
+	network_tokens
+	printf '%s\n# the second\n%s network=10.9.9.9,*.example.org\n' "$TOKEN" "$TOKEN2" > tokens
+	run --separate-stderr "$BIN/sbx-mcp" -c "$conf" --listen 127.0.0.1:0 --token-file tokens
+	[ "$status" -eq 2 ]
+	[[ $stderr == *'tokens: token on line 3: network: "*.example.org" is not within what the configuration allows (10.9.9.9, 10.9.9.8 in '* ]]
+	set_key network false
+	printf '%s network=10.9.9.9\n' "$TOKEN" > tokens
+	run --separate-stderr "$BIN/sbx-mcp" -c "$conf" --listen 127.0.0.1:0 --token-file tokens
+	[ "$status" -eq 2 ]
+	[[ $stderr == *'tokens: token on line 1: network: "10.9.9.9": the configuration allows runs no network'* ]]
+	printf '%s network=10.9.9.9 colour=blue\n' "$TOKEN" > tokens
+	run --separate-stderr "$BIN/sbx-mcp" -c "$conf" --listen 127.0.0.1:0 --token-file tokens
+	[ "$status" -eq 2 ]
+	[[ $stderr == *'tokens: token on line 1: after the token (a token has no spaces) come only options'* ]]
+	printf '%s network=10.9.9.9,bad_host\n' "$TOKEN" > tokens
+	run --separate-stderr "$BIN/sbx-mcp" -c "$conf" --listen 127.0.0.1:0 --token-file tokens
+	[ "$status" -eq 2 ]
+	[[ $stderr == *'token on line 1: network=: "bad_host" is not a host pattern'* ]]
+	[[ $stderr != *"$TOKEN"* ]]
+	# network=false fits a configuration that allows none
+	printf '%s network=false\n' "$TOKEN" > tokens
+	http_serve
+	grep -q 'for 1 token, 1 with a network of its own' srv.log
+}

@@ -22,6 +22,9 @@
 
 #define HOSTPAT_MAX 253 /* a name's longest, without its port */
 #define HOSTPAT_PORT 443
+/* The most patterns a request's list may have (and a token's, which
+ * becomes a request's: lib/mcp/auth.h). */
+#define HOSTPAT_LIST_MAX 64
 
 /* Is pat a pattern?  False with err saying what is wrong with it. */
 bool hostpat_ok(const char *pat, char *err, size_t errlen);

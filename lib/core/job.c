@@ -536,7 +536,6 @@ static bool req_limits(const struct conf *c, const struct conf_lang *l, jv req, 
  * or the request's own list (a job's exec.network: false, true, the
  * patterns; exec_json). */
 enum net_ask { NET_NONE, NET_HOST, NET_CONF, NET_OWN };
-#define NET_MAX_PATTERNS 64
 
 /* network: false; true, all the configuration allows; or a list of host
  * patterns within its list.  artifacts: a boolean. */
@@ -574,9 +573,9 @@ static bool req_network(const struct conf *c, jv req, enum net_ask *ask, char *e
 		return true;
 	}
 	int n = jv_array_length(jv_copy(nv));
-	bool ok = n <= NET_MAX_PATTERNS;
+	bool ok = n <= HOSTPAT_LIST_MAX;
 	if (!ok)
-		snprintf(err, errlen, "\"%s\": at most %d host patterns", REQ_KEY(network), NET_MAX_PATTERNS);
+		snprintf(err, errlen, "\"%s\": at most %d host patterns", REQ_KEY(network), HOSTPAT_LIST_MAX);
 	for (int i = 0; ok && i < n; i++) {
 		jv e = jv_array_get(jv_copy(nv), i);
 		char why[400];

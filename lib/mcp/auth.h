@@ -9,6 +9,15 @@
  * with no early exit, so neither the time taken nor a memory dump tells a
  * token or how much of one matched.
  *
+ * A token file's line may carry options after the token and whitespace;
+ * the one there is, `network=LIST`, holds that token's runs to a network
+ * narrower than the configuration's: LIST is `false` (none) or host
+ * patterns joined by commas (hostpat.h), such as
+ *   3f9a...c1  network=pypi.org,*.pythonhosted.org
+ * A token without it gets what the configuration allows.  The options are
+ * kept in clear (they are not secret); messages name a token by its line,
+ * never by its text.
+ *
  * A token bucket per principal meters requests: `rate` per second, with
  * bursts of up to `burst`.
  */
@@ -17,6 +26,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include <jv.h>
+
+#include "conf.h"
 
 struct auth;
 
@@ -41,6 +54,20 @@ int auth_check(const struct auth *a, const char *authorization);
  * digest the token is checked against), stable while the token is. */
 #define AUTH_PRINCIPAL_LEN 16
 void auth_principal(const struct auth *a, int n, char out[AUTH_PRINCIPAL_LEN + 1]);
+
+/* How many tokens have a network option of their own. */
+size_t auth_network_count(const struct auth *a);
+/* Is each token's own network within what configuration c allows (each
+ * pattern hostpat_covers its list, or it says "host")?  False with err
+ * naming where the tokens came from, the line and the pattern. */
+bool auth_network_check(const struct auth *a, const struct conf *c, char *err, size_t errlen);
+/* Hold a call's "network" (*network, the caller's, any kind) to principal
+ * n's own list, if its token has one; else leave it.  true becomes that
+ * list, a list must be within it; false, null, an empty list and what is
+ * not a network at all (the request's own check refuses that) are left
+ * as they are.  False with err when the call asks for more than the
+ * token may reach; *network is the caller's to free either way. */
+bool auth_network_narrow(const struct auth *a, int n, jv *network, char *err, size_t errlen);
 
 /* A token bucket. */
 struct auth_bucket {

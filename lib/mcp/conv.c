@@ -19,6 +19,7 @@ struct conv *conv_new(struct mcp *m, const struct auth *a, int owner, bool legac
 	char principal[AUTH_PRINCIPAL_LEN + 1];
 	auth_principal(a, owner, principal);
 	c->cl = mcp_client_new(m, (unsigned)owner, principal, send, c);
+	mcp_client_auth(c->cl, a);
 	return c;
 }
 

@@ -558,6 +558,11 @@ struct mcp_client *mcp_client_new(struct mcp *m, unsigned owner, const char *pri
 	return cl;
 }
 
+void mcp_client_auth(struct mcp_client *cl, const struct auth *a)
+{
+	cl->auth = a;
+}
+
 /* Stop the work of calls (no answers): queued ones are dropped, runs and
  * helpers killed; their results are dropped when they come. */
 static void cancel_calls(struct mcp *m, struct mcp_client *only)

@@ -33,6 +33,7 @@
 
 struct mcp;            /* the server: tools, the chain and its slots, sessions */
 struct mcp_client;     /* one client's conversation: its handshake, its calls */
+struct auth;           /* HTTP's tokens (auth.h) */
 
 /* Send one message (consumed) to the client.  tag: the one given with the
  * request it belongs to (progress notifications and the answer); msg is
@@ -48,6 +49,11 @@ struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path,
  * get_execution_history sees those runs only; NULL: the whole history
  * (stdio, where the caller is whoever may run the server). */
 struct mcp_client *mcp_client_new(struct mcp *m, unsigned owner, const char *principal, mcp_send_fn send, void *arg);
+/* Hold the client's calls to the network its owner's token may reach, if
+ * the token file gives it a list of its own (auth.h): a borrowed auth
+ * that outlives the client.  Without it (stdio) a call gets what the
+ * configuration allows. */
+void mcp_client_auth(struct mcp_client *cl, const struct auth *a);
 /* One message from the client (not necessarily valid JSON).  True if it
  * gets an answer tagged `tag` (perhaps already sent), false for
  * notifications and responses. */

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "proc.h"
 #include "rec.h"
 #include "req.h"
@@ -523,6 +524,21 @@ void mcp_tools_call(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool 
 		else
 			mcp_send_error(cl, tag, id, E_PARAMS, why, jv_invalid());
 		return;
+	}
+	/* A token with a network list of its own holds the call to it here,
+	 * before any request is made of the call: run_code's and
+	 * sandbox_exec's network, and sandbox_initialize's, which becomes the
+	 * session's default.  sbx-validate then holds what is left to the
+	 * configuration's, as for every caller. */
+	if (cl->auth && rec_has(args, REQ_KEY(network))) {
+		jv net = rec_get(args, REQ_KEY(network));
+		if (!auth_network_narrow(cl->auth, (int)cl->owner, &net, why, sizeof why)) {
+			jv_free(net);
+			jv_free(args);
+			mcp_send_result(cl, tag, id, modern, mcp_tool_error("%s: %s", t->name, why));
+			return;
+		}
+		args = jv_object_set(args, jv_string(REQ_KEY(network)), net);
 	}
 	/* max_output shapes the answer, not the run: it stays here. */
 	double max_output = -1;

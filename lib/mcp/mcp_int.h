@@ -118,6 +118,7 @@ struct mcp_client {
 	struct mcp *m;
 	unsigned owner;        /* whose sandbox sessions it may use */
 	char principal[24];    /* its runs' in the history, or "" (mcp_client_new) */
+	const struct auth *auth; /* HTTP's tokens, for owner's network (mcp_client_auth), or NULL */
 	mcp_send_fn send;
 	void *arg;
 	char legacy[16];       /* version agreed at initialize */
