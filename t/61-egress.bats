@@ -55,7 +55,7 @@ EOF
 	conf=$(conf_with "s/^network *=.*/network = [\"127.0.0.1:$LISTEN_PORT\", \"$ip:$LISTEN_PORT\", \"localhost:$LISTEN_PORT\", \"169.254.169.254:80\"]/")
 	jq -nc --rawfile c probe.py '{language: "python", code: $c, network: true}' | sbx -c "$conf" > out
 	kill "$LISTENER"
-	jq -e '.status == "success"' out
+	jq -e ".status == \"success\"" out || { jq -c . out; false; }
 	jq -r .stdout out > probe.json
 	jq -e '.env == {HTTPS_PROXY: "http://127.0.0.1:3128", http_proxy: "http://127.0.0.1:3128", ALL_PROXY: "http://127.0.0.1:3128",
 	                NO_PROXY: "localhost,127.0.0.1,::1", NODE_USE_ENV_PROXY: "1"}' probe.json
@@ -116,6 +116,10 @@ net_run() {
 reached() { jq -sc "$1" "$NET_LOG"; }
 
 @test "an allow-list: curl, pip, npm and git reach the host allowed; another host, and no address of this machine's" {
+	# (the docker backend's scratch is a tmpfs sbx-run mounts, which
+	# dockerd cannot see from in_internet's mount namespace; its proxy is
+	# this same process, and the first tests above cover its way there)
+	skip_on_docker "the test's internet needs sbx-run in a mount namespace of its own, whose mounts dockerd does not see"
 	inet_setup
 	cat > code <<'EOF'
 c() { code=$(curl -sS --cacert ca.pem -o /dev/null -w '%{http_code}' "${@:2}" 2> /dev/null); echo "$1 $code $?"; }
@@ -134,7 +138,7 @@ npm install -s --no-audit --no-fund --registry https://a.test/npm/ --cafile ca.p
 git -c http.sslCAInfo=ca.pem clone -q https://a.test/git/demo.git 2>&1 && cat demo/README*
 EOF
 	net_run '{network: true}'
-	jq -e '.status == "success"' out
+	jq -e ".status == \"success\"" out || { jq -c . out; false; }
 	jq -r .stdout out > got
 	cat got
 	grep -qx 'hello from a.test via Host a.test' got
