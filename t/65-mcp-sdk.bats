@@ -68,3 +68,25 @@ sdk_over() {
 	sdk_over sse
 	grep -q '"POST /messages" 202' srv.log
 }
+
+# approve ANSWER TRANSPORT...: approve.mjs, its TAP checked as sdk's.
+approve() {
+	run --separate-stderr node "$ROOT/t/mcp-client/approve.mjs" "$@"
+	printf '%s\n' "$output" | grep -v '^ok ' >&3 || true
+	[ "$status" -eq 0 ]
+	[[ "${lines[-1]}" =~ ^1\.\.[0-9]+$ ]]
+	! printf '%s\n' "$output" | grep -q '^not ok' || false
+}
+
+@test "approve on deny: a session's refused host put to its user (elicitation), approved, declined, never asked without it" {
+	need_sdk
+	conf=$(conf_with 's/^network *=.*/network = ["10.9.9.9", "10.9.9.8"]/')
+	printf '#!/bin/sh\nexec "%s/sbx-mcp" -c "%s"\n' "$BIN" "$conf" > mcp.sh
+	chmod +x mcp.sh
+	for answer in accept decline none; do approve "$answer" "$PWD/mcp.sh"; done
+	# over Streamable HTTP the question goes on the call's own event stream
+	echo sdk-token-0123456789abcdef > tokens
+	chmod 600 tokens
+	http_serve
+	approve accept http "$URL" sdk-token-0123456789abcdef
+}

@@ -64,10 +64,27 @@ void http_pend_done(struct http *h, struct pend *p)
 
 static void on_message(jv msg, uint64_t tag, void *arg);
 
+/* Can a request of the server's (an elicitation) reach the client on the
+ * stream of the call tagged tag, and its answer come back to the same
+ * conversation?  A legacy conversation's event stream, while open; a
+ * Streamable HTTP call whose POST reads an event stream; never a
+ * conversation made for one request. */
+static bool streams(void *arg, uint64_t tag)
+{
+	struct conv *c = arg;
+	if (c->ephemeral)
+		return false;
+	if (c->legacy)
+		return c->stream && !c->stream->ended;
+	struct pend *p = pend_find(c->h, tag);
+	return p && p->ex && (p->ex->accept_sse || p->ex->stream);
+}
+
 static struct conv *new_conv(struct http *h, int owner, bool legacy, bool ephemeral)
 {
 	struct conv *c = conv_new(h->mcp, h->auth, owner, legacy, ephemeral, on_message);
 	c->h = h;
+	mcp_client_streams(c->cl, streams);
 	if (!ephemeral) {
 		c->next = h->convs;
 		h->convs = c;

@@ -190,6 +190,13 @@ static void do_initialize(struct mcp_client *cl, uint64_t tag, jv id, jv params,
 	if (cl->m->conf->mcp_structured == CONF_STRUCTURED_AUTO)
 		cl->structured = !name || !content_first(name);
 	jv_free(info);
+	/* elicitation: {} (2025-06-18) or {"form": {}, "url": {}} (2025-11-25,
+	 * where {} alone means form): can it show a form? */
+	jv caps = jv_get_kind(params) == JV_KIND_OBJECT ? rec_get(params, "capabilities") : jv_invalid();
+	jv el = jv_get_kind(caps) == JV_KIND_OBJECT ? rec_get(caps, "elicitation") : jv_invalid();
+	cl->elicit = jv_get_kind(el) == JV_KIND_OBJECT && (rec_has(el, "form") || !rec_has(el, "url"));
+	jv_free(el);
+	jv_free(caps);
 	jv r = jv_object_set(jv_object(), jv_string("protocolVersion"), jv_string(agreed));
 	r = jv_object_set(r, jv_string("capabilities"), capabilities());
 	r = jv_object_set(r, jv_string("serverInfo"), server_info());
@@ -337,7 +344,8 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 		return true;
 	}
 	if (!method) {
-		/* A response: we send no requests, so there is nothing to match. */
+		/* A response: to a question of ours (mcp_ask.c), or nothing. */
+		mcp_ask_answer(cl, id, msg);
 		jv_free(id);
 		jv_free(msg);
 		return false;
@@ -487,7 +495,7 @@ static void on_probe_timer(struct loop *l, int fd, short rev, void *arg)
 static void probe_start(struct mcp *m)
 {
 	struct call *c = util_xalloc(sizeof *c);
-	*c = (struct call){ .m = m, .id = jv_null(), .token = jv_invalid(), .tool = mcp_tool_find("check_backend"), .max_output = -1, .beat = -1, .internal = true,
+	*c = (struct call){ .m = m, .id = jv_null(), .token = jv_invalid(), .tool = mcp_tool_find("check_backend"), .max_output = -1, .beat = -1, .ask_timer = -1, .asked = jv_invalid(), .ask_pats = jv_invalid(), .internal = true,
 			    .args = jv_object(), .fd = -1, .efd = -1, .after = jv_invalid(), .with = jv_invalid(), .task_timer = -1 };
 	c->link = m->calls;
 	m->calls = c;
@@ -561,6 +569,11 @@ struct mcp_client *mcp_client_new(struct mcp *m, unsigned owner, const char *pri
 void mcp_client_auth(struct mcp_client *cl, const struct auth *a)
 {
 	cl->auth = a;
+}
+
+void mcp_client_streams(struct mcp_client *cl, bool (*fn)(void *arg, uint64_t tag))
+{
+	cl->streams = fn;
 }
 
 /* Stop the work of calls (no answers): queued ones are dropped, runs and

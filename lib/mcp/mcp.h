@@ -54,6 +54,9 @@ struct mcp_client *mcp_client_new(struct mcp *m, unsigned owner, const char *pri
  * that outlives the client.  Without it (stdio) a call gets what the
  * configuration allows. */
 void mcp_client_auth(struct mcp_client *cl, const struct auth *a);
+/* Whether a request of the server's can reach cl on the stream of the
+ * call tagged tag (elicitation, mcp_ask.c); without it, always (stdio). */
+void mcp_client_streams(struct mcp_client *cl, bool (*fn)(void *arg, uint64_t tag));
 /* One message from the client (not necessarily valid JSON).  True if it
  * gets an answer tagged `tag` (perhaps already sent), false for
  * notifications and responses. */

@@ -78,6 +78,12 @@ static jv run_result(struct call *c, jv result, bool is_error)
 	return jv_object_set(r, jv_string("isError"), jv_bool(is_error));
 }
 
+jv mcp_run_result(struct call *c, jv result)
+{
+	const char *st = rec_str(result, "status", NULL);
+	return run_result(c, result, st && status_is(st, STF_CALL));
+}
+
 /* ---- calls ------------------------------------------------------------ */
 
 void mcp_call_stop(struct call *c)
@@ -88,6 +94,8 @@ void mcp_call_stop(struct call *c)
 		chain_cancel(c->m->chain, c->run_id);
 	else if (c->state == C_HELPER)
 		kill(c->pid, SIGKILL);
+	else if (c->state == C_ASKING)
+		mcp_ask_end(c, jv_invalid());
 }
 
 void mcp_call_free(struct call *c)
@@ -122,6 +130,8 @@ void mcp_call_free(struct call *c)
 	jv_free(c->args);
 	jv_free(c->after);
 	jv_free(c->with);
+	jv_free(c->asked);
+	jv_free(c->ask_pats);
 	free(c->buf);
 	free(c);
 }
@@ -211,6 +221,8 @@ static void run_done(jv result, void *arg)
 	const char *sid = rec_str(result, REQ_KEY(session), NULL);
 	if (c->tool->kind == MCP_T_CELL && sid && rec_bool(result, "kernel_alive", &alive))
 		sess_kernel_seen(c->m->sessions, sid, rec_str(result, REQ_KEY(language), NULL), alive);
+	if (mcp_ask_hosts(c, &result))
+		return; /* answered when its user has said (mcp_ask.c) */
 	mcp_call_finish(c, run_result(c, result, is_error));
 }
 
@@ -351,6 +363,11 @@ static void dispatch_queue(struct mcp *m)
 			break;
 		start_run(pick);
 	}
+}
+
+void mcp_call_dispatch(struct mcp *m)
+{
+	dispatch_queue(m);
 }
 
 /* ---- helper processes (sbx-history, sbx-run --check) --------------------- */
@@ -597,7 +614,7 @@ void mcp_tools_call(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool 
 	}
 	struct call *c = util_xalloc(sizeof *c);
 	*c = (struct call){ .m = m, .cl = cl, .tag = tag, .id = id, .token = jv_invalid(), .modern = modern, .tool = t, .args = args,
-			    .max_output = max_output, .fd = -1, .efd = -1, .beat = -1,
+			    .max_output = max_output, .fd = -1, .efd = -1, .beat = -1, .ask_timer = -1, .asked = jv_invalid(), .ask_pats = jv_invalid(),
 			    .after = jv_invalid(), .with = jv_invalid(), .task = task, .task_timer = -1 };
 	if (task)
 		task->call = c;

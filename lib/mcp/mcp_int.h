@@ -46,7 +46,7 @@ struct call {
 	int progress;
 	double max_output;     /* the call's max_output, or -1 */
 	unsigned outputs;      /* live output notifications since the stage's */
-	enum { C_QUEUED, C_RUNNING, C_HELPER, C_DONE } state;
+	enum { C_QUEUED, C_RUNNING, C_HELPER, C_ASKING, C_DONE } state;
 	bool cancelled;
 	bool internal;         /* the server's own (the start's probe): no client waits for it */
 	/* C_HELPER: a tool process whose stdout we collect */
@@ -67,6 +67,11 @@ struct call {
 				* progress_interval (timerfd), or -1 */
 	int task_timer;        /* 2026-07-28 with the tasks extension: a call not answered by
 				* TASK_AFTER_MS becomes a task (timerfd), or -1 */
+	/* C_ASKING: its user is asked to approve hosts (mcp_ask.c) */
+	char ask_id[32];       /* the elicitation request's id */
+	int ask_timer;         /* its deadline (timerfd), or -1 */
+	jv asked;              /* the run's result, held */
+	jv ask_pats;           /* the patterns asked about */
 	struct call *link;
 };
 
@@ -124,6 +129,10 @@ struct mcp_client {
 	char legacy[16];       /* version agreed at initialize */
 	bool structured;       /* gets outputSchemas and structuredContent ([mcp] structured) */
 	int log_level;         /* logging/setLevel's, an index of log_levels; -1: none asked, nothing sent */
+	bool elicit;           /* it declared elicitation (form) at initialize */
+	/* Can a request reach it on the stream of the call tagged tag?  NULL:
+	 * always (stdio); HTTP says (http_mcp.c). */
+	bool (*streams)(void *arg, uint64_t tag);
 	struct sub *subs;      /* resources/subscribe's URIs */
 	size_t nsubs;
 	struct mcp_client *next;
@@ -168,6 +177,20 @@ void mcp_call_free(struct call *c);
 void mcp_call_stop(struct call *c);
 /* Answer a call (result consumed) and forget it. */
 void mcp_call_finish(struct call *c, jv result);
+/* A run's answer, from its record (consumed). */
+jv mcp_run_result(struct call *c, jv result);
+/* Start what the queue holds, as far as slots allow. */
+void mcp_call_dispatch(struct mcp *m);
+
+/* Approve on deny (mcp_ask.c).  mcp_ask_hosts: ask c's user about the
+ * hosts its run (*result) was refused, if any may be asked about; true
+ * when asked (*result then held, the answer deferred).  mcp_ask_answer:
+ * cl's response msg (borrowed) to a question of id; false if none of its
+ * calls asked it.  mcp_ask_end: the answer (consumed; invalid: none) ends
+ * the question and answers the call. */
+bool mcp_ask_hosts(struct call *c, jv *result);
+bool mcp_ask_answer(struct mcp_client *cl, jv id, jv msg);
+void mcp_ask_end(struct call *c, jv answer);
 /* Queue a run (request: the pipeline request without id). */
 void mcp_call_submit(struct call *c, jv request);
 /* Run bindir/argv[0] with argv, collect its stdout, then done; false (the

@@ -95,6 +95,21 @@ static jv egress_text(jv out, jv view)
 	if (shown)
 		out = jv_string_concat(out, jv_string_fmt("\n(%zu connection%s in all: the result's egress has each)\n", total,
 							   total == 1 ? "" : "s"));
+	/* what the session's user said when asked (mcp_ask.c) */
+	jv ok = rec_get(view, "network_approved");
+	const char *asked = rec_str(view, "network_asked", NULL);
+	if (jv_get_kind(ok) == JV_KIND_ARRAY && jv_array_length(jv_copy(ok)) > 0) {
+		out = jv_string_concat(out, jv_string("approved by the session's user for its later runs:"));
+		jv_array_foreach(ok, i, p) {
+			if (jv_get_kind(p) == JV_KIND_STRING)
+				out = jv_string_concat(out, jv_string_fmt(" %s", jv_string_value(p)));
+			jv_free(p);
+		}
+		out = jv_string_concat(out, jv_string(" (this run did not reach them: run again)\n"));
+	} else if (asked)
+		out = jv_string_concat(out, jv_string_fmt("the session's user was asked to allow them: %s\n",
+							   !strcmp(asked, "accept") ? "none approved" : asked));
+	jv_free(ok);
 	return out;
 }
 

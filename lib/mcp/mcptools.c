@@ -87,11 +87,17 @@ struct tool_def {
 	"`shown`:" STR("for an image: inline, inline at WxH of WxH (a copy scaled down to image_inline; the whole " \
 		       "as a resource), or not inline and why") "}}},"                         \
 	"`artifacts_truncated`:" BOOL("more files were made than a result carries") ","                             \
-	"`egress`:{`type`:`array`,`description`:`an install's connections through its proxy, each allowed or "      \
+	"`egress`:{`type`:`array`,`description`:`the connections through its proxy (a network allow-list's, or "     \
+	"an install's), each allowed or "                                                                             \
 	"refused and why`,`items`:{`type`:`object`,`properties`:{`host`:" NULLABLE("string", "the host asked for") \
 	",`port`:" NULLABLE("integer", "its port") ",`allowed`:" BOOL("whether the proxy let it through") ","       \
 	"`why`:" STR("why it was refused or failed") ",`bytes_sent`:" INT("bytes from the sandbox") ","             \
-	"`bytes_received`:" INT("bytes to the sandbox") ",`duration_ms`:" NUM("how long it lasted") "}}},"
+	"`bytes_received`:" INT("bytes to the sandbox") ",`duration_ms`:" NUM("how long it lasted") "}}},"          \
+	"`network`:{`anyOf`:[{`type`:`boolean`},{`type`:`array`,`items`:{`type`:`string`}}],`description`:`the "    \
+	"network the run had: the hosts its proxy let through, or true for the host's own`},"                       \
+	"`network_approved`:" STRS("hosts the session's user, asked, allowed for its later runs") ","              \
+	"`network_asked`:" STR("what the session's user answered when asked: accept, decline, cancel or "          \
+			       "no answer") ","
 
 /* Judged runs (run_code with tests). */
 #define JUDGE_FIELDS                                                                                                 \
@@ -791,7 +797,8 @@ jv mcp_run_view(jv r, double max_output)
 		REQ_KEY(id), REQ_KEY(language), "status", "exit_code", "signal", "stdout", "stderr", "stdout_bytes", "stderr_bytes",
 		"stdout_truncated", "stderr_truncated", "duration_ms", "cpu_ms", "memory_peak_bytes", "compile", "error",
 		"limits_enforced", "limits_missing", "history_id", "artifacts_truncated", "value", "execution_count", "kernel",
-		"kernel_alive", "kernel_note", "verdict", "tests_passed", "tests_total", "failed_test", "tests", "egress", NULL,
+		"kernel_alive", "kernel_note", "verdict", "tests_passed", "tests_total", "failed_test", "tests", REQ_KEY(network),
+		"egress", "network_approved", "network_asked", NULL,
 	};
 	jv v = jv_object();
 	for (int i = 0; keep[i]; i++)

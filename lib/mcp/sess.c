@@ -737,6 +737,27 @@ bool sess_tool_init(struct sessions *s, unsigned owner, jv args, jv *out, jv *re
 	return true;
 }
 
+bool sess_network_allow(struct sessions *s, unsigned owner, const char *id, jv ran, const char *pat)
+{
+	struct session *x = find(s, id);
+	if (!x || x->owner != owner)
+		return false;
+	if (jv_get_kind(x->network) == JV_KIND_TRUE)
+		return true; /* all its bounds allow already */
+	if (jv_get_kind(x->network) != JV_KIND_ARRAY) {
+		jv_free(x->network);
+		x->network = jv_get_kind(ran) == JV_KIND_ARRAY ? jv_copy(ran) : jv_array();
+	}
+	jv_array_foreach(x->network, i, p) {
+		bool same = jv_get_kind(p) == JV_KIND_STRING && !strcmp(jv_string_value(p), pat);
+		jv_free(p);
+		if (same)
+			return true;
+	}
+	x->network = jv_array_append(x->network, jv_string(pat));
+	return true;
+}
+
 /* The other session tools start alike (sess_int.h). */
 struct session *sess_tool_session(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen)
 {

@@ -82,6 +82,11 @@ void sess_on_end(struct sessions *s, void (*fn)(const char *id, void *arg), void
  * its last cell's time this counts a token's kernels for
  * max_kernels_per_token (sbx-run stops the idle ones at the same age). */
 void sess_kernel_seen(struct sessions *s, const char *id, const char *lang, bool alive);
+/* Widen owner's session id's network default by pattern pat (its user
+ * approved it, mcp_ask.c): its list, or, where it has none, the list of
+ * the run that was refused (ran, a request's "network", borrowed), with
+ * pat.  False if there is no such session of owner's. */
+bool sess_network_allow(struct sessions *s, unsigned owner, const char *id, jv ran, const char *pat);
 /* The session tools, one function each (mcptools kinds MCP_T_INIT …
  * MCP_T_CELL; the server's table of tools names which is whose).  args is
  * borrowed.  Either *out is the tool's result, or *req is a pipeline
