@@ -218,18 +218,18 @@ static char **proxy_env(char *const *lang, bool install)
 		"http_proxy=" EGRESS_URL, "all_proxy=" EGRESS_URL, "NODE_USE_ENV_PROXY=1",
 		"JDK_JAVA_OPTIONS=-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" EGRESS_PORT_STR " -Dhttp.proxyHost=127.0.0.1 "
 		"-Dhttp.proxyPort=" EGRESS_PORT_STR " -Dhttp.nonProxyHosts=localhost|127.0.0.1",
-		NULL, NULL,
 	};
+	static const char *const own_loopback[] = { "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1" };
+	static const char *const no_exception[] = { "NO_PROXY=", "no_proxy=" };
 	size_t n = 0, np = sizeof proxy / sizeof proxy[0];
 	while (lang && lang[n])
 		n++;
-	char **all = util_xalloc((n + np + 1) * sizeof *all);
+	char **all = util_xalloc((n + np + 3) * sizeof *all);
 	if (n)
 		memcpy(all, lang, n * sizeof *all);
 	memcpy(all + n, proxy, np * sizeof *all);
-	all[n + np - 2] = install ? "NO_PROXY=" : "NO_PROXY=localhost,127.0.0.1,::1";
-	all[n + np - 1] = install ? "no_proxy=" : "no_proxy=localhost,127.0.0.1,::1";
-	all[n + np] = NULL;
+	memcpy(all + n + np, install ? no_exception : own_loopback, 2 * sizeof *all);
+	all[n + np + 2] = NULL;
 	char **env = stage_env(all);
 	free(all);
 	return env;
@@ -364,6 +364,8 @@ static void stage_result(struct run *r, const struct stage_result *br)
 		jv c = jv_object();
 		c = jv_object_set(c, jv_string("status"), jv_string(stage_status(br)));
 		c = stage_fields(c, br);
+		if (jv_get_kind(br->egress) == JV_KIND_ARRAY)
+			c = jv_object_set(c, jv_string("egress"), jv_copy(br->egress));
 		c = jv_object_set(c, jv_string("cached"), jv_false());
 		jv_free(r->compile);
 		r->compile = c;
@@ -520,10 +522,9 @@ static void start_stage(struct run *r, enum stage st)
 		 * own programs: executable unless the configuration says not. */
 		.work_exec = j->workspace && j->work_exec,
 		/* An install reaches its registries through its proxy, only;
-		 * a program with an allow-list its hosts, through its own. */
-		.egress = st == ST_COMPILE		       ? NULL
-			  : j->install			       ? r->env->conf->install_network ? j->registries : NULL
-							       : j->egress,
+		 * a program with an allow-list its hosts, through its own, and
+		 * so does its compiler (Go and Cargo fetch dependencies then). */
+		.egress = j->install ? r->env->conf->install_network ? j->registries : NULL : j->egress,
 		.stdin_data = st == ST_RUN ? j->stdin_data : NULL,
 		.stdin_len = st == ST_RUN ? j->stdin_len : 0,
 		.network = j->network,
