@@ -372,8 +372,10 @@ void ccache_put(struct ccache *c, const char *key, const struct job *j, int scra
 	}
 	ccache_files_free(files, n);
 	jv comp = jv_copy(compile);
-	/* what varies per run is not part of the entry */
+	/* what varies per run is not part of the entry, nor where the
+	 * compile connected (another principal's hosts, on a shared cache) */
 	comp = jv_object_delete(comp, jv_string("cached"));
+	comp = jv_object_delete(comp, jv_string("egress"));
 	jv m = jv_object_set(jv_object(), jv_string("files"), manifest);
 	m = jv_object_set(m, jv_string("compile"), comp);
 	size_t len;
