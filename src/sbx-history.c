@@ -63,7 +63,7 @@ static void help(void)
 	       "      --session S     a session's id\n"
 	       "      --principal P   the runs of one sbx-mcp HTTP token (P: its digest)\n"
 	       "      --egress-refused  runs with a connection their proxy refused or could\n"
-	       "                      not make (an install's egress)\n"
+	       "                      not make (their egress)\n"
 	       "                      (--language, --status and --verdict may be repeated, or\n"
 	       "                      given a comma-separated list: runs with any of them)\n"
 	       "  -n, --limit N       at most N rows, newest first (default 20; 0: all)\n"

@@ -1039,6 +1039,10 @@ for h in ("10.9.9.9", "denied.example"):
 		(.stdout | endswith("denied.example HTTP/1.1 403 Forbidden\n")) and (.egress | length == 2)'
 	step sandbox_exec "$(jq -nc --arg c "$code" '{code: $c, network: false}')"
 	answer 3 | jq -e '.result.structuredContent | .status == "error" and .egress == null and (.stderr | test("ConnectionRefused"))'
+	# the history finds the session's run whose proxy refused a connection
+	step get_execution_history '{egress_refused: true}'
+	answer 4 | jq -e '.result.structuredContent.runs | length == 1 and .[0].history_id != null'
+	[ "$(answer 4 | jq -r '.result.structuredContent.runs[0].id')" = "$(answer 2 | jq -r .result.structuredContent.id)" ]
 	exec 7>&-
 	wait "$server"
 }

@@ -210,9 +210,11 @@ static void tool_history(struct call *c)
 	snprintf(limit, sizeof limit, "%d", n == 0 ? 10000 : (int)n);
 	argv[a++] = "--limit";
 	argv[a++] = limit;
-	bool stats = false;
+	bool stats = false, refused = false;
 	if (rec_bool(c->args, "stats", &stats) && stats)
 		argv[a++] = "--stats";
+	if (rec_bool(c->args, "egress_refused", &refused) && refused)
+		argv[a++] = "--egress-refused";
 	/* An HTTP token sees its own runs, not the others' (nor the stdio
 	 * client's, nor the command line's). */
 	if (c->principal[0]) {

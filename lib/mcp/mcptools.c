@@ -194,10 +194,12 @@ static const struct tool_def defs[] = {
 	  "Past runs of this server and of the sbx tools, newest first: id, language, status, exit code, "
 	  "duration, memory, output sizes, the first 500 characters of the code, error. Filters: since/until (ISO "
 	  "8601, today, yesterday, or a time ago with its unit such as 30m, 1h, 7d), language and status (one, or "
-	  "a comma-separated list), id, session_id, limit (default 20). With "
+	  "a comma-separated list), id, session_id, egress_refused (runs whose proxy refused a connection), limit "
+	  "(default 20). With "
 	  "stats: true, counts, success rate and p50/p95/max duration per language and status instead.",
 	  0, { { "since", RK_STR, false }, { "until", RK_STR, false }, { "language", RK_STR, false }, { "status", RK_STR, false },
-	    { "id", RK_STR, false }, { "session_id", RK_STR, false }, { "limit", RK_INT, false }, { "stats", RK_BOOL, false } },
+	    { "id", RK_STR, false }, { "session_id", RK_STR, false }, { "egress_refused", RK_BOOL, false },
+	    { "limit", RK_INT, false }, { "stats", RK_BOOL, false } },
 	  "{`type`:`object`,`properties`:{"
 	  "`since`:" STR("runs at or after: 2026-11-29, 2026-11-29T10:00Z, today, yesterday, or a time ago such as 30m, 12h, 7d") ","
 	  "`until`:" STR("runs before, in the same forms as since") ","
@@ -206,6 +208,7 @@ static const struct tool_def defs[] = {
 	  "`id`:" STR("the run of this id") ","
 	  "`session_id`:" STR("only the runs of this session") ","
 	  "`limit`:{`type`:`integer`,`minimum`:0,`maximum`:10000,`description`:`at most this many runs (default 20; 0: up to 10000)`},"
+	  "`egress_refused`:" BOOL("only runs whose proxy refused a connection (or one failed): see each run's egress") ","
 	  "`stats`:" BOOL("counts, success rate and durations per language and status instead of runs") "},"
 	  "`additionalProperties`:false}",
 	  "{`type`:`object`,`properties`:{`runs`:{`type`:`array`,`description`:`the runs, newest first`,"
