@@ -179,3 +179,12 @@ EOF
 	[ "$(reached '[.[] | select(.port == 80)] | length')" = 1 ]
 	jq -e '[.egress[] | select(.port == 443)] | length == 1 and (.[0].allowed | not) and (.[0].why | test("port 443 is HTTPS"))' out
 }
+
+@test "a pattern's port is digits only, not what strtoll would also read" {
+	conf=$(conf_with 's/^network *=.*/network = ["a.test"]/')
+	for p in 'a.test: 443' 'a.test:+443' 'a.test:\n443'; do
+		jq -nc --arg p "$p" '{language: "bash", code: "true", network: [$p | gsub("\\\\n"; "\n")]}' |
+			"$BIN/sbx-validate" -c "$conf" > v || true
+		jq -e '.status == "invalid" and (.error | test("port must be a number"))' v
+	done
+}
