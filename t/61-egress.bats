@@ -161,3 +161,30 @@ EOF
 	jq -e '[.egress[] | select(.host == "a.test" and .why == null)] | length >= 4 and all(.bytes_sent > 0 and .bytes_received > 0)' out
 	jq -e '[.egress[] | select(.host == "a.test" and .why != null)] | any(.why | test("names cdn.test, not a.test"))' out
 }
+
+@test "plain HTTP to port 443 is refused: HTTPS goes through CONNECT" {
+	skip_on_docker "the test's internet needs sbx-run in a mount namespace of its own, whose mounts dockerd does not see"
+	inet_setup
+	# a.test (port 443) is listed: a plain request to it would reach
+	# port 443 without a ClientHello for the proxy to check
+	cat > code <<'EOF'
+curl -sS -o /dev/null -w '%{http_code}\n' http://a.test:443/hello
+curl -sS -o /dev/null -w '%{http_code}\n' http://a.test/hello
+EOF
+	net_run '{network: true}'
+	jq -e '.status == "success"' out || { jq -c . out; false; }
+	[ "$(jq -r .stdout out)" = "$(printf '403\n200')" ]
+	# from the host's side: nothing came to port 443; the record says why
+	[ "$(reached '[.[] | select(.port == 443)] | length')" = 0 ]
+	[ "$(reached '[.[] | select(.port == 80)] | length')" = 1 ]
+	jq -e '[.egress[] | select(.port == 443)] | length == 1 and (.[0].allowed | not) and (.[0].why | test("port 443 is HTTPS"))' out
+}
+
+@test "a pattern's port is digits only, not what strtoll would also read" {
+	conf=$(conf_with 's/^network *=.*/network = ["a.test"]/')
+	for p in 'a.test: 443' 'a.test:+443' 'a.test:\n443'; do
+		jq -nc --arg p "$p" '{language: "bash", code: "true", network: [$p | gsub("\\\\n"; "\n")]}' |
+			"$BIN/sbx-validate" -c "$conf" > v || true
+		jq -e '.status == "invalid" and (.error | test("port must be a number"))' v
+	done
+}

@@ -31,7 +31,11 @@ static bool split(const char *s, struct pat *p, char *err, size_t errlen)
 	memcpy(p->name, name, n);
 	p->name[n] = 0;
 	int64_t port = HOSTPAT_PORT;
-	if (colon && !util_parse_i64(colon + 1, 1, 65535, &port)) {
+	/* digits only: strtoll would also take " 443", "+443" or "\n443",
+	 * which then show in messages, records and the proxy's argv as the
+	 * requester wrote them */
+	if (colon && (!colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+		      !util_parse_i64(colon + 1, 1, 65535, &port))) {
 		snprintf(err, errlen, "\"%.300s\": the port must be a number from 1 to 65535", s);
 		return false;
 	}

@@ -922,6 +922,12 @@ static _Noreturn void plain_http(const struct server *sv, int c, struct conn *cn
 		refuse(sv, c, cn, "400 Bad Request", cn->why);
 	if (!hostpat_allows(sv->hosts, h.host, h.port))
 		not_listed(sv, c, cn);
+	/* Port 443 is HTTPS (a pattern without a port means it): what goes
+	 * there goes through CONNECT, whose ClientHello is held to the name
+	 * allowed.  Plain bytes to it would skip that check. */
+	if (h.port == HOSTPAT_PORT)
+		refuse(sv, c, cn, "403 Forbidden",
+		       "port 443 is HTTPS: an https:// URL goes through a CONNECT tunnel (https_proxy), not as a plain request");
 	if (!egress_http_host_ok(&h)) {
 		for (char *q = h.host_header; *q; q++)
 			if (*q < 0x21 || *q > 0x7e)

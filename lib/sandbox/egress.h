@@ -24,7 +24,8 @@
  *    STARTTLS does): listing such a port trusts its host with anything.
  *
  *  - A plain HTTP request in absolute form (METHOD http://host[:port]/path
- *    HTTP/1.x, port 80 by default), one per connection: its Host header,
+ *    HTTP/1.x, port 80 by default, never 443, which is HTTPS's and goes
+ *    through CONNECT), one per connection: its Host header,
  *    if any, must name the same host (and port, if it gives one); it goes
  *    to the server in origin form, without hop-by-hop headers, with "Host"
  *    if it had none and "Connection: close", then exactly Content-Length

@@ -9,7 +9,7 @@ int main(void)
 	for (size_t i = 0; i < sizeof good / sizeof *good; i++)
 		OK(hostpat_ok(good[i], err, sizeof err), "a pattern: %s", good[i]);
 	const char *bad[] = { "", "*.", "*", "a..b", ".a", "a.", "-a", "a b", "a/b", "a:0", "a:65536", "a:", "a:8x", "a:-1",
-			      "*.*.a", "a*.b", "[::1]:443", "user@host" };
+			      "*.*.a", "a*.b", "[::1]:443", "user@host", "a: 443", "a:+443", "a:\n443", "a:443 " };
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
 		OK(!hostpat_ok(bad[i], err, sizeof err) && (strstr(err, "pattern") || strstr(err, "port")),
 		   "not a pattern: \"%s\" (%s)", bad[i], err);
