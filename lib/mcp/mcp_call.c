@@ -109,6 +109,10 @@ void mcp_call_free(struct call *c)
 		loop_unwatch(c->m->loop, c->efd);
 		close(c->efd);
 	}
+	if (c->ask_timer >= 0) {
+		loop_unwatch(c->m->loop, c->ask_timer);
+		close(c->ask_timer);
+	}
 	struct mcp *m = c->m;
 	if (c->task)
 		mcp_task_orphaned(m, c); /* its task must not keep pointing here */

@@ -62,6 +62,10 @@ internet_skip_unless_ready() {
 		command -v "$t" > /dev/null || missing+=" $t"
 	done
 	[ -z "$missing" ] || skip "the test's internet needs:$missing (make deps-test: dnsmasq-base, openssl, iproute2, util-linux, python3)"
+	# veth pairs join its namespaces: a kernel may lack them (a guest's,
+	# whose modules are not loaded), asked in a namespace of its own
+	unshare --net ip link add sbxprobe0 type veth peer name sbxprobe1 2> /dev/null ||
+		skip "the test's internet needs veth pairs, which this kernel does not make (CONFIG_VETH, module veth)"
 }
 
 # _net_start_time PID: its start time (field 22 of /proc/PID/stat, clock
