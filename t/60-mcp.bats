@@ -108,6 +108,14 @@ registry_ns() {
 		kill $r "$peer" 2> /dev/null; wait' sh "$@"
 }
 
+# need_registry_ns TOOL: what the tests with a registry in a network
+# namespace of their own need (root, ip(8)), and TOOL (npm or node).
+need_registry_ns() {
+	skip_unless_root
+	command -v "$1" > /dev/null || skip "$1 is not installed"
+	command -v ip > /dev/null || skip "no ip(8)"
+}
+
 # registry_install PROBE REGISTRY [FIELDS-JQ] [SED]: an install whose
 # package's preinstall script is the node program PROBE, run by sbx-run in
 # registry_ns REGISTRY (198.18.0.5 the only registry allowed), $conf
@@ -973,9 +981,7 @@ print("planted")'
 }
 
 @test "an allowed registry name that resolves to this host is refused: loopback, a local route (AnyIP)" {
-	skip_unless_root
-	command -v npm > /dev/null || skip "npm is not installed"
-	command -v ip > /dev/null || skip "no ip(8)"
+	need_registry_ns npm
 	# In a network namespace of the test's own: 198.51.100.0/24 is routed
 	# to this "host" itself without being any interface's address, and a
 	# listener there must see nothing, though the names are allowed.
@@ -1048,9 +1054,7 @@ for h in ("10.9.9.9", "denied.example"):
 }
 
 @test "an install's proxy: TLS to the host allowed only (no fronting), a tunnel's bytes each way, still open at the stage's end" {
-	skip_unless_root
-	command -v npm > /dev/null || skip "npm is not installed"
-	command -v ip > /dev/null || skip "no ip(8)"
+	need_registry_ns npm
 	# Two network namespaces of the test's own joined by a veth pair: the
 	# proxy's (sbx-run's), and a "registry" at 198.18.0.5 (a range the
 	# proxy lets through).  Through the proxy, the probe sends a TLS
@@ -1130,9 +1134,7 @@ got 5000" ]
 }
 
 @test "an install's proxy: a tunnel whose registry stops reading is still closed and recorded at the stage's end" {
-	skip_unless_root
-	command -v npm > /dev/null || skip "npm is not installed"
-	command -v ip > /dev/null || skip "no ip(8)"
+	need_registry_ns npm
 	# The registry answers one line, then reads nothing more; the probe
 	# sends 64 MiB: the proxy's writes to the registry block, and the
 	# stage's end (its timeout) must still get the tunnel's record, with
@@ -1229,9 +1231,7 @@ const ask = (first, onData) => new Promise(r => {
 const line = b => b.split("\r\n")[0];'
 
 @test "an allow-list's ports: CONNECT to a listed port relays raw bytes, not to :80; plain HTTP with its Host held, once" {
-	skip_unless_root
-	command -v node > /dev/null || skip "node is not installed"
-	command -v ip > /dev/null || skip "no ip(8)"
+	need_registry_ns node
 	cat > probe.js <<JS
 $EGRESS_ASK
 (async () => {
@@ -1276,9 +1276,7 @@ POST /p HTTP/1.1|Content-Length: 5|Host: 198.18.0.5:80|Connection: close||abcde'
 }
 
 @test "an allow-list's egress_rate paces a run's bytes, whole" {
-	skip_unless_root
-	command -v node > /dev/null || skip "node is not installed"
-	command -v ip > /dev/null || skip "no ip(8)"
+	need_registry_ns node
 	cat > probe.js <<JS
 $EGRESS_ASK
 (async () => {
@@ -1294,9 +1292,7 @@ JS
 }
 
 @test "an install's proxy keeps the run's egress_bytes (cut, then refused) and egress_connections" {
-	skip_unless_root
-	command -v npm > /dev/null || skip "npm is not installed"
-	command -v ip > /dev/null || skip "no ip(8)"
+	need_registry_ns npm
 	# TLS tunnels to the registry (a ClientHello naming no server: an
 	# address was asked for), which answers 100 bytes, then 5000.
 	cat > probe.js <<JS

@@ -22,28 +22,36 @@ need_sdk() {
 	[ -d "$ROOT/t/mcp-client/node_modules/@modelcontextprotocol/sdk" ] || skip "the MCP SDK is not installed (make mcp-client)"
 }
 
-# sdk ARGS: client.mjs, its TAP output checked: N checks, none failed.
-sdk() {
-	run --separate-stderr node "$ROOT/t/mcp-client/client.mjs" "$@"
+# tap_client SCRIPT PLAN ARGS: node t/mcp-client/SCRIPT ARGS, its TAP
+# output checked: a plan matching PLAN (an ERE), no check failed.
+tap_client() {
+	run --separate-stderr node "$ROOT/t/mcp-client/$1" "${@:3}"
 	printf '%s\n' "$output" | grep -v '^ok ' >&3 || true
 	[ "$status" -eq 0 ]
-	[[ "${lines[-1]}" =~ ^1\.\.[2-4][0-9]$ ]]
+	[[ "${lines[-1]}" =~ $2 ]]
 	! printf '%s\n' "$output" | grep -q '^not ok' || false
+}
+# sdk ARGS: client.mjs, 20 to 49 checks.
+sdk() { tap_client client.mjs '^1\.\.[2-4][0-9]$' "$@"; }
+# approve ANSWER TRANSPORT...: approve.mjs.
+approve() { tap_client approve.mjs '^1\.\.[0-9]+$' "$@"; }
+# mcp_sh: ./mcp.sh, sbx-mcp on $conf, for the stdio transport.
+mcp_sh() {
+	printf '#!/bin/sh\nexec "%s/sbx-mcp" -c "%s"\n' "$BIN" "$conf" > mcp.sh
+	chmod +x mcp.sh
 }
 
 @test "the official MCP SDK client lists and calls all twelve tools (stdio)" {
 	need_sdk
 	conf=$(conf_with 's/^$//')
-	printf '#!/bin/sh\nexec "%s/sbx-mcp" -c "%s"\n' "$BIN" "$conf" > mcp.sh
-	chmod +x mcp.sh
+	mcp_sh
 	sdk "$PWD/mcp.sh"
 }
 
 @test "long runs and the SDK's request timeout: heartbeat progress, a max_timeout below its default, tasks" {
 	need_sdk
 	conf=$(conf_with 's/^progress_interval *=.*/progress_interval = 1/')
-	printf '#!/bin/sh\nexec "%s/sbx-mcp" -c "%s"\n' "$BIN" "$conf" > mcp.sh
-	chmod +x mcp.sh
+	mcp_sh
 	run --separate-stderr node "$ROOT/t/mcp-client/timeouts.mjs" "$PWD/mcp.sh"
 	printf '%s\n' "$output" | grep -v '^ok ' >&3 || true
 	[ "$status" -eq 0 ] && [ "${lines[-1]}" = "1..5" ]
@@ -69,20 +77,10 @@ sdk_over() {
 	grep -q '"POST /messages" 202' srv.log
 }
 
-# approve ANSWER TRANSPORT...: approve.mjs, its TAP checked as sdk's.
-approve() {
-	run --separate-stderr node "$ROOT/t/mcp-client/approve.mjs" "$@"
-	printf '%s\n' "$output" | grep -v '^ok ' >&3 || true
-	[ "$status" -eq 0 ]
-	[[ "${lines[-1]}" =~ ^1\.\.[0-9]+$ ]]
-	! printf '%s\n' "$output" | grep -q '^not ok' || false
-}
-
 @test "approve on deny: a session's refused host put to its user (elicitation), approved, declined, never asked without it" {
 	need_sdk
 	conf=$(conf_with 's/^network *=.*/network = ["10.9.9.9", "10.9.9.8"]/')
-	printf '#!/bin/sh\nexec "%s/sbx-mcp" -c "%s"\n' "$BIN" "$conf" > mcp.sh
-	chmod +x mcp.sh
+	mcp_sh
 	for answer in accept decline none; do approve "$answer" "$PWD/mcp.sh"; done
 	# over Streamable HTTP the question goes on the call's own event stream
 	echo sdk-token-0123456789abcdef > tokens
