@@ -103,10 +103,12 @@ tools() {
 	jqe 3 '.status == "invalid" and (.error | startswith("line 4:"))'
 	printf '{"id":"r","status":"success","stdout":"x"}\n' > r.jsonl
 	run --separate-stderr "$BIN/sbx-cap" -n 1 r.jsonl r.jsonl
-	[ "$status" -eq 0 ] && [ "${#lines[@]}" -eq 2 ]
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 2 ]
 	for tool in sbx-validate sbx-cap sbx-log sbx-run; do
 		run --separate-stderr "$BIN/$tool" a.jsonl missing.jsonl
-		[ "$status" -eq 2 ] && [ -z "$output" ]
+		[ "$status" -eq 2 ]
+		[ -z "$output" ]
 		[[ "${stderr_lines[0]}" == "$tool: cannot read missing.jsonl: No such file or directory" ]]
 	done
 	run --separate-stderr "$BIN/sbx-run" --check extra
@@ -118,7 +120,10 @@ tools() {
 	[ -f "$ROOT/bin/sbx-run" ] || skip "no build in $ROOT/bin"
 	pfx=$BATS_TEST_TMPDIR/pfx
 	make -s -C "$ROOT" install PREFIX="$pfx" STATEDIR="$pfx/state" > /dev/null
-	[ -x "$pfx/bin/sbx-run" ] && [ -x "$pfx/libexec/sbx/sbx-egress" ] && [ -x "$pfx/libexec/sbx/sbx-thumb" ] && [ -f "$pfx/share/sbx/examples/show.jq" ]
+	[ -x "$pfx/bin/sbx-run" ]
+	[ -x "$pfx/libexec/sbx/sbx-egress" ]
+	[ -x "$pfx/libexec/sbx/sbx-thumb" ]
+	[ -f "$pfx/share/sbx/examples/show.jq" ]
 	grep -q "^state_dir *= \"$pfx/state\"" "$pfx/etc/sbx/sandbox.conf"
 	mkdir elsewhere && cd elsewhere
 	run --separate-stderr env -u SBX_CONF -u SBX_HISTORY bash -c "echo '{\"language\":\"bash\",\"code\":\"echo hi\"}' |
@@ -131,7 +136,8 @@ tools() {
 	# an edited configuration is kept on a second install
 	echo "# mine" >> "$pfx/etc/sbx/sandbox.conf"
 	run make -s -C "$ROOT" install PREFIX="$pfx" STATEDIR="$pfx/state"
-	[ "$status" -eq 0 ] && [[ "$output" == *"kept $pfx/etc/sbx/sandbox.conf"* ]]
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"kept $pfx/etc/sbx/sandbox.conf"* ]]
 	tail -1 "$pfx/etc/sbx/sandbox.conf" | grep -q mine && [ -f "$pfx/etc/sbx/sandbox.conf.new" ]
 }
 
@@ -185,7 +191,8 @@ doc_keys() {
 			conf_keys "$s" > known
 			doc_keys "$s" > documented
 		fi
-		[ -s known ] && [ -s documented ]
+		[ -s known ]
+		[ -s documented ]
 		comm -3 known documented > differ
 		[ ! -s differ ] || { echo "[$s]: keys differ (left: the parser's only, right: the docs' only):" >&2; cat differ >&2; return 1; }
 	done
@@ -194,4 +201,12 @@ doc_keys() {
 @test "the suite's own assertions: a negated command is followed by || false (errexit ignores a bare one)" {
 	bad=$(grep -nE '^\s+! ' "$ROOT"/t/*.bats "$ROOT"/t/helpers.bash | grep -v '|| false$' || true)
 	[ -z "$bad" ] || { echo "negations that cannot fail a test: $bad"; false; }
+}
+
+@test "the suite's own assertions: no check is the left side of && (errexit ignores it there)" {
+	# "[ a ] && [ b ]" fails the test only when b is false: write two lines.
+	# A guard ("[ x ] && var=..."), or a chain with an || of its own, is fine.
+	bad=$(grep -nE '^\s+(\[\[? .*\]\]?|grep -q[^|]*|jqe [^|]*) && (\[|grep -q|jqe )' "$ROOT"/t/*.bats "$ROOT"/t/helpers.bash |
+		grep -v '|| ' || true)
+	[ -z "$bad" ] || { echo "checks that cannot fail a test: $bad"; false; }
 }

@@ -38,10 +38,12 @@ long_options() { "$BIN/$1" --help | grep -oE -- '--[a-z][a-z-]*=?' | grep -v '=$
 	# ("--status S  one of: a, b, ...": the tool's table, status.h)
 	want=$(sed -n 's/^ *--status S .*one of: //p' <<< "$help" | grep -oE '[a-z_]+' | sort)
 	[ "$(complete_bash sbx-history --status '' | sort)" = "$want" ]
-	grep -qx rejected <<< "$want" && grep -qx cancelled <<< "$want"
+	grep -qx rejected <<< "$want"
+	grep -qx cancelled <<< "$want"
 	want=$(sed -n 's/^ *--verdict V .*one of: //p' <<< "$help" | grep -oE '[a-z_]+' | sort)
 	[ "$(complete_bash sbx-history --verdict '' | sort)" = "$want" ]
-	grep -qx accepted <<< "$want" && grep -qx judge_error <<< "$want"
+	grep -qx accepted <<< "$want"
+	grep -qx judge_error <<< "$want"
 	[ "$(complete_bash sbx-history --verdict acc)" = accepted ]
 	[ "$(complete_bash sbx-history -f '' | tr '\n' ' ')" = "json table csv html " ]
 	[ "$(complete_bash sbx-mcp --transport '' | tr '\n' ' ')" = "stdio http sse " ]
@@ -65,7 +67,8 @@ long_options() { "$BIN/$1" --help | grep -oE -- '--[a-z][a-z-]*=?' | grep -v '=$
 	printf '[sandbox]\n[language.x]\naliases = ["$(touch pwned)", "`touch pwned2`", "ok"]\n' > evil.conf
 	run complete_bash sbx-history -c evil.conf --language ''
 	[ "$(echo $output)" = "x ok" ]
-	[ ! -e pwned ] && [ ! -e pwned2 ]
+	[ ! -e pwned ]
+	[ ! -e pwned2 ]
 	touch "my results.jsonl" other.txt
 	run complete_bash sbx-merge my
 	[ "$output" = "my results.jsonl" ]

@@ -172,7 +172,8 @@ except OSError: pass'
 	for i in 1 2 3 4 5 6 7 8; do
 		jq -e '.status == "success" and (.stdout | test("^[0-9]+\n$"))' out$i > /dev/null || { cat out$i; false; }
 	done
-	[ ! -e $old ] && ! grep -q " $old " /proc/self/mountinfo
+	[ ! -e $old ]
+	! grep -q " $old " /proc/self/mountinfo || false
 	ls $pins | grep -vxFf before > added || true
 	# On the host: one new pin whose root file system is the runs' (of
 	# the pins another sbx on the machine may add meanwhile, none is).
@@ -197,7 +198,8 @@ except OSError: pass'
 	rm -f $found
 	jqe 0 '.status == "success"'
 	local dev3=$(jqn 0 .stdout)
-	[ -n "$dev3" ] && [ "$dev3" != "$dev1" ]
+	[ -n "$dev3" ]
+	[ "$dev3" != "$dev1" ]
 }
 
 # bats test_tags=kernel

@@ -109,7 +109,8 @@ user_run() {
 	"$BIN/sbx-run" < job > out2 2> err2
 	jq -e '.status == "success"' out2
 	# the leaf, and the runs' parent (this file's, CG_PARENT) with no run's group left in it
-	[ -d "$SBX_TEST_DELEGATED/sbx-leaf" ] && [ -d "$SBX_TEST_DELEGATED/$CG_PARENT" ]
+	[ -d "$SBX_TEST_DELEGATED/sbx-leaf" ]
+	[ -d "$SBX_TEST_DELEGATED/$CG_PARENT" ]
 	[ -z "$(find "$SBX_TEST_DELEGATED/sbx-leaf" "$SBX_TEST_DELEGATED/$CG_PARENT" -mindepth 1 -type d)" ]
 }
 
@@ -146,7 +147,8 @@ x = bytearray(1 << 30)' '{memory:"64m",timeout:20}' | "$BIN/sbx-validate" | "$BI
 	[ -s "$h/.local/state/sbx/sandbox_history.db" ]
 	[ "$(stat -c %a "$h/.local/state/sbx")" = 700 ]
 	run --separate-stderr "${U[@]}" "$BIN/sbx-history" -c "$U_DIR/ro.conf" --jq .status
-	[ "$status" -eq 0 ] && [ "$output" = "\"success\"" ]
+	[ "$status" -eq 0 ]
+	[ "$output" = "\"success\"" ]
 	# XDG_STATE_HOME wins over HOME; with neither, --check says what to do
 	mkdir -p "$U_DIR/xdg"
 	[ "$(id -u)" != 0 ] || chown 65534:65534 "$U_DIR/xdg"
@@ -214,10 +216,12 @@ x = bytearray(1 << 30)' '{memory:"64m",timeout:20}' | "$BIN/sbx-validate" | "$BI
 	# sees an empty directory, the server (/proc/PID/root) the files, its
 	# own as it made them (nothing to chown).
 	ws=$h/.local/state/sbx/sessions/$sid
-	[ -d "$ws" ] && [ -z "$(ls -A "$ws")" ]
+	[ -d "$ws" ]
+	[ -z "$(ls -A "$ws")" ]
 	in_server=/proc/$server/root$ws
 	me=$("${AS[@]}" id -u):$("${AS[@]}" id -g)
-	[ "$(stat -c %u:%g "$in_server/in")" = "$me" ] && [ "$(stat -c %u:%g "$in_server/in/put/data.txt")" = "$me" ]
+	[ "$(stat -c %u:%g "$in_server/in")" = "$me" ]
+	[ "$(stat -c %u:%g "$in_server/in/put/data.txt")" = "$me" ]
 	msg 3 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, code: "print(int(open(\"in/put/data.txt\").read()) + 1)"}')"
 	got 3 | jq -e '.result.structuredContent.status == "success" and .result.structuredContent.stdout == "42\n"'
 	# the quota: 16 MB into 8 MiB ends in ENOSPC, and no more is kept

@@ -250,14 +250,16 @@ logr() { "$BIN/sbx-log" "$@"; }
 	run --separate-stderr hist --status error,timeout; [ "$(ids)" = '["new","mid"]' ]
 	run --separate-stderr hist --language c,py --status success --status error; [ "$(ids)" = '["mid","old"]' ]
 	run --separate-stderr hist --status error,timout
-	[ "$status" -eq 2 ] && [[ "${stderr_lines[0]}" == *'"timout" is not a status'* ]]
+	[ "$status" -eq 2 ]
+	[[ "${stderr_lines[0]}" == *'"timout" is not a status'* ]]
 	# today and yesterday are midnights (UTC); a date is its midnight
 	run --separate-stderr hist --since today; [ "$(ids)" = '["new"]' ]
 	run --separate-stderr hist --since yesterday --until today; [ "$(ids)" = '[]' ]
 	# a bare number is no time: "2026" is neither a year nor 2026 seconds ago
 	for t in 2026 30 0; do
 		run --separate-stderr hist --since "$t"
-		[ "$status" -eq 2 ] && [[ "${stderr_lines[0]}" == *"--since: \"$t\" needs a unit: ${t}d (days), ${t}h, ${t}m or ${t}s" ]]
+		[ "$status" -eq 2 ]
+		[[ "${stderr_lines[0]}" == *"--since: \"$t\" needs a unit: ${t}d (days), ${t}h, ${t}m or ${t}s" ]]
 	done
 	run --separate-stderr hist --since 2024-02-30
 	[ "$status" -eq 2 ]
@@ -286,14 +288,16 @@ logr() { "$BIN/sbx-log" "$@"; }
 	jqe 0 '.record.egress[1] | .host == "evil.example" and .allowed == false and (.why | contains("registries"))'
 	# a verdict's typo is a usage error, as a status's is, never "no rows"
 	run --separate-stderr hist --verdict acepted
-	[ "$status" -eq 2 ] && [[ "${stderr_lines[0]}" == *'"acepted" is not a verdict (accepted, wrong_answer,'* ]]
+	[ "$status" -eq 2 ]
+	[[ "${stderr_lines[0]}" == *'"acepted" is not a verdict (accepted, wrong_answer,'* ]]
 	run --separate-stderr hist --verdict accepted,judge_error
 	[ "$status" -eq 1 ]
 	# retention takes no filter: a --principal or --egress-refused given
 	# to --prune would have pruned every principal's runs
 	for f in "--principal abc" --egress-refused "--verdict accepted"; do
 		run --separate-stderr hist --prune --older-than 1d $f
-		[ "$status" -eq 2 ] && [[ "${stderr_lines[0]}" == *"--prune and --vacuum take no filters"* ]]
+		[ "$status" -eq 2 ]
+		[[ "${stderr_lines[0]}" == *"--prune and --vacuum take no filters"* ]]
 	done
 	run --separate-stderr hist --limit 0; [ "$(ids)" = '["junk2","junk","failed","refused","clean","plain"]' ]
 }
@@ -432,7 +436,8 @@ logr() { "$BIN/sbx-log" "$@"; }
 	# a cron line's typo: a bare number (meant as days), a unit too small
 	for t in 30 0; do
 		run --separate-stderr hist --prune --older-than "$t"
-		[ "$status" -eq 2 ] && [[ "${stderr_lines[0]}" == *"\"$t\" needs a unit"* ]]
+		[ "$status" -eq 2 ]
+		[[ "${stderr_lines[0]}" == *"\"$t\" needs a unit"* ]]
 	done
 	run --separate-stderr hist --prune --older-than "$(date -u -d tomorrow +%F)"
 	[ "$status" -eq 2 ]
@@ -440,7 +445,9 @@ logr() { "$BIN/sbx-log" "$@"; }
 	[ "$(sqlite3 "$SBX_HISTORY" 'SELECT count(*) FROM runs')" = 5 ]
 	# a date, silently (cron mails only what matters)
 	run --separate-stderr hist --prune --older-than 2020-06-01
-	[ "$status" -eq 0 ] && [ -z "$output" ] && [ -z "$stderr" ]
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	[ -z "$stderr" ]
 	[ "$(sqlite3 "$SBX_HISTORY" 'SELECT count(*) FROM runs')" = 3 ]
 	run --separate-stderr hist --prune --older-than 30d -v
 	[ "$status" -eq 0 ]
@@ -451,7 +458,8 @@ logr() { "$BIN/sbx-log" "$@"; }
 	[[ "${lines[0]}" == "pruned 0 runs older than "* ]]
 	# every run, meant: --force
 	run --separate-stderr hist --prune --older-than 0s --force
-	[ "$status" -eq 0 ] && [ -z "$output" ]
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
 	[ "$(sqlite3 "$SBX_HISTORY" 'SELECT count(*) FROM runs')" = 0 ]
 	run --separate-stderr hist --force
 	[ "$status" -eq 2 ]
@@ -503,7 +511,9 @@ logr() { "$BIN/sbx-log" "$@"; }
 	[ -s proj/var/from-conf.db ]
 	cp "$ROOT/etc/sandbox.conf" copy/sandbox.conf
 	(unset SBX_HISTORY; results 1 | logr -c copy/sandbox.conf > /dev/null)
-	[ -s var/sandbox_history.db ] && [ ! -e copy/var ] && [ ! -e var/var ]
+	[ -s var/sandbox_history.db ]
+	[ ! -e copy/var ]
+	[ ! -e var/var ]
 	# unset, it is in the state directory
 	grep -v '^history *=' "$ROOT/etc/sandbox.conf" | sed 's|^state_dir *=.*|state_dir = "st"|' > copy/nohist.conf
 	(unset SBX_HISTORY; results 1 | logr -c copy/nohist.conf > /dev/null)

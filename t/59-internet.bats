@@ -166,16 +166,19 @@ in_ns() {
 	[ -z "$(in_ns "$ino")" ]
 	internet_down "$BATS_TEST_TMPDIR"
 	run in_internet "$BATS_TEST_TMPDIR" true
-	[ "$status" = 1 ] && [[ $output = *"no internet under"* ]]
+	[ "$status" = 1 ]
+	[[ $output = *"no internet under"* ]]
 	# an up whose server cannot start fails at once, and leaves nothing
 	mkdir other
 	NET_PY=false run internet_up "$PWD/other"
-	[ "$status" = 1 ] && [[ $output = *"no server: its process is over"* ]]
+	[ "$status" = 1 ]
+	[[ $output = *"no server: its process is over"* ]]
 	# (its holder and dnsmasq, started before it failed, are over)
 	! our_pgrep "" "^(sleep 3600|dnsmasq .*/other/net/)" || false
 	internet_down "$PWD/other"
 	# and up again where one runs is refused
 	internet_up "$BATS_TEST_TMPDIR"
 	run internet_up "$BATS_TEST_TMPDIR"
-	[ "$status" = 1 ] && [[ $output = *"has an internet already"* ]]
+	[ "$status" = 1 ]
+	[[ $output = *"has an internet already"* ]]
 }

@@ -311,7 +311,8 @@ PY
 	grep -q "default timeout of python (55 s), c (55 s).* is more than \[mcp\] max_timeout (50 s)" start.err
 	conf=$(conf_with 's/^structured *=.*/structured = "sometimes"/')
 	run "$BIN/sbx-mcp" -c "$conf" < /dev/null
-	[ "$status" -eq 2 ] && [[ "$output" == *'"sometimes" is not auto, always or never'* ]]
+	[ "$status" -eq 2 ]
+	[[ "$output" == *'"sometimes" is not auto, always or never'* ]]
 }
 @test "progress: queued, compiling, running, done, in order, before the answer" {
 	{ init; call 1 run_code '{"language":"c","code":"int main(void){return 0;}"}' '{"progressToken":"t1"}'; } | mcp
@@ -826,7 +827,8 @@ open("in.png", "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">I
 	python3 -c 'import struct,sys; d=open("out","rb").read(); w,h=struct.unpack("=II",d[:8]); p=d[8:]; sys.exit(not (p[:8]==b"\x89PNG\r\n\x1a\n" and struct.unpack(">II",p[16:24])==(w,h) and w<300 and len(p)<=4000))'
 	# misuse: the usage, exit 2
 	run "$thumb"
-	[ "$status" -eq 2 ] && [[ "$output" == *"usage: sbx-thumb UID MAX"* ]]
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"usage: sbx-thumb UID MAX"* ]]
 }
 
 @test "run_code with matplotlib: plt.show() is an image block the model sees" {
@@ -903,7 +905,9 @@ print("planted")'
 	[ "$shadow" = "$(sha256sum /etc/shadow)" ]
 	# nothing outside the workspace was read or written
 	! grep -q pwned /etc/passwd || false
-	[ ! -e /tmp/escape ] && [ ! -e "$BATS_TEST_TMPDIR/escape" ] && [ ! -e /etc/owned ]
+	[ ! -e /tmp/escape ]
+	[ ! -e "$BATS_TEST_TMPDIR/escape" ]
+	[ ! -e /etc/owned ]
 	! grep -q "$(head -c 20 /etc/shadow | base64)" out || false
 	! grep -q 'root:' out || false
 }
@@ -926,7 +930,8 @@ print("planted")'
 	call 8 write_file "$(jq -nc --arg s "$sid" '{session_id: $s, path: ".deps-notes.txt", content: "ok"}')" >&7
 	wait_for 8
 	ls -la "$ws" > listing
-	[ -z "$(ls -A "$ws/.deps")" ] && [ ! -e "$ws/.sbx-0123456789abcdef" ]
+	[ -z "$(ls -A "$ws/.deps")" ]
+	[ ! -e "$ws/.sbx-0123456789abcdef" ]
 	exec 7>&-
 	wait
 	for i in 2 3 4 5 6 7 9 10; do

@@ -509,7 +509,8 @@ errmsg() { jq -r .error.message body; }
 	wait $g2 $g3 || true
 	# three events: its first (an id, no data), then the two announcements, ids growing
 	read -r p1 e1 e2 <<< "$(sed -n 's/^id: //p' s2 | tr '\n' ' ')"
-	[ "$e1" -gt "$p1" ] && [ "$e2" -gt "$e1" ]
+	[ "$e1" -gt "$p1" ]
+	[ "$e2" -gt "$e1" ]
 	sed -n 's/^data: //p' s2 | grep '^{' | jq -se --arg u "$uri" 'length == 2 and all(.method == "notifications/resources/updated" and .params.uri == $u)'
 	! grep -q resources/updated s3 || false
 	# reconnect after the first announcement: the second again, then a first event of its own
@@ -520,7 +521,8 @@ errmsg() { jq -r .error.message body; }
 		sleep 0.1
 	done
 	read -r r1 r2 <<< "$(sed -n 's/^id: //p' again | tr '\n' ' ')"
-	[ "$r1" = "$e2" ] && [ "$r2" -gt "$e2" ]
+	[ "$r1" = "$e2" ]
+	[ "$r2" -gt "$e2" ]
 	grep -q resources/updated again
 	# a GET names its session, of its own token
 	req GET /mcp -H "Authorization: Bearer $TOKEN2" -H "Mcp-Session-Id: $S2" -H 'Accept: text/event-stream'

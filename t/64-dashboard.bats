@@ -406,5 +406,7 @@ print(base64.b64encode(png(1, 1, zlib.compress(b"\0\xff\0\0"))).decode(), base64
 	# the screenshots, for doc/ (make dash-shots copies them)
 	mkdir -p "$ROOT/build/dash"
 	cp shots/*.png "$ROOT/build/dash/"
-	[ -s shots/overview.png ] && [ -s shots/run.png ] && [ -s shots/runs.png ]
+	[ -s shots/overview.png ]
+	[ -s shots/run.png ]
+	[ -s shots/runs.png ]
 }

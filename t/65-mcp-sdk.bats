@@ -54,7 +54,8 @@ mcp_sh() {
 	mcp_sh
 	run --separate-stderr node "$ROOT/t/mcp-client/timeouts.mjs" "$PWD/mcp.sh"
 	printf '%s\n' "$output" | grep -v '^ok ' >&3 || true
-	[ "$status" -eq 0 ] && [ "${lines[-1]}" = "1..5" ]
+	[ "$status" -eq 0 ]
+	[ "${lines[-1]}" = "1..5" ]
 }
 
 # sdk_over http|sse: the client against a server on a free port.

@@ -92,7 +92,9 @@ assert_exact() {
 	# its progress, for the task's log (stderr is no terminal here): the total known
 	n=$(wc -l < s/shard-1-of-2.jsonl)
 	printf '%s\n' "${stderr_lines[@]}" | grep -qx "sbx-run: $n/$n (100%) done in .*"
-	[ ! -e out.jsonl.partial ] && [ ! -e out.jsonl.attempts ] && [ ! -e out.jsonl.pending ]
+	[ ! -e out.jsonl.partial ]
+	[ ! -e out.jsonl.attempts ]
+	[ ! -e out.jsonl.pending ]
 	[ "$(wc -l < out.jsonl)" -eq "$(wc -l < s/shard-1-of-2.jsonl)" ]
 	# in the shard's order, each saying where it ran
 	[ "$(jq -r .id out.jsonl)" = "$(jq -r .id s/shard-1-of-2.jsonl)" ]
@@ -122,7 +124,8 @@ assert_exact() {
 	grep -q 'attempt 1 interrupted' err
 	[ ! -e out.jsonl ]
 	kept=$(jq -s 'map(select(.status == "success")) | length' out.jsonl.partial)
-	[ "$kept" -ge 8 ] && [ "$kept" -lt 40 ]
+	[ "$kept" -ge 8 ]
+	[ "$kept" -lt 40 ]
 	settled
 	# a crash can tear the last line: the next attempt drops it
 	printf '{"id":"r40","status":"succ' >> out.jsonl.partial
@@ -409,7 +412,10 @@ assert_exact() {
 	run --separate-stderr "$BIN/sbx-batch" --shard 0/1 req.jsonl out.jsonl
 	[ "$status" -eq 0 ]
 	[[ $stderr == *"complete already"* ]]
-	[ ! -e out.jsonl.partial ] && [ ! -e out.jsonl.attempts ] && [ ! -e out.jsonl.pending ] && [ ! -e out.jsonl.lock ]
+	[ ! -e out.jsonl.partial ]
+	[ ! -e out.jsonl.attempts ]
+	[ ! -e out.jsonl.pending ]
+	[ ! -e out.jsonl.lock ]
 }
 
 @test "sbx-array.sbatch: given K, an earlier split's shards of another K beside them do not stop the task" {
@@ -422,7 +428,8 @@ assert_exact() {
 	[[ $stderr == *"found 2"* ]]
 	run --separate-stderr env SLURM_ARRAY_TASK_ID=1 SBX_BIN="$BIN" bash "$a" run 3
 	[ "$status" -eq 0 ]
-	[ -s run/results/shard-1-of-3.jsonl ] && [ ! -e run/results/shard-1-of-2.jsonl ]
+	[ -s run/results/shard-1-of-3.jsonl ]
+	[ ! -e run/results/shard-1-of-2.jsonl ]
 	run --separate-stderr env SLURM_ARRAY_TASK_ID=1 SBX_BIN="$BIN" bash "$a" run 4
 	[ "$status" -eq 3 ]
 	run --separate-stderr env SLURM_ARRAY_TASK_ID=1 bash "$a" run '3; true'
