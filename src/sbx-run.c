@@ -15,6 +15,14 @@
  * is killed at once and the exit status is 3.  SIGINT/SIGTERM/SIGHUP kill
  * every sandbox, write their results (status "cancelled") and
  * exit.
+ *
+ * Background jobs (a session's processes) run beside all that: they take
+ * none of the -j slots, no session waits for them nor they for it, and
+ * their results go out when they end, outside the input order.  While
+ * one runs, --control feeds its input, signals it and sizes its terminal
+ * (run.h's run_input, run_signal, run_resize), and --live lets all of
+ * its output out (live.h's live_unbounded).  At most max_processes of one
+ * session, and max_processes times max_sessions in all, run at once.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -44,6 +52,7 @@
 #include "cell.h"
 #include "live.h"
 #include "run.h"
+#include "stage.h"
 #include "state.h"
 #include "util.h"
 
@@ -72,7 +81,9 @@ static void help(void)
 	       "                     (\"output\", with \"stream\" and \"data\"; every 100 ms at most,\n"
 	       "                     64 KiB of a job in all; the result keeps all of it)\n"
 	       "      --control FD   read {\"cancel\": ID} lines from FD: kill that job's\n"
-	       "                     sandbox; its result has status \"cancelled\"\n"
+	       "                     sandbox; its result has status \"cancelled\"; and for\n"
+	       "                     a background job {\"input\": ID, \"data\": TEXT}, {\"signal\":\n"
+	       "                     ID, \"name\": \"INT\"} and {\"resize\": ID, \"rows\", \"cols\"}\n"
 	       "      --check        report what the sandbox backend can do here: a table on\n"
 	       "                     a terminal, else (or with --json) one JSON object;\n"
 	       "                     =backend: only the backend's part (no languages), fast\n"
@@ -100,6 +111,8 @@ struct state {
 	size_t active, max;
 	bool redispatch;       /* slots came back (slots_give): dispatch after this loop turn */
 	struct run **runs;     /* in flight, for cancellation */
+	struct run **bg;       /* background jobs in flight (none of -j's) */
+	size_t nbg, bgmax;
 	/* Jobs of a session whose workspace another job in flight has: they
 	 * wait, in order, until it is free (see dispatch). */
 	struct held { jv rec; const char *workspace; uint64_t seq; struct held *next; } *held;
@@ -263,12 +276,19 @@ static bool window_room(void)
 static void deliver(uint64_t seq, jv result)
 {
 	if (S.unordered) {
-		emit(result);
+		if (jv_get_kind(result) == JV_KIND_NULL)
+			jv_free(result);
+		else
+			emit(result);
 		return;
 	}
 	S.window[seq % S.cap] = result;
 	while (S.next_out < S.seq && jv_is_valid(S.window[S.next_out % S.cap])) {
-		emit(S.window[S.next_out % S.cap]);
+		jv next = S.window[S.next_out % S.cap];
+		if (jv_get_kind(next) == JV_KIND_NULL) /* a background job's turn: its result goes out when it ends */
+			jv_free(next);
+		else
+			emit(next);
 		S.window[S.next_out % S.cap] = jv_invalid();
 		S.next_out++;
 	}
@@ -283,6 +303,15 @@ static void run_done(struct run *r, jv result, void *arg)
 	if (S.live)
 		live_end(S.live, run_id(r));
 	event(jv_object_set(ev, jv_string("status"), st ? jv_string(st) : jv_null()));
+	if (run_background(r)) {
+		for (size_t i = 0; i < S.nbg; i++)
+			if (S.bg[i] == r)
+				S.bg[i] = S.bg[--S.nbg];
+		emit(result);
+		run_free(r);
+		dispatch();
+		return;
+	}
 	deliver((uint64_t)(uintptr_t)arg, result);
 	forget(r);
 	run_free(r);
@@ -313,6 +342,8 @@ static void cancel_all(void)
 	for (size_t i = 0; i < S.max; i++)
 		if (S.runs[i])
 			run_cancel(S.runs[i]);
+	for (size_t i = 0; i < S.nbg; i++)
+		run_cancel(S.bg[i]);
 	/* Held jobs never started: each still gets its result. */
 	while (S.held) {
 		struct held *h = S.held;
@@ -332,6 +363,58 @@ static const char *workspace_of(jv rec)
 	const char *ws = jv_get_kind(exec) == JV_KIND_OBJECT ? rec_str(exec, "workspace", NULL) : NULL;
 	jv_free(exec); /* rec still holds it */
 	return ws;
+}
+
+/* Whether a record is a background job (run_start checks it properly). */
+static bool background_of(jv rec)
+{
+	jv exec = rec_get(rec, REQ_KEY(exec));
+	bool bg = false;
+	if (jv_get_kind(exec) == JV_KIND_OBJECT)
+		rec_bool(exec, REQ_KEY(background), &bg);
+	jv_free(exec);
+	return bg;
+}
+
+/* A background job: at once, unless its session (or this process) has
+ * as many as it may. */
+static void start_background(jv rec, uint64_t seq)
+{
+	deliver(seq, jv_null());
+	const char *ws = workspace_of(rec);
+	size_t same = 0;
+	for (size_t i = 0; ws && i < S.nbg; i++)
+		same += run_workspace(S.bg[i]) && !strcmp(run_workspace(S.bg[i]), ws);
+	if (S.nbg >= S.bgmax || same >= S.env.conf->max_processes) {
+		rec = jv_object_set(rec, jv_string("status"), jv_string(STATUS(internal_error)));
+		rec = jv_object_set(rec, jv_string("error"),
+				    jv_string_fmt("too many background jobs at once (max_processes %llu %s)",
+						  (unsigned long long)S.env.conf->max_processes,
+						  same >= S.env.conf->max_processes ? "in its session" : "per session, for each of max_sessions"));
+		emit(rec);
+		return;
+	}
+	jv immediate;
+	struct run *r = run_start(&S.env, rec, run_done, (void *)(uintptr_t)seq, &immediate);
+	if (!r) {
+		emit(immediate);
+		return;
+	}
+	S.bg[S.nbg++] = r;
+	if (S.live)
+		live_unbounded(S.live, run_id(r));
+}
+
+/* The run in flight with this id, background or not, or NULL. */
+static struct run *run_by_id(const char *id)
+{
+	for (size_t i = 0; i < S.max; i++)
+		if (S.runs[i] && !strcmp(run_id(S.runs[i]), id))
+			return S.runs[i];
+	for (size_t i = 0; i < S.nbg; i++)
+		if (!strcmp(run_id(S.bg[i]), id))
+			return S.bg[i];
+	return NULL;
 }
 
 /* Is that workspace a job in flight's, or a held job's before this one? */
@@ -400,26 +483,90 @@ static void on_stage(struct run *r, const char *stage)
 	event(jv_object_set(ev, jv_string("event"), jv_string(stage)));
 }
 
+/* A control message for a background job that it could not take: an
+ * event, so that the caller can say so. */
+static void control_refused(const char *id, const char *what, const char *why)
+{
+	jv ev = jv_object_set(jv_object(), jv_string(REQ_KEY(id)), jv_string(id));
+	ev = jv_object_set(ev, jv_string("event"), jv_string(what));
+	event(jv_object_set(ev, jv_string("error"), jv_string(why)));
+}
+
+/* A background job's input, signal or terminal size (see the theory of
+ * operation); false if msg is none of those. */
+static bool control_process(jv msg)
+{
+	const char *id;
+	char why[256] = "";
+	struct run *r;
+	if ((id = rec_str(msg, "input", NULL))) {
+		size_t len = 0;
+		const char *data = rec_str(msg, "data", &len);
+		bool eof = false;
+		rec_bool(msg, "eof", &eof);
+		if (!(r = run_by_id(id)))
+			snprintf(why, sizeof why, "no such job in flight");
+		else
+			run_input(r, data ? data : "", data ? len : 0, eof, why, sizeof why);
+		if (why[0])
+			control_refused(id, "input", why);
+		return true;
+	}
+	if ((id = rec_str(msg, "signal", NULL))) {
+		const char *name = rec_str(msg, "name", NULL);
+		int sig = name ? stage_signal_number(name) : 0;
+		if (!sig)
+			snprintf(why, sizeof why, "\"name\" must be one of %s", stage_signal_names);
+		else if (!(r = run_by_id(id)) || !run_signal(r, sig))
+			snprintf(why, sizeof why, "its program is not running (not started, or ended)");
+		if (why[0])
+			control_refused(id, "signal", why);
+		return true;
+	}
+	if ((id = rec_str(msg, "resize", NULL))) {
+		double rows = 0, cols = 0;
+		if (!rec_num(msg, "rows", &rows) || !rec_num(msg, "cols", &cols) || rows != floor(rows) || cols != floor(cols) ||
+		    rows < 1 || rows > 1000 || cols < 1 || cols > 1000)
+			snprintf(why, sizeof why, "\"rows\" and \"cols\" must be whole numbers from 1 to 1000");
+		else if (!(r = run_by_id(id)) || !run_resize(r, (unsigned)rows, (unsigned)cols))
+			snprintf(why, sizeof why, "it has no terminal, or its program ended");
+		if (why[0])
+			control_refused(id, "resize", why);
+		return true;
+	}
+	return false;
+}
+
 /* --control: {"cancel": ID} kills the sandboxes of the job with that id
  * (an id not in flight, finished or never seen, is ignored);
- * {"end_session": SID} kills that session's kernels. */
+ * {"end_session": SID} kills that session's kernels and background jobs;
+ * {"input": ID, "data": TEXT, "eof": BOOL}, {"signal": ID, "name": SIG}
+ * and {"resize": ID, "rows": R, "cols": C} go to a background job. */
 static void on_control(struct loop *l, int fd, short rev, void *arg)
 {
 	ssize_t n = rec_fill(&S.control);
 	jv msg;
 	enum rec_status st;
 	while ((st = rec_next(&S.control, &msg)) == REC_OK || st == REC_INVALID) {
+		if (st == REC_OK && control_process(msg)) {
+			jv_free(msg);
+			continue;
+		}
 		const char *id = st == REC_OK ? rec_str(msg, "cancel", NULL) : NULL;
 		const char *sid = st == REC_OK ? rec_str(msg, "end_session", NULL) : NULL;
 		if (sid && state_session_id_ok(sid, strlen(sid))) {
 			char *ws = state_session_dir(S.env.conf, sid);
 			cell_end(S.env.kernels, ws);
+			for (size_t i = 0; i < S.nbg; i++)
+				if (run_workspace(S.bg[i]) && !strcmp(run_workspace(S.bg[i]), ws))
+					run_cancel(S.bg[i]);
 			free(ws);
 		} else if (!id)
-			util_warn("--control: line %lu is not {\"cancel\": ID} or {\"end_session\": SID}", S.control.lineno);
-		for (size_t i = 0; id && i < S.max; i++)
-			if (S.runs[i] && !strcmp(run_id(S.runs[i]), id))
-				run_cancel(S.runs[i]);
+			util_warn("--control: line %lu is not {\"cancel\": ID}, {\"end_session\": SID}, {\"input\": ID, ...}, "
+				  "{\"signal\": ID, ...} or {\"resize\": ID, ...}", S.control.lineno);
+		struct run *r = id ? run_by_id(id) : NULL;
+		if (r)
+			run_cancel(r);
 		jv_free(msg);
 	}
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
@@ -480,6 +627,10 @@ static void dispatch(void)
 			deliver(seq, rec);
 			continue;
 		}
+		if (st == REC_OK && background_of(rec)) {
+			start_background(rec, seq);
+			continue;
+		}
 		const char *ws = workspace_of(rec);
 		if (ws && workspace_busy(ws, NULL)) {
 			struct held *h = util_xalloc(sizeof *h), **tail = &S.held;
@@ -512,7 +663,7 @@ static void on_signal(struct loop *l, int fd, short rev, void *arg)
 	if (read(fd, &si, sizeof si) != (ssize_t)sizeof si)
 		return;
 	if (!S.stopping)
-		util_warn("%s: stopping; killing %zu running sandbox(es)", strsignal((int)si.ssi_signo), S.active);
+		util_warn("%s: stopping; killing %zu running sandbox(es)", strsignal((int)si.ssi_signo), S.active + S.nbg);
 	S.stopping = true;
 	S.exit_sig = (int)si.ssi_signo;
 	cancel_all();
@@ -810,6 +961,10 @@ static void setup(struct conf *c, const struct opts *o, struct backend **bk, siz
 	S.loop = loop_new();
 	S.max = o->jobs ? (size_t)o->jobs : (size_t)c->max_concurrent;
 	S.runs = util_xalloc(S.max * sizeof *S.runs);
+	S.bgmax = (size_t)c->max_processes * (size_t)(c->max_sessions ? c->max_sessions : 1);
+	if (S.bgmax > 4096)
+		S.bgmax = 4096;
+	S.bg = util_xalloc((S.bgmax ? S.bgmax : 1) * sizeof *S.bg);
 	S.cap = ORDER_WINDOW(S.max);
 	S.window = util_xalloc(S.cap * sizeof *S.window);
 	for (size_t i = 0; i < S.cap; i++)
@@ -824,7 +979,8 @@ static void setup(struct conf *c, const struct opts *o, struct backend **bk, siz
 	}
 	if (S.control_fd >= 0) {
 		fcntl(S.control_fd, F_SETFL, fcntl(S.control_fd, F_GETFL) | O_NONBLOCK);
-		rec_reader_init(&S.control, S.control_fd, 4096);
+		/* (a background job's input: up to 1 MiB of text, escaped) */
+		rec_reader_init(&S.control, S.control_fd, 8u << 20);
 		loop_watch(S.loop, S.control_fd, POLLIN, on_control, NULL);
 	}
 	struct stat st;
@@ -864,8 +1020,8 @@ static void refuse_all(const char *why)
 static void serve(void)
 {
 	dispatch();
-	while (!S.out_failed && (S.active > 0 || S.nheld > 0 || !S.in_eof || S.out_len > 0)) {
-		if (S.stopping && S.active == 0 && S.out_len == 0)
+	while (!S.out_failed && (S.active > 0 || S.nbg > 0 || S.nheld > 0 || !S.in_eof || S.out_len > 0)) {
+		if (S.stopping && S.active == 0 && S.nbg == 0 && S.out_len == 0)
 			break;
 		if (loop_once(S.loop, -1) < 0) {
 			util_warn("poll: %s", strerror(errno));
@@ -880,7 +1036,7 @@ static void serve(void)
 		S.status = EXIT_IO;
 		cancel_all();
 		/* Let the killed sandboxes finish so nothing is left behind. */
-		while (S.active > 0 && loop_once(S.loop, 1000) >= 0)
+		while ((S.active > 0 || S.nbg > 0) && loop_once(S.loop, 1000) >= 0)
 			;
 	}
 }
@@ -950,6 +1106,7 @@ int main(int argc, char **argv)
 		jv_free(S.window[i]);
 	free(S.window);
 	free(S.runs);
+	free(S.bg);
 	free(S.out);
 	bool broken = def->broken;
 	bk_free(bk[0]);

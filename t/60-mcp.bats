@@ -199,13 +199,13 @@ PY
 	answer 2 | jq -e '.result == {}'
 }
 
-@test "tools/list: twelve tools, each with title, description, input and output schemas" {
+@test "tools/list: seventeen tools, each with title, description, input and output schemas" {
 	{ init; echo '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
 	  echo '{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"page-2"}}'; } | mcp
 	# one page, no nextCursor; any cursor is unknown
 	answer 1 | jq -e '.result | has("nextCursor") | not'
 	answer 2 | jq -e '.error.code == -32602 and (.error.message | contains("cursor"))'
-	answer 1 | jq -e '[.result.tools[].name] | sort == ["check_backend","get_execution_history","install_packages","list_files","list_supported_languages","read_file","run_cell","run_code","sandbox_exec","sandbox_initialize","sandbox_stop","write_file"]'
+	answer 1 | jq -e '[.result.tools[].name] | sort == ["check_backend","get_execution_history","install_packages","list_files","list_supported_languages","process_list","process_read","process_signal","process_start","process_write","read_file","run_cell","run_code","sandbox_exec","sandbox_initialize","sandbox_stop","write_file"]'
 	answer 1 | jq -e 'all(.result.tools[]; (.title | length > 0) and (.description | length > 40) and .inputSchema.type == "object" and .outputSchema.type == "object")'
 	# descriptions quote the configured limits
 	answer 1 | jq -e '.result.tools[] | select(.name == "run_code") | .description | contains("256 MiB") and contains("10 s") and contains("up to 1 GiB")'
@@ -1557,6 +1557,84 @@ ws/d 755" ] || { echo "$modes" >&2; false; }
 	answer 7 | jq -e '.result.structuredContent.stdout == "7200000 true\n"'
 	answer 8 | jq -e '.result.structuredContent | .status == "success" and .stdout == "60000\n"'
 	[ -z "$(ls "$sessions" 2>/dev/null | grep -v lock)" ]
+}
+
+# Issue 52: a session's processes through the tools, their errors, and
+# their end with their session and with the server, seen from the host.
+# last: the answer to the last step, its structuredContent or its result.
+last() { answer $n | jq -c '.result.structuredContent // .result'; }
+@test "processes: started, read (waiting for a text), written, listed, signalled; their errors; max_processes" {
+	conf=$(conf_with -e 's/^max_processes *=.*/max_processes = 2/')
+	session_server python
+	step write_file '{path: "sub/keep", content: ""}'
+	step process_start '{code: "import sys\nprint(\"up\", flush=True)\nfor line in sys.stdin:\n    print(\"echo\", line.strip(), flush=True)", cwd: "sub"}'
+	pid=$(last | jq -r .process_id)
+	last | jq -e '.state == "running" and .cwd == "sub" and (.process_id | test("^p[0-9a-f]{16}$"))'
+	step process_read "{process_id: \"$pid\", wait: 20, until: \"up\"}"
+	last | jq -e '.output == "up\n" and .cursor == 3 and .until_found == true'
+	step process_write "{process_id: \"$pid\", data: \"a\nb\n\"}"
+	step process_read "{process_id: \"$pid\", cursor: 3, wait: 20, until: \"echo b\"}"
+	last | jq -e '.output == "echo a\necho b\n" and .cursor == 17'
+	# a read from 0 again: everything (the log keeps it), with max_bytes
+	step process_read "{process_id: \"$pid\", max_bytes: 5}"
+	last | jq -e '.output == "up\nec" and .cursor == 5 and .more == true'
+	# nothing new: a read that waits 0.5 s returns empty at its cursor
+	step process_read "{process_id: \"$pid\", cursor: 17, wait: 0.5}"
+	last | jq -e '.output == "" and .cursor == 17 and .state == "running"'
+	step process_start '{command: ["sleep", "311"]}'
+	step process_start '{command: ["sleep", "312"]}'
+	last | jq -e '(.content[0].text | contains("max_processes"))'
+	step process_list '{}'
+	last | jq -e '[.processes[].state] == ["running", "running"]'
+	# errors an agent can act on
+	step process_read '{process_id: "p0000000000000000"}'
+	last | jq -e '.content[0].text | contains("unknown process")'
+	step process_read "{process_id: \"$pid\", wait: 3600}"
+	last | jq -e '.content[0].text | contains("max_timeout")'
+	step process_start '{command: ["true"], cwd: "nowhere"}'
+	last | jq -e '.content[0].text | contains("not a directory of the workspace")'
+	step process_start '{command: ["true"], cwd: "sub/keep"}'
+	last | jq -e '.content[0].text | contains("not a directory")'
+	step process_signal "{process_id: \"$pid\", signal: \"TERM\"}"
+	step process_read "{process_id: \"$pid\", cursor: 17, wait: 20}"
+	[ "$(last | jq -r .state)" = exited ] || step process_read "{process_id: \"$pid\", cursor: 17, wait: 20}"
+	last | jq -e '.state == "exited" and .end.signal == "SIGTERM" and .end.status == "error" and (.end.history_id | type) == "number"'
+	step process_write "{process_id: \"$pid\", data: \"x\"}"
+	last | jq -e '.content[0].text | contains("exited: it takes no input")'
+	step process_signal "{process_id: \"$pid\", signal: \"SEGV\"}"
+	last | jq -e '.content[0].text | contains("signal")'
+	exec 7>&-
+	wait "$server"
+	# the ended one is a row of the history, in its session
+	"$BIN/sbx-history" -c "$conf" --session "$sid" --jq '[.status, .signal]' | grep -qF '["error","SIGTERM"]'
+}
+
+@test "processes keep their session alive past its ttl; sandbox_stop and the server's end end them, nothing left" {
+	session_server bash '{ttl: 1}'
+	step process_start '{command: ["sleep", "313"]}'
+	await_program 'sleep 313'
+	# three ttl's later the session is still there (its process holds it)
+	sleep 3
+	step process_list '{}'
+	last | jq -e '.processes[0].state == "running"'
+	# a read waiting on it when the session stops hears why it ends
+	args=$(last | jq -c --arg s "$sid" '{session_id: $s, process_id: .processes[0].process_id, wait: 30}')
+	n=$((n + 1)); reader=$n
+	call $n process_read "$args" >&7
+	step sandbox_stop '{}'
+	wait_for $reader
+	answer $reader | jq -e '.result.isError and (.result.content[0].text | contains("ended with its session"))'
+	for _ in $(seq 100); do our_pgrep "" 'sleep 313' > /dev/null || break; sleep 0.05; done
+	! our_pgrep "" 'sleep 313' || false
+	# a new session's process, then the server's end (stdin closed)
+	n=$((n + 1)); call $n sandbox_initialize '{}' >&7; wait_for $n
+	sid=$(answer $n | jq -r .result.structuredContent.session_id)
+	step process_start '{command: ["sleep", "314"]}'
+	await_program 'sleep 314'
+	exec 7>&-
+	wait "$server"
+	! our_pgrep "" 'sleep 31[34]' || false
+	"$BIN/sbx-history" -c "$conf" --session "$sid" --jq .status | grep -qx '"cancelled"'
 }
 
 @test "SIGTERM stops the server at once: sandboxes killed, sessions removed, nothing left" {

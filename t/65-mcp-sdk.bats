@@ -41,7 +41,7 @@ mcp_sh() {
 	chmod +x mcp.sh
 }
 
-@test "the official MCP SDK client lists and calls all twelve tools (stdio)" {
+@test "the official MCP SDK client lists and calls all seventeen tools (stdio)" {
 	need_sdk
 	conf=$(conf_with 's/^$//')
 	mcp_sh
@@ -88,4 +88,15 @@ sdk_over() {
 	chmod 600 tokens
 	http_serve
 	approve accept http "$URL" sdk-token-0123456789abcdef
+}
+
+@test "a session's processes through the SDK: later calls, a terminal, limits, sandbox_stop; over HTTP a new connection and another token" {
+	need_sdk
+	conf=$(conf_with 's/^$//')
+	mcp_sh
+	tap_client process.mjs '^1\.\.10$' "$PWD/mcp.sh"
+	printf '%s\n' sdk-token-0123456789abcdef other-token-0123456789abcdef > tokens
+	chmod 600 tokens
+	http_serve
+	tap_client process.mjs '^1\.\.1[0-9]$' http "$URL" sdk-token-0123456789abcdef other-token-0123456789abcdef
 }

@@ -150,6 +150,13 @@ struct conf_net {
 	X(SESSIONS, "kernel_idle",                 DUR,     kernel_idle_ms,         1000,      365 * 86400e3,   600e3,                -) \
 	X(SESSIONS, "max_kernels",                 INT,     max_kernels,            0,         100000,          16,                   -) \
 	X(SESSIONS, "max_kernels_per_token",       INT,     max_kernels_per_token,  0,         100000,          4,                    -) \
+	/* processes (process_start): how many one session runs at once (0: \
+	 * none), what sbx-mcp keeps of each one's output (its first quarter \
+	 * and its latest bytes), and how long a session whose processes run \
+	 * may live from its start (the idle ttl counts only when none runs) */ \
+	X(SESSIONS, "max_processes",               INT,     max_processes,          0,         1000,            8,                    -) \
+	X(SESSIONS, "process_output",              SIZE,    process_output,         4 * CONF_KB, 256 * CONF_MB, 1 * CONF_MB,          -) \
+	X(SESSIONS, "max_life",                    DUR,     session_max_life_ms,    1000,      86400e3,         28800e3,              -) \
 	\
 	/* [http]: sbx-mcp --listen */ \
 	/* request body, bytes */ \

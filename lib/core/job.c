@@ -524,10 +524,27 @@ bool job_req_limits(const struct conf *c, jv req, struct limits *run, char *err,
 	return true;
 }
 
-static bool req_limits(const struct conf *c, const struct conf_lang *l, jv req, struct limits *run, struct limits *comp,
-		       char *err, size_t errlen)
+/* A background job's timeout defaults to the session's life, which is
+ * also the most it may ask (job_req_limits takes the larger of the
+ * ceiling and the default as the bound). */
+static bool req_limits(const struct conf *c, const struct conf_lang *l, jv req, bool background, struct limits *run,
+		       struct limits *comp, char *err, size_t errlen)
 {
 	conf_lang_limits(c, l, run, comp);
+	if (background) {
+		run->timeout_ms = c->session_max_life_ms;
+		double t = 0;
+		jv v = rec_get(req, limit_defs[LIM_timeout_ms].req);
+		bool asked = limit_from_request(LIM_timeout_ms, v, &t, err, errlen) && jv_get_kind(v) == JV_KIND_NUMBER;
+		jv_free(v);
+		if (asked && t > (double)c->session_max_life_ms) {
+			char a[32], b[32];
+			snprintf(err, errlen, "%s %s exceeds max_life %s (a background job lives at most as long as a session)",
+				 limit_defs[LIM_timeout_ms].req, limit_str(LIM_timeout_ms, t, a, sizeof a),
+				 limit_str(LIM_timeout_ms, (double)c->session_max_life_ms, b, sizeof b));
+			return false;
+		}
+	}
 	return job_req_limits(c, req, run, err, errlen);
 }
 
@@ -606,6 +623,136 @@ bool job_network_ok(const struct conf *c, jv v, char *err, size_t errlen)
 	bool ok = req_network(c, req, &ask, err, errlen);
 	jv_free(req);
 	return ok;
+}
+
+/* A background job (a session's process, sbx-mcp's process_start): it
+ * runs beside other jobs until its program ends, so its timeout is the
+ * session's life ([sessions] max_life) unless it asks less; a terminal
+ * (tty) only for one, since only a background job's input comes while it
+ * runs.  env and cwd may go with any program: variables over its
+ * language's, and a start directory beneath the session's workspace. */
+#define ENV_MAX 128
+#define ENV_BYTES (64 * 1024)
+#define TTY_MAX 1000
+
+static bool req_env(jv req, char *err, size_t errlen)
+{
+	jv env = rec_get(req, REQ_KEY(env));
+	jv_kind k = jv_get_kind(env);
+	bool ok = true;
+	size_t n = 0, bytes = 0;
+	if (k == JV_KIND_OBJECT) {
+		jv_object_foreach(env, name, val) {
+			const char *nm = jv_string_value(name);
+			bool good = nm[0] && !(nm[0] >= '0' && nm[0] <= '9');
+			for (const char *q = nm; good && *q; q++)
+				good = (*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '_';
+			if (ok && !good) {
+				snprintf(err, errlen, "\"%s\": \"%.60s\" is not a variable name (letters, digits and _, not first a digit)",
+					 REQ_KEY(env), nm);
+				ok = false;
+			} else if (ok && (jv_get_kind(val) != JV_KIND_STRING ||
+					  strlen(jv_string_value(val)) != (size_t)jv_string_length_bytes(jv_copy(val)))) {
+				snprintf(err, errlen, "\"%s\": the value of %.60s must be a string without NUL bytes", REQ_KEY(env), nm);
+				ok = false;
+			} else if (ok)
+				bytes += strlen(nm) + 2 + strlen(jv_string_value(val));
+			n++;
+			jv_free(name);
+			jv_free(val);
+		}
+		if (ok && (n > ENV_MAX || bytes > ENV_BYTES)) {
+			snprintf(err, errlen, "\"%s\" may hold %d variables of %d KiB in all", REQ_KEY(env), ENV_MAX, ENV_BYTES / 1024);
+			ok = false;
+		}
+	} else if (k != JV_KIND_INVALID && k != JV_KIND_NULL) {
+		snprintf(err, errlen, "\"%s\" must be an object of variable names to strings", REQ_KEY(env));
+		ok = false;
+	}
+	jv_free(env);
+	return ok;
+}
+
+/* tty: true or {rows, cols}, each 1 to TTY_MAX; *rows 0 without one. */
+static bool req_tty(jv req, unsigned *rows, unsigned *cols, char *err, size_t errlen)
+{
+	*rows = *cols = 0;
+	jv t = rec_get(req, REQ_KEY(tty));
+	jv_kind k = jv_get_kind(t);
+	bool ok = true;
+	if (k == JV_KIND_TRUE) {
+		*rows = 24;
+		*cols = 80;
+	} else if (k == JV_KIND_OBJECT) {
+		double r = 24, c = 80;
+		bool unknown = false;
+		jv_object_foreach(t, key, val) {
+			unknown |= strcmp(jv_string_value(key), "rows") && strcmp(jv_string_value(key), "cols");
+			jv_free(key);
+			jv_free(val);
+		}
+		ok = !unknown && (!rec_has(t, "rows") || (rec_num(t, "rows", &r) && r == floor(r) && r >= 1 && r <= TTY_MAX)) &&
+		     (!rec_has(t, "cols") || (rec_num(t, "cols", &c) && c == floor(c) && c >= 1 && c <= TTY_MAX));
+		if (ok) {
+			*rows = (unsigned)r;
+			*cols = (unsigned)c;
+		}
+	} else if (k != JV_KIND_INVALID && k != JV_KIND_NULL && k != JV_KIND_FALSE)
+		ok = false;
+	jv_free(t);
+	if (!ok)
+		snprintf(err, errlen, "\"%s\" must be true, false or {\"rows\": R, \"cols\": C} with whole numbers 1 to %d",
+			 REQ_KEY(tty), TTY_MAX);
+	return ok;
+}
+
+static bool req_process(const struct conf *c, jv req, bool *background, unsigned *rows, unsigned *cols, char *err,
+			size_t errlen)
+{
+	*background = false;
+	if (rec_has(req, REQ_KEY(background)) && !rec_bool(req, REQ_KEY(background), background)) {
+		snprintf(err, errlen, "\"%s\" must be true or false", REQ_KEY(background));
+		return false;
+	}
+	if (!req_env(req, err, errlen) || !req_tty(req, rows, cols, err, errlen))
+		return false;
+	if (*rows && !*background) {
+		snprintf(err, errlen, "\"%s\" goes with \"%s\": true (only a background job's input comes while it runs)",
+			 REQ_KEY(tty), REQ_KEY(background));
+		return false;
+	}
+	if (rec_has(req, REQ_KEY(cwd))) {
+		size_t n;
+		const char *cwd = rec_str(req, REQ_KEY(cwd), &n);
+		char why[128];
+		if (!cwd || !job_path_ok(cwd, n, why, sizeof why)) {
+			snprintf(err, errlen, "\"%s\" must be a relative path in the workspace: %s", REQ_KEY(cwd),
+				 cwd ? why : "not a string");
+			return false;
+		}
+		if (!rec_has(req, REQ_KEY(session))) {
+			snprintf(err, errlen, "\"%s\" is a directory of a session's workspace: give \"%s\"", REQ_KEY(cwd),
+				 REQ_KEY(session));
+			return false;
+		}
+	}
+	if (!*background)
+		return true;
+	if (!c->max_processes) {
+		snprintf(err, errlen, "background jobs are off here (max_processes 0 in %s)", c->path);
+		return false;
+	}
+	const char *other = rec_has(req, REQ_KEY(tests))     ? REQ_KEY(tests)
+			    : rec_has(req, REQ_KEY(cell))    ? REQ_KEY(cell)
+			    : rec_has(req, REQ_KEY(install)) ? REQ_KEY(install)
+			    : rec_has(req, REQ_KEY(stdin))   ? REQ_KEY(stdin)
+							     : NULL;
+	if (other) {
+		snprintf(err, errlen, "\"%s\" does not go with \"%s\": a background job is one program whose input comes "
+			 "while it runs", other, REQ_KEY(background));
+		return false;
+	}
+	return true;
 }
 
 /* session: the job runs in that session's workspace (made by sbx-mcp's
@@ -726,6 +873,8 @@ struct plan {
 	struct limits run, comp;
 	enum net_ask net;
 	bool installing;
+	bool background;           /* a session's process (req_process) */
+	unsigned rows, cols;       /* its terminal's size, or 0 */
 	const char *backend;
 	/* The program file's names (plan_names). */
 	char dir[64], prog_path[256], cls[101], file[128];
@@ -750,6 +899,28 @@ static void plan_names(struct plan *p, jv req)
 		session_program(req, l, p->file, p->dir, p->prog_path);
 	p->prog_file = p->prog_path[0] ? p->prog_path : renamed ? p->file : NULL;
 	p->cls_arg = renamed ? p->cls : NULL;
+}
+
+/* With a cwd, the program's own paths in its run command (consumed) are
+ * made absolute: the file of a session's inline code or entry, and what
+ * its own directory holds, are relative to the workspace's top, not to
+ * where the program starts. */
+static jv rooted(jv runv, const struct plan *p)
+{
+	const char *file = p->prog == P_ENTRY ? p->entry : p->prog_path[0] ? p->prog_path : NULL;
+	size_t dl = strlen(p->dir);
+	jv out = jv_array();
+	jv_array_foreach(runv, i, e) {
+		const char *s = jv_string_value(e);
+		if ((file && !strcmp(s, file)) || (strcmp(p->dir, ".") && !strncmp(s, p->dir, dl) && s[dl] == '/'))
+			out = jv_array_append(out, jv_string_fmt("%s/%s", NS_WORKDIR, s));
+		else
+			out = jv_array_append(out, jv_copy(e));
+		jv_free(e);
+		(void)i;
+	}
+	jv_free(runv);
+	return out;
 }
 
 /* The run stage's command with the request's args: the language's run
@@ -778,11 +949,43 @@ static jv run_command(const struct plan *p, jv *req, char *err, size_t errlen)
 		jv_free(runv);
 		return jv_invalid();
 	}
+	if (p->workspace && rec_has(*req, REQ_KEY(cwd)) && p->prog != P_COMMAND)
+		runv = rooted(runv, p);
 	jv args = rec_get(*req, REQ_KEY(args));
 	if (jv_get_kind(args) == JV_KIND_ARRAY)
 		return jv_array_concat(runv, args);
 	jv_free(args);
 	return runv;
+}
+
+/* The language's environment (consumed) with the request's env over it:
+ * a variable the request names replaces the language's of that name. */
+static jv env_json(jv lang, jv req)
+{
+	jv env = rec_get(req, REQ_KEY(env));
+	if (jv_get_kind(env) != JV_KIND_OBJECT || jv_get_kind(lang) != JV_KIND_ARRAY) {
+		jv_free(env);
+		return lang;
+	}
+	jv out = jv_array();
+	jv_array_foreach(lang, i, e) {
+		const char *kv = jv_string_value(e), *eq = strchr(kv, '=');
+		char name[256];
+		snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - kv) : 0, kv);
+		if (eq && eq - kv < (long)sizeof name && rec_has(env, name))
+			jv_free(e);
+		else
+			out = jv_array_append(out, e);
+		(void)i;
+	}
+	jv_object_foreach(env, name, val) {
+		out = jv_array_append(out, jv_string_fmt("%s=%s", jv_string_value(name), jv_string_value(val)));
+		jv_free(name);
+		jv_free(val);
+	}
+	jv_free(env);
+	jv_free(lang);
+	return out;
 }
 
 /* The job's "exec": what runs (the commands, the program file and its
@@ -802,7 +1005,8 @@ static jv exec_json(const struct plan *p, jv req, jv runv, jv tests, jv checker,
 			     compiling ? argv_json(l->compile, l, p->prog_file, p->cls_arg, p->dir, &p->comp) : jv_null());
 	exec = jv_object_set(exec, jv_string("run"), jv_copy(runv));
 	/* One environment serves both stages: it takes the run stage's limits. */
-	exec = jv_object_set(exec, jv_string("env"), argv_json(l->env, l, NULL, NULL, p->dir, &p->run));
+	/* check-names: exec.env, NAME=value strings, is not the request's env */
+	exec = jv_object_set(exec, jv_string("env"), env_json(argv_json(l->env, l, NULL, NULL, p->dir, &p->run), req));
 	exec = jv_object_set(exec, jv_string("binds"), strv_json(l->binds));
 	exec = jv_object_set(exec, jv_string("rootfs"), l->rootfs ? jv_string(l->rootfs) : jv_null());
 	exec = jv_object_set(exec, jv_string("image"), l->image ? jv_string(l->image) : jv_null());
@@ -817,6 +1021,14 @@ static jv exec_json(const struct plan *p, jv req, jv runv, jv tests, jv checker,
 		exec = jv_object_set(exec, jv_string(REQ_KEY(install)), jv_true());
 	if (p->prog == P_CELL)
 		exec = jv_object_set(exec, jv_string("kernel"), jv_true());
+	if (rec_has(req, REQ_KEY(cwd)))
+		exec = jv_object_set(exec, jv_string(REQ_KEY(cwd)), rec_get(req, REQ_KEY(cwd)));
+	if (p->background)
+		exec = jv_object_set(exec, jv_string(REQ_KEY(background)), jv_true());
+	if (p->rows) {
+		jv t = jv_object_set(jv_object(), jv_string("rows"), jv_number(p->rows));
+		exec = jv_object_set(exec, jv_string(REQ_KEY(tty)), jv_object_set(t, jv_string("cols"), jv_number(p->cols)));
+	}
 	if (jv_get_kind(tests) == JV_KIND_ARRAY)
 		exec = jv_object_set(exec, jv_string(REQ_KEY(tests)), jv_copy(tests));
 	if (jv_get_kind(checker) == JV_KIND_OBJECT)
@@ -969,7 +1181,7 @@ jv job_from_request(const struct conf *c, jv req)
 		req = jv_object_set(req, jv_string(REQ_KEY(code)), jv_string("# packages installed by sbx\n"));
 	struct plan p = { .c = c, .l = l, .installing = installing };
 	bool cell;
-	if (!req_cell(l, req, &cell, why, sizeof why) || !req_program(l, &req, installing, &p.prog, &p.entry, why, sizeof why) ||
+	if (!req_process(c, req, &p.background, &p.rows, &p.cols, why, sizeof why) || !req_cell(l, req, &cell, why, sizeof why) || !req_program(l, &req, installing, &p.prog, &p.entry, why, sizeof why) ||
 	    !req_data(c, req, p.prog, why, sizeof why))
 		return rec_make_invalid(req, "%s", why);
 	{
@@ -982,7 +1194,7 @@ jv job_from_request(const struct conf *c, jv req)
 			return rec_make_invalid(req, "%s", why);
 		job_files_free(f, nf);
 	}
-	if (!req_limits(c, l, req, &p.run, &p.comp, why, sizeof why) || !req_network(c, req, &p.net, why, sizeof why))
+	if (!req_limits(c, l, req, p.background, &p.run, &p.comp, why, sizeof why) || !req_network(c, req, &p.net, why, sizeof why))
 		return rec_make_invalid(req, "%s", why);
 	if (installing && p.net != NET_NONE)
 		return rec_make_invalid(req, "an install reaches its language's registries only: \"%s\" does not go with \"%s\"",

@@ -60,6 +60,9 @@ struct job {
 	bool artifacts;            /* return the files the run made or changed ("artifacts": true) */
 	bool cell;                 /* code for the session's kernel (cell.h); run is the kernel's command */
 	bool reset;                /* a cell: restart the kernel first */
+	bool background;           /* runs beside other jobs; stdin and signals come while it runs */
+	unsigned rows, cols;       /* a background job's terminal, or 0 */
+	const char *cwd;           /* where in its workspace the program starts, or NULL */
 	unsigned lim_given;        /* 1 << LIM_x for each limit the request gave itself (not null), not
 				    * defaulted: a cell's kernel restarts for a memory, cpus or pids it gave */
 	struct judge *judge;       /* "tests": the program judged on each (judge.h), or NULL */

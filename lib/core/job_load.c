@@ -1,5 +1,6 @@
 #include "job.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +176,7 @@ static bool load_commands(const struct conf *c, jv exec, struct job *j, char *er
 		snprintf(err, errlen, "a session's compiled code goes in exec.dir (" NS_RESERVED "-<16 hex digits>)");
 		return false;
 	}
+	/* check-names: exec.env, NAME=value strings, is not the request's env */
 	j->env = job_load_strv(rec_get(exec, "env"), true, false, "env", err, errlen, &sok);
 	if (!sok)
 		return false;
@@ -220,6 +222,43 @@ static bool load_commands(const struct conf *c, jv exec, struct job *j, char *er
 		}
 		if ((j->image || cl->image) && (!j->image || !cl->image || strcmp(j->image, cl->image))) {
 			snprintf(err, errlen, "exec.image differs from the configuration's image for %s", cl->name);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* A background job (job.c's req_process), its terminal, and where in
+ * its workspace the program starts. */
+static bool load_process(const struct conf *c, jv exec, struct job *j, char *err, size_t errlen)
+{
+	bool bg = false;
+	if (rec_has(exec, REQ_KEY(background)) &&
+	    (!rec_bool(exec, REQ_KEY(background), &bg) || (bg && (j->cell || j->install || !c->max_processes)))) {
+		snprintf(err, errlen, "exec.background must be true or false; true not for a cell or an install, nor with "
+				      "max_processes 0");
+		return false;
+	}
+	j->background = bg;
+	jv t = rec_get(exec, REQ_KEY(tty));
+	if (jv_get_kind(t) != JV_KIND_INVALID) {
+		double r = 0, cl = 0;
+		if (!bg || jv_get_kind(t) != JV_KIND_OBJECT || !rec_num(t, "rows", &r) || !rec_num(t, "cols", &cl) ||
+		    r != floor(r) || cl != floor(cl) || r < 1 || r > 1000 || cl < 1 || cl > 1000) {
+			jv_free(t);
+			snprintf(err, errlen, "exec.tty must be {\"rows\", \"cols\"}, 1 to 1000 each, of a background job");
+			return false;
+		}
+		j->rows = (unsigned)r;
+		j->cols = (unsigned)cl;
+	}
+	jv_free(t);
+	if (rec_has(exec, REQ_KEY(cwd))) {
+		size_t n;
+		char why[128];
+		j->cwd = rec_str(exec, REQ_KEY(cwd), &n);
+		if (!j->cwd || !j->workspace || !job_path_ok(j->cwd, n, why, sizeof why)) {
+			snprintf(err, errlen, "exec.cwd must be a relative path without \"..\", with exec.workspace");
 			return false;
 		}
 	}
@@ -301,7 +340,7 @@ static bool load_place(const struct conf *c, jv exec, struct job *j, char *err, 
 		snprintf(err, errlen, "exec.run of an install must be the language's install command with package names");
 		return false;
 	}
-	return true;
+	return load_process(c, exec, j, err, errlen);
 }
 
 /* Its limits, within this configuration's ceilings; its files. */
@@ -327,7 +366,11 @@ static bool load_limits(const struct conf *c, jv rec, jv limits, struct job *j, 
 		if (!lok)
 			return false;
 	}
-	if (!job_limits_ok(c, &j->lim, REQ_KEY(limits), err, errlen) ||
+	/* A background job's timeout is the session's life at most. */
+	struct limits lim = j->lim;
+	if (j->background && lim.timeout_ms <= c->session_max_life_ms)
+		lim.timeout_ms = limit_defs[LIM_timeout_ms].min;
+	if (!job_limits_ok(c, &lim, REQ_KEY(limits), err, errlen) ||
 	    (j->compile && !job_limits_ok(c, &j->clim, REQ_KEY(compile_limits), err, errlen)))
 		return false;
 	{

@@ -72,7 +72,8 @@ enum {
 	RT_INIT = 8,     /* sandbox_initialize */
 	RT_INSTALL = 16, /* install_packages */
 	RT_TEST = 32,    /* one of run_code's tests */
-	RT_CHECKER = 64  /* run_code's checker */
+	RT_CHECKER = 64, /* run_code's checker */
+	RT_PROC = 128    /* process_start */
 };
 
 #define RW_ANY_REQ (RW_REQ | RW_JUDGED | RW_CELL)
@@ -81,25 +82,28 @@ enum {
  * for a field of its own; L(limit field, ...) for a limit, its name
  * limit.h's request key. */
 #define REQ_FIELDS(X, L) \
-	X(language, RK_STR, RW_ANY_REQ | RW_CHECKER, RT_RUN | RT_EXEC | RT_CELL | RT_INIT | RT_INSTALL, RT_RUN | RT_CHECKER, \
+	X(language, RK_STR, RW_ANY_REQ | RW_CHECKER, RT_RUN | RT_EXEC | RT_CELL | RT_INIT | RT_INSTALL | RT_PROC, RT_RUN | RT_CHECKER, \
 	  "a language name or alias (list_supported_languages)") \
-	X(code, RK_STR, RW_ANY_REQ | RW_CHECKER | RW_DATA, RT_RUN | RT_EXEC | RT_CELL, RT_RUN | RT_CELL | RT_CHECKER, \
+	X(code, RK_STR, RW_ANY_REQ | RW_CHECKER | RW_DATA, RT_RUN | RT_EXEC | RT_CELL | RT_PROC, RT_RUN | RT_CELL | RT_CHECKER, \
 	  "the program's source") \
 	X(entry, RK_STR, RW_REQ, 0, 0, "a workspace file to run in place of code (sandbox_exec's file)") \
-	X(command, RK_STRS, RW_REQ | RW_JUDGED, RT_EXEC, 0, \
+	X(command, RK_STRS, RW_REQ | RW_JUDGED, RT_EXEC | RT_PROC, 0, \
 	  "an argv to run in the workspace, such as [\"sh\",\"-c\",\"make && ./app\"]") \
 	X(id, RK_STR | RK_NUM, RW_ANY_REQ, 0, 0, "the request's id, generated if absent") \
 	X(stdin, RK_STR, RW_REQ | RW_TEST | RW_DATA, RT_RUN | RT_EXEC, 0, "the program's standard input") \
-	X(args, RK_STRS, RW_REQ | RW_TEST, RT_RUN | RT_EXEC, 0, "command-line arguments") \
+	X(args, RK_STRS, RW_REQ | RW_TEST, RT_RUN | RT_EXEC | RT_PROC, 0, "command-line arguments") \
+	X(env, RK_OBJ, RW_REQ | RW_JUDGED, RT_EXEC | RT_PROC, 0, \
+	  "environment variables for the program, name -> value, over its language's") \
+	X(cwd, RK_STR, RW_REQ, RT_EXEC | RT_PROC, 0, "the directory the program starts in, relative to the session's workspace") \
 	X(files, RK_OBJ, RW_ANY_REQ | RW_TEST, RT_RUN, 0, \
 	  "more files next to the program: path -> text, or path -> {content, encoding: base64}") \
 	X(expected_stdout, RK_STR, RW_TEST, 0, 0, "the output that passes") \
-	L(timeout_ms, RK_NUM, RW_ANY_REQ | RW_TEST | RW_CHECKER, RT_RUN | RT_EXEC | RT_CELL, 0, "wall-clock seconds") \
-	L(memory, RK_STR | RK_NUM, RW_ANY_REQ | RW_TEST | RW_CHECKER, RT_RUN | RT_EXEC | RT_CELL, 0, \
+	L(timeout_ms, RK_NUM, RW_ANY_REQ | RW_TEST | RW_CHECKER, RT_RUN | RT_EXEC | RT_CELL | RT_PROC, 0, "wall-clock seconds") \
+	L(memory, RK_STR | RK_NUM, RW_ANY_REQ | RW_TEST | RW_CHECKER, RT_RUN | RT_EXEC | RT_CELL | RT_PROC, 0, \
 	  "RAM for the run: bytes, or a size such as 512m or 1g") \
-	L(cpus, RK_NUM, RW_ANY_REQ, RT_RUN | RT_EXEC | RT_CELL, 0, "CPU quota in cores, such as 0.5 or 2") \
+	L(cpus, RK_NUM, RW_ANY_REQ, RT_RUN | RT_EXEC | RT_CELL | RT_PROC, 0, "CPU quota in cores, such as 0.5 or 2") \
 	L(pids, RK_INT, RW_ANY_REQ, 0, 0, "processes and threads") \
-	X(network, RK_BOOL | RK_STRS, RW_REQ | RW_JUDGED, RT_RUN | RT_EXEC | RT_INIT, 0, \
+	X(network, RK_BOOL | RK_STRS, RW_REQ | RW_JUDGED, RT_RUN | RT_EXEC | RT_INIT | RT_PROC, 0, \
 	  "hosts the program may reach through sbx's proxy (\"pypi.org\", \"*.github.com\", \"example.org:80\"; no port: " \
 	  "443), within the configuration's network list; true: all of that list") \
 	X(artifacts, RK_BOOL, RW_REQ | RW_CELL, 0, 0, "return the files the run made or changed") \
@@ -108,6 +112,10 @@ enum {
 	X(install, RK_STRS, RW_REQ, 0, 0, "packages to install into the session's workspace, instead of a program") \
 	X(cell, RK_BOOL, RW_REQ | RW_CELL, 0, 0, "the code is a cell for the session's kernel") \
 	X(reset, RK_BOOL, RW_ANY_REQ, RT_CELL, 0, "restart the kernel first (its state is lost)") \
+	X(background, RK_BOOL, RW_REQ, 0, 0, \
+	  "run beside other jobs until the program ends (a session's process): stdin and signals through sbx-run --control") \
+	X(tty, RK_BOOL | RK_OBJ, RW_REQ, RT_PROC, 0, \
+	  "a background job's terminal: true (24 rows, 80 columns), or {rows, cols}; stdout and stderr are its output") \
 	X(tests, RK_LIST, RW_ANY_REQ, RT_RUN, 0, "judge the program on these tests") \
 	X(compare, RK_STR, RW_ANY_REQ | RW_JUDGING, RT_RUN, 0, "trim (default), exact, tokens, float:EPS or checker") \
 	X(checker, RK_OBJ, RW_ANY_REQ | RW_JUDGING, RT_RUN, 0, \
@@ -142,6 +150,9 @@ enum {
 	M(args, RT_TEST, "its command-line arguments", 0) \
 	M(files, RT_RUN | RT_TEST, NULL, RS_FILES) \
 	M(timeout_ms, RT_CELL, "the cell's wall-clock seconds", 0) \
+	M(timeout_ms, RT_PROC, "wall-clock seconds; default: until the session ends", 0) \
+	M(code, RT_PROC, "source to run as the process, in the language given or the session's", 0) \
+	M(language, RT_PROC, "the language of code; default the session's", 0) \
 	M(timeout_ms, RT_TEST | RT_CHECKER, "its wall-clock seconds", 0) \
 	M(memory, RT_TEST | RT_CHECKER, "its RAM: bytes, or a size such as 512m", 0) \
 	M(tests, RT_RUN, NULL, RS_TESTS) \

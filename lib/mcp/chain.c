@@ -42,6 +42,8 @@ struct chain {
 	struct rec_reader out, ev;
 	char *wbuf;
 	size_t wlen, wcap;
+	char *cbuf;             /* control lines not yet written (a process's input may be long) */
+	size_t clen, ccap;
 	struct req *reqs;
 	unsigned n;
 };
@@ -244,6 +246,7 @@ static int start(struct chain *ch)
 	proc_set_nonblock(ch->in_fd, true);
 	proc_set_nonblock(ch->out_fd, true);
 	proc_set_nonblock(ch->ev_fd, true);
+	proc_set_nonblock(ch->ctl_fd, true);
 	rec_reader_init(&ch->out, ch->out_fd, 256u << 20);
 	rec_reader_init(&ch->ev, ch->ev_fd, 64u << 10);
 	loop_watch(ch->loop, ch->out_fd, POLLIN, on_out, ch);
@@ -302,16 +305,52 @@ void chain_submit(struct chain *ch, jv request, chain_done_fn done, chain_event_
 	loop_watch(ch->loop, ch->in_fd, POLLOUT, on_in, ch);
 }
 
-/* One line {key: value} to sbx-run's --control. */
-static void control(struct chain *ch, const char *key, const char *value)
+static void on_ctl(struct loop *l, int fd, short rev, void *arg)
 {
-	jv msg = jv_object_set(jv_object(), jv_string(key), jv_string(value));
+	struct chain *ch = arg;
+	ssize_t w = write(fd, ch->cbuf, ch->clen);
+	if (w < 0 && errno != EAGAIN && errno != EINTR) {
+		util_warn("--control: %s", strerror(errno));
+		ch->clen = 0;
+	} else if (w > 0) {
+		memmove(ch->cbuf, ch->cbuf + w, ch->clen - (size_t)w);
+		ch->clen -= (size_t)w;
+	}
+	if (ch->clen == 0)
+		loop_unwatch(l, fd);
+	(void)rev;
+}
+
+/* A line to sbx-run's --control (msg consumed), queued: a long one (a
+ * process's input) never blocks the server while sbx-run is busy. */
+static void control_msg(struct chain *ch, jv msg)
+{
 	size_t n;
 	char *line = rec_dump(msg, &n);
-	/* A short line into a pipe nobody else writes: it fits. */
-	if (util_write_all(ch->ctl_fd, line, n) < 0)
-		util_warn("--control %s %.40s: %s", key, value, strerror(errno));
+	if (ch->clen + n > ch->ccap) {
+		ch->ccap = (ch->clen + n) * 2;
+		ch->cbuf = util_xrealloc(ch->cbuf, ch->ccap);
+	}
+	memcpy(ch->cbuf + ch->clen, line, n);
+	ch->clen += n;
 	free(line);
+	loop_watch(ch->loop, ch->ctl_fd, POLLOUT, on_ctl, ch);
+}
+
+/* One line {key: value}. */
+static void control(struct chain *ch, const char *key, const char *value)
+{
+	control_msg(ch, jv_object_set(jv_object(), jv_string(key), jv_string(value)));
+}
+
+bool chain_control(struct chain *ch, const char *id, jv msg)
+{
+	if (!ch || !ch->alive || !find(ch, id)) {
+		jv_free(msg);
+		return false;
+	}
+	control_msg(ch, msg);
+	return true;
 }
 
 void chain_cancel(struct chain *ch, const char *id)
@@ -339,8 +378,10 @@ static double now_ms(void)
 }
 
 /* Close the input; wait up to grace_ms for the tools to finish (sbx-run
- * finishes its jobs), then SIGTERM the group (sbx-run cancels its
- * sandboxes), then after 2 s SIGKILL; reap. */
+ * finishes its jobs), then SIGTERM sbx-run (it cancels its sandboxes,
+ * background jobs too, and writes their results, which the rest of the
+ * chain logs before it ends at their end), then after 2 s SIGKILL the
+ * group; reap. */
 static void stop(struct chain *ch, int grace_ms)
 {
 	if (!ch->alive)
@@ -349,15 +390,20 @@ static void stop(struct chain *ch, int grace_ms)
 	loop_unwatch(ch->loop, ch->in_fd);
 	loop_unwatch(ch->loop, ch->out_fd);
 	loop_unwatch(ch->loop, ch->ev_fd);
+	loop_unwatch(ch->loop, ch->ctl_fd);
 	close(ch->in_fd);
 	close(ch->ctl_fd);
+	ch->clen = 0;
 	pid_t group = ch->pids[TOOL_VALIDATE];
 	double deadline = now_ms() + grace_ms;
 	bool termed = false;
 	for (int s = 0; s < NTOOLS; s++) {
 		while (waitpid(ch->pids[s], NULL, WNOHANG) == 0) {
 			if (now_ms() >= deadline) {
-				kill(-group, termed ? SIGKILL : SIGTERM);
+				if (termed)
+					kill(-group, SIGKILL);
+				else
+					kill(ch->pids[TOOL_RUN] > 0 ? ch->pids[TOOL_RUN] : -group, SIGTERM);
 				if (!termed)
 					deadline = now_ms() + 2000;
 				termed = true;
@@ -384,6 +430,7 @@ void chain_free(struct chain *ch, int grace_ms)
 	stop(ch, grace_ms);
 	fail_all(ch, "");
 	free(ch->wbuf);
+	free(ch->cbuf);
 	free(ch->bindir);
 	free(ch->conf_path);
 	free(ch);

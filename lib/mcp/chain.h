@@ -42,8 +42,15 @@ void chain_submit(struct chain *ch, jv request, chain_done_fn done, chain_event_
 /* Kill the sandbox of the request with this id; its result still comes
  * (an internal_error "cancelled"). */
 void chain_cancel(struct chain *ch, const char *id);
-/* A session ended: sbx-run kills its kernels (run_cell). */
+/* A session ended: sbx-run kills its kernels (run_cell) and background
+ * jobs (its processes). */
 void chain_end_session(struct chain *ch, const char *sid);
+/* A control line for the request with this id (msg consumed, an object
+ * naming it: a background job's {"input"}, {"signal"} or {"resize"},
+ * sbx-run's --control); false if no such request is in the chain.  What
+ * sbx-run refuses comes back as an event of the request (chain_event_fn:
+ * "input", "signal", "resize", with "error"). */
+bool chain_control(struct chain *ch, const char *id, jv msg);
 unsigned chain_in_flight(const struct chain *ch);
 /* Close the chain's input, let it finish for at most grace_ms, then kill
  * what is left and reap it.  Pending requests get no callback. */

@@ -496,7 +496,7 @@ static void probe_start(struct mcp *m)
 {
 	struct call *c = util_xalloc(sizeof *c);
 	*c = (struct call){ .m = m, .id = jv_null(), .token = jv_invalid(), .tool = mcp_tool_find("check_backend"), .max_output = -1, .beat = -1, .ask_timer = -1, .asked = jv_invalid(), .ask_pats = jv_invalid(), .internal = true,
-			    .args = jv_object(), .fd = -1, .efd = -1, .after = jv_invalid(), .with = jv_invalid(), .task_timer = -1 };
+			    .args = jv_object(), .fd = -1, .efd = -1, .after = jv_invalid(), .with = jv_invalid(), .task_timer = -1, .wait_timer = -1 };
 	c->link = m->calls;
 	m->calls = c;
 	if (!mcp_call_check(c, "--check=backend", probe_done)) {
@@ -511,11 +511,12 @@ static void probe_start(struct mcp *m)
 	}
 }
 
-/* A session ended: its kernels with it. */
+/* A session ended: its kernels and processes with it. */
 static void session_ended(const char *id, void *arg)
 {
 	struct mcp *m = arg;
 	chain_end_session(m->chain, id);
+	mcp_proc_session_end(m, id);
 }
 
 struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path, const char *bindir)
@@ -668,10 +669,11 @@ void mcp_free(struct mcp *m)
 	}
 	/* Runs in flight: chain_free cancels them at once (SIGTERM to sbx-run
 	 * kills its sandboxes); an idle chain is let finish by itself. */
-	chain_free(m->chain, m->calls ? 0 : 2000);
+	chain_free(m->chain, m->calls || mcp_proc_running(m) ? 0 : 2000);
 	m->chain = NULL; /* sess_free's session_ended finds none */
 	while (m->calls)
 		mcp_call_free(m->calls);
+	mcp_proc_free_all(m);
 	while (m->waiters) {
 		struct waiter *w = m->waiters;
 		m->waiters = w->next;

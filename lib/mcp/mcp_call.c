@@ -96,11 +96,14 @@ void mcp_call_stop(struct call *c)
 		kill(c->pid, SIGKILL);
 	else if (c->state == C_ASKING)
 		mcp_ask_end(c, jv_invalid());
+	else if (c->state == C_WAITING)
+		mcp_call_free(c); /* the process runs on: only the call ends */
 }
 
 void mcp_call_free(struct call *c)
 {
 	mcp_task_disarm(c);
+	mcp_proc_unwait(c);
 	if (c->beat >= 0) {
 		loop_unwatch(c->m->loop, c->beat);
 		close(c->beat);
@@ -619,7 +622,7 @@ void mcp_tools_call(struct mcp_client *cl, uint64_t tag, jv id, jv params, bool 
 	struct call *c = util_xalloc(sizeof *c);
 	*c = (struct call){ .m = m, .cl = cl, .tag = tag, .id = id, .token = jv_invalid(), .modern = modern, .tool = t, .args = args,
 			    .max_output = max_output, .fd = -1, .efd = -1, .beat = -1, .ask_timer = -1, .asked = jv_invalid(), .ask_pats = jv_invalid(),
-			    .after = jv_invalid(), .with = jv_invalid(), .task = task, .task_timer = -1 };
+			    .after = jv_invalid(), .with = jv_invalid(), .task = task, .task_timer = -1, .wait_timer = -1 };
 	if (task)
 		task->call = c;
 	else if (modern && mcp_tool_tasks(t) && client_has_tasks(params))

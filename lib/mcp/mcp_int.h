@@ -46,7 +46,9 @@ struct call {
 	int progress;
 	double max_output;     /* the call's max_output, or -1 */
 	unsigned outputs;      /* live output notifications since the stage's */
-	enum { C_QUEUED, C_RUNNING, C_HELPER, C_ASKING, C_DONE } state;
+	/* C_NEW while its tool's handler has it: never taken for a queued
+	 * one, should a call the handler ends dispatch the queue meanwhile */
+	enum { C_NEW, C_QUEUED, C_RUNNING, C_HELPER, C_ASKING, C_WAITING, C_DONE } state;
 	bool cancelled;
 	bool internal;         /* the server's own (the start's probe): no client waits for it */
 	/* C_HELPER: a tool process whose stdout we collect */
@@ -72,6 +74,10 @@ struct call {
 	int ask_timer;         /* its deadline (timerfd), or -1 */
 	jv asked;              /* the run's result, held */
 	jv ask_pats;           /* the patterns asked about */
+	/* C_WAITING: on a session's process (mcp_proc.c): its start, or
+	 * output for a read; until its timer (timerfd, or -1) */
+	struct sproc *proc;
+	int wait_timer;
 	struct call *link;
 };
 
@@ -102,6 +108,7 @@ struct mcp {
 	jv tools;              /* tools/list's answer: made once, shared by copy */
 	jv tools_plain;        /* the same without outputSchemas (mcp_client.structured false) */
 	struct sessions *sessions;
+	struct sproc *procs;   /* the sessions' processes (mcp_proc.c) */
 	struct tasks tasks;
 	struct waiter *waiters;
 	/* What this host holds of the limits is asked of sbx-run at the start
@@ -203,6 +210,23 @@ jv mcp_tool_result(jv structured, bool is_error);
 
 /* mcp_tool.c: start the call's tool (c->tool, c->args), by its kind. */
 void mcp_tool_start(struct call *c);
+
+/* mcp_proc.c: a session's processes (its theory of operation): the tools
+ * process_start, process_read, process_write, process_signal and
+ * process_list; a waiting call stopped or freed (it waits no more); a
+ * session's end (its processes go once their results come); the list of
+ * a session's processes (for process_list and the dashboard); whether any
+ * runs; the server's end (every one freed, the chain gone). */
+void mcp_proc_start(struct call *c);
+void mcp_proc_read(struct call *c);
+void mcp_proc_write(struct call *c);
+void mcp_proc_signal(struct call *c);
+void mcp_proc_list(struct call *c);
+void mcp_proc_unwait(struct call *c);
+void mcp_proc_session_end(struct mcp *m, const char *sid);
+jv mcp_proc_json(struct mcp *m, const char *sid);
+bool mcp_proc_running(const struct mcp *m);
+void mcp_proc_free_all(struct mcp *m);
 
 /* mcp_res.c: the methods, and the announcement of a session's changed
  * files after a call in it. */

@@ -322,6 +322,11 @@ static const struct tool_handler {
 	[MCP_T_LIST] = { NULL, sess_tool_list },
 	[MCP_T_INSTALL] = { NULL, sess_tool_install },
 	[MCP_T_CELL] = { NULL, sess_tool_cell },
+	[MCP_T_PSTART] = { mcp_proc_start, NULL },
+	[MCP_T_PREAD] = { mcp_proc_read, NULL },
+	[MCP_T_PWRITE] = { mcp_proc_write, NULL },
+	[MCP_T_PSIGNAL] = { mcp_proc_signal, NULL },
+	[MCP_T_PLIST] = { mcp_proc_list, NULL },
 };
 /* A kind added last without a row fails here; one added before the last
  * gets an empty row, which mcp_tool_start answers as sbx's own error. */

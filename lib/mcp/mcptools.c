@@ -144,6 +144,18 @@ static const char *const shapes[] = {
 	[RS_CHECKER] = "{`properties`:{" REQUEST_FIELDS "},`additionalProperties`:false}",
 };
 
+/* A session's process (process_start, process_list). */
+#define PROCESS_SCHEMA                                                                                               \
+	"{`type`:`object`,`properties`:{`process_id`:" STR("its handle, for the other process tools") ","           \
+	"`session_id`:" STR("its session") ","                                                                       \
+	"`state`:{`type`:`string`,`enum`:[`starting`,`running`,`exited`],`description`:`where it is`},"             \
+	"`command`:" STRS("its argv, if it is a command") ",`code`:" STR("the first line of its code, if it is code") "," \
+	"`language`:" STR("its language") ",`cwd`:" STR("where it started") ","                                      \
+	"`tty`:{`anyOf`:[{`type`:`boolean`},{`type`:`object`}],`description`:`its terminal, if it has one`},"       \
+	"`started_at`:" STR("when (ISO 8601)") ",`output_bytes`:" INT("every byte it printed so far") ","            \
+	"`end`:{`type`:`object`,`description`:`how it ended (exited only): status, exit_code, signal, duration_ms, "  \
+	"cpu_ms, memory_peak_bytes, error, history_id`}},`required`:[`process_id`,`state`]}"
+
 /* How much of each stream the result carries (mcp_run_text). */
 #define MAX_OUTPUT_SCHEMA                                                                                            \
 	"`max_output`:{`type`:`integer`,`minimum`:0,`description`:`bytes of stdout and of stderr to return, head "  \
@@ -340,6 +352,80 @@ static const struct tool_def defs[] = {
 	  REQUEST_FIELDS "},"
 	  "`required`:[`session_id`,`packages`],`additionalProperties`:false}",
 	  RUN_RESULT_SCHEMA, false, false, false },
+	{ { "process_start", MCP_T_PSTART }, "Start a process in a session",
+	  "Start a process in a session's workspace and return at once (when it has started) with its "
+	  "process_id: a server, a watcher, a REPL, anything that runs while you make other calls. Give \"code\" "
+	  "(in \"language\", default the session's) or a \"command\" argv such as [\"python3\", \"-m\", "
+	  "\"http.server\", \"8000\"]; \"env\" and \"cwd\" (a workspace directory) are optional. It has run_code's "
+	  "memory, CPU and process limits and runs until it ends, is signalled (process_signal), its \"timeout\" "
+	  "(seconds, if given) passes, or the session ends (at most %Q h after it started); it keeps the session "
+	  "from expiring meanwhile. Read its output with process_read (which can wait for a text such as "
+	  "\"listening on\"), write its input with process_write; \"tty\": true gives it a terminal (for prompts, "
+	  "REPLs and programs that draw), whose output is one stream. A session runs at most %P processes at once. "
+	  "Its record goes to the execution history when it ends.%E",
+	  RT_PROC, { { "session_id", RK_STR, true } },
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session (sandbox_initialize)") ","
+	  REQUEST_FIELDS "},`required`:[`session_id`],`additionalProperties`:false}",
+	  PROCESS_SCHEMA, false, false, false },
+	{ { "process_read", MCP_T_PREAD }, "Read a process's output",
+	  "Read a process's output (stdout and stderr as they came, or its terminal's) from \"cursor\" (a byte "
+	  "offset; 0, the default, is the start; pass the \"cursor\" a read returned to get only what is new). "
+	  "\"wait\" (seconds) waits for new output, or with \"until\" for that text in it, or for the process's "
+	  "end, whichever comes first. What is kept is the first quarter of %G and the latest bytes: a read past "
+	  "what was dropped says so in \"dropped_bytes\". \"state\" is starting, running or exited; an exited "
+	  "process's \"end\" says how (status, exit_code, signal, duration).",
+	  0, { { "session_id", RK_STR, true }, { "process_id", RK_STR, true }, { "cursor", RK_INT, false },
+	       { "wait", RK_NUM, false }, { "until", RK_STR, false }, { "max_bytes", RK_INT, false } },
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ",`process_id`:" STR("the process (process_start)") ","
+	  "`cursor`:{`type`:`integer`,`minimum`:0,`description`:`the offset to read from (0: the start; a read's cursor: what came after it)`},"
+	  "`wait`:{`type`:`number`,`minimum`:0,`description`:`seconds to wait for new output (or until's text, or the end); 0: do not wait`},"
+	  "`until`:" STR("with wait: wait for this text (not a pattern), such as listening on") ","
+	  "`max_bytes`:{`type`:`integer`,`minimum`:1,`description`:`at most this many bytes (default 65536)`}},"
+	  "`required`:[`session_id`,`process_id`],`additionalProperties`:false}",
+	  "{`type`:`object`,`properties`:{`process_id`:" STR("the process") ","
+	  "`state`:{`type`:`string`,`enum`:[`starting`,`running`,`exited`],`description`:`where it is`},"
+	  "`output`:" STR("its output from the cursor on") ",`cursor`:" INT("the offset after it: the next read's cursor") ","
+	  "`more`:" BOOL("more output is kept past cursor (read again)") ","
+	  "`dropped_bytes`:" INT("output between the cursor and this read's that was not kept") ","
+	  "`until_found`:" BOOL("until's text is in output") ","
+	  "`input_error`:" STR("what of the input, signals or resizes sent since the last read it could not take") ","
+	  "`end`:{`type`:`object`,`description`:`how it ended: status, exit_code, signal, duration_ms, error`}},"
+	  "`required`:[`process_id`,`state`,`output`,`cursor`]}",
+	  true, false, false },
+	{ { "process_write", MCP_T_PWRITE }, "Write to a process",
+	  "Write text to a running process's standard input (its terminal's, with tty: end a line with \\n, and "
+	  "\\u0003 is Ctrl-C), up to 64 KiB a call. \"eof\": true ends its input after the text (on a terminal, "
+	  "Ctrl-D). \"rows\" and \"cols\" resize its terminal.",
+	  0, { { "session_id", RK_STR, true }, { "process_id", RK_STR, true }, { "data", RK_STR, false },
+	       { "eof", RK_BOOL, false }, { "rows", RK_INT, false }, { "cols", RK_INT, false } },
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ",`process_id`:" STR("the process") ","
+	  "`data`:" STR("the text to write") ",`eof`:" BOOL("end its input after data") ","
+	  "`rows`:{`type`:`integer`,`minimum`:1,`maximum`:1000,`description`:`its terminal's new height`},"
+	  "`cols`:{`type`:`integer`,`minimum`:1,`maximum`:1000,`description`:`its terminal's new width`}},"
+	  "`required`:[`session_id`,`process_id`],`additionalProperties`:false}",
+	  "{`type`:`object`,`properties`:{`process_id`:" STR("the process") ",`written_bytes`:" INT("bytes sent") ","
+	  "`eof`:" BOOL("its input was ended") "},`required`:[`process_id`]}",
+	  false, false, false },
+	{ { "process_signal", MCP_T_PSIGNAL }, "Signal a process",
+	  "Send a signal to a running process (and the processes it started in its group): INT (as Ctrl-C), TERM "
+	  "(stop), KILL (stop now), HUP, QUIT, USR1, USR2, STOP, TSTP, CONT or WINCH. process_read with wait "
+	  "tells when it has ended.",
+	  0, { { "session_id", RK_STR, true }, { "process_id", RK_STR, true }, { "signal", RK_STR, true } },
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ",`process_id`:" STR("the process") ","
+	  "`signal`:{`type`:`string`,`enum`:[`INT`,`TERM`,`KILL`,`HUP`,`QUIT`,`USR1`,`USR2`,`STOP`,`TSTP`,`CONT`,`WINCH`],"
+	  "`description`:`the signal`}},`required`:[`session_id`,`process_id`,`signal`],`additionalProperties`:false}",
+	  "{`type`:`object`,`properties`:{`process_id`:" STR("the process") ",`signal`:" STR("the signal sent") "},"
+	  "`required`:[`process_id`]}",
+	  false, true, false },
+	{ { "process_list", MCP_T_PLIST }, "List a session's processes",
+	  "List a session's processes, running and ended (while the session lives): id, command or code, state, "
+	  "when it started, how much it printed, and for an ended one how it ended.",
+	  0, { { "session_id", RK_STR, true } },
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") "},`required`:[`session_id`],"
+	  "`additionalProperties`:false}",
+	  "{`type`:`object`,`properties`:{`processes`:{`type`:`array`,`description`:`newest first`,`items`:"
+	  PROCESS_SCHEMA "}},`required`:[`processes`]}",
+	  true, false, true },
 };
 
 #define NDEFS (sizeof defs / sizeof defs[0])
@@ -530,7 +616,9 @@ static jv fill_fields(jv schema, struct fields_of of, const char *who)
 /* The description with the configuration's values: %L languages, %M
  * memory, %C cpus, %T timeout, %X max timeout, %O output, %W workspace
  * size (and what wsfs says of it), %S session ttl, %N max sessions, %F
- * file size, %I kernel idle time, %K languages with kernels, %E what this
+ * file size, %I kernel idle time, %K languages with kernels, %P processes
+ * a session may run, %Q a session's max_life in hours, %G what is kept of
+ * a process's output, %E what this
  * host does not enforce of them (a sentence, or nothing), %H the network
  * a call may ask for. */
 static char *describe(const struct conf *c, const char *ws_note, const char *host_note, const char *fmt)
@@ -579,6 +667,9 @@ static char *describe(const struct conf *c, const char *ws_note, const char *hos
 			case 'I': snprintf(tmp, sizeof tmp, "%g", c->kernel_idle_ms / 1000.0), ins = tmp; break;
 			case 'K': ins = conf_kernel_list(c); break;
 			case 'J': snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)c->max_tests), ins = tmp; break;
+			case 'P': snprintf(tmp, sizeof tmp, "%llu", (unsigned long long)c->max_processes), ins = tmp; break;
+			case 'Q': snprintf(tmp, sizeof tmp, "%g", c->session_max_life_ms / 3600000.0), ins = tmp; break;
+			case 'G': ins = util_size_str(c->process_output, b, sizeof b); break;
 			case 'E': ins = host_note; break;
 			case 'H': {
 				/* the network a call may ask for: the configuration's */

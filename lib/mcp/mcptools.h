@@ -1,4 +1,4 @@
-/* mcptools: the twelve MCP tools as data (names, titles, descriptions for
+/* mcptools: the MCP tools as data (names, titles, descriptions for
  * agents, input and output schemas), the light argument check done before
  * any work, and the views that turn pipeline records into tool results.
  * A tool's arguments are its own and the request fields req.h's table
@@ -34,6 +34,11 @@ enum mcp_tool_kind {
 	MCP_T_LIST,
 	MCP_T_INSTALL,
 	MCP_T_CELL,
+	MCP_T_PSTART,
+	MCP_T_PREAD,
+	MCP_T_PWRITE,
+	MCP_T_PSIGNAL,
+	MCP_T_PLIST,
 	MCP_T_N /* not a tool: how many kinds there are */
 };
 

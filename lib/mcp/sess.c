@@ -299,7 +299,7 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 	x->language = language ? util_strdup(conf_lang(c, language)->name) : NULL;
 	x->ttl_ms = ttl_ms ? ttl_ms : c->session_ttl_ms;
 	x->owner = owner;
-	x->last_used = util_now_ms();
+	x->last_used = x->born = util_now_ms();
 	x->next = s->list;
 	s->list = x;
 	s->n++;
@@ -331,12 +331,35 @@ static struct session *get(struct sessions *s, unsigned owner, jv args, char *er
 	return x;
 }
 
+/* cwd, if given, is a directory of the workspace (no link on the way):
+ * said now, in words, rather than as a sandbox that could not start. */
+static bool cwd_ok(const struct session *x, jv args, char *err, size_t errlen)
+{
+	if (!rec_has(args, REQ_KEY(cwd)))
+		return true;
+	const char *cwd = sess_client_path(args, REQ_KEY(cwd), false, err, errlen);
+	if (!cwd)
+		return false;
+	int ws = open(x->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = ws >= 0 ? util_open_beneath(ws, cwd, O_PATH | O_DIRECTORY, 0) : -1;
+	int e = errno;
+	if (ws >= 0)
+		close(ws);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s \"%.100s\" is not a directory of the workspace (%s)", REQ_KEY(cwd), cwd,
+			 e == ENOTDIR ? "not a directory" : e == ELOOP || e == EXDEV ? "a link on the way" : strerror(e));
+		return false;
+	}
+	close(fd);
+	return true;
+}
+
 /* sandbox_exec -> a request: inline code, a file of the workspace
  * (entry) or a command; job_from_request does the rest, the same for
  * every client.  The language: given; else for a file the one its
  * extension names; else the session's (whose environment, such as where
  * its installed packages are, a command gets too); else bash's. */
-static jv exec_request(const struct sessions *s, struct session *x, jv args, char *err, size_t errlen)
+static jv exec_request(const struct sessions *s, struct session *x, jv args, unsigned tool, char *err, size_t errlen)
 {
 	bool has_code = rec_has(args, REQ_KEY(code)), has_file = rec_has(args, "file"), has_cmd = rec_has(args, REQ_KEY(command));
 	if (has_code + has_file + has_cmd != 1) {
@@ -356,7 +379,7 @@ static jv exec_request(const struct sessions *s, struct session *x, jv args, cha
 	jv req = jv_object_set(jv_object(), jv_string(REQ_KEY(session)), jv_string(x->id));
 	if (language)
 		req = jv_object_set(req, jv_string(REQ_KEY(language)), jv_string(language));
-	req = req_from_args(req, args, RT_EXEC);
+	req = req_from_args(req, args, tool);
 	if (!rec_has(req, REQ_KEY(network)) && jv_is_valid(x->network))
 		req = jv_object_set(req, jv_string(REQ_KEY(network)), jv_copy(x->network));
 	if (has_file)
@@ -782,8 +805,44 @@ bool sess_tool_exec(struct sessions *s, unsigned owner, jv args, jv *out, jv *re
 	struct session *x = sess_tool_session(s, owner, args, out, req, err, errlen);
 	if (!x)
 		return false;
-	*req = exec_request(s, x, args, err, errlen);
-	return jv_is_valid(*req);
+	*req = exec_request(s, x, args, RT_EXEC, err, errlen);
+	return jv_is_valid(*req) && cwd_ok(x, args, err, errlen);
+}
+
+bool sess_check(struct sessions *s, unsigned owner, jv args, char *err, size_t errlen)
+{
+	return get(s, owner, args, err, errlen) != NULL;
+}
+
+/* process_start: sandbox_exec's request as a background job (job.h),
+ * which ends by the session's max_life at the latest. */
+bool sess_tool_process(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen)
+{
+	struct session *x = sess_tool_session(s, owner, args, out, req, err, errlen);
+	if (!x)
+		return false;
+	if (rec_has(args, "file")) {
+		snprintf(err, errlen, "a process runs \"code\" or a \"command\" (such as [\"python3\", \"app.py\"])");
+		return false;
+	}
+	double left = (double)s->conf->session_max_life_ms - (util_now_ms() - x->born);
+	if (left < 1000) {
+		snprintf(err, errlen, "the session has lived its max_life (%.0f s): its processes may run no longer; start a new "
+			 "session", (double)s->conf->session_max_life_ms / 1000);
+		return false;
+	}
+	if (!cwd_ok(x, args, err, errlen))
+		return false;
+	*req = exec_request(s, x, args, RT_PROC, err, errlen);
+	if (!jv_is_valid(*req))
+		return false;
+	*req = jv_object_delete(*req, jv_string(REQ_KEY(artifacts)));
+	*req = jv_object_set(*req, jv_string(REQ_KEY(background)), jv_true());
+	const char *timeout = limit_defs[LIM_timeout_ms].req;
+	double t = 0;
+	if (!rec_num(*req, timeout, &t) || t * 1000 > left)
+		*req = jv_object_set(*req, jv_string(timeout), jv_number(floor(left / 1000)));
+	return true;
 }
 
 bool sess_tool_cell(struct sessions *s, unsigned owner, jv args, jv *out, jv *req, char *err, size_t errlen)

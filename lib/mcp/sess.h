@@ -101,5 +101,9 @@ sess_tool_fn sess_tool_write;   /* write_file */
 sess_tool_fn sess_tool_read;    /* read_file */
 sess_tool_fn sess_tool_list;    /* list_files */
 sess_tool_fn sess_tool_install; /* install_packages */
+sess_tool_fn sess_tool_process; /* process_start: *req a background job's (mcp_proc.c runs it) */
+/* Whether args' session_id names a session of owner's (and it is used
+ * now); false with err. */
+bool sess_check(struct sessions *s, unsigned owner, jv args, char *err, size_t errlen);
 
 #endif

@@ -24,6 +24,7 @@ struct session {
 	unsigned owner;        /* only its owner's clients see it */
 	uint64_t ttl_ms;
 	double last_used;      /* util_now_ms */
+	double born;           /* util_now_ms at its start: its processes end by max_life from it */
 	unsigned busy;         /* runs in it now (sess_hold): it does not expire under them */
 	int lockfd;
 	/* Its kernels as far as we know (run_cell): by language, with their

@@ -3,6 +3,7 @@
 
 #include <poll.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/timerfd.h>
@@ -18,6 +19,9 @@ struct job {
 	size_t len[2];
 	size_t sent;           /* bytes let out so far (LIVE_MAX) */
 	bool capped;
+	bool unbounded;        /* live_unbounded */
+	size_t budget[2];      /* its bytes to let out until the next tick */
+	uint64_t skipped[2];   /* dropped since its last event */
 	struct job *next;
 };
 
@@ -89,6 +93,10 @@ static void flush(struct live *lv, struct job *j, int s, bool final)
 	jv ev = jv_object_set(jv_object(), jv_string(REQ_KEY(id)), jv_string(j->id));
 	ev = jv_object_set(ev, jv_string("event"), jv_string("output"));
 	ev = jv_object_set(ev, jv_string("stream"), jv_string(s ? "stderr" : "stdout"));
+	if (j->skipped[s]) {
+		ev = jv_object_set(ev, jv_string("skipped"), jv_number((double)j->skipped[s]));
+		j->skipped[s] = 0;
+	}
 	lv->emit(jv_object_set(ev, jv_string("data"), jv_string_sized(text, (int)clean)), lv->arg);
 	free(text);
 	memmove(j->buf[s], j->buf[s] + n, j->len[s] - n);
@@ -104,10 +112,53 @@ static void arm(struct live *lv)
 	lv->armed = true;
 }
 
+void live_unbounded(struct live *lv, const char *id)
+{
+	struct job *j = find(lv, id, true);
+	j->unbounded = true;
+	j->budget[0] = j->budget[1] = LIVE_BG_BURST;
+}
+
+/* A background job's output: out while its budget lasts; past it the
+ * buffer keeps the newest bytes (the oldest counted as skipped). */
+static void add_unbounded(struct live *lv, struct job *j, int s, const char *data, size_t len)
+{
+	while (len) {
+		if (j->len[s] == LIVE_EVENT) {
+			if (j->budget[s] >= LIVE_EVENT) {
+				j->budget[s] -= LIVE_EVENT;
+				flush(lv, j, s, false);
+			}
+			if (j->len[s] == LIVE_EVENT) { /* no budget, or no whole character: drop the oldest */
+				size_t drop = len < LIVE_EVENT ? len : LIVE_EVENT;
+				memmove(j->buf[s], j->buf[s] + drop, LIVE_EVENT - drop);
+				j->len[s] -= drop;
+				j->skipped[s] += drop;
+			}
+		}
+		size_t take = LIVE_EVENT - j->len[s];
+		if (take > len)
+			take = len;
+		memcpy(j->buf[s] + j->len[s], data, take);
+		j->len[s] += take;
+		data += take;
+		len -= take;
+	}
+}
+
 void live_add(struct live *lv, const char *id, int stream, const char *data, size_t len)
 {
 	struct job *j = find(lv, id, true);
 	int s = stream == 2;
+	if (j->unbounded) {
+		add_unbounded(lv, j, s, data, len);
+		if (!lv->armed && j->budget[s] >= j->len[s]) {
+			j->budget[s] -= j->len[s];
+			flush(lv, j, s, false);
+		}
+		arm(lv);
+		return;
+	}
 	while (len && !j->capped) {
 		size_t room = LIVE_MAX - j->sent;
 		if (room == 0) {
@@ -149,6 +200,8 @@ static void on_timer(struct loop *l, int fd, short rev, void *arg)
 	for (struct job *j = lv->jobs; j; j = j->next)
 		for (int s = 0; s < 2; s++) {
 			size_t before = j->len[s];
+			if (j->unbounded)
+				j->budget[s] = LIVE_BG_BURST;
 			flush(lv, j, s, false);
 			any |= j->len[s] != before;
 		}

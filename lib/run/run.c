@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "artifact.h"
+#include "bgio.h"
 #include "ccache.h"
 #include "cell.h"
 #include "egress.h"
@@ -47,6 +48,8 @@ struct run {
 	struct art_snap before; /* "artifacts": the scratch's files before the run stage */
 	bool snapped;
 	struct stage_spec spec;
+	struct bgio *io;     /* a background job's input (and terminal), or NULL */
+	struct cap_buf tty_out; /* a terminal's output, for the result's stdout */
 	run_done_fn done;
 	void *arg;
 };
@@ -392,7 +395,14 @@ static void stage_result(struct run *r, const struct stage_result *br)
 		return;
 	}
 	jv res = base_result(r, stage_status(br));
-	res = stage_fields(res, br);
+	if (r->job.rows) {
+		/* A terminal has one stream, read from its master (bgio.h). */
+		bgio_drain(r->io);
+		struct stage_result shown = *br;
+		shown.out = r->tty_out;
+		res = stage_fields(res, &shown);
+	} else
+		res = stage_fields(res, br);
 	if (r->snapped)
 		res = art_collect(r->env->conf, r->scratch->dir, &r->before, res);
 	complete(r, res);
@@ -450,6 +460,14 @@ static void stage_output(void *arg, int stream, const char *data, size_t len)
 {
 	struct run *r = arg;
 	r->env->on_output(r, stream, data, len);
+}
+
+static void tty_output(void *arg, const char *data, size_t len)
+{
+	struct run *r = arg;
+	cap_buf_add(&r->tty_out, data, len);
+	if (r->env->on_output)
+		r->env->on_output(r, 1, data, len);
 }
 
 /* A judged job's tests: the summary is its result's (trial.h). */
@@ -536,10 +554,27 @@ static void start_stage(struct run *r, enum stage st)
 		.timings = r->env->timings,
 		.label = run_id(r),
 	};
+	int child = -1;
+	if (st == ST_RUN) {
+		r->spec.cwd = j->cwd;
+		if (j->background) {
+			r->io = bgio_new(r->env->loop, j->rows, j->cols, tty_output, r, &child, err, sizeof err);
+			if (!r->io) {
+				internal(r, err);
+				return;
+			}
+			cap_buf_init(&r->tty_out, j->lim.output);
+			r->spec.chan = child;
+			r->spec.tty = j->rows > 0;
+		}
+	}
 	mark(r, st == ST_COMPILE ? "compile_start" : "run_start");
 	if (r->env->on_stage)
 		r->env->on_stage(r, st == ST_COMPILE ? "compile" : "run");
 	r->st = bk_start(r->be, r->env->loop, &r->spec, stage_done, r);
+	/* The stage holds its own copy now (backend.h's chan). */
+	if (child >= 0)
+		close(child);
 }
 
 struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv *immediate)
@@ -563,6 +598,12 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 			r->be = e->backends[i];
 	if (!r->be) {
 		*immediate = rec_make_invalid(jv_copy(r->job.rec), "backend \"%s\" is not available to this program", r->job.backend);
+		run_free(r);
+		return NULL;
+	}
+	if (r->job.background && !r->be->kernels) {
+		*immediate = rec_make_invalid(jv_copy(r->job.rec), "background jobs run on the native backend only: the %s "
+					      "backend cannot feed a program's input while it runs", r->be->name);
 		run_free(r);
 		return NULL;
 	}
@@ -663,6 +704,9 @@ void run_free(struct run *r)
 	else if (r->ckey[0])
 		flight_end(r);
 	free_stage(r);
+	bgio_free(r->io);
+	if (r->job.rows)
+		cap_buf_free(&r->tty_out);
 	trial_free(r->trial);
 	close_scratch(r);
 	drop_dir(r);
@@ -688,4 +732,32 @@ bool run_tests_pending(const struct run *r)
 const char *run_workspace(const struct run *r)
 {
 	return r->job.workspace;
+}
+
+bool run_background(const struct run *r)
+{
+	return r->job.background;
+}
+
+bool run_input(struct run *r, const char *data, size_t len, bool eof, char *err, size_t errlen)
+{
+	if (!r->io) {
+		snprintf(err, errlen, r->job.background ? "its program has not started yet" : "not a background job");
+		return false;
+	}
+	if (len && !bgio_write(r->io, data, len, err, errlen))
+		return false;
+	if (eof)
+		bgio_eof(r->io);
+	return true;
+}
+
+bool run_signal(struct run *r, int sig)
+{
+	return r->job.background && r->st && r->stage == ST_RUN && r->be->ops->signal(r->st, sig);
+}
+
+bool run_resize(struct run *r, unsigned rows, unsigned cols)
+{
+	return r->io && bgio_resize(r->io, rows, cols);
 }

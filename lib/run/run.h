@@ -67,6 +67,16 @@ const char *run_id(const struct run *r);
 bool run_tests_pending(const struct run *r);
 /* Its session's workspace, or NULL. */
 const char *run_workspace(const struct run *r);
+/* A background job (job.h): it takes input, signals and a new terminal
+ * size while its program runs (bgio.h).  run_input queues data (and with
+ * eof ends the input), false with err if it cannot (not started yet, a
+ * full queue, closed input); run_signal sends sig to the program's
+ * process group (backend.h's signal), run_resize sizes its terminal,
+ * each false if the program is not there to take it. */
+bool run_background(const struct run *r);
+bool run_input(struct run *r, const char *data, size_t len, bool eof, char *err, size_t errlen);
+bool run_signal(struct run *r, int sig);
+bool run_resize(struct run *r, unsigned rows, unsigned cols);
 
 
 #endif

@@ -83,10 +83,17 @@ struct stage_spec {
 	char *const *egress;       /* an install: the hosts its proxy may reach (egress.h), or NULL */
 	const char *stdin_data;
 	size_t stdin_len;
-	/* > 0: the program's stdin is this socket instead of stdin_data: a
-	 * kernel's channel (lib/run/cell.h); backends with `kernels` only.
-	 * start takes a copy of its own: the caller may close it after. */
+	/* > 0: the program's stdin is this fd instead of stdin_data, whose
+	 * other end the caller writes: a kernel's channel (lib/run/cell.h), a
+	 * background job's pipe; backends with `kernels` only.  start takes a
+	 * copy of its own: the caller may close it after. */
 	int chan;
+	/* chan is a terminal's (a pseudo-terminal the caller holds the
+	 * master of): the program's stdin, stdout and stderr, and its
+	 * controlling terminal.  Its output then comes to the caller through
+	 * the master, not through the stage. */
+	bool tty;
+	const char *cwd;           /* where the program starts, relative to its scratch or workspace; NULL: there */
 	bool network;
 	const char *rootfs;        /* native: NULL is the host's tree */
 	char *const *binds;
@@ -128,6 +135,10 @@ struct backend_ops {
 	struct bk_stage *(*start)(struct backend *be, struct loop *l, const struct stage_spec *sp, stage_done_fn done,
 				  void *arg);
 	void (*cancel)(struct bk_stage *st);          /* the result says STAGE_CANCELLED */
+	/* Send sig to the program's process group (a background job's
+	 * process_signal), once it runs; the stage ends as the program does.
+	 * False if it cannot (not running, or a backend with no `kernels`). */
+	bool (*signal)(struct bk_stage *st, int sig);
 	const struct stage_result *(*result)(const struct bk_stage *st);
 	void (*stage_free)(struct bk_stage *st);
 	/* Read the output waiting now (through on_output), before the loop
@@ -167,7 +178,8 @@ struct backend {
 	 * backend (every job is an internal_error with this text); warn, it
 	 * enforces less than configured (said once at start).  "" if not. */
 	bool broken;
-	/* It can run kernels (stage_spec.chan): the native backend. */
+	/* It can run kernels and background jobs (stage_spec.chan, tty,
+	 * signal): the native backend. */
 	bool kernels;
 	char why[1024];
 	char warn[1536];

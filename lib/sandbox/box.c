@@ -670,7 +670,8 @@ static int send_spec(struct box *b, const struct stage_spec *sp, int stdin_fd, c
 	struct spec_hdr h = {
 		.file_size = sp->lim->file_size, .nofile = sp->lim->nofile, .stack = sp->lim->stack,
 		.pids = sp->lim->pids, .memory = sp->lim->memory, .tmpfs = sp->lim->tmpfs,
-		.flags = (w->scratch >= 0 ? SPEC_SCRATCH : 0) | (own ? SPEC_OWN : 0) |
+		.flags = (w->scratch >= 0 ? SPEC_SCRATCH : 0) | (own ? SPEC_OWN : 0) | (sp->tty && sp->chan > 0 ? SPEC_TTY : 0) |
+			 (sp->cwd ? SPEC_CWD : 0) |
 			 (sp->deps ? SPEC_DEPS : 0) | (sp->egress ? SPEC_EGRESS : 0) | (sp->work_exec ? SPEC_WORK_EXEC : 0) |
 			 (b->res.enforced & ENF_MEMORY ? 0 : SPEC_RLIMIT_DATA) | (sp->timings ? SPEC_TIMINGS : 0),
 	};
@@ -683,6 +684,8 @@ static int send_spec(struct box *b, const struct stage_spec *sp, int stdin_fd, c
 		len += strlen(*o) + 1;
 	if (own)
 		len += strlen(w->own_name) + 1;
+	if (sp->cwd)
+		len += strlen(sp->cwd) + 1;
 	if (len > SPEC_MAX) {
 		errno = E2BIG;
 		return -1;
@@ -696,7 +699,9 @@ static int send_spec(struct box *b, const struct stage_spec *sp, int stdin_fd, c
 	for (uint32_t i = 0; i < h.outc; i++)
 		p = stpcpy(p, sp->outputs[i]) + 1;
 	if (own)
-		stpcpy(p, w->own_name);
+		p = stpcpy(p, w->own_name) + 1;
+	if (sp->cwd)
+		stpcpy(p, sp->cwd);
 	int fds[3] = { stdin_fd, w->scratch, w->own };
 	/* The socket buffer holds a whole header; the strings follow (the
 	 * child reads them as soon as it has the header). */
@@ -844,6 +849,19 @@ struct box *box_start(struct box_sys *s, struct loop *l, const struct stage_spec
 	if (++s->started >= 2)
 		box_pool_refill(s);
 	return b;
+}
+
+bool box_signal(struct box *b, int sig)
+{
+	if (!b->running || b->stopping || b->exited || b->finished)
+		return false;
+	/* SI_QUEUE is the one code a process may send another with a value:
+	 * init reads the signal to forward from it. */
+	siginfo_t si = { .si_signo = SIGUSR2, .si_code = SI_QUEUE };
+	si.si_pid = getpid();
+	si.si_uid = getuid();
+	si.si_value.sival_int = sig;
+	return syscall(SYS_pidfd_send_signal, b->pidfd, SIGUSR2, &si, 0) == 0;
 }
 
 void box_cancel(struct box *b)

@@ -104,6 +104,9 @@ struct box *box_start(struct box_sys *s, struct loop *l, const struct stage_spec
 		      stage_done_fn done, void *arg);
 /* Kill the stage now (its result says STAGE_CANCELLED). */
 void box_cancel(struct box *b);
+/* Have init send sig to the program's process group (box_init.c's
+ * on_forward); false if the program is not running. */
+bool box_signal(struct box *b, int sig);
 const struct stage_result *box_result(const struct box *b);
 /* Read the program's output waiting now (backend.h's flush). */
 void box_flush(struct box *b);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
@@ -36,6 +37,7 @@
 #include "ll.h"
 #include "ns.h"
 #include "proc.h"
+#include "stage.h"
 #include "util.h"
 
 void box_msg_send(int fd, uint32_t type, int err, int64_t v0, int64_t v1, int64_t v2, int64_t v3, const char *text)
@@ -135,10 +137,19 @@ static _Noreturn void program_main(const struct child_args *a, const struct spec
 	int st = KFD(K_STATUS);
 	char what[160];
 
-	/* A new session: no controlling terminal, its own process group. */
+	/* A new session: no controlling terminal, its own process group.
+	 * With a terminal (a background job's, whose master the supervisor
+	 * holds), that terminal becomes the session's: 0-2 are it, and ^C
+	 * written to it interrupts the foreground group as on a desk. */
 	setsid();
-	if (dup2(sp->stdin_fd, 0) < 0 || dup2(KFD(K_OUT), 1) < 0 || dup2(KFD(K_ERR), 2) < 0) {
+	bool tty = sp->h.flags & SPEC_TTY;
+	if (dup2(sp->stdin_fd, 0) < 0 || dup2(tty ? sp->stdin_fd : KFD(K_OUT), 1) < 0 ||
+	    dup2(tty ? sp->stdin_fd : KFD(K_ERR), 2) < 0) {
 		box_msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "set up fds 0-2");
+		_exit(127);
+	}
+	if (tty && ioctl(0, TIOCSCTTY, 0) < 0) {
+		box_msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "make the terminal the program's own");
 		_exit(127);
 	}
 	/* Only 0-2 and the (close-on-exec) status pipe survive, and the
@@ -195,6 +206,11 @@ static _Noreturn void program_main(const struct child_args *a, const struct spec
 		box_msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, "drop capabilities");
 		_exit(127);
 	}
+	if (sp->cwd && chdir(sp->cwd) < 0) {
+		snprintf(what, sizeof what, "enter the directory %.100s (cwd)", sp->cwd);
+		box_msg_send(st, MSG_FAIL, errno, 0, 0, 0, 0, what);
+		_exit(127);
+	}
 	/* The seccomp filter (and no_new_privs) came from init: loading it costs
 	 * the kernel a pass over every system call, so it is done once. */
 	*t_execve = box_mono_ns(); /* init's memory, borrowed until the exec */
@@ -245,6 +261,17 @@ static bool recv_spec(int fd, struct spec *sp)
 	if (own && (p >= end || !ns_reserved(p) || strchr(p, '/')))
 		return false;
 	sp->own = own ? p : NULL;
+	if (own)
+		p += strlen(p) + 1;
+	/* Where the program starts: beneath its working directory.  (chdir
+	 * runs as the program's user, in the sandbox's own tree: a link
+	 * there leads nowhere the program could not go itself.) */
+	sp->cwd = NULL;
+	if (sp->h.flags & SPEC_CWD) {
+		if (p >= end || !*p || *p == '/')
+			return false;
+		sp->cwd = p;
+	}
 	return true;
 }
 
@@ -261,6 +288,24 @@ static void on_stop(int sig, siginfo_t *si, void *ctx)
 	(void)ctx;
 	if (si->si_code == SI_USER && si->si_pid == 0)
 		kill(-1, SIGKILL);
+}
+
+/* init's SIGUSR2 handler: the supervisor's box_signal, a signal for the
+ * program's process group (a background job's process_signal), its number
+ * the value of an SI_QUEUE signal.  A program of the sandbox can queue
+ * one too: all it gets is a signal to its own group, which it could send
+ * itself.  Only signals a person would send; the group is the program's
+ * (setsid made it its leader), never init's. */
+static volatile sig_atomic_t prog_pid;
+static void on_forward(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig;
+	(void)ctx;
+	int s = si->si_value.sival_int;
+#define SIG_OK(name) s == SIG##name ||
+	if (si->si_code == SI_QUEUE && prog_pid > 0 && (STAGE_SIGNALS(SIG_OK) false))
+		kill(-prog_pid, s);
+#undef SIG_OK
 }
 
 /* Set-up steps, sent as marks once the job asks for them. */
@@ -427,9 +472,13 @@ static _Noreturn void init_run(const struct child_args *a, int st, const struct 
 	struct sigaction sa = { .sa_sigaction = on_stop, .sa_flags = SA_SIGINFO };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGUSR1, &sa, NULL);
+	struct sigaction fw = { .sa_sigaction = on_forward, .sa_flags = SA_SIGINFO | SA_RESTART };
+	sigemptyset(&fw.sa_mask);
+	sigaction(SIGUSR2, &fw, NULL);
 	sigset_t usr1;
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);
+	sigaddset(&usr1, SIGUSR2);
 	sigprocmask(SIG_UNBLOCK, &usr1, NULL);
 	/* The filter goes on before the fork: the program inherits it, and init
 	 * runs nothing but fork, wait and kill from here on. */
@@ -451,6 +500,7 @@ static _Noreturn void init_run(const struct child_args *a, int st, const struct 
 	}
 	if (prog == 0)
 		program_main(a, sp, &t_execve);
+	prog_pid = prog;
 	close(sp->stdin_fd);
 	close(KFD(K_OUT));
 	close(KFD(K_ERR));

@@ -52,9 +52,12 @@ struct child_args {
  * /sys).  Then the job: this header, then `len` bytes of NUL-terminated
  * argv, env and output strings, with the stdin memfd and (SPEC_SCRATCH)
  * the scratch mount; with SPEC_OWN too, a last string names the run's own
- * directory in the scratch, and its mount is the third fd (box_work). */
+ * directory in the scratch, and its mount is the third fd (box_work);
+ * with SPEC_CWD, the last names where the program starts (beneath its
+ * working directory); with SPEC_TTY the stdin fd is a terminal's, the
+ * program's stdout, stderr and controlling terminal too. */
 enum { SPEC_SCRATCH = 1, SPEC_RLIMIT_DATA = 4, SPEC_TIMINGS = 8, SPEC_DEPS = 16, SPEC_EGRESS = 32, SPEC_WORK_EXEC = 64,
-       SPEC_OWN = 128 };
+       SPEC_OWN = 128, SPEC_TTY = 256, SPEC_CWD = 512 };
 struct spec_hdr {
 	uint64_t file_size, nofile, stack, pids, memory, tmpfs;
 	uint32_t flags, argc, envc, outc, len;
@@ -66,6 +69,7 @@ struct spec {
 	struct spec_hdr h;
 	char **argv, **env, **outputs;
 	char *own;                 /* SPEC_OWN's name, or NULL */
+	char *cwd;                 /* SPEC_CWD's path, or NULL */
 	int stdin_fd, scratch_fd, own_fd;
 	int exe_fd;                /* the program's own binary (ns_work), or -1 */
 };

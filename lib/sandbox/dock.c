@@ -783,7 +783,8 @@ static jv create_body(struct dock *k, const struct dock_spec *sp, const char *cg
 	o = jv_object_set(o, jv_string("Entrypoint"), jv_array());
 	o = jv_object_set(o, jv_string("Cmd"), argv);
 	o = jv_object_set(o, jv_string("Env"), env);
-	o = jv_object_set(o, jv_string("WorkingDir"), jv_string(NS_WORKDIR));
+	o = jv_object_set(o, jv_string("WorkingDir"),
+			  sp->st->cwd ? jv_string_fmt("%s/%s", NS_WORKDIR, sp->st->cwd) : jv_string(NS_WORKDIR));
 	o = jv_object_set(o, jv_string("User"), jv_string(user));
 	o = jv_object_set(o, jv_string("Hostname"), jv_string("sandbox"));
 	o = jv_object_set(o, jv_string("AttachStdin"), jv_true());

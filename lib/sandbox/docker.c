@@ -157,6 +157,14 @@ static void d_flush(struct bk_stage *st)
 	(void)st;
 }
 
+/* Nor background jobs, whose signals this would send. */
+static bool d_signal(struct bk_stage *st, int sig)
+{
+	(void)st;
+	(void)sig;
+	return false;
+}
+
 static bool d_compiler_id(struct backend *be, const struct job *j, char *id, size_t len)
 {
 	return dock_image_id(sys_of(be), j->image, id, len);
@@ -236,6 +244,7 @@ static const struct backend_ops docker_ops = {
 	.scratch_close = d_scratch_close,
 	.start = d_start,
 	.cancel = d_cancel,
+	.signal = d_signal,
 	.result = d_result,
 	.stage_free = d_stage_free,
 	.flush = d_flush,

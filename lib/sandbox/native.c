@@ -176,6 +176,11 @@ static void n_cancel(struct bk_stage *st)
 	box_cancel((struct box *)st);
 }
 
+static bool n_signal(struct bk_stage *st, int sig)
+{
+	return box_signal((struct box *)st, sig);
+}
+
 static const struct stage_result *n_result(const struct bk_stage *st)
 {
 	return box_result((const struct box *)st);
@@ -432,6 +437,7 @@ static const struct backend_ops native_ops = {
 	.scratch_close = n_scratch_close,
 	.start = n_start,
 	.cancel = n_cancel,
+	.signal = n_signal,
 	.result = n_result,
 	.stage_free = n_stage_free,
 	.flush = n_flush,

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "stage.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,22 @@ const char *stage_signal_name(int sig, char *buf, size_t len)
 	else
 		snprintf(buf, len, "SIG%d", sig);
 	return buf;
+}
+
+/* (each name after ", ": the first's is skipped) */
+#define SIG_NAME(s) ", " #s
+static const char all_names[] = STAGE_SIGNALS(SIG_NAME);
+#undef SIG_NAME
+const char *const stage_signal_names = all_names + 2;
+
+int stage_signal_number(const char *name)
+{
+	if (!strncmp(name, "SIG", 3))
+		name += 3;
+#define SIG_IS(s) if (!strcmp(name, #s)) return SIG##s;
+	STAGE_SIGNALS(SIG_IS)
+#undef SIG_IS
+	return 0;
 }
 
 char **stage_env(char *const *extra)

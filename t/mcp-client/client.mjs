@@ -26,8 +26,9 @@ check(client.getServerVersion()?.name === "sbx", "initialize: server info", clie
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name).sort();
 const want = ["check_backend", "get_execution_history", "install_packages", "list_files", "list_supported_languages",
+  "process_list", "process_read", "process_signal", "process_start", "process_write",
   "read_file", "run_cell", "run_code", "sandbox_exec", "sandbox_initialize", "sandbox_stop", "write_file"];
-check(JSON.stringify(names) === JSON.stringify(want), "tools/list: the twelve tools", names);
+check(JSON.stringify(names) === JSON.stringify(want), "tools/list: the seventeen tools", names);
 check(tools.every((t) => t.title && t.description && t.inputSchema?.type === "object" && t.outputSchema?.type === "object"),
   "every tool has a title, a description, an inputSchema and an outputSchema");
 
@@ -141,6 +142,22 @@ if (process.env.SBX_TEST_MATPLOTLIB) {
   check(img?.mimeType === "image/png" && png?.subarray(0, 8).equals(Buffer.from([137, 80, 78, 71, 13, 10, 26, 10])),
     "run_code: a matplotlib figure shown is an image the SDK decodes (PNG)", r.content?.map((c) => c.type));
 }
+
+// A process: started, its output awaited, its input written, listed,
+// signalled, its end read.
+r = await sc("process_start", { session_id: sid, code: "print('ready', flush=True)\nfor l in iter(input, 'q'):\n  print(l[::-1], flush=True)" });
+check(/^p[0-9a-f]{16}$/.test(r?.process_id) && r.state === "running", "process_start: a handle, running", r);
+const pid = r.process_id;
+r = await sc("process_read", { session_id: sid, process_id: pid, wait: 20, until: "ready" });
+check(r?.until_found === true && r.output === "ready\n", "process_read: waits for its text", r);
+const w = await sc("process_write", { session_id: sid, process_id: pid, data: "olleh\n" });
+const r2 = await sc("process_read", { session_id: sid, process_id: pid, cursor: r.cursor, wait: 20, until: "hello" });
+check(w?.written_bytes === 6 && r2?.output === "hello\n" && r2.cursor === r.cursor + 6, "process_write: its input; the next read from the cursor", [w, r2]);
+r = await sc("process_list", { session_id: sid });
+check(r?.processes?.length === 1 && r.processes[0].process_id === pid && r.processes[0].state === "running", "process_list", r);
+r = await sc("process_signal", { session_id: sid, process_id: pid, signal: "TERM" });
+const end = await sc("process_read", { session_id: sid, process_id: pid, cursor: r2.cursor, wait: 20 });
+check(r?.signal === "TERM" && end?.state === "exited" && end.end?.signal === "SIGTERM", "process_signal: TERM ends it", [r, end]);
 
 r = await call("install_packages", { session_id: sid, packages: ["-e", "x"] });
 check(r.isError === true && /not a package (name|of the registry)/.test(r.structuredContent?.error ?? r.content[0].text),
