@@ -342,8 +342,11 @@ static void cancel_all(void)
 	for (size_t i = 0; i < S.max; i++)
 		if (S.runs[i])
 			run_cancel(S.runs[i]);
-	for (size_t i = 0; i < S.nbg; i++)
-		run_cancel(S.bg[i]);
+	/* From the last: a cancel may end a job at once (one parked on a
+	 * compile in flight), which moves the last one into its place. */
+	for (size_t i = S.nbg; i-- > 0;)
+		if (i < S.nbg)
+			run_cancel(S.bg[i]);
 	/* Held jobs never started: each still gets its result. */
 	while (S.held) {
 		struct held *h = S.held;
@@ -557,8 +560,8 @@ static void on_control(struct loop *l, int fd, short rev, void *arg)
 		if (sid && state_session_id_ok(sid, strlen(sid))) {
 			char *ws = state_session_dir(S.env.conf, sid);
 			cell_end(S.env.kernels, ws);
-			for (size_t i = 0; i < S.nbg; i++)
-				if (run_workspace(S.bg[i]) && !strcmp(run_workspace(S.bg[i]), ws))
+			for (size_t i = S.nbg; i-- > 0;) /* (from the last: see cancel_all) */
+				if (i < S.nbg && run_workspace(S.bg[i]) && !strcmp(run_workspace(S.bg[i]), ws))
 					run_cancel(S.bg[i]);
 			free(ws);
 		} else if (!id)

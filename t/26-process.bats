@@ -235,3 +235,31 @@ except KeyboardInterrupt:
 	ctl '{"cancel": "one"}'
 	finish
 }
+
+# A cancel that ends a job at once (one parked on another's compile of the
+# same code, which it would share) took it out of the list being walked,
+# and the job moved into its place was never cancelled: sbx-run ran on
+# after SIGTERM until that job ended by itself (max_life, hours).
+@test "sbx-run's SIGTERM ends every background job, one parked on a compile in flight too" {
+	command -v gcc > /dev/null || skip "no gcc"
+	conf=$(conf_with 's/^$//')
+	# seconds of gcc -O2: 2048 statements from a few lines
+	{
+		echo '#define X0 s += i * 3 ^ (s >> 2);'
+		for i in $(seq 11); do echo "#define X$i X$((i - 1)) X$((i - 1))"; done
+		echo 'int main(int c, char **v) { unsigned s = c, i = c; X11 return s & 1; }'
+	} > main.c
+	{
+		jq -nc --rawfile c main.c '{id: "a", language: "c", background: true, code: $c}'
+		jq -nc --rawfile c main.c '{id: "b", language: "c", background: true, code: $c}'
+		jq -nc '{id: "c", language: "bash", background: true, code: "sleep 307"}'
+	} > reqs
+	bg_run < reqs
+	await_program 'sleep 307'
+	await_program 'cc1'
+	kill -TERM "$RUN_PID"
+	for _ in $(seq 100); do kill -0 "$RUN_PID" 2> /dev/null || break; sleep 0.1; done
+	if kill -0 "$RUN_PID" 2> /dev/null; then echo "sbx-run still runs 10 s after SIGTERM: $(cat out)" >&2; false; fi
+	finish || true
+	[ "$(jq -sc 'map([.id, .status]) | sort' out)" = '[["a","cancelled"],["b","cancelled"],["c","cancelled"]]' ]
+}
