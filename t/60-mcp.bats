@@ -1609,6 +1609,35 @@ last() { answer $n | jq -c '.result.structuredContent // .result'; }
 	"$BIN/sbx-history" -c "$conf" --session "$sid" --jq '[.status, .signal]' | grep -qF '["error","SIGTERM"]'
 }
 
+# A sandbox_exec whose cwd is no directory of the workspace was refused
+# with its request made and never freed: each such call kept its code (up
+# to [http] max_body, 8 MiB) for the server's life.
+@test "a refused cwd keeps nothing of the call: the server's memory, seen from the host" {
+	# (ASan's quarantine would hold the freed requests a while)
+	export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0
+	session_server bash
+	{ printf '#'; head -c 1048576 /dev/zero | tr '\0' x; } > big
+	refused() { # N: calls n+1 .. n+N, each 1 MiB of code with a cwd that is not there
+		local i
+		for ((i = 0; i < $1; i++)); do
+			n=$((n + 1))
+			jq -nc --rawfile c big --arg s "$sid" --argjson id $n \
+				'{jsonrpc: "2.0", id: $id, method: "tools/call", params: {name: "sandbox_exec", arguments: {session_id: $s, code: $c, cwd: "nowhere"}}}' >&7
+		done
+		wait_for $n 60
+	}
+	rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$server/status"; }
+	refused 5
+	last | jq -e '.content[0].text | contains("not a directory of the workspace")'
+	before=$(rss)
+	refused 60
+	last | jq -e '.content[0].text | contains("not a directory of the workspace")'
+	after=$(rss)
+	[ $((after - before)) -lt 20000 ] || { echo "VmRSS grew by $((after - before)) kB over 60 refused calls of 1 MiB" >&2; false; }
+	exec 7>&-
+	wait "$server"
+}
+
 @test "processes keep their session alive past its ttl; sandbox_stop and the server's end end them, nothing left" {
 	session_server bash '{ttl: 1}'
 	step process_start '{command: ["sleep", "313"]}'

@@ -284,6 +284,9 @@ static void tool_session(struct call *c, sess_tool_fn *fn)
 	jv req = jv_invalid();
 	bool ok = fn(m->sessions, c->cl ? c->cl->owner : 0, c->args, &out, &req, err, sizeof err);
 	if (!ok) {
+		/* (whatever a tool made before it refused is not kept) */
+		jv_free(out);
+		jv_free(req);
 		mcp_call_finish(c, mcp_tool_error("%s", err));
 		return;
 	}

@@ -805,8 +805,10 @@ bool sess_tool_exec(struct sessions *s, unsigned owner, jv args, jv *out, jv *re
 	struct session *x = sess_tool_session(s, owner, args, out, req, err, errlen);
 	if (!x)
 		return false;
+	if (!cwd_ok(x, args, err, errlen))
+		return false;
 	*req = exec_request(s, x, args, RT_EXEC, err, errlen);
-	return jv_is_valid(*req) && cwd_ok(x, args, err, errlen);
+	return jv_is_valid(*req);
 }
 
 bool sess_check(struct sessions *s, unsigned owner, jv args, char *err, size_t errlen)
