@@ -1638,6 +1638,42 @@ last() { answer $n | jq -c '.result.structuredContent // .result'; }
 	wait "$server"
 }
 
+# process_write's input waits in the server's queue of --control lines
+# until sbx-run reads it; that queue grew with every call while sbx-run
+# was behind.  A stopped sbx-run stands in here for a busy one: a session
+# whose processes flood their output keeps it behind, and pipelined
+# writes grew the server to 1 GB.
+@test "process_write while the pipeline is behind: refused past a bound, the server's memory bounded" {
+	export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0
+	session_server bash
+	step process_start '{command: ["sleep", "315"]}'
+	pid=$(last | jq -r .process_id)
+	run_pid=$(pgrep -P "$server" -x sbx-run)
+	rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$server/status"; }
+	before=$(rss)
+	kill -STOP "$run_pid"
+	# 100 writes of 64 KiB of control characters: 38 MB as JSON
+	head -c 65536 /dev/zero | tr '\0' '\1' > data
+	first=$((n + 1))
+	for _ in $(seq 100); do
+		n=$((n + 1))
+		jq -nc --argjson id $n --arg s "$sid" --arg p "$pid" --rawfile d data \
+			'{jsonrpc: "2.0", id: $id, method: "tools/call", params: {name: "process_write", arguments: {session_id: $s, process_id: $p, data: $d}}}'
+	done >&7
+	wait_for $n 60
+	after=$(rss)
+	kill -CONT "$run_pid"
+	[ $((after - before)) -lt 16000 ] || { echo "VmRSS grew by $((after - before)) kB" >&2; false; }
+	answer $first | jq -e '.result.structuredContent.written_bytes == 65536'
+	answer $n | jq -e '.result.isError and (.result.content[0].text | contains("try again"))'
+	# it drains: the process still takes input and signals
+	step process_signal "{process_id: \"$pid\", signal: \"KILL\"}"
+	step process_read "{process_id: \"$pid\", wait: 20}"
+	last | jq -e '.state == "exited" and .end.signal == "SIGKILL"'
+	exec 7>&-
+	wait "$server"
+}
+
 @test "processes keep their session alive past its ttl; sandbox_stop and the server's end end them, nothing left" {
 	session_server bash '{ttl: 1}'
 	step process_start '{command: ["sleep", "313"]}'

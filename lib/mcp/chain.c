@@ -347,6 +347,14 @@ bool chain_control(struct chain *ch, const char *id, jv msg)
 {
 	if (!ch || !ch->alive || !find(ch, id)) {
 		jv_free(msg);
+		errno = ENOENT;
+		return false;
+	}
+	/* sbx-run behind (busy with floods of output, say): the caller's
+	 * lines wait no more than this, rather than grow the server. */
+	if (ch->clen >= CHAIN_CONTROL_QUEUED) {
+		jv_free(msg);
+		errno = EAGAIN;
 		return false;
 	}
 	control_msg(ch, msg);

@@ -47,9 +47,12 @@ void chain_cancel(struct chain *ch, const char *id);
 void chain_end_session(struct chain *ch, const char *sid);
 /* A control line for the request with this id (msg consumed, an object
  * naming it: a background job's {"input"}, {"signal"} or {"resize"},
- * sbx-run's --control); false if no such request is in the chain.  What
- * sbx-run refuses comes back as an event of the request (chain_event_fn:
+ * sbx-run's --control); false with errno ENOENT if no such request is in
+ * the chain, EAGAIN if CHAIN_CONTROL_QUEUED bytes of lines wait for
+ * sbx-run already (none is kept: the caller may try again).  What sbx-run
+ * refuses comes back as an event of the request (chain_event_fn:
  * "input", "signal", "resize", with "error"). */
+#define CHAIN_CONTROL_QUEUED (4u << 20)
 bool chain_control(struct chain *ch, const char *id, jv msg);
 unsigned chain_in_flight(const struct chain *ch);
 /* Close the chain's input, let it finish for at most grace_ms, then kill

@@ -508,6 +508,17 @@ void mcp_proc_read(struct call *c)
 	wait_on(c, p, wait * 1000);
 }
 
+/* chain_control said no (errno) to what (the call's input, its resize, its
+ * signal). */
+static void refused(struct call *c, const struct sproc *p, const char *what)
+{
+	if (errno == EAGAIN)
+		mcp_call_finish(c, mcp_tool_error("the sandbox pipeline is behind (%u MiB of input and signals wait for it): "
+						  "%s not sent; try again in a moment", CHAIN_CONTROL_QUEUED >> 20, what));
+	else
+		mcp_call_finish(c, mcp_tool_error("process %s is not in the pipeline any more", p->id));
+}
+
 void mcp_proc_write(struct call *c)
 {
 	struct sproc *p = named(c);
@@ -532,20 +543,23 @@ void mcp_proc_write(struct call *c)
 		mcp_call_finish(c, mcp_tool_error("process %s is %s: it takes no input", p->id, pstate_names[p->state]));
 		return;
 	}
-	bool sent = true;
-	if (n || eof) {
+	bool sent = true, input = n || eof;
+	if (input) {
 		jv msg = jv_object_set(jv_object(), jv_string("input"), jv_string(p->run_id));
 		msg = jv_object_set(msg, jv_string("data"), jv_string_sized(data ? data : "", (int)n));
 		sent = chain_control(c->m->chain, p->run_id, jv_object_set(msg, jv_string("eof"), jv_bool(eof)));
 	}
-	if (sent && resize) {
+	if (!sent) {
+		refused(c, p, "the input (and any resize) was");
+		return;
+	}
+	if (resize) {
 		jv msg = jv_object_set(jv_object(), jv_string("resize"), jv_string(p->run_id));
 		msg = jv_object_set(msg, jv_string("rows"), jv_number(rows));
-		sent = chain_control(c->m->chain, p->run_id, jv_object_set(msg, jv_string("cols"), jv_number(cols)));
-	}
-	if (!sent) {
-		mcp_call_finish(c, mcp_tool_error("process %s is not in the pipeline any more", p->id));
-		return;
+		if (!chain_control(c->m->chain, p->run_id, jv_object_set(msg, jv_string("cols"), jv_number(cols)))) {
+			refused(c, p, input ? "the input was sent, the resize was" : "the resize was");
+			return;
+		}
 	}
 	jv o = jv_object_set(jv_object(), jv_string("process_id"), jv_string(p->id));
 	o = jv_object_set(o, jv_string("written_bytes"), jv_number((double)n));
@@ -565,7 +579,7 @@ void mcp_proc_signal(struct call *c)
 	}
 	jv msg = jv_object_set(jv_object(), jv_string("signal"), jv_string(p->run_id));
 	if (!chain_control(c->m->chain, p->run_id, jv_object_set(msg, jv_string("name"), jv_string(sig ? sig : "")))) {
-		mcp_call_finish(c, mcp_tool_error("process %s is not in the pipeline any more", p->id));
+		refused(c, p, "the signal was");
 		return;
 	}
 	jv o = jv_object_set(jv_object(), jv_string("process_id"), jv_string(p->id));
