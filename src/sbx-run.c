@@ -560,6 +560,7 @@ static void on_control(struct loop *l, int fd, short rev, void *arg)
 		if (sid && state_session_id_ok(sid, strlen(sid))) {
 			char *ws = state_session_dir(S.env.conf, sid);
 			cell_end(S.env.kernels, ws);
+			run_session_end(&S.env, ws);
 			for (size_t i = S.nbg; i-- > 0;) /* (from the last: see cancel_all) */
 				if (i < S.nbg && run_workspace(S.bg[i]) && !strcmp(run_workspace(S.bg[i]), ws))
 					run_cancel(S.bg[i]);
@@ -1098,6 +1099,7 @@ int main(int argc, char **argv)
 		draw_progress(true);
 	/* Kernels end with us, before the sandboxes are drained. */
 	cell_kernels_free(S.env.kernels);
+	run_nets_free(&S.env);
 	rec_reader_free(&S.in);
 	if (S.control_fd >= 0)
 		rec_reader_free(&S.control);

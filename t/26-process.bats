@@ -7,7 +7,7 @@
 load helpers
 
 teardown() {
-	exec 7>&- 2> /dev/null || true
+	exec 7>&- 6>&- 2> /dev/null || true
 	[ -z "${RUN_PID:-}" ] || { kill "$RUN_PID" 2> /dev/null; wait "$RUN_PID" 2> /dev/null || true; }
 	assert_no_leftovers
 }
@@ -23,6 +23,19 @@ bg_run() {
 	RUN_PID=$!
 }
 ctl() { printf '%s\n' "$1" >&7; }
+# bg_serve [SBX-RUN-OPTION...]: as bg_run, but requests come later, from
+# send LINE... (a FIFO on fd 6, through sbx-validate).
+bg_serve() {
+	mkfifo ctl in
+	exec 7<> ctl 6<> in
+	# (sbx-validate opens the FIFO for reading only, and neither keeps our
+	# writers: a reader that holds a writer never sees the end)
+	"$BIN/sbx-validate" -c "$conf" < in 6<&- 7<&- | "$BIN/sbx-run" -c "$conf" --unordered --events 8 --live --control 7 "$@" 6<&- > out 8> ev 2> err &
+	RUN_PID=$!
+}
+send() { printf '%s\n' "$@" >&6; }
+# result ID FILTER: job ID's result in out satisfies FILTER.
+result() { jq -se --arg id "$1" "map(select(.id == \$id))[0] | $2" out > /dev/null; }
 # await_ev JQ [SECONDS]: until an event satisfies JQ (default 30 s).
 await_ev() {
 	local i
@@ -36,7 +49,7 @@ await_ev() {
 # The output events of job ID joined.
 ev_text() { jq -sj --arg id "$1" 'map(select(.id == $id and .event == "output") | .data // "") | join("")' ev; }
 finish() {
-	exec 7>&-
+	exec 7>&- 6>&-
 	wait "$RUN_PID" || true
 	RUN_PID=
 }
@@ -203,6 +216,7 @@ except KeyboardInterrupt:
 		py 1 '{cwd: "a"}'
 		py 1 '{cwd: "../a", session: "00000000000000000000000000000001"}'
 		py 1 '{background: true, tty: true}'
+		py 1 '{install: ["x"], env: {NODE_OPTIONS: "--require /scratch/x.js"}, session: "00000000000000000000000000000001"}'
 	} | "$BIN/sbx-validate" -c "$conf" > out || true
 	run jq -c '[.error, .limits.timeout_ms, .exec.tty]' out
 	[ "${lines[0]}" = '[null,3600000,null]' ]
@@ -217,6 +231,7 @@ except KeyboardInterrupt:
 	[[ ${lines[9]} == *'give \"session\"'* ]]
 	[[ ${lines[10]} == *'\"cwd\" must be a relative path'* ]]
 	[ "${lines[11]}" = '[null,3600000,{"rows":24,"cols":80}]' ]
+	[[ ${lines[12]} == *'\"env\" does not go with \"install\"'* ]]
 	# off: none at all
 	conf=$(conf_with -e 's/^max_processes *=.*/max_processes = 0/')
 	py 1 '{background: true}' | "$BIN/sbx-validate" -c "$conf" | jq -e '.error | contains("max_processes 0")'
@@ -262,4 +277,50 @@ except KeyboardInterrupt:
 	if kill -0 "$RUN_PID" 2> /dev/null; then echo "sbx-run still runs 10 s after SIGTERM: $(cat out)" >&2; false; fi
 	finish || true
 	[ "$(jq -sc 'map([.id, .status]) | sort' out)" = '[["a","cancelled"],["b","cancelled"],["c","cancelled"]]' ]
+}
+
+# bats test_tags=kernel
+@test "a session's loopback: its runs, cells and processes share it; another session, a stateless run and the host do not" {
+	conf=$(conf_with 's/^$//')
+	local_session
+	other=$(printf '%032x' 27)
+	mkdir -p "$BATS_TEST_TMPDIR/var/sessions/$other/.deps"
+	chown -R --reference="$ws" "$BATS_TEST_TMPDIR/var/sessions/$other"
+	port=$((20000 + RANDOM % 20000))
+	srv="import http.server as h
+s = h.HTTPServer(('127.0.0.1', $port), h.SimpleHTTPRequestHandler)
+print('up', flush=True)
+s.serve_forever()"
+	get="import urllib.request as u
+try:
+    r = u.urlopen('http://127.0.0.1:$port/').status
+except OSError as e:
+    r = type(e.reason).__name__
+print(r)"
+	bg_serve
+	send "$(jq -nc --arg s "$SID" --arg c "$srv" '{id: "srv", language: "python", session: $s, background: true, code: $c}')"
+	await_ev '.id == "srv" and .event == "output" and (.data // "" | contains("up"))'
+	send "$(jq -nc --arg s "$SID" --arg c "$get" '{id: "same", language: "python", session: $s, code: $c}')" \
+		"$(jq -nc --arg s "$SID" --arg c "${get%print(r)}r" '{id: "cell", language: "python", session: $s, cell: true, code: $c}')" \
+		"$(jq -nc --arg s "$other" --arg c "$get" '{id: "other", language: "python", session: $s, code: $c}')" \
+		"$(jq -nc --arg c "$get" '{id: "none", language: "python", code: $c}')" \
+		"$(jq -nc --arg s "$SID" '{id: "cfg", language: "python", session: $s,
+			code: "import fcntl, socket, struct\ns = socket.socket()\ntry:\n    fcntl.ioctl(s, 0x8914, struct.pack(\"16sH14s\", b\"lo\", 0, b\"\"))\n    print(\"changed\")\nexcept OSError as e:\n    print(e.errno)"}')"
+	await_lines 5 out
+	result same '.stdout == "200\n"'
+	result cell '.value == "200"'
+	result other '.stdout == "ConnectionRefusedError\n"'
+	result none '.stdout == "ConnectionRefusedError\n"'
+	# its programs cannot reconfigure it (SIOCSIFFLAGS: EPERM)
+	result cfg '.stdout == "1\n"'
+	# from the host's side: nothing of it on the host's loopback
+	! python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2> /dev/null || false
+	# the session's end ends its process and forgets its loopback
+	ctl "{\"end_session\": \"$SID\"}"
+	await_lines 6 out
+	send "$(jq -nc --arg s "$SID" --arg c "$get" '{id: "after", language: "python", session: $s, code: $c}')"
+	await_lines 7 out
+	finish
+	jq -se 'map(select(.id == "srv"))[0] | .status == "cancelled" and (.stderr | contains("\"GET / HTTP/1.1\" 200"))' out
+	result after '.stdout == "ConnectionRefusedError\n"'
 }

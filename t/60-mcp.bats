@@ -179,7 +179,7 @@ PY
 		jq -nc '{jsonrpc: "2.0", id: 4, method: "tools/list", params: {_meta: {"io.modelcontextprotocol/protocolVersion": "2031-01-01", "io.modelcontextprotocol/clientCapabilities": {}}}}'
 	} | mcp
 	answer 1 | jq -e '.result.resultType == "complete" and (.result.supportedVersions | index("2026-07-28") and index("2024-11-05")) and .result.serverInfo.name == "sbx"'
-	answer 2 | jq -e '.result.resultType == "complete" and (.result.tools | length == 12)'
+	answer 2 | jq -e '.result.resultType == "complete" and (.result.tools | length == 17)'
 	answer 3 | jq -e '.result.resultType == "complete" and .result.structuredContent.stdout == "6\n"'
 	answer 4 | jq -e '.error.code == -32022 and .error.data.requested == "2031-01-01" and (.error.data.supported | index("2026-07-28"))'
 }
@@ -195,7 +195,7 @@ PY
 	printf '%s\n' "$(init)" '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' '{"jsonrpc":"2.0","id":2,"method":"ping"}' |
 		slow/sbx-mcp -c "$conf" > out 2> err
 	answer 0 | jq -e '.result.serverInfo.name == "sbx"'
-	answer 1 | jq -e '.result.tools | length == 12'
+	answer 1 | jq -e '.result.tools | length == 17'
 	answer 2 | jq -e '.result == {}'
 }
 

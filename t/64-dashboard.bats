@@ -190,7 +190,7 @@ mcp() {
 	[ -n "${MSID:-}" ] || MSID=$(hdr mcp-session-id)
 }
 
-@test "dashboard: a token's live sandbox sessions with their files; another token's are not shown" {
+@test "dashboard: a token's live sandbox sessions with their files and processes; another token's are not shown" {
 	http_serve
 	MSID=
 	mcp "$TOKEN" '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bats","version":"1"}}}'
@@ -199,11 +199,14 @@ mcp() {
 	[[ $sess =~ ^[0-9a-f]{32}$ ]]
 	mcp "$TOKEN" "$(jq -nc --arg s "$sess" '{jsonrpc:"2.0",id:2,method:"tools/call",params:{name:"write_file",arguments:{session_id:$s,path:"notes/<b>.txt",content:"hello"}}}')"
 	[ "$code" = 200 ]
+	mcp "$TOKEN" "$(jq -nc --arg s "$sess" '{jsonrpc:"2.0",id:3,method:"tools/call",params:{name:"process_start",arguments:{session_id:$s,command:["sleep","321"]}}}')"
+	[ "$code" = 200 ]
 	req GET /sessions -H "Authorization: Bearer $TOKEN"
 	[ "$code" = 200 ]
 	grep -q 'id="live-sessions"' body
 	grep -q ">$sess</a>" body
 	grep -q '<code>notes/&lt;b&gt;.txt</code>' body
+	grep -q '<span class="st st-success">running</span> <code>sleep 321</code>' body
 	req GET /sessions -H "Authorization: Bearer $TOKEN2"
 	! grep -q "$sess" body || false
 	grep -q 'No sandbox session is open' body

@@ -90,11 +90,11 @@ sdk_over() {
 	approve accept http "$URL" sdk-token-0123456789abcdef
 }
 
-@test "a session's processes through the SDK: later calls, a terminal, limits, sandbox_stop; over HTTP a new connection and another token" {
+@test "a session's processes through the SDK: a server called from the next calls, a terminal, limits, sandbox_stop; over HTTP a new connection and another token" {
 	need_sdk
 	conf=$(conf_with 's/^$//')
 	mcp_sh
-	tap_client process.mjs '^1\.\.10$' "$PWD/mcp.sh"
+	tap_client process.mjs '^1\.\.14$' "$PWD/mcp.sh"
 	printf '%s\n' sdk-token-0123456789abcdef other-token-0123456789abcdef > tokens
 	chmod 600 tokens
 	http_serve

@@ -716,6 +716,15 @@ static bool req_process(const struct conf *c, jv req, bool *background, unsigned
 	}
 	if (!req_env(req, err, errlen) || !req_tty(req, rows, cols, err, errlen))
 		return false;
+	/* An install is the configured package manager and no more: a
+	 * variable (NODE_OPTIONS, PIP_FIND_LINKS) could make it install what
+	 * install_specs refuses. */
+	const char *extra = rec_has(req, REQ_KEY(env)) ? REQ_KEY(env) : rec_has(req, REQ_KEY(cwd)) ? REQ_KEY(cwd) : NULL;
+	if (extra && rec_has(req, REQ_KEY(install))) {
+		snprintf(err, errlen, "\"%s\" does not go with \"%s\": an install runs the configured package manager as it is",
+			 extra, REQ_KEY(install));
+		return false;
+	}
 	if (*rows && !*background) {
 		snprintf(err, errlen, "\"%s\" goes with \"%s\": true (only a background job's input comes while it runs)",
 			 REQ_KEY(tty), REQ_KEY(background));

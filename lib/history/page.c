@@ -400,7 +400,7 @@ static bool on_session(jv row, void *arg)
 	return true;
 }
 
-/* A live session: its workspace's files and its kernels. */
+/* A live session: its workspace's files, its kernels and its processes. */
 static void live_session(struct page *p, jv s)
 {
 	const char *id = page_sval(s, "session_id");
@@ -426,6 +426,34 @@ static void live_session(struct page *p, jv s)
 			jv_free(l);
 		}
 	jv_free(k);
+	page_raw(p, "</td><td class=\"procs\">");
+	jv procs = rec_get(s, "processes");
+	if (jv_get_kind(procs) == JV_KIND_ARRAY)
+		jv_array_foreach(procs, i, q) {
+			const char *st = page_sval(q, "state");
+			page_raw(p, "<span class=\"st ");
+			page_raw(p, st && !strcmp(st, "exited") ? "st-error" : "st-success");
+			page_raw(p, "\">");
+			page_str(p, st);
+			page_raw(p, "</span> <code>");
+			jv cmd = rec_get(q, "command");
+			if (jv_get_kind(cmd) == JV_KIND_ARRAY)
+				jv_array_foreach(cmd, j, a) {
+					if (jv_get_kind(a) == JV_KIND_STRING) {
+						page_str(p, j ? " " : "");
+						page_str(p, jv_string_value(a));
+					}
+					jv_free(a);
+				}
+			else
+				page_str(p, page_sval(q, "code"));
+			jv_free(cmd);
+			page_raw(p, "</code> ");
+			page_put_bytes(p, q, "output_bytes");
+			page_raw(p, "<br>");
+			jv_free(q);
+		}
+	jv_free(procs);
 	page_raw(p, "</td><td class=\"num\">");
 	page_put_num(p, s, "expires_in_s", " s");
 	page_raw(p, "</td><td class=\"files\">");
@@ -453,7 +481,7 @@ int page_sessions(struct page *p, struct hist *h, const struct hist_filter *f, j
 			page_raw(p, "<p class=\"none\">No sandbox session is open.</p>");
 		else {
 			page_raw(p, "<table id=\"live-sessions\"><thead><tr><th>session</th><th>language</th><th>kernels</th>"
-				    "<th>expires in</th><th>files</th></tr></thead><tbody>");
+				    "<th>processes</th><th>expires in</th><th>files</th></tr></thead><tbody>");
 			jv_array_foreach(live, i, s) {
 				live_session(p, s);
 				jv_free(s);

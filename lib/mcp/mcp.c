@@ -411,7 +411,18 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 
 jv mcp_live_sessions(struct mcp *m, unsigned owner, bool all)
 {
-	return m->sessions ? sess_live(m->sessions, owner, all) : jv_array();
+	jv live = m->sessions ? sess_live(m->sessions, owner, all) : jv_array();
+	/* each with its processes (mcp_proc.c) */
+	jv out = jv_array();
+	jv_array_foreach(live, i, s) {
+		const char *sid = jv_get_kind(s) == JV_KIND_OBJECT ? rec_str(s, "session_id", NULL) : NULL;
+		if (sid)
+			s = jv_object_set(s, jv_string("processes"), mcp_proc_json(m, sid));
+		out = jv_array_append(out, s);
+		(void)i;
+	}
+	jv_free(live);
+	return out;
 }
 
 bool mcp_version_known(const char *v, bool *modern)

@@ -457,7 +457,7 @@ static void on_timer(struct loop *l, int fd, short rev, void *arg)
 }
 
 static struct kernel *kernel_new(struct kernels *ks, struct backend *be, const struct job *j, const struct limits *lim,
-				 char *const *envp, char *err, size_t errlen)
+				 char *const *envp, int netns, char *err, size_t errlen)
 {
 	struct kernel *k = util_xalloc(sizeof *k);
 	k->ks = ks;
@@ -497,6 +497,7 @@ static struct kernel *kernel_new(struct kernels *ks, struct backend *be, const s
 		.deps = true,
 		.work_exec = j->work_exec,
 		.network = j->network,
+		.netns = netns,
 		.rootfs = k->rootfs,
 		.binds = k->binds,
 		.chan = k->peer,
@@ -627,7 +628,7 @@ static void take_pending(struct kernel *k, struct cell *c)
 	k->pdropped = 0;
 }
 
-struct cell *cell_start(struct kernels *ks, struct backend *be, const struct job *j, char *const *envp,
+struct cell *cell_start(struct kernels *ks, struct backend *be, const struct job *j, char *const *envp, int netns,
 			cell_done_fn done, cell_output_fn out, void *arg, char *err, size_t errlen)
 {
 	const char *kstate = "live";
@@ -677,7 +678,7 @@ struct cell *cell_start(struct kernels *ks, struct backend *be, const struct job
 		} else if (!note[0])
 			kstate = "started";
 		free(gone);
-		k = kernel_new(ks, be, j, &lim, envp, err, errlen);
+		k = kernel_new(ks, be, j, &lim, envp, netns, err, errlen);
 	}
 	if (!k)
 		return NULL;

@@ -74,11 +74,12 @@ void cell_kernels_free(struct kernels *ks);
 /* Run the job's code as a cell of its session's kernel of its language
  * (started now if there is none; restarted first if j->reset, or if the
  * job gives limits the kernel does not have).  envp is
- * the stage environment for a kernel started now; out (optional) is told
+ * the stage environment for a kernel started now, netns its session's
+ * network namespace (stage_spec.netns, or 0); out (optional) is told
  * of the cell's output as it comes.  done is called exactly once, from
  * the loop; NULL with err if the cell cannot run (no kernel can start).
  * The job is borrowed for the call only. */
-struct cell *cell_start(struct kernels *ks, struct backend *be, const struct job *j, char *const *envp,
+struct cell *cell_start(struct kernels *ks, struct backend *be, const struct job *j, char *const *envp, int netns,
 			cell_done_fn done, cell_output_fn out, void *arg, char *err, size_t errlen);
 /* Interrupt the cell as at its timeout; its result is "cancelled". */
 void cell_cancel(struct cell *c);

@@ -339,6 +339,18 @@ static void unpark(struct run *r)
 	r->ckey[0] = 0;
 }
 
+/* The run stage's fields, into res (consumed).  A terminal has one
+ * stream, read from its master (bgio.h): it is the result's stdout. */
+static jv run_fields(struct run *r, jv res, const struct stage_result *br)
+{
+	if (!r->job.rows)
+		return stage_fields(res, br);
+	bgio_drain(r->io);
+	struct stage_result shown = *br;
+	shown.out = r->tty_out;
+	return stage_fields(res, &shown);
+}
+
 static void stage_result(struct run *r, const struct stage_result *br)
 {
 	if (r->env->timings) {
@@ -357,6 +369,13 @@ static void stage_result(struct run *r, const struct stage_result *br)
 		as_shell.status = STAGE_EXITED;
 		as_shell.exit_code = br->noexec == ENOENT ? 127 : 126;
 		complete(r, stage_fields(res, &as_shell));
+		return;
+	}
+	if (br->status == STAGE_CANCELLED && r->stage == ST_RUN) {
+		/* What the program printed until then stays its (a process
+		 * stopped with its session says what it last wrote). */
+		jv res = jv_object_set(base_result(r, STATUS(cancelled)), jv_string("error"), jv_string(STATUS(cancelled)));
+		complete(r, run_fields(r, res, br));
 		return;
 	}
 	if (br->status == STAGE_INTERNAL || br->status == STAGE_CANCELLED) {
@@ -394,15 +413,7 @@ static void stage_result(struct run *r, const struct stage_result *br)
 		complete(r, res);
 		return;
 	}
-	jv res = base_result(r, stage_status(br));
-	if (r->job.rows) {
-		/* A terminal has one stream, read from its master (bgio.h). */
-		bgio_drain(r->io);
-		struct stage_result shown = *br;
-		shown.out = r->tty_out;
-		res = stage_fields(res, &shown);
-	} else
-		res = stage_fields(res, br);
+	jv res = run_fields(r, base_result(r, stage_status(br)), br);
 	if (r->snapped)
 		res = art_collect(r->env->conf, r->scratch->dir, &r->before, res);
 	complete(r, res);
@@ -434,6 +445,52 @@ static void cell_done(const struct stage_result *br, jv info, void *arg)
 	complete(r, res);
 }
 
+/* ---- a session's loopback (run.h) ------------------------------------ */
+
+struct run_net {
+	char *workspace;
+	int fd;
+	struct run_net *next;
+};
+
+/* The namespace r's run stage joins: its session's (made now if need
+ * be), 0 for one of its own, -1 with err if its session's cannot be made. */
+static int session_net(struct run *r, char *err, size_t errlen)
+{
+	const struct job *j = &r->job;
+	if (!j->workspace || j->network || j->egress || j->install || !r->be->kernels)
+		return 0;
+	for (struct run_net *n = r->env->nets; n; n = n->next)
+		if (!strcmp(n->workspace, j->workspace))
+			return n->fd;
+	int fd = r->be->ops->netns_new(r->be, err, errlen);
+	if (fd < 0)
+		return -1;
+	struct run_net *n = util_xalloc(sizeof *n);
+	*n = (struct run_net){ util_strdup(j->workspace), fd, r->env->nets };
+	r->env->nets = n;
+	return fd;
+}
+
+void run_session_end(struct run_env *e, const char *workspace)
+{
+	for (struct run_net **p = &e->nets; *p; p = &(*p)->next)
+		if (!strcmp((*p)->workspace, workspace)) {
+			struct run_net *n = *p;
+			*p = n->next;
+			close(n->fd);
+			free(n->workspace);
+			free(n);
+			return;
+		}
+}
+
+void run_nets_free(struct run_env *e)
+{
+	while (e->nets)
+		run_session_end(e, e->nets->workspace);
+}
+
 static void start_cell(struct run *r, char *err, size_t errlen)
 {
 	if (r->job.artifacts) {
@@ -443,10 +500,11 @@ static void start_cell(struct run *r, char *err, size_t errlen)
 	mark(r, "run_start");
 	if (r->env->on_stage)
 		r->env->on_stage(r, "run");
+	int netns = session_net(r, err, errlen);
 	if (!r->env->kernels)
 		snprintf(err, errlen, "cells need a kernel table (sbx-run): none here");
-	else
-		r->cell = cell_start(r->env->kernels, r->be, &r->job, r->envp, cell_done,
+	else if (netns >= 0)
+		r->cell = cell_start(r->env->kernels, r->be, &r->job, r->envp, netns, cell_done,
 				     r->env->on_output ? stage_output : NULL, r, err, errlen);
 }
 
@@ -557,6 +615,10 @@ static void start_stage(struct run *r, enum stage st)
 	int child = -1;
 	if (st == ST_RUN) {
 		r->spec.cwd = j->cwd;
+		if ((r->spec.netns = session_net(r, err, sizeof err)) < 0) {
+			internal(r, err);
+			return;
+		}
 		if (j->background) {
 			r->io = bgio_new(r->env->loop, j->rows, j->cols, tty_output, r, &child, err, sizeof err);
 			if (!r->io) {

@@ -32,6 +32,7 @@ struct run_env {
 	struct ccache *cache;      /* NULL: no compile cache */
 	struct cflight *flights;   /* keys being compiled (run.c) */
 	struct kernels *kernels;   /* where cells run (cell.h); NULL: cells are refused */
+	struct run_net *nets;      /* the sessions' network namespaces (run_session_net) */
 	size_t nflights;
 	struct loop *loop;
 	bool timings;
@@ -67,6 +68,15 @@ const char *run_id(const struct run *r);
 bool run_tests_pending(const struct run *r);
 /* Its session's workspace, or NULL. */
 const char *run_workspace(const struct run *r);
+/* A session's loopback: the network namespace its runs' run stages, its
+ * kernels and its processes share (backend.h's netns), so that a server
+ * one of them starts is reachable from the next.  Made at the first that
+ * needs it, on backends that can (`kernels`); a run with the host's
+ * network or an allow-list (its own proxy on its own loopback), and an
+ * install, keep one of their own.  run_session_end forgets a session's
+ * (its sandboxes keep it until they end), run_nets_free every one. */
+void run_session_end(struct run_env *e, const char *workspace);
+void run_nets_free(struct run_env *e);
 /* A background job (job.h): it takes input, signals and a new terminal
  * size while its program runs (bgio.h).  run_input queues data (and with
  * eof ends the input), false with err if it cannot (not started yet, a

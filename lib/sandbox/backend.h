@@ -95,6 +95,11 @@ struct stage_spec {
 	bool tty;
 	const char *cwd;           /* where the program starts, relative to its scratch or workspace; NULL: there */
 	bool network;
+	/* > 0: the network namespace the sandbox joins (a session's, which
+	 * its runs, kernels and processes share: netns_new made it) rather
+	 * than one of its own; backends with `kernels` only.  Borrowed for
+	 * start. */
+	int netns;
 	const char *rootfs;        /* native: NULL is the host's tree */
 	char *const *binds;
 	const char *image;         /* docker: the language's image */
@@ -155,6 +160,10 @@ struct backend_ops {
 	 * *fix if that belongs to the report's fixes.  May add the
 	 * backend's own fields to *info (docker: "image"). */
 	bool (*lang_ready)(struct backend *be, const struct conf_lang *l, jv *info, char *err, size_t errlen, bool *fix);
+	/* A network namespace for a session's sandboxes to share
+	 * (stage_spec.netns): its own loopback, up, and nothing else; an fd
+	 * the caller closes, or -1 with err (the docker backend: none). */
+	int (*netns_new)(struct backend *be, char *err, size_t errlen);
 	/* Sandboxes made ahead of the jobs of a stream (box_pool); drained
 	 * before exit. */
 	void (*pool)(struct backend *be, struct loop *l, size_t n, bool one_now);
@@ -179,7 +188,8 @@ struct backend {
 	 * enforces less than configured (said once at start).  "" if not. */
 	bool broken;
 	/* It can run kernels and background jobs (stage_spec.chan, tty,
-	 * signal): the native backend. */
+	 * signal), and a session's sandboxes in one network namespace
+	 * (netns_new): the native backend. */
 	bool kernels;
 	char why[1024];
 	char warn[1536];

@@ -520,7 +520,7 @@ static int send_cgroups(struct box *b, int sock)
 /* Make a sandbox for (network, rootfs, binds) up to "waiting for its job".
  * On failure the box carries the error (res.status STAGE_INTERNAL) and no
  * process. */
-struct box *box_spawn(struct box_sys *s, struct loop *l, bool network, const char *rootfs, char *const *binds)
+struct box *box_spawn(struct box_sys *s, struct loop *l, bool network, int netns, const char *rootfs, char *const *binds)
 {
 	struct box *b = new_box(s, l);
 	b->network = network;
@@ -539,8 +539,10 @@ struct box *box_spawn(struct box_sys *s, struct loop *l, bool network, const cha
 	const struct limits *dl = &s->conf->lim.run;
 	int net_fd = -1;
 	struct cg_run *kept = NULL;
-	if (!network)
+	if (!network && netns <= 0)
 		b->slot = slot_take(&s->slots, &net_fd, dl->memory, dl->cpus, dl->pids, &kept);
+	else if (netns > 0)
+		net_fd = netns; /* a session's: entered as a slot's is, and left to our own */
 	if (kept) {
 		b->cg = kept;
 		b->t_cgroups = box_mono_ns();
@@ -576,17 +578,25 @@ struct box *box_spawn(struct box_sys *s, struct loop *l, bool network, const cha
 		cl.flags |= CLONE_INTO_CGROUP;
 		cl.cgroup = (uint64_t)cgfd;
 	}
-	if (b->slot >= 0 && slot_enter(net_fd) < 0) {
-		b->res.status = STAGE_INTERNAL;
-		snprintf(b->res.error, sizeof b->res.error, "cannot enter a slot's network namespace: %s", strerror(errno));
-		goto close_all;
+	bool joined = b->slot >= 0 || netns > 0;
+	ca.slot_net = joined;
+	pid_t pid;
+	if (netns > 0 && !s->root)
+		pid = box_clone_in(s, netns, tmpl_fd, &cl, &ca); /* (box_sys.c: we could not come back) */
+	else {
+		if (joined && slot_enter(net_fd) < 0) {
+			b->res.status = STAGE_INTERNAL;
+			snprintf(b->res.error, sizeof b->res.error, "cannot enter a %s network namespace: %s",
+				 netns > 0 ? "session's" : "slot's", strerror(errno));
+			goto close_all;
+		}
+		pid = box_clone_from(s, tmpl_fd, &cl);
+		if (pid == 0)
+			box_init_main(&ca);
+		/* Back to our own (box_netns_new opened it for a session's) */
+		if (joined && setns(netns > 0 ? s->self_net_fd : s->slots.self_net_fd, CLONE_NEWNET) < 0)
+			abort(); /* (as slot_leave: our own namespace, which as root we may always enter) */
 	}
-	ca.slot_net = b->slot >= 0;
-	pid_t pid = box_clone_from(s, tmpl_fd, &cl);
-	if (pid == 0)
-		box_init_main(&ca);
-	if (b->slot >= 0)
-		slot_leave(&s->slots);
 	if (pid < 0) {
 		b->res.status = STAGE_INTERNAL;
 		snprintf(b->res.error, sizeof b->res.error, "cannot create the sandbox's namespaces: %s (see sbx-run --check)",
@@ -835,14 +845,15 @@ struct box *box_start(struct box_sys *s, struct loop *l, const struct stage_spec
 {
 	struct box *b = NULL;
 	const char *rootfs = sp->rootfs && *sp->rootfs ? sp->rootfs : NULL;
-	for (struct box *w = s->warm; w; w = w->next)
+	/* (a session's sandbox is made in its namespace: never a warm one) */
+	for (struct box *w = sp->netns > 0 ? NULL : s->warm; w; w = w->next)
 		if (w->loop == l && !w->exited && box_same_tree(w->network, w->rootfs, w->binds, sp->network, rootfs, sp->binds)) {
 			b = w;
 			box_pool_unlink(b);
 			break;
 		}
 	if (!b)
-		b = box_spawn(s, l, sp->network, rootfs, sp->binds);
+		b = box_spawn(s, l, sp->network, sp->netns, rootfs, sp->binds);
 	assign(b, sp, work, done, arg);
 	/* Warm up once jobs come in a stream: a single job gains nothing from a
 	 * sandbox made for a successor that never comes. */

@@ -63,6 +63,11 @@ struct box_sys {
 	struct pin pin;            /* templates shared with other processes */
 	struct slot_sys slots;     /* network namespaces kept between runs */
 	int self_mnt_fd, root_fd;  /* our own mount namespace and root, to return to */
+	int self_net_fd;           /* our own network namespace, opened at the first session's, or -1 */
+	/* The spawner thread (box_clone_in), once needed: our ends of its
+	 * request and reply pipes, and its own; left open to the process's
+	 * end (the thread's end would kill the sandboxes it cloned). */
+	int spawn_req, spawn_rep, spawner_rd, spawner_wr;
 	bool clone_via_holder;     /* the kernel clones no detached mount (before 6.15) */
 	int holder_fd;             /* the namespace we clone scratches in then, or -1 */
 	unsigned long holder_seq;  /* names its mount points */
@@ -115,6 +120,10 @@ void box_flush(struct box *b);
  * cgroups removed, from the box's loop, or by box_pool_drain, which must
  * run before that loop is freed. */
 void box_free(struct box *b);
+
+/* A new network namespace, its loopback up, as an nsfs fd (backend.h's
+ * netns_new); we stay in ours.  -1 with err. */
+int box_netns_new(struct box_sys *s, char *err, size_t errlen);
 
 /* Detached, size-limited tmpfs for a job's files, owned by the sandbox
  * user; -1 on error.  The caller closes it after the last stage. */

@@ -148,7 +148,11 @@ struct box {
  * (box.c): a sandbox spawned up to "waiting for its job", one released
  * (init killed and reaped if it still runs, everything freed), and a
  * write of /proc/PID/FILE (an id map, setgroups, oom_score_adj). */
-struct box *box_spawn(struct box_sys *s, struct loop *l, bool network, const char *rootfs, char *const *binds);
+struct box *box_spawn(struct box_sys *s, struct loop *l, bool network, int netns, const char *rootfs, char *const *binds);
+/* box_clone_from, in the network namespace netns, for an ordinary user
+ * (box_sys.c's spawner thread); the child runs box_init_main(ca), so this
+ * returns only in the parent: the pid, or -1 with errno. */
+pid_t box_clone_in(struct box_sys *s, int netns, int tmpl_fd, struct clone_args *cl, struct child_args *ca);
 void box_release(struct box *b);
 int box_write_map(pid_t pid, const char *file, const char *text);
 

@@ -9,7 +9,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,8 @@
 
 #include "filter.h"
 #include "kern.h"
+#include "ns.h"
+#include "util.h"
 
 /* ---- the system --------------------------------------------------------------- */
 
@@ -58,7 +62,8 @@ int box_sys_init(struct box_sys *s, const struct conf *c, char **argv, char *err
 	s->argv = argv;
 	s->root = geteuid() == 0;
 	/* Before anything can fail: box_sys_free follows a failed init. */
-	s->self_mnt_fd = s->root_fd = s->holder_fd = -1;
+	s->self_mnt_fd = s->root_fd = s->holder_fd = s->self_net_fd = -1;
+	s->spawn_req = s->spawn_rep = s->spawner_rd = s->spawner_wr = -1;
 	for (int i = 0; i < BOX_TMPLS; i++)
 		s->tmpl[i].mnt_fd = -1;
 	slot_init(&s->slots, s->root && c->slots ? (int)c->max_slots : 0, &s->cg);
@@ -112,10 +117,153 @@ void box_sys_free(struct box_sys *s)
 		close(s->root_fd);
 	if (s->holder_fd >= 0)
 		close(s->holder_fd);
+	if (s->self_net_fd >= 0)
+		close(s->self_net_fd);
 	cg_sys_free(&s->cg);
 	slot_free(&s->slots);
 	free(s->filter.filter);
 	memset(s, 0, sizeof *s);
+}
+
+/* In the calling thread: a new namespace, its loopback up, as an fd;
+ * the thread stays in it.  -1 with err. */
+static int netns_here(char *err, size_t errlen)
+{
+	if (unshare(CLONE_NEWNET) < 0) {
+		snprintf(err, errlen, "cannot make a session's network namespace: %s", strerror(errno));
+		return -1;
+	}
+	int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		snprintf(err, errlen, "cannot open a session's network namespace: %s", strerror(errno));
+	else if (ns_loopback_up(err, errlen) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* As an ordinary user we cannot come back to our network namespace once
+ * we leave it (it belongs to the initial user namespace, where we hold
+ * no capability), so a session's sandboxes are cloned by a thread of ours
+ * that goes into the session's namespace and need never come back: the
+ * spawner.  It has a filesystem context of its own (setns into a mount
+ * namespace refuses a shared one), every signal blocked, and lives as
+ * long as the process: a sandbox's init dies with the thread that cloned
+ * it (PR_SET_PDEATHSIG follows the thread, not the process).  The main
+ * thread waits for each clone it asks for, so the two never run at once:
+ * the child copies a process in which the other thread holds no lock. */
+struct spawn {
+	struct box_sys *s;
+	int netns, tmpl_fd;        /* netns -1: make one (box_netns_new), into netns */
+	struct clone_args *cl;
+	struct child_args *ca;
+	pid_t pid;
+	int err;
+	char *why;                 /* making one: why it failed */
+	size_t whylen;
+};
+
+static void *spawner_main(void *arg)
+{
+	struct box_sys *s = arg;
+	int shared = unshare(CLONE_FS) < 0 ? errno : 0;
+	struct spawn *sp;
+	while (util_read_full(s->spawner_rd, &sp, sizeof sp) == (ssize_t)sizeof sp) {
+		sp->pid = -1;
+		if (sp->netns < 0)
+			sp->netns = netns_here(sp->why, sp->whylen);
+		else if (shared)
+			sp->err = shared;
+		else if (setns(sp->netns, CLONE_NEWNET) < 0)
+			sp->err = errno;
+		else {
+			sp->pid = box_clone_from(sp->s, sp->tmpl_fd, sp->cl);
+			if (sp->pid == 0)
+				box_init_main(sp->ca);
+			sp->err = errno;
+		}
+		if (util_write_all(s->spawner_wr, "", 1) < 0)
+			break;
+	}
+	return NULL;
+}
+
+/* Hand sp to the spawner (started at the first call) and wait for it. */
+static int spawner_call(struct box_sys *s, struct spawn *sp)
+{
+	if (s->spawn_req < 0) {
+		int rq[2], rp[2];
+		if (pipe2(rq, O_CLOEXEC) < 0)
+			return -1;
+		if (pipe2(rp, O_CLOEXEC) < 0) {
+			close(rq[0]);
+			close(rq[1]);
+			return -1;
+		}
+		s->spawner_rd = rq[0];
+		s->spawner_wr = rp[1];
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pthread_t t;
+		int rc = pthread_create(&t, NULL, spawner_main, s);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (rc) {
+			close(rq[0]), close(rq[1]), close(rp[0]), close(rp[1]);
+			s->spawner_rd = s->spawner_wr = -1;
+			errno = rc;
+			return -1;
+		}
+		pthread_detach(t);
+		s->spawn_req = rq[1];
+		s->spawn_rep = rp[0];
+	}
+	char c;
+	if (util_write_all(s->spawn_req, &sp, sizeof sp) < 0 || util_read_full(s->spawn_rep, &c, 1) != 1)
+		return -1;
+	return 0;
+}
+
+pid_t box_clone_in(struct box_sys *s, int netns, int tmpl_fd, struct clone_args *cl, struct child_args *ca)
+{
+	struct spawn sp = { .s = s, .netns = netns, .tmpl_fd = tmpl_fd, .cl = cl, .ca = ca, .pid = -1, .err = EIO };
+	if (spawner_call(s, &sp) < 0)
+		return -1;
+	errno = sp.err;
+	return sp.pid;
+}
+
+/* A session's network namespace.  It belongs to our user namespace (the
+ * initial one as root, our own otherwise), where a sandbox's init, in a
+ * user namespace of its own below, holds no capability: no program of
+ * the session can add an address, a route or a rule to it, only use its
+ * loopback.  What one run leaves there (a listening socket of a process,
+ * TIME_WAIT) the session's next runs see: that is its purpose.  As an
+ * ordinary user the program's uid is the namespace owner's root, so its
+ * net sysctls are writable to it: they are the session's own, and no other
+ * session's runs join it. */
+int box_netns_new(struct box_sys *s, char *err, size_t errlen)
+{
+	if (!s->root) {
+		/* (the spawner makes it: we could not come back from it) */
+		struct spawn sp = { .s = s, .err = EIO, .netns = -1, .why = err, .whylen = errlen };
+		if (spawner_call(s, &sp) < 0) {
+			snprintf(err, errlen, "cannot start the thread that makes a session's sandboxes: %s", strerror(errno));
+			return -1;
+		}
+		return sp.netns;
+	}
+	if (s->self_net_fd < 0 && (s->self_net_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0) {
+		snprintf(err, errlen, "cannot open our network namespace: %s", strerror(errno));
+		return -1;
+	}
+	int fd = netns_here(err, errlen);
+	/* Back home (as root we may); failing that, everything after would
+	 * run in the session's namespace: better to stop. */
+	if (setns(s->self_net_fd, CLONE_NEWNET) < 0)
+		abort();
+	return fd;
 }
 
 /* ---- the pool ---------------------------------------------------------------- */
@@ -123,7 +271,7 @@ void box_sys_free(struct box_sys *s)
 void box_pool_refill(struct box_sys *s)
 {
 	while (s->loop && s->nwarm < s->pool) {
-		struct box *b = box_spawn(s, s->loop, false, NULL, NULL);
+		struct box *b = box_spawn(s, s->loop, false, -1, NULL, NULL);
 		if (b->res.status == STAGE_INTERNAL) {
 			/* Do not spin: the next job will spawn (and report) itself. */
 			box_free(b);

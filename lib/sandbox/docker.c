@@ -157,6 +157,15 @@ static void d_flush(struct bk_stage *st)
 	(void)st;
 }
 
+/* Every container has a network namespace of its own: a session's runs
+ * share their workspace on this backend, not a loopback. */
+static int d_netns_new(struct backend *be, char *err, size_t errlen)
+{
+	(void)be;
+	snprintf(err, errlen, "the docker backend gives each run a network namespace of its own");
+	return -1;
+}
+
 /* Nor background jobs, whose signals this would send. */
 static bool d_signal(struct bk_stage *st, int sig)
 {
@@ -250,6 +259,7 @@ static const struct backend_ops docker_ops = {
 	.flush = d_flush,
 	.compiler_id = d_compiler_id,
 	.lang_ready = d_lang_ready,
+	.netns_new = d_netns_new,
 	.pool = d_pool,
 	.drain = d_drain,
 	.check = d_check,

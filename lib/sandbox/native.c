@@ -176,6 +176,11 @@ static void n_cancel(struct bk_stage *st)
 	box_cancel((struct box *)st);
 }
 
+static int n_netns_new(struct backend *be, char *err, size_t errlen)
+{
+	return box_netns_new(&((struct native *)be)->sys, err, errlen);
+}
+
 static bool n_signal(struct bk_stage *st, int sig)
 {
 	return box_signal((struct box *)st, sig);
@@ -443,6 +448,7 @@ static const struct backend_ops native_ops = {
 	.flush = n_flush,
 	.compiler_id = n_compiler_id,
 	.lang_ready = n_lang_ready,
+	.netns_new = n_netns_new,
 	.pool = n_pool,
 	.drain = n_drain,
 	.check = n_check,

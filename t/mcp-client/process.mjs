@@ -71,6 +71,25 @@ if (http) {
   check(r?.processes?.[0]?.state === "running", "the other token's signal did nothing", r);
 }
 
+// A web server, then the next calls to it: the session's processes, runs
+// and kernels share its loopback.
+r = await sc("process_start", { session_id: sid, command: ["python3", "-u", "-m", "http.server", "8000", "--bind", "127.0.0.1"] });
+const web = r?.process_id;
+r = await sc("process_read", { session_id: sid, process_id: web, wait: 20, until: "Serving HTTP" });
+check(r?.until_found, "a web server starts in the session", r);
+const get = "import urllib.request as u\nprint(u.urlopen('http://127.0.0.1:8000/').status)";
+const x = await sc("sandbox_exec", { session_id: sid, code: get });
+const k = await sc("run_cell", { session_id: sid, code: "import urllib.request as u\nu.urlopen('http://localhost:8000/').status" });
+check(x?.stdout === "200\n" && k?.value === "200", "sandbox_exec and run_cell reach it on the session's loopback", [x, k]);
+r = await sc("process_read", { session_id: sid, process_id: web, cursor: r.cursor, wait: 20, until: "GET / HTTP/1.1\" 200" });
+check(r?.until_found, "its log says so", r);
+const sid2 = (await sc("sandbox_initialize", { language: "python" })).session_id;
+const y = await sc("sandbox_exec", { session_id: sid2, code: get });
+const z = await sc("run_code", { language: "python", code: get });
+check(/Connection refused/.test(y?.stderr) && /Connection refused/.test(z?.stderr), "another session and a stateless run do not", [y?.stderr, z?.stderr]);
+await sc("sandbox_stop", { session_id: sid2 });
+await sc("process_signal", { session_id: sid, process_id: web, signal: "INT" });
+
 // A prompt on a terminal, answered; Ctrl-C written to it.
 r = await sc("process_start", { session_id: sid, tty: { rows: 20, cols: 70 },
   code: "import os\nname = input('name? ')\nprint('hello', name, os.get_terminal_size())\ntry:\n    input()\nexcept KeyboardInterrupt:\n    print('bye')" });
