@@ -389,6 +389,9 @@ static void start_background(jv rec, uint64_t seq)
 	for (size_t i = 0; ws && i < S.nbg; i++)
 		same += run_workspace(S.bg[i]) && !strcmp(run_workspace(S.bg[i]), ws);
 	if (S.nbg >= S.bgmax || same >= S.env.conf->max_processes) {
+		/* (a result: the job without sbx-run's own fields, as run.c's) */
+		rec = jv_object_delete(rec, jv_string(REQ_KEY(exec)));
+		rec = jv_object_delete(rec, jv_string(REQ_KEY(compile_limits)));
 		rec = jv_object_set(rec, jv_string("status"), jv_string(STATUS(internal_error)));
 		rec = jv_object_set(rec, jv_string("error"),
 				    jv_string_fmt("too many background jobs at once (max_processes %llu %s)",
