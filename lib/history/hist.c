@@ -258,8 +258,11 @@ struct hist *hist_open(const char *path, enum hist_mode mode, bool sync_full, ch
 		}
 		close(fd);
 	} else if (access(path, F_OK) < 0) {
-		snprintf(err, errlen, "history %s: %s", path, strerror(errno));
-		goto fail;
+		int e = errno;
+		snprintf(err, errlen, "history %s: %s", path, strerror(e));
+		hist_close(h);
+		errno = e;
+		return NULL;
 	}
 	if (connect(h, write, err, errlen) < 0)
 		goto fail;
@@ -283,6 +286,14 @@ struct hist *hist_open(const char *path, enum hist_mode mode, bool sync_full, ch
 		if ((v != HIST_SCHEMA_VERSION && migrate(h, err, errlen) < 0) ||
 		    (mode == HIST_APPEND && hist_prepare_insert(h, err, errlen) < 0))
 			goto fail;
+	} else if (v == 0 && mode == HIST_PEEK) {
+		/* A file with no schema yet: its writer (sbx-log, started by a
+		 * first run) made it a moment ago and is about to fill it.
+		 * As good as absent. */
+		snprintf(err, errlen, "history %s: nothing logged yet", h->path);
+		hist_close(h);
+		errno = ENOENT;
+		return NULL;
 	} else if (v < HIST_SCHEMA_VERSION && mode == HIST_PEEK) {
 		snprintf(err, errlen, "history %s: schema version %lld is older than this sbx's (%d): open it once with "
 			 "sbx-log or sbx-history to upgrade it", h->path, (long long)v, HIST_SCHEMA_VERSION);

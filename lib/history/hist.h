@@ -38,7 +38,9 @@ enum hist_mode { HIST_READ, HIST_WRITE, HIST_APPEND, HIST_PEEK };
 struct hist;
 
 /* Open in the given mode.  sync_full: synchronous=FULL instead of NORMAL
- * (writers).  NULL with err set on failure. */
+ * (writers).  NULL with err set on failure; for a reader, errno ENOENT
+ * when there is no history yet (no file, or, HIST_PEEK, one its first
+ * writer has made and not filled yet). */
 struct hist *hist_open(const char *path, enum hist_mode mode, bool sync_full, char *err, size_t errlen);
 void hist_close(struct hist *h);
 /* Queries after this fail ("interrupted") once ms have passed: a page must

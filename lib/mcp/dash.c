@@ -395,9 +395,11 @@ void dash_serve(struct dash *d, const char *method, const char *path, dash_arg_f
 	snprintf(label, sizeof label, "token %d", who);
 	p.who = label;
 	struct hist *h = hist_open(db, HIST_PEEK, false, err, sizeof err);
+	/* (none yet: no file, or one its first writer has not filled) */
+	bool absent = !h && errno == ENOENT;
 	if (h)
 		hist_deadline(h, PAGE_MS);
-	if (!h && !strcmp(path, "/sessions") && access(db, F_OK) < 0 && errno == ENOENT) {
+	if (absent && !strcmp(path, "/sessions")) {
 		/* No history yet, but sandbox sessions may be open. */
 		jv live = d->m ? mcp_live_sessions(d->m, (unsigned)who, d->c->http_dashboard == CONF_DASHBOARD_ALL) : jv_invalid();
 		page_sessions(&p, NULL, &f, live, err, sizeof err);
@@ -405,7 +407,7 @@ void dash_serve(struct dash *d, const char *method, const char *path, dash_arg_f
 		return set_body(r, 200, "text/html; charset=utf-8", &p);
 	}
 	if (!h) {
-		if (access(db, F_OK) < 0 && errno == ENOENT) {
+		if (absent) {
 			if (json)
 				return text_reply(r, 200, "application/json", "[]\n");
 			if (rows)

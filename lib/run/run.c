@@ -454,7 +454,7 @@ struct run_net {
 };
 
 /* The namespace r's run stage joins: its session's (made now if need
- * be), 0 for one of its own, -1 with err if its session's cannot be made. */
+ * be), or 0 for one of its own. */
 static int session_net(struct run *r, char *err, size_t errlen)
 {
 	const struct job *j = &r->job;
@@ -463,9 +463,18 @@ static int session_net(struct run *r, char *err, size_t errlen)
 	for (struct run_net *n = r->env->nets; n; n = n->next)
 		if (!strcmp(n->workspace, j->workspace))
 			return n->fd;
+	if (r->env->nets_off)
+		return 0;
 	int fd = r->be->ops->netns_new(r->be, err, errlen);
-	if (fd < 0)
-		return -1;
+	if (fd < 0) {
+		/* A host that lets us make no namespace of our own (a container
+		 * without CAP_NET_ADMIN, where no loopback can be brought up in
+		 * one): each run keeps its own loopback, as every run did before
+		 * sessions shared one, and sbx-run says so, once. */
+		util_warn("a session's runs cannot share one loopback here (%s): each has its own", err);
+		r->env->nets_off = true;
+		return 0;
+	}
 	struct run_net *n = util_xalloc(sizeof *n);
 	*n = (struct run_net){ util_strdup(j->workspace), fd, r->env->nets };
 	r->env->nets = n;
@@ -503,7 +512,7 @@ static void start_cell(struct run *r, char *err, size_t errlen)
 	int netns = session_net(r, err, errlen);
 	if (!r->env->kernels)
 		snprintf(err, errlen, "cells need a kernel table (sbx-run): none here");
-	else if (netns >= 0)
+	else
 		r->cell = cell_start(r->env->kernels, r->be, &r->job, r->envp, netns, cell_done,
 				     r->env->on_output ? stage_output : NULL, r, err, errlen);
 }
@@ -615,10 +624,7 @@ static void start_stage(struct run *r, enum stage st)
 	int child = -1;
 	if (st == ST_RUN) {
 		r->spec.cwd = j->cwd;
-		if ((r->spec.netns = session_net(r, err, sizeof err)) < 0) {
-			internal(r, err);
-			return;
-		}
+		r->spec.netns = session_net(r, err, sizeof err);
 		if (j->background) {
 			r->io = bgio_new(r->env->loop, j->rows, j->cols, tty_output, r, &child, err, sizeof err);
 			if (!r->io) {

@@ -32,7 +32,8 @@ struct run_env {
 	struct ccache *cache;      /* NULL: no compile cache */
 	struct cflight *flights;   /* keys being compiled (run.c) */
 	struct kernels *kernels;   /* where cells run (cell.h); NULL: cells are refused */
-	struct run_net *nets;      /* the sessions' network namespaces (run_session_net) */
+	struct run_net *nets;      /* the sessions' network namespaces (run.c's session_net) */
+	bool nets_off;             /* none can be made here: each run keeps its own (said once) */
 	size_t nflights;
 	struct loop *loop;
 	bool timings;

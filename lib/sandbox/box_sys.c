@@ -17,11 +17,13 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "filter.h"
 #include "kern.h"
 #include "ns.h"
+#include "proc.h"
 #include "util.h"
 
 /* ---- the system --------------------------------------------------------------- */
@@ -234,11 +236,71 @@ pid_t box_clone_in(struct box_sys *s, int netns, int tmpl_fd, struct clone_args 
 	return sp.pid;
 }
 
-/* A session's network namespace.  It belongs to our user namespace (the
- * initial one as root, our own otherwise), where a sandbox's init, in a
- * user namespace of its own below, holds no capability: no program of
- * the session can add an address, a route or a rule to it, only use its
- * loopback.  What one run leaves there (a listening socket of a process,
+/* As root: a namespace owned by a user namespace of its own, made by a
+ * child (a user namespace cannot be made by a process with threads, nor
+ * entered back): there the child may bring its loopback up, which root
+ * in a container without CAP_NET_ADMIN may not in one of the initial
+ * user namespace's.  We own that user namespace, so we may enter the
+ * network namespace around a clone; a sandbox's init, in a sibling user
+ * namespace, holds no capability over it.  No uid is mapped in it: its
+ * root is no uid of ours, and a program may write none of its sysctls. */
+static int netns_of_child(char *err, size_t errlen)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		snprintf(err, errlen, "cannot make a session's network namespace: pipe: %s", strerror(errno));
+		return -1;
+	}
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid == 0) {
+		char why[128];
+		close(p[0]);
+		if (proc_child_prepare(parent, SIGKILL) < 0 || unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0) {
+			snprintf(why, sizeof why, "unshare: %s", strerror(errno));
+			(void)!write(p[1], why, strlen(why));
+			_exit(1);
+		}
+		if (ns_loopback_up(why, sizeof why) < 0) {
+			(void)!write(p[1], why, strlen(why));
+			_exit(1);
+		}
+		(void)!write(p[1], "", 1);
+		for (;;)
+			pause(); /* until we have its namespace: then killed */
+	}
+	close(p[1]);
+	char why[128] = "";
+	/* One message: its one byte (ready), or why not, then its exit. */
+	ssize_t n = -1;
+	while (pid > 0 && (n = read(p[0], why, sizeof why - 1)) < 0 && errno == EINTR)
+		;
+	if (n > 0)
+		why[n] = 0;
+	close(p[0]);
+	int fd = -1;
+	if (n == 1 && !why[0]) {
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			snprintf(why, sizeof why, "%s: %s", path, strerror(errno));
+	} else if (n <= 0)
+		snprintf(why, sizeof why, "%s", pid < 0 ? strerror(errno) : "its maker died");
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	if (fd < 0)
+		snprintf(err, errlen, "cannot make a session's network namespace: %s", why);
+	return fd;
+}
+
+/* A session's network namespace.  It belongs to a user namespace of ours
+ * (as root a child's, netns_of_child; otherwise our own), where a
+ * sandbox's init, in a user namespace of its own, holds no capability:
+ * no program of the session can add an address, a route or a rule to
+ * it, only use its loopback.  What one run leaves there (a listening socket of a process,
  * TIME_WAIT) the session's next runs see: that is its purpose.  As an
  * ordinary user the program's uid is the namespace owner's root, so its
  * net sysctls are writable to it: they are the session's own, and no other
@@ -254,16 +316,12 @@ int box_netns_new(struct box_sys *s, char *err, size_t errlen)
 		}
 		return sp.netns;
 	}
+	/* (our own, to come back to after entering a session's: box.c) */
 	if (s->self_net_fd < 0 && (s->self_net_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)) < 0) {
 		snprintf(err, errlen, "cannot open our network namespace: %s", strerror(errno));
 		return -1;
 	}
-	int fd = netns_here(err, errlen);
-	/* Back home (as root we may); failing that, everything after would
-	 * run in the session's namespace: better to stop. */
-	if (setns(s->self_net_fd, CLONE_NEWNET) < 0)
-		abort();
-	return fd;
+	return netns_of_child(err, errlen);
 }
 
 /* ---- the pool ---------------------------------------------------------------- */
