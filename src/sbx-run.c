@@ -35,6 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -126,6 +129,7 @@ struct state {
 	bool in_eof, stopping, out_fifo, out_failed;
 	int sigfd, exit_sig;
 	int events_fd, control_fd; /* -1 unless given */
+	int connect_fd;            /* --connect's socket, or -1 */
 	struct rec_reader control;
 	char *out;
 	size_t out_len, out_cap;
@@ -582,6 +586,114 @@ static void on_control(struct loop *l, int fd, short rev, void *arg)
 	(void)arg;
 }
 
+/* --connect: a connection to a session's port, for sbx-mcp to open it to
+ * a person.  Each message {"session_id": SID, "port": P, "tag": T} gets
+ * one back, {"tag": T, "error": null} with the connected socket, made in
+ * the session's loopback namespace (run_session_socket), or {"tag": T,
+ * "error": WHY}.  A connection still being made is watched: loopback
+ * answers at once unless its listener's backlog is full, which costs us
+ * nothing but a watch until CONNECT_MS. */
+#define CONNECT_MS 5000
+struct pending_conn {
+	int sock, timer;
+	jv tag;
+};
+
+static void connect_reply(jv tag, int sock, const char *why)
+{
+	jv r = jv_object_set(jv_object(), jv_string("tag"), tag);
+	r = jv_object_set(r, jv_string("error"), why ? jv_string(why) : jv_null());
+	size_t n;
+	char *line = rec_dump(r, &n);
+	if (proc_send_fd(S.connect_fd, line, n, why ? -1 : sock) < 0)
+		util_warn("--connect: %s", strerror(errno));
+	free(line);
+	if (sock >= 0)
+		close(sock);
+}
+
+static void conn_done(struct pending_conn *pc, const char *why)
+{
+	loop_unwatch(S.loop, pc->sock);
+	loop_unwatch(S.loop, pc->timer);
+	close(pc->timer);
+	connect_reply(pc->tag, pc->sock, why);
+	free(pc);
+}
+
+static void on_conn_ready(struct loop *l, int fd, short rev, void *arg)
+{
+	struct pending_conn *pc = arg;
+	int e = 0;
+	socklen_t el = sizeof e;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) < 0)
+		e = errno;
+	conn_done(pc, e ? strerror(e) : NULL);
+	(void)l, (void)rev;
+}
+
+static void on_conn_timeout(struct loop *l, int fd, short rev, void *arg)
+{
+	conn_done(arg, "the port did not accept the connection within 5 s");
+	(void)l, (void)fd, (void)rev;
+}
+
+static void on_connect(struct loop *l, int fd, short rev, void *arg)
+{
+	char buf[4096], why[300] = "";
+	int junk;
+	ssize_t n = proc_recv_fd(fd, buf, sizeof buf, &junk);
+	if (junk >= 0)
+		close(junk);
+	if (n <= 0) {
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			loop_unwatch(l, fd);
+		return;
+	}
+	jv msg = jv_parse_sized(buf, (int)n);
+	jv tag = jv_get_kind(msg) == JV_KIND_OBJECT ? rec_get(msg, "tag") : jv_null();
+	if (!jv_is_valid(tag))
+		tag = jv_null();
+	const char *sid = jv_get_kind(msg) == JV_KIND_OBJECT ? rec_str(msg, "session_id", NULL) : NULL;
+	double port = 0;
+	int sock = -1;
+	if (!sid || !state_session_id_ok(sid, strlen(sid)) || !rec_num(msg, "port", &port) || port != floor(port) || port < 1 ||
+	    port > 65535)
+		snprintf(why, sizeof why, "a request is {\"session_id\": SID, \"port\": 1 to 65535, \"tag\": ANY}");
+	else {
+		char *ws = state_session_dir(S.env.conf, sid);
+		sock = run_session_socket(&S.env, ws, why, sizeof why);
+		free(ws);
+	}
+	jv_free(msg);
+	if (sock < 0) {
+		connect_reply(tag, -1, why);
+		return;
+	}
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	if (connect(sock, (struct sockaddr *)&to, sizeof to) == 0) {
+		connect_reply(tag, sock, NULL);
+		return;
+	}
+	if (errno != EINPROGRESS) {
+		snprintf(why, sizeof why, "%s", strerror(errno));
+		close(sock);
+		connect_reply(tag, -1, why);
+		return;
+	}
+	struct pending_conn *pc = util_xalloc(sizeof *pc);
+	*pc = (struct pending_conn){ .sock = sock, .tag = tag,
+				     .timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK) };
+	struct itimerspec its = { .it_value = { CONNECT_MS / 1000, 0 } };
+	if (pc->timer >= 0)
+		timerfd_settime(pc->timer, 0, &its, NULL);
+	loop_watch(l, sock, POLLOUT, on_conn_ready, pc);
+	if (pc->timer >= 0)
+		loop_watch(l, pc->timer, POLLIN, on_conn_timeout, pc);
+	(void)rev, (void)arg;
+}
+
 static void on_stdin(struct loop *l, int fd, short rev, void *arg)
 {
 	ssize_t n = rec_fill(&S.in);
@@ -891,10 +1003,11 @@ static void options(int argc, char **argv, struct opts *o)
 	o->use_cache = true;
 	o->timings = getenv("SBX_TRACE") != NULL;
 	o->progress = -1;
-	S.events_fd = S.control_fd = -1;
+	S.events_fd = S.control_fd = S.connect_fd = -1;
 	static const struct option opts[] = {
 		{ "events", required_argument, NULL, 'E' },
 		{ "control", required_argument, NULL, 'K' },
+		{ "connect", required_argument, NULL, 'O' },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "check", optional_argument, NULL, 'C' },
 		{ "pull", no_argument, NULL, 'P' },
@@ -917,6 +1030,17 @@ static void options(int argc, char **argv, struct opts *o)
 			if (!util_parse_i64(optarg, 1, 4096, &v))
 				util_usage_error(synopsis, "-j: \"%s\" is not a number from 1 to 4096", optarg);
 			o->jobs = (long)v;
+			break;
+		}
+		case 'O': {
+			int64_t fd;
+			int type = 0;
+			socklen_t tl = sizeof type;
+			if (!util_parse_i64(optarg, 3, 1 << 20, &fd) || getsockopt((int)fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 ||
+			    type != SOCK_SEQPACKET)
+				util_usage_error(synopsis, "--connect: \"%s\" is not a unix SOCK_SEQPACKET socket's descriptor", optarg);
+			S.connect_fd = (int)fd;
+			fcntl((int)fd, F_SETFD, FD_CLOEXEC);
 			break;
 		}
 		case 'E':
@@ -984,6 +1108,8 @@ static void setup(struct conf *c, const struct opts *o, struct backend **bk, siz
 		S.live = live_new(S.loop, live_emit, NULL);
 		S.env.on_output = on_output;
 	}
+	if (S.connect_fd >= 0)
+		loop_watch(S.loop, S.connect_fd, POLLIN, on_connect, NULL);
 	if (S.control_fd >= 0) {
 		fcntl(S.control_fd, F_SETFL, fcntl(S.control_fd, F_GETFL) | O_NONBLOCK);
 		/* (a background job's input: up to 1 MiB of text, escaped) */

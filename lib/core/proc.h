@@ -11,6 +11,7 @@
 #define SBX_PROC_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 #include <stddef.h>
 
 /* Renumber fds[i] to 3+i (fds[i] may be -1: skipped and left -1), then close
@@ -32,6 +33,13 @@ int proc_child_prepare(int parent, int deathsig);
 int proc_stop_signals(void);
 int proc_set_nonblock(int fd, bool on);
 int proc_set_cloexec(int fd, bool on);
+/* One message of len bytes on a unix socket, with fd (>= 0) as
+ * SCM_RIGHTS; looping on EINTR.  0, or -1 with errno. */
+int proc_send_fd(int sock, const void *buf, size_t len, int fd);
+/* One message into buf (at most len bytes, NUL-terminated: len - 1 of
+ * data), *fd the descriptor that came with it, or -1; close-on-exec.
+ * Its length, 0 at the end, -1 with errno. */
+ssize_t proc_recv_fd(int sock, char *buf, size_t len, int *fd);
 
 /* Replace the process's visible command line (what /proc/PID/cmdline shows)
  * with `title`, so a sandbox cannot learn the supervisor's arguments. */

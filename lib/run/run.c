@@ -450,6 +450,7 @@ static void cell_done(const struct stage_result *br, jv info, void *arg)
 struct run_net {
 	char *workspace;
 	int fd;
+	struct backend *be;  /* whose namespace it is */
 	struct run_net *next;
 };
 
@@ -476,7 +477,7 @@ static int session_net(struct run *r, char *err, size_t errlen)
 		return 0;
 	}
 	struct run_net *n = util_xalloc(sizeof *n);
-	*n = (struct run_net){ util_strdup(j->workspace), fd, r->env->nets };
+	*n = (struct run_net){ util_strdup(j->workspace), fd, r->be, r->env->nets };
 	r->env->nets = n;
 	return fd;
 }
@@ -492,6 +493,15 @@ void run_session_end(struct run_env *e, const char *workspace)
 			free(n);
 			return;
 		}
+}
+
+int run_session_socket(struct run_env *e, const char *workspace, char *err, size_t errlen)
+{
+	for (struct run_net *n = e->nets; n; n = n->next)
+		if (!strcmp(n->workspace, workspace))
+			return n->be->ops->netns_socket(n->be, n->fd, err, errlen);
+	snprintf(err, errlen, "nothing runs in the session: its loopback has nothing to connect to");
+	return -1;
 }
 
 void run_nets_free(struct run_env *e)

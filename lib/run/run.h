@@ -77,6 +77,10 @@ const char *run_workspace(const struct run *r);
  * install, keep one of their own.  run_session_end forgets a session's
  * (its sandboxes keep it until they end), run_nets_free every one. */
 void run_session_end(struct run_env *e, const char *workspace);
+/* A TCP socket in a session's loopback namespace (backend.h's
+ * netns_socket), for a connection to one of its ports; -1 with err if
+ * the session has none (nothing has run in it here). */
+int run_session_socket(struct run_env *e, const char *workspace, char *err, size_t errlen);
 void run_nets_free(struct run_env *e);
 /* A background job (job.h): it takes input, signals and a new terminal
  * size while its program runs (bgio.h).  run_input queues data (and with

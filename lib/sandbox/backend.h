@@ -164,6 +164,10 @@ struct backend_ops {
 	 * (stage_spec.netns): its own loopback, up, and nothing else; an fd
 	 * the caller closes, or -1 with err (the docker backend: none). */
 	int (*netns_new)(struct backend *be, char *err, size_t errlen);
+	/* A TCP socket (IPv4, non-blocking, close-on-exec) made in such a
+	 * namespace, for a connection to its loopback (a session's port,
+	 * opened to a person); -1 with err. */
+	int (*netns_socket)(struct backend *be, int netns, char *err, size_t errlen);
 	/* Sandboxes made ahead of the jobs of a stream (box_pool); drained
 	 * before exit. */
 	void (*pool)(struct backend *be, struct loop *l, size_t n, bool one_now);

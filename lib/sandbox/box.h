@@ -124,6 +124,8 @@ void box_free(struct box *b);
 /* A new network namespace, its loopback up, as an nsfs fd (backend.h's
  * netns_new); we stay in ours.  -1 with err. */
 int box_netns_new(struct box_sys *s, char *err, size_t errlen);
+/* A TCP socket made in netns (backend.h's netns_socket); -1 with err. */
+int box_netns_socket(struct box_sys *s, int netns, char *err, size_t errlen);
 
 /* Detached, size-limited tmpfs for a job's files, owned by the sandbox
  * user; -1 on error.  The caller closes it after the last stage. */

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -158,6 +159,7 @@ static int netns_here(char *err, size_t errlen)
 struct spawn {
 	struct box_sys *s;
 	int netns, tmpl_fd;        /* netns -1: make one (box_netns_new), into netns */
+	bool socket;               /* a TCP socket in netns, into pid (box_netns_socket) */
 	struct clone_args *cl;
 	struct child_args *ca;
 	pid_t pid;
@@ -175,7 +177,11 @@ static void *spawner_main(void *arg)
 		sp->pid = -1;
 		if (sp->netns < 0)
 			sp->netns = netns_here(sp->why, sp->whylen);
-		else if (shared)
+		else if (sp->socket) {
+			if (setns(sp->netns, CLONE_NEWNET) < 0 ||
+			    (sp->pid = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
+				sp->err = errno;
+		} else if (shared)
 			sp->err = shared;
 		else if (setns(sp->netns, CLONE_NEWNET) < 0)
 			sp->err = errno;
@@ -322,6 +328,31 @@ int box_netns_new(struct box_sys *s, char *err, size_t errlen)
 		return -1;
 	}
 	return netns_of_child(err, errlen);
+}
+
+int box_netns_socket(struct box_sys *s, int netns, char *err, size_t errlen)
+{
+	int fd = -1, e = 0;
+	if (!s->root) {
+		/* (the spawner, as for a clone: we could not come back) */
+		struct spawn sp = { .s = s, .netns = netns, .socket = true, .pid = -1, .err = EIO };
+		if (spawner_call(s, &sp) < 0)
+			e = errno;
+		else if ((fd = sp.pid) < 0)
+			e = sp.err;
+	} else if (s->self_net_fd < 0 || setns(netns, CLONE_NEWNET) < 0)
+		e = s->self_net_fd < 0 ? EBADF : errno;
+	else {
+		/* A socket belongs to the namespace it was made in, wherever
+		 * it is used after. */
+		if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
+			e = errno;
+		if (setns(s->self_net_fd, CLONE_NEWNET) < 0)
+			abort(); /* (as root we may; else everything after would run there) */
+	}
+	if (fd < 0)
+		snprintf(err, errlen, "cannot make a socket in the session's network namespace: %s", strerror(e));
+	return fd;
 }
 
 /* ---- the pool ---------------------------------------------------------------- */

@@ -166,6 +166,12 @@ static int d_netns_new(struct backend *be, char *err, size_t errlen)
 	return -1;
 }
 
+static int d_netns_socket(struct backend *be, int netns, char *err, size_t errlen)
+{
+	(void)netns;
+	return d_netns_new(be, err, errlen);
+}
+
 /* Nor background jobs, whose signals this would send. */
 static bool d_signal(struct bk_stage *st, int sig)
 {
@@ -260,6 +266,7 @@ static const struct backend_ops docker_ops = {
 	.compiler_id = d_compiler_id,
 	.lang_ready = d_lang_ready,
 	.netns_new = d_netns_new,
+	.netns_socket = d_netns_socket,
 	.pool = d_pool,
 	.drain = d_drain,
 	.check = d_check,

@@ -181,6 +181,11 @@ static int n_netns_new(struct backend *be, char *err, size_t errlen)
 	return box_netns_new(&((struct native *)be)->sys, err, errlen);
 }
 
+static int n_netns_socket(struct backend *be, int netns, char *err, size_t errlen)
+{
+	return box_netns_socket(&((struct native *)be)->sys, netns, err, errlen);
+}
+
 static bool n_signal(struct bk_stage *st, int sig)
 {
 	return box_signal((struct box *)st, sig);
@@ -449,6 +454,7 @@ static const struct backend_ops native_ops = {
 	.compiler_id = n_compiler_id,
 	.lang_ready = n_lang_ready,
 	.netns_new = n_netns_new,
+	.netns_socket = n_netns_socket,
 	.pool = n_pool,
 	.drain = n_drain,
 	.check = n_check,
