@@ -23,6 +23,9 @@
  * (run.h's run_input, run_signal, run_resize), and --live lets all of
  * its output out (live.h's live_unbounded).  At most max_processes of one
  * session, and max_processes times max_sessions in all, run at once.
+ * --connect hands sbx-mcp a connection to a port of a session's loopback
+ * (a session's port opened to a person), made in the session's namespace
+ * by the backend: sbx-mcp never enters it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -60,7 +63,7 @@
 #include "util.h"
 
 static const char synopsis[] =
-	"usage: sbx-run [-c FILE] [-j N] [--unordered] [--progress] [--timings] [--no-cache] [--events FD [--live]] [--control FD] [JOBS.jsonl...] > results.jsonl\n"
+	"usage: sbx-run [-c FILE] [-j N] [--unordered] [--progress] [--timings] [--no-cache] [--events FD [--live]] [--control FD] [--connect FD] [JOBS.jsonl...] > results.jsonl\n"
 	"       sbx-run [-c FILE] --check[=backend] [--json]\n"
 	"       sbx-run [-c FILE] --pull\n";
 
@@ -87,6 +90,9 @@ static void help(void)
 	       "                     sandbox; its result has status \"cancelled\"; and for\n"
 	       "                     a background job {\"input\": ID, \"data\": TEXT}, {\"signal\":\n"
 	       "                     ID, \"name\": \"INT\"} and {\"resize\": ID, \"rows\", \"cols\"}\n"
+	       "      --connect FD   a SOCK_SEQPACKET socket: {\"session_id\", \"port\", \"tag\"} asks\n"
+	       "                     for a TCP connection to that port in the session's\n"
+	       "                     loopback; the answer {\"tag\", \"error\"} carries its socket\n"
 	       "      --check        report what the sandbox backend can do here: a table on\n"
 	       "                     a terminal, else (or with --json) one JSON object;\n"
 	       "                     =backend: only the backend's part (no languages), fast\n"

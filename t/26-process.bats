@@ -324,3 +324,21 @@ print(r)"
 	jq -se 'map(select(.id == "srv"))[0] | .status == "cancelled" and (.stderr | contains("\"GET / HTTP/1.1\" 200"))' out
 	result after '.stdout == "ConnectionRefusedError\n"'
 }
+
+# bats test_tags=kernel
+@test "--connect: a connection to a session's port, made in its loopback and handed over; another port or session, a bad request: why not" {
+	conf=$(conf_with 's/^$//')
+	local_session
+	port=$((20000 + RANDOM % 20000))
+	run --separate-stderr python3 "$ROOT/t/fixtures/connect.py" "$BIN" "$conf" "$SID" "$port"
+	echo "$output" >&3
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 5 ]
+	jq -e '.tag == "open" and .error == null and .fd and .got == "HTTP/1.0 200 OK"' <<< "${lines[0]}"
+	jq -e '.tag == "closed" and (.error | test("refused")) and (.fd | not)' <<< "${lines[1]}"
+	jq -e '.tag == "other" and (.error | test("nothing runs in the session")) and (.fd | not)' <<< "${lines[2]}"
+	jq -e '.tag == "zero" and (.error | test("1 to 65535"))' <<< "${lines[3]}"
+	jq -e '.tag == null and (.error | test("a request is"))' <<< "${lines[4]}"
+	# from the host's side: the port is in the session's loopback only
+	! python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2> /dev/null || false
+}

@@ -179,7 +179,7 @@ PY
 		jq -nc '{jsonrpc: "2.0", id: 4, method: "tools/list", params: {_meta: {"io.modelcontextprotocol/protocolVersion": "2031-01-01", "io.modelcontextprotocol/clientCapabilities": {}}}}'
 	} | mcp
 	answer 1 | jq -e '.result.resultType == "complete" and (.result.supportedVersions | index("2026-07-28") and index("2024-11-05")) and .result.serverInfo.name == "sbx"'
-	answer 2 | jq -e '.result.resultType == "complete" and (.result.tools | length == 17)'
+	answer 2 | jq -e '.result.resultType == "complete" and (.result.tools | length == 19)'
 	answer 3 | jq -e '.result.resultType == "complete" and .result.structuredContent.stdout == "6\n"'
 	answer 4 | jq -e '.error.code == -32022 and .error.data.requested == "2031-01-01" and (.error.data.supported | index("2026-07-28"))'
 }
@@ -195,17 +195,17 @@ PY
 	printf '%s\n' "$(init)" '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' '{"jsonrpc":"2.0","id":2,"method":"ping"}' |
 		slow/sbx-mcp -c "$conf" > out 2> err
 	answer 0 | jq -e '.result.serverInfo.name == "sbx"'
-	answer 1 | jq -e '.result.tools | length == 17'
+	answer 1 | jq -e '.result.tools | length == 19'
 	answer 2 | jq -e '.result == {}'
 }
 
-@test "tools/list: seventeen tools, each with title, description, input and output schemas" {
+@test "tools/list: nineteen tools, each with title, description, input and output schemas" {
 	{ init; echo '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
 	  echo '{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"page-2"}}'; } | mcp
 	# one page, no nextCursor; any cursor is unknown
 	answer 1 | jq -e '.result | has("nextCursor") | not'
 	answer 2 | jq -e '.error.code == -32602 and (.error.message | contains("cursor"))'
-	answer 1 | jq -e '[.result.tools[].name] | sort == ["check_backend","get_execution_history","install_packages","list_files","list_supported_languages","process_list","process_read","process_signal","process_start","process_write","read_file","run_cell","run_code","sandbox_exec","sandbox_initialize","sandbox_stop","write_file"]'
+	answer 1 | jq -e '[.result.tools[].name] | sort == ["check_backend","get_execution_history","install_packages","list_files","list_supported_languages","port_close","port_open","process_list","process_read","process_signal","process_start","process_write","read_file","run_cell","run_code","sandbox_exec","sandbox_initialize","sandbox_stop","write_file"]'
 	answer 1 | jq -e 'all(.result.tools[]; (.title | length > 0) and (.description | length > 40) and .inputSchema.type == "object" and .outputSchema.type == "object")'
 	# descriptions quote the configured limits
 	answer 1 | jq -e '.result.tools[] | select(.name == "run_code") | .description | contains("256 MiB") and contains("10 s") and contains("up to 1 GiB")'

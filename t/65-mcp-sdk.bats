@@ -41,7 +41,7 @@ mcp_sh() {
 	chmod +x mcp.sh
 }
 
-@test "the official MCP SDK client lists and calls all seventeen tools (stdio)" {
+@test "the official MCP SDK client lists and calls all nineteen tools (stdio)" {
 	need_sdk
 	conf=$(conf_with 's/^$//')
 	mcp_sh
@@ -99,4 +99,26 @@ sdk_over() {
 	chmod 600 tokens
 	http_serve
 	tap_client process.mjs '^1\.\.1[0-9]$' http "$URL" sdk-token-0123456789abcdef other-token-0123456789abcdef
+}
+
+@test "a session's port opened to a person: over stdio a local address, over HTTP a path for its token only; HTTP, a WebSocket, the person's credentials kept from the app" {
+	need_sdk
+	conf=$(conf_with 's/^$//')
+	mcp_sh
+	tap_client port.mjs '^1\.\.12$' "$PWD/mcp.sh"
+	printf '%s\n' sdk-token-0123456789abcdef other-token-0123456789abcdef > tokens
+	chmod 600 tokens
+	http_serve
+	tap_client port.mjs '^1\.\.19$' http "$URL" sdk-token-0123456789abcdef other-token-0123456789abcdef
+}
+
+@test "a session's open port in headless Chromium: refused before the sign-in, the app and its WebSocket after, the dashboard's link, nothing for another token" {
+	need_sdk
+	[ -d "$ROOT/t/browser/node_modules/puppeteer-core" ] || skip "puppeteer-core is not installed (make mcp-client)"
+	command -v "${CHROMIUM:-chromium}" > /dev/null || skip "no Chromium (Debian's chromium package; make deps installs it)"
+	conf=$(conf_with 's/^$//')
+	printf '%s\n' sdk-token-0123456789abcdef other-token-0123456789abcdef > tokens
+	chmod 600 tokens
+	http_serve
+	tap_client port.mjs '^1\.\.24$' http "$URL" sdk-token-0123456789abcdef other-token-0123456789abcdef "$ROOT/t/browser/port.mjs"
 }

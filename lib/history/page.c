@@ -400,7 +400,8 @@ static bool on_session(jv row, void *arg)
 	return true;
 }
 
-/* A live session: its workspace's files, its kernels and its processes. */
+/* A live session: its workspace's files, its kernels, its processes and
+ * its open ports (links: a port over HTTP is a path of this server's). */
 static void live_session(struct page *p, jv s)
 {
 	const char *id = page_sval(s, "session_id");
@@ -454,6 +455,19 @@ static void live_session(struct page *p, jv s)
 			jv_free(q);
 		}
 	jv_free(procs);
+	page_raw(p, "</td><td class=\"ports\">");
+	jv ports = rec_get(s, "ports");
+	if (jv_get_kind(ports) == JV_KIND_ARRAY)
+		jv_array_foreach(ports, i, q) {
+			const char *to = page_sval(q, "path") ? page_sval(q, "path") : page_sval(q, "url");
+			page_raw(p, "<a href=\"");
+			page_str(p, to);
+			page_raw(p, "\">");
+			page_put_num(p, q, "port", "");
+			page_raw(p, "</a> ");
+			jv_free(q);
+		}
+	jv_free(ports);
 	page_raw(p, "</td><td class=\"num\">");
 	page_put_num(p, s, "expires_in_s", " s");
 	page_raw(p, "</td><td class=\"files\">");
@@ -481,7 +495,7 @@ int page_sessions(struct page *p, struct hist *h, const struct hist_filter *f, j
 			page_raw(p, "<p class=\"none\">No sandbox session is open.</p>");
 		else {
 			page_raw(p, "<table id=\"live-sessions\"><thead><tr><th>session</th><th>language</th><th>kernels</th>"
-				    "<th>processes</th><th>expires in</th><th>files</th></tr></thead><tbody>");
+				    "<th>processes</th><th>ports</th><th>expires in</th><th>files</th></tr></thead><tbody>");
 			jv_array_foreach(live, i, s) {
 				live_session(p, s);
 				jv_free(s);

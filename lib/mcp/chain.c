@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +22,14 @@
 
 enum { TOOL_VALIDATE, TOOL_RUN, TOOL_CAP, TOOL_LOG, NTOOLS };
 static const char *const tool_names[NTOOLS] = { "sbx-validate", "sbx-run", "sbx-cap", "sbx-log" };
+
+/* A connection asked of sbx-run's --connect, its answer not yet in. */
+struct conn_ask {
+	uint64_t tag;
+	chain_conn_fn done;    /* NULL: cancelled, a socket that comes is closed */
+	void *arg;
+	struct conn_ask *next;
+};
 
 struct req {
 	char *id;
@@ -39,6 +48,9 @@ struct chain {
 	int in_fd;              /* requests to sbx-validate */
 	int out_fd;             /* results from sbx-log */
 	int ev_fd, ctl_fd;      /* sbx-run's --events and --control */
+	int conn_fd;            /* sbx-run's --connect (SOCK_SEQPACKET) */
+	struct conn_ask *asks;
+	uint64_t ask_seq;
 	struct rec_reader out, ev;
 	char *wbuf;
 	size_t wlen, wcap;
@@ -69,6 +81,18 @@ static struct req *take(struct chain *ch, const char *id)
 	return r;
 }
 
+/* Every connection asked and not answered is answered why. */
+static void fail_asks(struct chain *ch, const char *why)
+{
+	while (ch->asks) {
+		struct conn_ask *a = ch->asks;
+		ch->asks = a->next;
+		if (a->done)
+			a->done(-1, why, a->arg);
+		free(a);
+	}
+}
+
 static void fail_all(struct chain *ch, const char *why)
 {
 	while (ch->reqs) {
@@ -92,6 +116,7 @@ static void died(struct chain *ch, const char *why)
 {
 	util_warn("the pipeline ended (%s); it will be restarted", why);
 	stop(ch, 0);
+	fail_asks(ch, "the sandbox pipeline ended: the session's processes with it");
 	fail_all(ch, "the sandbox pipeline ended unexpectedly; the request was not run (see the server's log)");
 }
 
@@ -145,6 +170,41 @@ static void on_event(struct loop *l, int fd, short rev, void *arg)
 	(void)rev;
 }
 
+/* sbx-run's answers on --connect: {"tag", "error"}, with the socket when
+ * error is null. */
+static void on_conn(struct loop *l, int fd, short rev, void *arg)
+{
+	struct chain *ch = arg;
+	char buf[1024];
+	int sock;
+	ssize_t n = proc_recv_fd(fd, buf, sizeof buf, &sock);
+	if (n <= 0) {
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			loop_unwatch(l, fd);
+		return;
+	}
+	jv msg = jv_parse_sized(buf, (int)n);
+	double tag = -1;
+	if (jv_get_kind(msg) != JV_KIND_OBJECT || !rec_num(msg, "tag", &tag))
+		tag = -1;
+	const char *why = rec_str(msg, "error", NULL);
+	struct conn_ask **p = &ch->asks;
+	while (*p && (double)(*p)->tag != tag)
+		p = &(*p)->next;
+	struct conn_ask *a = *p;
+	if (a)
+		*p = a->next;
+	if (a && a->done && (sock >= 0 || why))
+		a->done(sock, why ? why : "", a->arg);
+	else if (a && a->done)
+		a->done(-1, "sbx-run answered without a connection", a->arg);
+	else if (sock >= 0)
+		close(sock);
+	free(a);
+	jv_free(msg);
+	(void)rev;
+}
+
 static void on_in(struct loop *l, int fd, short rev, void *arg)
 {
 	struct chain *ch = arg;
@@ -162,13 +222,15 @@ static void on_in(struct loop *l, int fd, short rev, void *arg)
 	(void)rev;
 }
 
-/* fork+exec one tool with stdin/stdout (and for sbx-run fds 3 and 4). */
-static pid_t spawn(struct chain *ch, int t, int in, int out, int ev, int ctl, pid_t pgid)
+/* fork+exec one tool with stdin/stdout (and for sbx-run fds 3, 4 and 5:
+ * --events, --control, --connect). */
+static pid_t spawn(struct chain *ch, int t, int in, int out, const int fds[3], pid_t pgid)
 {
 	char *tool = util_fmt("%s/%s", ch->bindir, tool_names[t]);
-	char jobs[16], evs[4] = "3", ctls[4] = "4";
+	/* (proc_keep_fds makes fds[] 3, 4 and 5 in the child) */
+	char jobs[16], evs[] = "3", ctls[] = "4", conns[] = "5";
 	snprintf(jobs, sizeof jobs, "%u", ch->jobs);
-	char *argv[14];
+	char *argv[16];
 	int a = 0;
 	argv[a++] = tool;
 	if (ch->conf_path) {
@@ -185,6 +247,8 @@ static pid_t spawn(struct chain *ch, int t, int in, int out, int ev, int ctl, pi
 		argv[a++] = "--live";
 		argv[a++] = "--control";
 		argv[a++] = ctls;
+		argv[a++] = "--connect";
+		argv[a++] = conns;
 	}
 	argv[a] = NULL;
 	pid_t parent = getpid();
@@ -197,11 +261,11 @@ static pid_t spawn(struct chain *ch, int t, int in, int out, int ev, int ctl, pi
 			_exit(127);
 		if (dup2(in, 0) < 0 || dup2(out, 1) < 0)
 			_exit(127);
-		int keep[2] = { ev, ctl };
-		if (proc_keep_fds(keep, 2) < 0)
+		int keep[3] = { fds[0], fds[1], fds[2] };
+		if (proc_keep_fds(keep, 3) < 0)
 			_exit(127);
-		/* kept fds are close-on-exec; these two are for sbx-run */
-		for (int i = 0; i < 2; i++)
+		/* kept fds are close-on-exec; these three are for sbx-run */
+		for (int i = 0; i < 3; i++)
 			if (keep[i] >= 0)
 				proc_set_cloexec(keep[i], false);
 		execv(tool, argv);
@@ -215,20 +279,23 @@ static pid_t spawn(struct chain *ch, int t, int in, int out, int ev, int ctl, pi
 static int start(struct chain *ch)
 {
 	/* in[0] → validate → p1 → run → p2 → cap → p3 → log → out[1] */
-	int in[2], p1[2], p2[2], p3[2], out[2], ev[2], ctl[2];
-	int *all[] = { in, p1, p2, p3, out, ev, ctl };
+	int in[2], p1[2], p2[2], p3[2], out[2], ev[2], ctl[2], conn[2];
+	int *all[] = { in, p1, p2, p3, out, ev, ctl, conn };
 	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 		all[i][0] = all[i][1] = -1;
 	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-		if (pipe2(all[i], O_CLOEXEC) < 0) {
+		if (all[i] == conn ? socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, conn) < 0
+				   : pipe2(all[i], O_CLOEXEC) < 0) {
 			util_warn("pipe: %s", strerror(errno));
 			goto fail;
 		}
-	ch->pids[TOOL_VALIDATE] = spawn(ch, TOOL_VALIDATE, in[0], p1[1], -1, -1, 0);
+	static const int none[3] = { -1, -1, -1 };
+	const int run_fds[3] = { ev[1], ctl[0], conn[1] };
+	ch->pids[TOOL_VALIDATE] = spawn(ch, TOOL_VALIDATE, in[0], p1[1], none, 0);
 	pid_t pg = ch->pids[TOOL_VALIDATE];
-	ch->pids[TOOL_RUN] = pg > 0 ? spawn(ch, TOOL_RUN, p1[0], p2[1], ev[1], ctl[0], pg) : -1;
-	ch->pids[TOOL_CAP] = pg > 0 ? spawn(ch, TOOL_CAP, p2[0], p3[1], -1, -1, pg) : -1;
-	ch->pids[TOOL_LOG] = pg > 0 ? spawn(ch, TOOL_LOG, p3[0], out[1], -1, -1, pg) : -1;
+	ch->pids[TOOL_RUN] = pg > 0 ? spawn(ch, TOOL_RUN, p1[0], p2[1], run_fds, pg) : -1;
+	ch->pids[TOOL_CAP] = pg > 0 ? spawn(ch, TOOL_CAP, p2[0], p3[1], none, pg) : -1;
+	ch->pids[TOOL_LOG] = pg > 0 ? spawn(ch, TOOL_LOG, p3[0], out[1], none, pg) : -1;
 	for (int s = 0; s < NTOOLS; s++)
 		if (ch->pids[s] > 0)
 			setpgid(ch->pids[s], pg); /* also here: no race with the child */
@@ -241,16 +308,19 @@ static int start(struct chain *ch)
 	ch->out_fd = out[0];
 	ch->ev_fd = ev[0];
 	ch->ctl_fd = ctl[1];
+	ch->conn_fd = conn[0];
 	close(in[0]), close(p1[0]), close(p1[1]), close(p2[0]), close(p2[1]), close(p3[0]), close(p3[1]);
-	close(out[1]), close(ev[1]), close(ctl[0]);
+	close(out[1]), close(ev[1]), close(ctl[0]), close(conn[1]);
 	proc_set_nonblock(ch->in_fd, true);
 	proc_set_nonblock(ch->out_fd, true);
 	proc_set_nonblock(ch->ev_fd, true);
 	proc_set_nonblock(ch->ctl_fd, true);
+	proc_set_nonblock(ch->conn_fd, true);
 	rec_reader_init(&ch->out, ch->out_fd, 256u << 20);
 	rec_reader_init(&ch->ev, ch->ev_fd, 64u << 10);
 	loop_watch(ch->loop, ch->out_fd, POLLIN, on_out, ch);
 	loop_watch(ch->loop, ch->ev_fd, POLLIN, on_event, ch);
+	loop_watch(ch->loop, ch->conn_fd, POLLIN, on_conn, ch);
 	ch->alive = true;
 	return 0;
 fail:
@@ -274,7 +344,7 @@ struct chain *chain_new(struct loop *l, const char *bindir, const char *conf_pat
 	ch->bindir = util_strdup(bindir);
 	ch->conf_path = conf_path ? util_strdup(conf_path) : NULL;
 	ch->jobs = jobs ? jobs : 1;
-	ch->in_fd = ch->out_fd = ch->ev_fd = ch->ctl_fd = -1;
+	ch->in_fd = ch->out_fd = ch->ev_fd = ch->ctl_fd = ch->conn_fd = -1;
 	for (int s = 0; s < NTOOLS; s++)
 		ch->pids[s] = -1;
 	return ch;
@@ -373,6 +443,38 @@ void chain_end_session(struct chain *ch, const char *sid)
 		control(ch, "end_session", sid);
 }
 
+uint64_t chain_connect(struct chain *ch, const char *sid, unsigned port, chain_conn_fn done, void *arg, char *err,
+		       size_t errlen)
+{
+	if (!ch || !ch->alive) {
+		snprintf(err, errlen, "nothing runs in the session: its loopback has nothing to connect to");
+		return 0;
+	}
+	jv msg = jv_object_set(jv_object(), jv_string("session_id"), jv_string(sid));
+	msg = jv_object_set(msg, jv_string("port"), jv_number(port));
+	msg = jv_object_set(msg, jv_string("tag"), jv_number((double)++ch->ask_seq));
+	size_t n;
+	char *line = rec_dump(msg, &n);
+	int sent = proc_send_fd(ch->conn_fd, line, n, -1);
+	free(line);
+	if (sent < 0) {
+		/* (a few bytes a message: a full socket means sbx-run is stuck) */
+		snprintf(err, errlen, "the sandbox pipeline does not take the connection (%s): try again", strerror(errno));
+		return 0;
+	}
+	struct conn_ask *a = util_xalloc(sizeof *a);
+	*a = (struct conn_ask){ ch->ask_seq, done, arg, ch->asks };
+	ch->asks = a;
+	return a->tag;
+}
+
+void chain_connect_cancel(struct chain *ch, uint64_t tag)
+{
+	for (struct conn_ask *a = ch ? ch->asks : NULL; a; a = a->next)
+		if (a->tag == tag)
+			a->done = NULL;
+}
+
 unsigned chain_in_flight(const struct chain *ch)
 {
 	return ch->n;
@@ -399,8 +501,10 @@ static void stop(struct chain *ch, int grace_ms)
 	loop_unwatch(ch->loop, ch->out_fd);
 	loop_unwatch(ch->loop, ch->ev_fd);
 	loop_unwatch(ch->loop, ch->ctl_fd);
+	loop_unwatch(ch->loop, ch->conn_fd);
 	close(ch->in_fd);
 	close(ch->ctl_fd);
+	close(ch->conn_fd);
 	ch->clen = 0;
 	pid_t group = ch->pids[TOOL_VALIDATE];
 	double deadline = now_ms() + grace_ms;
@@ -425,7 +529,7 @@ static void stop(struct chain *ch, int grace_ms)
 	close(ch->ev_fd);
 	rec_reader_free(&ch->out);
 	rec_reader_free(&ch->ev);
-	ch->in_fd = ch->out_fd = ch->ev_fd = ch->ctl_fd = -1;
+	ch->in_fd = ch->out_fd = ch->ev_fd = ch->ctl_fd = ch->conn_fd = -1;
 	ch->wlen = 0;
 }
 
@@ -435,7 +539,10 @@ void chain_free(struct chain *ch, int grace_ms)
 		return;
 	for (struct req *r = ch->reqs; r; r = r->next)
 		r->done = NULL, r->event = NULL;
+	for (struct conn_ask *a = ch->asks; a; a = a->next)
+		a->done = NULL;
 	stop(ch, grace_ms);
+	fail_asks(ch, "");
 	fail_all(ch, "");
 	free(ch->wbuf);
 	free(ch->cbuf);

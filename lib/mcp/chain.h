@@ -2,7 +2,7 @@
  *
  * One chain is `sbx-validate | sbx-run -j N | sbx-cap | sbx-log`, started
  * from the binaries next to the caller, with sbx-run's --events and
- * --control pipes held by the caller.  Requests go in one JSON line each;
+ * --control pipes and its --connect socket held by the caller.  Requests go in one JSON line each;
  * results come out of sbx-log in completion order and are matched to their
  * request by "id", which the caller makes unique.  Keeping the processes
  * alive keeps sbx-run's sandboxes made ahead of time warm between calls;
@@ -21,6 +21,8 @@
 #define SBX_CHAIN_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include <jv.h>
 
@@ -54,6 +56,16 @@ void chain_end_session(struct chain *ch, const char *sid);
  * "input", "signal", "resize", with "error"). */
 #define CHAIN_CONTROL_QUEUED (4u << 20)
 bool chain_control(struct chain *ch, const char *id, jv msg);
+/* A TCP connection to 127.0.0.1:port in session sid's loopback (sbx-run's
+ * --connect): done gets the connected socket (the callee's) or -1 and why,
+ * once, from the loop.  0 with err when it cannot be asked now (no
+ * pipeline runs: nothing runs in any session); else a tag for
+ * chain_connect_cancel, after which done is not called (a socket that
+ * comes is closed). */
+typedef void (*chain_conn_fn)(int fd, const char *why, void *arg);
+uint64_t chain_connect(struct chain *ch, const char *sid, unsigned port, chain_conn_fn done, void *arg, char *err,
+		       size_t errlen);
+void chain_connect_cancel(struct chain *ch, uint64_t tag);
 unsigned chain_in_flight(const struct chain *ch);
 /* Close the chain's input, let it finish for at most grace_ms, then kill
  * what is left and reap it.  Pending requests get no callback. */

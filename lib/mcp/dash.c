@@ -115,7 +115,7 @@ static struct signin *cookie_signin(struct dash *d, const char *cookie)
 	int hits = 0;
 	for (const char *p = cookie; p && *p;) {
 		p += strspn(p, " ;");
-		if (!strncmp(p, "sbx_dash=", 9)) {
+		if (!strncmp(p, DASH_COOKIE "=", sizeof DASH_COOKIE)) {
 			const char *v = p + 9;
 			size_t n = strspn(v, "0123456789abcdef");
 			if (n == 2 * SID_BYTES && (v[n] == 0 || v[n] == ';' || v[n] == ' ')) {
@@ -209,8 +209,8 @@ static char *form_field(const char *body, size_t len, const char *key)
 static void signin_cookie(struct dash_reply *r, const char *sid, bool clear)
 {
 	/* No Secure: sbx-mcp speaks plain HTTP (a TLS proxy in front adds it). */
-	r->cookie = clear ? util_fmt("sbx_dash=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
-			  : util_fmt("sbx_dash=%s; Path=/; HttpOnly; SameSite=Strict; Max-Age=%d", sid, (int)(SIGNIN_MS / 1000));
+	r->cookie = clear ? util_fmt(DASH_COOKIE "=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
+			  : util_fmt(DASH_COOKIE "=%s; Path=/; HttpOnly; SameSite=Strict; Max-Age=%d", sid, (int)(SIGNIN_MS / 1000));
 }
 
 /* A failure: 401, or 429 once the server's failure budget is spent. */

@@ -21,6 +21,9 @@
 #ifndef SBX_DASH_H
 #define SBX_DASH_H
 
+/* The sign-in's cookie (HttpOnly, SameSite=Strict, Path=/). */
+#define DASH_COOKIE "sbx_dash"
+
 #include <stdbool.h>
 #include <stddef.h>
 

@@ -40,7 +40,7 @@ static bool lists_method(const char *list, const char *method)
 	return false;
 }
 
-static void ex_unref(struct ex *ex)
+void http_ex_unref(struct ex *ex)
 {
 	if (--ex->refs > 0)
 		return;
@@ -157,7 +157,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 
 static void stream_free(void *cls)
 {
-	ex_unref(cls);
+	http_ex_unref(cls);
 }
 
 enum MHD_Result http_reply_stream(struct ex *ex)
@@ -209,6 +209,10 @@ static enum MHD_Result begin(struct ex *ex)
 		return http_busy_reply(ex);
 	if (rt->allow && !lists_method(rt->allow, ex->method))
 		return http_fail(ex, MHD_HTTP_METHOD_NOT_ALLOWED, -32000, rt->only, "Allow", rt->allow, NULL, NULL);
+	if (rt->id == R_PORT) {
+		struct link *k = http_link_of(ex->conn);
+		return http_port_begin(ex, k ? k->uri : NULL);
+	}
 	if (rt->door != DOOR_TOKEN)
 		return MHD_YES; /* /healthz: answered with the request complete, so the connection is kept */
 	return http_mcp_begin(ex);
@@ -289,6 +293,8 @@ static const struct route routes[] = {
 	{ "/sse", R_SSE, DOOR_TOKEN, "GET", "/sse: GET opens the event stream", http_mcp_sse },
 	{ "/messages", R_MESSAGES, DOOR_TOKEN, "POST", "/messages: POST a JSON-RPC message", http_mcp_post },
 	{ "/healthz", R_HEALTH, DOOR_NONE, "GET, HEAD", "/healthz: GET", health },
+	/* a session's open port: the app there answers its own methods */
+	{ "/sessions/", R_PORT, DOOR_PORT, NULL, NULL, http_port_handle },
 	/* dash_route's paths; the dashboard answers its own methods */
 	{ NULL, R_DASH, DOOR_PAGE, NULL, NULL, dash_reply },
 };
@@ -298,8 +304,9 @@ static const struct route *route_of(const char *path, size_t max)
 {
 	for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
 		const struct route *rt = &routes[i];
-		if (rt->path ? !strcmp(path, rt->path)
-			     : dash_route(path) && strlen(path) < max)
+		if (rt->id == R_PORT ? !strncmp(path, rt->path, strlen(rt->path))
+		    : rt->path	     ? !strcmp(path, rt->path)
+				     : dash_route(path) && strlen(path) < max)
 			return rt;
 	}
 	return NULL;
@@ -318,6 +325,8 @@ static enum MHD_Result respond(struct ex *ex)
 {
 	if (ex->queued)
 		return MHD_YES;
+	if (ex->px)
+		return http_port_respond(ex);
 	if (ex->stream)
 		return http_reply_stream(ex);
 	if (jv_is_valid(ex->answer)) {
@@ -401,6 +410,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return respond(ex);
 }
 
+/* Before the request's head is read: its target as the client sent it,
+ * kept on the connection for a session's port, whose path and query go
+ * upstream as they came (libmicrohttpd hands the handler the path
+ * decoded and the query parsed). */
+static void *raw_target(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct link *k = http_link_of(conn);
+	if (k) {
+		free(k->uri);
+		k->uri = !strncmp(uri, "/sessions/", 10) ? util_strdup(uri) : NULL;
+	}
+	(void)cls;
+	return NULL;
+}
+
 /* The access log: one line per request, when it is over. */
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls, enum MHD_RequestTerminationCode toe)
 {
@@ -419,6 +443,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 	if (k && ex->owner > 0)
 		k->trusted = true; /* a dashboard sign-in, too */
 	ex->conn = NULL;
+	http_port_end(ex);
 	for (struct pend *p = h->pends; p; p = p->next)
 		if (p->ex == ex) {
 			/* the answer, if it comes, is dropped, or kept for a
@@ -434,7 +459,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 			http_end_conv(ex->c);
 	} else if (ex->c && ex->c->ephemeral)
 		http_end_conv(ex->c);
-	ex_unref(ex);
+	http_ex_unref(ex);
 }
 
 bool http_log_is_client_gone(const char *msg)
@@ -485,7 +510,7 @@ static void on_tick(struct loop *l, int fd, short rev, void *arg)
 	 * that hung up on an event stream is found here, and its stream (and
 	 * for HTTP+SSE its session) ended. */
 	for (struct ex *ex = h->exs; ex; ex = ex->next) {
-		if (!ex->suspended || !ex->stream || !ex->conn)
+		if (!ex->suspended || !(ex->stream || ex->px) || !ex->conn)
 			continue;
 		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(ex->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		struct pollfd pf = { .fd = ci ? ci->connect_fd : -1, .events = POLLRDHUP };
@@ -539,8 +564,9 @@ struct http *http_new(struct loop *l, struct mcp *m, const struct conf *c, const
 		}
 	}
 	unsigned timeout_s = (unsigned)((c->http_timeout_ms + 999) / 1000);
-	h->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, h,
-				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_LISTEN_SOCKET, fd,
+	h->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG, 0, NULL,
+				NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h, MHD_OPTION_LISTEN_SOCKET, fd,
+				MHD_OPTION_URI_LOG_CALLBACK, raw_target, h,
 				MHD_OPTION_CONNECTION_LIMIT, http_link_limit(c),
 				MHD_OPTION_CONNECTION_TIMEOUT, timeout_s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 				MHD_OPTION_NOTIFY_CONNECTION, http_link_notify, h, MHD_OPTION_END);
@@ -556,6 +582,7 @@ struct http *http_new(struct loop *l, struct mcp *m, const struct conf *c, const
 		return NULL;
 	}
 	h->epfd = di->epoll_fd;
+	mcp_set_base_url(m, h->base);
 	loop_watch(l, h->epfd, POLLIN, on_epoll, h);
 	h->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (h->timer >= 0) {
@@ -627,6 +654,7 @@ void http_free(struct http *h)
 	}
 	for (struct ex *ex = h->exs; ex; ex = ex->next)
 		http_wake(ex);
+	http_port_close_all(h);
 	loop_unwatch(h->loop, h->epfd);
 	if (h->timer >= 0) {
 		loop_unwatch(h->loop, h->timer);

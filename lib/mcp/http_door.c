@@ -92,6 +92,7 @@ enum MHD_Result http_door(struct ex *ex)
 {
 	struct http *h = ex->h;
 	bool page = ex->rt->door == DOOR_PAGE;
+	/* (a port's refusals are a page's too: a person's browser reads them) */
 	const char *host = http_header(ex, "Host");
 	if (!host_ok(h, host))
 		return http_fail(ex, MHD_HTTP_FORBIDDEN, -32000,
@@ -100,7 +101,23 @@ enum MHD_Result http_door(struct ex *ex)
 		return http_fail(ex, MHD_HTTP_FORBIDDEN, -32000, "forbidden: Origin not allowed (see [http] origins)", NULL,
 				 NULL, NULL, NULL);
 	int who;
-	if (page) {
+	if (ex->rt->door == DOOR_PORT) {
+		/* A session's port: its owner's token or sign-in, from the
+		 * server's own origin (a configured foreign one may call /mcp,
+		 * not drive a person's app). */
+		if (ex->cors)
+			return http_fail(ex, MHD_HTTP_FORBIDDEN, -32000, "forbidden: a session's port answers its own origin only",
+					 NULL, NULL, NULL, NULL);
+		who = dash_who(h->dash, http_header(ex, "Authorization"), http_header(ex, "Cookie"));
+		if (who <= 0) {
+			static const char page_401[] =
+				"<!doctype html><meta charset=utf-8><title>Sign in</title><p>This is a session's port, "
+				"open to the token whose agent opened it. <a href=\"/login\">Sign in</a> with that token, "
+				"then come back to this address.</p>\n";
+			return http_reply(ex, MHD_HTTP_UNAUTHORIZED, "text/html; charset=utf-8", page_401, sizeof page_401 - 1,
+					  "WWW-Authenticate", "Bearer realm=\"sbx-mcp\"", NULL);
+		}
+	} else if (page) {
 		/* Same front door, then the dashboard's own sign-in (dash.h); a
 		 * known principal is metered as on /mcp. */
 		/* A configured foreign Origin may call /mcp, not read pages or
@@ -128,7 +145,7 @@ enum MHD_Result http_door(struct ex *ex)
 	}
 	char ra[16];
 	if (who > 0 && !metered(h, who, ra)) {
-		if (page) /* a page's reader gets text */
+		if (page || ex->rt->door == DOOR_PORT) /* a page's reader gets text */
 			return http_reply(ex, MHD_HTTP_TOO_MANY_REQUESTS, "text/plain; charset=utf-8", "too many requests\n", 18,
 					  "Retry-After", ra, NULL);
 		return http_fail(ex, MHD_HTTP_TOO_MANY_REQUESTS, -32000, "too many requests for this token ([http] rate, burst)",

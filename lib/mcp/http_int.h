@@ -23,20 +23,21 @@
 #include "loop.h"
 #include "mcp.h"
 
-enum route_id { R_OTHER, R_MCP, R_SSE, R_MESSAGES, R_HEALTH, R_DASH };
+enum route_id { R_OTHER, R_MCP, R_SSE, R_MESSAGES, R_HEALTH, R_DASH, R_PORT };
 
 /* Who a route lets in (http_door). */
 enum door {
 	DOOR_NONE,   /* anyone: /healthz */
 	DOOR_TOKEN,  /* a Bearer token (or a CORS preflight, which carries none): MCP */
 	DOOR_PAGE,   /* anyone of the server's own origin; the principal, if any, by token or sign-in: the dashboard */
+	DOOR_PORT,   /* a principal of the server's own origin, by token or sign-in: a session's open port */
 };
 
 struct ex;
 
 /* A path and what it serves (the table is http.c's). */
 struct route {
-	const char *path;              /* NULL: the dashboard's paths (dash_route) */
+	const char *path;              /* NULL: the dashboard's paths (dash_route); R_PORT: a prefix */
 	enum route_id id;
 	enum door door;
 	const char *allow;             /* the methods it answers (405's Allow), NULL: the handler's business */
@@ -71,6 +72,7 @@ struct link {
 	char peer[64];                 /* with it, for the access log (ex->peer) */
 	double since;                  /* its accept (a stranger's connection serves one request) */
 	bool trusted, shed;
+	char *uri;                     /* its last request's target as sent, for a port's (http_port.c) */
 	struct link *prev, *next;      /* oldest first */
 };
 
@@ -96,6 +98,7 @@ struct ex {
 	unsigned status;
 	size_t bytes;
 	char *cors;                    /* the allowed foreign Origin, echoed */
+	struct proxy *px;              /* R_PORT: the proxy's state (http_port.c) */
 	struct ex *next;
 };
 
@@ -117,6 +120,7 @@ struct http {
 	unsigned nlinks, nshed;        /* open (shed ones included); shed since the last tick */
 	bool draining;
 	struct dash *dash;             /* the history's web view at / */
+	struct wsup *wsups;            /* upgraded connections to sessions' ports (http_port.c) */
 };
 
 /* http.c: a request header (NULL once the request is over). */
@@ -128,6 +132,8 @@ enum MHD_Result http_reply(struct ex *ex, unsigned status, const char *ctype, co
 enum MHD_Result http_fail(struct ex *ex, unsigned status, int code, const char *msg, const char *h1, const char *v1,
 			  const char *h2, const char *v2);
 
+/* Drop a reference to an exchange (the connection's, a response's). */
+void http_ex_unref(struct ex *ex);
 /* Wake a suspended request: its answer or stream has more. */
 void http_wake(struct ex *ex);
 /* Bytes for an event stream, sent when it next reads. */
@@ -153,6 +159,16 @@ void http_end_conv(struct conv *c);
 void http_pend_done(struct http *h, struct pend *p);
 /* Each second: conversations idle past [http] session_ttl end. */
 void http_mcp_tick(struct http *h, double now);
+
+/* http_port.c: a session's open port (its theory of operation).  begin:
+ * the head is in and the door passed (uri: the target as sent); handle:
+ * the body is in; respond: the connection woke; end: the request is over;
+ * close_all: the upgraded connections, before the daemon stops. */
+enum MHD_Result http_port_begin(struct ex *ex, const char *uri);
+enum MHD_Result http_port_handle(struct ex *ex);
+enum MHD_Result http_port_respond(struct ex *ex);
+void http_port_end(struct ex *ex);
+void http_port_close_all(struct http *h);
 
 /* http_door.c: the front door, once for every route with one: the Host,
  * the Origin, who is asking (its door's way) and that principal's rate.

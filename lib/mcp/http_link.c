@@ -97,6 +97,7 @@ void http_link_notify(void *cls, struct MHD_Connection *conn, void **ctx, enum M
 		*(k->prev ? &k->prev->next : &h->links) = k->next;
 		*(k->next ? &k->next->prev : &h->newest) = k->prev;
 		h->nlinks--;
+		free(k->uri);
 		free(k);
 		*ctx = NULL;
 		return;

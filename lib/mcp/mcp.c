@@ -412,12 +412,13 @@ bool mcp_handle(struct mcp_client *cl, jv msg, uint64_t tag)
 jv mcp_live_sessions(struct mcp *m, unsigned owner, bool all)
 {
 	jv live = m->sessions ? sess_live(m->sessions, owner, all) : jv_array();
-	/* each with its processes (mcp_proc.c) */
+	/* each with its processes (mcp_proc.c) and open ports (mcp_port.c) */
 	jv out = jv_array();
 	jv_array_foreach(live, i, s) {
 		const char *sid = jv_get_kind(s) == JV_KIND_OBJECT ? rec_str(s, "session_id", NULL) : NULL;
 		if (sid)
-			s = jv_object_set(s, jv_string("processes"), mcp_proc_json(m, sid));
+			s = jv_object_set(jv_object_set(s, jv_string("processes"), mcp_proc_json(m, sid)), jv_string("ports"),
+					  mcp_port_json(m, sid));
 		out = jv_array_append(out, s);
 		(void)i;
 	}
@@ -528,6 +529,7 @@ static void session_ended(const char *id, void *arg)
 	struct mcp *m = arg;
 	chain_end_session(m->chain, id);
 	mcp_proc_session_end(m, id);
+	mcp_port_session_end(m, id);
 }
 
 struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path, const char *bindir)
@@ -680,6 +682,7 @@ void mcp_free(struct mcp *m)
 	}
 	/* Runs in flight: chain_free cancels them at once (SIGTERM to sbx-run
 	 * kills its sandboxes); an idle chain is let finish by itself. */
+	mcp_port_free_all(m);
 	chain_free(m->chain, m->calls || mcp_proc_running(m) ? 0 : 2000);
 	m->chain = NULL; /* sess_free's session_ended finds none */
 	while (m->calls)

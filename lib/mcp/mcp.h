@@ -76,6 +76,19 @@ void mcp_client_free(struct mcp_client *cl);
 /* The server's sandbox sessions, live (sess.h's sess_live), for the
  * dashboard: owner's, or every owner's with all. */
 jv mcp_live_sessions(struct mcp *m, unsigned owner, bool all);
+/* The HTTP listener's address ("http://127.0.0.1:8080"), for the URLs of
+ * the ports it serves (http.c, at its start). */
+void mcp_set_base_url(struct mcp *m, const char *base);
+/* A connection to port of session sid, opened over HTTP by owner
+ * (port_open): done gets the socket connected in the session's loopback,
+ * or -1 and why, once, from the loop.  0 with err when it cannot be asked:
+ * *exposed false when no such port is open to owner (another owner's
+ * port answers the same), true when nothing runs to connect to.  Else a
+ * tag for mcp_port_cancel, after which done is not called. */
+typedef void (*mcp_port_fn)(int fd, const char *why, void *arg);
+uint64_t mcp_port_connect(struct mcp *m, unsigned owner, const char *sid, unsigned port, mcp_port_fn done, void *arg,
+			  bool *exposed, char *err, size_t errlen);
+void mcp_port_cancel(struct mcp *m, uint64_t tag);
 /* Is v a protocol revision we speak?  *modern: the handshake-less one. */
 bool mcp_version_known(const char *v, bool *modern);
 /* The i-th method the server answers (its table's row), whether it is a

@@ -109,6 +109,8 @@ struct mcp {
 	jv tools_plain;        /* the same without outputSchemas (mcp_client.structured false) */
 	struct sessions *sessions;
 	struct sproc *procs;   /* the sessions' processes (mcp_proc.c) */
+	struct sport *ports;   /* their open ports (mcp_port.c) */
+	char base_url[80];     /* the HTTP listener's, for port_open; "" without one */
 	struct tasks tasks;
 	struct waiter *waiters;
 	/* What this host holds of the limits is asked of sbx-run at the start
@@ -227,6 +229,15 @@ void mcp_proc_session_end(struct mcp *m, const char *sid);
 jv mcp_proc_json(struct mcp *m, const char *sid);
 bool mcp_proc_running(const struct mcp *m);
 void mcp_proc_free_all(struct mcp *m);
+
+/* mcp_port.c: a session's ports opened to a person (its theory of
+ * operation): the tools port_open and port_close; each open port's JSON
+ * (port, url, path over HTTP, opened_at); the session's end closes them. */
+void mcp_port_open(struct call *c);
+void mcp_port_close(struct call *c);
+jv mcp_port_json(struct mcp *m, const char *sid);
+void mcp_port_session_end(struct mcp *m, const char *sid);
+void mcp_port_free_all(struct mcp *m);
 
 /* mcp_res.c: the methods, and the announcement of a session's changed
  * files after a call in it. */

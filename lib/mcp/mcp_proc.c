@@ -594,7 +594,8 @@ void mcp_proc_list(struct call *c)
 		return;
 	}
 	const char *sid = rec_str(c->args, "session_id", NULL);
-	mcp_call_finish(c, mcp_tool_result(jv_object_set(jv_object(), jv_string("processes"), mcp_proc_json(c->m, sid)), false));
+	jv o = jv_object_set(jv_object(), jv_string("processes"), mcp_proc_json(c->m, sid));
+	mcp_call_finish(c, mcp_tool_result(jv_object_set(o, jv_string("ports"), mcp_port_json(c->m, sid)), false));
 }
 
 jv mcp_proc_json(struct mcp *m, const char *sid)

@@ -330,6 +330,8 @@ static const struct tool_handler {
 	[MCP_T_PWRITE] = { mcp_proc_write, NULL },
 	[MCP_T_PSIGNAL] = { mcp_proc_signal, NULL },
 	[MCP_T_PLIST] = { mcp_proc_list, NULL },
+	[MCP_T_POPEN] = { mcp_port_open, NULL },
+	[MCP_T_PCLOSE] = { mcp_port_close, NULL },
 };
 /* A kind added last without a row fails here; one added before the last
  * gets an empty row, which mcp_tool_start answers as sbx's own error. */

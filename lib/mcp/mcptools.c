@@ -156,6 +156,12 @@ static const char *const shapes[] = {
 	"`end`:{`type`:`object`,`description`:`how it ended (exited only): status, exit_code, signal, duration_ms, "  \
 	"cpu_ms, memory_peak_bytes, error, history_id`}},`required`:[`process_id`,`state`]}"
 
+/* A session's open port (port_open, process_list). */
+#define PORT_SCHEMA                                                                                                  \
+	"{`type`:`object`,`properties`:{`port`:" INT("the session's port") ","                                     \
+	"`url`:" STR("where the user opens it") ",`path`:" STR("over HTTP: the url's path on this server") ","      \
+	"`opened_at`:" STR("when (ISO 8601)") "},`required`:[`port`,`url`]}"
+
 /* How much of each stream the result carries (mcp_run_text). */
 #define MAX_OUTPUT_SCHEMA                                                                                            \
 	"`max_output`:{`type`:`integer`,`minimum`:0,`description`:`bytes of stdout and of stderr to return, head "  \
@@ -419,13 +425,36 @@ static const struct tool_def defs[] = {
 	  false, true, false },
 	{ { "process_list", MCP_T_PLIST }, "List a session's processes",
 	  "List a session's processes, running and ended (while the session lives): id, command or code, state, "
-	  "when it started, how much it printed, and for an ended one how it ended.",
+	  "when it started, how much it printed, and for an ended one how it ended; and its open ports "
+	  "(port_open).",
 	  0, { { "session_id", RK_STR, true } },
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") "},`required`:[`session_id`],"
 	  "`additionalProperties`:false}",
 	  "{`type`:`object`,`properties`:{`processes`:{`type`:`array`,`description`:`newest first`,`items`:"
-	  PROCESS_SCHEMA "}},`required`:[`processes`]}",
+	  PROCESS_SCHEMA "},`ports`:{`type`:`array`,`description`:`its open ports`,`items`:" PORT_SCHEMA "}},"
+	  "`required`:[`processes`,`ports`]}",
 	  true, false, true },
+	{ { "port_open", MCP_T_POPEN }, "Open a session's port to the user",
+	  "Let the user open what a session's process serves on a port of the session's loopback (a web app, "
+	  "an API, a notebook): returns the \"url\" to give them. Over HTTP it is a path under this server's own "
+	  "address, for your token (or its dashboard sign-in) only, HTTP and WebSocket; over stdio an address "
+	  "on this machine's 127.0.0.1. The port stays open until port_close or the session's end; a "
+	  "connection made while nothing listens there fails. Opening an open port returns its url again.",
+	  0, { { "session_id", RK_STR, true }, { "port", RK_INT, true } },
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
+	  "`port`:{`type`:`integer`,`minimum`:1,`maximum`:65535,`description`:`the port its process listens on`}},"
+	  "`required`:[`session_id`,`port`],`additionalProperties`:false}",
+	  PORT_SCHEMA, false, false, true },
+	{ { "port_close", MCP_T_PCLOSE }, "Close a session's open port",
+	  "Close a port port_open opened: its url stops answering and its connections end. The process "
+	  "listening in the session is not touched.",
+	  0, { { "session_id", RK_STR, true }, { "port", RK_INT, true } },
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
+	  "`port`:{`type`:`integer`,`minimum`:1,`maximum`:65535,`description`:`the open port`}},"
+	  "`required`:[`session_id`,`port`],`additionalProperties`:false}",
+	  "{`type`:`object`,`properties`:{`port`:" INT("the port") ",`closed`:" BOOL("it was open") "},"
+	  "`required`:[`port`,`closed`]}",
+	  false, true, true },
 };
 
 #define NDEFS (sizeof defs / sizeof defs[0])

@@ -39,6 +39,8 @@ enum mcp_tool_kind {
 	MCP_T_PWRITE,
 	MCP_T_PSIGNAL,
 	MCP_T_PLIST,
+	MCP_T_POPEN,
+	MCP_T_PCLOSE,
 	MCP_T_N /* not a tool: how many kinds there are */
 };
 

@@ -26,9 +26,9 @@ check(client.getServerVersion()?.name === "sbx", "initialize: server info", clie
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name).sort();
 const want = ["check_backend", "get_execution_history", "install_packages", "list_files", "list_supported_languages",
-  "process_list", "process_read", "process_signal", "process_start", "process_write",
+  "port_close", "port_open", "process_list", "process_read", "process_signal", "process_start", "process_write",
   "read_file", "run_cell", "run_code", "sandbox_exec", "sandbox_initialize", "sandbox_stop", "write_file"];
-check(JSON.stringify(names) === JSON.stringify(want), "tools/list: the seventeen tools", names);
+check(JSON.stringify(names) === JSON.stringify(want), "tools/list: the nineteen tools", names);
 check(tools.every((t) => t.title && t.description && t.inputSchema?.type === "object" && t.outputSchema?.type === "object"),
   "every tool has a title, a description, an inputSchema and an outputSchema");
 
@@ -154,7 +154,12 @@ const w = await sc("process_write", { session_id: sid, process_id: pid, data: "o
 const r2 = await sc("process_read", { session_id: sid, process_id: pid, cursor: r.cursor, wait: 20, until: "hello" });
 check(w?.written_bytes === 6 && r2?.output === "hello\n" && r2.cursor === r.cursor + 6, "process_write: its input; the next read from the cursor", [w, r2]);
 r = await sc("process_list", { session_id: sid });
-check(r?.processes?.length === 1 && r.processes[0].process_id === pid && r.processes[0].state === "running", "process_list", r);
+check(r?.processes?.length === 1 && r.processes[0].process_id === pid && r.processes[0].state === "running" && r.ports?.length === 0, "process_list", r);
+const po = await sc("port_open", { session_id: sid, port: 8080 });
+const pl = await sc("process_list", { session_id: sid });
+const pc = await sc("port_close", { session_id: sid, port: 8080 });
+check(po?.port === 8080 && /^http:/.test(po.url) && pl?.ports?.[0]?.url === po.url && pc?.closed === true,
+  "port_open, listed, port_close", [po, pl?.ports, pc]);
 r = await sc("process_signal", { session_id: sid, process_id: pid, signal: "TERM" });
 const end = await sc("process_read", { session_id: sid, process_id: pid, cursor: r2.cursor, wait: 20 });
 check(r?.signal === "TERM" && end?.state === "exited" && end.end?.signal === "SIGTERM", "process_signal: TERM ends it", [r, end]);

@@ -1,0 +1,134 @@
+// A session's port opened to a person, through the official MCP TypeScript
+// SDK against bin/sbx-mcp: a web app started as a process (port_app.py),
+// port_open, then the app reached from outside the sandbox as a person
+// would: its page, a POST, a redirect, a large body and a WebSocket; what
+// the app sees of the person's credentials (nothing); port_close and
+// sandbox_stop.  Over HTTP also another token and no token; with a
+// browser script, headless Chromium opens the page.  One TAP line a check.
+//   node port.mjs /path/to/sbx-mcp-wrapper
+//   node port.mjs http URL TOKEN OTHER_TOKEN [BROWSER_SCRIPT]
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import net from "node:net";
+import crypto from "node:crypto";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { check, done } from "./tap.mjs";
+
+const [kind, base, token, otherToken, browser] = process.argv.slice(2);
+const http = kind === "http";
+const client = new Client({ name: "sbx-port-test", version: "1.0.0" });
+await client.connect(http
+  ? new StreamableHTTPClientTransport(new URL("/mcp", base), { requestInit: { headers: { Authorization: `Bearer ${token}` } } })
+  : new StdioClientTransport({ command: kind, args: [], env: { ...process.env }, stderr: "inherit" }));
+const sc = async (name, args) => {
+  const r = await client.callTool({ name, arguments: args });
+  return r.isError ? { isError: true, text: r.content?.[0]?.text } : r.structuredContent;
+};
+const auth = http ? { Authorization: `Bearer ${token}` } : {};
+
+// A WebSocket by hand (Node 20 has no client): the handshake, one masked
+// text frame, the answer's payload.
+const wsEcho = (url, text, headers = {}) => new Promise((resolve) => {
+  const u = new URL(url);
+  const s = net.connect(Number(u.port), u.hostname);
+  const key = crypto.randomBytes(16).toString("base64");
+  let buf = Buffer.alloc(0), upgraded = false;
+  const finish = (v) => { s.destroy(); resolve(v); };
+  s.setTimeout(20000, () => finish({ error: "timeout", got: buf.toString() }));
+  s.on("error", (e) => finish({ error: e.message }));
+  s.on("connect", () => {
+    const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("");
+    s.write(`GET ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+      `Sec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n${extra}\r\n`);
+  });
+  s.on("data", (d) => {
+    buf = Buffer.concat([buf, d]);
+    if (!upgraded) {
+      const end = buf.indexOf("\r\n\r\n");
+      if (end < 0) return;
+      const head = buf.subarray(0, end).toString();
+      const want = crypto.createHash("sha1").update(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest("base64");
+      if (!/^HTTP\/1\.1 101/.test(head) || !head.includes(want)) return finish({ error: "no upgrade", head });
+      upgraded = true;
+      buf = buf.subarray(end + 4);
+      const payload = Buffer.from(text), mask = crypto.randomBytes(4);
+      s.write(Buffer.concat([Buffer.from([0x81, 0x80 | payload.length]), mask, payload.map((b, i) => b ^ mask[i % 4])]));
+    }
+    if (buf.length >= 2 && buf.length >= 2 + (buf[1] & 127)) finish({ text: buf.subarray(2, 2 + (buf[1] & 127)).toString() });
+  });
+});
+
+const sid = (await sc("sandbox_initialize", { language: "python" })).session_id;
+let r = await sc("process_start", { session_id: sid, code: readFileSync(new URL("./port_app.py", import.meta.url), "utf8") });
+const app = r?.process_id;
+r = await sc("process_read", { session_id: sid, process_id: app, wait: 20, until: "listening on 8000" });
+check(r?.until_found, "the app listens on the session's port 8000", r);
+
+r = await sc("port_open", { session_id: sid, port: 8000 });
+const url = r?.url;
+check(http ? url === `${base}/sessions/${sid}/ports/8000/` && r.path === `/sessions/${sid}/ports/8000/`
+  : /^http:\/\/127\.0\.0\.1:\d+\/$/.test(url ?? ""), "port_open: the url to give the person", r);
+const again = await sc("port_open", { session_id: sid, port: 8000 });
+check(again?.url === url, "opening it again gives the same url", again);
+
+let res = await fetch(url, { headers: auth });
+let text = await res.text();
+check(res.status === 200 && text.includes("<title>sbx port test</title>"), "GET: the app's page", { status: res.status, text });
+check(!(res.headers.get("set-cookie") ?? "").includes("sbx_dash") === http || !http,
+  "the app cannot set the sign-in's cookie", res.headers.get("set-cookie"));
+
+res = await fetch(`${url}echo?x=1&y=%2F`, { method: "POST", body: "hello app",
+  headers: { ...auth, Cookie: "sbx_dash=secret-signin; app=1" } });
+const seen = await res.json().catch(() => null);
+check(seen?.body === "hello app" && seen.path === "/echo?x=1&y=%2F", "POST: the body and the target as sent, the prefix taken off", seen);
+if (http) check(seen && !seen.headers.authorization && !JSON.stringify(seen).includes("secret") && !JSON.stringify(seen).includes(token),
+  "the app sees neither the token nor the sign-in cookie", seen?.headers);
+if (http) check(seen?.headers.cookie === "app=1" && seen.headers["x-forwarded-prefix"] === `/sessions/${sid}/ports/8000`,
+  "its own cookies pass, and where it is mounted", seen?.headers);
+
+res = await fetch(`${url}redirect`, { headers: auth, redirect: "manual" });
+check(res.status === 302 && res.headers.get("location") === (http ? `/sessions/${sid}/ports/8000/target` : "/target"),
+  "a redirect to the app's own path stays under the prefix", [res.status, res.headers.get("location")]);
+
+res = await fetch(`${url}big`, { headers: auth });
+const big = Buffer.from(await res.arrayBuffer());
+check(res.status === 200 && big.length === 3 << 20 && big.every((b) => b === 120), "a 3 MiB body, whole", big.length);
+
+const ws = await wsEcho(`${url}ws`, "ping", auth);
+check(ws.text === "echo ping", "a WebSocket: upgraded and echoed", ws);
+
+r = await sc("process_list", { session_id: sid });
+check(r?.ports?.length === 1 && r.ports[0].port === 8000 && r.ports[0].url === url, "process_list lists the open port", r?.ports);
+
+if (http) {
+  res = await fetch(url);
+  check(res.status === 401 && /Sign in/.test(await res.text()), "no token: 401 and a way to sign in", res.status);
+  res = await fetch(url, { headers: { Authorization: `Bearer ${otherToken}` } });
+  text = await res.text();
+  check(res.status === 404 && !text.includes("sbx port test"), "another token: no such port", [res.status, text]);
+  const wsOther = await wsEcho(`${url}ws`, "ping", { Authorization: `Bearer ${otherToken}` });
+  check(!wsOther.text, "another token's WebSocket: refused", wsOther);
+  res = await fetch(url.replace(/\/$/, ""), { headers: auth, redirect: "manual" });
+  check(res.status === 308 && res.headers.get("location") === `/sessions/${sid}/ports/8000/`, "the path without its slash gets it", res.status);
+  res = await fetch(`${base}/sessions/${sid}/ports/8001/`, { headers: auth });
+  check(res.status === 404, "a port not opened: 404", res.status);
+  if (browser) {
+    const out = execFileSync("node", [browser, base, token, otherToken, url], { encoding: "utf8", timeout: 120000 });
+    for (const line of out.trim().split("\n"))
+      check(line.startsWith("ok "), `Chromium: ${line.slice(3)}`, line);
+  }
+}
+
+r = await sc("port_close", { session_id: sid, port: 8000 });
+res = await fetch(url, { headers: auth }).catch((e) => ({ status: "refused", e }));
+check(r?.closed && (http ? res.status === 404 : res.status === "refused"), "port_close: the url stops answering", [r, res.status]);
+
+r = await sc("port_open", { session_id: sid, port: 8000 });
+const url2 = r?.url;
+r = await sc("sandbox_stop", { session_id: sid });
+res = await fetch(url2, { headers: auth }).catch((e) => ({ status: "refused", e }));
+check(r?.stopped && (http ? res.status === 404 : res.status === "refused"), "sandbox_stop closes its ports", res.status);
+await client.close();
+done();
