@@ -530,9 +530,9 @@ static bool control_process(jv msg)
 	}
 	if ((id = rec_str(msg, "signal", NULL))) {
 		const char *name = rec_str(msg, "name", NULL);
-		int sig = name ? stage_signal_number(name) : 0;
+		int sig = name ? proc_signal_number(name) : 0;
 		if (!sig)
-			snprintf(why, sizeof why, "\"name\" must be one of %s", stage_signal_names);
+			snprintf(why, sizeof why, "\"name\" must be one of %s", proc_signal_names);
 		else if (!(r = run_by_id(id)) || !run_signal(r, sig))
 			snprintf(why, sizeof why, "its program is not running (not started, or ended)");
 		if (why[0])

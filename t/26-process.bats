@@ -331,7 +331,6 @@ print(r)"
 	local_session
 	port=$((20000 + RANDOM % 20000))
 	run --separate-stderr python3 "$ROOT/t/fixtures/connect.py" "$BIN" "$conf" "$SID" "$port"
-	echo "$output" >&3
 	[ "$status" -eq 0 ]
 	[ "${#lines[@]}" -eq 5 ]
 	jq -e '.tag == "open" and .error == null and .fd and .got == "HTTP/1.0 200 OK"' <<< "${lines[0]}"

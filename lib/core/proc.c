@@ -153,3 +153,19 @@ ssize_t proc_recv_fd(int sock, char *buf, size_t len, int *fd)
 			}
 	return n;
 }
+
+/* (each name after ", ": the first's is skipped) */
+#define SIG_NAME(s) ", " #s
+static const char all_names[] = PROC_SIGNALS(SIG_NAME);
+#undef SIG_NAME
+const char *const proc_signal_names = all_names + 2;
+
+int proc_signal_number(const char *name)
+{
+	if (!strncmp(name, "SIG", 3))
+		name += 3;
+#define SIG_IS(s) if (!strcmp(name, #s)) return SIG##s;
+	PROC_SIGNALS(SIG_IS)
+#undef SIG_IS
+	return 0;
+}

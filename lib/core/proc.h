@@ -45,4 +45,15 @@ ssize_t proc_recv_fd(int sock, char *buf, size_t len, int *fd);
  * with `title`, so a sandbox cannot learn the supervisor's arguments. */
 void proc_set_title(char **argv, const char *title);
 
+/* The signals a background job's program may be sent (sbx-run's
+ * --control, sbx-mcp's process_signal, whose schema lists them from here):
+ * those a person sends from a terminal or with kill(1), by their names
+ * without "SIG".  The sandbox's init forwards these and no other
+ * (box_init.c). */
+#define PROC_SIGNALS(X) X(HUP) X(INT) X(QUIT) X(KILL) X(USR1) X(USR2) X(TERM) X(CONT) X(STOP) X(TSTP) X(WINCH)
+/* The number of such a signal named name ("INT" or "SIGINT"), else 0;
+ * its names, ", " between them, in proc_signal_names. */
+int proc_signal_number(const char *name);
+extern const char *const proc_signal_names;
+
 #endif

@@ -7,6 +7,7 @@
 
 #include "b64.h"
 #include "imgsize.h"
+#include "proc.h"
 #include "rec.h"
 #include "req.h"
 #include "status.h"
@@ -155,6 +156,10 @@ static const char *const shapes[] = {
 	"`started_at`:" STR("when (ISO 8601)") ",`output_bytes`:" INT("every byte it printed so far") ","            \
 	"`end`:{`type`:`object`,`description`:`how it ended (exited only): status, exit_code, signal, duration_ms, "  \
 	"cpu_ms, memory_peak_bytes, error, history_id`}},`required`:[`process_id`,`state`]}"
+
+/* process_signal's names, from proc.h's list (a trailing comma is
+ * dropped by schema_parse). */
+#define SIGNAL_ENUM(s) "`" #s "`,"
 
 /* A session's open port (port_open, process_list). */
 #define PORT_SCHEMA                                                                                                  \
@@ -413,12 +418,12 @@ static const struct tool_def defs[] = {
 	  "`eof`:" BOOL("its input was ended") "},`required`:[`process_id`]}",
 	  false, false, false },
 	{ { "process_signal", MCP_T_PSIGNAL }, "Signal a process",
-	  "Send a signal to a running process (and the processes it started in its group): INT (as Ctrl-C), TERM "
-	  "(stop), KILL (stop now), HUP, QUIT, USR1, USR2, STOP, TSTP, CONT or WINCH. process_read with wait "
-	  "tells when it has ended.",
+	  "Send a signal to a running process (and the processes it started in its group): INT is Ctrl-C, TERM "
+	  "asks it to stop, KILL stops it now; the others the schema lists are as kill(1) sends them. "
+	  "process_read with wait tells when it has ended.",
 	  0, { { "session_id", RK_STR, true }, { "process_id", RK_STR, true }, { "signal", RK_STR, true } },
 	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ",`process_id`:" STR("the process") ","
-	  "`signal`:{`type`:`string`,`enum`:[`INT`,`TERM`,`KILL`,`HUP`,`QUIT`,`USR1`,`USR2`,`STOP`,`TSTP`,`CONT`,`WINCH`],"
+	  "`signal`:{`type`:`string`,`enum`:[" PROC_SIGNALS(SIGNAL_ENUM) "],"
 	  "`description`:`the signal`}},`required`:[`session_id`,`process_id`,`signal`],`additionalProperties`:false}",
 	  "{`type`:`object`,`properties`:{`process_id`:" STR("the process") ",`signal`:" STR("the signal sent") "},"
 	  "`required`:[`process_id`]}",

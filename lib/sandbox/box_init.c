@@ -303,7 +303,7 @@ static void on_forward(int sig, siginfo_t *si, void *ctx)
 	(void)ctx;
 	int s = si->si_value.sival_int;
 #define SIG_OK(name) s == SIG##name ||
-	if (si->si_code == SI_QUEUE && prog_pid > 0 && (STAGE_SIGNALS(SIG_OK) false))
+	if (si->si_code == SI_QUEUE && prog_pid > 0 && (PROC_SIGNALS(SIG_OK) false))
 		kill(-prog_pid, s);
 #undef SIG_OK
 }

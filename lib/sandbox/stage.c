@@ -34,22 +34,6 @@ const char *stage_signal_name(int sig, char *buf, size_t len)
 	return buf;
 }
 
-/* (each name after ", ": the first's is skipped) */
-#define SIG_NAME(s) ", " #s
-static const char all_names[] = STAGE_SIGNALS(SIG_NAME);
-#undef SIG_NAME
-const char *const stage_signal_names = all_names + 2;
-
-int stage_signal_number(const char *name)
-{
-	if (!strncmp(name, "SIG", 3))
-		name += 3;
-#define SIG_IS(s) if (!strcmp(name, #s)) return SIG##s;
-	STAGE_SIGNALS(SIG_IS)
-#undef SIG_IS
-	return 0;
-}
-
 char **stage_env(char *const *extra)
 {
 	size_t n = 0, m = 0;

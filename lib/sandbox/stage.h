@@ -27,14 +27,5 @@ jv stage_version(const struct stage_result *r, const char *where, char *err, siz
 
 /* "SIGSEGV" for 11. */
 const char *stage_signal_name(int sig, char *buf, size_t len);
-/* The signals a background job's program may be sent (sbx-run's
- * --control, process_signal): those a person sends from a terminal or
- * with kill(1), by their names without "SIG".  The sandbox's init
- * forwards these and no other (box_init.c). */
-#define STAGE_SIGNALS(X) X(HUP) X(INT) X(QUIT) X(KILL) X(USR1) X(USR2) X(TERM) X(CONT) X(STOP) X(TSTP) X(WINCH)
-/* The number of such a signal named name ("INT" or "SIGINT"), else 0;
- * its names, ", " between them, in stage_signal_names. */
-int stage_signal_number(const char *name);
-extern const char *const stage_signal_names;
 
 #endif
