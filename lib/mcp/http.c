@@ -508,7 +508,8 @@ static void on_tick(struct loop *l, int fd, short rev, void *arg)
 	http_mcp_tick(h, now);
 	/* A suspended connection is not watched by libmicrohttpd: a client
 	 * that hung up on an event stream is found here, and its stream (and
-	 * for HTTP+SSE its session) ended. */
+	 * for HTTP+SSE its session) ended; so is one that hung up on a port's
+	 * answer, and one still waiting for it is woken to check its time. */
 	for (struct ex *ex = h->exs; ex; ex = ex->next) {
 		if (!ex->suspended || !(ex->stream || ex->px) || !ex->conn)
 			continue;
@@ -517,7 +518,8 @@ static void on_tick(struct loop *l, int fd, short rev, void *arg)
 		if (pf.fd >= 0 && poll(&pf, 1, 0) == 1 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
 			ex->gone = true;
 			http_wake(ex);
-		}
+		} else if (ex->px && !ex->queued)
+			http_wake(ex); /* a port's answer not yet in: http_port_respond checks its time */
 	}
 	/* A stranger's connection past request_timeout, and
 	 * strangers past the limits, once what has arrived is read (a head

@@ -120,6 +120,17 @@ static void out_add(struct proxy *px, const char *fmt, ...)
 		free(s);
 }
 
+/* Does a Set-Cookie set the sign-in's cookie?  Its name is what comes
+ * before "=", trimmed as a browser trims it. */
+static bool signin_cookie(const char *v)
+{
+	v += strspn(v, " \t");
+	size_t n = strcspn(v, "=;");
+	while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	return v[strcspn(v, "=;")] == '=' && n == strlen(DASH_COOKIE) && !strncmp(v, DASH_COOKIE, n);
+}
+
 /* The Cookie header without the sign-in's cookie, or NULL if nothing else. */
 static char *cookie_without_signin(const char *v)
 {
@@ -428,7 +439,7 @@ static bool parse_head(struct proxy *px, struct MHD_Response *r, size_t hlen)
 			return false; /* chunks to an HTTP/1.0 request: not a server we can read */
 		if ((dropped_header(line) && !(px->websocket && !strcasecmp(line, "Upgrade"))) || !strcasecmp(line, "Date"))
 			continue;
-		if (!strcasecmp(line, "Set-Cookie") && !strncmp(v, DASH_COOKIE "=", sizeof DASH_COOKIE))
+		if (!strcasecmp(line, "Set-Cookie") && signin_cookie(v))
 			continue; /* the app may not sign the person out or in */
 		if (!strcasecmp(line, "Location") && v[0] == '/' && v[1] != '/') {
 			char *to = util_fmt("%s%s", px->prefix, v);

@@ -30,7 +30,9 @@ class H(http.server.BaseHTTPRequestHandler):
         if self.path.startswith("/big"):
             return self.reply(200, "application/octet-stream", b"x" * (3 << 20))
         if self.path == "/":
-            return self.reply(200, "text/html; charset=utf-8", PAGE, [("Set-Cookie", "sbx_dash=stolen; Path=/")])
+            return self.reply(200, "text/html; charset=utf-8", PAGE,
+                              [("Set-Cookie", "sbx_dash=stolen; Path=/"), ("Set-Cookie", " sbx_dash =stolen"),
+                               ("Set-Cookie", "app=1; Path=/")])
         self.reply(404, "text/plain", b"no\n")
 
     def do_POST(self):
