@@ -105,11 +105,11 @@ sdk_over() {
 	need_sdk
 	conf=$(conf_with 's/^$//')
 	mcp_sh
-	tap_client port.mjs '^1\.\.11$' "$PWD/mcp.sh"
+	tap_client port.mjs '^1\.\.12$' "$PWD/mcp.sh"
 	printf '%s\n' sdk-token-0123456789abcdef other-token-0123456789abcdef > tokens
 	chmod 600 tokens
 	http_serve
-	tap_client port.mjs '^1\.\.19$' http "$URL" sdk-token-0123456789abcdef other-token-0123456789abcdef
+	tap_client port.mjs '^1\.\.27$' http "$URL" sdk-token-0123456789abcdef other-token-0123456789abcdef
 }
 
 @test "a session's open port in headless Chromium: refused before the sign-in, the app and its WebSocket after, the dashboard's link, nothing for another token" {
@@ -120,5 +120,5 @@ sdk_over() {
 	printf '%s\n' sdk-token-0123456789abcdef other-token-0123456789abcdef > tokens
 	chmod 600 tokens
 	http_serve
-	tap_client port.mjs '^1\.\.24$' http "$URL" sdk-token-0123456789abcdef other-token-0123456789abcdef "$ROOT/t/browser/port.mjs"
+	tap_client port.mjs '^1\.\.32$' http "$URL" sdk-token-0123456789abcdef other-token-0123456789abcdef "$ROOT/t/browser/port.mjs"
 }

@@ -584,7 +584,7 @@ struct http *http_new(struct loop *l, struct mcp *m, const struct conf *c, const
 		return NULL;
 	}
 	h->epfd = di->epoll_fd;
-	mcp_set_base_url(m, h->base);
+	mcp_set_http(m, h->base, http_port_closed, h);
 	loop_watch(l, h->epfd, POLLIN, on_epoll, h);
 	h->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (h->timer >= 0) {
@@ -657,6 +657,7 @@ void http_free(struct http *h)
 	for (struct ex *ex = h->exs; ex; ex = ex->next)
 		http_wake(ex);
 	http_port_close_all(h);
+	mcp_set_http(h->mcp, "", NULL, NULL);
 	loop_unwatch(h->loop, h->epfd);
 	if (h->timer >= 0) {
 		loop_unwatch(h->loop, h->timer);

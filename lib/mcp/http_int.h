@@ -169,6 +169,8 @@ enum MHD_Result http_port_handle(struct ex *ex);
 enum MHD_Result http_port_respond(struct ex *ex);
 void http_port_end(struct ex *ex);
 void http_port_close_all(struct http *h);
+/* mcp_set_http's: a port closed, its connections through this server end. */
+void http_port_closed(void *arg, const char *sid, unsigned port);
 
 /* http_door.c: the front door, once for every route with one: the Host,
  * the Origin, who is asking (its door's way) and that principal's rate.

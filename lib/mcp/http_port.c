@@ -32,6 +32,7 @@
 #define _GNU_SOURCE
 #include "http_int.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <poll.h>
@@ -69,12 +70,15 @@ struct proxy {
 	size_t in_len, in_off, in_cap;
 	bool head_done, up_eof, failed;
 	unsigned status;
+	long long left;            /* the body's bytes still to come by its Content-Length, or -1 */
 	char why[300];             /* why it failed, for the 502 */
 };
 
 /* An upgraded connection and its relay. */
 struct wsup {
 	struct http *h;
+	char sid[STATE_SESSION_ID_LEN + 1];
+	unsigned port;
 	struct MHD_UpgradeResponseHandle *urh;
 	struct relay *relay;
 	struct wsup *next;
@@ -120,36 +124,46 @@ static void out_add(struct proxy *px, const char *fmt, ...)
 		free(s);
 }
 
-/* Does a Set-Cookie set the sign-in's cookie?  Its name is what comes
- * before "=", trimmed as a browser trims it. */
-static bool signin_cookie(const char *v)
+/* Is the cookie pair p (len bytes, "name=value") the sign-in's?  Its name
+ * is what comes before "=", trimmed as a browser trims it, in any case
+ * (a browser's is exact; refusing more costs an app nothing). */
+static bool names_signin(const char *p, size_t len)
 {
-	v += strspn(v, " \t");
-	size_t n = strcspn(v, "=;");
-	while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+	size_t lead = strspn(p, " \t");
+	p += lead < len ? lead : len;
+	len -= lead < len ? lead : len;
+	const char *eq = memchr(p, '=', len);
+	if (!eq)
+		return false;
+	size_t n = (size_t)(eq - p);
+	while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
 		n--;
-	return v[strcspn(v, "=;")] == '=' && n == strlen(DASH_COOKIE) && !strncmp(v, DASH_COOKIE, n);
+	return n == strlen(DASH_COOKIE) && !strncasecmp(p, DASH_COOKIE, n);
 }
 
-/* The Cookie header without the sign-in's cookie, or NULL if nothing else. */
+/* The Cookie header without the sign-in's cookie, or NULL if nothing
+ * else: its other pairs, trimmed, "; " between them. */
 static char *cookie_without_signin(const char *v)
 {
-	char *out = util_xalloc(strlen(v) + 1);
+	/* each pair kept is at most as long as it came, plus "; " */
+	char *out = util_xalloc(3 * strlen(v) + 3);
 	size_t n = 0;
 	for (const char *p = v; *p;) {
-		p += strspn(p, "; ");
+		p += strspn(p, "; \t");
 		size_t len = strcspn(p, ";");
-		if (len && strncmp(p, DASH_COOKIE "=", sizeof DASH_COOKIE)) {
-			if (n)
-				n += (size_t)sprintf(out + n, "; ");
+		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		if (len && !names_signin(p, len)) {
+			if (n) {
+				memcpy(out + n, "; ", 2);
+				n += 2;
+			}
 			memcpy(out + n, p, len);
 			n += len;
 		}
-		p += len;
+		p += strcspn(p, ";");
 	}
 	out[n] = 0;
-	while (n && out[n - 1] == ' ')
-		out[--n] = 0;
 	if (!n) {
 		free(out);
 		return NULL;
@@ -248,7 +262,8 @@ static void on_up_io(struct loop *l, int fd, short rev, void *arg)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) {
-		if (!px->head_done && !head_len(px)) {
+		if (n < 0 || (!px->head_done && !head_len(px))) {
+			/* (a reset in the body must not pass for its end) */
 			fail(px, n ? "the port's server reset the connection" : "the port's server closed the connection without an answer");
 			return;
 		}
@@ -333,13 +348,14 @@ enum MHD_Result http_port_handle(struct ex *ex)
 	struct proxy *px = ex->px;
 	char err[300];
 	bool exposed;
-	px->in_cap = HEAD_MAX;
-	px->in = util_xalloc(px->in_cap);
-	build_request(px, ex);
 	px->ask = mcp_port_connect(ex->h->mcp, (unsigned)ex->owner, px->sid, px->port, on_connected, px, &exposed, err,
 				   sizeof err);
 	if (!px->ask)
 		return exposed ? text_reply(ex, MHD_HTTP_BAD_GATEWAY, err) : text_reply(ex, MHD_HTTP_NOT_FOUND, err);
+	/* (only now, for its owner: on_connected comes from the loop, later) */
+	px->in_cap = HEAD_MAX;
+	px->in = util_xalloc(px->in_cap);
+	build_request(px, ex);
 	return MHD_YES; /* http_port_respond waits for the answer */
 }
 
@@ -351,19 +367,25 @@ static ssize_t body_read(void *cls, uint64_t pos, char *buf, size_t max)
 	struct proxy *px = ex->px;
 	if (!px || ex->gone || px->failed)
 		return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (px->left == 0)
+		return MHD_CONTENT_READER_END_OF_STREAM; /* (an upstream that keeps its connection) */
 	if (px->in_off < px->in_len) {
 		size_t n = px->in_len - px->in_off;
 		if (n > max)
 			n = max;
+		if (px->left >= 0 && (long long)n > px->left)
+			n = (size_t)px->left;
 		memcpy(buf, px->in + px->in_off, n);
 		px->in_off += n;
 		ex->bytes += n;
+		if (px->left > 0)
+			px->left -= (long long)n;
 		if (px->up >= 0 && px->in_off == px->in_len)
 			loop_watch(ex->h->loop, px->up, POLLIN, on_up_io, px); /* room again */
 		return (ssize_t)n;
 	}
-	if (px->up_eof)
-		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (px->up_eof) /* (short of its Content-Length: cut, not ended) */
+		return px->left > 0 ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
 	if (px->up >= 0)
 		loop_watch(ex->h->loop, px->up, POLLIN, on_up_io, px);
 	ex->suspended = true;
@@ -396,7 +418,8 @@ static void on_upgraded(void *cls, struct MHD_Connection *conn, void *req_cls, c
 	struct proxy *px = ex->px;
 	struct http *h = ex->h;
 	struct wsup *w = util_xalloc(sizeof *w);
-	*w = (struct wsup){ .h = h, .urh = urh, .next = h->wsups };
+	*w = (struct wsup){ .h = h, .urh = urh, .port = px ? px->port : 0, .next = h->wsups };
+	snprintf(w->sid, sizeof w->sid, "%s", px ? px->sid : "");
 	h->wsups = w;
 	if (!px || px->up < 0) {
 		w->relay = NULL;
@@ -420,11 +443,7 @@ static bool parse_head(struct proxy *px, struct MHD_Response *r, size_t hlen)
 	char *line = h, *next = strstr(line, "\r\n");
 	if (!next)
 		return false;
-	*next = 0;
-	unsigned st;
-	if (sscanf(line, "HTTP/1.%*1[01] %3u", &st) != 1 || st < 100 || st > 599)
-		return false;
-	px->status = st;
+	px->left = -1;
 	for (line = next + 2; *line; line = next + 2) {
 		next = strstr(line, "\r\n");
 		if (!next)
@@ -437,9 +456,19 @@ static bool parse_head(struct proxy *px, struct MHD_Response *r, size_t hlen)
 		const char *v = colon + 1 + strspn(colon + 1, " \t");
 		if (!strcasecmp(line, "Transfer-Encoding") && strcasecmp(v, "identity"))
 			return false; /* chunks to an HTTP/1.0 request: not a server we can read */
+		if (!strcasecmp(line, "Content-Length")) {
+			char *end;
+			errno = 0;
+			unsigned long long cl = strtoull(v, &end, 10);
+			if (errno || end == v || *end || !isdigit((unsigned char)*v) || cl > (1ull << 62) ||
+			    (px->left >= 0 && (unsigned long long)px->left != cl))
+				return false; /* (two lengths that differ: a smuggling attempt or a broken server) */
+			px->left = (long long)cl;
+			continue;
+		}
 		if ((dropped_header(line) && !(px->websocket && !strcasecmp(line, "Upgrade"))) || !strcasecmp(line, "Date"))
 			continue;
-		if (!strcasecmp(line, "Set-Cookie") && signin_cookie(v))
+		if (!strcasecmp(line, "Set-Cookie") && names_signin(v, strcspn(v, ";")))
 			continue; /* the app may not sign the person out or in */
 		if (!strcasecmp(line, "Location") && v[0] == '/' && v[1] != '/') {
 			char *to = util_fmt("%s%s", px->prefix, v);
@@ -452,65 +481,99 @@ static bool parse_head(struct proxy *px, struct MHD_Response *r, size_t hlen)
 	return true;
 }
 
+/* The status of a whole head, or 0 if it is not an HTTP/1.x answer's. */
+static unsigned head_status(const char *in, size_t hlen)
+{
+	char line[16]; /* "HTTP/1.1 200 " is all it reads */
+	size_t n = strcspn(in, "\r"); /* (the head has one) */
+	if (n >= hlen)
+		return 0;
+	if (n >= sizeof line)
+		n = sizeof line - 1;
+	memcpy(line, in, n);
+	line[n] = 0;
+	unsigned st;
+	char sp;
+	if (sscanf(line, "HTTP/1.%*1[01]%c%3u", &sp, &st) != 2 || sp != ' ' || st < 100 || st > 599 ||
+	    (n > 12 && line[12] != ' '))
+		return 0;
+	return st;
+}
+
 enum MHD_Result http_port_respond(struct ex *ex)
 {
 	struct proxy *px = ex->px;
 	if (ex->gone)
 		return MHD_NO;
-	size_t hlen = px->failed ? 0 : head_len(px);
+	size_t hlen = 0;
+	unsigned st = 0;
+	while (!px->failed && (hlen = head_len(px))) {
+		/* An interim answer (100 Continue, 103 Early Hints) is dropped:
+		 * the browser gets the final one. */
+		st = head_status(px->in, hlen);
+		if (st < 100 || st >= 200 || st == 101)
+			break;
+		memmove(px->in, px->in + hlen, px->in_len - hlen);
+		px->in_len -= hlen;
+		hlen = 0;
+	}
 	if (px->failed || !hlen) {
 		if (!px->failed && util_now_ms() - px->t0 < HEAD_MS) {
-			ex->suspended = true; /* (woken early: the head is not whole yet) */
-			MHD_suspend_connection(ex->conn);
-			return MHD_YES;
-		}
-		if (!px->failed)
+			if (px->up < 0 && px->up_eof) /* (ended after an interim answer) */
+				snprintf(px->why, sizeof px->why, "the port's server closed the connection without an answer");
+			else {
+				ex->suspended = true; /* (woken early: the head is not whole yet) */
+				MHD_suspend_connection(ex->conn);
+				return MHD_YES;
+			}
+		} else if (!px->failed)
 			snprintf(px->why, sizeof px->why, "the port's server sent no answer within %d s", HEAD_MS / 1000);
 		char *msg = util_fmt("%s\n", px->why);
-		enum MHD_Result r = text_reply(ex, px->failed ? MHD_HTTP_BAD_GATEWAY : MHD_HTTP_GATEWAY_TIMEOUT, msg);
+		enum MHD_Result r = text_reply(ex, px->failed || px->up_eof ? MHD_HTTP_BAD_GATEWAY : MHD_HTTP_GATEWAY_TIMEOUT, msg);
 		free(msg);
 		return r;
 	}
-	/* The body is what comes up to the upstream's end (its length, if it
-	 * gave one, is dropped with the hop-by-hop headers: the browser gets
-	 * chunks, or the end of the connection for HTTP/1.0). */
-	struct MHD_Response *r;
-	bool upgrade = px->websocket && !strncmp(px->in + 9, "101", 3);
-	if (upgrade)
-		r = MHD_create_response_for_upgrade(on_upgraded, ex);
-	else
-		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32768, body_read, ex, body_free);
-	if (!r)
-		return MHD_NO;
-	char *head = util_xalloc(hlen + 1);
-	memcpy(head, px->in, hlen);
-	head[hlen] = 0;
-	/* parse a copy: the buffer keeps what came after the head */
-	char *saved = px->in;
-	px->in = head;
-	bool ok = parse_head(px, r, hlen);
-	px->in = saved;
-	free(head);
-	px->in_off = hlen;
 	px->head_done = true;
-	if (!ok) {
-		MHD_destroy_response(r);
-		up_close(ex->h, px);
-		return text_reply(ex, MHD_HTTP_BAD_GATEWAY, "the port's server sent an answer that is not HTTP/1.0 or 1.1\n");
+	px->in_off = hlen;
+	const char *bad = !st ? "the port's server sent an answer that is not HTTP/1.0 or 1.1"
+			 : st == 101 && !px->websocket ? "the port's server switched protocols unasked" : NULL;
+	/* The body is what comes up to its Content-Length or the upstream's
+	 * end; the browser gets chunks, or the end of the connection. */
+	bool upgrade = st == 101;
+	struct MHD_Response *r = NULL;
+	if (!bad) {
+		r = upgrade ? MHD_create_response_for_upgrade(on_upgraded, ex)
+			    : MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32768, body_read, ex, body_free);
+		if (!r)
+			return MHD_NO;
+		if (!upgrade)
+			ex->refs++; /* body_free's, from now: MHD_destroy_response below may call it */
+		/* parse a copy: the buffer keeps what came after the head */
+		char *saved = px->in, *head = util_xalloc(hlen + 1);
+		memcpy(head, px->in, hlen);
+		head[hlen] = 0;
+		px->in = head;
+		if (!parse_head(px, r, hlen))
+			bad = "the port's server sent a head this proxy cannot pass on (chunks to HTTP/1.0, a bad length)";
+		px->in = saved;
+		free(head);
 	}
-	if (!upgrade && px->status == 101) {
-		MHD_destroy_response(r);
+	if (bad) {
+		if (r)
+			MHD_destroy_response(r);
 		up_close(ex->h, px);
-		return text_reply(ex, MHD_HTTP_BAD_GATEWAY, "the port's server switched protocols unasked\n");
+		char *msg = util_fmt("%s\n", bad);
+		enum MHD_Result res = text_reply(ex, MHD_HTTP_BAD_GATEWAY, msg);
+		free(msg);
+		return res;
 	}
+	px->status = st;
 	px->in_cap = BODY_BUF > px->in_cap ? BODY_BUF : px->in_cap;
 	px->in = util_xrealloc(px->in, px->in_cap);
-	if (!upgrade)
-		ex->refs++; /* body_free's */
-	enum MHD_Result res = MHD_queue_response(ex->conn, upgrade ? MHD_HTTP_SWITCHING_PROTOCOLS : px->status, r);
+	enum MHD_Result res = MHD_queue_response(ex->conn, st, r);
 	MHD_destroy_response(r);
 	ex->queued = true;
-	ex->status = upgrade ? 101 : px->status;
+	ex->status = st;
 	return res;
 }
 
@@ -537,5 +600,29 @@ void http_port_close_all(struct http *h)
 			relay_close(w->relay); /* ws_done frees w */
 		else
 			ws_done(w);
+	}
+}
+
+void http_port_closed(void *arg, const char *sid, unsigned port)
+{
+	struct http *h = arg;
+	for (struct wsup *w = h->wsups, *next; w; w = next) {
+		next = w->next;
+		if (w->port == port && !strcmp(w->sid, sid)) {
+			if (w->relay)
+				relay_close(w->relay); /* ws_done frees w */
+			else
+				ws_done(w);
+			next = h->wsups; /* (the list changed under us) */
+		}
+	}
+	for (struct ex *ex = h->exs; ex; ex = ex->next) {
+		struct proxy *px = ex->px;
+		if (!px || px->port != port || strcmp(px->sid, sid) || px->failed)
+			continue;
+		if (px->ask)
+			mcp_port_cancel(h->mcp, px->ask);
+		px->ask = 0;
+		fail(px, "the port was closed (port_close, or its session ended)");
 	}
 }

@@ -76,9 +76,12 @@ void mcp_client_free(struct mcp_client *cl);
 /* The server's sandbox sessions, live (sess.h's sess_live), for the
  * dashboard: owner's, or every owner's with all. */
 jv mcp_live_sessions(struct mcp *m, unsigned owner, bool all);
-/* The HTTP listener's address ("http://127.0.0.1:8080"), for the URLs of
- * the ports it serves (http.c, at its start). */
-void mcp_set_base_url(struct mcp *m, const char *base);
+/* The HTTP listener (http.c, at its start; "" and NULL at its end): its
+ * address ("http://127.0.0.1:8080"), for the URLs of the ports it serves,
+ * and who to tell when one of those closes (port_close, its session's
+ * end), to end the connections in flight to it. */
+typedef void (*mcp_port_closed_fn)(void *arg, const char *sid, unsigned port);
+void mcp_set_http(struct mcp *m, const char *base, mcp_port_closed_fn closed, void *arg);
 /* A connection to port of session sid, opened over HTTP by owner
  * (port_open): done gets the socket connected in the session's loopback,
  * or -1 and why, once, from the loop.  0 with err when it cannot be asked:

@@ -111,6 +111,8 @@ struct mcp {
 	struct sproc *procs;   /* the sessions' processes (mcp_proc.c) */
 	struct sport *ports;   /* their open ports (mcp_port.c) */
 	char base_url[80];     /* the HTTP listener's, for port_open; "" without one */
+	mcp_port_closed_fn port_closed; /* and what it does when a port it serves closes */
+	void *port_closed_arg;
 	struct tasks tasks;
 	struct waiter *waiters;
 	/* What this host holds of the limits is asked of sbx-run at the start

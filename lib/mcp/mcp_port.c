@@ -162,6 +162,8 @@ static void port_free(struct sport *sp)
 		loop_unwatch(m->loop, sp->lfd);
 		close(sp->lfd);
 	}
+	if (sp->http && m->port_closed) /* what the HTTP listener has in flight to it */
+		m->port_closed(m->port_closed_arg, sp->sid, sp->port);
 	while (sp->conns) {
 		struct pconn *pc = sp->conns;
 		if (pc->relay) {
@@ -316,7 +318,9 @@ void mcp_port_cancel(struct mcp *m, uint64_t tag)
 	chain_connect_cancel(m->chain, tag);
 }
 
-void mcp_set_base_url(struct mcp *m, const char *base)
+void mcp_set_http(struct mcp *m, const char *base, mcp_port_closed_fn closed, void *arg)
 {
 	snprintf(m->base_url, sizeof m->base_url, "%s", base);
+	m->port_closed = closed;
+	m->port_closed_arg = arg;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "proc.h"
@@ -24,6 +25,7 @@ struct way {
 struct relay {
 	struct loop *loop;
 	int a, b;
+	int linger;        /* a timerfd once one way is done, or -1 */
 	unsigned flags;
 	struct way w[2];   /* [0]: a to b, [1]: b to a */
 	relay_done_fn done;
@@ -61,6 +63,10 @@ void relay_close(struct relay *r)
 {
 	loop_unwatch(r->loop, r->a);
 	loop_unwatch(r->loop, r->b);
+	if (r->linger >= 0) {
+		loop_unwatch(r->loop, r->linger);
+		close(r->linger);
+	}
 	if (!(r->flags & RELAY_KEEP_A))
 		close(r->a);
 	close(r->b);
@@ -98,6 +104,28 @@ static bool pump_out(struct way *w)
 	return n >= 0 || errno == EAGAIN;
 }
 
+static void on_linger(struct loop *l, int fd, short rev, void *arg)
+{
+	relay_close(arg);
+	(void)l, (void)fd, (void)rev;
+}
+
+/* One way is done and the other is quiet: a side that left while the
+ * other says nothing (a WebSocket's browser gone, an app that never
+ * answers) would hold both sockets for ever.  Any byte either way puts
+ * the end off again. */
+static void linger(struct relay *r)
+{
+	if (r->linger < 0) {
+		r->linger = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (r->linger < 0)
+			return;
+		loop_watch(r->loop, r->linger, POLLIN, on_linger, r);
+	}
+	struct itimerspec its = { .it_value = { RELAY_LINGER_MS / 1000, RELAY_LINGER_MS % 1000 * 1000000L } };
+	timerfd_settime(r->linger, 0, &its, NULL);
+}
+
 static void on_side(struct loop *l, int fd, short rev, void *arg)
 {
 	struct relay *r = arg;
@@ -119,6 +147,8 @@ static void on_side(struct loop *l, int fd, short rev, void *arg)
 		relay_close(r);
 		return;
 	}
+	if (r->w[0].shut || r->w[1].shut)
+		linger(r);
 	arm(r);
 	(void)l;
 }
@@ -127,7 +157,7 @@ struct relay *relay_new(struct loop *l, int a, int b, unsigned flags, const char
 			size_t to_b_len, relay_done_fn done, void *arg)
 {
 	struct relay *r = util_xalloc(sizeof *r);
-	*r = (struct relay){ .loop = l, .a = a, .b = b, .flags = flags, .done = done, .arg = arg };
+	*r = (struct relay){ .loop = l, .a = a, .b = b, .linger = -1, .flags = flags, .done = done, .arg = arg };
 	way_init(&r->w[0], a, b, to_b, to_b_len);
 	way_init(&r->w[1], b, a, to_a, to_a_len);
 	proc_set_nonblock(a, true);

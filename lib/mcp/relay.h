@@ -6,8 +6,9 @@
  * loopback on the other.  Each way has a buffer of RELAY_BUF bytes; a
  * side is read only while its way has room, so a slow reader slows its
  * writer and nothing grows.  An end of input is passed on as a shutdown
- * of the other side's writing; the relay ends when both ways are done or
- * either side fails.
+ * of the other side's writing; the relay ends when both ways are done,
+ * either side fails, or one way is done and nothing moves for
+ * RELAY_LINGER_MS.
  *
  * Ownership: the relay owns both sockets and closes them, unless
  * RELAY_KEEP_A, when side a is its caller's (libmicrohttpd's upgraded
@@ -23,6 +24,7 @@
 
 #define RELAY_BUF (64u << 10)
 #define RELAY_KEEP_A 1u
+#define RELAY_LINGER_MS 30000
 
 struct relay;
 typedef void (*relay_done_fn)(void *arg);

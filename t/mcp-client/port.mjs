@@ -60,6 +60,26 @@ const wsEcho = (url, text, headers = {}) => new Promise((resolve) => {
   });
 });
 
+// A request by hand: the raw answer, until the server ends it (or the
+// chunked body's last chunk) or 10 s pass; keep: resolve with the socket
+// once a 101 came.
+const raw = (url, head, keep = false) => new Promise((resolve) => {
+  const u = new URL(url);
+  const s = net.connect(Number(u.port), u.hostname);
+  let got = "";
+  const finish = (ended) => { if (!keep) s.destroy(); resolve({ got, ended, socket: s }); };
+  s.setTimeout(10000, () => finish(false));
+  s.on("error", () => finish(true));
+  s.on("end", () => finish(true));
+  s.on("connect", () => s.write(head.replace("TARGET", u.pathname).replace("HOST", u.host)));
+  s.on("data", (d) => {
+    got += d.toString();
+    if (keep ? /^HTTP\/1\.1 101/.test(got) && got.includes("\r\n\r\n") : got.endsWith("0\r\n\r\n")) finish(!keep);
+  });
+});
+const upgradeHead = (extra) => "GET TARGET HTTP/1.1\r\nHost: HOST\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+  `Sec-WebSocket-Key: ${crypto.randomBytes(16).toString("base64")}\r\nSec-WebSocket-Version: 13\r\n${extra}\r\n`;
+
 const sid = (await sc("sandbox_initialize", { language: "python" })).session_id;
 let r = await sc("process_start", { session_id: sid, code: readFileSync(new URL("./port_app.py", import.meta.url), "utf8") });
 const app = r?.process_id;
@@ -114,6 +134,32 @@ if (http) {
   check(res.status === 308 && res.headers.get("location") === `/sessions/${sid}/ports/8000/`, "the path without its slash gets it", res.status);
   res = await fetch(`${base}/sessions/${sid}/ports/8001/`, { headers: auth });
   check(res.status === 404, "a port not opened: 404", res.status);
+
+  // A hostile or broken app: each answer is refused or passed on whole,
+  // and the server lives on for the next.
+  const codes = {};
+  for (const p of ["switch", "chunked", "garbage", "empty", "lengths"]) {
+    res = await fetch(`${url}${p}`, { headers: auth });
+    codes[p] = res.status;
+    await res.text();
+  }
+  check(Object.values(codes).every((c) => c === 502), "an unasked 101, chunks to HTTP/1.0, not HTTP, two lengths: 502", codes);
+  res = await fetch(`${url}interim`, { headers: auth });
+  check(res.status === 200 && (await res.text()) === "final", "an interim 103 is dropped, the final answer passed on", res.status);
+  res = await fetch(`${url}tabcookie`, { headers: auth });
+  check(!/sbx_dash/i.test(res.headers.get("set-cookie") ?? ""), "the sign-in's cookie set by a tab-padded or upper-case name: dropped", res.headers.get("set-cookie"));
+  res = await fetch(`${url}reset`, { headers: auth });
+  const cut = await res.arrayBuffer().then((b) => b.byteLength, (e) => e.name);
+  check(typeof cut === "string", "a body cut by a reset is cut for the browser too, not ended", cut);
+  const many = Array.from({ length: 60 }, (_, i) => `c${i}=AAAAAAAA`);
+  many.splice(30, 0, "sbx_dash=secret-signin");
+  res = await fetch(`${url}echo`, { method: "POST", body: "x", headers: { ...auth, Cookie: many.join(";") } });
+  const echoed = (await res.json().catch(() => null))?.headers?.cookie;
+  check(echoed === many.filter((c) => !c.startsWith("sbx_dash")).join("; "), "60 cookies without spaces: all but the sign-in's, whole", echoed);
+  res = await fetch(`${url}echo`, { method: "POST", body: "x", headers: { Authorization: `Bearer ${otherToken}`, Cookie: many.join(";") } });
+  check(res.status === 404, "and from another token: 404, nothing parsed for it", res.status);
+  const nows = await raw(`${url}nows`, upgradeHead(`Authorization: Bearer ${token}\r\n`));
+  check(nows.ended && /^HTTP\/1\.1 404/.test(nows.got), "a WebSocket asked of a keep-alive app that says 404: the answer ends", nows);
   if (browser) {
     const out = execFileSync("node", [browser, base, token, otherToken, url], { encoding: "utf8", timeout: 120000 });
     for (const line of out.trim().split("\n"))
@@ -121,9 +167,12 @@ if (http) {
   }
 }
 
+const open = await raw(`${url}ws`, upgradeHead(http ? `Authorization: Bearer ${token}\r\n` : ""), true);
+const closed = new Promise((resolve) => { open.socket.on("close", () => resolve(true)); setTimeout(() => resolve(false), 10000); });
 r = await sc("port_close", { session_id: sid, port: 8000 });
 res = await fetch(url, { headers: auth }).catch((e) => ({ status: "refused", e }));
 check(r?.closed && (http ? res.status === 404 : res.status === "refused"), "port_close: the url stops answering", [r, res.status]);
+check(/^HTTP\/1\.1 101/.test(open.got) && await closed, "and a WebSocket open through it ends", open.got);
 
 r = await sc("port_open", { session_id: sid, port: 8000 });
 const url2 = r?.url;

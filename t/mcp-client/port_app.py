@@ -1,6 +1,7 @@
 # A session's web app for port.mjs: a page that talks to it over a
-# WebSocket, an echo of what a request brought, a redirect; stdlib only.
-import base64, hashlib, http.server, json, struct, sys
+# WebSocket, an echo of what a request brought, a redirect; and answers a
+# hostile or broken app gives (RAW); stdlib only.
+import base64, hashlib, http.server, json, socket, struct, sys
 
 PAGE = b"""<!doctype html><meta charset=utf-8><title>sbx port test</title>
 <p id=s>waiting</p><script>
@@ -9,6 +10,18 @@ ws.onopen = () => ws.send("ping from the page");
 ws.onmessage = (e) => { document.getElementById("s").textContent = "echo: " + e.data; };
 ws.onerror = () => { document.getElementById("s").textContent = "websocket failed"; };
 </script>"""
+
+RAW = {
+    "/interim": b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n"
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfinal",
+    "/switch": b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: Upgrade\r\n\r\nraw bytes",
+    "/chunked": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    "/garbage": b"SSH-2.0-OpenSSH_9.2\r\n\r\n",
+    "/empty": b"\r\n\r\n",
+    "/lengths": b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 50\r\n\r\nhello",
+    "/tabcookie": b"HTTP/1.1 200 OK\r\nSet-Cookie: sbx_dash\t=evil; Path=/\r\nSet-Cookie: SBX_DASH=evil\r\nContent-Length: 2\r\n\r\nok",
+}
+
 
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # a WebSocket's 101 is HTTP/1.1's
@@ -25,6 +38,17 @@ class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/ws" and self.headers.get("Upgrade", "").lower() == "websocket":
             return self.websocket()
+        if self.path in RAW:
+            self.wfile.write(RAW[self.path])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        if self.path == "/reset":  # a length, part of the body, then a reset
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"x" * 1000)
+            self.wfile.flush()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            return
         if self.path == "/redirect":
             return self.reply(302, "text/plain", b"", [("Location", "/target")])
         if self.path.startswith("/big"):
