@@ -103,7 +103,7 @@ inet_setup() {
 	internet_skip_unless_ready
 	internet_unset_host_env
 	internet_up "$BATS_TEST_TMPDIR"
-	conf=$(conf_with "s/^network *=.*/network = [\"a.test\", \"*.a.test\", \"a.test:80\", \"a.test:7\", \"loop.test\", \"private.test\", \"meta.test:80\", \"mixed.test\", \"v6.test\", \"nx.test\"]/")
+	conf=$(conf_with "s/^network *=.*/network = [\"a.test\", \"*.a.test\", \"a.test:80\", \"a.test:7\", \"loop.test\", \"private.test\", \"meta.test:80\", \"mixed.test\", \"v6.test\", \"nx.test\", \"flip.test:80\"]/")
 }
 teardown() { [ ! -d "$BATS_TEST_TMPDIR/net" ] || internet_down "$BATS_TEST_TMPDIR"; }
 
@@ -139,6 +139,7 @@ c direct https://a.test/hello --noproxy '*'
 python3 -m pip install -q --disable-pip-version-check --no-cache-dir --cert ca.pem --index-url https://a.test/simple/ --target pipdeps sbxdemo > pip.log 2>&1 && PYTHONPATH=pipdeps python3 -c 'import sbxdemo; sbxdemo.hello()' || tail -3 pip.log
 npm install -s --no-audit --no-fund --registry https://a.test/npm/ --cafile ca.pem sbxdemo > npm.log 2>&1 && node -e 'console.log(require("sbxdemo")())' || tail -3 npm.log
 git -c http.sslCAInfo=ca.pem clone -q https://a.test/git/demo.git 2>&1 && cat demo/README*
+for i in $(seq 16); do curl -sS -o /dev/null -w "flip %{http_code}\n" http://flip.test/hello 2> /dev/null; done
 EOF
 	net_run '{network: true}'
 	jq -e ".status == \"success\"" out || { jq -c . out; false; }
@@ -150,9 +151,25 @@ EOF
 	for w in denied loop private meta v6 nx fronted direct; do
 		awk -v w=$w '$1 == w && ($3 != 0 || $2 == 403 || $2 == 502) { ok = 1 } END { exit !ok }' got
 	done
-	grep -q 'sbxdemo' got
+	# each tool installed or cloned, and ran what it got
+	grep -qx 'hello from sbxdemo 1.0 (pip)' got
+	grep -qx 'hello from sbxdemo 1.0.0 (npm)' got
+	grep -qx "demo: sbx's test repository (t/net)" got
+	# ... through the proxy, from the index, the registry and the git server
+	for p in /simple/ /npm/ /git/demo.git/; do
+		reached "[.[] | select(.kind == \"https\" and .sni == \"a.test\" and (.path // \"\" | startswith(\"$p\")))] | length > 0" | grep -qx true
+	done
+	# a name whose answer changes, looked up once a connection: each
+	# connection went where its check said, never to the private address
+	# (the proxy asked about 16 times, got both answers, refused half)
+	[ "$(grep -c '^flip 200$' got)" -ge 4 ]
+	[ "$(grep -cE '^flip (403|502)$' got)" -ge 4 ]
+	[ "$(reached '[.[] | select(.kind == "dns" and .answer == "10.1.2.3")] | length')" -ge 4 ]
+	reached '[.[] | select(.host == "flip.test")] | map(.addr) | unique' | jq -e '. == ["198.18.0.5"]'
+	jq -e '[.egress[] | select(.host == "flip.test")] | (map(select(.why == null)) | length >= 4) and
+		(map(select(.why != null)) | length >= 4 and all(.why | test("no address")))' out
 	# from the host's side: only a.test's address was reached, and only as named
-	[ "$(reached '[.[] | select(.addr != "198.18.0.5")] | length')" = 0 ]
+	[ "$(reached '[.[] | select(.kind != "dns" and .addr != "198.18.0.5")] | length')" = 0 ]
 	[ "$(reached '[.[] | select(.sni == "cdn.test")] | length')" = 0 ]
 	reached '[.[] | select(.kind == "https")] | map(.sni) | unique' | jq -e '. == ["a.test", "mixed.test"]'
 	# and the proxy's side: each refusal with its reason, bytes where it went through

@@ -28,6 +28,9 @@
 #                      meta.test                   169.254.169.254
 #                      mixed.test                  10.1.2.3 and 198.18.0.5
 #                      v6.test                     fd00::5 (AAAA only)
+#                      flip.test                   198.18.0.5 and 10.1.2.3 in
+#                                                  turn, TTL 0 (asked of
+#                                                  198.18.0.54: server.py)
 #                      anything else (nx.test)     NXDOMAIN
 #   198.18.0.5       a.test: HTTP on 80 and 8080, HTTPS on 443 (the cert of
 #                    a.test, www.a.test or cdn.test as the SNI asks, else
@@ -151,7 +154,7 @@ internet_up() {
 	# from every client through its default route).
 	{
 		echo "link set lo up"
-		for n in 198.18.0.5 198.18.0.6 198.18.0.53 10.1.2.3 169.254.169.254; do echo "addr add $n/32 dev lo"; done
+		for n in 198.18.0.5 198.18.0.6 198.18.0.53 198.18.0.54 10.1.2.3 169.254.169.254; do echo "addr add $n/32 dev lo"; done
 		[ ! -d /proc/sys/net/ipv6 ] || echo "addr add fd00::5/128 dev lo nodad"
 	} | nsenter --net="/proc/$world/ns/net" ip -batch - || { internet_down "$1"; return 1; }
 	_net_dnsmasq_conf "$d" > "$d/dnsmasq.conf"
@@ -201,6 +204,7 @@ _net_listeners() {
 		https 198.18.0.5 443 a.test 198.18.0.5,a.test,www.a.test,cdn.test
 		http 198.18.0.5 8080 a.test
 		echo 198.18.0.5 7 a.test
+		flip 198.18.0.54 53 flip.test 198.18.0.5,10.1.2.3
 		http 198.18.0.6 80 b.test
 		https 198.18.0.6 443 b.test b.test
 		http 10.1.2.3 80 private.test
@@ -232,6 +236,9 @@ _net_dnsmasq_conf() {
 		host-record=mixed.test,10.1.2.3
 		host-record=mixed.test,198.18.0.5
 		host-record=v6.test,fd00::5
+		# a name that rebinds: asked of server.py's DNS each time
+		server=/flip.test/198.18.0.54
+		no-negcache
 		# no upstream: every other name does not exist
 		address=/#/
 	ZZZEND

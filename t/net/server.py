@@ -10,6 +10,10 @@ addresses are on its loopback.  NETDIR/listeners has one listener a line,
          certificates (NETDIR/certs/NAME.pem, key NETDIR/certs/key.pem)
          it serves, the one the ClientHello's SNI names, else the first
   echo   raw TCP: every byte read is written back, until the client's EOF
+  flip   DNS over UDP for one name, NAME: its A record alternates between
+         CERTS' two addresses query by query, with a TTL of 0 (a name
+         that rebinds between a proxy's check and its connect, were it to
+         look twice); every other question is refused
 
 NAME is the server's, named in /hello's answer.  The server named a.test
 also serves NETDIR/www as static files (the package indexes and the git
@@ -34,6 +38,7 @@ import json
 import os
 import socket
 import socketserver
+import struct
 import ssl
 import sys
 import tarfile
@@ -301,6 +306,46 @@ class EchoServer(socketserver.ThreadingTCPServer):
         super().__init__((addr, port), Echo)
 
 
+# --- a rebinding name --------------------------------------------------------
+
+class Flip(socketserver.BaseRequestHandler):
+    def handle(self):
+        q, sock = self.request
+        s = self.server
+        if len(q) < 12:
+            return
+        # the question: labels up to a zero byte, then type and class
+        i, labels = 12, []
+        while i < len(q) and q[i]:
+            labels.append(q[i + 1:i + 1 + q[i]].decode(errors="replace"))
+            i += 1 + q[i]
+        if i + 5 > len(q):
+            return
+        qtype = struct.unpack(">H", q[i + 1:i + 3])[0]
+        question = q[12:i + 5]
+        ok = ".".join(labels).lower() == s.name
+        answer = b""
+        if ok and qtype == 1:
+            with s.lock:
+                addr = s.addrs[s.count % 2]
+                s.count += 1
+            log({"server": s.name, "kind": "dns", "answer": addr})
+            answer = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 0, 4) + socket.inet_aton(addr)
+        flags = 0x8180 if ok else 0x8185  # a response, recursion available; else REFUSED
+        head = q[:2] + struct.pack(">HHHHH", flags, 1, 1 if answer else 0, 0, 0)
+        sock.sendto(head + question + answer, self.client_address)
+
+
+class FlipServer(socketserver.ThreadingUDPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, addr, port, name, addrs):
+        self.addr, self.port, self.name, self.addrs = addr, port, name, addrs
+        self.count, self.lock = 0, threading.Lock()
+        super().__init__((addr, port), Flip)
+
+
 def main():
     build_www()
     servers = []
@@ -312,6 +357,8 @@ def main():
             kind, addr, port, name = w[0], w[1], int(w[2]), w[3]
             if kind == "echo":
                 servers.append(EchoServer(addr, port, name))
+            elif kind == "flip":
+                servers.append(FlipServer(addr, port, name, w[4].split(",")))
             else:
                 tls = tls_context(w[4].split(",")) if kind == "https" else None
                 servers.append(Server(addr, port, name, tls, name == "a.test"))
