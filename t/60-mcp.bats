@@ -1034,6 +1034,8 @@ for h in ("10.9.9.9", "denied.example"):
 		call 1 sandbox_initialize '{"language":"python","network":["evil.example"]}'
 		call 2 sandbox_initialize '{"language":"python","network":["10.9.9.9"]}'
 		call 3 run_code "$(jq -nc --arg c "$code" '{language: "python", code: $c, network: ["a.allowed.example"]}')"
+		call 4 run_code "$(jq -nc --arg c "$code" '{language: "python", code: $c, network: ["a.allowed.example"],
+			tests: [{expected_stdout: "x"}, {expected_stdout: "y"}]}')"
 	} | mcp
 	answer 1 | jq -e '.result.isError and (.result.content[0].text | test("\"evil.example\" is not within what the configuration allows"))'
 	answer 2 | jq -e '.result.structuredContent.network == ["10.9.9.9"]'
@@ -1042,6 +1044,9 @@ for h in ("10.9.9.9", "denied.example"):
 	answer 3 | jq -r '.result.content[0].text' > text
 	grep -q '^connections refused or failed:' text
 	grep -q 'denied.example:443: denied.example:443 is not in this sandbox.s network allow-list' text
+	# a judged run's, test by test
+	answer 4 | jq -r '.result.content[0].text' > text
+	grep -q '^  test 2, denied.example:443: denied.example:443 is not in this sandbox.s network allow-list' text
 	# a session's network is each sandbox_exec's that does not give its own:
 	# 10.9.9.9 passes the list, and is then refused as a private address
 	session_server python '{network: ["10.9.9.9"]}'

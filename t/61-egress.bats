@@ -87,12 +87,17 @@ print(s.recv(100).split(b"\r\n")[0].decode())'
 		sbx -c "$conf" > out
 	jq -e '.verdict == "accepted" and (.tests | length == 2)' out
 	jq -e '[.tests[].egress | length] == [1, 1] and all(.tests[].egress[0]; .host == "denied.example" and .allowed == false)' out
-	# a run's own: stored with its record and found by what the proxy refused
+	# stored with their records and found by what the proxy refused: a
+	# judged run's in its tests, a run's own, not one that connected nowhere
+	"$BIN/sbx-log" -c "$conf" < out > /dev/null
 	jq -nc --arg c "$code" '{id: "plain", language: "python", code: $c, network: ["allowed.example"]}' | sbx -c "$conf" |
+		"$BIN/sbx-log" -c "$conf" > /dev/null
+	jq -nc '{id: "quiet", language: "python", code: "print(1)", network: ["allowed.example"]}' | sbx -c "$conf" |
 		"$BIN/sbx-log" -c "$conf" > /dev/null
 	run --separate-stderr "$BIN/sbx-history" -c "$conf" --egress-refused --record
 	[ "$status" -eq 0 ]
-	jqe 0 '.id == "plain" and (.record.egress | length == 1) and .record.egress[0].host == "denied.example"'
+	jq -se 'map(.id) | sort == ["judged", "plain"]' <<< "$output" || { jq -c '{id, status, egress: .record.egress}' <<< "$output"; false; }
+	jq -se 'map(select(.id == "plain"))[0] | (.record.egress | length == 1) and .record.egress[0].host == "denied.example"' <<< "$output"
 }
 
 # ---- against the test's own internet (t/net/internet.bash) --------------

@@ -344,20 +344,28 @@ mcp() {
 	grep -q '<td><span class="st st-wrong_answer">wrong_answer</span></td>' body
 }
 
-@test "dashboard: an install's run lists its connections, refused ones with why, a hostile host as text" {
+@test "dashboard: a run lists its connections, its compile stage's and tests' too, refused ones with why, a hostile host as text" {
 	set_key dashboard '"all"'
 	log "$(jq -nc '{id: "inst-1", language: "python", code: "# packages", status: "error", exit_code: 1, duration_ms: 5,
 		egress: [{host: "pypi.org", port: 443, allowed: true, bytes_sent: 2048, bytes_received: 1048576, duration_ms: 120.5},
 			{host: "<img src=x onerror=alert(1)>", port: 443, allowed: false, why: "<b>not</b> among the registries", bytes_sent: 0,
 			 bytes_received: 0, duration_ms: 0.2}], started_at: (now | todate)}')"
+	log "$(jq -nc '{id: "judged-1", language: "c", code: "int main(){}", status: "rejected", verdict: "wrong_answer",
+		duration_ms: 5, started_at: (now | todate),
+		compile: {status: "success", egress: [{host: "cc.example", port: 443, allowed: true, bytes_sent: 1, bytes_received: 1}]},
+		tests: [{status: "accepted"}, {status: "wrong_answer", egress: [{host: "t2.example", port: 443, allowed: false,
+			why: "t2.example:443 is not in this sandbox'"'"'s network allow-list", bytes_sent: 0, bytes_received: 0}]}]}')"
 	http_serve
 	req GET /runs/1 -H "Authorization: Bearer $TOKEN"
 	[ "$code" = 200 ]
 	grep -q '<h2>Connections</h2><table id="egress">' body
-	grep -q '<tr><td>pypi.org</td><td class="num">443</td><td>allowed</td><td class="num">2 KiB</td><td class="num">1 MiB</td>' body
+	grep -q '<tr><td>run</td><td>pypi.org</td><td class="num">443</td><td>allowed</td><td class="num">2 KiB</td><td class="num">1 MiB</td>' body
 	grep -q '<td>refused: &lt;b&gt;not&lt;/b&gt; among the registries</td>' body
 	grep -q '&lt;img src=x onerror=alert(1)&gt;' body
 	! grep -q '<img src=x' body || false
+	req GET /runs/2 -H "Authorization: Bearer $TOKEN"
+	grep -q '<tr><td>compile</td><td>cc.example</td>' body
+	grep -q '<tr><td>test 2</td><td>t2.example</td><td class="num">443</td><td>refused: t2.example:443 is not in' body
 }
 
 @test "dashboard: images the history kept are shown when their header says a size a browser may decode; a PNG claiming 400 M pixels is not" {

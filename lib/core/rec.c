@@ -568,3 +568,43 @@ bool rec_write(jv v)
 	free(s);
 	return ok;
 }
+
+/* (one stage's list, each connection tagged with where, or not) */
+static jv egress_add(jv all, jv list, const char *stage)
+{
+	if (jv_get_kind(list) == JV_KIND_ARRAY)
+		jv_array_foreach(list, i, c) {
+			if (jv_get_kind(c) != JV_KIND_OBJECT) {
+				jv_free(c);
+				continue;
+			}
+			all = jv_array_append(all, stage ? jv_object_set(c, jv_string("stage"), jv_string(stage)) : c);
+		}
+	jv_free(list);
+	return all;
+}
+
+jv rec_egress(jv rec)
+{
+	jv all = jv_array();
+	if (jv_get_kind(rec) != JV_KIND_OBJECT)
+		return all;
+	jv comp = rec_get(rec, "compile");
+	if (jv_get_kind(comp) == JV_KIND_OBJECT)
+		all = egress_add(all, rec_get(comp, "egress"), "compile");
+	jv_free(comp);
+	all = egress_add(all, rec_get(rec, "egress"), NULL);
+	/* check-names: a result's tests, each with its own egress */
+	jv tests = rec_get(rec, "tests");
+	if (jv_get_kind(tests) == JV_KIND_ARRAY)
+		jv_array_foreach(tests, i, t) {
+			if (jv_get_kind(t) == JV_KIND_OBJECT) {
+				char stage[32];
+				snprintf(stage, sizeof stage, "test %d", i + 1);
+				all = egress_add(all, rec_get(t, "egress"), stage);
+			}
+			jv_free(t);
+		}
+	jv_free(tests);
+	return all;
+}

@@ -98,6 +98,11 @@ bool rec_num(jv obj, const char *key, double *out);
 bool rec_bool(jv obj, const char *key, bool *out);
 /* True if obj has a final "status" (any string). */
 bool rec_has_status(jv obj);
+/* Every connection a result's stages made through their proxies (its
+ * "egress" lists): the compile stage's, the run's, then each test's, each
+ * object as it is with "stage" added ("compile", "test 2") where it is not
+ * the run's own.  Non-objects are skipped; rec is borrowed. */
+jv rec_egress(jv rec);
 /* An artifact's mime_type that viewers may show inline as an image (MCP's
  * image content, the dashboard): raster types only.  An SVG can carry
  * script and links, so it travels as a file like any other. */

@@ -91,12 +91,16 @@ void hist_where_clause(const struct hist_filter *f, char *buf, size_t len)
 	}
 	/* The record keeps a run's egress (in either history_code mode):
 	 * scanned, as the rare query it is, rather than indexed on every
-	 * write. */
+	 * write; the run's own, its compile stage's and each test's
+	 * (rec_egress's lists). */
+#define REFUSED_IN(list) "EXISTS (SELECT 1 FROM " list " WHERE CASE WHEN e.type = 'object' THEN json_type(e.value, '$.why') END = 'text')"
 	if (f->egress_refused)
 		o = put(buf, len, o,
-			"%sEXISTS (SELECT 1 FROM json_each(record, '$.egress') WHERE "
-			"CASE WHEN type = 'object' THEN json_type(value, '$.why') END = 'text')",
+			"%s(" REFUSED_IN("json_each(record, '$.egress') AS e") " OR " REFUSED_IN("json_each(record, '$.compile.egress') AS e")
+			" OR " REFUSED_IN("json_each(record, '$.tests') AS t, "
+					  "json_each(CASE WHEN t.type = 'object' THEN t.value ELSE '{}' END, '$.egress') AS e") ")",
 			n ? " AND " : " WHERE ");
+#undef REFUSED_IN
 	if (f->by_verdict)
 		o = put(buf, len, o, "%sverdict IS NOT NULL", n || f->egress_refused ? " AND " : " WHERE ");
 }

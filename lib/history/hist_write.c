@@ -113,6 +113,9 @@ static void sql_nat(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 #define SIZE(field) \
 	"CASE WHEN " T("$." field "_bytes") " IN ('integer', 'real') THEN CAST(" J("$." field "_bytes") " AS INTEGER)" \
 	" WHEN " T("$." field) " = 'text' THEN length(CAST(" J("$." field) " AS BLOB)) ELSE 0 END"
+#define PREVIEW_RM                                                                                      \
+	"json_remove(?1, '$.code', '$.files', '$.stdin', '$.stdout', '$.stderr', '$.compile.stdout',"          \
+	" '$.compile.stderr', '$.artifacts', '$.tests', '$.checker')"
 static const char insert_sql[] =
 	"INSERT INTO runs (timestamp, language, code_snippet, status, exit_code, duration_ms, stdout_size,"
 	" stderr_size, run_id, signal, cpu_ms, memory_peak_bytes, backend, compile_status, compile_ms,"
@@ -141,9 +144,12 @@ static const char insert_sql[] =
 	/* session_id */ "COALESCE(" TEXT_OR("$.session", "NULL") ", " TEXT_OR("$.session_id", "NULL") "),"
 	/* principal */ TEXT_OR("$.principal", "NULL") ","
 	/* code: kept in full mode only */ "CASE WHEN ?3 THEN COALESCE(?6, " TEXT_OR("$.code", "NULL") ") END,"
-	/* record: in preview mode without what the user may not want kept */
-	"CASE WHEN ?3 THEN ?1 ELSE json_remove(?1, '$.code', '$.files', '$.stdin', '$.stdout', '$.stderr',"
-	" '$.compile.stdout', '$.compile.stderr', '$.artifacts', '$.tests', '$.checker') END,"
+	/* record: in preview mode without what the user may not want kept;
+	 * of a judged run's tests (their inputs and outputs) only each one's
+	 * status and connections (its egress), found by --egress-refused */
+	"CASE WHEN ?3 THEN ?1 WHEN " T("$.tests") " = 'array' THEN json_set(" PREVIEW_RM ", '$.tests', json((SELECT"
+	" json_group_array(json_object('status', value ->> '$.status', 'egress', value -> '$.egress'))"
+	" FROM json_each(?1, '$.tests')))) ELSE " PREVIEW_RM " END,"
 	/* execution_count: a cell's */ INT("$.execution_count") ","
 	/* verdict, tests_passed, tests_total: a judged run's */ TEXT_OR("$.verdict", "NULL") "," INT("$.tests_passed") ","
 	INT("$.tests_total") ","

@@ -172,28 +172,27 @@ static void tests_table(struct page *p, jv rec)
 	jv_free(tests);
 }
 
-/* An install's connections through its proxy (the record's "egress"):
- * what it reached, what was refused and why. */
+/* The connections a run's or an install's stages made through their
+ * proxies (rec_egress: compile's, the run's, each test's): what each
+ * reached, what was refused and why. */
 static void egress_table(struct page *p, jv rec)
 {
-	jv conns = jv_get_kind(rec) == JV_KIND_OBJECT ? rec_get(rec, "egress") : jv_invalid();
-	if (jv_get_kind(conns) != JV_KIND_ARRAY) {
+	jv conns = rec_egress(rec);
+	if (jv_array_length(jv_copy(conns)) == 0) {
 		jv_free(conns);
 		return;
 	}
-	page_raw(p, "<h2>Connections</h2><table id=\"egress\"><thead><tr><th>host</th><th>port</th><th>proxy</th>"
-		    "<th>sent</th><th>received</th><th>duration</th></tr></thead><tbody>");
+	page_raw(p, "<h2>Connections</h2><table id=\"egress\"><thead><tr><th>stage</th><th>host</th><th>port</th>"
+		    "<th>proxy</th><th>sent</th><th>received</th><th>duration</th></tr></thead><tbody>");
 	jv_array_foreach(conns, i, c)
 	{
-		if (jv_get_kind(c) != JV_KIND_OBJECT) {
-			jv_free(c);
-			continue;
-		}
 		size_t n;
-		const char *host = page_sval_n(c, "host", &n), *why = page_sval(c, "why");
+		const char *host = page_sval_n(c, "host", &n), *why = page_sval(c, "why"), *stage = page_sval(c, "stage");
 		bool allowed = false;
 		rec_bool(c, "allowed", &allowed);
 		page_raw(p, "<tr><td>");
+		page_str(p, stage ? stage : "run");
+		page_raw(p, "</td><td>");
 		if (host)
 			page_text_capped(p, host, n, 256);
 		page_raw(p, "</td><td class=\"num\">");

@@ -61,24 +61,26 @@ static jv text_stream(jv out, jv view, const char *name, const char *label, size
 	return out;
 }
 
-/* An install's connections that were refused or failed, and why: what a
- * model needs to act on (another registry, a configuration key). */
+/* A run's or an install's connections that were refused or failed, and
+ * why (compile's and each test's too): what a model needs to act on
+ * (another host to ask for, a configuration key). */
 static jv egress_text(jv out, jv view)
 {
-	jv conns = rec_get(view, "egress");
+	jv conns = rec_egress(view);
 	size_t shown = 0, more = 0, total = 0;
 	if (jv_get_kind(conns) == JV_KIND_ARRAY) {
 		jv_array_foreach(conns, i, c) {
 			const char *why = jv_get_kind(c) == JV_KIND_OBJECT ? rec_str(c, "why", NULL) : NULL;
 			total++;
 			if (why && shown < 10) {
-				const char *host = rec_str(c, "host", NULL);
+				const char *host = rec_str(c, "host", NULL), *stage = rec_str(c, "stage", NULL);
 				double port = 0;
 				rec_num(c, "port", &port);
 				char line[400], at[16] = "";
 				if (port > 0)
 					snprintf(at, sizeof at, ":%.0f", port);
-				snprintf(line, sizeof line, "%s%s: %s", host ? host : "(no host)", at, why);
+				snprintf(line, sizeof line, "%s%s%s%s: %s", stage ? stage : "", stage ? ", " : "", host ? host : "(no host)",
+					 at, why);
 				for (char *q = line; *q; q++)
 					if ((unsigned char)*q < 0x20 || *q == 0x7f)
 						*q = '?';
