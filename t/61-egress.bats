@@ -187,6 +187,33 @@ EOF
 	jq -e '[.egress[] | select(.host == "a.test" and .why != null)] | any(.why | test("names cdn.test, not a.test"))' out
 }
 
+@test "an allow-list run's bounds from the configuration: egress_connections, egress_bytes and egress_rate hold" {
+	skip_on_docker "the test's internet needs sbx-run in a mount namespace of its own, whose mounts dockerd does not see"
+	inet_setup
+	# connections: three go through, the fourth is refused, and said so
+	sed -i -e 's/^egress_connections *=.*/egress_connections = 3/' "$conf"
+	echo 'for i in 1 2 3 4; do curl -sS -o /dev/null -w "%{http_code}\n" http://a.test/hello 2> /dev/null; done' > code
+	net_run '{network: true}'
+	jq -e '.stdout | test("^200\n200\n200\n[0-9]+\n$") and (split("\n")[3] != "200")' out
+	jq -e '[.egress[] | select(.host == "a.test")] | length == 3' out
+	jq -e '[.egress[] | select(.host == null)] | length == 1 and (.[0].why | test("egress_connections"))' out
+	[ "$(reached '[.[] | select(.path == "/hello")] | length')" = 3 ]
+	# bytes, both ways in all: a 300 KB answer under a 100 KiB bound is cut
+	sed -i -e 's/^egress_connections *=.*/egress_connections = 256/' -e 's/^egress_bytes *=.*/egress_bytes = "100k"/' "$conf"
+	echo 'curl -sS http://a.test/big?n=300000 2> /dev/null | wc -c; curl -sS -o /dev/null -w "%{http_code}\n" http://a.test/hello' > code
+	net_run '{network: true}'
+	got=$(jq -r .stdout out | head -1)
+	[ "$got" -lt 102400 ]
+	jq -e '[.egress[] | select(.why != null)] | any(.why | test("egress_bytes"))' out
+	jq -e '[.egress[] | .bytes_sent + .bytes_received] | add <= 102400 + 65536' out
+	# rate: 200 KB at 100 KB a second takes its two seconds, and comes whole
+	sed -i -e 's/^egress_bytes *=.*/egress_bytes = "1g"/' -e 's/^egress_rate *=.*/egress_rate = "100k"/' "$conf"
+	echo 'curl -sS http://a.test/big?n=200000 2> /dev/null | wc -c' > code
+	net_run '{network: true}'
+	[ "$(jq -r .stdout out)" = 200000 ]
+	jq -e '[.egress[] | select(.host == "a.test")][0] | .bytes_received > 200000 and .duration_ms > 1200' out
+}
+
 @test "plain HTTP to port 443 is refused: HTTPS goes through CONNECT" {
 	skip_on_docker "the test's internet needs sbx-run in a mount namespace of its own, whose mounts dockerd does not see"
 	inet_setup
