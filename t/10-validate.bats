@@ -133,6 +133,15 @@ v() { "$BIN/sbx-validate" "$@"; }
 	jqe 0 '.exec.network == true'
 	run --separate-stderr v -c "$conf" <<< '{"language":"python","code":"1","network":["anything.example:8080"]}'
 	jqe 0 '.exec.network == ["anything.example:8080"]'
+	# what a session's user approved is some of the run's own list, nothing else
+	run --separate-stderr v -c "$conf" <<< '{"language":"python","code":"1","network":["a.example","b.example"],"user_approved":["b.example"]}'
+	jqe 0 '.status != "invalid" and .user_approved == ["b.example"]'
+	for bad in '["c.example"]' '"b.example"' '[1]'; do
+		run --separate-stderr v -c "$conf" <<< "{\"language\":\"python\",\"code\":\"1\",\"network\":[\"a.example\",\"b.example\"],\"user_approved\":$bad}"
+		jqe 0 '.status == "invalid" and (.error | test("\"user_approved\" lists patterns of the request.s \"network\" list"))'
+	done
+	run --separate-stderr v -c "$conf" <<< '{"language":"python","code":"1","network":true,"user_approved":["b.example"]}'
+	jqe 0 '.status == "invalid"'
 
 	conf=$(conf_with 's/^network *=.*/network = ["pypi.org", "*.example.org", "example.net:80"]/')
 	run --separate-stderr v -c "$conf" < <(printf '%s\n' \

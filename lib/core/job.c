@@ -616,6 +616,33 @@ static bool req_network(const struct conf *c, jv req, enum net_ask *ask, char *e
 	return ok;
 }
 
+/* user_approved: which of network's patterns a session's user
+ * approved when asked (sbx-mcp's approve on deny), kept with the run in
+ * the history: each one of network's own. */
+static bool req_approved(jv req, char *err, size_t errlen)
+{
+	if (!rec_has(req, REQ_KEY(user_approved)))
+		return true;
+	jv ap = rec_get(req, REQ_KEY(user_approved)), net = rec_get(req, REQ_KEY(network));
+	bool ok = jv_get_kind(ap) == JV_KIND_ARRAY && jv_get_kind(net) == JV_KIND_ARRAY;
+	if (ok)
+		jv_array_foreach(ap, i, a) {
+			bool listed = false;
+			if (jv_get_kind(a) == JV_KIND_STRING)
+				jv_array_foreach(net, k, p) {
+					listed |= jv_equal(jv_copy(a), p);
+				}
+			ok &= listed;
+			jv_free(a);
+		}
+	jv_free(ap);
+	jv_free(net);
+	if (!ok)
+		snprintf(err, errlen, "\"%s\" lists patterns of the request's \"%s\" list", REQ_KEY(user_approved),
+			 REQ_KEY(network));
+	return ok;
+}
+
 bool job_network_ok(const struct conf *c, jv v, char *err, size_t errlen)
 {
 	jv req = jv_object_set(jv_object(), jv_string(REQ_KEY(network)), jv_copy(v));
@@ -1203,7 +1230,8 @@ jv job_from_request(const struct conf *c, jv req)
 			return rec_make_invalid(req, "%s", why);
 		job_files_free(f, nf);
 	}
-	if (!req_limits(c, l, req, p.background, &p.run, &p.comp, why, sizeof why) || !req_network(c, req, &p.net, why, sizeof why))
+	if (!req_limits(c, l, req, p.background, &p.run, &p.comp, why, sizeof why) || !req_network(c, req, &p.net, why, sizeof why) ||
+	    !req_approved(req, why, sizeof why))
 		return rec_make_invalid(req, "%s", why);
 	if (installing && p.net != NET_NONE)
 		return rec_make_invalid(req, "an install reaches its language's registries only: \"%s\" does not go with \"%s\"",

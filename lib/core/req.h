@@ -109,6 +109,8 @@ enum {
 	X(artifacts, RK_BOOL, RW_REQ | RW_CELL, 0, 0, "return the files the run made or changed") \
 	X(session, RK_STR, RW_REQ | RW_CELL, 0, 0, "the session whose workspace the job runs in") \
 	X(principal, RK_STR, RW_ANY_REQ, 0, 0, "the HTTP token whose sbx-mcp call the run is (a digest), for the history") \
+	X(user_approved, RK_STRS, RW_REQ | RW_JUDGED, 0, 0, \
+	  "the patterns of network its session's user approved when asked (approve on deny), for the history") \
 	X(install, RK_STRS, RW_REQ, 0, 0, "packages to install into the session's workspace, instead of a program") \
 	X(cell, RK_BOOL, RW_REQ | RW_CELL, 0, 0, "the code is a cell for the session's kernel") \
 	X(reset, RK_BOOL, RW_ANY_REQ, RT_CELL, 0, "restart the kernel first (its state is lost)") \

@@ -97,6 +97,7 @@ struct tool_def {
 	"`network`:{`anyOf`:[{`type`:`boolean`},{`type`:`array`,`items`:{`type`:`string`}}],`description`:`the "    \
 	"network the run had: the hosts its proxy let through, or true for the host's own`},"                       \
 	"`network_approved`:" STRS("hosts the session's user, asked, allowed for its later runs") ","              \
+	"`user_approved`:" STRS("which of network's hosts the session's user approved when asked, earlier") ","     \
 	"`network_asked`:" STR("what the session's user answered when asked: accept, decline, cancel or "          \
 			       "no answer") ","
 
@@ -926,7 +927,7 @@ jv mcp_run_view(jv r, double max_output)
 		"stdout_truncated", "stderr_truncated", "duration_ms", "cpu_ms", "memory_peak_bytes", "compile", "error",
 		"limits_enforced", "limits_missing", "history_id", "artifacts_truncated", "value", "execution_count", "kernel",
 		"kernel_alive", "kernel_note", "verdict", "tests_passed", "tests_total", "failed_test", "tests", REQ_KEY(network),
-		"egress", "network_approved", "network_asked", NULL,
+		"egress", "network_approved", "network_asked", REQ_KEY(user_approved), NULL,
 	};
 	jv v = jv_object();
 	for (int i = 0; keep[i]; i++)

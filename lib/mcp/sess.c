@@ -111,6 +111,7 @@ void sess_remove(struct sessions *s, const char *id)
 		free(x->dir);
 		free(x->language);
 		jv_free(x->network);
+		jv_free(x->approved);
 		free(x->fs_note);
 		free(x);
 		s->n--;
@@ -380,8 +381,12 @@ static jv exec_request(const struct sessions *s, struct session *x, jv args, uns
 	if (language)
 		req = jv_object_set(req, jv_string(REQ_KEY(language)), jv_string(language));
 	req = req_from_args(req, args, tool);
-	if (!rec_has(req, REQ_KEY(network)) && jv_is_valid(x->network))
+	if (!rec_has(req, REQ_KEY(network)) && jv_is_valid(x->network)) {
 		req = jv_object_set(req, jv_string(REQ_KEY(network)), jv_copy(x->network));
+		/* what of it the session's user approved goes with each run */
+		if (jv_is_valid(x->approved))
+			req = jv_object_set(req, jv_string(REQ_KEY(user_approved)), jv_copy(x->approved));
+	}
 	if (has_file)
 		req = jv_object_set(req, jv_string(REQ_KEY(entry)), rec_get(args, "file"));
 	return jv_object_set(req, jv_string(REQ_KEY(artifacts)), jv_true());
@@ -778,6 +783,7 @@ bool sess_network_allow(struct sessions *s, unsigned owner, const char *id, jv r
 			return true;
 	}
 	x->network = jv_array_append(x->network, jv_string(pat));
+	x->approved = jv_array_append(jv_is_valid(x->approved) ? x->approved : jv_array(), jv_string(pat));
 	return true;
 }
 

@@ -21,6 +21,7 @@ struct session {
 	char *dir;
 	char *language;        /* default for sandbox_exec, or NULL */
 	jv network;            /* default for sandbox_exec's "network", or invalid: none */
+	jv approved;           /* those of its patterns its user approved (sess_network_allow), or invalid */
 	unsigned owner;        /* only its owner's clients see it */
 	uint64_t ttl_ms;
 	double last_used;      /* util_now_ms */

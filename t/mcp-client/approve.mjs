@@ -63,9 +63,11 @@ r = await client.callTool({ name: "sandbox_exec", arguments: { session_id: sid, 
 s = r.structuredContent;
 if (answer === "accept")
   check(s?.stdout === "HTTP/1.1 502 Bad Gateway\n" && s.egress?.[0]?.allowed === true && /no address a sandbox may reach/.test(s.egress[0].why) &&
-    s.network_asked === undefined && JSON.stringify(s.network) === '["10.9.9.9","10.9.9.8"]', "the next run's list has it", s);
+    s.network_asked === undefined && JSON.stringify(s.network) === '["10.9.9.9","10.9.9.8"]' &&
+    JSON.stringify(s.user_approved) === '["10.9.9.8"]', "the next run's list has it, and its record says the user approved it", s);
 else
-  check(s?.stdout === "HTTP/1.1 403 Forbidden\n" && JSON.stringify(s.network) === '["10.9.9.9"]', "the next run's list is as it was", s);
+  check(s?.stdout === "HTTP/1.1 403 Forbidden\n" && JSON.stringify(s.network) === '["10.9.9.9"]' && s.user_approved === undefined,
+    "the next run's list is as it was", s);
 check(answer === "none" || asked.length === (answer === "accept" ? 1 : 2), "asked once per refusal, never for what the list allows", asked.length);
 // a host outside the configuration's network is never put to the user
 r = await client.callTool({ name: "sandbox_exec", arguments: { session_id: sid, code: probe.replace("10.9.9.8", "10.7.7.7") } });
