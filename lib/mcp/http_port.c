@@ -84,12 +84,14 @@ struct wsup {
 	struct wsup *next;
 };
 
-/* Hop-by-hop headers (RFC 9110 7.6.1) and those the proxy sets itself. */
+/* Hop-by-hop headers (RFC 9110 7.6.1) and those the proxy sets itself (a
+ * client's own X-Forwarded-* would tell the app what the proxy did not). */
 static bool dropped_header(const char *name)
 {
 	static const char *const names[] = { "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authorization",
 					     "Proxy-Authenticate", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
-					     "Host", "Content-Length", "Expect", NULL };
+					     "Host", "Content-Length", "Expect", "Forwarded", "X-Forwarded-For",
+					     "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Prefix", NULL };
 	for (int i = 0; names[i]; i++)
 		if (!strcasecmp(name, names[i]))
 			return true;
@@ -460,6 +462,7 @@ static bool parse_head(struct proxy *px, struct MHD_Response *r, size_t hlen)
 			char *end;
 			errno = 0;
 			unsigned long long cl = strtoull(v, &end, 10);
+			end += strspn(end, " \t");
 			if (errno || end == v || *end || !isdigit((unsigned char)*v) || cl > (1ull << 62) ||
 			    (px->left >= 0 && (unsigned long long)px->left != cl))
 				return false; /* (two lengths that differ: a smuggling attempt or a broken server) */

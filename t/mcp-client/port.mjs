@@ -100,7 +100,7 @@ if (http) check(!/sbx_dash/.test(res.headers.get("set-cookie")) && /app=1/.test(
   "the app cannot set the sign-in's cookie, its own it can", res.headers.get("set-cookie"));
 
 res = await fetch(`${url}echo?x=1&y=%2F`, { method: "POST", body: "hello app",
-  headers: { ...auth, Cookie: "sbx_dash=secret-signin; app=1" } });
+  headers: { ...auth, Cookie: "sbx_dash=secret-signin; app=1", "X-Forwarded-Prefix": "/spoofed" } });
 const seen = await res.json().catch(() => null);
 check(seen?.body === "hello app" && seen.path === "/echo?x=1&y=%2F", "POST: the body and the target as sent, the prefix taken off", seen);
 if (http) check(seen && !seen.headers.authorization && !JSON.stringify(seen).includes("secret") && !JSON.stringify(seen).includes(token),

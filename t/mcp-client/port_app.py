@@ -61,7 +61,7 @@ class H(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        seen = {k.lower(): v for k, v in self.headers.items()}
+        seen = {k.lower(): ", ".join(self.headers.get_all(k)) for k in set(self.headers.keys())}
         out = json.dumps({"body": body.decode(), "path": self.path, "headers": seen}).encode()
         self.reply(200, "application/json", out)
 
