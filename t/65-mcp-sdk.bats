@@ -105,7 +105,7 @@ sdk_over() {
 	need_sdk
 	conf=$(conf_with 's/^$//')
 	mcp_sh
-	tap_client port.mjs '^1\.\.12$' "$PWD/mcp.sh"
+	tap_client port.mjs '^1\.\.1[23]$' "$PWD/mcp.sh"
 	printf '%s\n' sdk-token-0123456789abcdef other-token-0123456789abcdef > tokens
 	chmod 600 tokens
 	http_serve

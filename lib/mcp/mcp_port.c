@@ -13,7 +13,10 @@
  *   - over stdio, as a listener of its own on 127.0.0.1 (an ephemeral
  *     port), whose connections are relayed as bytes (relay.h): the local
  *     person's browser, curl or database client speak to the program as
- *     if it were local.
+ *     if it were local.  Loopback is every local user's: a connection is
+ *     taken only from a process of this server's own user, of the user
+ *     sudo ran it for, or of root, as the kernel's socket table says
+ *     (sock_diag); one it cannot tell is refused.
  *
  * Either way a connection is made in the session's namespace by sbx-run
  * (chain_connect, sbx-run --connect), never by this process joining it:
@@ -34,6 +37,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -107,6 +113,65 @@ static void on_upstream(int fd, const char *why, void *arg)
 	pc->relay = relay_new(pc->sp->m->loop, pc->fd, fd, 0, NULL, 0, NULL, 0, on_relay_done, pc);
 }
 
+/* The uid of the local process whose socket made connection c to our
+ * 127.0.0.1 listener, from the kernel's table of sockets (sock_diag: the
+ * one socket whose ends are c's, reversed), or -1. */
+static long peer_uid(int c)
+{
+	struct sockaddr_in me, peer;
+	socklen_t ml = sizeof me, pl = sizeof peer;
+	if (getsockname(c, (struct sockaddr *)&me, &ml) < 0 || getpeername(c, (struct sockaddr *)&peer, &pl) < 0 ||
+	    peer.sin_family != AF_INET)
+		return -1;
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 r;
+	} q = { .nlh = { .nlmsg_len = sizeof q, .nlmsg_type = SOCK_DIAG_BY_FAMILY, .nlmsg_flags = NLM_F_REQUEST },
+		.r = { .sdiag_family = AF_INET, .sdiag_protocol = IPPROTO_TCP, .idiag_states = ~0u,
+		       .id = { .idiag_sport = peer.sin_port, .idiag_dport = me.sin_port,
+			       .idiag_cookie = { INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE } } } };
+	memcpy(q.r.id.idiag_src, &peer.sin_addr, 4);
+	memcpy(q.r.id.idiag_dst, &me.sin_addr, 4);
+	int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (nl < 0)
+		return -1;
+	struct timeval tv = { 1, 0 };
+	setsockopt(nl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	long uid = -1;
+	union {
+		struct nlmsghdr h;
+		char b[4096];
+	} a;
+	ssize_t n;
+	if (send(nl, &q, sizeof q, 0) == (ssize_t)sizeof q) {
+		do
+			n = recv(nl, &a, sizeof a, 0);
+		while (n < 0 && errno == EINTR);
+		for (struct nlmsghdr *h = &a.h; n > 0 && NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n))
+			if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY && h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg))) {
+				uid = ((struct inet_diag_msg *)NLMSG_DATA(h))->idiag_uid;
+				break;
+			}
+	}
+	close(nl);
+	return uid;
+}
+
+/* Whose local connections a stdio listener takes: this server's user,
+ * the user sudo ran it for, root. */
+static bool uid_welcome(long uid)
+{
+	if (uid < 0)
+		return false;
+	if (uid == 0 || uid == (long)getuid())
+		return true;
+	const char *su = getenv("SUDO_UID");
+	char *end;
+	errno = 0;
+	long s = su && *su ? strtol(su, &end, 10) : -1;
+	return s >= 0 && !errno && !*end && s == uid;
+}
+
 static void on_accept(struct loop *l, int fd, short rev, void *arg)
 {
 	struct sport *sp = arg;
@@ -114,6 +179,17 @@ static void on_accept(struct loop *l, int fd, short rev, void *arg)
 	if (c < 0)
 		return;
 	char err[300];
+	long uid = peer_uid(c);
+	if (!uid_welcome(uid)) {
+		if (uid < 0)
+			util_warn("port %u of session %.8s: a connection refused: the kernel does not say whose it is (sock_diag)",
+				  sp->port, sp->sid);
+		else
+			util_warn("port %u of session %.8s: a connection of uid %ld refused: it is open to this server's user",
+				  sp->port, sp->sid, uid);
+		close(c);
+		return;
+	}
 	if (sp->nconns >= PORT_CONNS) {
 		util_warn("port %u of session %.8s: %u connections already, one refused", sp->port, sp->sid, PORT_CONNS);
 		close(c);

@@ -7,7 +7,7 @@
 // browser script, headless Chromium opens the page.  One TAP line a check.
 //   node port.mjs /path/to/sbx-mcp-wrapper
 //   node port.mjs http URL TOKEN OTHER_TOKEN [BROWSER_SCRIPT]
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import net from "node:net";
 import crypto from "node:crypto";
@@ -118,6 +118,15 @@ check(res.status === 200 && big.length === 3 << 20 && big.every((b) => b === 120
 
 const ws = await wsEcho(`${url}ws`, "ping", auth);
 check(ws.text === "echo ping", "a WebSocket: upgraded and echoed", ws);
+
+if (!http && process.getuid() === 0) {
+  // Loopback is every local user's: the listener takes this server's.
+  const as = (uid) => spawnSync("setpriv", ["--reuid", uid, "--regid", uid, "--clear-groups", "curl", "-sS", "-m", "10", url],
+    { encoding: "utf8" });
+  const nobody = as("65534"), root = as("0");
+  check(nobody.status !== 0 && !nobody.stdout.includes("sbx port test") && root.stdout.includes("sbx port test"),
+    "another local user's connection is refused, this server's user's taken", { nobody: nobody.stderr, root: root.status });
+}
 
 r = await sc("process_list", { session_id: sid });
 check(r?.ports?.length === 1 && r.ports[0].port === 8000 && r.ports[0].url === url, "process_list lists the open port", r?.ports);
