@@ -326,6 +326,45 @@ print(r)"
 }
 
 # bats test_tags=kernel
+@test "a session's runs with an allow-list share its loopback too, each with a proxy of its own there" {
+	conf=$(conf_with 's/^network *=.*/network = ["allowed.example"]/')
+	local_session
+	port=$((20000 + RANDOM % 20000))
+	# a server that may reach allowed.example, asking its proxy for
+	# another host; then a sibling with no network, and one with a list
+	ask='import os, socket, urllib.parse
+u = urllib.parse.urlparse(os.environ["HTTPS_PROXY"])
+s = socket.create_connection((u.hostname, u.port)); s.sendall(b"CONNECT denied.example:443 HTTP/1.1\r\n\r\n")
+print(u.port, s.recv(100).split(b"\r\n")[0].decode(), flush=True)'
+	srv="$ask
+import http.server as h
+s = h.HTTPServer(('127.0.0.1', $port), h.SimpleHTTPRequestHandler)
+print('up', flush=True)
+s.serve_forever()"
+	get="import urllib.request as u
+print(u.urlopen('http://127.0.0.1:$port/').status)"
+	bg_serve
+	send "$(jq -nc --arg s "$SID" --arg c "$srv" '{id: "srv", language: "python", session: $s, background: true, network: ["allowed.example"], code: $c}')"
+	await_ev '.id == "srv" and .event == "output" and (.data // "" | contains("up"))'
+	send "$(jq -nc --arg s "$SID" --arg c "$get" '{id: "plain", language: "python", session: $s, code: $c}')" \
+		"$(jq -nc --arg s "$SID" --arg c "$ask
+$get" '{id: "listed", language: "python", session: $s, network: ["allowed.example"], code: $c}')"
+	await_lines 2 out
+	ctl "{\"end_session\": \"$SID\"}"
+	await_lines 3 out
+	finish
+	result plain '.stdout == "200\n"'
+	# the sibling with a list: its own proxy (another port), refusing as
+	# its list says, and the server reached on the shared loopback
+	result listed '(.stdout | test("^[0-9]+ HTTP/1.1 403 Forbidden\n200\n$")) and (.egress | length == 1) and .egress[0].host == "denied.example"'
+	jq -se 'map(select(.id == "srv"))[0] | (.stdout | test("^[0-9]+ HTTP/1.1 403 Forbidden\nup\n")) and
+		(.egress | length == 1 and .[0].allowed == false)' out
+	a=$(jq -rs 'map(select(.id == "srv"))[0].stdout | split(" ")[0]' out)
+	b=$(jq -r 'select(.id == "listed") | .stdout | split(" ")[0]' out)
+	[ "$a" != "$b" ]
+}
+
+# bats test_tags=kernel
 @test "--connect: a connection to a session's port, made in its loopback and handed over; another port or session, a bad request: why not" {
 	conf=$(conf_with 's/^$//')
 	local_session

@@ -4,10 +4,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "artifact.h"
@@ -18,6 +20,7 @@
 #include "job.h"
 #include "judge.h"
 #include "ns.h"
+#include "proc.h"
 #include "rec.h"
 #include "req.h"
 #include "status.h"
@@ -43,6 +46,8 @@ struct run {
 	double started_epoch_ms;
 	double t0;
 	char **envp;
+	char **run_envp;     /* a session's run with a proxy of its own port (session_proxy), or NULL */
+	int egress_lfd;      /* that proxy's listening socket, or 0 */
 	char **outputs;      /* a session's inline code: the outputs in its directory */
 	bool own_removed;    /* its own name in the workspace is gone (or it has none) */
 	struct art_snap before; /* "artifacts": the scratch's files before the run stage */
@@ -214,25 +219,29 @@ static void start_stage(struct run *r, enum stage st);
  * goes to the proxy, which refuses it at once rather than leaving the
  * package manager to retry a closed port.  A program that ignores all
  * of them reaches nothing: the sandbox has no other way out. */
-static char **proxy_env(char *const *lang, bool install)
+static char **proxy_env(char *const *lang, bool install, int port)
 {
-	static const char *const proxy[] = {
-		"HTTPS_PROXY=" EGRESS_URL, "HTTP_PROXY=" EGRESS_URL, "ALL_PROXY=" EGRESS_URL, "https_proxy=" EGRESS_URL,
-		"http_proxy=" EGRESS_URL, "all_proxy=" EGRESS_URL, "NODE_USE_ENV_PROXY=1",
-		"JDK_JAVA_OPTIONS=-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" EGRESS_PORT_STR " -Dhttp.proxyHost=127.0.0.1 "
-		"-Dhttp.proxyPort=" EGRESS_PORT_STR " -Dhttp.nonProxyHosts=localhost|127.0.0.1",
-	};
+	static const char *const names[] = { "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy" };
+	enum { NP = sizeof names / sizeof names[0] };
+	char proxy[NP + 2][200];
+	for (size_t i = 0; i < NP; i++)
+		snprintf(proxy[i], sizeof proxy[i], "%s=http://127.0.0.1:%d", names[i], port);
+	snprintf(proxy[NP], sizeof proxy[NP], "NODE_USE_ENV_PROXY=1");
+	snprintf(proxy[NP + 1], sizeof proxy[NP + 1],
+		 "JDK_JAVA_OPTIONS=-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=%d -Dhttp.proxyHost=127.0.0.1 "
+		 "-Dhttp.proxyPort=%d -Dhttp.nonProxyHosts=localhost|127.0.0.1", port, port);
 	static const char *const own_loopback[] = { "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1" };
 	static const char *const no_exception[] = { "NO_PROXY=", "no_proxy=" };
-	size_t n = 0, np = sizeof proxy / sizeof proxy[0];
+	size_t n = 0;
 	while (lang && lang[n])
 		n++;
-	char **all = util_xalloc((n + np + 3) * sizeof *all);
+	char **all = util_xalloc((n + NP + 2 + 3) * sizeof *all);
 	if (n)
 		memcpy(all, lang, n * sizeof *all);
-	memcpy(all + n, proxy, np * sizeof *all);
-	memcpy(all + n + np, install ? no_exception : own_loopback, 2 * sizeof *all);
-	all[n + np + 2] = NULL;
+	for (size_t i = 0; i < NP + 2; i++)
+		all[n + i] = proxy[i];
+	memcpy(all + n + NP + 2, install ? no_exception : own_loopback, 2 * sizeof *all);
+	all[n + NP + 4] = NULL;
 	char **env = stage_env(all);
 	free(all);
 	return env;
@@ -459,7 +468,7 @@ struct run_net {
 static int session_net(struct run *r, char *err, size_t errlen)
 {
 	const struct job *j = &r->job;
-	if (!j->workspace || j->network || j->egress || j->install || !r->be->kernels)
+	if (!j->workspace || j->network || j->install || !r->be->kernels)
 		return 0;
 	for (struct run_net *n = r->env->nets; n; n = n->next)
 		if (!strcmp(n->workspace, j->workspace))
@@ -480,6 +489,30 @@ static int session_net(struct run *r, char *err, size_t errlen)
 	*n = (struct run_net){ util_strdup(j->workspace), fd, r->be, r->env->nets };
 	r->env->nets = n;
 	return fd;
+}
+
+/* A run stage with an allow-list in its session's namespace: its proxy
+ * listens on a port of its own there (another run of the session may
+ * have one at once), made here in that namespace, and the program's
+ * proxy variables name it. */
+static int session_proxy(struct run *r, char *err, size_t errlen)
+{
+	int fd = r->be->ops->netns_socket(r->be, r->spec.netns, err, errlen);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof a;
+	if (fd < 0)
+		return -1;
+	if (proc_set_nonblock(fd, false) < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 || listen(fd, 64) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &al) < 0) {
+		snprintf(err, errlen, "cannot make the run's proxy socket in its session's namespace: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	r->egress_lfd = fd;
+	r->spec.egress_listen = fd;
+	r->run_envp = proxy_env(r->job.env, false, ntohs(a.sin_port));
+	r->spec.env = r->run_envp;
+	return 0;
 }
 
 void run_session_end(struct run_env *e, const char *workspace)
@@ -635,6 +668,10 @@ static void start_stage(struct run *r, enum stage st)
 	if (st == ST_RUN) {
 		r->spec.cwd = j->cwd;
 		r->spec.netns = session_net(r, err, sizeof err);
+		if (r->spec.netns > 0 && r->spec.egress && session_proxy(r, err, sizeof err) < 0) {
+			internal(r, err);
+			return;
+		}
 		if (j->background) {
 			r->io = bgio_new(r->env->loop, j->rows, j->cols, tty_output, r, &child, err, sizeof err);
 			if (!r->io) {
@@ -685,7 +722,7 @@ struct run *run_start(struct run_env *e, jv rec, run_done_fn done, void *arg, jv
 		run_free(r);
 		return NULL;
 	}
-	r->envp = r->job.install || r->job.egress ? proxy_env(r->job.env, r->job.install) : stage_env(r->job.env);
+	r->envp = r->job.install || r->job.egress ? proxy_env(r->job.env, r->job.install, EGRESS_PORT) : stage_env(r->job.env);
 	mark(r, "job_loaded");
 	/* The scratch directory: the session's workspace, or a fresh one. */
 	uint64_t size = r->job.lim.scratch > r->job.clim.scratch ? r->job.lim.scratch : r->job.clim.scratch;
@@ -791,6 +828,9 @@ void run_free(struct run *r)
 	art_free(&r->before);
 	util_strv_free(r->outputs);
 	util_strv_free(r->envp);
+	util_strv_free(r->run_envp);
+	if (r->egress_lfd > 0)
+		close(r->egress_lfd);
 	jv_free(r->compile);
 	jv_free(r->timings);
 	job_free(&r->job);

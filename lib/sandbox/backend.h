@@ -100,6 +100,12 @@ struct stage_spec {
 	 * than one of its own; backends with `kernels` only.  Borrowed for
 	 * start. */
 	int netns;
+	/* > 0: with egress in netns, the proxy's listening socket there, made
+	 * by the caller (a port of its own: a session's runs may each have a
+	 * proxy at once), which the backend serves instead of having init
+	 * make one at EGRESS_PORT.  Borrowed: the caller closes it after the
+	 * stage. */
+	int egress_listen;
 	const char *rootfs;        /* native: NULL is the host's tree */
 	char *const *binds;
 	const char *image;         /* docker: the language's image */

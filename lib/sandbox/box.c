@@ -682,7 +682,7 @@ static int send_spec(struct box *b, const struct stage_spec *sp, int stdin_fd, c
 		.pids = sp->lim->pids, .memory = sp->lim->memory, .tmpfs = sp->lim->tmpfs,
 		.flags = (w->scratch >= 0 ? SPEC_SCRATCH : 0) | (own ? SPEC_OWN : 0) | (sp->tty && sp->chan > 0 ? SPEC_TTY : 0) |
 			 (sp->cwd ? SPEC_CWD : 0) |
-			 (sp->deps ? SPEC_DEPS : 0) | (sp->egress ? SPEC_EGRESS : 0) | (sp->work_exec ? SPEC_WORK_EXEC : 0) |
+			 (sp->deps ? SPEC_DEPS : 0) | (sp->egress && sp->egress_listen <= 0 ? SPEC_EGRESS : 0) | (sp->work_exec ? SPEC_WORK_EXEC : 0) |
 			 (b->res.enforced & ENF_MEMORY ? 0 : SPEC_RLIMIT_DATA) | (sp->timings ? SPEC_TIMINGS : 0),
 	};
 	size_t len = 0;
@@ -801,7 +801,18 @@ static void assign(struct box *b, const struct stage_spec *sp, const struct box_
 		return;
 	}
 	close(in);
-	if (sp->egress) {
+	if (sp->egress && sp->egress_listen > 0) {
+		/* A session's: the caller made its socket, in the namespace the
+		 * sandbox joins; the proxy serves a copy of it from now. */
+		char why[256];
+		int lfd = fcntl(sp->egress_listen, F_DUPFD_CLOEXEC, 3);
+		b->egress_lim = *sp->lim;
+		if (lfd < 0 || !egress_start(&b->proxy, b->loop, lfd, sp->egress, &b->egress_lim,
+					     s->root ? (int)state_uid(s->conf, STATE_UID_EGRESS) : -1, why, sizeof why))
+			util_warn("%s", lfd < 0 ? strerror(errno) : why);
+		close(b->spec_fd);
+		b->spec_fd = -1;
+	} else if (sp->egress) {
 		/* init answers with the proxy's listening socket (egress.h). */
 		b->egress = sp->egress;
 		b->egress_lim = *sp->lim;
