@@ -1025,9 +1025,10 @@ localhost -> HTTP/1.1 502 Bad Gateway" ]
 
 @test "network: a session's default for sandbox_exec, a call's own narrower, refusals an agent can read" {
 	conf=$(conf_with 's/^network *=.*/network = ["10.9.9.9", "*.allowed.example"]/')
-	code='import socket
+	code='import os, socket, urllib.parse
+p = urllib.parse.urlparse(os.environ.get("HTTPS_PROXY", "http://127.0.0.1:3128"))
 for h in ("10.9.9.9", "denied.example"):
-    s = socket.create_connection(("127.0.0.1", 3128)); s.sendall(b"CONNECT %s:443 HTTP/1.1\r\n\r\n" % h.encode())
+    s = socket.create_connection((p.hostname, p.port)); s.sendall(b"CONNECT %s:443 HTTP/1.1\r\n\r\n" % h.encode())
     print(h, s.recv(100).split(b"\r\n")[0].decode())'
 	{
 		init

@@ -793,9 +793,10 @@ TOKEN3=tok-dddddddddddddddddddddddddddd
 # the status line of each answer.  Neither is ever reached: a host the
 # run's list leaves out gets 403, and one it allows is a private address,
 # which the proxy refuses (502) without connecting.
-PROXY_PROBE='import socket
+PROXY_PROBE='import os, socket, urllib.parse
+p = urllib.parse.urlparse(os.environ["HTTPS_PROXY"])
 for h in ("10.9.9.8", "10.9.9.9"):
-    s = socket.create_connection(("127.0.0.1", 3128))
+    s = socket.create_connection((p.hostname, p.port))
     s.sendall(b"CONNECT %s:443 HTTP/1.1\r\n\r\n" % h.encode())
     print(h, s.recv(200).split(b"\r\n")[0].decode())
     s.close()'

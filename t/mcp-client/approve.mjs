@@ -27,8 +27,9 @@ if (answer !== "none")
   });
 await client.connect(transport);
 
-const probe = `import socket
-s = socket.create_connection(("127.0.0.1", 3128)); s.sendall(b"CONNECT 10.9.9.8:443 HTTP/1.1\\r\\n\\r\\n")
+const probe = `import os, socket, urllib.parse
+p = urllib.parse.urlparse(os.environ["HTTPS_PROXY"])
+s = socket.create_connection((p.hostname, p.port)); s.sendall(b"CONNECT 10.9.9.8:443 HTTP/1.1\\r\\n\\r\\n")
 print(s.recv(100).split(b"\\r\\n")[0].decode())`;
 const init = await client.callTool({ name: "sandbox_initialize", arguments: { language: "python", network: ["10.9.9.9"] } });
 const sid = init.structuredContent?.session_id;
