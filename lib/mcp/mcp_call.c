@@ -157,7 +157,7 @@ void mcp_call_finish(struct call *c, jv result)
 	c->state = C_DONE;
 	const char *sid = c->held_session ? c->held_session : rec_str(c->args, "session_id", NULL);
 	if (sid && c->tool && c->tool->kind != MCP_T_HISTORY)
-		mcp_notify_updates(m, c->cl ? c->cl->owner : c->owner, sid, c->cancelled ? NULL : c->cl, c->tag);
+		mcp_notify_updates(m, c->owner, sid, c->cancelled ? NULL : c->cl, c->tag);
 	if (c->task) {
 		/* The answer is the task's, for tasks/result; the call was
 		 * answered when it became a task. */

@@ -269,17 +269,12 @@ static jv port_json(const struct sport *sp)
 	return o;
 }
 
-static unsigned owner_of(const struct call *c)
-{
-	return c->cl ? c->cl->owner : c->owner;
-}
-
 /* The call's session and port, or false (the call answered). */
 static bool args_of(struct call *c, const char **sid, unsigned *port)
 {
 	char err[512];
 	double p = 0;
-	if (!sess_check(c->m->sessions, owner_of(c), c->args, err, sizeof err)) {
+	if (!sess_check(c->m->sessions, c->owner, c->args, err, sizeof err)) {
 		mcp_call_finish(c, mcp_tool_error("%s", err));
 		return false;
 	}
@@ -318,7 +313,7 @@ void mcp_port_open(struct call *c)
 		return;
 	}
 	struct sport *nsp = util_xalloc(sizeof *nsp);
-	*nsp = (struct sport){ .m = m, .port = port, .owner = owner_of(c), .http = http, .lfd = -1,
+	*nsp = (struct sport){ .m = m, .port = port, .owner = c->owner, .http = http, .lfd = -1,
 			       .opened_epoch_ms = util_epoch_ms() };
 	snprintf(nsp->sid, sizeof nsp->sid, "%s", sid);
 	if (!http) {

@@ -390,16 +390,11 @@ static void proc_done(jv result, void *arg)
 
 /* ---- the tools ---------------------------------------------------------- */
 
-static unsigned owner_of(const struct call *c)
-{
-	return c->cl ? c->cl->owner : c->owner;
-}
-
 /* The session's process the call names, or NULL (the call answered). */
 static struct sproc *named(struct call *c)
 {
 	char err[512];
-	if (!sess_check(c->m->sessions, owner_of(c), c->args, err, sizeof err)) {
+	if (!sess_check(c->m->sessions, c->owner, c->args, err, sizeof err)) {
 		mcp_call_finish(c, mcp_tool_error("%s", err));
 		return NULL;
 	}
@@ -434,7 +429,7 @@ void mcp_proc_start(struct call *c)
 		mcp_call_finish(c, mcp_tool_error("processes are off on this server (max_processes 0)"));
 		return;
 	}
-	if (!sess_tool_process(m->sessions, owner_of(c), c->args, &out, &req, err, sizeof err)) {
+	if (!sess_tool_process(m->sessions, c->owner, c->args, &out, &req, err, sizeof err)) {
 		mcp_call_finish(c, mcp_tool_error("%s", err));
 		return;
 	}
@@ -451,7 +446,7 @@ void mcp_proc_start(struct call *c)
 	}
 	make_room(m, sid);
 	struct sproc *p = util_xalloc(sizeof *p);
-	*p = (struct sproc){ .m = m, .owner = owner_of(c), .result = jv_invalid(), .started_epoch_ms = util_epoch_ms() };
+	*p = (struct sproc){ .m = m, .owner = c->owner, .result = jv_invalid(), .started_epoch_ms = util_epoch_ms() };
 	uint64_t r;
 	if (getrandom(&r, sizeof r, 0) != sizeof r)
 		r = (uint64_t)random() << 32 ^ (uint64_t)random();
@@ -589,7 +584,7 @@ void mcp_proc_signal(struct call *c)
 void mcp_proc_list(struct call *c)
 {
 	char err[512];
-	if (!sess_check(c->m->sessions, owner_of(c), c->args, err, sizeof err)) {
+	if (!sess_check(c->m->sessions, c->owner, c->args, err, sizeof err)) {
 		mcp_call_finish(c, mcp_tool_error("%s", err));
 		return;
 	}
