@@ -34,8 +34,12 @@ bg_serve() {
 	RUN_PID=$!
 }
 send() { printf '%s\n' "$@" >&6; }
-# result ID FILTER: job ID's result in out satisfies FILTER.
-result() { jq -se --arg id "$1" "map(select(.id == \$id))[0] | $2" out > /dev/null; }
+# result ID FILTER: job ID's result in out satisfies FILTER (else the
+# result is shown).
+result() {
+	jq -se --arg id "$1" "map(select(.id == \$id))[0] | $2" out > /dev/null ||
+		{ jq -c --arg id "$1" 'select(.id == $id) | {id, status, stdout, stderr, error, duration_ms}' out >&2; return 1; }
+}
 # await_ev JQ [SECONDS]: until an event satisfies JQ (default 30 s).
 await_ev() {
 	local i
@@ -300,10 +304,10 @@ print(r)"
 	bg_serve
 	send "$(jq -nc --arg s "$SID" --arg c "$srv" '{id: "srv", language: "python", session: $s, background: true, code: $c}')"
 	await_ev '.id == "srv" and .event == "output" and (.data // "" | contains("up"))'
-	send "$(jq -nc --arg s "$SID" --arg c "$get" '{id: "same", language: "python", session: $s, code: $c}')" \
-		"$(jq -nc --arg s "$SID" --arg c "${get%print(r)}r" '{id: "cell", language: "python", session: $s, cell: true, code: $c}')" \
-		"$(jq -nc --arg s "$other" --arg c "$get" '{id: "other", language: "python", session: $s, code: $c}')" \
-		"$(jq -nc --arg c "$get" '{id: "none", language: "python", code: $c}')" \
+	send "$(jq -nc --arg s "$SID" --arg c "$get" '{id: "same", language: "python", session: $s, code: $c, timeout: 60}')" \
+		"$(jq -nc --arg s "$SID" --arg c "${get%print(r)}r" '{id: "cell", language: "python", session: $s, cell: true, code: $c, timeout: 60}')" \
+		"$(jq -nc --arg s "$other" --arg c "$get" '{id: "other", language: "python", session: $s, code: $c, timeout: 60}')" \
+		"$(jq -nc --arg c "$get" '{id: "none", language: "python", code: $c, timeout: 60}')" \
 		"$(jq -nc --arg s "$SID" '{id: "cfg", language: "python", session: $s,
 			code: "import fcntl, socket, struct\ns = socket.socket()\ntry:\n    fcntl.ioctl(s, 0x8914, struct.pack(\"16sH14s\", b\"lo\", 0, b\"\"))\n    print(\"changed\")\nexcept OSError as e:\n    print(e.errno)"}')"
 	await_lines 5 out
@@ -318,7 +322,7 @@ print(r)"
 	# the session's end ends its process and forgets its loopback
 	ctl "{\"end_session\": \"$SID\"}"
 	await_lines 6 out
-	send "$(jq -nc --arg s "$SID" --arg c "$get" '{id: "after", language: "python", session: $s, code: $c}')"
+	send "$(jq -nc --arg s "$SID" --arg c "$get" '{id: "after", language: "python", session: $s, code: $c, timeout: 60}')"
 	await_lines 7 out
 	finish
 	jq -se 'map(select(.id == "srv"))[0] | .status == "cancelled" and (.stderr | contains("\"GET / HTTP/1.1\" 200"))' out
@@ -346,9 +350,9 @@ print(u.urlopen('http://127.0.0.1:$port/').status)"
 	bg_serve
 	send "$(jq -nc --arg s "$SID" --arg c "$srv" '{id: "srv", language: "python", session: $s, background: true, network: ["allowed.example"], code: $c}')"
 	await_ev '.id == "srv" and .event == "output" and (.data // "" | contains("up"))'
-	send "$(jq -nc --arg s "$SID" --arg c "$get" '{id: "plain", language: "python", session: $s, code: $c}')" \
+	send "$(jq -nc --arg s "$SID" --arg c "$get" '{id: "plain", language: "python", session: $s, code: $c, timeout: 60}')" \
 		"$(jq -nc --arg s "$SID" --arg c "$ask
-$get" '{id: "listed", language: "python", session: $s, network: ["allowed.example"], code: $c}')"
+$get" '{id: "listed", language: "python", session: $s, network: ["allowed.example"], code: $c, timeout: 60}')"
 	await_lines 2 out
 	ctl "{\"end_session\": \"$SID\"}"
 	await_lines 3 out
