@@ -80,8 +80,6 @@
 #include <sys/types.h>
 
 #define EGRESS_PORT 3128
-#define EGRESS_PORT_STR "3128"
-#define EGRESS_URL "http://127.0.0.1:" EGRESS_PORT_STR
 #define EGRESS_MAX_CONNS 32
 #define EGRESS_STOP_MS 300
 
