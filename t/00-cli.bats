@@ -53,10 +53,13 @@ tools() {
 	done
 }
 
-@test "as root, every tool refuses sandbox uids that are accounts, groups or system ids; --check lists them" {
+@test "as root, every tool refuses sandbox uids that are accounts, groups or system ids (a new group too); --check lists them" {
 	skip_unless_root
 	# nobody's uid is an account's; 1 is in the system's range; a group
-	# of its own whose gid no account has
+	# of its own whose gid no account has, made after a check of those ids
+	# passed (and was remembered: conf_host.c): the new group still counts
+	conf=$(conf_with "s/^uid *=.*/uid = 61231/")
+	"$BIN/sbx-validate" -c "$conf" < /dev/null
 	groupadd -g 61234 "sbxt$$"
 	for case in "uid = $(($(id -u nobody) - 2)):the account nobody's" "uid = 1:in the system's range" \
 		"uid = 61231:the group sbxt$$'s"; do
