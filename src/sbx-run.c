@@ -1249,12 +1249,14 @@ int main(int argc, char **argv)
 	free(S.bg);
 	free(S.out);
 	bool broken = def->broken;
+	/* The results are out before the backends' last work (a stale root
+	 * rebuilt, box_tmpl_refresh): whoever reads them need not wait. */
+	int cs = util_close_stdout();
 	bk_free(bk[0]);
 	bk_free(bk[1]);
 	ccache_free(&cache);
 	free(S.env.flights);
 	conf_free(c);
-	int cs = util_close_stdout();
 	if (S.exit_sig)
 		return 128 + S.exit_sig;
 	if (broken)

@@ -40,7 +40,10 @@ struct box_tmpl {
 	bool network;              /* what it was built for */
 	char *rootfs;
 	char **binds;
-	int64_t born_ns;           /* CLOCK_MONOTONIC: rebuilt when old */
+	int64_t born_ns;           /* CLOCK_MONOTONIC: built then (rebuilt when old) */
+	int64_t checked_ns;        /* its key was last found to hold then */
+	char key[PIN_KEY_HEX + 1]; /* what it was built from (pin_key) */
+	bool stale;                /* pinned too long ago: rebuild off the job's path */
 };
 #define BOX_TMPLS 4
 

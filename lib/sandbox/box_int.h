@@ -92,6 +92,9 @@ _Noreturn void box_init_main(struct child_args *a);
 #define TMPL_OWN (-2)
 int box_tmpl_get(struct box_sys *s, bool network, const char *rootfs, char *const *binds, char *err, size_t errlen);
 void box_tmpl_clear(struct box_tmpl *t);
+/* Rebuild (and pin) the templates box_tmpl_get found stale: after the
+ * jobs, off their path. */
+void box_tmpl_refresh(struct box_sys *s);
 /* Do two sandboxes (or a sandbox and a template) need the same root? */
 bool box_same_tree(bool net_a, const char *rootfs_a, char *const *binds_a, bool net_b, const char *rootfs_b,
 		   char *const *binds_b);

@@ -112,6 +112,8 @@ int box_sys_init(struct box_sys *s, const struct conf *c, char **argv, char *err
 void box_sys_free(struct box_sys *s)
 {
 	box_pool_drain(s);
+	if (s->root)
+		box_tmpl_refresh(s);
 	for (int i = 0; i < BOX_TMPLS; i++)
 		box_tmpl_clear(&s->tmpl[i]);
 	if (s->self_mnt_fd >= 0)

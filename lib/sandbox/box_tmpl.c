@@ -28,10 +28,12 @@
 #include "proc.h"
 #include "util.h"
 
-/* A template older than this is rebuilt at the next spawn, so that host
- * files replaced under it (a new ld.so.cache, updated certificates) reach
- * the sandboxes of a long-running supervisor. */
-#define TMPL_TTL_NS (60LL * 1000000000)
+/* How often a long-running supervisor checks that its templates' keys
+ * still hold (pin.h), so that host files replaced under them (a new
+ * ld.so.cache, updated certificates) reach its sandboxes: a check is a few
+ * stat calls and a hash, and a root is rebuilt only when its key changed
+ * or it is older than PIN_REFRESH_NS. */
+#define TMPL_CHECK_NS (60LL * 1000000000)
 
 static bool strv_eq(char *const *a, char *const *b)
 {
@@ -59,13 +61,15 @@ void box_tmpl_clear(struct box_tmpl *t)
 	*t = (struct box_tmpl){ .mnt_fd = -1 };
 }
 
-static void tmpl_set(struct box_tmpl *t, int fd, bool network, const char *rootfs, char *const *binds, int64_t born_ns)
+static void tmpl_set(struct box_tmpl *t, int fd, bool network, const char *rootfs, char *const *binds, int64_t born_ns,
+		     const char *key)
 {
 	box_tmpl_clear(t);
 	*t = (struct box_tmpl){
 		.mnt_fd = fd, .network = network, .rootfs = rootfs ? util_strdup(rootfs) : NULL,
-		.binds = util_strv_dup(binds), .born_ns = born_ns,
+		.binds = util_strv_dup(binds), .born_ns = born_ns, .checked_ns = box_mono_ns(),
 	};
+	snprintf(t->key, sizeof t->key, "%s", key);
 }
 
 /* A mount namespace made by a short-lived child of ours (clone flags:
@@ -160,19 +164,25 @@ static int tmpl_make(void *arg, char *err, size_t errlen)
 }
 
 static int tmpl_build(struct box_sys *s, struct box_tmpl *t, bool network, const char *rootfs, char *const *binds,
-		      char *err, size_t errlen)
+		      const char *key, char *err, size_t errlen)
 {
 	struct tmpl_args a = { .conf = s->conf, .network = network, .rootfs = rootfs, .binds = binds };
 	int fd = box_ns_made(CLONE_NEWNS | CLONE_NEWPID, tmpl_make, &a, "building the sandbox's root", err, errlen);
 	if (fd < 0)
 		return -1;
-	tmpl_set(t, fd, network, rootfs, binds, box_mono_ns());
+	tmpl_set(t, fd, network, rootfs, binds, box_mono_ns(), key);
+	/* Only real root pins (not root of a user namespace of our own). */
+	if (s->root)
+		pin_put(&s->pin, key, fd);
 	return 0;
 }
 
 /* The mount namespace holding the root for (network, rootfs, binds): ours
- * if we have a fresh one, else one another process pinned (pin.h), else
- * one we build now (and pin).  TMPL_OWN when this process's first sandbox
+ * if its key still holds, else one another process pinned (pin.h), else
+ * one we build now (and pin).  A pin older than PIN_REFRESH_NS is used
+ * all the same and marked stale: box_tmpl_refresh rebuilds it after the
+ * jobs, or the next check here does, so that no job waits for a root
+ * however long sbx sat idle.  TMPL_OWN when this process's first sandbox
  * should rather build its own (below); -1 on failure. */
 int box_tmpl_get(struct box_sys *s, bool network, const char *rootfs, char *const *binds, char *err, size_t errlen)
 {
@@ -183,32 +193,54 @@ int box_tmpl_get(struct box_sys *s, bool network, const char *rootfs, char *cons
 		else if (s->tmpl[i].mnt_fd < 0 || (oldest->mnt_fd >= 0 && s->tmpl[i].born_ns < oldest->born_ns))
 			oldest = &s->tmpl[i];
 	}
-	if (t && box_mono_ns() - t->born_ns < TMPL_TTL_NS)
+	int64_t now = box_mono_ns();
+	if (t && now - t->checked_ns < TMPL_CHECK_NS)
 		return t->mnt_fd;
+	char key[PIN_KEY_HEX + 1];
+	pin_key(&s->pin, network, rootfs, s->conf->etc, binds, key);
+	bool held = t && !strcmp(t->key, key);
+	if (held && now - t->born_ns < PIN_REFRESH_NS) {
+		t->checked_ns = now;
+		return t->mnt_fd;
+	}
+	bool again = held && t->stale; /* used once stale already: rebuild now */
 	if (!t)
 		t = oldest;
-	char name[PIN_NAME_MAX];
-	int64_t age_ns;
-	/* Only real root pins (not root of a user namespace of our own). */
-	bool pinning = s->root && pin_name(&s->pin, network, rootfs, s->conf->etc, binds, name, &age_ns);
-	if (pinning) {
-		int fd = pin_get(&s->pin, name);
+	if (s->root && !again) {
+		int64_t age;
+		int fd = pin_get(&s->pin, key, &age);
 		if (fd >= 0) {
-			/* It may be as old as its minute: expire it with it. */
-			tmpl_set(t, fd, network, rootfs, binds, box_mono_ns() - age_ns);
+			tmpl_set(t, fd, network, rootfs, binds, now - age, key);
+			t->stale = age >= PIN_REFRESH_NS;
 			return fd;
 		}
-	} else if (s->spawned++ == 0) {
+	}
+	if (!(s->root && s->pin.state > 0) && s->spawned++ == 0) {
 		/* Without pins a template pays off from the second sandbox on:
 		 * the first builds its root itself, in parallel with us, so a
 		 * one-job sbx-run pays nothing for it. */
 		return TMPL_OWN;
 	}
-	if (tmpl_build(s, t, network, rootfs, binds, err, errlen) < 0)
+	if (tmpl_build(s, t, network, rootfs, binds, key, err, errlen) < 0)
 		return -1;
-	if (pinning)
-		pin_put(&s->pin, name, t->mnt_fd);
 	return t->mnt_fd;
+}
+
+void box_tmpl_refresh(struct box_sys *s)
+{
+	for (int i = 0; i < BOX_TMPLS; i++) {
+		struct box_tmpl *t = &s->tmpl[i];
+		if (t->mnt_fd < 0 || !t->stale)
+			continue;
+		char err[256], key[PIN_KEY_HEX + 1], *rootfs = t->rootfs, **binds = t->binds;
+		t->rootfs = NULL;
+		t->binds = NULL;
+		pin_key(&s->pin, t->network, rootfs, s->conf->etc, binds, key);
+		if (tmpl_build(s, t, t->network, rootfs, binds, key, err, sizeof err) < 0)
+			box_tmpl_clear(t);
+		free(rootfs);
+		util_strv_free(binds);
+	}
 }
 
 static pid_t clone_plain(struct clone_args *cl)

@@ -2,17 +2,19 @@
  *
  * A pin is an ordinary bind mount of an nsfs file, as `ip netns` keeps
  * network namespaces: the mount holds a reference to the namespace, so it
- * lives on with no process in it.  The names carry the minute (generation)
- * rather than the age being read from the file: a mount point's own times
- * are hidden under the mount, and rename(2) refuses mount points, so a pin
- * is never replaced in place: a new minute is a new name.
+ * lives on with no process in it.  A pin's name is its root's key and the
+ * minute it was built in, rather than the age being read from the file: a
+ * mount point's own times are hidden under the mount, and rename(2)
+ * refuses mount points, so a pin is never replaced in place: a rebuilt
+ * root is a new name.
  *
  * Writers (a process that has just built a template) serialise on a lock
- * file; readers take no lock.  A reader that opens a name at the moment it
- * is being created finds an empty file, not a namespace, and builds its own
- * root; one that opens a pin being removed still gets the namespace (its
- * fd keeps it alive).  Pins are removed only from the minute before the
- * previous one on, so that no reader is still looking them up by name.
+ * file; readers take no lock.  A reader lists the directory for the newest
+ * pin of its key; one that opens a name at the moment it is being created
+ * finds an empty file, not a namespace, and builds its own root; one that
+ * opens a pin being removed either still gets the namespace (its fd keeps
+ * it alive) or finds no file and builds its own.  Either way it builds
+ * rather than uses a wrong root.
  */
 #define _GNU_SOURCE
 #include "pin.h"
@@ -38,7 +40,9 @@
 #include "util.h"
 
 #define PIN_GEN_NS (60LL * 1000000000)
-#define PIN_KEY_HEX 32 /* 128 bits of the hash name a root */
+/* A key no process has pinned anew for this long belongs to a build, a
+ * configuration or a tree that is gone: its pins are removed. */
+#define PIN_DROP_NS (24 * 3600 * 1000000000LL)
 
 void pin_init(struct pin *p)
 {
@@ -127,27 +131,30 @@ int pin_rundir(const char *sub)
 	return fd;
 }
 
-static int setup(struct pin *p)
+/* The directory, at the first pin looked up or put. */
+static bool usable(struct pin *p)
 {
-	struct stat st;
-	if (geteuid() != 0 || stat("/proc/self/exe", &st) < 0)
-		return -1;
-	p->exe[0] = st.st_dev, p->exe[1] = st.st_ino, p->exe[2] = (uint64_t)st.st_size;
-	p->exe[3] = (uint64_t)st.st_mtim.tv_sec, p->exe[4] = (uint64_t)st.st_mtim.tv_nsec;
-	p->dir_fd = pin_rundir("roots");
-	return p->dir_fd >= 0 ? 0 : -1;
+	if (p->state == 0) {
+		p->dir_fd = pin_rundir("roots");
+		p->state = p->dir_fd >= 0 ? 1 : -1;
+	}
+	return p->state > 0;
 }
 
 /* What identifies a tree a root is made from: a replaced directory (a
- * re-extracted image) is another inode; a file renamed into it (how
- * package managers and ldconfig install) changes its ctime. */
+ * re-extracted image) or file is another inode; a file renamed into a
+ * directory (how package managers and ldconfig install) changes its
+ * ctime.  What changes inside a directory the root binds is seen through
+ * the bind; what the root copies or binds by inode is what this covers.
+ * lstat: a symbolic link is copied as a link, and a changed link is a new
+ * inode. */
 static void put_tree(struct sha256 *h, const char *rootfs, const char *sub)
 {
 	char path[4096];
 	struct stat st;
 	snprintf(path, sizeof path, "%s%s", rootfs ? rootfs : "", sub);
 	uint64_t id[4] = { 0 };
-	if (stat(path, &st) == 0) {
+	if (lstat(path, &st) == 0) {
 		id[0] = st.st_dev, id[1] = st.st_ino;
 		id[2] = (uint64_t)st.st_ctim.tv_sec, id[3] = (uint64_t)st.st_ctim.tv_nsec;
 	}
@@ -155,41 +162,56 @@ static void put_tree(struct sha256 *h, const char *rootfs, const char *sub)
 	sha256_part(h, id, sizeof id);
 }
 
-bool pin_name(struct pin *p, bool network, const char *rootfs, char *const *etc, char *const *binds,
-	      char name[PIN_NAME_MAX], int64_t *age_ns)
+void pin_key(struct pin *p, bool network, const char *rootfs, char *const *etc, char *const *binds,
+	     char key[PIN_KEY_HEX + 1])
 {
-	if (p->state == 0)
-		p->state = setup(p) == 0 ? 1 : -1;
-	if (p->state < 0)
-		return false;
+	struct stat st;
+	if (!p->exe_known && stat("/proc/self/exe", &st) == 0) {
+		p->exe[0] = st.st_dev, p->exe[1] = st.st_ino, p->exe[2] = (uint64_t)st.st_size;
+		p->exe[3] = (uint64_t)st.st_mtim.tv_sec, p->exe[4] = (uint64_t)st.st_mtim.tv_nsec;
+		p->exe_known = true;
+	}
 	struct sha256 h;
 	sha256_init(&h);
-	sha256_str(&h, "sbx-root-1");
+	sha256_str(&h, "sbx-root-2");
 	sha256_part(&h, p->exe, sizeof p->exe);
 	sha256_part(&h, &network, sizeof network);
 	sha256_str(&h, rootfs);
 	put_tree(&h, rootfs, "/usr");
 	put_tree(&h, rootfs, "/etc");
+	if (network)
+		put_tree(&h, "", "/etc/resolv.conf");
+	/* Each entry's own identity too: a file in a subdirectory of /etc
+	 * replaced by rename changes that subdirectory, not /etc.  Patterns
+	 * are covered by their directory. */
 	sha256_str(&h, "--etc");
-	for (char *const *e = etc; e && *e; e++)
-		sha256_str(&h, *e);
+	for (char *const *e = etc; e && *e; e++) {
+		char sub[4096];
+		snprintf(sub, sizeof sub, "/etc/%s", *e);
+		if (strpbrk(*e, "*?["))
+			sha256_str(&h, sub);
+		else
+			put_tree(&h, rootfs, sub);
+	}
 	sha256_str(&h, "--binds");
 	for (char *const *b = binds; b && *b; b++)
 		put_tree(&h, rootfs, *b);
 	char hex[65];
 	sha256_final_hex(&h, hex);
-	struct timespec now;
-	clock_gettime(CLOCK_REALTIME, &now);
-	int64_t t = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-	snprintf(name, PIN_NAME_MAX, "%.*s-%lld", PIN_KEY_HEX, hex, (long long)(t / PIN_GEN_NS));
-	*age_ns = t % PIN_GEN_NS;
-	return true;
+	memcpy(key, hex, PIN_KEY_HEX);
+	key[PIN_KEY_HEX] = 0;
 }
 
-int pin_get(struct pin *p, const char *name)
+static int64_t now_ns(void)
 {
-	if (p->state <= 0)
-		return -1;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+/* A pin by name: what is opened there must be a mount namespace. */
+static int open_pin(struct pin *p, const char *name)
+{
 	int fd = openat(p->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -202,7 +224,7 @@ int pin_get(struct pin *p, const char *name)
 }
 
 /* "<32 hex>-<minute>": ours; anything else in the directory is left be. */
-static bool parse_name(const char *s, long long *gen)
+static bool parse_name(const char *s, char key[PIN_KEY_HEX + 1], long long *gen)
 {
 	for (int i = 0; i < PIN_KEY_HEX; i++)
 		if (!s[i] || !strchr("0123456789abcdef", s[i]))
@@ -212,18 +234,51 @@ static bool parse_name(const char *s, long long *gen)
 	char *end;
 	errno = 0;
 	*gen = strtoll(s + PIN_KEY_HEX + 1, &end, 10);
+	memcpy(key, s, PIN_KEY_HEX);
+	key[PIN_KEY_HEX] = 0;
 	return !errno && !*end && *gen >= 0;
 }
 
-static void remove_old(struct pin *p, long long gen)
+int pin_get(struct pin *p, const char *key, int64_t *age_ns)
+{
+	if (!usable(p))
+		return -1;
+	DIR *d = util_opendirat(p->dir_fd);
+	if (!d)
+		return -1;
+	long long best = -1;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char k[PIN_KEY_HEX + 1];
+		long long g;
+		if (parse_name(e->d_name, k, &g) && !strcmp(k, key) && g > best)
+			best = g;
+	}
+	closedir(d);
+	if (best < 0)
+		return -1;
+	char name[PIN_NAME_MAX];
+	snprintf(name, sizeof name, "%s-%lld", key, best);
+	int fd = open_pin(p, name);
+	int64_t age = now_ns() - (int64_t)best * PIN_GEN_NS;
+	*age_ns = age > 0 ? age : 0;
+	return fd;
+}
+
+/* Pins of this key older than the one just made, and any pin nobody has
+ * renewed for a day.  A reader that listed a name a moment ago and opens
+ * it now finds none and builds its own root. */
+static void remove_old(struct pin *p, const char *key, long long gen)
 {
 	DIR *d = util_opendirat(p->dir_fd);
 	if (!d)
 		return;
+	long long drop = gen - PIN_DROP_NS / PIN_GEN_NS;
 	struct dirent *e;
 	while ((e = readdir(d))) {
+		char k[PIN_KEY_HEX + 1];
 		long long g;
-		if (!parse_name(e->d_name, &g) || g >= gen - 1)
+		if (!parse_name(e->d_name, k, &g) || (strcmp(k, key) ? g >= drop : g >= gen))
 			continue;
 		char path[320];
 		snprintf(path, sizeof path, "/proc/self/fd/%d/%s", p->dir_fd, e->d_name);
@@ -233,11 +288,13 @@ static void remove_old(struct pin *p, long long gen)
 	closedir(d);
 }
 
-void pin_put(struct pin *p, const char *name, int mnt_fd)
+void pin_put(struct pin *p, const char *key, int mnt_fd)
 {
-	long long gen;
-	if (p->state <= 0 || !parse_name(name, &gen))
+	if (!usable(p) || strlen(key) != PIN_KEY_HEX)
 		return;
+	long long gen = (long long)(now_ns() / PIN_GEN_NS);
+	char name[PIN_NAME_MAX];
+	snprintf(name, sizeof name, "%s-%lld", key, gen);
 	int run_fd = open(SBX_RUNDIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int lk = safe_dir(run_fd, 022) ? lock_open(run_fd, "roots") : -1;
 	if (run_fd >= 0)
@@ -253,6 +310,6 @@ void pin_put(struct pin *p, const char *name, int mnt_fd)
 		if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
 			unlinkat(p->dir_fd, name, 0);
 	}
-	remove_old(p, gen);
+	remove_old(p, key, gen);
 	close(lk);
 }
