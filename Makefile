@@ -148,10 +148,11 @@ bench: deps-test bench-tokens all
 	{ echo "# make bench, $$(date -u '+%F %T') UTC"; echo; \
 	  echo "- machine: $$(uname -srm), $$(nproc) CPUs, $$(awk '/MemTotal/ {print int($$2 / 1024) " MiB"}' /proc/meminfo), /sys/fs/cgroup is $$(stat -fc %T /sys/fs/cgroup)"; \
 	  echo "- commit: $$(git rev-parse HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo ', with uncommitted changes')"; \
+	  if [ -n "$(BENCH_ONLY)" ]; then echo "- parts: $(BENCH_ONLY) (BENCH_ONLY)"; fi; \
 	  echo; echo '```'; rm -f $(BUILD)/bench/summary.tsv; \
 	  SBX_BENCH_SUMMARY=$(CURDIR)/$(BUILD)/bench/summary.tsv $(MAKE) -s --no-print-directory bench-run 2>&1; echo '```'; } | tee "$$f"; \
 	echo "written to $$f"; \
-	build-aux/bench-readme $(BUILD)/bench/summary.tsv "$$f"
+	if [ -z "$(BENCH_ONLY)" ]; then build-aux/bench-readme $(BUILD)/bench/summary.tsv "$$f"; fi
 
 # The tokenizer bench/mcp_tokens.mjs counts with (gpt-tokenizer's
 # o200k_base), exactly as locked (bench/tokens).
@@ -162,38 +163,10 @@ $(BUILD)/bench/sha256: bench/sha256.c $(BUILD)/libsbx.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MF $@.d -o $@ $< $(BUILD)/libsbx.a $(LDFLAGS) $(LDLIBS)
 
+# BENCH_ONLY="run guest": only those parts (bench/parts.sh names them);
+# the README's table is then left as it is.
 bench-run: $(BUILD)/bench/sha256
-	@echo "# SHA-256 (bench/sha256.c)"
-	@$(BUILD)/bench/sha256
-	@echo
-	@bench/run.sh
-	@echo
-	@bench/guest.sh
-	@echo
-	@bench/history.sh
-	@echo
-	@echo "# MCP over stdio (bench/mcp_rtt.py)"
-	@SBX_HISTORY=$(CURDIR)/$(BUILD)/bench/mcp-history.db bench/mcp_rtt.py
-	@echo
-	@bench/mcp_tokens.mjs
-	@echo
-	@SBX_HISTORY=$(CURDIR)/$(BUILD)/bench/mcp-history.db bench/live.py
-	@echo
-	@bench/kernel.py
-	@echo
-	@bench/judge.py
-	@echo
-	@bench/memory.py
-	@echo
-	@bench/http.sh
-	@echo
-	@bench/docker.sh
-	@echo
-	@bench/languages.sh
-	@echo
-	@bench/scale.sh
-	@echo
-	@bench/dashboard.sh
+	@BUILD=$(BUILD) bench/parts.sh $(BENCH_ONLY)
 
 # All of the differential suite (t/diff/run.py): CPython's regression tests
 # and t/diff/programs/, bare and sandboxed; prints agree N/M and every
