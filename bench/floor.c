@@ -9,7 +9,7 @@
  * seccomp, no rlimits, no supervisor, no JSON: none of what a sandbox
  * needs beyond its namespaces and cgroups.
  *
- *   floor [-N] [-l] [-c] [-S] [-n COUNT [-j N]] -- command args...
+ *   floor [-N] [-l] [-c] [-S | -K] [-n COUNT [-j N]] -- command args...
  *
  * -S: isolate-style slots, the prototype of issue 32.  Per slot (one per
  * -j), a holder process made once keeps a user, network (loopback up),
@@ -19,6 +19,13 @@
  * groups' limits are rewritten and their peak reset instead of an rmdir
  * and a mkdir.  What a run leaves for the next is not cleaned: a
  * measuring stick of what reuse can save, not a sandbox.
+ *
+ * -K: what sbx's slots keep (slot.h), to set -S against: per slot a holder
+ * keeps a network namespace (loopback up) of the initial user namespace,
+ * and the cgroups are kept as with -S; per run the parent steps into that
+ * network namespace and clones the child into new user, mount, pid, IPC
+ * and UTS namespaces there.  -S minus -K is what keeping the user, IPC
+ * and UTS namespaces too would save (as root only).
  *
  * -n runs the command COUNT times, N at a time, from this one process (as
  * `sbx-run -j N` runs a batch), instead of once.  The exit status is the
@@ -48,7 +55,8 @@
 
 #define MAXJ 64
 
-static int net = 1, lo, cg, v2, reuse;
+/* reuse: 1 for -S, 2 for -K */
+static int net = 1, lo, cg, v2, reuse, self_net = -1;
 static char **cmd;
 
 /* A run in flight: its process and its cgroups' directories (one under
@@ -156,7 +164,7 @@ static void hold(struct slot *s, int k)
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0)
 		die("pipe");
 	struct clone_args ca = {
-		.flags = CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD,
+		.flags = (reuse == 2 ? 0 : CLONE_NEWUSER | CLONE_NEWIPC | CLONE_NEWUTS) | CLONE_NEWNET | CLONE_PIDFD,
 		.pidfd = (uint64_t)(uintptr_t)&s->holder_fd,
 		.exit_signal = SIGCHLD,
 	};
@@ -174,7 +182,8 @@ static void hold(struct slot *s, int k)
 		for (;;)
 			pause();
 	}
-	map_root(s->holder);
+	if (reuse == 1)
+		map_root(s->holder);
 	char c;
 	if (write(go[1], "", 1) != 1 || read(ready[0], &c, 1) != 1)
 		die("start a holder");
@@ -220,7 +229,7 @@ static void child(struct slot *s, int go)
 		_exit(127);
 	for (int i = 0; i < s->ncg; i++)
 		put(s->dir[i], v2 ? "cgroup.procs" : "tasks", "0");
-	if (lo && net)
+	if (lo && net && !reuse)
 		loopback_up();
 	execvp(cmd[0], cmd);
 	die(cmd[0]);
@@ -228,7 +237,7 @@ static void child(struct slot *s, int go)
 
 static void start(struct slot *s, int k)
 {
-	if (reuse) {
+	if (reuse == 1) {
 		if (cg)
 			cg_limit(s);
 		struct clone_args ca = { .exit_signal = SIGCHLD };
@@ -241,14 +250,18 @@ static void start(struct slot *s, int k)
 	int go[2];
 	if (pipe2(go, O_CLOEXEC) < 0)
 		die("pipe");
-	s->ncg = 0;
-	if (cg) {
-		cg_make(s, k);
-		cg_limit(s);
+	if (!reuse) {
+		s->ncg = 0;
+		if (cg)
+			cg_make(s, k);
 	}
+	if (cg)
+		cg_limit(s);
+	if (reuse && setns(s->holder_fd, CLONE_NEWNET) < 0)
+		die("setns (the slot's network namespace)");
 	struct clone_args ca = {
 		.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-			 (net ? CLONE_NEWNET : 0),
+			 (net && !reuse ? CLONE_NEWNET : 0),
 		.exit_signal = SIGCHLD,
 	};
 	s->pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
@@ -258,6 +271,8 @@ static void start(struct slot *s, int k)
 		close(go[1]);
 		child(s, go[0]);
 	}
+	if (reuse && setns(self_net, CLONE_NEWNET) < 0)
+		die("setns (back)");
 	close(go[0]);
 	map_root(s->pid);
 	if (write(go[1], "", 1) != 1)
@@ -281,10 +296,11 @@ int main(int argc, char **argv)
 {
 	long count = 1, par = 1;
 	int opt;
-	while ((opt = getopt(argc, argv, "+NlcSn:j:")) != -1) {
+	while ((opt = getopt(argc, argv, "+NlcSKn:j:")) != -1) {
 		switch (opt) {
 		case 'N': net = 0; break;
 		case 'S': reuse = 1; break;
+		case 'K': reuse = 2; break;
 		case 'l': lo = 1; break;
 		case 'c': cg = 1; break;
 		case 'n': count = number(optarg, INT_MAX); break;
@@ -293,7 +309,11 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "usage: floor [-N] [-l] [-c] [-S] [-n COUNT [-j N]] -- command args...\n");
+		fprintf(stderr, "usage: floor [-N] [-l] [-c] [-S | -K] [-n COUNT [-j N]] -- command args...\n");
+		return 2;
+	}
+	if (reuse == 2 && ((self_net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) < 0 || geteuid() != 0)) {
+		fprintf(stderr, "floor: -K needs root\n");
 		return 2;
 	}
 	cmd = argv + optind;

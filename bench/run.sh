@@ -102,17 +102,20 @@ for r in $(seq "$ROUNDS"); do
 	m s1f -n 1 -w 0 -l "sbx-run -j 1, slots = false: $NB jobs" -i "$B/pyNB.json" -- bin/sbx-run "${FRESH[@]}" -j 1
 	fl f1 -n 1 -w 0 -l "floor: $NB x python3, one at a time, one process" -- "$B/floor" -l -c -n "$NB" -j 1 -- $PY -c 'print(1)'
 	fl fs1 -n 1 -w 0 -l "floor -S (isolate-style slots): the same" -- "$B/floor" -S -l -c -n "$NB" -j 1 -- $PY -c 'print(1)'
+	fl fk1 -n 1 -w 0 -l "floor -K (what sbx's slots keep): the same" -- "$B/floor" -K -l -c -n "$NB" -j 1 -- $PY -c 'print(1)'
 	# The same with true: what a job costs when its program costs nothing.
 	m tb1 -n 1 -w 0 -l "bare: $NB x true, one at a time" -- xargs -a "$B/pyNB.txt" -d '\n' -n 1 -P 1 true
 	m ts1 -n 1 -w 0 -l "sbx-run -j 1: $NB true jobs" -i "$B/trueNB.json" -- bin/sbx-run -j 1
 	fl tf1 -n 1 -w 0 -l "floor: $NB x true, one at a time, one process" -- "$B/floor" -l -c -n "$NB" -j 1 -- true
 	fl tfs1 -n 1 -w 0 -l "floor -S (isolate-style slots): the same" -- "$B/floor" -S -l -c -n "$NB" -j 1 -- true
+	fl tfk1 -n 1 -w 0 -l "floor -K (what sbx's slots keep): the same" -- "$B/floor" -K -l -c -n "$NB" -j 1 -- true
 	m b2 -n 1 -w 0 -l "bare: $NB x python3, two at a time" -- xargs -a "$B/pyNB.txt" -d '\n' -n 1 -P 2 $PY -c
 	m s2 -n 1 -w 0 -l "sbx-run -j 2: $NB jobs" -i "$B/pyNB.json" -- bin/sbx-run -j 2
 	m s2f -n 1 -w 0 -l "sbx-run -j 2, slots = false: $NB jobs" -i "$B/pyNB.json" -- bin/sbx-run "${FRESH[@]}" -j 2
 	fl f2 -n 1 -w 0 -l "floor: $NB x python3, two at a time, one process" -- "$B/floor" -l -c -n "$NB" -j 2 -- $PY -c 'print(1)'
 	fl fn2 -n 1 -w 0 -l "floor without a network namespace: the same" -- "$B/floor" -N -c -n "$NB" -j 2 -- $PY -c 'print(1)'
 	fl fs2 -n 1 -w 0 -l "floor -S (isolate-style slots): the same" -- "$B/floor" -S -l -c -n "$NB" -j 2 -- $PY -c 'print(1)'
+	fl fk2 -n 1 -w 0 -l "floor -K (what sbx's slots keep): the same" -- "$B/floor" -K -l -c -n "$NB" -j 2 -- $PY -c 'print(1)'
 	if command -v bwrap >/dev/null; then
 		m w2 -n 1 -w 0 -l "bwrap: $NB x python3, two at a time" -- xargs -a "$B/pyNB.txt" -d '\n' -n 1 -P 2 "$B/bwrap.sh"
 	fi
@@ -190,29 +193,30 @@ awk -v nb="$NB" -v bare="$(mean bare)" -v sbx="$(mean sbx)" -v bw="$(mean bwrap)
     -v f="$(mean floor)" -v ft="$(mean floortrue)" -v f1="$(mean f1)" -v f2="$(mean f2)" -v fn2="$(mean fn2)" \
     -v fs1="$(mean fs1)" -v fs2="$(mean fs2)" \
     -v sf="$(mean sbxf)" -v stf="$(mean sbxtruef)" -v s1f="$(mean s1f)" -v s2f="$(mean s2f)" \
-    -v tb1="$(mean tb1)" -v ts1="$(mean ts1)" -v tf1="$(mean tf1)" -v tfs1="$(mean tfs1)" 'BEGIN {
+    -v tb1="$(mean tb1)" -v ts1="$(mean ts1)" -v tf1="$(mean tf1)" -v tfs1="$(mean tfs1)" -v tfk1="$(mean tfk1)" \
+    -v fk1="$(mean fk1)" -v fk2="$(mean fk2)" 'BEGIN {
 	printf "overhead per run, one job per sbx-run process: %+.1f ms (print(1)), %+.1f ms (true); bwrap %+.1f ms\n", sbx - bare, st - t, bw - bare
 	printf "the same with slots = false (a fresh network namespace per run): %+.1f ms (print(1)), %+.1f ms (true)\n", sf - bare, stf - t
 	if (f > 0) printf "the floor (namespaces, loopback up, cgroups, exec: nothing else): %+.1f ms (print(1)), %+.1f ms (true); sbx-run above it %+.1f, %+.1f ms\n", f - bare, ft - t, sbx - f, st - ft
 	printf "CPU per run (process tree), one job per process: %+.1f ms (print(1)), %+.1f ms (true)\n", sbxc - barec, stc - tc
 	printf "overhead per run inside a batch (-j 1):        %+.2f ms", (s1 - b1) / nb
-	if (f1 > 0) printf "; the floor %+.2f ms, isolate-style slots (floor -S) %+.2f ms", (f1 - b1) / nb, (fs1 - b1) / nb
+	if (f1 > 0) printf "; the floor %+.2f ms, isolate-style slots (floor -S) %+.2f ms, what sbx keeps (floor -K) %+.2f ms", (f1 - b1) / nb, (fs1 - b1) / nb, (fk1 - b1) / nb
 	printf "; slots = false %+.2f ms\n", (s1f - b1) / nb
 	printf "the same with true:                            %+.2f ms", (ts1 - tb1) / nb
-	if (tf1 > 0) printf "; the floor %+.2f ms, floor -S %+.2f ms", (tf1 - tb1) / nb, (tfs1 - tb1) / nb
+	if (tf1 > 0) printf "; the floor %+.2f ms, floor -S %+.2f ms, floor -K %+.2f ms", (tf1 - tb1) / nb, (tfs1 - tb1) / nb, (tfk1 - tb1) / nb
 	printf "\n"
 	printf "throughput with 2 at a time: sbx-run %.0f jobs/s = %.0f%% of bare (%.0f jobs/s)", 1000 * nb / s2, 100 * b2 / s2, 1000 * nb / b2
 	if (w2 > 0) printf "; bwrap %.0f%%", 100 * b2 / w2
-	if (f2 > 0) printf "; the floor %.0f%% (without a network namespace %.0f%%, isolate-style slots %.0f%%)", 100 * b2 / f2, 100 * b2 / fn2, 100 * b2 / fs2
+	if (f2 > 0) printf "; the floor %.0f%% (without a network namespace %.0f%%, isolate-style slots %.0f%%, what sbx keeps %.0f%%)", 100 * b2 / f2, 100 * b2 / fn2, 100 * b2 / fs2, 100 * b2 / fk2
 	printf "; sbx-run slots = false %.0f%%\n", 100 * b2 / s2f
 }'
 # Where a batch's time goes: CPU per job of the process tree and of the
 # whole machine (which adds kernel workers), and the CPUs' idle share.
 ncpu=$(nproc)
-for k in b1 s1 s1f f1 fs1 tb1 ts1 tf1 tfs1 b2 s2 s2f f2 fn2 fs2 w2; do
+for k in b1 s1 s1f f1 fs1 fk1 tb1 ts1 tf1 tfs1 tfk1 b2 s2 s2f f2 fn2 fs2 fk2 w2; do
 	[ -s "$B/$k.m" ] && [ "$(mean $k)" != 0.000 ] || continue
 	awk -v nb="$NB" -v k="$k" -v w="$(mean $k)" -v c="$(mean $k 5)" -v m="$(mean $k 6)" -v n="$ncpu" 'BEGIN {
-		split("b1 bare -j1,s1 sbx-run -j 1,s1f fresh -j 1,f1 floor -j1,fs1 floor -S -j1,tb1 true bare,ts1 true sbx-run,tf1 true floor,tfs1 true floor -S,b2 bare -j2,s2 sbx-run -j 2,s2f fresh -j 2,f2 floor -j2,fn2 floor -N -j2,fs2 floor -S -j2,w2 bwrap -j2", names, ",")
+		split("b1 bare -j1,s1 sbx-run -j 1,s1f fresh -j 1,f1 floor -j1,fs1 floor -S -j1,fk1 floor -K -j1,tb1 true bare,ts1 true sbx-run,tf1 true floor,tfs1 true floor -S,tfk1 true floor -K,b2 bare -j2,s2 sbx-run -j 2,s2f fresh -j 2,f2 floor -j2,fn2 floor -N -j2,fs2 floor -S -j2,fk2 floor -K -j2,w2 bwrap -j2", names, ",")
 		for (i in names) if (index(names[i], k " ") == 1) name = substr(names[i], length(k) + 2)
 		printf "CPU per job, %-13s process tree %5.1f ms, machine %5.1f ms; CPUs idle %2.0f%%\n", name ":", c / nb, m / nb, 100 * (1 - m / (n * w))
 	}'
