@@ -78,16 +78,24 @@ awk -v bare="$(mean bare)" -v sbx="$(mean sbx)" -v bw="$(mean bwrap)" -v t="$(me
 }'
 
 # The first run after sbx sat idle (a root built more than a minute ago,
-# pin.h): a round of 61 s each, so only on the host (not BENCH_SLOTS_ONLY).
+# pin.h), beside the first bare `true` after as long: a machine idle for a
+# minute is slower at anything for a moment (cold caches, a halted vCPU),
+# and only what sbx-run pays beyond that is sbx's.  Rounds of 61 s each,
+# so only on the host (not BENCH_SLOTS_ONLY).
 if [ -z "${BENCH_SLOTS_ONLY:-}" ]; then
 	echo
-	echo "# one job per process (true) after 61 s with no sbx process, against the runs right after it"
+	echo "# one job per process (true), and bare true, each the first after 61 s with nothing running, against the runs right after it"
 	for r in 1 2 3; do
+		sleep 61
+		m idlebare -n 1 -w 0 -l "bare true, first after 61 s idle" -- true
+		m warmbare -n 5 -w 0 -l "bare true, the next 5" -- true
 		sleep 61
 		m idle -n 1 -w 0 -l "sbx-run, first run after 61 s idle: true" -i "$B/true.json" -- bin/sbx-run
 		m warm -n 5 -w 0 -l "sbx-run, the next 5 runs: true" -i "$B/true.json" -- bin/sbx-run
 	done
-	awk -v i="$(mean idle)" -v w="$(mean warm)" 'BEGIN { printf "first run after idle %.2f ms, the runs after it %.2f ms: %+.2f ms\n", i, w, i - w }'
+	awk -v i="$(mean idle)" -v w="$(mean warm)" -v bi="$(mean idlebare)" -v bw="$(mean warmbare)" 'BEGIN {
+		printf "first run after idle: sbx-run %.2f ms against %.2f ms right after (%+.2f ms); bare true %.2f against %.2f ms (%+.2f ms)\n", i, w, i - w, bi, bw, bi - bw
+	}'
 fi
 
 echo

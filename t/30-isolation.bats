@@ -235,6 +235,31 @@ except OSError: pass'
 	[ "$(jqn 0 .stdout)" != "$dev2" ]
 }
 
+@test "pins are bounded: the oldest beyond 32 go when a root is pinned" {
+	skip_on_docker "each container has the image's root of its own"
+	skip_unless_root
+	local pins=/run/sbx/roots gen=$(($(date +%s) / 60)) i
+	mkdir b
+	conf=$(conf_with "/^\[language.python\]/a binds = [\"$BATS_TEST_TMPDIR/b\"]")
+	# 40 pins of other keys, a minute apart, the newest an hour old
+	for i in $(seq 40); do
+		local name=$(printf 'feed%028d' "$i")-$((gen - 60 - i))
+		touch "$pins/$name" && unshare --mount="$pins/$name" true
+	done
+	run_req "$(py 'print(1)')" -c "$conf"
+	jqe 0 '.status == "success"'
+	local n=$(ls $pins | grep -c . || true) fed=$(ls $pins | grep -c '^feed' || true)
+	[ "$n" -le 32 ] || { ls $pins; false; }
+	# the newest of them stayed, the oldest went
+	[ "$fed" -gt 0 ]
+	[ -e "$pins/$(printf 'feed%028d' 1)-$((gen - 61))" ]
+	[ ! -e "$pins/$(printf 'feed%028d' 40)-$((gen - 100))" ]
+	for i in $(seq 40); do
+		local name=$(printf 'feed%028d' "$i")-$((gen - 60 - i))
+		if [ -e "$pins/$name" ]; then umount "$pins/$name"; rm "$pins/$name"; fi
+	done
+}
+
 # bats test_tags=kernel
 @test "writes outside scratch, /tmp and \$HOME fail; /tmp and \$HOME are noexec; /var/tmp and /run/lock are there" {
 	run_req "$(py 'import os, shutil, subprocess, tempfile

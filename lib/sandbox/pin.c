@@ -265,27 +265,59 @@ int pin_get(struct pin *p, const char *key, int64_t *age_ns)
 	return fd;
 }
 
-/* Pins of this key older than the one just made, and any pin nobody has
- * renewed for a day.  A reader that listed a name a moment ago and opens
- * it now finds none and builds its own root. */
+static void unpin(struct pin *p, const char *name)
+{
+	char path[320];
+	snprintf(path, sizeof path, "/proc/self/fd/%d/%s", p->dir_fd, name);
+	umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW);
+	unlinkat(p->dir_fd, name, 0);
+}
+
+struct kept {
+	long long gen;
+	char name[PIN_NAME_MAX];
+};
+
+static int by_gen(const void *a, const void *b)
+{
+	long long x = ((const struct kept *)a)->gen, y = ((const struct kept *)b)->gen;
+	return x < y ? -1 : x > y;
+}
+
+/* Pins of this key older than the one just made, any nobody renewed for a
+ * day, and the oldest beyond PIN_MAX (each holds a root's mount namespace:
+ * a machine that runs many configurations, such as a test suite, would
+ * otherwise hold a day of them).  A reader that listed a name a moment ago
+ * and opens it now finds none and builds its own root. */
+#define PIN_MAX 32
 static void remove_old(struct pin *p, const char *key, long long gen)
 {
 	DIR *d = util_opendirat(p->dir_fd);
 	if (!d)
 		return;
 	long long drop = gen - PIN_DROP_NS / PIN_GEN_NS;
+	struct kept left[4 * PIN_MAX];
+	size_t n = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		char k[PIN_KEY_HEX + 1];
 		long long g;
-		if (!parse_name(e->d_name, k, &g) || (strcmp(k, key) ? g >= drop : g >= gen))
+		if (!parse_name(e->d_name, k, &g))
 			continue;
-		char path[320];
-		snprintf(path, sizeof path, "/proc/self/fd/%d/%s", p->dir_fd, e->d_name);
-		umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW);
-		unlinkat(p->dir_fd, e->d_name, 0);
+		bool mine = !strcmp(k, key);
+		if (mine ? g < gen : g < drop)
+			unpin(p, e->d_name);
+		else if (!mine && n < sizeof left / sizeof *left) {
+			left[n].gen = g;
+			snprintf(left[n].name, sizeof left[n].name, "%.63s", e->d_name); /* (parse_name: 53 at most) */
+			n++;
+		}
 	}
 	closedir(d);
+	/* (the pin just made is the newest, and not in the list) */
+	qsort(left, n, sizeof *left, by_gen);
+	for (size_t i = 0; n + 1 > PIN_MAX && i < n + 1 - PIN_MAX; i++)
+		unpin(p, left[i].name);
 }
 
 void pin_put(struct pin *p, const char *key, int mnt_fd)

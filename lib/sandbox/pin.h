@@ -62,7 +62,7 @@ void pin_key(struct pin *p, bool network, const char *rootfs, char *const *etc, 
 int pin_get(struct pin *p, const char *key, int64_t *age_ns);
 /* Pin mnt_fd (a template this process has just built) under key, unless
  * another process was first this minute; then remove that key's older
- * pins, and any nobody renewed for a day. */
+ * pins, any nobody renewed for a day, and the oldest beyond 32. */
 void pin_put(struct pin *p, const char *key, int mnt_fd);
 
 #endif
