@@ -1252,6 +1252,12 @@ int main(int argc, char **argv)
 	/* The results are out before the backends' last work (a stale root
 	 * rebuilt, box_tmpl_refresh): whoever reads them need not wait. */
 	int cs = util_close_stdout();
+	/* (and fd 1 is not left free for the next open to take) */
+	int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (nul > STDOUT_FILENO) {
+		dup3(nul, STDOUT_FILENO, O_CLOEXEC);
+		close(nul);
+	}
 	bk_free(bk[0]);
 	bk_free(bk[1]);
 	ccache_free(&cache);

@@ -172,20 +172,56 @@ const char *conf_uid_problem(const struct conf *c)
 }
 
 /* The account check asks the name services for eight ids (getpwuid and
- * getgrgid through nsswitch: files, systemd's userdb, perhaps LDAP), which
- * costs ~0.9 ms, a fifth of a one-job sbx-run.  As root, a check that
- * passed is remembered in SBX_RUNDIR/uids.ok under a key of what it
- * depends on: the ids, the account databases' and nsswitch.conf's
- * identity and times, and the hour (names from a directory service can
- * change without a local file changing: those are looked at again within
- * the hour).  Only a pass is kept; the file is root's, in a directory
- * only root may write, and anything else found there is ignored. */
+ * getgrgid through nsswitch: files, systemd's userdb), which costs ~0.9 ms,
+ * a fifth of a one-job sbx-run.  As root, a check that passed is
+ * remembered in SBX_RUNDIR/uids.ok under a key of what it depends on: the
+ * ids, the identity and times of the account files, nsswitch.conf and
+ * the directories systemd's userdb and homed keep their records in, and
+ * the hour.  Only where every source of accounts is one of those: with
+ * another service in nsswitch.conf (LDAP, SSSD, NIS, winbind), or ids in
+ * the range systemd gives DynamicUser= services (or containers) without a
+ * file changing, every start asks.  Only a pass is kept; the file is
+ * root's, in a directory only root may write, and anything else found
+ * there is ignored. */
 #define UIDS_OK "uids.ok"
 
-static void uid_key(const struct conf *c, char *key, size_t len)
+/* Do nsswitch.conf's passwd and group lines name only files and systemd? */
+static bool local_accounts(void)
 {
-	static const char *const dbs[] = { "/etc/passwd", "/etc/group", "/etc/nsswitch.conf" };
-	int n = snprintf(key, len, "sbx-uids-1 %llu %lld", (unsigned long long)c->uid, (long long)(time(NULL) / 3600));
+	FILE *f = fopen("/etc/nsswitch.conf", "re");
+	if (!f)
+		return false;
+	char line[512];
+	int seen = 0;
+	bool ok = true;
+	while (ok && fgets(line, sizeof line, f)) {
+		char *p = line + strspn(line, " \t");
+		size_t n = !strncmp(p, "passwd:", 7) ? 7 : !strncmp(p, "group:", 6) ? 6 : 0;
+		if (!n)
+			continue;
+		seen++;
+		char *save, *w;
+		for (w = strtok_r(p + n, " \t\n", &save); w && ok; w = strtok_r(NULL, " \t\n", &save))
+			ok = *w == '[' || !strcmp(w, "files") || !strcmp(w, "systemd");
+	}
+	fclose(f);
+	return ok && seen == 2;
+}
+
+static bool uid_key(const struct conf *c, char *key, size_t len)
+{
+	static const char *const dbs[] = { "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/userdb",
+					   "/run/userdb", "/run/host/userdb", "/usr/lib/userdb", "/usr/local/lib/userdb",
+					   "/var/lib/systemd/home" };
+	for (unsigned k = 0; k < STATE_NUIDS; k++) {
+		uid_t id = state_uid(c, k);
+		if ((id >= 61184 && id <= 65519) || id >= 524288) /* systemd's dynamic users and containers */
+			return false;
+	}
+	if (!local_accounts())
+		return false;
+	int n = snprintf(key, len, "sbx-uids-2 %u %llu %lld", (unsigned)STATE_NUIDS, (unsigned long long)c->uid,
+			 (long long)(time(NULL) / 3600));
 	for (size_t i = 0; i < sizeof dbs / sizeof *dbs && n > 0 && (size_t)n < len; i++) {
 		struct stat st;
 		if (stat(dbs[i], &st) < 0)
@@ -194,6 +230,7 @@ static void uid_key(const struct conf *c, char *key, size_t len)
 			      (unsigned long long)st.st_ino, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
 			      (long long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec, (long long)st.st_size);
 	}
+	return n > 0 && (size_t)n < len;
 }
 
 static int run_dir(void)
@@ -209,7 +246,7 @@ static int run_dir(void)
 
 static bool uid_pass_known(int dir, const char *key)
 {
-	char buf[512];
+	char buf[1024];
 	int fd = openat(dir, UIDS_OK, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return false;
@@ -241,8 +278,9 @@ static const char *uid_problem_cached(const struct conf *c)
 {
 	if (c->allow_host_uids)
 		return NULL;
-	char key[512];
-	uid_key(c, key, sizeof key);
+	char key[1024];
+	if (!uid_key(c, key, sizeof key))
+		return conf_uid_problem(c);
 	int dir = run_dir();
 	if (dir >= 0 && uid_pass_known(dir, key)) {
 		close(dir);

@@ -43,6 +43,7 @@ struct box_tmpl {
 	int64_t born_ns;           /* CLOCK_MONOTONIC: built then (rebuilt when old) */
 	int64_t checked_ns;        /* its key was last found to hold then */
 	char key[PIN_KEY_HEX + 1]; /* what it was built from (pin_key) */
+	char mounts[PIN_MNT_HEX + 1]; /* and the mounts under it then (pin_mounts) */
 	bool stale;                /* pinned too long ago: rebuild off the job's path */
 };
 #define BOX_TMPLS 4

@@ -29,10 +29,11 @@
 #include "util.h"
 
 /* How often a long-running supervisor checks that its templates' keys
- * still hold (pin.h), so that host files replaced under them (a new
- * ld.so.cache, updated certificates) reach its sandboxes: a check is a few
- * stat calls and a hash, and a root is rebuilt only when its key changed
- * or it is older than PIN_REFRESH_NS. */
+ * and mounts still hold (pin.h), so that host files replaced under them (a
+ * new ld.so.cache, updated certificates) and mounts made or removed there
+ * reach its sandboxes: a check is a few stat calls, a read of mountinfo
+ * and a hash, and a root is rebuilt only when one of them changed or it
+ * is older than PIN_REFRESH_NS. */
 #define TMPL_CHECK_NS (60LL * 1000000000)
 
 static bool strv_eq(char *const *a, char *const *b)
@@ -62,7 +63,7 @@ void box_tmpl_clear(struct box_tmpl *t)
 }
 
 static void tmpl_set(struct box_tmpl *t, int fd, bool network, const char *rootfs, char *const *binds, int64_t born_ns,
-		     const char *key)
+		     const char *key, const char *mounts)
 {
 	box_tmpl_clear(t);
 	*t = (struct box_tmpl){
@@ -70,6 +71,7 @@ static void tmpl_set(struct box_tmpl *t, int fd, bool network, const char *rootf
 		.binds = util_strv_dup(binds), .born_ns = born_ns, .checked_ns = box_mono_ns(),
 	};
 	snprintf(t->key, sizeof t->key, "%s", key);
+	snprintf(t->mounts, sizeof t->mounts, "%s", mounts);
 }
 
 /* A mount namespace made by a short-lived child of ours (clone flags:
@@ -166,24 +168,46 @@ static int tmpl_make(void *arg, char *err, size_t errlen)
 static int tmpl_build(struct box_sys *s, struct box_tmpl *t, bool network, const char *rootfs, char *const *binds,
 		      const char *key, char *err, size_t errlen)
 {
+	/* (the mounts as they are before the build: one made meanwhile is
+	 * seen as a change at the next check) */
+	char mounts[PIN_MNT_HEX + 1];
+	pin_mounts(rootfs, binds, mounts);
 	struct tmpl_args a = { .conf = s->conf, .network = network, .rootfs = rootfs, .binds = binds };
 	int fd = box_ns_made(CLONE_NEWNS | CLONE_NEWPID, tmpl_make, &a, "building the sandbox's root", err, errlen);
 	if (fd < 0)
 		return -1;
-	tmpl_set(t, fd, network, rootfs, binds, box_mono_ns(), key);
+	tmpl_set(t, fd, network, rootfs, binds, box_mono_ns(), key, mounts);
 	/* Only real root pins (not root of a user namespace of our own). */
 	if (s->root)
-		pin_put(&s->pin, key, fd);
+		pin_put(&s->pin, key, fd, mounts);
 	return 0;
 }
 
+/* Another process's pin of this key, if it may be used: younger than
+ * PIN_TRUST_NS, or its mounts' digest still holds (*mounts: computed
+ * here once, "" until then).  Its fd, or -1. */
+static int pinned(struct box_sys *s, const char *key, const char *rootfs, char *const *binds, char *mounts,
+		  int64_t *age, char pm[PIN_MNT_HEX + 1])
+{
+	int fd = pin_get(&s->pin, key, age, pm);
+	if (fd < 0 || *age < PIN_TRUST_NS)
+		return fd;
+	if (!*mounts)
+		pin_mounts(rootfs, binds, mounts);
+	if (!strcmp(pm, mounts))
+		return fd;
+	close(fd);
+	return -1;
+}
+
 /* The mount namespace holding the root for (network, rootfs, binds): ours
- * if its key still holds, else one another process pinned (pin.h), else
- * one we build now (and pin).  A pin older than PIN_REFRESH_NS is used
- * all the same and marked stale: box_tmpl_refresh rebuilds it after the
- * jobs, or the next check here does, so that no job waits for a root
- * however long sbx sat idle.  TMPL_OWN when this process's first sandbox
- * should rather build its own (below); -1 on failure. */
+ * if its key and mounts still hold (checked each TMPL_CHECK_NS), else one
+ * another process pinned (pin.h), else one we build now (and pin).  A pin
+ * older than PIN_REFRESH_NS is used all the same and marked stale:
+ * box_tmpl_refresh rebuilds it after the jobs, or the next check here
+ * does, so that no job waits for a root however long sbx sat idle.
+ * TMPL_OWN when this process's first sandbox should rather build its own
+ * (below); -1 on failure. */
 int box_tmpl_get(struct box_sys *s, bool network, const char *rootfs, char *const *binds, char *err, size_t errlen)
 {
 	struct box_tmpl *t = NULL, *oldest = &s->tmpl[0];
@@ -196,9 +220,13 @@ int box_tmpl_get(struct box_sys *s, bool network, const char *rootfs, char *cons
 	int64_t now = box_mono_ns();
 	if (t && now - t->checked_ns < TMPL_CHECK_NS)
 		return t->mnt_fd;
-	char key[PIN_KEY_HEX + 1];
+	char key[PIN_KEY_HEX + 1], mounts[PIN_MNT_HEX + 1] = "";
 	pin_key(&s->pin, network, rootfs, s->conf->etc, binds, key);
-	bool held = t && !strcmp(t->key, key);
+	bool held = false;
+	if (t && !strcmp(t->key, key)) {
+		pin_mounts(rootfs, binds, mounts);
+		held = !strcmp(t->mounts, mounts);
+	}
 	if (held && now - t->born_ns < PIN_REFRESH_NS) {
 		t->checked_ns = now;
 		return t->mnt_fd;
@@ -206,11 +234,16 @@ int box_tmpl_get(struct box_sys *s, bool network, const char *rootfs, char *cons
 	bool again = held && t->stale; /* used once stale already: rebuild now */
 	if (!t)
 		t = oldest;
-	if (s->root && !again) {
+	if (s->root) {
 		int64_t age;
-		int fd = pin_get(&s->pin, key, &age);
+		char pm[PIN_MNT_HEX + 1];
+		int fd = pinned(s, key, rootfs, binds, mounts, &age, pm);
+		if (fd >= 0 && again && age >= PIN_REFRESH_NS) {
+			close(fd); /* the same old one: nobody has refreshed it */
+			fd = -1;
+		}
 		if (fd >= 0) {
-			tmpl_set(t, fd, network, rootfs, binds, now - age, key);
+			tmpl_set(t, fd, network, rootfs, binds, now - age, key, pm);
 			t->stale = age >= PIN_REFRESH_NS;
 			return fd;
 		}
@@ -232,10 +265,19 @@ void box_tmpl_refresh(struct box_sys *s)
 		struct box_tmpl *t = &s->tmpl[i];
 		if (t->mnt_fd < 0 || !t->stale)
 			continue;
-		char err[256], key[PIN_KEY_HEX + 1], *rootfs = t->rootfs, **binds = t->binds;
+		char err[256], key[PIN_KEY_HEX + 1], mounts[PIN_MNT_HEX + 1] = "", pm[PIN_MNT_HEX + 1];
+		pin_key(&s->pin, t->network, t->rootfs, s->conf->etc, t->binds, key);
+		/* Another process may have done it since. */
+		int64_t age;
+		int fd = pinned(s, key, t->rootfs, t->binds, mounts, &age, pm);
+		if (fd >= 0) {
+			close(fd);
+			if (age < PIN_REFRESH_NS)
+				continue;
+		}
+		char *rootfs = t->rootfs, **binds = t->binds;
 		t->rootfs = NULL;
 		t->binds = NULL;
-		pin_key(&s->pin, t->network, rootfs, s->conf->etc, binds, key);
 		if (tmpl_build(s, t, t->network, rootfs, binds, key, err, sizeof err) < 0)
 			box_tmpl_clear(t);
 		free(rootfs);

@@ -141,13 +141,22 @@ static bool usable(struct pin *p)
 	return p->state > 0;
 }
 
-/* What identifies a tree a root is made from: a replaced directory (a
- * re-extracted image) or file is another inode; a file renamed into a
- * directory (how package managers and ldconfig install) changes its
- * ctime.  What changes inside a directory the root binds is seen through
- * the bind; what the root copies or binds by inode is what this covers.
- * lstat: a symbolic link is copied as a link, and a changed link is a new
- * inode. */
+/* A string with its length first, so that two lists cannot run into the
+ * same bytes. */
+static void put_str(struct sha256 *h, const char *str)
+{
+	uint64_t n = str ? strlen(str) : 0;
+	sha256_part(h, &n, sizeof n);
+	sha256_str(h, str);
+}
+
+/* What identifies a tree or file a root is made from: a replaced
+ * directory (a re-extracted image) or file is another inode; a file
+ * renamed into a directory (how package managers and ldconfig install)
+ * changes its ctime.  What changes inside a directory the root binds is
+ * seen through the bind; what the root copies or binds by inode is what
+ * this covers.  lstat: a symbolic link is copied as a link, and a changed
+ * link is a new inode. */
 static void put_tree(struct sha256 *h, const char *rootfs, const char *sub)
 {
 	char path[4096];
@@ -158,8 +167,19 @@ static void put_tree(struct sha256 *h, const char *rootfs, const char *sub)
 		id[0] = st.st_dev, id[1] = st.st_ino;
 		id[2] = (uint64_t)st.st_ctim.tv_sec, id[3] = (uint64_t)st.st_ctim.tv_nsec;
 	}
-	sha256_str(h, sub);
+	put_str(h, sub);
 	sha256_part(h, id, sizeof id);
+}
+
+/* The trees ns_build_root mirrors from the host (or rootfs). */
+static const char *const tops[] = { "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", NULL };
+
+static void put_hex(struct sha256 *h, char *out, size_t n)
+{
+	char hex[65];
+	sha256_final_hex(h, hex);
+	memcpy(out, hex, n);
+	out[n] = 0;
 }
 
 void pin_key(struct pin *p, bool network, const char *rootfs, char *const *etc, char *const *binds,
@@ -171,35 +191,83 @@ void pin_key(struct pin *p, bool network, const char *rootfs, char *const *etc, 
 		p->exe[3] = (uint64_t)st.st_mtim.tv_sec, p->exe[4] = (uint64_t)st.st_mtim.tv_nsec;
 		p->exe_known = true;
 	}
+	/* The first half names the configuration: what a root is asked to
+	 * be.  The second, what the files are now. */
 	struct sha256 h;
 	sha256_init(&h);
-	sha256_str(&h, "sbx-root-2");
+	put_str(&h, "sbx-root-3");
 	sha256_part(&h, p->exe, sizeof p->exe);
 	sha256_part(&h, &network, sizeof network);
-	sha256_str(&h, rootfs);
-	put_tree(&h, rootfs, "/usr");
-	put_tree(&h, rootfs, "/etc");
+	put_str(&h, rootfs);
+	for (char *const *e = etc; e && *e; e++)
+		put_str(&h, *e);
+	put_str(&h, "--binds");
+	for (char *const *b = binds; b && *b; b++)
+		put_str(&h, *b);
+	put_hex(&h, key, PIN_KEY_HEX / 2);
+	sha256_init(&h);
+	for (int i = 0; tops[i]; i++)
+		put_tree(&h, rootfs, tops[i]);
 	if (network)
 		put_tree(&h, "", "/etc/resolv.conf");
 	/* Each entry's own identity too: a file in a subdirectory of /etc
 	 * replaced by rename changes that subdirectory, not /etc.  Patterns
 	 * are covered by their directory. */
-	sha256_str(&h, "--etc");
 	for (char *const *e = etc; e && *e; e++) {
 		char sub[4096];
 		snprintf(sub, sizeof sub, "/etc/%s", *e);
-		if (strpbrk(*e, "*?["))
-			sha256_str(&h, sub);
-		else
+		if (!strpbrk(*e, "*?["))
 			put_tree(&h, rootfs, sub);
 	}
-	sha256_str(&h, "--binds");
 	for (char *const *b = binds; b && *b; b++)
 		put_tree(&h, rootfs, *b);
-	char hex[65];
-	sha256_final_hex(&h, hex);
-	memcpy(key, hex, PIN_KEY_HEX);
-	key[PIN_KEY_HEX] = 0;
+	put_hex(&h, key + PIN_KEY_HEX / 2, PIN_KEY_HEX / 2);
+}
+
+/* Is path at or below dir? */
+static bool below(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return !strncmp(path, dir, n) && (path[n] == '/' || !path[n] || (n == 1 && dir[0] == '/'));
+}
+
+void pin_mounts(const char *rootfs, char *const *binds, char out[PIN_MNT_HEX + 1])
+{
+	struct sha256 h;
+	sha256_init(&h);
+	put_str(&h, "sbx-mounts-1");
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	while (f && getline(&line, &cap, f) > 0) {
+		/* "id parent maj:min root mountpoint ...": the mount's id (a new
+		 * mount, even in the same place, has another) and where. */
+		char *save, *id = strtok_r(line, " ", &save), *point = NULL;
+		for (int i = 1; id && i <= 4; i++)
+			point = strtok_r(NULL, " ", &save);
+		if (!point)
+			continue;
+		bool ours = false;
+		char dir[4096];
+		for (int i = 0; tops[i] && !ours; i++) {
+			snprintf(dir, sizeof dir, "%s%s", rootfs ? rootfs : "", tops[i]);
+			ours = below(point, dir);
+		}
+		for (char *const *b = binds; b && *b && !ours; b++) {
+			snprintf(dir, sizeof dir, "%s%s", rootfs ? rootfs : "", *b);
+			ours = below(point, dir);
+		}
+		if (ours) {
+			put_str(&h, id);
+			put_str(&h, point);
+		}
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	else
+		put_str(&h, "unreadable");
+	put_hex(&h, out, PIN_MNT_HEX);
 }
 
 static int64_t now_ns(void)
@@ -239,19 +307,40 @@ static bool parse_name(const char *s, char key[PIN_KEY_HEX + 1], long long *gen)
 	return !errno && !*end && *gen >= 0;
 }
 
-int pin_get(struct pin *p, const char *key, int64_t *age_ns)
+/* A pin's mount digest (pin_mounts when it was built), kept beside it as
+ * NAME.m; "" when missing or not root's. */
+static void read_mounts(struct pin *p, const char *name, char mounts[PIN_MNT_HEX + 1])
+{
+	char side[PIN_NAME_MAX + 4];
+	snprintf(side, sizeof side, "%s.m", name);
+	mounts[0] = 0;
+	int fd = openat(p->dir_fd, side, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
+	    util_read_full(fd, mounts, PIN_MNT_HEX) == PIN_MNT_HEX)
+		mounts[PIN_MNT_HEX] = 0;
+	else
+		mounts[0] = 0;
+	close(fd);
+}
+
+int pin_get(struct pin *p, const char *key, int64_t *age_ns, char mounts[PIN_MNT_HEX + 1])
 {
 	if (!usable(p))
 		return -1;
 	DIR *d = util_opendirat(p->dir_fd);
 	if (!d)
 		return -1;
-	long long best = -1;
+	/* (a name from a clock since set back is not trusted: it would win
+	 * every lookup and outlive every removal) */
+	long long best = -1, now = (long long)(now_ns() / PIN_GEN_NS);
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		char k[PIN_KEY_HEX + 1];
 		long long g;
-		if (parse_name(e->d_name, k, &g) && !strcmp(k, key) && g > best)
+		if (parse_name(e->d_name, k, &g) && !strcmp(k, key) && g > best && g <= now + 1)
 			best = g;
 	}
 	closedir(d);
@@ -260,6 +349,8 @@ int pin_get(struct pin *p, const char *key, int64_t *age_ns)
 	char name[PIN_NAME_MAX];
 	snprintf(name, sizeof name, "%s-%lld", key, best);
 	int fd = open_pin(p, name);
+	if (fd >= 0)
+		read_mounts(p, name, mounts);
 	int64_t age = now_ns() - (int64_t)best * PIN_GEN_NS;
 	*age_ns = age > 0 ? age : 0;
 	return fd;
@@ -271,6 +362,8 @@ static void unpin(struct pin *p, const char *name)
 	snprintf(path, sizeof path, "/proc/self/fd/%d/%s", p->dir_fd, name);
 	umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW);
 	unlinkat(p->dir_fd, name, 0);
+	snprintf(path, sizeof path, "%.*s.m", PIN_NAME_MAX, name);
+	unlinkat(p->dir_fd, path, 0);
 }
 
 struct kept {
@@ -284,11 +377,13 @@ static int by_gen(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Pins of this key older than the one just made, any nobody renewed for a
- * day, and the oldest beyond PIN_MAX (each holds a root's mount namespace:
- * a machine that runs many configurations, such as a test suite, would
- * otherwise hold a day of them).  A reader that listed a name a moment ago
- * and opens it now finds none and builds its own root. */
+/* Pins of this configuration (the key's first half) older than the one
+ * just made, whatever their files' state; any nobody renewed for a day
+ * or stamped later than now (a clock set back); and the oldest beyond
+ * PIN_MAX (each holds a root's mount namespace, and the host mounts below
+ * its trees busy: a machine that runs many configurations, such as a test
+ * suite, would otherwise hold a day of them).  A reader that listed a name
+ * a moment ago and opens it now finds none and builds its own root. */
 #define PIN_MAX 32
 static void remove_old(struct pin *p, const char *key, long long gen)
 {
@@ -296,6 +391,8 @@ static void remove_old(struct pin *p, const char *key, long long gen)
 	if (!d)
 		return;
 	long long drop = gen - PIN_DROP_NS / PIN_GEN_NS;
+	/* (every pin_put trims, so more than this many are left only by
+	 * another program: trimmed over several puts) */
 	struct kept left[4 * PIN_MAX];
 	size_t n = 0;
 	struct dirent *e;
@@ -304,10 +401,12 @@ static void remove_old(struct pin *p, const char *key, long long gen)
 		long long g;
 		if (!parse_name(e->d_name, k, &g))
 			continue;
-		bool mine = !strcmp(k, key);
-		if (mine ? g < gen : g < drop)
+		bool config = !strncmp(k, key, PIN_KEY_HEX / 2), mine = !strcmp(k, key);
+		if (mine && g == gen)
+			continue;
+		if ((config && g <= gen) || g < drop || g > gen + 1)
 			unpin(p, e->d_name);
-		else if (!mine && n < sizeof left / sizeof *left) {
+		else if (n < sizeof left / sizeof *left) {
 			left[n].gen = g;
 			snprintf(left[n].name, sizeof left[n].name, "%.63s", e->d_name); /* (parse_name: 53 at most) */
 			n++;
@@ -320,28 +419,47 @@ static void remove_old(struct pin *p, const char *key, long long gen)
 		unpin(p, left[i].name);
 }
 
-void pin_put(struct pin *p, const char *key, int mnt_fd)
+void pin_put(struct pin *p, const char *key, int mnt_fd, const char *mounts)
 {
-	if (!usable(p) || strlen(key) != PIN_KEY_HEX)
+	if (!usable(p) || strlen(key) != PIN_KEY_HEX || strlen(mounts) != PIN_MNT_HEX)
 		return;
 	long long gen = (long long)(now_ns() / PIN_GEN_NS);
-	char name[PIN_NAME_MAX];
+	char name[PIN_NAME_MAX], side[PIN_NAME_MAX + 4], tmp[PIN_NAME_MAX + 8];
 	snprintf(name, sizeof name, "%s-%lld", key, gen);
+	snprintf(side, sizeof side, "%s.m", name);
+	snprintf(tmp, sizeof tmp, "%s.m.new", name);
 	int run_fd = open(SBX_RUNDIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int lk = safe_dir(run_fd, 022) ? lock_open(run_fd, "roots") : -1;
 	if (run_fd >= 0)
 		close(run_fd);
 	if (lk < 0)
 		return;
+	/* The name first (another process may have pinned this minute), then
+	 * the digest, then the pin: a reader that finds the pin without its
+	 * digest trusts it only while it is young (box_tmpl.c). */
+	bool pinned = false;
 	int f = openat(p->dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (f >= 0) {
 		close(f);
+		int m = openat(p->dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (m >= 0) {
+			bool ok = util_write_all(m, mounts, PIN_MNT_HEX) == 0;
+			close(m);
+			if (!ok || renameat(p->dir_fd, tmp, p->dir_fd, side) < 0)
+				unlinkat(p->dir_fd, tmp, 0);
+		}
 		char src[64], dst[128];
 		snprintf(src, sizeof src, "/proc/self/fd/%d", mnt_fd);
 		snprintf(dst, sizeof dst, "/proc/self/fd/%d/%s", p->dir_fd, name);
-		if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
+		pinned = mount(src, dst, NULL, MS_BIND, NULL) == 0;
+		if (!pinned) {
 			unlinkat(p->dir_fd, name, 0);
-	}
-	remove_old(p, key, gen);
+			unlinkat(p->dir_fd, side, 0);
+		}
+	} else
+		pinned = errno == EEXIST; /* another process's, this minute */
+	/* Nothing older goes unless a newer one is there. */
+	if (pinned)
+		remove_old(p, key, gen);
 	close(lk);
 }

@@ -3,19 +3,22 @@
  * box_tmpl.c keeps each root it builds as a mount namespace (a "template") for
  * the life of its process.  pin lets a template outlive that process: the
  * namespace is bind-mounted ("pinned") onto a file in SBX_RUNDIR/roots,
- * named by a key, a hash of what the root is made of, and by the minute it
- * was built in, so that the next process (a one-job sbx-run, a new MCP
- * server) copies that root instead of building its own.  What a root is
- * made of: our own executable (a new build may build roots differently),
- * network or not, the rootfs, the /etc entries and binds, and the identity
- * of the trees and files they come from (/usr's, /etc's and each entry's
- * device, inode and change time: an upgrade that renames files into /etc
- * or one of its directories gives a new key at once).  A pin is good for
- * as long as its key is what the tree gives now: the key is the check, a
- * few stat calls, so a root stays warm however long sbx sat idle.  What the
- * key cannot see (a file system mounted on the host under /usr after the
- * root was built) is taken in when the root is rebuilt, within
- * PIN_REFRESH_NS (box_tmpl.c), off any job's path.
+ * named by a key and the minute it was built in, so that the next process
+ * (a one-job sbx-run, a new MCP server) copies that root instead of
+ * building its own.  The key's first half names the configuration: our
+ * own executable (a new build may build roots differently), network or
+ * not, the rootfs, the /etc entries and binds.  Its second half is the
+ * state of the files: the lstat identity (device, inode, change time) of
+ * /usr, /bin, /sbin, the /lib directories, /etc, each /etc entry and each
+ * bind, so that an upgrade that renames files into /etc or one of its
+ * directories gives a new key at once.  Mounts under those trees are what
+ * the key cannot see cheaply (reading /proc/self/mountinfo costs ~75 us
+ * here, more on a host with many mounts): a pin keeps the digest of them
+ * (pin_mounts) beside it, and one older than a minute is used only if the
+ * digest still holds.  So a root stays warm however long sbx sat idle, a
+ * change to its files is seen at once and one to the mounts under them
+ * within the minute, as before; a root older than PIN_REFRESH_NS is
+ * rebuilt anyway, after the jobs (box_tmpl.c).
  *
  * Only root pins, and only as itself (not in a user namespace of its own).
  * The directory is root's, mode 0700, checked on every open, and a private
@@ -41,10 +44,13 @@ struct pin {
 	uint64_t exe[5];     /* our executable: dev, ino, size, mtime */
 };
 
-#define PIN_KEY_HEX 32 /* 128 bits of the hash key a root */
+#define PIN_KEY_HEX 32 /* 128 bits of hash: 64 of configuration, 64 of state */
+#define PIN_MNT_HEX 16
 #define PIN_NAME_MAX 64
-/* A root this old is rebuilt (and pinned anew) though its key still holds. */
+/* A root this old is rebuilt (and pinned anew) though its key holds. */
 #define PIN_REFRESH_NS (3600 * 1000000000LL)
+/* A pin younger than this is used without reading the mounts. */
+#define PIN_TRUST_NS (60 * 1000000000LL)
 
 /* SBX_RUNDIR/sub (O_PATH), root's, mode 0700 and a private mount of its
  * own, created if need be; -1 if not root or anything is wrong. */
@@ -56,13 +62,18 @@ void pin_free(struct pin *p);
  * own templates are checked with it too). */
 void pin_key(struct pin *p, bool network, const char *rootfs, char *const *etc, char *const *binds,
 	     char key[PIN_KEY_HEX + 1]);
-/* The newest pinned mount namespace of that key (a new fd) and how long
- * ago it was built, or -1 (none, or not root).  Only real root calls
- * these two (not root of a user namespace of its own). */
-int pin_get(struct pin *p, const char *key, int64_t *age_ns);
-/* Pin mnt_fd (a template this process has just built) under key, unless
- * another process was first this minute; then remove that key's older
- * pins, any nobody renewed for a day, and the oldest beyond 32. */
-void pin_put(struct pin *p, const char *key, int mnt_fd);
+/* The digest of the mounts (their ids and places) under the trees such a
+ * root mirrors. */
+void pin_mounts(const char *rootfs, char *const *binds, char out[PIN_MNT_HEX + 1]);
+/* The newest pinned mount namespace of that key (a new fd), how long ago
+ * it was built and its mounts' digest ("" if none was kept), or -1 (none,
+ * or not root).  Only real root calls these two (not root of a user
+ * namespace of its own). */
+int pin_get(struct pin *p, const char *key, int64_t *age_ns, char mounts[PIN_MNT_HEX + 1]);
+/* Pin mnt_fd (a template this process has just built from the state
+ * `mounts` describes) under key, unless another process was first this
+ * minute; then remove this configuration's older pins, any nobody renewed
+ * for a day, and the oldest beyond 32. */
+void pin_put(struct pin *p, const char *key, int mnt_fd, const char *mounts);
 
 #endif
