@@ -183,19 +183,23 @@ static int tmpl_build(struct box_sys *s, struct box_tmpl *t, bool network, const
 	return 0;
 }
 
-/* Another process's pin of this key, if it may be used: younger than
- * PIN_TRUST_NS, or its mounts' digest still holds (*mounts: computed
- * here once, "" until then).  Its fd, or -1. */
+/* Another process's pin of this key, if it may be used: its mounts'
+ * digest found to hold less than PIN_TRUST_NS ago, or now (*mounts:
+ * computed here once, "" until then; the pin is then vouched for).  Its
+ * fd, or -1. */
 static int pinned(struct box_sys *s, const char *key, const char *rootfs, char *const *binds, char *mounts,
 		  int64_t *age, char pm[PIN_MNT_HEX + 1])
 {
-	int fd = pin_get(&s->pin, key, age, pm);
-	if (fd < 0 || *age < PIN_TRUST_NS)
+	int64_t checked;
+	int fd = pin_get(&s->pin, key, age, &checked, pm);
+	if (fd < 0 || (pm[0] && checked < PIN_TRUST_NS))
 		return fd;
 	if (!*mounts)
 		pin_mounts(rootfs, binds, mounts);
-	if (!strcmp(pm, mounts))
+	if (!strcmp(pm, mounts)) {
+		pin_vouch(&s->pin);
 		return fd;
+	}
 	close(fd);
 	return -1;
 }

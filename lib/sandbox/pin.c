@@ -309,7 +309,7 @@ static bool parse_name(const char *s, char key[PIN_KEY_HEX + 1], long long *gen)
 
 /* A pin's mount digest (pin_mounts when it was built), kept beside it as
  * NAME.m; "" when missing or not root's. */
-static void read_mounts(struct pin *p, const char *name, char mounts[PIN_MNT_HEX + 1])
+static void read_mounts(struct pin *p, const char *name, char mounts[PIN_MNT_HEX + 1], int64_t *vouched_ns)
 {
 	char side[PIN_NAME_MAX + 4];
 	snprintf(side, sizeof side, "%s.m", name);
@@ -319,15 +319,26 @@ static void read_mounts(struct pin *p, const char *name, char mounts[PIN_MNT_HEX
 	if (fd < 0)
 		return;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
-	    util_read_full(fd, mounts, PIN_MNT_HEX) == PIN_MNT_HEX)
+	    util_read_full(fd, mounts, PIN_MNT_HEX) == PIN_MNT_HEX) {
 		mounts[PIN_MNT_HEX] = 0;
-	else
+		*vouched_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	} else
 		mounts[0] = 0;
 	close(fd);
 }
 
-int pin_get(struct pin *p, const char *key, int64_t *age_ns, char mounts[PIN_MNT_HEX + 1])
+void pin_vouch(struct pin *p)
 {
+	char side[PIN_NAME_MAX + 4];
+	if (p->state <= 0 || !p->found[0])
+		return;
+	snprintf(side, sizeof side, "%s.m", p->found);
+	utimensat(p->dir_fd, side, NULL, AT_SYMLINK_NOFOLLOW);
+}
+
+int pin_get(struct pin *p, const char *key, int64_t *age_ns, int64_t *checked_ns, char mounts[PIN_MNT_HEX + 1])
+{
+	p->found[0] = 0;
 	if (!usable(p))
 		return -1;
 	DIR *d = util_opendirat(p->dir_fd);
@@ -349,10 +360,15 @@ int pin_get(struct pin *p, const char *key, int64_t *age_ns, char mounts[PIN_MNT
 	char name[PIN_NAME_MAX];
 	snprintf(name, sizeof name, "%s-%lld", key, best);
 	int fd = open_pin(p, name);
-	if (fd >= 0)
-		read_mounts(p, name, mounts);
-	int64_t age = now_ns() - (int64_t)best * PIN_GEN_NS;
+	int64_t now_t = now_ns(), vouched = (int64_t)best * PIN_GEN_NS;
+	mounts[0] = 0;
+	if (fd >= 0) {
+		read_mounts(p, name, mounts, &vouched);
+		snprintf(p->found, sizeof p->found, "%s", name);
+	}
+	int64_t age = now_t - (int64_t)best * PIN_GEN_NS;
 	*age_ns = age > 0 ? age : 0;
+	*checked_ns = now_t - vouched > 0 ? now_t - vouched : 0;
 	return fd;
 }
 

@@ -14,8 +14,9 @@
  * directories gives a new key at once.  Mounts under those trees are what
  * the key cannot see cheaply (reading /proc/self/mountinfo costs ~75 us
  * here, more on a host with many mounts): a pin keeps the digest of them
- * (pin_mounts) beside it, and one older than a minute is used only if the
- * digest still holds.  So a root stays warm however long sbx sat idle, a
+ * (pin_mounts) beside it, and one whose digest was last found to hold more
+ * than a minute ago is used only if it still holds (and then vouched for
+ * again, so that the mounts are read once a minute at most).  So a root stays warm however long sbx sat idle, a
  * change to its files is seen at once and one to the mounts under them
  * within the minute, as before; a root older than PIN_REFRESH_NS is
  * rebuilt anyway, after the jobs (box_tmpl.c).
@@ -37,16 +38,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#define PIN_NAME_MAX 64
+
 struct pin {
 	int dir_fd;          /* SBX_RUNDIR/roots (O_PATH), or -1 */
 	int state;           /* 0: not tried yet; 1: usable; -1: off */
 	bool exe_known;
 	uint64_t exe[5];     /* our executable: dev, ino, size, mtime */
+	char found[PIN_NAME_MAX]; /* the pin pin_get last returned, or "" */
 };
 
 #define PIN_KEY_HEX 32 /* 128 bits of hash: 64 of configuration, 64 of state */
 #define PIN_MNT_HEX 16
-#define PIN_NAME_MAX 64
 /* A root this old is rebuilt (and pinned anew) though its key holds. */
 #define PIN_REFRESH_NS (3600 * 1000000000LL)
 /* A pin younger than this is used without reading the mounts. */
@@ -66,10 +69,14 @@ void pin_key(struct pin *p, bool network, const char *rootfs, char *const *etc, 
  * root mirrors. */
 void pin_mounts(const char *rootfs, char *const *binds, char out[PIN_MNT_HEX + 1]);
 /* The newest pinned mount namespace of that key (a new fd), how long ago
- * it was built and its mounts' digest ("" if none was kept), or -1 (none,
- * or not root).  Only real root calls these two (not root of a user
- * namespace of its own). */
-int pin_get(struct pin *p, const char *key, int64_t *age_ns, char mounts[PIN_MNT_HEX + 1]);
+ * it was built, how long ago its mounts' digest was last found to hold
+ * (pin_vouch), and that digest ("" if none was kept); or -1 (none, or not
+ * root).  Only real root calls these (not root of a user namespace of its
+ * own). */
+int pin_get(struct pin *p, const char *key, int64_t *age_ns, int64_t *checked_ns, char mounts[PIN_MNT_HEX + 1]);
+/* The pin pin_get last returned: its digest was found to hold now (so the
+ * next process need not read the mounts for a minute). */
+void pin_vouch(struct pin *p);
 /* Pin mnt_fd (a template this process has just built from the state
  * `mounts` describes) under key, unless another process was first this
  * minute; then remove this configuration's older pins, any nobody renewed
