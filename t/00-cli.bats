@@ -79,7 +79,7 @@ tools() {
 	local i
 	for i in 1 2 3 4 5; do
 		"$BIN/sbx-validate" -c "$conf" < /dev/null
-		! grep -Eq '^sbx-uids-[0-9]+ [0-9]+ 59000 ' /run/sbx/uids.ok || break
+		if grep -Eq '^sbx-uids-[0-9]+ [0-9]+ 59000 ' /run/sbx/uids.ok; then break; fi
 	done
 	[ "$i" -lt 5 ] || grep -Eq '^sbx-uids-[0-9]+ [0-9]+ 59000 ' /run/sbx/uids.ok
 	groupadd -g 59002 "sbxc$$"
