@@ -553,9 +553,19 @@ static bool control_process(jv msg)
 	return false;
 }
 
+/* The background jobs of workspace ws are cancelled. */
+static void cancel_background(const char *ws)
+{
+	for (size_t i = S.nbg; i-- > 0;) /* (from the last: see cancel_all) */
+		if (i < S.nbg && run_workspace(S.bg[i]) && !strcmp(run_workspace(S.bg[i]), ws))
+			run_cancel(S.bg[i]);
+}
+
 /* --control: {"cancel": ID} kills the sandboxes of the job with that id
  * (an id not in flight, finished or never seen, is ignored);
  * {"end_session": SID} kills that session's kernels and background jobs;
+ * {"restore_session": SID} too, and the session lives on (its workspace
+ * was replaced by a checkpoint: sbx-mcp's checkpoint_restore);
  * {"input": ID, "data": TEXT, "eof": BOOL}, {"signal": ID, "name": SIG}
  * and {"resize": ID, "rows": R, "cols": C} go to a background job. */
 static void on_control(struct loop *l, int fd, short rev, void *arg)
@@ -570,16 +580,21 @@ static void on_control(struct loop *l, int fd, short rev, void *arg)
 		}
 		const char *id = st == REC_OK ? rec_str(msg, "cancel", NULL) : NULL;
 		const char *sid = st == REC_OK ? rec_str(msg, "end_session", NULL) : NULL;
-		if (sid && state_session_id_ok(sid, strlen(sid))) {
+		const char *rsid = st == REC_OK ? rec_str(msg, "restore_session", NULL) : NULL;
+		if (rsid && state_session_id_ok(rsid, strlen(rsid))) {
+			char *ws = state_session_dir(S.env.conf, rsid);
+			cell_restored(S.env.kernels, ws);
+			cancel_background(ws);
+			free(ws);
+		} else if (sid && state_session_id_ok(sid, strlen(sid))) {
 			char *ws = state_session_dir(S.env.conf, sid);
 			cell_end(S.env.kernels, ws);
 			run_session_end(&S.env, ws);
-			for (size_t i = S.nbg; i-- > 0;) /* (from the last: see cancel_all) */
-				if (i < S.nbg && run_workspace(S.bg[i]) && !strcmp(run_workspace(S.bg[i]), ws))
-					run_cancel(S.bg[i]);
+			cancel_background(ws);
 			free(ws);
 		} else if (!id)
-			util_warn("--control: line %lu is not {\"cancel\": ID}, {\"end_session\": SID}, {\"input\": ID, ...}, "
+			util_warn("--control: line %lu is not {\"cancel\": ID}, {\"end_session\": SID}, {\"restore_session\": SID}, "
+				  "{\"input\": ID, ...}, "
 				  "{\"signal\": ID, ...} or {\"resize\": ID, ...}", S.control.lineno);
 		struct run *r = id ? run_by_id(id) : NULL;
 		if (r)

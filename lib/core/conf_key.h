@@ -157,6 +157,9 @@ struct conf_net {
 	X(SESSIONS, "max_processes",               INT,     max_processes,          0,         1000,            8,                    -) \
 	X(SESSIONS, "process_output",              SIZE,    process_output,         4 * CONF_KB, 256 * CONF_MB, 1 * CONF_MB,          -) \
 	X(SESSIONS, "max_life",                    DUR,     session_max_life_ms,    1000,      86400e3,         28800e3,              -) \
+	/* checkpoints one session tree (a session and its forks) keeps (0: \
+	 * none); they share the tree's workspace_size */ \
+	X(SESSIONS, "max_checkpoints",             INT,     max_checkpoints,        0,         1000,            32,                   -) \
 	\
 	/* [http]: sbx-mcp --listen */ \
 	/* request body, bytes */ \

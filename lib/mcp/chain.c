@@ -443,6 +443,12 @@ void chain_end_session(struct chain *ch, const char *sid)
 		control(ch, "end_session", sid);
 }
 
+void chain_restore_session(struct chain *ch, const char *sid)
+{
+	if (ch && ch->alive)
+		control(ch, "restore_session", sid);
+}
+
 uint64_t chain_connect(struct chain *ch, const char *sid, unsigned port, chain_conn_fn done, void *arg, char *err,
 		       size_t errlen)
 {

@@ -47,6 +47,9 @@ void chain_cancel(struct chain *ch, const char *id);
 /* A session ended: sbx-run kills its kernels (run_cell) and background
  * jobs (its processes). */
 void chain_end_session(struct chain *ch, const char *sid);
+/* {"restore_session": SID}: its kernels and background jobs are killed,
+ * its workspace having been replaced by a checkpoint; it lives on. */
+void chain_restore_session(struct chain *ch, const char *sid);
 /* A control line for the request with this id (msg consumed, an object
  * naming it: a background job's {"input"}, {"signal"} or {"resize"},
  * sbx-run's --control); false with errno ENOENT if no such request is in

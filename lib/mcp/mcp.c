@@ -532,6 +532,12 @@ static void session_ended(const char *id, void *arg)
 	mcp_port_session_end(m, id);
 }
 
+static void session_restored(const char *id, void *arg)
+{
+	struct mcp *m = arg;
+	chain_restore_session(m->chain, id);
+}
+
 struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path, const char *bindir)
 {
 	struct mcp *m = util_xalloc(sizeof *m);
@@ -562,7 +568,7 @@ struct mcp *mcp_new(struct loop *l, const struct conf *c, const char *conf_path,
 	m->sessions = sess_new(l, c);
 	m->tools = m->tools_plain = jv_invalid();
 	set_tools(m, "");
-	sess_on_end(m->sessions, session_ended, m);
+	sess_on_end(m->sessions, session_ended, session_restored, m);
 	probe_start(m);
 	unsigned seed;
 	util_random(&seed, sizeof seed);

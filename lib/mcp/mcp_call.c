@@ -127,7 +127,7 @@ void mcp_call_free(struct call *c)
 	if (c->cancelled && c->cl)
 		c->cl->send(jv_invalid(), c->tag, c->cl->arg); /* ended without an answer */
 	if (c->held_session)
-		sess_release(m->sessions, c->held_session);
+		sess_release(m->sessions, c->held_session, false);
 	free(c->held_session);
 	if (c->temp_session)
 		sess_remove(m->sessions, c->temp_session);

@@ -205,7 +205,7 @@ static void proc_free(struct sproc *p)
 			break;
 		}
 	if (p->holds)
-		sess_release(m->sessions, p->sid);
+		sess_release(m->sessions, p->sid, true);
 	jv_free(p->what);
 	jv_free(p->result);
 	log_free(&p->log);
@@ -379,7 +379,7 @@ static void proc_done(jv result, void *arg)
 	p->state = P_EXITED;
 	if (p->holds) {
 		p->holds = false;
-		sess_release(p->m->sessions, p->sid);
+		sess_release(p->m->sessions, p->sid, true);
 	}
 	if (p->gone) {
 		proc_free(p);
@@ -466,7 +466,7 @@ void mcp_proc_start(struct call *c)
 	p->what = what;
 	p->next = m->procs;
 	m->procs = p;
-	sess_hold(m->sessions, sid);
+	sess_hold(m->sessions, sid, true);
 	p->holds = true;
 	req = jv_object_set(req, jv_string(REQ_KEY(id)), jv_string(p->run_id));
 	if (c->principal[0])

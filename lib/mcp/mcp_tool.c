@@ -108,7 +108,7 @@ static void tool_run_code(struct call *c)
 	c->temp_session = sid;
 	/* held, so that a short ttl cannot end it between install and run */
 	c->held_session = util_strdup(sid);
-	sess_hold(c->m->sessions, sid);
+	sess_hold(c->m->sessions, sid, false);
 	c->after = jv_object_set(req, jv_string(REQ_KEY(session)), jv_string(sid));
 	c->next = deps_installed;
 	jv inst = jv_object_set(jv_object(), jv_string(REQ_KEY(language)), jv_string(lang));
@@ -297,7 +297,7 @@ static void tool_session(struct call *c, sess_tool_fn *fn)
 		const char *sid = rec_str(req, REQ_KEY(session), NULL);
 		if (sid) {
 			c->held_session = util_strdup(sid);
-			sess_hold(m->sessions, sid);
+			sess_hold(m->sessions, sid, false);
 		}
 		mcp_call_submit(c, req);
 		return;
@@ -332,6 +332,11 @@ static const struct tool_handler {
 	[MCP_T_PLIST] = { mcp_proc_list, NULL },
 	[MCP_T_POPEN] = { mcp_port_open, NULL },
 	[MCP_T_PCLOSE] = { mcp_port_close, NULL },
+	[MCP_T_CKPT] = { NULL, sess_tool_checkpoint },
+	[MCP_T_RESTORE] = { NULL, sess_tool_restore },
+	[MCP_T_FORK] = { NULL, sess_tool_fork },
+	[MCP_T_CKLIST] = { NULL, sess_tool_cklist },
+	[MCP_T_CKDELETE] = { NULL, sess_tool_ckdelete },
 };
 /* A kind added last without a row fails here; one added before the last
  * gets an empty row, which mcp_tool_start answers as sbx's own error. */

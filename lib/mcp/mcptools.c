@@ -461,6 +461,78 @@ static const struct tool_def defs[] = {
 	  "{`type`:`object`,`properties`:{`port`:" INT("the port") ",`closed`:" BOOL("it was open") "},"
 	  "`required`:[`port`,`closed`]}",
 	  false, true, true },
+	{ { "checkpoint_create", MCP_T_CKPT }, "Checkpoint a session's files",
+	  "Save a session's workspace as it is now (its files and installed packages) as a checkpoint, to go back "
+	  "to with checkpoint_restore or to start new sessions from with checkpoint_fork: try a risky change, "
+	  "explore several branches from one prepared state. Checkpoints form a tree (each one's parent is the "
+	  "checkpoint the session's files last came from). Where the result's method is snapshot it takes "
+	  "milliseconds whatever the workspace holds; copy costs time and room in proportion. A session, its forks "
+	  "and their checkpoints share the session's %W; the server keeps a bounded number. Kernels' memory is not "
+	  "saved: after a restore and in a fork, kernels start afresh.",
+	  0, { { "session_id", RK_STR, true }, { "name", RK_STR, false } },
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
+	  "`name`:" STR("a name for it, unique in the session's tree (1 to 64 printable characters)") "},"
+	  "`required`:[`session_id`],`additionalProperties`:false}",
+	  "{`type`:`object`,`properties`:{`checkpoint_id`:" STR("the checkpoint") ","
+	  "`name`:" NULLABLE("string", "its name") ",`parent`:" NULLABLE("string", "the checkpoint the session's files came from") ","
+	  "`session_id`:" STR("the session") ",`method`:{`type`:`string`,`enum`:[`snapshot`,`copy`],`description`:"
+	  "`snapshot: shared blocks, milliseconds whatever the size; copy: the files were copied`},"
+	  "`copied_bytes`:" INT("what a copy copied") ",`duration_ms`:" NUM("how long it took") ","
+	  "`kernels_saved`:" BOOL("whether the kernels' memory was saved (not yet: always false)") ","
+	  "`kernels_live`:" STRS("the languages whose kernels were live") ",`kernel_note`:" STR("what becomes of them") "},"
+	  "`required`:[`checkpoint_id`,`method`]}",
+	  false, false, false },
+	{ { "checkpoint_restore", MCP_T_RESTORE }, "Restore a session to a checkpoint",
+	  "Return a session's workspace to a checkpoint of its tree (by id or name), discarding every change made "
+	  "since. The session's kernels and processes are stopped (a kernel starts afresh at its next cell, and "
+	  "says why); refused while a call runs in the session.",
+	  0, { { "session_id", RK_STR, true }, { "checkpoint", RK_STR, true } },
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ","
+	  "`checkpoint`:" STR("the checkpoint's id or name (checkpoint_list)") "},"
+	  "`required`:[`session_id`,`checkpoint`],`additionalProperties`:false}",
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("the session") ",`checkpoint_id`:" STR("the checkpoint") ","
+	  "`restored`:" BOOL("it was restored") ",`method`:" STR("snapshot or copy") ",`copied_bytes`:" INT("what a copy copied") ","
+	  "`duration_ms`:" NUM("how long it took") ",`kernels_stopped`:" STRS("the languages whose kernels were stopped") ","
+	  "`processes_stopped`:" INT("processes stopped") "},`required`:[`restored`]}",
+	  false, true, false },
+	{ { "checkpoint_fork", MCP_T_FORK }, "Fork sessions from a checkpoint",
+	  "Make new sessions whose workspaces start as a checkpoint of this session's tree: count of them (1 to 16), "
+	  "each independent of the others and of this one (what one writes, no other sees), with this session's "
+	  "language, network and time-to-live. They count against the sessions you may hold.",
+	  0, { { "session_id", RK_STR, true }, { "checkpoint", RK_STR, true }, { "count", RK_INT, false } },
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("a session of the tree") ","
+	  "`checkpoint`:" STR("the checkpoint's id or name") ","
+	  "`count`:{`type`:`integer`,`minimum`:1,`maximum`:16,`description`:`how many sessions (default 1)`}},"
+	  "`required`:[`session_id`,`checkpoint`],`additionalProperties`:false}",
+	  "{`type`:`object`,`properties`:{`session_ids`:" STRS("the new sessions") ",`checkpoint_id`:" STR("their checkpoint") ","
+	  "`method`:" STR("snapshot or copy") ",`duration_ms`:" NUM("how long it took") ","
+	  "`kernel_note`:" STR("what the forks' kernels are") "},`required`:[`session_ids`]}",
+	  false, false, false },
+	{ { "checkpoint_list", MCP_T_CKLIST }, "List a session tree's checkpoints",
+	  "List the checkpoints of a session's tree (the session and those forked from it), newest first, with "
+	  "each one's parent, name, time and size, and which checkpoint each of the tree's sessions came from.",
+	  0, { { "session_id", RK_STR, true } },
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("a session of the tree") "},"
+	  "`required`:[`session_id`],`additionalProperties`:false}",
+	  "{`type`:`object`,`properties`:{`checkpoints`:{`type`:`array`,`description`:`newest first`,`items`:{`type`:`object`,"
+	  "`properties`:{`checkpoint_id`:" STR("its id") ",`name`:" NULLABLE("string", "its name") ","
+	  "`parent`:" NULLABLE("string", "its parent checkpoint") ",`session_id`:" STR("the session it was taken of") ","
+	  "`created_at`:" STR("when (ISO 8601)") ",`bytes`:" INT("the size of its files") "}}},"
+	  "`sessions`:{`type`:`array`,`description`:`the tree's sessions`,`items`:{`type`:`object`,`properties`:{"
+	  "`session_id`:" STR("a session") ",`checkpoint_id`:" NULLABLE("string", "the checkpoint its files came from") "}}},"
+	  "`method`:" STR("snapshot or copy") ",`max_checkpoints`:" INT("how many the tree may keep") "},"
+	  "`required`:[`checkpoints`,`sessions`]}",
+	  true, false, true },
+	{ { "checkpoint_delete", MCP_T_CKDELETE }, "Delete a checkpoint",
+	  "Delete a checkpoint of a session's tree (by id or name), freeing its room. Sessions restored or forked "
+	  "from it keep their files; its children's parent becomes its own.",
+	  0, { { "session_id", RK_STR, true }, { "checkpoint", RK_STR, true } },
+	  "{`type`:`object`,`properties`:{`session_id`:" STR("a session of the tree") ","
+	  "`checkpoint`:" STR("the checkpoint's id or name") "},"
+	  "`required`:[`session_id`,`checkpoint`],`additionalProperties`:false}",
+	  "{`type`:`object`,`properties`:{`checkpoint_id`:" STR("the checkpoint") ",`deleted`:" BOOL("it was deleted") "},"
+	  "`required`:[`deleted`]}",
+	  false, true, false },
 };
 
 #define NDEFS (sizeof defs / sizeof defs[0])

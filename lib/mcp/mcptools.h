@@ -41,6 +41,11 @@ enum mcp_tool_kind {
 	MCP_T_PLIST,
 	MCP_T_POPEN,
 	MCP_T_PCLOSE,
+	MCP_T_CKPT,
+	MCP_T_RESTORE,
+	MCP_T_FORK,
+	MCP_T_CKLIST,
+	MCP_T_CKDELETE,
 	MCP_T_N /* not a tool: how many kinds there are */
 };
 

@@ -22,6 +22,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "ckpt.h"
 #include "mcptools.h"
 #include "job.h"
 #include "layout.h"
@@ -62,32 +63,39 @@ static bool is_id(const char *s)
 	return state_session_id_ok(s, strnlen(s, STATE_SESSION_ID_LEN + 1));
 }
 
-/* Workspaces whose lock no live server holds are leftovers of one that
- * died: remove them. */
-static void remove_orphans(struct sessions *s)
+/* Workspaces (and trees) whose lock no live server holds are leftovers of
+ * one that died: remove them.  Sessions first: their binds hold their
+ * trees' filesystems. */
+static void remove_orphans_in(const char *base, const char *what)
 {
-	DIR *d = opendir(s->base);
+	DIR *d = opendir(base);
 	if (!d)
 		return;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		if (!is_id(e->d_name))
 			continue;
-		char *lock = state_session_lock(s->base, e->d_name);
+		char *lock = state_session_lock(base, e->d_name);
 		int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		free(lock);
 		if (fd < 0)
 			continue;
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-			util_warn("removing the workspace of a session no server holds: %s", e->d_name);
-			remove_dir(s->base, e->d_name);
+			util_warn("removing the %s no server holds: %s", what, e->d_name);
+			remove_dir(base, e->d_name);
 		}
 		close(fd);
 	}
 	closedir(d);
 }
 
-static struct session *find(struct sessions *s, const char *id)
+static void remove_orphans(struct sessions *s)
+{
+	remove_orphans_in(s->base, "workspace of a session");
+	remove_orphans_in(s->trees, "session tree");
+}
+
+struct session *sess_find(struct sessions *s, const char *id)
 {
 	for (struct session *x = s->list; x; x = x->next)
 		if (!strcmp(x->id, id))
@@ -96,6 +104,46 @@ static struct session *find(struct sessions *s, const char *id)
 }
 
 static void rearm(struct sessions *s);
+
+/* A tree with no session left goes, its filesystem with it. */
+static void tree_unref(struct sessions *s, struct tree *t)
+{
+	if (!t || --t->refs)
+		return;
+	while (t->ck) {
+		struct checkpoint *ck = t->ck;
+		t->ck = ck->next;
+		free(ck->name);
+		free(ck);
+	}
+	if (t->fd >= 0)
+		close(t->fd);
+	if (t->dir)
+		remove_dir(s->trees, t->id);
+	if (t->lockfd >= 0)
+		close(t->lockfd);
+	free(t->dir);
+	free(t->fs_note);
+	free(t);
+}
+
+static void session_free(struct sessions *s, struct session *x)
+{
+	remove_dir(s->base, x->id);
+	if (x->tree && x->tree->dir) {
+		char w[64];
+		snprintf(w, sizeof w, "w/%s", x->id);
+		ckpt_drop(x->tree->fd, w, x->tree->fs == WSFS_BTRFS);
+	}
+	tree_unref(s, x->tree);
+	if (x->lockfd >= 0)
+		close(x->lockfd);
+	free(x->dir);
+	free(x->language);
+	jv_free(x->network);
+	jv_free(x->approved);
+	free(x);
+}
 
 void sess_remove(struct sessions *s, const char *id)
 {
@@ -106,14 +154,7 @@ void sess_remove(struct sessions *s, const char *id)
 		*p = x->next;
 		if (s->on_end)
 			s->on_end(x->id, s->end_arg);
-		remove_dir(s->base, x->id);
-		close(x->lockfd);
-		free(x->dir);
-		free(x->language);
-		jv_free(x->network);
-		jv_free(x->approved);
-		free(x->fs_note);
-		free(x);
+		session_free(s, x);
 		s->n--;
 		rearm(s);
 		return;
@@ -161,19 +202,23 @@ static void on_timer(struct loop *l, int fd, short rev, void *arg)
 	(void)rev;
 }
 
-void sess_hold(struct sessions *s, const char *id)
+void sess_hold(struct sessions *s, const char *id, bool process)
 {
-	struct session *x = find(s, id);
-	if (x)
+	struct session *x = sess_find(s, id);
+	if (x) {
 		x->busy++;
+		x->procs += process;
+	}
 	rearm(s);
 }
 
-void sess_release(struct sessions *s, const char *id)
+void sess_release(struct sessions *s, const char *id, bool process)
 {
-	struct session *x = find(s, id);
+	struct session *x = sess_find(s, id);
 	if (x && x->busy) {
 		x->busy--;
+		if (process && x->procs)
+			x->procs--;
 		x->last_used = util_now_ms();
 	}
 	rearm(s);
@@ -185,8 +230,9 @@ struct sessions *sess_new(struct loop *l, const struct conf *c)
 	s->loop = l;
 	s->conf = c;
 	s->base = state_sessions_dir(c);
+	s->trees = util_fmt("%s/.trees", s->base);
 	s->timer = -1;
-	if (util_mkdir_p(s->base, 0711) == 0)
+	if (util_mkdir_p(s->base, 0711) == 0 && util_mkdir_p(s->trees, 0700) == 0)
 		remove_orphans(s);
 	s->fs = wsfs_new(s->base, !strcmp(probe_backend(c), "docker"));
 	if (*wsfs_note(s->fs))
@@ -210,6 +256,7 @@ void sess_free(struct sessions *s)
 	}
 	wsfs_free(s->fs);
 	free(s->base);
+	free(s->trees);
 	free(s);
 }
 
@@ -218,25 +265,182 @@ const struct wsfs *sess_wsfs(const struct sessions *s)
 	return s->fs;
 }
 
-char *sess_create(struct sessions *s, unsigned owner, const char *language, uint64_t ttl_ms, char *err, size_t errlen)
+/* A new tree: its lock, its filesystem of workspace_size (wsfs.h) and its
+ * layout (ckpt.h).  Where workspaces are plain directories (WSFS_DIR) it
+ * has neither: its one session's workspace is its directory itself. */
+static struct tree *tree_new(struct sessions *s, char *err, size_t errlen)
 {
 	const struct conf *c = s->conf;
-	if (s->n >= c->max_sessions) {
+	struct tree *t = util_xalloc(sizeof *t);
+	t->fd = t->lockfd = -1;
+	t->refs = 1;
+	t->fs = wsfs_kind(s->fs);
+	t->fs_note = util_strdup(wsfs_note(s->fs));
+	if (t->fs == WSFS_DIR)
+		return t;
+	state_session_id_new(t->id);
+	t->dir = util_fmt("%s/%s", s->trees, t->id);
+	char *lock = state_session_lock(s->trees, t->id);
+	t->lockfd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	free(lock);
+	if (t->lockfd < 0 || flock(t->lockfd, LOCK_EX) < 0 || util_mkdir_p(s->trees, 0700) < 0 || mkdir(t->dir, 0700) < 0) {
+		snprintf(err, errlen, "cannot create the workspace %s: %s", t->dir, strerror(errno));
+		goto fail;
+	}
+	/* noexec on the host: nothing a sandbox wrote runs there.  The native
+	 * backend's clone of it is made executable where the configuration
+	 * lets programs run what they build (workspace_exec, box_workspace);
+	 * the docker backend's bind keeps the host's flags, so for it the
+	 * mount follows the key. */
+	bool host_exec = c->workspace_exec && !strcmp(probe_backend(c), "docker");
+	char *image = state_session_image(s->trees, t->id), note[320];
+	int fs = wsfs_mount(s->fs, t->dir, image, c->workspace_size, ns_tmpfs_inodes(c->workspace_size), geteuid(),
+			    getegid(), host_exec, note, sizeof note, err, errlen);
+	free(image);
+	if (fs < 0)
+		goto fail;
+	t->fs = (enum wsfs_kind)fs;
+	free(t->fs_note);
+	t->fs_note = util_strdup(note);
+	t->fd = open(t->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (t->fd < 0 || fchmod(t->fd, 0700) < 0) {
+		snprintf(err, errlen, "cannot set up the workspace %s: %s", t->dir, strerror(errno));
+		goto fail;
+	}
+	unlinkat(t->fd, "lost+found", AT_REMOVEDIR);
+	if (ckpt_layout(t->fd, err, errlen) < 0)
+		goto fail;
+	return t;
+fail:
+	tree_unref(s, t);
+	return NULL;
+}
+
+/* A session's workspace at x->dir: the directory itself (no tree), or a
+ * bind of the tree's w/ID, made empty or from checkpoint ck. */
+static int workspace_make(struct sessions *s, struct session *x, const struct checkpoint *ck, char *err, size_t errlen)
+{
+	struct owner own = sess_sandbox_owner(s);
+	uid_t uid = own.uid == (uid_t)-1 ? geteuid() : own.uid;
+	gid_t gid = own.gid == (gid_t)-1 ? getegid() : own.gid;
+	struct tree *t = x->tree;
+	if (mkdir(x->dir, 0700) < 0) {
+		snprintf(err, errlen, "cannot create the workspace %s: %s", x->dir, strerror(errno));
+		return -1;
+	}
+	if (!t->dir) {
+		/* Not with the docker backend as an ordinary user: its
+		 * containers run as uid + 1, not as the server, and need the
+		 * way in others have. */
+		if (chmod(x->dir, geteuid() != 0 ? 0755 : 0700) < 0 || chown(x->dir, own.uid, own.gid) < 0) {
+			snprintf(err, errlen, "cannot set up the workspace %s: %s", x->dir, strerror(errno));
+			return -1;
+		}
+	} else {
+		char w[64], *src;
+		snprintf(w, sizeof w, "w/%s", x->id);
+		bool btrfs = t->fs == WSFS_BTRFS;
+		int rc;
+		if (ck) {
+			char c[32];
+			snprintf(c, sizeof c, "c/%s", ck->id);
+			rc = ckpt_clone(t->fd, c, w, btrfs, false, NULL, err, errlen);
+		} else {
+			rc = ckpt_workspace_new(t->fd, w, btrfs, uid, gid, err, errlen);
+		}
+		if (rc < 0)
+			return -1;
+		/* Only the sandbox's uid (and the server) may enter: another
+		 * local account must neither read nor change a session's
+		 * files, whatever their modes.  The bind keeps the tree mount's
+		 * flags (nosuid, nodev, noexec). */
+		src = util_fmt("%s/%s", t->dir, w);
+		rc = mount(src, x->dir, NULL, MS_BIND, NULL);
+		free(src);
+		if (rc < 0) {
+			snprintf(err, errlen, "cannot bind the workspace %s: %s", x->dir, strerror(errno));
+			return -1;
+		}
+		if (ck)
+			return 0;
+	}
+	/* Installed packages go here: made now, so that no program can be
+	 * first to create it (runs see it read-only, see ns_attach_work). */
+	char *deps = util_fmt("%s/" NS_DEPS, x->dir);
+	int made = mkdir(deps, 0755) == 0 && lchown(deps, own.uid, own.gid) == 0 ? 0 : -1;
+	free(deps);
+	if (made < 0)
+		snprintf(err, errlen, "cannot set up the workspace %s: %s", x->dir, strerror(errno));
+	return made;
+}
+
+/* What a new session may not exceed: max_sessions, and what one HTTP token
+ * may hold (owner 0 is the stdio client, alone), max_sessions_per_token
+ * workspaces, each of workspace_size bytes and as many inodes. */
+static bool room_for(const struct sessions *s, unsigned owner, unsigned more, char *err, size_t errlen)
+{
+	const struct conf *c = s->conf;
+	if (s->n + more > c->max_sessions) {
 		snprintf(err, errlen, "too many sessions (max_sessions %llu): stop one with sandbox_stop first",
 			 (unsigned long long)c->max_sessions);
-		return NULL;
+		return false;
 	}
-	/* What one HTTP token may hold (owner 0 is the stdio client, alone):
-	 * max_sessions_per_token workspaces, each of workspace_size bytes
-	 * and as many inodes. */
 	unsigned mine = 0;
 	for (struct session *x = s->list; x; x = x->next)
 		mine += x->owner == owner;
-	if (owner && mine >= c->max_sessions_per_token) {
+	if (owner && mine + more > c->max_sessions_per_token) {
 		snprintf(err, errlen, "too many sessions for this token (max_sessions_per_token %llu): stop one with sandbox_stop first",
 			 (unsigned long long)c->max_sessions_per_token);
+		return false;
+	}
+	return true;
+}
+
+struct session *sess_new_in(struct sessions *s, unsigned owner, struct tree *t, const struct checkpoint *ck, char *err,
+			    size_t errlen)
+{
+	if (!room_for(s, owner, 1, err, errlen))
+		return NULL;
+	if (util_mkdir_p(s->base, 0711) < 0) {
+		snprintf(err, errlen, "cannot create %s: %s%s%s", s->base, strerror(errno), s->conf->state_note ? "; " : "",
+			 s->conf->state_note ? s->conf->state_note : "");
 		return NULL;
 	}
+	struct session *x = util_xalloc(sizeof *x);
+	x->network = x->approved = jv_invalid();
+	state_session_id_new(x->id);
+	x->dir = util_fmt("%s/%s", s->base, x->id);
+	x->tree = t;
+	t->refs++;
+	char *lock = state_session_lock(s->base, x->id);
+	x->lockfd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	free(lock);
+	if (x->lockfd < 0 || flock(x->lockfd, LOCK_EX) < 0) {
+		snprintf(err, errlen, "cannot create the workspace %s: %s", x->dir, strerror(errno));
+		session_free(s, x);
+		return NULL;
+	}
+	if (workspace_make(s, x, ck, err, errlen) < 0) {
+		session_free(s, x);
+		return NULL;
+	}
+	if (ck)
+		memcpy(x->base, ck->id, sizeof x->base);
+	x->ttl_ms = s->conf->session_ttl_ms;
+	x->owner = owner;
+	x->last_used = x->born = util_now_ms();
+	x->next = s->list;
+	s->list = x;
+	s->n++;
+	rearm(s);
+	return x;
+}
+
+char *sess_create(struct sessions *s, unsigned owner, const char *language, uint64_t ttl_ms, char *err, size_t errlen)
+{
+	const struct conf *c = s->conf;
+	if (!room_for(s, owner, 1, err, errlen))
+		return NULL;
 	if (language && !conf_lang(c, language)) {
 		snprintf(err, errlen, "unsupported language \"%.60s\" (list_supported_languages lists them)", language);
 		return NULL;
@@ -246,74 +450,18 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 			 c->state_note ? c->state_note : "");
 		return NULL;
 	}
-	struct session *x = util_xalloc(sizeof *x);
-	state_session_id_new(x->id);
-	x->dir = util_fmt("%s/%s", s->base, x->id);
-	char *lock = state_session_lock(s->base, x->id);
-	x->lockfd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	free(lock);
-	struct owner own = sess_sandbox_owner(s);
-	if (x->lockfd < 0 || flock(x->lockfd, LOCK_EX) < 0 || mkdir(x->dir, 0700) < 0) {
-		snprintf(err, errlen, "cannot create the workspace %s: %s", x->dir, strerror(errno));
-		goto fail;
-	}
-	/* noexec on the host: nothing a sandbox wrote runs there.  The native
-	 * backend's clone of it is made executable where the configuration
-	 * lets programs run what they build (workspace_exec, box_workspace);
-	 * the docker backend's bind keeps the host's flags, so for it the
-	 * mount follows the key. */
-	bool host_exec = c->workspace_exec && !strcmp(probe_backend(c), "docker");
-	char *image = state_session_image(s->base, x->id), note[320];
-	int fs = wsfs_mount(s->fs, x->dir, image, c->workspace_size, ns_tmpfs_inodes(c->workspace_size),
-			    own.uid == (uid_t)-1 ? geteuid() : own.uid, own.gid == (gid_t)-1 ? getegid() : own.gid,
-			    host_exec, note, sizeof note, err, errlen);
-	free(image);
-	if (fs < 0)
-		goto fail;
-	x->fs = (enum wsfs_kind)fs;
-	x->fs_note = util_strdup(note);
-	/* Only the sandbox's uid (and the server) may enter: another local
-	 * account must neither read nor change a session's files, whatever
-	 * their modes.  (Not with the docker backend as an ordinary user: its
-	 * containers run as uid + 1, not as the server, and need the way in
-	 * others have.)  A tmpfs has its mode from the mount, and is not
-	 * changed: root in a container has no CAP_FOWNER for its owner's. */
-	mode_t mode = fs == WSFS_DIR && geteuid() != 0 ? 0755 : 0700;
-	struct stat st;
-	if (stat(x->dir, &st) < 0 || ((st.st_mode & 07777) != mode && chmod(x->dir, mode) < 0)) {
-		snprintf(err, errlen, "cannot set up the workspace %s: %s", x->dir, strerror(errno));
-		goto fail;
-	}
-	if (chown(x->dir, own.uid, own.gid) < 0) {
-		snprintf(err, errlen, "cannot set up the workspace %s: %s", x->dir, strerror(errno));
-		goto fail;
-	}
-	/* Installed packages go here: made now, so that no program can be
-	 * first to create it (runs see it read-only, see ns_attach_work). */
-	char *deps = util_fmt("%s/" NS_DEPS, x->dir);
-	int made = mkdir(deps, 0755) == 0 && lchown(deps, own.uid, own.gid) == 0 ? 0 : -1;
-	free(deps);
-	if (made < 0) {
-		snprintf(err, errlen, "cannot set up the workspace %s: %s", x->dir, strerror(errno));
-		goto fail;
-	}
+	struct tree *t = tree_new(s, err, errlen);
+	if (!t)
+		return NULL;
+	struct session *x = sess_new_in(s, owner, t, NULL, err, errlen);
+	tree_unref(s, t); /* the session holds it now, or nothing does */
+	if (!x)
+		return NULL;
 	x->language = language ? util_strdup(conf_lang(c, language)->name) : NULL;
-	x->ttl_ms = ttl_ms ? ttl_ms : c->session_ttl_ms;
-	x->owner = owner;
-	x->last_used = x->born = util_now_ms();
-	x->next = s->list;
-	s->list = x;
-	s->n++;
+	if (ttl_ms)
+		x->ttl_ms = ttl_ms;
 	rearm(s);
 	return util_strdup(x->id);
-fail:
-	remove_dir(s->base, x->id);
-	if (x->lockfd >= 0)
-		close(x->lockfd);
-	free(x->dir);
-	free(x->fs_note);
-	free(x);
-	return NULL;
 }
 
 /* ---- the tools ------------------------------------------------------------ */
@@ -321,7 +469,7 @@ fail:
 static struct session *get(struct sessions *s, unsigned owner, jv args, char *err, size_t errlen)
 {
 	const char *id = rec_str(args, "session_id", NULL);
-	struct session *x = id && is_id(id) ? find(s, id) : NULL;
+	struct session *x = id && is_id(id) ? sess_find(s, id) : NULL;
 	if (!x || x->owner != owner) {
 		snprintf(err, errlen, "unknown session \"%.40s\": it expired, was stopped, or was never made by this server "
 			 "(sandbox_initialize makes one)", id ? id : "");
@@ -522,7 +670,7 @@ static struct session *uri_session(struct sessions *s, unsigned owner, const cha
 	}
 	memcpy(id, uri + pl, STATE_SESSION_ID_LEN);
 	id[STATE_SESSION_ID_LEN] = 0;
-	struct session *x = is_id(id) ? find(s, id) : NULL;
+	struct session *x = is_id(id) ? sess_find(s, id) : NULL;
 	if (!x || x->owner != owner) {
 		snprintf(err, errlen, "not found: no session %s of yours", id);
 		return NULL;
@@ -583,7 +731,7 @@ jv sess_complete(struct sessions *s, unsigned owner, const char *arg, const char
 				out = jv_array_append(out, jv_string(x->id));
 		return out;
 	}
-	struct session *x = session_id && is_id(session_id) ? find(s, session_id) : NULL;
+	struct session *x = session_id && is_id(session_id) ? sess_find(s, session_id) : NULL;
 	if (strcmp(arg, "path") || !x || x->owner != owner)
 		return out;
 	jv files = workspace_files(x);
@@ -620,8 +768,10 @@ bool sess_can_install(const struct conf *c, const char *language, char *err, siz
 	return true;
 }
 
-void sess_on_end(struct sessions *s, void (*fn)(const char *id, void *arg), void *arg)
+void sess_on_end(struct sessions *s, void (*fn)(const char *id, void *arg), void (*restore)(const char *id, void *arg),
+		 void *arg)
 {
+	s->on_restore = restore;
 	s->on_end = fn;
 	s->end_arg = arg;
 }
@@ -652,7 +802,7 @@ static unsigned kernels_of(const struct sessions *s, unsigned owner)
 
 void sess_kernel_seen(struct sessions *s, const char *id, const char *lang, bool alive)
 {
-	struct session *x = find(s, id);
+	struct session *x = sess_find(s, id);
 	if (!x || !lang)
 		return;
 	unsigned i = 0;
@@ -739,7 +889,7 @@ bool sess_tool_init(struct sessions *s, unsigned owner, jv args, jv *out, jv *re
 		jv_free(deps);
 		return false;
 	}
-	struct session *x = find(s, id);
+	struct session *x = sess_find(s, id);
 	x->network = jv_get_kind(net) == JV_KIND_NULL ? jv_invalid() : net;
 	char when[40];
 	util_iso8601(util_epoch_ms() + (double)x->ttl_ms, when, sizeof when);
@@ -752,10 +902,10 @@ bool sess_tool_init(struct sessions *s, unsigned owner, jv args, jv *out, jv *re
 	/* what its quota is, and what the files count against where it
 	 * is not a disk's (wsfs.h) */
 	o = jv_object_set(o, jv_string("workspace_bytes"),
-			  x->fs == WSFS_DIR ? jv_null() : jv_number((double)s->conf->workspace_size));
-	o = jv_object_set(o, jv_string("workspace_filesystem"), jv_string(wsfs_kind_name(x->fs)));
-	if (*x->fs_note)
-		o = jv_object_set(o, jv_string("workspace_note"), jv_string(x->fs_note));
+			  x->tree->fs == WSFS_DIR ? jv_null() : jv_number((double)s->conf->workspace_size));
+	o = jv_object_set(o, jv_string("workspace_filesystem"), jv_string(wsfs_kind_name(x->tree->fs)));
+	if (*x->tree->fs_note)
+		o = jv_object_set(o, jv_string("workspace_note"), jv_string(x->tree->fs_note));
 	*out = o;
 	if (install)
 		*req = install_request(x, x->language, deps);
@@ -767,7 +917,7 @@ bool sess_tool_init(struct sessions *s, unsigned owner, jv args, jv *out, jv *re
 
 bool sess_network_allow(struct sessions *s, unsigned owner, const char *id, jv ran, const char *pat)
 {
-	struct session *x = find(s, id);
+	struct session *x = sess_find(s, id);
 	if (!x || x->owner != owner)
 		return false;
 	if (jv_get_kind(x->network) == JV_KIND_TRUE)

@@ -36,10 +36,10 @@ struct sessions *sess_new(struct loop *l, const struct conf *c);
 void sess_free(struct sessions *s);
 /* What this server's workspaces are made of (wsfs.h). */
 const struct wsfs *sess_wsfs(const struct sessions *s);
-/* A run in session id starts (the session does not expire while any
- * runs), and ends (its idle time starts again from then). */
-void sess_hold(struct sessions *s, const char *id);
-void sess_release(struct sessions *s, const char *id);
+/* A run (or a process) in session id starts (the session does not expire
+ * while any runs), and ends (its idle time starts again from then). */
+void sess_hold(struct sessions *s, const char *id, bool process);
+void sess_release(struct sessions *s, const char *id, bool process);
 
 /* MCP resources: every regular file of the owner's sessions' workspaces
  * (not .deps, not sbx's own names) as {uri, name, mimeType, size}, its URI
@@ -76,8 +76,11 @@ bool sess_can_install(const struct conf *c, const char *language, char *err, siz
 char *sess_create(struct sessions *s, unsigned owner, const char *language, uint64_t ttl_ms, char *err, size_t errlen);
 void sess_remove(struct sessions *s, const char *id);
 /* fn is told of each session that ends (stopped, expired, or with the
- * server), before its workspace goes: its kernels are to be stopped. */
-void sess_on_end(struct sessions *s, void (*fn)(const char *id, void *arg), void *arg);
+ * server), before its workspace goes: its kernels are to be stopped;
+ * restore, of each whose workspace a checkpoint replaces, before it is:
+ * its kernels and processes are to be stopped, and it lives on. */
+void sess_on_end(struct sessions *s, void (*fn)(const char *id, void *arg), void (*restore)(const char *id, void *arg),
+		 void *arg);
 /* A cell's result: the session's kernel of lang lives on (or not).  With
  * its last cell's time this counts a token's kernels for
  * max_kernels_per_token (sbx-run stops the idle ones at the same age). */
@@ -102,6 +105,11 @@ sess_tool_fn sess_tool_read;    /* read_file */
 sess_tool_fn sess_tool_list;    /* list_files */
 sess_tool_fn sess_tool_install; /* install_packages */
 sess_tool_fn sess_tool_process; /* process_start: *req a background job's (mcp_proc.c runs it) */
+sess_tool_fn sess_tool_checkpoint; /* checkpoint_create (sess_ckpt.c) */
+sess_tool_fn sess_tool_restore;    /* checkpoint_restore */
+sess_tool_fn sess_tool_fork;       /* checkpoint_fork */
+sess_tool_fn sess_tool_cklist;     /* checkpoint_list */
+sess_tool_fn sess_tool_ckdelete;   /* checkpoint_delete */
 /* Whether args' session_id names a session of owner's (and it is used
  * now); false with err. */
 bool sess_check(struct sessions *s, unsigned owner, jv args, char *err, size_t errlen);

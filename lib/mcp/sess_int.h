@@ -16,6 +16,34 @@
 #include "sess.h"
 #include "state.h"
 
+/* A checkpoint of a session tree (ckpt.h's c/ID): where it came from. */
+#define SESS_CK_LEN 16
+struct checkpoint {
+	char id[SESS_CK_LEN + 1];  /* 16 hex digits */
+	char parent[SESS_CK_LEN + 1]; /* the checkpoint its session's files came from, "" if none */
+	char session[STATE_SESSION_ID_LEN + 1]; /* the session it was taken of */
+	char *name;                /* the caller's, or NULL */
+	double created;            /* util_epoch_ms */
+	double ms;                 /* how long taking it took */
+	int64_t bytes;             /* its files' sizes, -1 until counted */
+	struct checkpoint *next;
+};
+
+/* A session tree: a session and those forked from its checkpoints, on one
+ * filesystem (ckpt.h), which ends with the last of them. */
+struct tree {
+	char id[STATE_SESSION_ID_LEN + 1];
+	char *dir;             /* STATE_DIR/sessions/.trees/ID, its mount; NULL for WSFS_DIR (no tree) */
+	int fd;                /* dir, open */
+	int lockfd;            /* flock held while it lives */
+	enum wsfs_kind fs;     /* what its workspaces are (wsfs.h) */
+	char *fs_note;         /* and what that means, "" for btrfs and ext4 */
+	unsigned refs;         /* its sessions */
+	struct checkpoint *ck; /* newest first */
+	unsigned nck;
+	unsigned trash;        /* names of x/ used */
+};
+
 struct session {
 	char id[STATE_SESSION_ID_LEN + 1];
 	char *dir;
@@ -26,14 +54,15 @@ struct session {
 	uint64_t ttl_ms;
 	double last_used;      /* util_now_ms */
 	double born;           /* util_now_ms at its start: its processes end by max_life from it */
-	unsigned busy;         /* runs in it now (sess_hold): it does not expire under them */
+	unsigned busy;         /* runs and processes in it now (sess_hold): it does not expire under them */
+	unsigned procs;        /* of which processes */
+	struct tree *tree;
+	char base[SESS_CK_LEN + 1]; /* the checkpoint its files came from (restored, forked), "" if none */
 	int lockfd;
 	/* Its kernels as far as we know (run_cell): by language, with their
 	 * last cell; one idle past kernel_idle is gone (sbx-run stops it). */
 	struct { char lang[32]; double last; } kern[8];
 	unsigned nkern;
-	enum wsfs_kind fs;     /* what its workspace is (wsfs.h) */
-	char *fs_note;         /* and what that means, "" for ext4 */
 	struct session *next;
 };
 
@@ -41,13 +70,21 @@ struct sessions {
 	struct loop *loop;
 	const struct conf *conf;
 	char *base;            /* STATE_DIR/sessions */
+	char *trees;           /* STATE_DIR/sessions/.trees, root's (the server's), 0700 */
 	struct wsfs *fs;       /* what a workspace is made of */
 	int timer;
 	struct session *list;
 	unsigned n;
 	void (*on_end)(const char *id, void *arg);
+	void (*on_restore)(const char *id, void *arg);
 	void *end_arg;
 };
+
+/* A session in tree t of owner's, its workspace made empty or, with ck,
+ * from that checkpoint; NULL with err. */
+struct session *sess_new_in(struct sessions *s, unsigned owner, struct tree *t, const struct checkpoint *ck, char *err,
+			    size_t errlen);
+struct session *sess_find(struct sessions *s, const char *id);
 
 /* Who owns a workspace's files, as the host sees it.  As root: the
  * sandbox's program, whose uid and gid are both uid + 1 (box.c maps them

@@ -1,12 +1,15 @@
 /* wsfs: the filesystem beneath a session's workspace (see wsfs.h).
  *
  * A root server's workspace, step by step: a sparse image file of the
- * quota's size; mke2fs makes ext4 in it without a journal (a workspace does
- * not outlive its server, so there is nothing to recover) and with its root
- * owned by the sandbox user; a free loop device takes the file with
- * autoclear and direct I/O (the image's own pages are not cached twice);
- * the image is unlinked; the device is mounted on the workspace; the
- * lost+found mke2fs made is removed, so that the workspace starts empty.
+ * quota's size; mkfs.btrfs (or mke2fs) makes a filesystem in it (ext4
+ * without a journal: a workspace does not outlive its server, so there is
+ * nothing to recover); a free loop device takes the file with autoclear and
+ * direct I/O (the image's own pages are not cached twice); the image is
+ * unlinked; the device is mounted; the lost+found mke2fs made is removed.
+ * btrfs comes first because its snapshots are what makes a checkpoint
+ * (ckpt.h) cost the same whatever the workspace holds; below its least
+ * size (16 MiB, mixed block groups), or where the kernel will not mount it,
+ * ext4, whose checkpoints are copies.
  */
 #define _GNU_SOURCE
 #include "wsfs.h"
@@ -34,15 +37,20 @@ struct wsfs {
 	char note[320];
 };
 
-static const char *const mke2fs_paths[] = { "/usr/sbin/mke2fs", "/sbin/mke2fs" };
-
-static const char *mke2fs_path(void)
+/* A program of e2fsprogs' or btrfs-progs', where Debian puts it. */
+static const char *sbin_path(const char *name, char *buf, size_t len)
 {
-	for (size_t i = 0; i < sizeof mke2fs_paths / sizeof mke2fs_paths[0]; i++)
-		if (access(mke2fs_paths[i], X_OK) == 0)
-			return mke2fs_paths[i];
+	static const char *const dirs[] = { "/usr/sbin", "/sbin" };
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		snprintf(buf, len, "%s/%s", dirs[i], name);
+		if (access(buf, X_OK) == 0)
+			return buf;
+	}
 	return NULL;
 }
+
+/* btrfs's least size with mixed block groups. */
+#define BTRFS_MIN ((uint64_t)16 << 20)
 
 static void note_tmpfs(char *note, size_t len, const char *why)
 {
@@ -93,10 +101,11 @@ struct wsfs *wsfs_new(const char *base, bool docker)
 	w->root = geteuid() == 0;
 	char why[200] = "";
 	if (w->root) {
-		w->kind = WSFS_EXT4;
+		char path[64];
+		w->kind = sbin_path("mkfs.btrfs", path, sizeof path) ? WSFS_BTRFS : WSFS_EXT4;
 		if (access("/dev/loop-control", R_OK | W_OK) < 0)
 			snprintf(why, sizeof why, "no loop devices here: /dev/loop-control: %s", strerror(errno));
-		else if (!mke2fs_path())
+		else if (w->kind == WSFS_EXT4 && !sbin_path("mke2fs", path, sizeof path))
 			snprintf(why, sizeof why, "no mke2fs: install e2fsprogs");
 		if (*why) {
 			w->kind = WSFS_TMPFS;
@@ -144,22 +153,15 @@ const char *wsfs_note(const struct wsfs *w)
 	return w->note;
 }
 
-/* mke2fs into image: 4 KiB blocks (a page each), an inode per 8 KiB (the
- * tables take 3 % of the quota), no reserve; its message (the last line of
- * its stderr) in err. */
-static int make_ext4(const char *image, uid_t uid, gid_t gid, char *err, size_t errlen)
+/* Run a mkfs program (argv[0] a name in /usr/sbin or /sbin) on an image;
+ * its message (the last line of its stderr) in err. */
+static int run_mkfs(char *const argv[], char *err, size_t errlen)
 {
-	const char *path = mke2fs_path();
-	if (!path) {
-		snprintf(err, errlen, "no mke2fs");
+	char path[64];
+	if (!sbin_path(argv[0], path, sizeof path)) {
+		snprintf(err, errlen, "no %s", argv[0]);
 		return -1;
 	}
-	char ext[96];
-	/* lazy_itable_init with noinit_itable at the mount: the tables of a
-	 * sparse file read as zeros already, nothing need write them. */
-	snprintf(ext, sizeof ext, "root_owner=%u:%u,nodiscard,lazy_itable_init=1", (unsigned)uid, (unsigned)gid);
-	char *argv[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-i", "8192", "-m", "0", "-O",
-			 "^has_journal,^resize_inode", "-E", ext, (char *)image, NULL };
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
@@ -204,9 +206,37 @@ static int make_ext4(const char *image, uid_t uid, gid_t gid, char *err, size_t 
 	while (got && (msg[got - 1] == '\n' || msg[got - 1] == ' '))
 		msg[--got] = 0;
 	const char *last = strrchr(msg, '\n');
-	snprintf(err, errlen, "mke2fs failed (%s%d): %.180s", WIFEXITED(status) ? "exit status " : "signal ",
+	snprintf(err, errlen, "%s failed (%s%d): %.180s", argv[0], WIFEXITED(status) ? "exit status " : "signal ",
 		 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), last ? last + 1 : msg);
 	return -1;
+}
+
+/* mke2fs into image: 4 KiB blocks (a page each), an inode per 8 KiB (the
+ * tables take 3 % of the quota), no reserve. */
+static int make_ext4(const char *image, uid_t uid, gid_t gid, uint64_t size, char *err, size_t errlen)
+{
+	(void)size;
+	char ext[96];
+	/* lazy_itable_init with noinit_itable at the mount: the tables of a
+	 * sparse file read as zeros already, nothing need write them. */
+	snprintf(ext, sizeof ext, "root_owner=%u:%u,nodiscard,lazy_itable_init=1", (unsigned)uid, (unsigned)gid);
+	char *argv[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-i", "8192", "-m", "0", "-O",
+			 "^has_journal,^resize_inode", "-E", ext, (char *)image, NULL };
+	return run_mkfs(argv, err, errlen);
+}
+
+/* mkfs.btrfs into image: no discard (a sparse file's blocks are holes
+ * already); mixed block groups below 5 GiB, where separate data and
+ * metadata groups would strand space, else one copy of metadata (the
+ * image is not kept past the server: a second copy guards nothing).  Its
+ * root is root's: the tree's workspaces are below it (ckpt.h). */
+static int make_btrfs(const char *image, uid_t uid, gid_t gid, uint64_t size, char *err, size_t errlen)
+{
+	(void)uid;
+	(void)gid;
+	char *mixed[] = { "mkfs.btrfs", "-q", "-f", "-K", "-M", (char *)image, NULL };
+	char *big[] = { "mkfs.btrfs", "-q", "-f", "-K", "-m", "single", "-d", "single", (char *)image, NULL };
+	return run_mkfs(size < ((uint64_t)5 << 30) ? mixed : big, err, errlen);
 }
 
 /* A free loop device holding image_fd, autoclear; its fd, or -1 with err.
@@ -248,8 +278,11 @@ static int attach_loop(int image_fd, char *dev, size_t devlen, char *err, size_t
 	return fd;
 }
 
-static int mount_ext4(const char *dir, const char *image, uint64_t size, uid_t uid, gid_t gid,
-		      unsigned long flags, char *err, size_t errlen)
+/* Make a filesystem of type fs (by mkfs) in a new image of size bytes, put
+ * it on a loop device and mount that on dir. */
+static int mount_image(const char *fs, int (*mkfs)(const char *, uid_t, gid_t, uint64_t, char *, size_t),
+		       const char *data, const char *dir, const char *image, uint64_t size, uid_t uid, gid_t gid,
+		       unsigned long flags, char *err, size_t errlen)
 {
 	int img = open(image, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (img < 0) {
@@ -260,9 +293,9 @@ static int mount_ext4(const char *dir, const char *image, uint64_t size, uid_t u
 	int loop = -1, rc = -1;
 	if (ftruncate(img, (off_t)size) < 0)
 		snprintf(err, errlen, "cannot size %s: %s", image, strerror(errno));
-	else if (make_ext4(image, uid, gid, err, errlen) == 0 &&
+	else if (mkfs(image, uid, gid, size, err, errlen) == 0 &&
 		 (loop = attach_loop(img, dev, sizeof dev, err, errlen)) >= 0) {
-		if (mount(dev, dir, "ext4", flags, "noinit_itable") < 0)
+		if (mount(dev, dir, fs, flags, data) < 0)
 			snprintf(err, errlen, "cannot mount %s: %s", dev, strerror(errno));
 		else
 			rc = 0;
@@ -308,9 +341,17 @@ int wsfs_mount(const struct wsfs *w, const char *dir, const char *image, uint64_
 	unsigned long flags = MS_NOSUID | MS_NODEV | MS_NOATIME | (exec ? 0 : MS_NOEXEC);
 	snprintf(note, notelen, "%s", w->note);
 	switch (w->kind) {
+	case WSFS_BTRFS:
+		if (size >= BTRFS_MIN) {
+			char why[256];
+			if (mount_image("btrfs", make_btrfs, NULL, dir, image, size, uid, gid, flags, why, sizeof why) == 0)
+				return WSFS_BTRFS;
+			util_warn("ext4 for the workspace %s: %s", dir, why);
+		}
+		/* fall through */
 	case WSFS_EXT4: {
 		char why[256];
-		if (mount_ext4(dir, image, size, uid, gid, flags, why, sizeof why) == 0)
+		if (mount_image("ext4", make_ext4, "noinit_itable", dir, image, size, uid, gid, flags, why, sizeof why) == 0)
 			return WSFS_EXT4;
 		util_warn("a tmpfs for the workspace %s: %s", dir, why);
 		note_tmpfs(note, notelen, why);

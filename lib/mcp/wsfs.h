@@ -1,7 +1,8 @@
 /* wsfs: the filesystem beneath a session's workspace, which gives the
  * workspace its quota (workspace_size).
  *
- * As root: ext4 in a sparse image file on a loop device.  Its files are page
+ * As root: btrfs, or ext4 where btrfs cannot be had, in a sparse image file
+ * on a loop device.  Its files are page
  * cache, which the kernel writes back and reclaims when a run's memory
  * cgroup is at its limit, so what a program keeps in its workspace is not
  * its memory.  (A tmpfs's pages are charged to the cgroup of the run that
@@ -35,9 +36,12 @@
 
 /* What a workspace is, and its name in sandbox_initialize's result (the
  * third column separates the names in WSFS_KINDS_JSON, the schema's enum):
- * a loop device's ext4 (root), a tmpfs (its files are the writer's
- * memory), a plain directory (no quota). */
-#define WSFS_KINDS(X) X(WSFS_EXT4, "ext4", "") X(WSFS_TMPFS, "tmpfs", ",") X(WSFS_DIR, "directory", ",")
+ * a loop device's btrfs or ext4 (root; btrfs where mkfs.btrfs is
+ * installed and the kernel mounts it: its snapshots make a checkpoint cost
+ * the same whatever the workspace holds), a tmpfs (its files are the
+ * writer's memory), a plain directory (no quota). */
+#define WSFS_KINDS(X)                                                                                                  \
+	X(WSFS_BTRFS, "btrfs", "") X(WSFS_EXT4, "ext4", ",") X(WSFS_TMPFS, "tmpfs", ",") X(WSFS_DIR, "directory", ",")
 #define WSFS_ENUM_(k, name, sep) k,
 enum wsfs_kind { WSFS_KINDS(WSFS_ENUM_) };
 #define WSFS_JSON_(k, name, sep) sep "\"" name "\""
@@ -57,7 +61,7 @@ const char *wsfs_kind_name(enum wsfs_kind k);
  * sentence; "" for ext4. */
 const char *wsfs_note(const struct wsfs *w);
 
-/* Make dir (an empty directory) a workspace of size bytes (and up to inodes
+/* Make dir (an empty directory) a session tree's filesystem (ckpt.h) of size bytes (and up to inodes
  * files, where it is a tmpfs; ext4 has one per 8 KiB), its root owned by uid:gid, no setuid or devices, noexec unless
  * exec; image is a path for the image file in a directory only root may
  * write.  Where the loop device fails for this one (none free, say), a

@@ -575,6 +575,15 @@ void cell_end(struct kernels *ks, const char *workspace)
 	tomb_add(ks, workspace, NULL, "ended");
 }
 
+void cell_restored(struct kernels *ks, const char *workspace)
+{
+	/* Each leaves a tomb saying why (kernel_done), so that its next cell
+	 * says "restarted" and why. */
+	for (struct kernel *k = ks->live; k; k = k->next)
+		if (!k->dying && !strcmp(k->workspace, workspace))
+			kill_kernel(k, K_GONE, "was stopped: its session's files were restored from a checkpoint");
+}
+
 static struct kernel *find(struct kernels *ks, const char *ws, const char *lang)
 {
 	for (struct kernel *k = ks->live; k; k = k->next)

@@ -86,6 +86,9 @@ void cell_cancel(struct cell *c);
 /* A session ends: its kernels are killed (cells running get their
  * results), and what was remembered of them forgotten. */
 void cell_end(struct kernels *ks, const char *workspace);
+/* A session's workspace was replaced (a checkpoint restored): its kernels
+ * are killed, and their next cells start new ones and say why. */
+void cell_restored(struct kernels *ks, const char *workspace);
 /* Kernels alive now. */
 unsigned cell_live(const struct kernels *ks);
 
