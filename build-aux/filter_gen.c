@@ -109,18 +109,12 @@ int filter_compile(int deny_errno, struct sock_fprog *prog, char *err, size_t er
 	if (!rc)
 		rc = seccomp_rule_add(ctx, deny, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
 				      SCMP_A2(SCMP_CMP_NE, 0 /* NETLINK_ROUTE */));
-	/* Terminal injection, were a terminal ever reachable.  The command is
-	 * an int: compare the low 32 bits only. */
-	if (!rc) {
+	/* ioctl requests (filter_policy.c says why each).  The request is an
+	 * int: compare the low 32 bits only. */
+	if (!rc)
 		what = "ioctl";
-		rc = seccomp_rule_add(ctx, deny, SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI));
-	}
-	if (!rc)
-		rc = seccomp_rule_add(ctx, deny, SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX));
-	/* Line disciplines (n_gsm and friends, a history of privilege
-	 * escalations) on the sandbox's own pseudo-terminals. */
-	if (!rc)
-		rc = seccomp_rule_add(ctx, deny, SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSETD));
+	for (size_t i = 0; !rc && i < FILTER_IOCTLS; i++)
+		rc = seccomp_rule_add(ctx, deny, SCMP_SYS(ioctl), 1, SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, filter_ioctls[i]));
 	/* Huge pages come from the host's pool, outside the memory cgroup
 	 * (unless it counts them): none for a sandbox. */
 	if (!rc) {

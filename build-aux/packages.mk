@@ -11,9 +11,10 @@ PKG_NPM := $(if $(shell command -v npm 2> /dev/null),,npm)
 PKGS_BUILD := gcc make pkg-config libjq-dev libseccomp-dev libsqlite3-dev libmicrohttpd-dev libpng-dev
 
 # Running them: the runtimes of the languages every host is expected to
-# have (Python, C, C++, JavaScript, Bash), completion, and mke2fs, which a
-# root server makes session workspaces with.  The package recommends them.
-PKGS_RUN := python3 gcc g++ libc6-dev nodejs bash-completion e2fsprogs
+# have (Python, C, C++, JavaScript, Bash), completion, and mkfs.btrfs (whose
+# snapshots make checkpoints) and mke2fs, which a root server makes session
+# workspaces with.  The package recommends them.
+PKGS_RUN := python3 gcc g++ libc6-dev nodejs bash-completion e2fsprogs btrfs-progs
 
 # Each optional language's runtime (etc/sandbox.conf: a language whose
 # runtime is missing says so when asked for); Python's data and plotting

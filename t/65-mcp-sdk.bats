@@ -101,6 +101,18 @@ sdk_over() {
 	tap_client process.mjs '^1\.\.1[0-9]$' http "$URL" sdk-token-0123456789abcdef other-token-0123456789abcdef
 }
 
+@test "checkpoints through the SDK: restore brings the files back, forks diverge, the tree listed, its bound; another token refused; nothing left after the tree" {
+	need_sdk
+	skip_unless_root
+	conf=$(conf_with -e 's/^max_checkpoints *=.*/max_checkpoints = 4/' -e 's/^rate *=.*/rate = 500/' -e 's/^burst *=.*/burst = 500/')
+	mcp_sh
+	tap_client checkpoint.mjs '^1\.\.15$' "$PWD/mcp.sh" "$BATS_TEST_TMPDIR/var" 4
+	printf '%s\n' sdk-token-0123456789abcdef other-token-0123456789abcdef > tokens
+	chmod 600 tokens
+	http_serve
+	tap_client checkpoint.mjs '^1\.\.17$' http "$URL" sdk-token-0123456789abcdef other-token-0123456789abcdef "$BATS_TEST_TMPDIR/var" 4
+}
+
 @test "a session's port opened to a person: over stdio a local address, over HTTP a path for its token only; HTTP, a WebSocket, the person's credentials kept from the app" {
 	need_sdk
 	conf=$(conf_with 's/^$//')

@@ -105,12 +105,9 @@ jv filter_docker_profile(int deny_errno)
 	}
 	rules = jv_array_append(rules, rule("socketpair", deny_errno,
 					    jv_array_append(jv_array(), arg(0, AF_UNIX, 0, "SCMP_CMP_NE"))));
-	rules = jv_array_append(rules, rule("ioctl", deny_errno,
-					    jv_array_append(jv_array(), arg(1, 0xffffffffu, TIOCSTI, "SCMP_CMP_MASKED_EQ"))));
-	rules = jv_array_append(rules, rule("ioctl", deny_errno,
-					    jv_array_append(jv_array(), arg(1, 0xffffffffu, TIOCLINUX, "SCMP_CMP_MASKED_EQ"))));
-	rules = jv_array_append(rules, rule("ioctl", deny_errno,
-					    jv_array_append(jv_array(), arg(1, 0xffffffffu, TIOCSETD, "SCMP_CMP_MASKED_EQ"))));
+	for (size_t i = 0; i < FILTER_IOCTLS; i++)
+		rules = jv_array_append(rules, rule("ioctl", deny_errno,
+						    jv_array_append(jv_array(), arg(1, 0xffffffffu, filter_ioctls[i], "SCMP_CMP_MASKED_EQ"))));
 	rules = jv_array_append(rules, rule("mmap", deny_errno,
 					    jv_array_append(jv_array(), arg(3, MAP_HUGETLB, MAP_HUGETLB, "SCMP_CMP_MASKED_EQ"))));
 	rules = jv_array_append(rules, rule("shmget", deny_errno,

@@ -38,6 +38,9 @@ bool filter_family_allowed(int fam);
 extern const int filter_inet_families[FILTER_INET_FAMILIES];
 extern const int filter_inet_types[FILTER_INET_TYPES];
 extern const int filter_inet_protos[FILTER_INET_PROTOS];
+/* ioctl requests denied (their low 32 bits: the request is an int). */
+#define FILTER_IOCTLS 10
+extern const unsigned filter_ioctls[FILTER_IOCTLS];
 
 /* The BPF program for deny_errno (1..4095); owned by the caller (free
  * prog.filter). */

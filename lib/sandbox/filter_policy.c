@@ -3,8 +3,10 @@
 #define _GNU_SOURCE
 #include "filter.h"
 
+#include <linux/btrfs.h>
 #include <sched.h>
 #include <stddef.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 /* Calls denied outright. */
@@ -58,4 +60,21 @@ const int filter_inet_families[FILTER_INET_FAMILIES] = { AF_INET, AF_INET6 };
 const int filter_inet_types[FILTER_INET_TYPES] = { SOCK_RDM, SOCK_SEQPACKET, SOCK_DCCP, SOCK_PACKET };
 const int filter_inet_protos[FILTER_INET_PROTOS] = {
 	33 /* DCCP */, 115 /* L2TP */, 132 /* SCTP */, 136 /* UDP-Lite */, 256 /* SMC */,
+};
+
+const unsigned filter_ioctls[FILTER_IOCTLS] = {
+	/* Terminal injection, were a terminal ever reachable. */
+	TIOCSTI, TIOCLINUX,
+	/* Line disciplines (n_gsm and friends, a history of privilege
+	 * escalations) on the sandbox's own pseudo-terminals. */
+	TIOCSETD,
+	/* A session's workspace is a btrfs subvolume (lib/mcp/ckpt.h), and
+	 * its owner may make subvolumes in it or mark it read-only.  A
+	 * subvolume inside is not in a snapshot of the workspace, so a
+	 * checkpoint would silently miss what it holds, and it stops the
+	 * workspace's own removal; no program here needs one.  (FICLONE and
+	 * the other reflink calls share btrfs's ioctl type and stay allowed.) */
+	(unsigned)BTRFS_IOC_SUBVOL_CREATE, (unsigned)BTRFS_IOC_SUBVOL_CREATE_V2, (unsigned)BTRFS_IOC_SNAP_CREATE,
+	(unsigned)BTRFS_IOC_SNAP_CREATE_V2, (unsigned)BTRFS_IOC_SUBVOL_SETFLAGS, (unsigned)BTRFS_IOC_SNAP_DESTROY,
+	(unsigned)BTRFS_IOC_SNAP_DESTROY_V2,
 };
