@@ -184,7 +184,7 @@ x = bytearray(1 << 30)' '{memory:"64m",timeout:20}' | "$BIN/sbx-validate" | "$BI
 }
 
 # bats test_tags=kernel
-@test "as an ordinary user: an MCP session works with the per-user state, its workspace a tmpfs of the server's with its quota" {
+@test "as an ordinary user: an MCP session works with the per-user state, its workspace a tmpfs of the server's with its quota; checkpoints are copies" {
 	user_dir
 	sed -i 's/^workspace_size *=.*/workspace_size = "8m"/' "$U_DIR/ro.conf"
 	mkfifo in
@@ -230,6 +230,21 @@ x = bytearray(1 << 30)' '{memory:"64m",timeout:20}' | "$BIN/sbx-validate" | "$BI
 	[ "$(du -s -B1 "$in_server" | cut -f1)" -le 8388608 ]
 	msg 5 get_execution_history '{"limit": 5}'
 	got 5 | jq -e '.result.structuredContent.runs | length >= 1'
+	# checkpoints are copies in the server's tmpfs: taken, restored, forked
+	msg 6 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, command: ["sh", "-c", "rm -f big; echo one > v"]}')"
+	got 6 | jq -e '.result.structuredContent.status == "success"'
+	msg 10 checkpoint_create "$(jq -nc --arg s "$sid" '{session_id: $s, name: "one"}')"
+	got 10 | jq -e '.result.structuredContent | .method == "copy" and .copied_bytes == 6'
+	msg 11 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, command: ["sh", "-c", "echo two > v"]}')"
+	got 11 > /dev/null
+	msg 12 checkpoint_restore "$(jq -nc --arg s "$sid" '{session_id: $s, checkpoint: "one"}')"
+	got 12 | jq -e '.result.structuredContent.restored'
+	msg 13 checkpoint_fork "$(jq -nc --arg s "$sid" '{session_id: $s, checkpoint: "one"}')"
+	fork=$(got 13 | jq -r '.result.structuredContent.session_ids[0]')
+	msg 14 sandbox_exec "$(jq -nc --arg s "$sid" '{session_id: $s, command: ["cat", "v", "in/put/data.txt"]}')"
+	got 14 | jq -e '.result.structuredContent.stdout == "one\n41"'
+	msg 15 read_file "$(jq -nc --arg s "$fork" '{session_id: $s, path: "v"}')"
+	got 15 | jq -e '.result.structuredContent.content == "one\n"'
 	exec 7>&-
 	wait "$server"
 }

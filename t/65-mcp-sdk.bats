@@ -41,7 +41,7 @@ mcp_sh() {
 	chmod +x mcp.sh
 }
 
-@test "the official MCP SDK client lists and calls all nineteen tools (stdio)" {
+@test "the official MCP SDK client lists and calls all twenty-four tools (stdio)" {
 	need_sdk
 	conf=$(conf_with 's/^$//')
 	mcp_sh

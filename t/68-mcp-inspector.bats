@@ -42,7 +42,7 @@ inspector() {
 }
 
 # strict_list ARGS: tools/list --strict over ARGS' transport: exit 0, the
-# nineteen tools, and no portability finding: none of its "Warning: tool"
+# twenty-four tools, and no portability finding: none of its "Warning: tool"
 # or "Error: tool" blocks on stderr, no schemaFindings beside the result.
 # What it found goes to the TAP output, one line each: severity, tool,
 # schema path, issue.
@@ -59,7 +59,7 @@ strict_list() {
 		} | sed 's/^/# inspector --strict: /' >&3
 	fi
 	[ "$status" -eq 0 ] || { echo "exit $status: $stderr" >&2; return 1; }
-	jq -e '.result.tools | length == 19' <<< "$output" > /dev/null || { jq -c '[.result.tools[]?.name]' <<< "$output" >&2; return 1; }
+	jq -e '.result.tools | length == 24' <<< "$output" > /dev/null || { jq -c '[.result.tools[]?.name]' <<< "$output" >&2; return 1; }
 	[ "$found" -eq 0 ]
 	jq -e 'has("schemaFindings") | not' <<< "$output" > /dev/null
 }
@@ -71,7 +71,7 @@ call() {
 	inspector --method tools/call --tool-name "$tool" "$@" -- "$PWD/mcp.sh"
 }
 
-@test "the MCP Inspector's CLI lists the nineteen tools over stdio, and --strict finds no portability problem in their schemas" {
+@test "the MCP Inspector's CLI lists the twenty-four tools over stdio, and --strict finds no portability problem in their schemas" {
 	need_inspector
 	strict_list -- "$PWD/mcp.sh"
 }

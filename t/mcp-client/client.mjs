@@ -25,10 +25,11 @@ check(client.getServerVersion()?.name === "sbx", "initialize: server info", clie
 
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name).sort();
-const want = ["check_backend", "get_execution_history", "install_packages", "list_files", "list_supported_languages",
+const want = ["check_backend", "checkpoint_create", "checkpoint_delete", "checkpoint_fork", "checkpoint_list",
+  "checkpoint_restore", "get_execution_history", "install_packages", "list_files", "list_supported_languages",
   "port_close", "port_open", "process_list", "process_read", "process_signal", "process_start", "process_write",
   "read_file", "run_cell", "run_code", "sandbox_exec", "sandbox_initialize", "sandbox_stop", "write_file"];
-check(JSON.stringify(names) === JSON.stringify(want), "tools/list: the nineteen tools", names);
+check(JSON.stringify(names) === JSON.stringify(want), "tools/list: the twenty-four tools", names);
 check(tools.every((t) => t.title && t.description && t.inputSchema?.type === "object" && t.outputSchema?.type === "object"),
   "every tool has a title, a description, an inputSchema and an outputSchema");
 

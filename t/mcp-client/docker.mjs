@@ -19,7 +19,7 @@ const client = new Client({ name: "sbx-docker-test", version: "1.0.0" });
 await client.connect(new StdioClientTransport({ command, args, env: { ...process.env }, stderr: "inherit" }));
 check(client.getServerVersion()?.name === "sbx", "initialize over docker run -i: server info", client.getServerVersion());
 const { tools } = await client.listTools();
-check(tools.length === 19, "tools/list: the nineteen tools", tools.map((t) => t.name));
+check(tools.length === 24, "tools/list: the twenty-four tools", tools.map((t) => t.name));
 const call = (name, a) => client.callTool({ name, arguments: a });
 const sc = async (name, a) => (await call(name, a)).structuredContent;
 
