@@ -42,6 +42,8 @@ enum history_exit { HX_ROWS = 0, HX_NONE = 1, HX_ERROR = 2 };
 static const char synopsis[] =
 	"usage: sbx-history [-c FILE] [-d DB | --server] [FILTERS] [--stats[=verdict] [--by hour|day]] [--jq FILTER]\n"
 	"                   [--format json|table|csv|html] [--record]\n"
+	"       sbx-history [-c FILE] [-d DB | --server] --events [--since T] [--until T] [--session S]\n"
+	"                   [--principal P] [-n N] [--jq FILTER] [--format json|table|csv]\n"
 	"       sbx-history [-c FILE] [-d DB] --prune --older-than T [--force] [--vacuum] [-v]\n"
 	"       sbx-history [-c FILE] [-d DB] --merge SRC...\n";
 
@@ -78,6 +80,10 @@ static void help(void)
 	       "  -f, --format F      json (default: one object per line), table, csv, or html\n"
 	       "                      (the overview of the filtered runs, one self-contained page)\n"
 	       "      --record        add the stored result record (and code, if kept)\n"
+	       "      --events        sessions' checkpoint events instead of runs: each\n"
+	       "                      checkpoint taken, restore, fork and delete (sbx-mcp's\n"
+	       "                      checkpoint tools); a run's row names in \"checkpoint\" the\n"
+	       "                      one its session's files came from\n"
 	       "\n"
 	       "Retention:\n"
 	       "      --prune         delete runs older than --older-than T (30d, 2026-11-01: the\n"
@@ -401,7 +407,7 @@ static char *add_to_list(char *list, const char *opt, const char *arg)
 
 struct opts {
 	const char *conf_path, *db, *jq_filter, *by;
-	bool stats, prune, vacuum, with_record, retention, merge, force, verbose, server;
+	bool stats, prune, vacuum, with_record, retention, merge, force, verbose, server, events;
 	char **sources;        /* --merge: the positional arguments */
 	int nsources;
 	double older;          /* --older-than: Unix seconds */
@@ -418,7 +424,7 @@ static void options(int argc, char **argv, struct opts *o)
 	f->limit = 20;
 	o->fmt = F_JSON;
 	enum { O_SINCE = 256, O_UNTIL, O_LANG, O_STATUS, O_ID, O_SESSION, O_PRINCIPAL, O_VERDICT, O_EGRESS, O_STATS, O_BY, O_JQ, O_RECORD, O_PRUNE,
-	       O_OLDER, O_FORCE, O_VACUUM, O_MERGE, O_SERVER };
+	       O_OLDER, O_FORCE, O_VACUUM, O_MERGE, O_SERVER, O_EVENTS };
 	static const struct option opts[] = {
 		{ "since", required_argument, NULL, O_SINCE },
 		{ "until", required_argument, NULL, O_UNTIL },
@@ -443,6 +449,7 @@ static void options(int argc, char **argv, struct opts *o)
 		{ "merge", no_argument, NULL, O_MERGE },
 		{ "database", required_argument, NULL, 'd' },
 		{ "server", no_argument, NULL, O_SERVER },
+		{ "events", no_argument, NULL, O_EVENTS },
 		UTIL_COMMON_OPTIONS,
 	};
 	int ch;
@@ -495,6 +502,7 @@ static void options(int argc, char **argv, struct opts *o)
 		case O_MERGE: o->merge = true; break;
 		case 'd': o->db = optarg; break;
 		case O_SERVER: o->server = true; break;
+		case O_EVENTS: o->events = true; break;
 		case 'c': o->conf_path = optarg; break;
 		default: util_common_option(ch, argv, opts, synopsis, help);
 		}
@@ -522,6 +530,10 @@ static void options(int argc, char **argv, struct opts *o)
 			f->egress_refused;
 	if (o->retention && (o->stats || o->jq_filter || filtered))
 		util_usage_error(synopsis, "--prune and --vacuum take no filters, --stats or --jq");
+	if (o->events && (f->language || f->status || f->id || f->verdict || f->egress_refused || o->stats || o->with_record ||
+			  o->fmt == F_HTML || o->retention || o->merge))
+		util_usage_error(synopsis, "--events takes --since, --until, --session, --principal, --limit, --jq and "
+					   "--format json, table or csv");
 	if (o->merge && (o->retention || o->stats || o->jq_filter || o->with_record || o->fmt != F_JSON || filtered))
 		util_usage_error(synopsis, "--merge takes no filters, --stats, --jq, --record, --format or retention options");
 	if (older)
@@ -654,7 +666,7 @@ int main(int argc, char **argv)
 		o.f.language = o.languages = canon;
 	}
 
-	struct out out = { .fmt = o.fmt, .table_stats = o.stats, .header = jv_invalid(), .table = jv_array() };
+	struct out out = { .fmt = o.fmt, .table_stats = o.stats || o.events, .header = jv_invalid(), .table = jv_array() };
 	if (o.jq_filter) {
 		out.jq = jq_init();
 		if (!out.jq)
@@ -692,8 +704,9 @@ int main(int argc, char **argv)
 		rc = html(h, &o);
 		goto out;
 	}
-	int64_t n = o.stats ? hist_stats(h, &o.f, o.by ? (!strcmp(o.by, "hour") ? 3600 : 86400) : 0, on_row, &out, err, sizeof err)
-			  : hist_query(h, &o.f, o.with_record, on_row, &out, err, sizeof err);
+	int64_t n = o.events  ? hist_events(h, &o.f, on_row, &out, err, sizeof err)
+		    : o.stats ? hist_stats(h, &o.f, o.by ? (!strcmp(o.by, "hour") ? 3600 : 86400) : 0, on_row, &out, err, sizeof err)
+			      : hist_query(h, &o.f, o.with_record, on_row, &out, err, sizeof err);
 	if (n < 0) {
 		util_warn("%s", err);
 		goto out;

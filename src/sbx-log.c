@@ -38,7 +38,8 @@
 #define BATCH_MS 20.0
 
 static const char synopsis[] =
-	"usage: sbx-log [-c FILE] [-d DB] [--store-code preview|full] [--sync normal|full] [RESULTS.jsonl...]\n";
+	"usage: sbx-log [-c FILE] [-d DB] [--store-code preview|full] [--sync normal|full] [RESULTS.jsonl...]\n"
+	"       sbx-log [-c FILE] [-d DB] --event JSON\n";
 
 static void help(void)
 {
@@ -50,6 +51,8 @@ static void help(void)
 	       "      --store-code M  preview: the first 500 characters of the code (default);\n"
 	       "                      full: the whole code, stdin, files and the capped output\n"
 	       "      --sync M        normal (default) or full: full survives power loss, slower\n"
+	       "      --event JSON    log a session's checkpoint event (or an array of them)\n"
+	       "                      instead of records: sbx-mcp's checkpoint tools\n"
 	       "  -c, --config FILE   configuration file\n"
 	       "  -h, --help          show this help\n"
 	       "      --version       show the version\n"
@@ -172,14 +175,47 @@ static bool keep_batching(struct logger *lg, struct rec_reader *r)
 	return n > 0;
 }
 
+/* --event: one event or an array of them, in one transaction. */
+static int log_events(struct conf *c, const char *db, const char *text)
+{
+	jv v = jv_parse(text);
+	if (jv_get_kind(v) == JV_KIND_OBJECT)
+		v = jv_array_append(jv_array(), v);
+	if (jv_get_kind(v) != JV_KIND_ARRAY) {
+		jv_free(v);
+		util_usage_error(synopsis, "--event: not a JSON object or array");
+	}
+	char err[1024];
+	struct hist *h = hist_open(db, HIST_WRITE, c->history_sync == CONF_SYNC_FULL, err, sizeof err);
+	int rc = h && hist_begin(h, err, sizeof err) == 0 ? 0 : -1;
+	jv_array_foreach(v, i, e) {
+		if (rc == 0 && hist_event(h, e, err, sizeof err) < 0)
+			rc = -1;
+		else if (rc < 0)
+			jv_free(e);
+	}
+	jv_free(v);
+	if (rc == 0)
+		rc = hist_commit(h, err, sizeof err);
+	else if (h)
+		hist_abort(h);
+	if (rc < 0)
+		util_warn("%s", err);
+	if (h)
+		hist_close(h);
+	conf_free(c);
+	return rc < 0 ? EXIT_STORE : EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	util_init(argv[0]);
-	const char *conf_path = NULL, *db = NULL, *code_opt = NULL, *sync_opt = NULL;
+	const char *conf_path = NULL, *db = NULL, *code_opt = NULL, *sync_opt = NULL, *event = NULL;
 	static const struct option opts[] = {
 		{ "database", required_argument, NULL, 'd' },
 		{ "store-code", required_argument, NULL, 'S' },
 		{ "sync", required_argument, NULL, 'Y' },
+		{ "event", required_argument, NULL, 'E' },
 		UTIL_COMMON_OPTIONS,
 	};
 	int o;
@@ -198,9 +234,12 @@ int main(int argc, char **argv)
 				util_usage_error(synopsis, "--sync: \"%s\" is not normal or full", optarg);
 			sync_opt = optarg;
 			break;
+		case 'E': event = optarg; break;
 		default: util_common_option(o, argv, opts, synopsis, help);
 		}
 	}
+	if (event && optind < argc)
+		util_usage_error(synopsis, "--event takes no input files");
 	util_inputs(argc - optind, argv + optind, synopsis);
 	if (db && !*db)
 		util_usage_error(synopsis, "-d: the database path is empty");
@@ -208,6 +247,8 @@ int main(int argc, char **argv)
 	struct conf *c = conf_open(conf_path);
 	if (!db)
 		db = state_history(c);
+	if (event)
+		return log_events(c, db, event);
 	struct logger lg = {
 		.code = (code_opt ? !strcmp(code_opt, "full") : c->history_code == CONF_CODE_FULL) ? HIST_CODE_FULL : HIST_CODE_PREVIEW,
 		.status = EXIT_OK,

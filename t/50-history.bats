@@ -87,12 +87,15 @@ logr() { "$BIN/sbx-log" "$@"; }
 
 @test "schema: user_version, WAL, the columns and the indexes" {
 	results 1 | logr > /dev/null
-	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 5 ]
+	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 6 ]
 	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA journal_mode')" = wal ]
 	cols=$(sqlite3 "$SBX_HISTORY" "SELECT group_concat(name, ' ') FROM pragma_table_info('runs')")
 	[ "$cols" = "id timestamp language code_snippet status exit_code duration_ms stdout_size stderr_size run_id signal cpu_ms memory_peak_bytes backend compile_status compile_ms code_sha256 error session_id code record principal execution_count verdict tests_passed tests_total host shard attempt origin_db origin_id" ]
 	idx=$(sqlite3 "$SBX_HISTORY" "SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'runs_%' ORDER BY name)")
 	[ "$idx" = "runs_origin runs_principal runs_run_id runs_session runs_stats runs_time runs_verdict" ]
+	# version 6: sessions' checkpoint events
+	cols=$(sqlite3 "$SBX_HISTORY" "SELECT group_concat(name, ' ') FROM pragma_table_info('session_events')")
+	[ "$cols" = "id timestamp session_id kind checkpoint_id parent name from_session method duration_ms bytes principal" ]
 	# the file's identity, made with it
 	[[ "$(sqlite3 "$SBX_HISTORY" "SELECT value FROM meta WHERE key = 'uuid'")" =~ ^[0-9a-f]{32}$ ]]
 	# --stats reads the covering index, never the table
@@ -128,7 +131,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	[ "${#lines[@]}" -eq 3 ]
 	jqe 0 '.history_id == 3 and .language == "javascript" and .status == "timeout" and .exit_code == null'
 	jqe 2 '.history_id == 1 and .timestamp == "2025-11-29T10:00:00.500Z" and .duration_ms == 120.5 and .id == null'
-	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 5 ]
+	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 6 ]
 	results 1 | logr > /dev/null
 	run --separate-stderr hist --limit 0 --jq .history_id
 	[ "$(printf '%s,' "${lines[@]}")" = "4,3,2,1," ]
@@ -139,7 +142,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	# back to what version 1 was
 	sqlite3 "$SBX_HISTORY" 'DROP INDEX runs_principal; ALTER TABLE runs DROP COLUMN principal; PRAGMA user_version = 1'
 	jq -nc '{id: "p-1", language: "python", code: "1", status: "success", principal: "0123456789abcdef"}' | logr > /dev/null
-	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 5 ]
+	[ "$(sqlite3 "$SBX_HISTORY" 'PRAGMA user_version')" = 6 ]
 	[ "$(hist --limit 0 | wc -l)" = 3 ]
 	run --separate-stderr hist --principal 0123456789abcdef --limit 0
 	[ "${#lines[@]}" -eq 1 ]
@@ -155,7 +158,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	results 1 > in
 	run --separate-stderr logr < in
 	[ "$status" -eq 4 ]
-	[[ "$stderr" == *"schema version 99 is newer than this sbx knows (5)"* ]]
+	[[ "$stderr" == *"schema version 99 is newer than this sbx knows (6)"* ]]
 	jqe 0 '.history_id == null and .id == "r-0"'
 	run --separate-stderr hist
 	[ "$status" -eq 2 ]
@@ -350,7 +353,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	jq -nc '{id: "q", language: "python", code: "print(\"a,b\")\nprint(2)", status: "success", duration_ms: 3}' | logr > /dev/null
 	results 1 | logr > /dev/null
 	run --separate-stderr hist --format csv
-	[ "${lines[0]}" = "history_id,timestamp,id,language,status,exit_code,signal,duration_ms,cpu_ms,memory_peak_bytes,stdout_size,stderr_size,backend,compile_status,compile_ms,code_sha256,code_snippet,error,session_id,execution_count,verdict,tests_passed,tests_total,host,shard,attempt" ]
+	[ "${lines[0]}" = "history_id,timestamp,id,language,status,exit_code,signal,duration_ms,cpu_ms,memory_peak_bytes,stdout_size,stderr_size,backend,compile_status,compile_ms,code_sha256,code_snippet,error,session_id,execution_count,verdict,tests_passed,tests_total,host,shard,attempt,checkpoint" ]
 	# the quoted field holds a comma, a quote and a newline: parse it back
 	python3 -c 'import csv,sys; rows = list(csv.DictReader(open(sys.argv[1]))); assert rows[0]["code_snippet"] == "print(\"a,b\")\nprint(2)", rows' <(hist --format csv)
 	run --separate-stderr hist --format table
@@ -533,4 +536,38 @@ logr() { "$BIN/sbx-log" "$@"; }
 	[ "$status" -eq 2 ]
 	run --separate-stderr hist extra
 	[ "$status" -eq 2 ]
+}
+
+@test "checkpoint events: sbx-log --event logs them, sbx-history --events lists them, a run's row names the checkpoint its session came from" {
+	s=0123456789abcdef0123456789abcdef
+	f=fedcba9876543210fedcba9876543210
+	# a run of session s before anything, then a checkpoint, a fork, a restore, and runs after each
+	jq -nc --arg s "$s" '{id: "r1", language: "python", status: "success", exit_code: 0, duration_ms: 1, session: $s}' | logr > /dev/null
+	"$BIN/sbx-log" --event "$(jq -nc --arg s "$s" '{kind: "checkpoint", session_id: $s, checkpoint_id: "00000000000000aa", name: "base", method: "snapshot", duration_ms: 3.5}')"
+	# (an event's time is when it happened, given by its maker: here now)
+	"$BIN/sbx-log" --event "$(jq -nc --arg s "$s" --arg f "$f" --argjson t "$(date +%s.%N)" '[{kind: "fork", session_id: $f, from_session: $s, checkpoint_id: "00000000000000aa", timestamp: $t},
+		{kind: "restore", session_id: $s, checkpoint_id: "00000000000000aa", timestamp: $t}]')"
+	jq -nc --arg s "$s" --arg f "$f" '{id: "r2", language: "python", status: "success", exit_code: 0, duration_ms: 1, session: $s},
+		{id: "r3", language: "python", status: "success", exit_code: 0, duration_ms: 1, session: $f},
+		{id: "r4", language: "python", status: "success", exit_code: 0, duration_ms: 1}' | logr > /dev/null
+	run --separate-stderr hist --events --jq '[.kind, .session_id[0:4], .checkpoint_id, .from_session, .name]'
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 3 ]
+	[ "${lines[2]}" = '["checkpoint","0123","00000000000000aa",null,"base"]' ]
+	printf '%s\n' "${lines[@]}" | grep -qx '\["fork","fedc","00000000000000aa","0123456789abcdef0123456789abcdef",null\]'
+	run --separate-stderr hist --events --session "$f"
+	[ "${#lines[@]}" -eq 1 ]
+	jqe 0 '.kind == "fork" and (has("principal") | not) and (.timestamp | test("Z$"))'
+	# each run's row: the checkpoint its session's files came from when it ran
+	run --separate-stderr hist --limit 0 --jq '[.id, .checkpoint]'
+	[ "$(printf '%s ' "${lines[@]}")" = '["r4",null] ["r3","00000000000000aa"] ["r2","00000000000000aa"] ["r1",null] ' ]
+	run --separate-stderr hist --events --format table
+	[[ "${lines[0]}" == timestamp*session_id*kind*checkpoint_id* ]]
+	# misuse
+	run --separate-stderr hist --events --status success
+	[ "$status" -eq 2 ]
+	run --separate-stderr "$BIN/sbx-log" --event '{"kind": "nap", "session_id": "x", "checkpoint_id": "y"}'
+	[ "$status" -ne 0 ]
+	[[ "$stderr" == *"known \"kind\""* ]]
+	[ "$(sqlite3 "$SBX_HISTORY" 'SELECT count(*) FROM session_events')" = 3 ]
 }

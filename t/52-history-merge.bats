@@ -150,7 +150,7 @@ COLS="timestamp, language, code_snippet, status, exit_code, duration_ms, stdout_
 	# what the message says to do
 	run --separate-stderr logr -d v4.db < /dev/null
 	[ "$status" -eq 0 ]
-	[ "$(sqlite3 v4.db 'PRAGMA user_version')" = 5 ]
+	[ "$(sqlite3 v4.db 'PRAGMA user_version')" = 6 ]
 	[[ "$(uuid v4.db)" =~ ^[0-9a-f]{32}$ ]]
 	[ "$(count v4.db)" = 3 ]
 	[ "$(sqlite3 v4.db 'SELECT count(*) FROM runs WHERE host IS NULL AND shard IS NULL AND origin_db IS NULL')" = 3 ]
@@ -162,7 +162,7 @@ COLS="timestamp, language, code_snippet, status, exit_code, duration_ms, stdout_
 	u=$(uuid v4.db)
 	sqlite3 v4.db 'PRAGMA user_version = 4'
 	hist -d v4.db > /dev/null
-	[ "$(sqlite3 v4.db 'PRAGMA user_version')" = 5 ]
+	[ "$(sqlite3 v4.db 'PRAGMA user_version')" = 6 ]
 	[ "$(uuid v4.db)" = "$u" ]
 }
 
@@ -193,7 +193,7 @@ COLS="timestamp, language, code_snippet, status, exit_code, duration_ms, stdout_
 	[[ "${stderr_lines[2]}" == *"history text.csv: file is not a database"* ]]
 	[[ "${stderr_lines[3]}" == *"history other.db: is not an sbx history (no runs table)"* ]]
 	[[ "${stderr_lines[4]}" == *"history notsbx.db: is not an sbx history (no meta table"* ]]
-	[[ "${stderr_lines[5]}" == *"history newer.db: schema version 9 is newer than this sbx knows (5)"* ]]
+	[[ "${stderr_lines[5]}" == *"history newer.db: schema version 9 is newer than this sbx knows (6)"* ]]
 	[[ "${stderr_lines[6]}" == *"history empty.db: is not an sbx history (no runs table)"* ]]
 	[[ "${stderr_lines[7]}" == *"history dir.db: is not a regular file"* ]]
 	[[ "${stderr_lines[8]}" == *"history all.db: is the target history itself"* ]]
@@ -336,5 +336,5 @@ q:0123456789abcdef0123456789abcdef/4" ]
 	run --separate-stderr hist -d new/all.db --merge a.db
 	[ "$status" -eq 0 ]
 	[ "$(stat -c %a new/all.db)" = 600 ]
-	[ "$(sqlite3 new/all.db 'PRAGMA user_version')" = 5 ]
+	[ "$(sqlite3 new/all.db 'PRAGMA user_version')" = 6 ]
 }

@@ -421,3 +421,24 @@ print(base64.b64encode(png(1, 1, zlib.compress(b"\0\xff\0\0"))).decode(), base64
 	[ -s shots/run.png ]
 	[ -s shots/runs.png ]
 }
+
+@test "dashboard: a session's checkpoints, restores and origin in the sessions table; a run's page names the checkpoint its session came from" {
+	set_key dashboard '"all"'
+	s=0123456789abcdef0123456789abcdef
+	f=fedcba9876543210fedcba9876543210
+	"$BIN/sbx-log" -c "$conf" --event "$(jq -nc --arg s "$s" '{kind: "checkpoint", session_id: $s, checkpoint_id: "00000000000000aa"}')"
+	"$BIN/sbx-log" -c "$conf" --event "$(jq -nc --arg s "$s" --arg f "$f" '[{kind: "fork", session_id: $f, from_session: $s, checkpoint_id: "00000000000000aa"},
+		{kind: "restore", session_id: $s, checkpoint_id: "00000000000000aa"}]')"
+	jq -nc --arg s "$s" --arg f "$f" '{id: "c1", language: "python", status: "success", code: "print(1)", duration_ms: 1, session: $s},
+		{id: "c2", language: "python", status: "success", code: "print(2)", duration_ms: 1, session: $f}' |
+		"$BIN/sbx-log" -c "$conf" > logged.jsonl
+	http_serve
+	req GET /sessions -H "Authorization: Bearer $TOKEN"
+	[ "$code" = 200 ]
+	grep -q '<th>checkpoints</th><th>restores</th><th>forked from</th>' body
+	grep -q ">$f</a></td><td>python</td><td class=\"num\">1</td><td class=\"when\">[^<]*</td><td class=\"num\">0</td><td class=\"num\">0</td><td class=\"id\">00000000000000aa</td>" body
+	grep -q ">$s</a></td><td>python</td><td class=\"num\">1</td><td class=\"when\">[^<]*</td><td class=\"num\">1</td><td class=\"num\">1</td><td class=\"id\"></td>" body
+	req GET "/runs/$(jq -s '.[1].history_id' logged.jsonl)" -H "Authorization: Bearer $TOKEN"
+	[ "$code" = 200 ]
+	grep -q '<dt>from checkpoint</dt><dd>00000000000000aa</dd>' body || { grep -o '<dl.*</dl>' body | head -c 2000 >&2; false; }
+}

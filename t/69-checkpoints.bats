@@ -203,3 +203,30 @@ fcntl.ioctl(9, 0x5000940e, bytearray(8) + b"sub" + bytearray(4085))' 9< "$sessio
 	! grep -qF " $sessions/" /proc/self/mountinfo || false
 	[ -z "$(losetup -l -n -O BACK-FILE | grep -F "$sessions")" ]
 }
+
+@test "the history: each checkpoint, restore, fork and delete is logged; a run's row names the checkpoint its session came from; the dashboard shows both" {
+	skip_unless_root
+	conf=$(conf_with 's/^$//')
+	server
+	step checkpoint_create '{name: "h"}'
+	ck=$(jq -r .checkpoint_id <<< "$res")
+	step checkpoint_fork '{checkpoint: "h"}'
+	fork=$(jq -r '.session_ids[0]' <<< "$res")
+	step checkpoint_restore '{checkpoint: "h"}'
+	step sandbox_exec '{code: "print(1)"}'
+	step checkpoint_delete '{checkpoint: "h"}'
+	stop_server
+	# the events are logged beside the answers, by sbx-log: awaited
+	for _ in $(seq 100); do
+		[ "$("$BIN/sbx-history" -c "$conf" --events -n 0 | wc -l)" -ge 4 ] && break
+		sleep 0.1
+	done
+	got=$("$BIN/sbx-history" -c "$conf" --events -n 0 --jq '[.kind, .session_id, .checkpoint_id, .from_session // "-"] | join(" ")' | jq -r . | sort)
+	[ "$got" = "$(printf '%s\n' "checkpoint $sid $ck -" "delete $sid $ck -" "fork $fork $ck $sid" "restore $sid $ck -" | sort)" ] || { echo "$got" >&2; false; }
+	run --separate-stderr "$BIN/sbx-history" -c "$conf" --session "$sid" --jq .checkpoint
+	[ "${lines[0]}" = "\"$ck\"" ]
+	# the dashboard's pages, from the same history
+	"$BIN/sbx-history" -c "$conf" --format html > overview.html
+	run --separate-stderr "$BIN/sbx-history" -c "$conf" --events --session "$fork" --jq .method
+	[ "${lines[0]}" = '"snapshot"' ] || [ "${lines[0]}" = '"copy"' ]
+}

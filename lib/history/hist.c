@@ -67,6 +67,16 @@ static const char v5_schema[] =
 	"CREATE UNIQUE INDEX IF NOT EXISTS runs_origin ON runs(origin_db, origin_id) WHERE origin_db IS NOT NULL;"
 	"CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;";
 
+/* Version 6: the events of sessions' checkpoints (hist.h), and what
+ * finds a session's newest restore or fork before a run. */
+#define EVENT_COLUMN_(name, type) ", " #name " " type
+static const char v6_schema[] =
+	"CREATE TABLE IF NOT EXISTS session_events (id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp REAL NOT NULL"
+	HIST_EVENT_COLUMNS(EVENT_COLUMN_) ");"
+	"CREATE INDEX IF NOT EXISTS session_events_session ON session_events(session_id, timestamp);"
+	"CREATE INDEX IF NOT EXISTS session_events_time ON session_events(timestamp);";
+#undef EVENT_COLUMN_
+
 int hist_db_fail(struct hist *h, char *err, size_t errlen, const char *what)
 {
 	snprintf(err, errlen, "history %s: %s: %s", h->path, what, sqlite3_errmsg(h->db));
@@ -198,6 +208,8 @@ static int migrate(struct hist *h, char *err, size_t errlen)
 	/* 5: shards' columns, merges' origin, the file's uuid */
 	if (v < 5 && (add_columns(h, v5_columns, err, errlen) < 0 || hist_exec(h, v5_schema, err, errlen) < 0 ||
 		      make_uuid(h, err, errlen) < 0))
+		goto fail;
+	if (v < 6 && hist_exec(h, v6_schema, err, errlen) < 0)
 		goto fail;
 	if (v < HIST_SCHEMA_VERSION) {
 		char sql[64];

@@ -24,7 +24,7 @@
 
 #include <jv.h>
 
-#define HIST_SCHEMA_VERSION 5
+#define HIST_SCHEMA_VERSION 6
 #define HIST_SNIPPET_CHARS 500
 
 enum hist_code { HIST_CODE_PREVIEW, HIST_CODE_FULL };
@@ -90,9 +90,32 @@ int64_t hist_series(struct hist *h, const struct hist_filter *f, int64_t bucket_
 		    char *err, size_t errlen);
 
 /* Sessions with runs (for f), the most recently used first, at most
- * limit: {"session_id", "languages" (comma-separated), "runs", "last"}. */
+ * limit: {"session_id", "languages" (comma-separated), "runs", "last",
+ * "checkpoints" (taken of it), "restores", "forked_from" (the checkpoint it
+ * was forked from, or null)}. */
 int64_t hist_sessions(struct hist *h, const struct hist_filter *f, int64_t limit, hist_row_fn fn, void *arg,
 		      char *err, size_t errlen);
+
+/* A session tree's events (sbx-mcp's checkpoint tools), the table
+ * session_events: each column's name and SQL type, once.  An event is a
+ * JSON object with these keys (kind one of HIST_EVENT_KINDS); its time is
+ * when it is logged. */
+#define HIST_EVENT_COLUMNS(X)                                                                   \
+	X(session_id, "TEXT NOT NULL") X(kind, "TEXT NOT NULL") X(checkpoint_id, "TEXT NOT NULL") \
+	X(parent, "TEXT") X(name, "TEXT") X(from_session, "TEXT") X(method, "TEXT")               \
+	X(duration_ms, "REAL") X(bytes, "INTEGER") X(principal, "TEXT")
+/* checkpoint: one was taken of session_id (parent: the checkpoint its
+ * files came from); restore: session_id was restored to checkpoint_id;
+ * fork: session_id was made from checkpoint_id of from_session; delete:
+ * checkpoint_id was deleted, through session_id. */
+#define HIST_EVENT_KINDS(X) X(checkpoint) X(restore) X(fork) X(delete)
+/* Log an event (consumed): its kind one of those, its session_id a
+ * session's id, its checkpoint_id 16 hex digits; "timestamp" (Unix
+ * seconds, when it happened) if given, else now.  -1 with err. */
+int hist_event(struct hist *h, jv event, char *err, size_t errlen);
+/* Events for f (its since, until, session, principal and limit), newest
+ * first: {"timestamp", and the columns}. */
+int64_t hist_events(struct hist *h, const struct hist_filter *f, hist_row_fn fn, void *arg, char *err, size_t errlen);
 
 /* The raw (timestamp, history_id) of the last row the last hist_query
  * handed out, for the next page's before_ts/before_id; false if none. */

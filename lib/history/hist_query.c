@@ -17,15 +17,21 @@
 #include "util.h"
 
 /* The row as readers see it, in this order (csv and table columns too). */
+/* A run's checkpoint: the one its session's files came from when it ran
+ * (the session's newest restore or fork before it). */
+#define RUN_CHECKPOINT                                                                                    \
+	"(SELECT e.checkpoint_id FROM session_events e WHERE runs.session_id IS NOT NULL AND "             \
+	"e.session_id = runs.session_id AND e.kind IN ('restore', 'fork') AND e.timestamp <= runs.timestamp " \
+	"ORDER BY e.timestamp DESC LIMIT 1)"
 #define ROW_COLUMNS                                                                                       \
 	"id, timestamp, run_id, language, status, exit_code, signal, duration_ms, cpu_ms, memory_peak_bytes, " \
 	"stdout_size, stderr_size, backend, compile_status, compile_ms, code_sha256, code_snippet, error, "   \
-	"session_id, execution_count, verdict, tests_passed, tests_total, host, shard, attempt"
+	"session_id, execution_count, verdict, tests_passed, tests_total, host, shard, attempt, " RUN_CHECKPOINT
 static const char *const row_keys[] = {
 	"history_id", "timestamp", "id", "language", "status", "exit_code", "signal", "duration_ms", "cpu_ms",
 	"memory_peak_bytes", "stdout_size", "stderr_size", "backend", "compile_status", "compile_ms",
 	"code_sha256", "code_snippet", "error", "session_id", "execution_count", "verdict", "tests_passed", "tests_total",
-	"host", "shard", "attempt", NULL,
+	"host", "shard", "attempt", "checkpoint", NULL,
 };
 
 /* ---- reading --------------------------------------------------------- */
@@ -262,10 +268,16 @@ sqlite3_stmt *hist_prepare_filtered(struct hist *h, const struct hist_filter *f,
 	return st;
 }
 
+/* What a session's events say of it, as a column of a query on runs. */
+#define SESSION_EVENTS(kind, what) \
+	"(SELECT " what " FROM session_events e WHERE e.session_id = runs.session_id AND e.kind = '" kind "')"
+
 int64_t hist_sessions(struct hist *h, const struct hist_filter *f, int64_t limit, hist_row_fn fn, void *arg,
 		      char *err, size_t errlen)
 {
-	sqlite3_stmt *st = hist_prepare_filtered(h, f, "session_id, group_concat(DISTINCT language), count(*), max(timestamp)",
+	sqlite3_stmt *st = hist_prepare_filtered(h, f, "session_id, group_concat(DISTINCT language), count(*), max(timestamp), "
+					    SESSION_EVENTS("checkpoint", "count(*)") ", " SESSION_EVENTS("restore", "count(*)") ", "
+					    SESSION_EVENTS("fork", "max(checkpoint_id)"),
 					    "session_id IS NOT NULL", "GROUP BY session_id ORDER BY 4 DESC LIMIT ?99",
 					    "sessions", err, errlen);
 	if (!st)
@@ -281,12 +293,67 @@ int64_t hist_sessions(struct hist *h, const struct hist_filter *f, int64_t limit
 		row = jv_object_set(row, jv_string("languages"), column_jv(st, 1));
 		row = jv_object_set(row, jv_string("runs"), jv_number((double)sqlite3_column_int64(st, 2)));
 		row = jv_object_set(row, jv_string("last"), jv_string(when));
+		row = jv_object_set(row, jv_string("checkpoints"), column_jv(st, 4));
+		row = jv_object_set(row, jv_string("restores"), column_jv(st, 5));
+		row = jv_object_set(row, jv_string("forked_from"), column_jv(st, 6));
 		n++;
 		if (!fn(row, arg))
 			break;
 	}
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
 		hist_db_fail(h, err, errlen, "sessions");
+		n = -1;
+	}
+	sqlite3_finalize(st);
+	return n;
+}
+
+int64_t hist_events(struct hist *h, const struct hist_filter *f, hist_row_fn fn, void *arg, char *err, size_t errlen)
+{
+#define EVENT_NAME_(name, type) ", " #name
+#define EVENT_KEY_(name, type) #name,
+	static const char *const keys[] = { "timestamp", HIST_EVENT_COLUMNS(EVENT_KEY_) NULL };
+	char sql[1024];
+	snprintf(sql, sizeof sql,
+		 "SELECT timestamp" HIST_EVENT_COLUMNS(EVENT_NAME_) " FROM session_events WHERE "
+		 "(?1 IS NULL OR timestamp >= ?1) AND (?2 IS NULL OR timestamp < ?2) AND (?3 IS NULL OR session_id = ?3) "
+		 "AND (?4 IS NULL OR principal = ?4) ORDER BY timestamp DESC, id DESC LIMIT ?5");
+#undef EVENT_NAME_
+#undef EVENT_KEY_
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return hist_db_fail(h, err, errlen, "events");
+	if (!isnan(f->since))
+		sqlite3_bind_double(st, 1, f->since);
+	if (!isnan(f->until))
+		sqlite3_bind_double(st, 2, f->until);
+	if (f->session)
+		sqlite3_bind_text(st, 3, f->session, -1, SQLITE_STATIC);
+	if (f->principal)
+		sqlite3_bind_text(st, 4, f->principal, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, f->limit > 0 ? f->limit : -1);
+	int64_t n = 0;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		jv row = jv_object();
+		for (int i = 0; keys[i]; i++) {
+			if (!strcmp(keys[i], "principal"))
+				continue; /* the filter's, never shown: as a run's */
+			jv v = column_jv(st, i);
+			if (i == 0) {
+				char when[40];
+				util_iso8601(jv_number_value(v) * 1000.0, when, sizeof when);
+				jv_free(v);
+				v = jv_string(when);
+			}
+			row = jv_object_set(row, jv_string(keys[i]), v);
+		}
+		n++;
+		if (!fn(row, arg))
+			break;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		hist_db_fail(h, err, errlen, "events");
 		n = -1;
 	}
 	sqlite3_finalize(st);

@@ -275,3 +275,48 @@ int hist_vacuum(struct hist *h, char *err, size_t errlen)
 		return -1;
 	return hist_exec(h, "PRAGMA wal_checkpoint(TRUNCATE)", err, errlen);
 }
+
+/* ---- events ------------------------------------------------------------ */
+
+static bool hex_of(const char *s, size_t n)
+{
+	if (!s || strlen(s) != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+int hist_event(struct hist *h, jv event, char *err, size_t errlen)
+{
+#define EVENT_NAME_(name, type) ", " #name
+#define EVENT_VALUE_(name, type) ", json_extract(?2, '$." #name "')"
+	static const char sql[] = "INSERT INTO session_events (timestamp" HIST_EVENT_COLUMNS(EVENT_NAME_)
+				  ") VALUES (?1" HIST_EVENT_COLUMNS(EVENT_VALUE_) ")";
+#undef EVENT_NAME_
+#undef EVENT_VALUE_
+#define KIND_(k) !strcmp(kind, #k) ||
+	const char *kind = jv_get_kind(event) == JV_KIND_OBJECT ? rec_str(event, "kind", NULL) : NULL;
+	bool known = kind && (HIST_EVENT_KINDS(KIND_) false);
+#undef KIND_
+	if (!known || !hex_of(rec_str(event, "session_id", NULL), 32) || !hex_of(rec_str(event, "checkpoint_id", NULL), 16)) {
+		jv_free(event);
+		snprintf(err, errlen, "an event is an object with a known \"kind\", a \"session_id\" and a \"checkpoint_id\"");
+		return -1;
+	}
+	double ts = util_epoch_ms() / 1000.0, given;
+	if (rec_num(event, "timestamp", &given) && given > 0 && given < 1e11)
+		ts = given;
+	jv text = jv_dump_string(event, 0);
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(h->db, sql, -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_bind_double(st, 1, ts);
+		sqlite3_bind_text(st, 2, jv_string_value(text), -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+	}
+	jv_free(text);
+	return rc == SQLITE_DONE ? 0 : hist_db_fail(h, err, errlen, "log an event");
+}

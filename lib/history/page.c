@@ -394,6 +394,12 @@ static bool on_session(jv row, void *arg)
 	page_put_num(c->p, row, "runs", "");
 	page_raw(c->p, "</td><td class=\"when\">");
 	page_str(c->p, page_sval(row, "last"));
+	page_raw(c->p, "</td><td class=\"num\">");
+	page_put_num(c->p, row, "checkpoints", "");
+	page_raw(c->p, "</td><td class=\"num\">");
+	page_put_num(c->p, row, "restores", "");
+	page_raw(c->p, "</td><td class=\"id\">");
+	page_str(c->p, page_sval(row, "forked_from"));
 	page_raw(c->p, "</td></tr>");
 	jv_free(row);
 	c->n++;
@@ -510,7 +516,7 @@ int page_sessions(struct page *p, struct hist *h, const struct hist_filter *f, j
 		return 0;
 	}
 	page_raw(p, "<table id=\"sessions\"><thead><tr><th>session</th><th>languages</th><th>runs</th>"
-		    "<th>last run</th></tr></thead><tbody>");
+		    "<th>last run</th><th>checkpoints</th><th>restores</th><th>forked from</th></tr></thead><tbody>");
 	struct sess_ctx c = { .p = p };
 	if (hist_sessions(h, f, 200, on_session, &c, err, errlen) < 0)
 		return -1;

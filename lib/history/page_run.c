@@ -261,7 +261,8 @@ int page_run(struct page *p, struct hist *h, const struct hist_filter *base, int
 	}
 	static const struct { const char *label, *key; } strs[] = {
 		{ "language", "language" }, { "started", "timestamp" }, { "backend", "backend" },
-		{ "session", "session_id" }, { "error", "error" }, { "signal", "signal" }, { "host", "host" },
+		{ "session", "session_id" }, { "from checkpoint", "checkpoint" }, { "error", "error" }, { "signal", "signal" },
+		{ "host", "host" },
 	};
 	/* A session's command (or workspace file) ran in its language's
 	 * environment: the page says what ran, not only whose environment. */

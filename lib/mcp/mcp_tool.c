@@ -9,12 +9,16 @@
 #include "mcp_int.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include "proc.h"
 #include "rec.h"
 #include "req.h"
 #include "status.h"
@@ -274,6 +278,72 @@ static void tool_check(struct call *c)
 	mcp_call_check(c, "--check", check_done);
 }
 
+/* A checkpoint tool's events go to the history through `sbx-log --event`
+ * (the history's one writer), started and left to finish on its own: the
+ * call's answer does not wait for the file's lock.  The intermediate
+ * child exits at once, so the logger is no child of ours to reap. */
+static void log_events(struct mcp *m, jv events)
+{
+	jv text = jv_dump_string(events, 0); /* (consumes them) */
+	char *path = util_fmt("%s/sbx-log", m->bindir);
+	char *argv[] = { "sbx-log", "--event", (char *)jv_string_value(text), m->conf_path ? "-c" : NULL, m->conf_path, NULL };
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (fork() != 0)
+			_exit(0);
+		(void)proc_child_prepare(getppid(), 0); /* our signals back; no death signal */
+		int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (setsid() < 0 || devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || proc_keep_fds(NULL, 0) < 0)
+			_exit(127);
+		execv(path, argv);
+		_exit(127);
+	}
+	if (pid > 0)
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	else
+		util_warn("cannot log a checkpoint event: fork: %s", strerror(errno));
+	free(path);
+	jv_free(text);
+}
+
+/* The history's events of a checkpoint tool's result (out, borrowed), or
+ * an invalid jv for another tool's. */
+static jv checkpoint_events(const struct call *c, jv out)
+{
+	static const char *const copied[] = { "checkpoint_id", "parent", "name", "method", "duration_ms" };
+	const char *kind = c->tool->kind == MCP_T_CKPT	    ? "checkpoint"
+			   : c->tool->kind == MCP_T_RESTORE ? "restore"
+			   : c->tool->kind == MCP_T_FORK    ? "fork"
+			   : c->tool->kind == MCP_T_CKDELETE ? "delete"
+							    : NULL;
+	if (!kind || jv_get_kind(out) != JV_KIND_OBJECT)
+		return jv_invalid();
+	jv e = jv_object_set(jv_object(), jv_string("kind"), jv_string(kind));
+	e = jv_object_set(e, jv_string("timestamp"), jv_number(util_epoch_ms() / 1000.0));
+	e = jv_object_set(e, jv_string("session_id"), rec_get(c->args, "session_id"));
+	for (size_t i = 0; i < sizeof copied / sizeof copied[0]; i++)
+		if (rec_has(out, copied[i]))
+			e = jv_object_set(e, jv_string(copied[i]), rec_get(out, copied[i]));
+	if (rec_has(out, "copied_bytes"))
+		e = jv_object_set(e, jv_string("bytes"), rec_get(out, "copied_bytes"));
+	if (c->principal[0])
+		e = jv_object_set(e, jv_string(REQ_KEY(principal)), jv_string(c->principal));
+	if (c->tool->kind != MCP_T_FORK)
+		return jv_array_append(jv_array(), e);
+	/* a fork: one event per new session, from the one called */
+	jv all = jv_array();
+	jv ids = rec_get(out, "session_ids");
+	if (jv_get_kind(ids) == JV_KIND_ARRAY)
+		jv_array_foreach(ids, i, id) {
+			jv f = jv_object_set(jv_copy(e), jv_string("from_session"), rec_get(c->args, "session_id"));
+			all = jv_array_append(all, jv_object_set(f, jv_string("session_id"), id));
+		}
+	jv_free(ids);
+	jv_free(e);
+	return all;
+}
+
 /* Session tools: sess.c does the file work (fn, the tool's); runs go
  * through the chain. */
 static void tool_session(struct call *c, sess_tool_fn *fn)
@@ -302,6 +372,9 @@ static void tool_session(struct call *c, sess_tool_fn *fn)
 		mcp_call_submit(c, req);
 		return;
 	}
+	jv events = checkpoint_events(c, out);
+	if (jv_is_valid(events))
+		log_events(m, events);
 	mcp_call_finish(c, mcp_tool_result(out, false));
 }
 

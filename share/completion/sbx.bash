@@ -83,7 +83,7 @@ _sbx() {
 	--sync) _sbx_words normal full; return ;;
 	--transport) _sbx_words stdio http sse; return ;;
 	--since | --until | --older-than) _sbx_words 1h 24h 7d 30d 90d today yesterday; return ;;
-	--events | --control | --connect | -j | --jobs | -n | --bytes | --limit | -k | --shards | --shard | -l | --listen | \
+	--events | --event | --control | --connect | -j | --jobs | -n | --bytes | --limit | -k | --shards | --shard | -l | --listen | \
 		--id | --session | --principal | --jq) return ;;
 	esac
 	if [[ $prev == --stats ]] && [[ ${COMP_WORDS[COMP_CWORD]} == = || ${COMP_WORDS[COMP_CWORD - 1]} == = ]]; then
@@ -94,8 +94,8 @@ _sbx() {
 	sbx-validate) opts="-c --config -h --help --version" ;;
 	sbx-run) opts="-j --jobs --unordered --progress --no-progress --timings --no-cache --events --live --control --connect --check --json --pull -c --config -h --help --version" ;;
 	sbx-cap) opts="-n --bytes -c --config -h --help --version" ;;
-	sbx-log) opts="-d --database --store-code --sync -c --config -h --help --version" ;;
-	sbx-history) opts="--since --until --language --status --verdict --egress-refused --id --session --principal -n --limit --stats --stats=verdict --by --jq -f --format --record --prune --older-than --force --vacuum -v --verbose --merge -d --database --server -c --config -h --help --version" ;;
+	sbx-log) opts="-d --database --store-code --sync --event -c --config -h --help --version" ;;
+	sbx-history) opts="--since --until --language --status --verdict --egress-refused --id --session --principal -n --limit --stats --stats=verdict --by --jq -f --format --record --prune --older-than --force --vacuum -v --verbose --merge --events -d --database --server -c --config -h --help --version" ;;
 	sbx-mcp) opts="-c --config -l --listen --token-file --transport -h --help --version" ;;
 	sbx-shard) opts="-k --shards -o --output -c --config -h --help --version" ;;
 	sbx-batch) opts="-j --jobs --history --shard -c --config -h --help --version" ;;
