@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD:-build}
-all=(sha256 run guest history mcp_rtt mcp_tokens live kernel judge memory http docker languages scale dashboard)
+all=(sha256 run guest history mcp_rtt mcp_tokens live kernel checkpoint judge memory http docker languages scale dashboard)
 if [ $# -eq 0 ] || [ "$1" = all ]; then set -- "${all[@]}"; fi
 for p in "$@"; do
 	case " ${all[*]} " in *" $p "*) ;; *) echo "bench: no part $p (parts: ${all[*]})" >&2; exit 2 ;; esac
@@ -21,6 +21,6 @@ for p in "$@"; do
 	mcp_rtt) echo "# MCP over stdio (bench/mcp_rtt.py)"; SBX_HISTORY=$PWD/$B/bench/mcp-history.db bench/mcp_rtt.py ;;
 	mcp_tokens) bench/mcp_tokens.mjs ;;
 	live) SBX_HISTORY=$PWD/$B/bench/mcp-history.db bench/live.py ;;
-	kernel | judge | memory) "bench/$p.py" ;;
+	kernel | checkpoint | judge | memory) "bench/$p.py" ;;
 	esac
 done
