@@ -110,6 +110,22 @@ static void copy_meta(int fd, int dfd, const char *name, const struct stat *st)
 	utimensat(dfd, name, t, AT_SYMLINK_NOFOLLOW);
 }
 
+/* in's bytes to out by read and write, where copy_file_range cannot. */
+static int copy_plain(struct copy *cp, int in, int out)
+{
+	char buf[65536];
+	for (;;) {
+		ssize_t r = read(in, buf, sizeof buf);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return (int)r;
+		if (util_write_all(out, buf, (size_t)r) < 0)
+			return -1;
+		cp->bytes += (uint64_t)r;
+	}
+}
+
 static int copy_file(struct copy *cp, int sdir, int ddir, const char *name)
 {
 	int in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -128,28 +144,18 @@ static int copy_file(struct copy *cp, int sdir, int ddir, const char *name)
 	int rc = 0;
 	for (;;) {
 		ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+		if (n > 0) {
+			cp->bytes += (uint64_t)n;
+			continue;
+		}
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
-			/* (a filesystem pair the call does not serve) */
-			char buf[65536];
-			ssize_t r;
-			while ((r = read(in, buf, sizeof buf)) > 0 || (r < 0 && errno == EINTR))
-				if (r > 0 && util_write_all(out, buf, (size_t)r) < 0)
-					break;
-				else if (r > 0)
-					cp->bytes += (uint64_t)r;
-			if (r != 0)
-				rc = copy_fail(cp, "the file", name);
-			break;
-		}
-		if (n < 0) {
+		/* (a pair of filesystems the call does not serve) */
+		if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP))
+			n = copy_plain(cp, in, out);
+		if (n < 0)
 			rc = copy_fail(cp, "the file", name);
-			break;
-		}
-		if (n == 0)
-			break;
-		cp->bytes += (uint64_t)n;
+		break;
 	}
 	if (rc == 0)
 		copy_meta(out, -1, NULL, &st);

@@ -97,6 +97,10 @@ bool sess_tool_checkpoint(struct sessions *s, unsigned owner, jv args, jv *out, 
 	struct tree *t = x ? tree_of(x, err, errlen) : NULL;
 	if (!t)
 		return false;
+	if (!s->conf->max_checkpoints) {
+		snprintf(err, errlen, "checkpoints are off on this server ([sessions] max_checkpoints = 0)");
+		return false;
+	}
 	if (t->nck >= s->conf->max_checkpoints) {
 		snprintf(err, errlen, "this session tree has %u checkpoints, max_checkpoints: delete one with checkpoint_delete first",
 			 t->nck);

@@ -328,7 +328,7 @@ static int mount_tmpfs(const char *dir, uint64_t size, uint64_t inodes, uid_t ui
 	return 0;
 }
 
-int wsfs_mount(const struct wsfs *w, const char *dir, const char *image, uint64_t size, uint64_t inodes, uid_t uid,
+int wsfs_mount(struct wsfs *w, const char *dir, const char *image, uint64_t size, uint64_t inodes, uid_t uid,
 	       gid_t gid, bool exec, char *note, size_t notelen, char *err, size_t errlen)
 {
 	/* An ordinary user's mount is seen by no one but the server, which
@@ -346,7 +346,9 @@ int wsfs_mount(const struct wsfs *w, const char *dir, const char *image, uint64_
 			char why[256];
 			if (mount_image("btrfs", make_btrfs, NULL, dir, image, size, uid, gid, flags, why, sizeof why) == 0)
 				return WSFS_BTRFS;
-			util_warn("ext4 for the workspace %s: %s", dir, why);
+			/* (said once: the next trees are ext4 from the start) */
+			util_warn("btrfs failed, so workspaces are ext4 and checkpoints copies: %s", why);
+			w->kind = WSFS_EXT4;
 		}
 		/* fall through */
 	case WSFS_EXT4: {

@@ -65,9 +65,10 @@ const char *wsfs_note(const struct wsfs *w);
  * files, where it is a tmpfs; ext4 has one per 8 KiB), its root owned by uid:gid, no setuid or devices, noexec unless
  * exec; image is a path for the image file in a directory only root may
  * write.  Where the loop device fails for this one (none free, say), a
- * tmpfs.  Returns the kind mounted, its note (as wsfs_note's) in note, or
- * -1 with err. */
-int wsfs_mount(const struct wsfs *w, const char *dir, const char *image, uint64_t size, uint64_t inodes, uid_t uid,
+ * tmpfs; where btrfs fails, ext4 for this one and every later one.
+ * Returns the kind mounted, its note (as wsfs_note's) in note, or -1 with
+ * err. */
+int wsfs_mount(struct wsfs *w, const char *dir, const char *image, uint64_t size, uint64_t inodes, uid_t uid,
 	       gid_t gid, bool exec, char *note, size_t notelen, char *err, size_t errlen);
 
 #endif
