@@ -95,7 +95,7 @@ static void remove_orphans(struct sessions *s)
 	remove_orphans_in(s->trees, "session tree");
 }
 
-struct session *sess_find(struct sessions *s, const char *id)
+static struct session *find(struct sessions *s, const char *id)
 {
 	for (struct session *x = s->list; x; x = x->next)
 		if (!strcmp(x->id, id))
@@ -204,7 +204,7 @@ static void on_timer(struct loop *l, int fd, short rev, void *arg)
 
 void sess_hold(struct sessions *s, const char *id, bool process)
 {
-	struct session *x = sess_find(s, id);
+	struct session *x = find(s, id);
 	if (x) {
 		x->busy++;
 		x->procs += process;
@@ -214,7 +214,7 @@ void sess_hold(struct sessions *s, const char *id, bool process)
 
 void sess_release(struct sessions *s, const char *id, bool process)
 {
-	struct session *x = sess_find(s, id);
+	struct session *x = find(s, id);
 	if (x && x->busy) {
 		x->busy--;
 		if (process && x->procs)
@@ -401,11 +401,6 @@ struct session *sess_new_in(struct sessions *s, unsigned owner, struct tree *t, 
 {
 	if (!room_for(s, owner, 1, err, errlen))
 		return NULL;
-	if (util_mkdir_p(s->base, 0711) < 0) {
-		snprintf(err, errlen, "cannot create %s: %s%s%s", s->base, strerror(errno), s->conf->state_note ? "; " : "",
-			 s->conf->state_note ? s->conf->state_note : "");
-		return NULL;
-	}
 	struct session *x = util_xalloc(sizeof *x);
 	x->network = x->approved = jv_invalid();
 	state_session_id_new(x->id);
@@ -469,7 +464,7 @@ char *sess_create(struct sessions *s, unsigned owner, const char *language, uint
 static struct session *get(struct sessions *s, unsigned owner, jv args, char *err, size_t errlen)
 {
 	const char *id = rec_str(args, "session_id", NULL);
-	struct session *x = id && is_id(id) ? sess_find(s, id) : NULL;
+	struct session *x = id && is_id(id) ? find(s, id) : NULL;
 	if (!x || x->owner != owner) {
 		snprintf(err, errlen, "unknown session \"%.40s\": it expired, was stopped, or was never made by this server "
 			 "(sandbox_initialize makes one)", id ? id : "");
@@ -670,7 +665,7 @@ static struct session *uri_session(struct sessions *s, unsigned owner, const cha
 	}
 	memcpy(id, uri + pl, STATE_SESSION_ID_LEN);
 	id[STATE_SESSION_ID_LEN] = 0;
-	struct session *x = is_id(id) ? sess_find(s, id) : NULL;
+	struct session *x = is_id(id) ? find(s, id) : NULL;
 	if (!x || x->owner != owner) {
 		snprintf(err, errlen, "not found: no session %s of yours", id);
 		return NULL;
@@ -731,7 +726,7 @@ jv sess_complete(struct sessions *s, unsigned owner, const char *arg, const char
 				out = jv_array_append(out, jv_string(x->id));
 		return out;
 	}
-	struct session *x = session_id && is_id(session_id) ? sess_find(s, session_id) : NULL;
+	struct session *x = session_id && is_id(session_id) ? find(s, session_id) : NULL;
 	if (strcmp(arg, "path") || !x || x->owner != owner)
 		return out;
 	jv files = workspace_files(x);
@@ -802,7 +797,7 @@ static unsigned kernels_of(const struct sessions *s, unsigned owner)
 
 void sess_kernel_seen(struct sessions *s, const char *id, const char *lang, bool alive)
 {
-	struct session *x = sess_find(s, id);
+	struct session *x = find(s, id);
 	if (!x || !lang)
 		return;
 	unsigned i = 0;
@@ -889,7 +884,7 @@ bool sess_tool_init(struct sessions *s, unsigned owner, jv args, jv *out, jv *re
 		jv_free(deps);
 		return false;
 	}
-	struct session *x = sess_find(s, id);
+	struct session *x = find(s, id);
 	x->network = jv_get_kind(net) == JV_KIND_NULL ? jv_invalid() : net;
 	char when[40];
 	util_iso8601(util_epoch_ms() + (double)x->ttl_ms, when, sizeof when);
@@ -917,7 +912,7 @@ bool sess_tool_init(struct sessions *s, unsigned owner, jv args, jv *out, jv *re
 
 bool sess_network_allow(struct sessions *s, unsigned owner, const char *id, jv ran, const char *pat)
 {
-	struct session *x = sess_find(s, id);
+	struct session *x = find(s, id);
 	if (!x || x->owner != owner)
 		return false;
 	if (jv_get_kind(x->network) == JV_KIND_TRUE)

@@ -84,7 +84,6 @@ struct sessions {
  * from that checkpoint; NULL with err. */
 struct session *sess_new_in(struct sessions *s, unsigned owner, struct tree *t, const struct checkpoint *ck, char *err,
 			    size_t errlen);
-struct session *sess_find(struct sessions *s, const char *id);
 
 /* Who owns a workspace's files, as the host sees it.  As root: the
  * sandbox's program, whose uid and gid are both uid + 1 (box.c maps them
