@@ -106,7 +106,7 @@ def measure(srv, label, files, size):
         ms, r = srv.timed("checkpoint_fork", {"session_id": sid, "checkpoint": ck})
         forked.append((ms, r))
         srv.call("sandbox_stop", {"session_id": r["session_ids"][0]})
-    check = srv.call("sandbox_exec", {"session_id": sid, "command": ["sh", "-c", "ls data | wc -l; du -sb data | cut -f1"]})
+    check = srv.call("sandbox_exec", {"session_id": sid, "command": ["sh", "-c", "ls data | wc -l; cat data/* | wc -c"]})
     got = check["stdout"].split()
     if got != [str(files), str(files * size)]:
         sys.exit("bench/checkpoint.py: after the restores the workspace holds %s, not %d files of %d bytes" % (got, files, size))
