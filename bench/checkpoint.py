@@ -139,7 +139,7 @@ frame = ("import numpy as np, pandas as pd\ndf = pd.DataFrame(np.random.default_
 again = []
 for i in range(3):
     t0 = time.perf_counter()
-    r = big.call("run_cell", {"session_id": sid, "code": frame, "reset": True, "memory": "1g", "timeout": 120})
+    r = big.call("run_cell", {"session_id": sid, "code": frame, "reset": True, "memory": "1g", "timeout": 50})
     again.append((time.perf_counter() - t0) * 1000)
 print("a Python kernel holding a %s MB data frame, made again (a new kernel, the frame built): median %.0f ms of 3; "
       "kernels' memory is not checkpointed yet" % (r.get("value"), statistics.median(again)))
