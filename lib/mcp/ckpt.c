@@ -70,7 +70,9 @@ int ckpt_workspace_new(int tree, const char *path, bool btrfs, uid_t uid, gid_t 
 	} else {
 		rc = mkdirat(tree, path, 0700);
 	}
-	if (rc == 0 && (fchownat(tree, path, uid, gid, AT_SYMLINK_NOFOLLOW) < 0 || fchmodat(tree, path, 0700, 0) < 0))
+	/* mode first: root in a container may lack CAP_FOWNER, and the
+	 * directory is not its own once given away */
+	if (rc == 0 && (fchmodat(tree, path, 0700, 0) < 0 || fchownat(tree, path, uid, gid, AT_SYMLINK_NOFOLLOW) < 0))
 		rc = -1;
 	if (rc < 0)
 		snprintf(err, errlen, "cannot make the workspace %s: %s", path, strerror(errno));
@@ -92,22 +94,24 @@ static int copy_fail(struct copy *cp, const char *what, const char *name)
 	return -1;
 }
 
-/* Owner, mode and times of st on fd (a file or directory of ours), or on
- * name in dfd without following it (a link, a FIFO). */
+/* Mode, times and owner of st on fd (a file or directory of ours), or on
+ * name in dfd without following it (a link, a FIFO).  The owner last:
+ * once the file is another's, root without CAP_FOWNER (in a container)
+ * may set neither its mode nor its times. */
 static void copy_meta(int fd, int dfd, const char *name, const struct stat *st)
 {
 	mode_t mode = st->st_mode & 01777; /* never setuid or setgid */
 	struct timespec t[2] = { st->st_atim, st->st_mtim };
 	if (fd >= 0) {
-		(void)!fchown(fd, st->st_uid, st->st_gid);
 		(void)!fchmod(fd, mode);
 		futimens(fd, t);
+		(void)!fchown(fd, st->st_uid, st->st_gid);
 		return;
 	}
-	(void)!fchownat(dfd, name, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW);
 	if (!S_ISLNK(st->st_mode))
 		(void)!fchmodat(dfd, name, mode, 0);
 	utimensat(dfd, name, t, AT_SYMLINK_NOFOLLOW);
+	(void)!fchownat(dfd, name, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW);
 }
 
 /* in's bytes to out by read and write, where copy_file_range cannot. */
@@ -270,8 +274,10 @@ static int snapshot(int tree, const char *from, const char *to, bool readonly, c
 		snprintf(a.name, sizeof a.name, "%s", name);
 		rc = ioctl(dir, BTRFS_IOC_SNAP_CREATE_V2, &a);
 	}
+	/* btrfs lets only the source's owner, or CAP_FOWNER, snapshot it */
 	if (rc < 0)
-		snprintf(err, errlen, "cannot snapshot %s as %s: %s", from, to, strerror(errno));
+		snprintf(err, errlen, "cannot snapshot %s as %s: %s%s", from, to, strerror(errno),
+			 errno == EPERM ? " (a root server needs CAP_FOWNER to snapshot its sandboxes' workspaces)" : "");
 	if (dir >= 0)
 		close(dir);
 	if (src >= 0)
