@@ -153,7 +153,7 @@ errmsg() { jq -r .error.message body; }
 	[[ "$(hdr content-type)" == text/event-stream* ]]
 	sed -n 's/^data: //p' body > events
 	# (a heartbeat, "still running", comes between them past progress_interval: under valgrind's load)
-	[ "$(jq -r 'select(.method == "notifications/progress" and .params.message != "still running") | .params.message' events | tr '\n' ,)" = "queued,compiling,running,done," ]
+	[ "$(jq -r 'select(.method == "notifications/progress" and .params.message != "still running") | .params.message' events | tr '\n' ,)" = "queued,compiling,running,done," ] || { cat events >&2; false; }
 	jq -se '.[-1].id == 2 and .[-1].result.structuredContent.exit_code == 3' events
 	beats=$(jq -s 'map(select(.params.message? == "still running")) | length' events)
 	[ "$(grep -c '^event: message$' body)" -eq $((5 + beats)) ]

@@ -48,6 +48,7 @@ struct chain {
 	int in_fd;              /* requests to sbx-validate */
 	int out_fd;             /* results from sbx-log */
 	int ev_fd, ctl_fd;      /* sbx-run's --events and --control */
+	bool ev_done;           /* ev_fd at its end, unwatched */
 	int conn_fd;            /* sbx-run's --connect (SOCK_SEQPACKET) */
 	struct conn_ask *asks;
 	uint64_t ask_seq;
@@ -120,9 +121,17 @@ static void died(struct chain *ch, const char *why)
 	fail_all(ch, "the sandbox pipeline ended unexpectedly; the request was not run (see the server's log)");
 }
 
+static void on_event(struct loop *l, int fd, short rev, void *arg);
+
 static void on_out(struct loop *l, int fd, short rev, void *arg)
 {
 	struct chain *ch = arg;
+	/* sbx-run writes a job's events before its result, which then passes
+	 * sbx-cap and sbx-log: they are in their pipe by now.  Read first, so
+	 * that a loop that finds both ready never answers a call before its
+	 * progress (a call's progress after its answer is dropped). */
+	if (!ch->ev_done)
+		on_event(l, ch->ev_fd, POLLIN, ch);
 	ssize_t n = rec_fill(&ch->out);
 	jv rec;
 	enum rec_status st;
@@ -165,8 +174,10 @@ static void on_event(struct loop *l, int fd, short rev, void *arg)
 			(*p)->event(what, ev, (*p)->arg);
 		jv_free(ev);
 	}
-	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		loop_unwatch(l, fd);
+		ch->ev_done = true;
+	}
 	(void)rev;
 }
 
@@ -307,6 +318,7 @@ static int start(struct chain *ch)
 	ch->in_fd = in[1];
 	ch->out_fd = out[0];
 	ch->ev_fd = ev[0];
+	ch->ev_done = false;
 	ch->ctl_fd = ctl[1];
 	ch->conn_fd = conn[0];
 	close(in[0]), close(p1[0]), close(p1[1]), close(p2[0]), close(p2[1]), close(p3[0]), close(p3[1]);
