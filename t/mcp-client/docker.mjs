@@ -82,6 +82,12 @@ check(r?.status === "success" && r.stdout === "HELLO\n", "write_file then sandbo
 r = await sc("run_cell", { session_id: sid, code: "x = 6 * 7" });
 r = await sc("run_cell", { session_id: sid, code: "x" });
 check(r?.status === "success" && JSON.stringify(r).includes("42"), "run_cell: a kernel keeps x across cells", r);
+// Checkpoints in the container: its workspaces are a tmpfs, so copies.
+const ck = await sc("checkpoint_create", { session_id: sid, name: "before" });
+await sc("write_file", { session_id: sid, path: "in.txt", content: "changed" });
+r = await sc("checkpoint_restore", { session_id: sid, checkpoint: "before" });
+const back = (await sc("read_file", { session_id: sid, path: "in.txt" }))?.content;
+check(ck?.method === "copy" && r?.restored && back === "hello", "checkpoint_create and _restore: the file as it was (copies)", [ck, r, back]);
 r = await sc("sandbox_stop", { session_id: sid });
 check(r?.stopped === true, "sandbox_stop", r);
 
