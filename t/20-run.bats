@@ -387,8 +387,10 @@ PY
 
 @test "--events reports each stage as it starts; --control cancels one job by id" {
 	mkfifo ctl
-	# the cancel once slow's program runs; the control open until both results are out
-	(await_program '^python3 main[.]py' && echo '{"cancel":"slow"}'; echo 'not json'; echo '{"cancel":"nobody"}'; await_lines 2 out) > ctl &
+	# the cancel once slow's program runs, a line that is not a message
+	# before it (after it, sbx-run may be done before reading it); the
+	# control open until both results are out
+	(await_program '^python3 main[.]py' && { echo 'not json'; echo '{"cancel":"slow"}'; }; echo '{"cancel":"nobody"}'; await_lines 2 out) > ctl &
 	printf '%s\n' '{"id":"slow","language":"python","code":"import time; time.sleep(20)"}' \
 		'{"id":"fast","language":"c","code":"int main(void){return 0;}"}' |
 		"$BIN/sbx-validate" | "$BIN/sbx-run" -j 2 --no-cache --events 5 --control 6 5> events 6< ctl > out 2> err || rc=$?
@@ -397,7 +399,7 @@ PY
 	[ "$(jq -sc 'map({id, status, error}) | sort_by(.id)' out)" = '[{"id":"fast","status":"success","error":null},{"id":"slow","status":"cancelled","error":"cancelled"}]' ]
 	[ "$(jq -sc 'map(select(.id == "fast") | .event)' events)" = '["compile","run","done"]' ]
 	[ "$(jq -sc 'map(select(.id == "slow") | [.event, .status])' events)" = '[["run",null],["done","cancelled"]]' ]
-	grep -q 'sbx-run: --control: line 2 is not {"cancel": ID}' err
+	grep -q 'sbx-run: --control: line 1 is not {"cancel": ID}' err
 	run --separate-stderr "$BIN/sbx-run" --events 99 < /dev/null
 	[ "$status" -eq 2 ]
 	[[ "${stderr_lines[0]}" == 'sbx-run: --events: "99" is not an open file descriptor above 2' ]]
