@@ -192,7 +192,7 @@ except OSError: pass'
 	# (the run may have put its own pin under that name, or removed the
 	# false one as an older pin of its configuration: either is its to do)
 	umount held
-	! mountpoint -q $found || umount $found
+	if mountpoint -q $found; then umount $found; fi
 	rm -f $found
 	jqe 0 '.status == "success"'
 	local dev3=$(jqn 0 .stdout)
