@@ -570,4 +570,7 @@ logr() { "$BIN/sbx-log" "$@"; }
 	[ "$status" -ne 0 ]
 	[[ "$stderr" == *"known \"kind\""* ]]
 	[ "$(sqlite3 "$SBX_HISTORY" 'SELECT count(*) FROM session_events')" = 3 ]
+	# a field of another JSON type than its column's is stored as NULL
+	"$BIN/sbx-log" --event "$(jq -nc --arg s "$s" '{kind: "delete", session_id: $s, checkpoint_id: "00000000000000bb", name: 7, duration_ms: "slow", bytes: 1.5}')"
+	[ "$(sqlite3 "$SBX_HISTORY" "SELECT quote(name), quote(duration_ms), quote(bytes) FROM session_events WHERE kind = 'delete'")" = "NULL|NULL|NULL" ]
 }

@@ -69,7 +69,7 @@ static const char v5_schema[] =
 
 /* Version 6: the events of sessions' checkpoints (hist.h), and what
  * finds a session's newest restore or fork before a run. */
-#define EVENT_COLUMN_(name, type) ", " #name " " type
+#define EVENT_COLUMN_(name, type, json) ", " #name " " type
 static const char v6_schema[] =
 	"CREATE TABLE IF NOT EXISTS session_events (id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp REAL NOT NULL"
 	HIST_EVENT_COLUMNS(EVENT_COLUMN_) ");"

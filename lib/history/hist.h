@@ -97,13 +97,15 @@ int64_t hist_sessions(struct hist *h, const struct hist_filter *f, int64_t limit
 		      char *err, size_t errlen);
 
 /* A session tree's events (sbx-mcp's checkpoint tools), the table
- * session_events: each column's name and SQL type, once.  An event is a
- * JSON object with these keys (kind one of HIST_EVENT_KINDS); its time is
- * when it is logged. */
-#define HIST_EVENT_COLUMNS(X)                                                                   \
-	X(session_id, "TEXT NOT NULL") X(kind, "TEXT NOT NULL") X(checkpoint_id, "TEXT NOT NULL") \
-	X(parent, "TEXT") X(name, "TEXT") X(from_session, "TEXT") X(method, "TEXT")               \
-	X(duration_ms, "REAL") X(bytes, "INTEGER") X(principal, "TEXT")
+ * session_events: each column's name, SQL type and the JSON types stored
+ * (any other is stored as NULL), once.  An event is a JSON object with
+ * these keys (kind one of HIST_EVENT_KINDS); its time is when it is
+ * logged. */
+#define HIST_EVENT_COLUMNS(X)                                                                                    \
+	X(session_id, "TEXT NOT NULL", "'text'") X(kind, "TEXT NOT NULL", "'text'")                                 \
+	X(checkpoint_id, "TEXT NOT NULL", "'text'") X(parent, "TEXT", "'text'") X(name, "TEXT", "'text'")          \
+	X(from_session, "TEXT", "'text'") X(method, "TEXT", "'text'") X(duration_ms, "REAL", "'integer', 'real'") \
+	X(bytes, "INTEGER", "'integer'") X(principal, "TEXT", "'text'")
 /* checkpoint: one was taken of session_id (parent: the checkpoint its
  * files came from); restore: session_id was restored to checkpoint_id;
  * fork: session_id was made from checkpoint_id of from_session; delete:

@@ -310,8 +310,8 @@ int64_t hist_sessions(struct hist *h, const struct hist_filter *f, int64_t limit
 
 int64_t hist_events(struct hist *h, const struct hist_filter *f, hist_row_fn fn, void *arg, char *err, size_t errlen)
 {
-#define EVENT_NAME_(name, type) ", " #name
-#define EVENT_KEY_(name, type) #name,
+#define EVENT_NAME_(name, type, json) ", " #name
+#define EVENT_KEY_(name, type, json) #name,
 	static const char *const keys[] = { "timestamp", HIST_EVENT_COLUMNS(EVENT_KEY_) NULL };
 	char sql[1024];
 	snprintf(sql, sizeof sql,

@@ -290,8 +290,9 @@ static bool hex_of(const char *s, size_t n)
 
 int hist_event(struct hist *h, jv event, char *err, size_t errlen)
 {
-#define EVENT_NAME_(name, type) ", " #name
-#define EVENT_VALUE_(name, type) ", json_extract(?2, '$." #name "')"
+#define EVENT_NAME_(name, type, json) ", " #name
+#define EVENT_VALUE_(name, type, json) \
+	", CASE WHEN json_type(?2, '$." #name "') IN (" json ") THEN json_extract(?2, '$." #name "') END"
 	static const char sql[] = "INSERT INTO session_events (timestamp" HIST_EVENT_COLUMNS(EVENT_NAME_)
 				  ") VALUES (?1" HIST_EVENT_COLUMNS(EVENT_VALUE_) ")";
 #undef EVENT_NAME_

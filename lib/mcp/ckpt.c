@@ -27,7 +27,12 @@
 /* Deeper than this, a copy fails (each level holds two descriptors). */
 #define COPY_DEPTH 128
 
-static const char *const layout_dirs[] = { "w", "c", "x" };
+static const char *const layout_dirs[] = { CKPT_LIVE, CKPT_SAVED, CKPT_TRASH };
+
+void ckpt_path(char buf[CKPT_PATH], const char *dir, const char *name)
+{
+	snprintf(buf, CKPT_PATH, "%s/%s", dir, name);
+}
 
 int ckpt_layout(int tree, char *err, size_t errlen)
 {

@@ -29,6 +29,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The tree's directories, named once, and a path below one of them
+ * (ckpt_path(buf, CKPT_LIVE, sid): "w/SID"). */
+#define CKPT_LIVE "w"
+#define CKPT_SAVED "c"
+#define CKPT_TRASH "x"
+#define CKPT_PATH 72
+void ckpt_path(char buf[CKPT_PATH], const char *dir, const char *name);
+
 /* The directories w, c and x, root's and 0700. */
 int ckpt_layout(int tree, char *err, size_t errlen);
 /* A new empty workspace w/SID of uid:gid, mode 0700: a subvolume on btrfs. */

@@ -131,8 +131,8 @@ static void session_free(struct sessions *s, struct session *x)
 {
 	remove_dir(s->base, x->id);
 	if (x->tree && x->tree->dir) {
-		char w[64];
-		snprintf(w, sizeof w, "w/%s", x->id);
+		char w[CKPT_PATH];
+		ckpt_path(w, CKPT_LIVE, x->id);
 		ckpt_drop(x->tree->fd, w, x->tree->fs == WSFS_BTRFS);
 	}
 	tree_unref(s, x->tree);
@@ -316,6 +316,20 @@ fail:
 	return NULL;
 }
 
+/* Only the sandbox's uid (and the server) may enter a workspace: another
+ * local account must neither read nor change a session's files, whatever
+ * their modes.  The bind keeps the tree mount's flags (nosuid, nodev,
+ * noexec). */
+int sess_bind_workspace(struct session *x)
+{
+	char w[CKPT_PATH];
+	ckpt_path(w, CKPT_LIVE, x->id);
+	char *src = util_fmt("%s/%s", x->tree->dir, w);
+	int rc = mount(src, x->dir, NULL, MS_BIND, NULL);
+	free(src);
+	return rc;
+}
+
 /* A session's workspace at x->dir: the directory itself (no tree), or a
  * bind of the tree's w/ID, made empty or from checkpoint ck. */
 static int workspace_make(struct sessions *s, struct session *x, const struct checkpoint *ck, char *err, size_t errlen)
@@ -337,27 +351,20 @@ static int workspace_make(struct sessions *s, struct session *x, const struct ch
 			return -1;
 		}
 	} else {
-		char w[64], *src;
-		snprintf(w, sizeof w, "w/%s", x->id);
+		char w[CKPT_PATH];
+		ckpt_path(w, CKPT_LIVE, x->id);
 		bool btrfs = t->fs == WSFS_BTRFS;
 		int rc;
 		if (ck) {
-			char c[32];
-			snprintf(c, sizeof c, "c/%s", ck->id);
+			char c[CKPT_PATH];
+			ckpt_path(c, CKPT_SAVED, ck->id);
 			rc = ckpt_clone(t->fd, c, w, btrfs, false, NULL, err, errlen);
 		} else {
 			rc = ckpt_workspace_new(t->fd, w, btrfs, uid, gid, err, errlen);
 		}
 		if (rc < 0)
 			return -1;
-		/* Only the sandbox's uid (and the server) may enter: another
-		 * local account must neither read nor change a session's
-		 * files, whatever their modes.  The bind keeps the tree mount's
-		 * flags (nosuid, nodev, noexec). */
-		src = util_fmt("%s/%s", t->dir, w);
-		rc = mount(src, x->dir, NULL, MS_BIND, NULL);
-		free(src);
-		if (rc < 0) {
+		if (sess_bind_workspace(x) < 0) {
 			snprintf(err, errlen, "cannot bind the workspace %s: %s", x->dir, strerror(errno));
 			return -1;
 		}

@@ -62,8 +62,8 @@ static double ms_since(double t0)
 static jv ck_json(struct tree *t, struct checkpoint *ck)
 {
 	if (ck->bytes < 0) {
-		char c[32];
-		snprintf(c, sizeof c, "c/%s", ck->id);
+		char c[CKPT_PATH];
+		ckpt_path(c, CKPT_SAVED, ck->id);
 		ck->bytes = (int64_t)ckpt_bytes(t->fd, c);
 	}
 	char when[40];
@@ -131,9 +131,9 @@ bool sess_tool_checkpoint(struct sessions *s, unsigned owner, jv args, jv *out, 
 	}
 	struct checkpoint *ck = util_xalloc(sizeof *ck);
 	util_random_hex(ck->id, SESS_CK_LEN / 2);
-	char w[64], c[32];
-	snprintf(w, sizeof w, "w/%s", x->id);
-	snprintf(c, sizeof c, "c/%s", ck->id);
+	char w[CKPT_PATH], c[CKPT_PATH];
+	ckpt_path(w, CKPT_LIVE, x->id);
+	ckpt_path(c, CKPT_SAVED, ck->id);
 	double t0 = util_now_ms();
 	uint64_t copied = 0;
 	if (ckpt_clone(t->fd, w, c, t->fs == WSFS_BTRFS, true, &copied, err, errlen) < 0) {
@@ -181,11 +181,12 @@ bool sess_tool_restore(struct sessions *s, unsigned owner, jv args, jv *out, jv 
 		return false;
 	}
 	bool btrfs = t->fs == WSFS_BTRFS;
-	char w[64], next[64], c[32], old[32];
-	snprintf(w, sizeof w, "w/%s", x->id);
-	snprintf(next, sizeof next, "w/.%s", x->id);
-	snprintf(c, sizeof c, "c/%s", ck->id);
-	snprintf(old, sizeof old, "x/%u", t->trash++);
+	char w[CKPT_PATH], next[CKPT_PATH], c[CKPT_PATH], old[CKPT_PATH], n[16];
+	ckpt_path(w, CKPT_LIVE, x->id);
+	snprintf(n, sizeof n, "%u", t->trash++);
+	ckpt_path(old, CKPT_TRASH, n);
+	ckpt_path(next, CKPT_TRASH, "next"); /* (a leftover of a failed one: dropped) */
+	ckpt_path(c, CKPT_SAVED, ck->id);
 	double t0 = util_now_ms();
 	/* The new workspace is whole before anything of the old one goes: a
 	 * clone that fails (no room for a copy) changes nothing. */
@@ -203,17 +204,8 @@ bool sess_tool_restore(struct sessions *s, unsigned owner, jv args, jv *out, jv 
 	 * the new one takes both.  Runs reach the workspace by the path, each
 	 * afresh, and none runs now. */
 	if (umount2(x->dir, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 || renameat(t->fd, w, t->fd, old) < 0 ||
-	    renameat(t->fd, next, t->fd, w) < 0) {
+	    renameat(t->fd, next, t->fd, w) < 0 || sess_bind_workspace(x) < 0) {
 		snprintf(err, errlen, "cannot replace the workspace: %s; the session is ended", strerror(errno));
-		sess_remove(s, x->id);
-		jv_free(k);
-		return false;
-	}
-	char *src = util_fmt("%s/%s", t->dir, w);
-	int rc = mount(src, x->dir, NULL, MS_BIND, NULL);
-	free(src);
-	if (rc < 0) {
-		snprintf(err, errlen, "cannot bind the restored workspace: %s; the session is ended", strerror(errno));
 		sess_remove(s, x->id);
 		jv_free(k);
 		return false;
@@ -303,8 +295,8 @@ bool sess_tool_ckdelete(struct sessions *s, unsigned owner, jv args, jv *out, jv
 	struct checkpoint *ck = t ? ck_find(t, args, err, errlen) : NULL;
 	if (!ck)
 		return false;
-	char c[32];
-	snprintf(c, sizeof c, "c/%s", ck->id);
+	char c[CKPT_PATH];
+	ckpt_path(c, CKPT_SAVED, ck->id);
 	if (ckpt_drop(t->fd, c, t->fs == WSFS_BTRFS) < 0) {
 		snprintf(err, errlen, "cannot delete the checkpoint: %s", strerror(errno));
 		return false;

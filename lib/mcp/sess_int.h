@@ -80,6 +80,8 @@ struct sessions {
 	void *end_arg;
 };
 
+/* Bind the tree's w/ID of session x at x->dir; -1 with errno. */
+int sess_bind_workspace(struct session *x);
 /* A session in tree t of owner's, its workspace made empty or, with ck,
  * from that checkpoint; NULL with err. */
 struct session *sess_new_in(struct sessions *s, unsigned owner, struct tree *t, const struct checkpoint *ck, char *err,
