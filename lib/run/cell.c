@@ -577,11 +577,16 @@ void cell_end(struct kernels *ks, const char *workspace)
 
 void cell_restored(struct kernels *ks, const char *workspace)
 {
-	/* Each leaves a tomb saying why (kernel_done), so that its next cell
-	 * says "restarted" and why. */
+	/* Each leaves a tomb saying why, so that its next cell says
+	 * "restarted" and why: now, not when it has died (kernel_done), for
+	 * that cell may come before its death is seen. */
+	static const char why[] = "was stopped: its session's files were restored from a checkpoint";
 	for (struct kernel *k = ks->live; k; k = k->next)
-		if (!k->dying && !strcmp(k->workspace, workspace))
-			kill_kernel(k, K_GONE, "was stopped: its session's files were restored from a checkpoint");
+		if (!k->dying && !strcmp(k->workspace, workspace)) {
+			kill_kernel(k, K_GONE, why);
+			k->forget = true;
+			tomb_add(ks, k->workspace, k->language, why);
+		}
 }
 
 static struct kernel *find(struct kernels *ks, const char *ws, const char *lang)
